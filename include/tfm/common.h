@@ -1,0 +1,59 @@
+/* libtfm: export macro, version, status codes and the last-error call. */
+#ifndef TFM_COMMON_H
+#define TFM_COMMON_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TFM_BUILDING_LIBRARY) && defined(__GNUC__)
+#define TFM_API __attribute__((visibility("default")))
+#else
+#define TFM_API
+#endif
+
+#define TFM_VERSION_MAJOR 0
+#define TFM_VERSION_MINOR 1
+#define TFM_VERSION_PATCH 0
+#define TFM_VERSION_NUMBER \
+    (TFM_VERSION_MAJOR * 10000 + TFM_VERSION_MINOR * 100 + TFM_VERSION_PATCH)
+
+/* Version of the library actually loaded, to compare with the macros. */
+TFM_API uint32_t tfm_version_number(void);
+TFM_API const char *tfm_version_string(void);
+
+/* Status codes. The values are part of the ABI and never change. */
+typedef int32_t tfm_status;
+enum {
+    TFM_OK = 0,
+    TFM_ERR_NULL = 1,      /* a required handle or pointer was NULL */
+    TFM_ERR_ARG = 2,       /* an argument is out of its documented range */
+    TFM_ERR_SHAPE = 3,     /* tensor shapes do not fit together */
+    TFM_ERR_DTYPE = 4,     /* wrong element type (float32 vs int32) */
+    TFM_ERR_RANGE = 5,     /* an index or token id is out of range */
+    TFM_ERR_SIZE = 6,      /* a size is absurd or overflows */
+    TFM_ERR_NOMEM = 7,     /* an allocation failed */
+    TFM_ERR_STATE = 8,     /* the call is not valid in the object's state */
+    TFM_ERR_IO = 9,        /* a file could not be read or written */
+    TFM_ERR_FORMAT = 10,   /* a file is corrupt or not in the expected format */
+    TFM_ERR_NUMERIC = 11   /* NaN or Inf where a finite value is required */
+};
+
+/* "TFM_ERR_SHAPE" etc.; "TFM_UNKNOWN_STATUS" for a value not listed. */
+TFM_API const char *tfm_status_name(tfm_status status);
+
+/* The message and status of the last failed call on this thread. Successful
+ * calls do not clear them (like errno); tfm_clear_error() does. The message
+ * is "" when no error is pending. The pointer stays valid until the next
+ * libtfm call on this thread. */
+TFM_API const char *tfm_last_error(void);
+TFM_API tfm_status tfm_last_status(void);
+TFM_API void tfm_clear_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,106 @@
+/* libtfm differentiable ops.
+ *
+ * Every op takes the tape that owns its result and returns a new tape-owned
+ * tensor, or NULL with tfm_last_error() set. An op given a NULL input returns
+ * NULL and keeps the error that made that input NULL, so a chain of ops can
+ * be checked once at its end. Axes may be negative (counted from the end).
+ * Inputs are float32 unless said otherwise. */
+#ifndef TFM_OPS_H
+#define TFM_OPS_H
+
+#include "tape.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- linear algebra -------------------------------------------------------- */
+/* op(a) @ op(b), op = transpose of the last two axes when its flag is set.
+ * a is [..., M, K], b is [..., K, N] (before the flags); the leading axes are
+ * equal, or one side is 2-D and is shared by the whole batch (x @ W^T).
+ * Always computed with cblas_sgemm. Result [..., M, N]. */
+TFM_API tfm_tensor *tfm_matmul(tfm_tape *tape, const tfm_tensor *a,
+                               const tfm_tensor *b, int32_t transpose_a,
+                               int32_t transpose_b);
+
+/* --- elementwise ------------------------------------------------------------ */
+/* NumPy broadcasting: shapes are aligned on the right and each pair of sizes
+ * is equal or one of them is 1 (a bias [N] adds to [..., N]). */
+TFM_API tfm_tensor *tfm_add(tfm_tape *tape, const tfm_tensor *a,
+                            const tfm_tensor *b);
+TFM_API tfm_tensor *tfm_sub(tfm_tape *tape, const tfm_tensor *a,
+                            const tfm_tensor *b);
+TFM_API tfm_tensor *tfm_mul(tfm_tape *tape, const tfm_tensor *a,
+                            const tfm_tensor *b);
+TFM_API tfm_tensor *tfm_scale(tfm_tape *tape, const tfm_tensor *x,
+                              float factor);
+/* x where mask == 0, value where mask != 0 (PyTorch's masked_fill). mask is
+ * int32 and broadcasts to x. */
+TFM_API tfm_tensor *tfm_masked_fill(tfm_tape *tape, const tfm_tensor *x,
+                                    const tfm_tensor *mask, float value);
+
+/* --- activations ------------------------------------------------------------ */
+TFM_API tfm_tensor *tfm_relu(tfm_tape *tape, const tfm_tensor *x);
+/* Exact GELU, x * Phi(x) with erf, as torch.nn.functional.gelu. */
+TFM_API tfm_tensor *tfm_gelu(tfm_tape *tape, const tfm_tensor *x);
+TFM_API tfm_tensor *tfm_tanh(tfm_tape *tape, const tfm_tensor *x);
+
+/* --- shape ------------------------------------------------------------------ */
+/* Same values in a new shape; one axis may be -1 (inferred). */
+TFM_API tfm_tensor *tfm_reshape(tfm_tape *tape, const tfm_tensor *x,
+                                int32_t ndim, const int64_t *shape);
+/* Swaps two axes (a contiguous copy). */
+TFM_API tfm_tensor *tfm_transpose(tfm_tape *tape, const tfm_tensor *x,
+                                  int32_t axis0, int32_t axis1);
+/* [B, T, H*D] -> [B, H, T, D], and back. */
+TFM_API tfm_tensor *tfm_split_heads(tfm_tape *tape, const tfm_tensor *x,
+                                    int32_t heads);
+TFM_API tfm_tensor *tfm_merge_heads(tfm_tape *tape, const tfm_tensor *x);
+/* Joins count tensors along axis; all other sizes must be equal. */
+TFM_API tfm_tensor *tfm_concat(tfm_tape *tape, const tfm_tensor *const *xs,
+                               int32_t count, int32_t axis);
+
+/* --- normalisation, softmax ---------------------------------------------------- */
+/* Softmax over the last axis. mask may be NULL; an int32 mask is a keep-mask
+ * (0 drops the position, as masked_fill(mask == 0, -1e9) does, so a fully
+ * dropped row is uniform); a float32 mask is added to x (0 or -inf, as
+ * torch.nn.Transformer's masks; a row that is all -inf gives zeros). The mask
+ * broadcasts to x. */
+TFM_API tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x,
+                                const tfm_tensor *mask);
+TFM_API tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x);
+/* Layer norm over the last axis; weight and bias are [N] or NULL. */
+TFM_API tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x,
+                                   const tfm_tensor *weight,
+                                   const tfm_tensor *bias, float eps);
+/* Inverted dropout: in training, zeroes each value with probability p and
+ * scales the rest by 1/(1-p); otherwise (or p == 0) the identity. The mask
+ * comes from a counter-based generator seeded from rng, so backward
+ * regenerates it instead of storing it. */
+TFM_API tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p,
+                                int32_t training, tfm_rng *rng);
+
+/* --- lookup, reductions, loss ----------------------------------------------- */
+/* table [V, D], ids int32 of any shape -> [ids..., D]; an id outside [0, V)
+ * is TFM_ERR_RANGE. */
+TFM_API tfm_tensor *tfm_embedding(tfm_tape *tape, const tfm_tensor *table,
+                                  const tfm_tensor *ids);
+/* Sum and mean of all elements, as a [1] tensor. */
+TFM_API tfm_tensor *tfm_sum(tfm_tape *tape, const tfm_tensor *x);
+TFM_API tfm_tensor *tfm_mean(tfm_tape *tape, const tfm_tensor *x);
+/* Cross-entropy of logits [..., C] against int32 targets [...], as
+ * torch.nn.functional.cross_entropy: targets equal to ignore_index are not
+ * counted, label_smoothing in [0, 1) mixes in the uniform distribution, and
+ * the result is the mean over the counted targets (0 when none is counted),
+ * as a [1] tensor. A target outside [0, C) that is not ignore_index is
+ * TFM_ERR_RANGE. */
+TFM_API tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
+                                      const tfm_tensor *targets,
+                                      int32_t ignore_index,
+                                      float label_smoothing);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,51 @@
+/* libtfm reverse-mode autograd tape.
+ *
+ * Every op takes a tape. The tape owns the memory of the tensors ops return
+ * (an arena that grows to the step's high-water mark and is rewound by
+ * tfm_tape_reset, so a steady-state step allocates nothing) and, while
+ * recording, the record of each op whose inputs require a gradient. */
+#ifndef TFM_TAPE_H
+#define TFM_TAPE_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_tape tfm_tape;
+
+TFM_API tfm_tape *tfm_tape_create(void);
+TFM_API void tfm_tape_free(tfm_tape *tape);
+
+/* Recording is on after create. Off is no-grad mode: ops still compute and
+ * return tape-owned tensors, but record nothing and need no gradients. */
+TFM_API tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording);
+TFM_API int32_t tfm_tape_is_recording(const tfm_tape *tape);
+
+/* Runs the recorded ops backward from a one-element float32 tensor, seeding
+ * its gradient with 1. Gradients accumulate (+=) into the leaf tensors that
+ * require grad. Valid once per recorded step: call tfm_tape_reset() next. */
+TFM_API tfm_status tfm_tape_backward(tfm_tape *tape, tfm_tensor *loss);
+
+/* The same from any recorded float32 tensor, seeding its gradient with
+ * count == numel values (a vector-Jacobian product, as PyTorch's
+ * tensor.backward(gradient)). */
+TFM_API tfm_status tfm_tape_backward_with_grad(tfm_tape *tape,
+                                               tfm_tensor *output,
+                                               const float *seed,
+                                               int64_t count);
+
+/* Forgets the records and every tape-owned tensor, keeping the memory for
+ * the next step. */
+TFM_API tfm_status tfm_tape_reset(tfm_tape *tape);
+
+/* Statistics: ops recorded since the last reset, and bytes the arena holds. */
+TFM_API int64_t tfm_tape_node_count(const tfm_tape *tape);
+TFM_API int64_t tfm_tape_arena_bytes(const tfm_tape *tape);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

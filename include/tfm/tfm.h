@@ -1,0 +1,11 @@
+/* libtfm: build, train and run encoder-decoder transformers in C.
+ * The one header a program includes. */
+#ifndef TFM_H
+#define TFM_H
+
+#include "common.h"
+#include "tensor.h"
+#include "tape.h"
+#include "ops.h"
+
+#endif

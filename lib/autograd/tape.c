@@ -1,0 +1,206 @@
+#include "autograd/tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+tfm_tape *tfm_tape_create(void)
+{
+    tfm_tape *tape = calloc(1, sizeof *tape);
+    if (!tape) {
+        tfm__fail(TFM_ERR_NOMEM, "tfm_tape_create: out of memory");
+        return NULL;
+    }
+    tfm__arena_init(&tape->arena);
+    tape->recording = 1;
+    return tape;
+}
+
+void tfm_tape_free(tfm_tape *tape)
+{
+    if (!tape)
+        return;
+    tfm__arena_release(&tape->arena);
+    free(tape);
+}
+
+tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording)
+{
+    if (!tape)
+        return tfm__fail(TFM_ERR_NULL, "tfm_tape_set_recording: tape is NULL");
+    tape->recording = recording ? 1 : 0;
+    return TFM_OK;
+}
+
+int32_t tfm_tape_is_recording(const tfm_tape *tape)
+{
+    return tape ? tape->recording : 0;
+}
+
+int64_t tfm_tape_node_count(const tfm_tape *tape)
+{
+    return tape ? tape->node_count : 0;
+}
+
+int64_t tfm_tape_arena_bytes(const tfm_tape *tape)
+{
+    return tape ? (int64_t)tape->arena.capacity : 0;
+}
+
+tfm_status tfm_tape_reset(tfm_tape *tape)
+{
+    if (!tape)
+        return tfm__fail(TFM_ERR_NULL, "tfm_tape_reset: tape is NULL");
+    tape->last = NULL;
+    tape->node_count = 0;
+    tape->backward_done = 0;
+    /* A failed fold leaves a valid, fragmented arena: nothing to report. */
+    (void)tfm__arena_reset(&tape->arena);
+    return TFM_OK;
+}
+
+int tfm__check_tape(const char *op, const tfm_tape *tape)
+{
+    if (!tape) {
+        tfm__fail(TFM_ERR_NULL, "%s: tape is NULL", op);
+        return -1;
+    }
+    return 0;
+}
+
+void *tfm__scratch(tfm_tape *tape, const char *op, size_t bytes)
+{
+    void *p = tfm__arena_alloc(&tape->arena, bytes);
+    if (!p)
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory (%zu bytes)", op, bytes);
+    return p;
+}
+
+tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
+                            int32_t ndim, const int64_t *shape)
+{
+    int64_t numel = tfm__checked_numel(op, ndim, shape);
+    if (numel < 0)
+        return NULL;
+    tfm_tensor *t = tfm__scratch(tape, op, sizeof *t);
+    void *data = t ? tfm__scratch(tape, op, (size_t)numel * tfm__dtype_size(dtype)) : NULL;
+    if (!data)
+        return NULL;
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_TAPE);
+    t->data = data;
+    return t;
+}
+
+tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
+                          int32_t ndim, const int64_t *shape)
+{
+    int64_t numel = tfm__checked_numel(op, ndim, shape);
+    if (numel < 0)
+        return NULL;
+    tfm_tensor *t = tfm__scratch(tape, op, sizeof *t);
+    if (!t)
+        return NULL;
+    tfm__tensor_init(t, src->dtype, ndim, shape, numel, TFM_STORAGE_TAPE);
+    t->data = src->data;
+    return t;
+}
+
+int tfm__wants_grad(const tfm_tape *tape, int32_t n_in, const tfm_tensor *const *in)
+{
+    if (!tape->recording)
+        return 0;
+    for (int32_t i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad)
+            return 1;
+    return 0;
+}
+
+int tfm__record(tfm_tape *tape, const char *op, tfm_tensor *out,
+                tfm_backward_fn backward, int32_t n_in,
+                const tfm_tensor *const *in, tfm_node **node)
+{
+    *node = NULL;
+    if (!tfm__wants_grad(tape, n_in, in))
+        return 0;
+    tfm_node *n = tfm__scratch(tape, op, sizeof *n + (size_t)n_in * sizeof n->in[0]);
+    if (!n)
+        return -1;
+    memset(n, 0, sizeof *n);
+    n->backward = backward;
+    n->out = out;
+    n->n_in = n_in;
+    for (int32_t i = 0; i < n_in; i++)
+        n->in[i] = (tfm_tensor *)in[i]; /* backward writes only their grads */
+    n->prev = tape->last;
+    tape->last = n;
+    tape->node_count++;
+    out->requires_grad = 1;
+    out->producer = n;
+    *node = n;
+    return 0;
+}
+
+/* Gives every tape-owned input that wants a gradient a zeroed buffer. */
+static tfm_status prepare_input_grads(tfm_tape *tape, tfm_node *node)
+{
+    for (int32_t i = 0; i < node->n_in; i++) {
+        tfm_tensor *t = node->in[i];
+        if (!t->requires_grad || t->grad)
+            continue;
+        t->grad = tfm__arena_calloc(&tape->arena, (size_t)t->numel * sizeof(float));
+        if (!t->grad)
+            return tfm__fail(TFM_ERR_NOMEM, "tfm_tape_backward: out of memory");
+    }
+    return TFM_OK;
+}
+
+static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *output,
+                               const float *seed, int64_t count)
+{
+    if (!tape || !output || !seed)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !tape ? "tape" : !output ? "output" : "seed");
+    if (output->dtype != TFM_F32 || count != output->numel)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: the seed must give one float per element "
+                         "of a float32 tensor (%lld given, %lld needed)", op,
+                         (long long)count, (long long)output->numel);
+    if (tape->backward_done)
+        return tfm__fail(TFM_ERR_STATE, "%s: backward already ran; reset the tape first", op);
+    if (!output->requires_grad)
+        return tfm__fail(TFM_ERR_STATE,
+                         "%s: the output does not depend on any tensor that requires "
+                         "grad (or was computed with recording off)", op);
+    if (!output->grad) {
+        output->grad = tfm__arena_calloc(&tape->arena, (size_t)count * sizeof(float));
+        if (!output->grad)
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    }
+    for (int64_t i = 0; i < count; i++)
+        output->grad[i] += seed[i];
+    tape->backward_done = 1;
+    for (tfm_node *node = tape->last; node; node = node->prev) {
+        if (!node->out->grad)
+            continue; /* nothing flowed back to this op */
+        tfm_status s = prepare_input_grads(tape, node);
+        if (s != TFM_OK)
+            return s;
+        node->backward(node);
+    }
+    return TFM_OK;
+}
+
+tfm_status tfm_tape_backward(tfm_tape *tape, tfm_tensor *loss)
+{
+    static const float one = 1.0f;
+    if (loss && (loss->dtype != TFM_F32 || loss->numel != 1))
+        return tfm__fail(TFM_ERR_SHAPE,
+                         "tfm_tape_backward: the loss must be a one-element float32 tensor");
+    return run_backward("tfm_tape_backward", tape, loss, &one, 1);
+}
+
+tfm_status tfm_tape_backward_with_grad(tfm_tape *tape, tfm_tensor *output,
+                                       const float *seed, int64_t count)
+{
+    return run_backward("tfm_tape_backward_with_grad", tape, output, seed, count);
+}

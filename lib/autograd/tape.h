@@ -1,0 +1,67 @@
+/* What an op needs from the tape: output tensors and scratch from the arena,
+ * and a record (inputs, output, backward function, saved state) when a
+ * gradient is wanted. The tape knows ops only through this record. */
+#ifndef TFM_AUTOGRAD_TAPE_H
+#define TFM_AUTOGRAD_TAPE_H
+
+#include <stddef.h>
+
+#include "core/arena.h"
+#include "core/tensor.h"
+#include "tfm/tape.h"
+
+typedef struct tfm_node tfm_node;
+
+/* Adds d(loss)/d(inputs) into the inputs' grad buffers, from out->grad.
+ * Called only when out->grad exists; every input that requires grad has a
+ * zeroed or accumulating grad buffer by then. Must not allocate. */
+typedef void (*tfm_backward_fn)(tfm_node *node);
+
+struct tfm_node {
+    tfm_node *prev;
+    tfm_backward_fn backward;
+    tfm_tensor *out;
+    int64_t ints[6];     /* op-specific saved sizes, axes, flags */
+    float floats[4];     /* op-specific saved scalars */
+    void *saved[2];      /* op-specific arena buffers (statistics, masks) */
+    int32_t n_in;
+    tfm_tensor *in[];    /* the inputs, in the op's argument order */
+};
+
+struct tfm_tape {
+    tfm_arena arena;
+    tfm_node *last;
+    int64_t node_count;
+    int32_t recording;
+    int32_t backward_done;
+};
+
+/* A tape-owned result with uninitialised values; NULL with the error set. */
+tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
+                            int32_t ndim, const int64_t *shape);
+/* A tape-owned result sharing src's values under another shape. */
+tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
+                          int32_t ndim, const int64_t *shape);
+/* Arena memory that lives until reset; NULL with the error set. */
+void *tfm__scratch(tfm_tape *tape, const char *op, size_t bytes);
+
+/* Whether a record would be kept: recording, and some input requires grad. */
+int tfm__wants_grad(const tfm_tape *tape, int32_t n_in,
+                    const tfm_tensor *const *in);
+
+/* Records out = op(in...) when tfm__wants_grad; *node is the record to fill
+ * with saved state, or NULL when none is kept. 0, or -1 with the error set. */
+int tfm__record(tfm_tape *tape, const char *op, tfm_tensor *out,
+                tfm_backward_fn backward, int32_t n_in,
+                const tfm_tensor *const *in, tfm_node **node);
+
+/* The gradient an op's backward adds into, or NULL if t wants none. */
+static inline float *tfm__grad_of(const tfm_tensor *t)
+{
+    return t->requires_grad ? t->grad : NULL;
+}
+
+/* Checks the tape argument of an op; 0 or -1 with the error set. */
+int tfm__check_tape(const char *op, const tfm_tape *tape);
+
+#endif

@@ -1,0 +1,55 @@
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local tfm_status last_status = TFM_OK;
+static _Thread_local char last_message[512];
+
+tfm_status tfm__fail(tfm_status status, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(last_message, sizeof last_message, fmt, args);
+    va_end(args);
+    last_status = status;
+    return status;
+}
+
+void tfm__fail_null_input(const char *op, const char *what)
+{
+    if (last_status == TFM_OK)
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, what);
+}
+
+const char *tfm_last_error(void) { return last_message; }
+
+tfm_status tfm_last_status(void) { return last_status; }
+
+void tfm_clear_error(void)
+{
+    last_status = TFM_OK;
+    last_message[0] = '\0';
+}
+
+const char *tfm_status_name(tfm_status status)
+{
+    static const char *const names[] = {
+        "TFM_OK",         "TFM_ERR_NULL",  "TFM_ERR_ARG",   "TFM_ERR_SHAPE",
+        "TFM_ERR_DTYPE",  "TFM_ERR_RANGE", "TFM_ERR_SIZE",  "TFM_ERR_NOMEM",
+        "TFM_ERR_STATE",  "TFM_ERR_IO",    "TFM_ERR_FORMAT", "TFM_ERR_NUMERIC",
+    };
+    if (status < 0 || status >= (tfm_status)(sizeof names / sizeof names[0]))
+        return "TFM_UNKNOWN_STATUS";
+    return names[status];
+}
+
+uint32_t tfm_version_number(void) { return TFM_VERSION_NUMBER; }
+
+#define TFM_STR2(x) #x
+#define TFM_STR(x) TFM_STR2(x)
+const char *tfm_version_string(void)
+{
+    return TFM_STR(TFM_VERSION_MAJOR) "." TFM_STR(TFM_VERSION_MINOR) "." TFM_STR(
+        TFM_VERSION_PATCH);
+}

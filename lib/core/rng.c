@@ -1,0 +1,77 @@
+#include "core/rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+tfm_rng *tfm_rng_create(uint64_t seed)
+{
+    tfm_rng *rng = calloc(1, sizeof *rng);
+    if (!rng) {
+        tfm__fail(TFM_ERR_NOMEM, "tfm_rng_create: out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++)
+        rng->state[i] = splitmix64(&seed);
+    return rng;
+}
+
+void tfm_rng_free(tfm_rng *rng) { free(rng); }
+
+uint64_t tfm_rng_next_u64(tfm_rng *rng)
+{
+    if (!rng) {
+        tfm__fail(TFM_ERR_NULL, "tfm_rng_next_u64: rng is NULL");
+        return 0;
+    }
+    uint64_t *s = rng->state;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+float tfm_rng_uniform(tfm_rng *rng)
+{
+    if (!rng) {
+        tfm__fail(TFM_ERR_NULL, "tfm_rng_uniform: rng is NULL");
+        return 0.0f;
+    }
+    return (float)(tfm_rng_next_u64(rng) >> 40) * (1.0f / 16777216.0f);
+}
+
+float tfm_rng_normal(tfm_rng *rng)
+{
+    if (!rng) {
+        tfm__fail(TFM_ERR_NULL, "tfm_rng_normal: rng is NULL");
+        return 0.0f;
+    }
+    if (rng->has_spare_normal) {
+        rng->has_spare_normal = 0;
+        return rng->spare_normal;
+    }
+    /* Box-Muller in double; u1 in (0, 1] keeps log finite. */
+    double u1 = ((double)(tfm_rng_next_u64(rng) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double u2 = (double)(tfm_rng_next_u64(rng) >> 11) * (1.0 / 9007199254740992.0);
+    double radius = sqrt(-2.0 * log(u1));
+    double angle = 6.283185307179586 * u2;
+    rng->spare_normal = (float)(radius * sin(angle));
+    rng->has_spare_normal = 1;
+    return (float)(radius * cos(angle));
+}

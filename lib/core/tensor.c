@@ -1,0 +1,390 @@
+#include "core/tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+int64_t tfm__checked_numel(const char *op, int32_t ndim, const int64_t *shape)
+{
+    if (!shape) {
+        tfm__fail(TFM_ERR_NULL, "%s: shape is NULL", op);
+        return -1;
+    }
+    if (ndim < 1 || ndim > TFM_MAX_DIMS) {
+        tfm__fail(TFM_ERR_ARG, "%s: ndim %d is outside 1..%d", op, (int)ndim,
+                  TFM_MAX_DIMS);
+        return -1;
+    }
+    int64_t numel = 1;
+    for (int32_t i = 0; i < ndim; i++) {
+        if (shape[i] < 1) {
+            tfm__fail(TFM_ERR_SHAPE, "%s: size %lld of axis %d is not positive",
+                      op, (long long)shape[i], (int)i);
+            return -1;
+        }
+        if (shape[i] > TFM_MAX_TENSOR_BYTES / 4 / numel) {
+            tfm__fail(TFM_ERR_SIZE,
+                      "%s: shape is absurdly large (over %lld bytes)", op,
+                      (long long)TFM_MAX_TENSOR_BYTES);
+            return -1;
+        }
+        numel *= shape[i];
+    }
+    return numel;
+}
+
+void tfm__tensor_init(tfm_tensor *t, tfm_dtype dtype, int32_t ndim,
+                      const int64_t *shape, int64_t numel, tfm_storage storage)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int32_t i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->numel = numel;
+    t->storage = storage;
+}
+
+int32_t tfm__axis(const char *op, const tfm_tensor *t, int32_t axis)
+{
+    int32_t a = axis < 0 ? axis + t->ndim : axis;
+    if (a < 0 || a >= t->ndim) {
+        tfm__fail(TFM_ERR_ARG, "%s: axis %d is out of range for %d dimensions",
+                  op, (int)axis, (int)t->ndim);
+        return -1;
+    }
+    return a;
+}
+
+const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < t->ndim && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? "," : "[",
+                                (long long)t->shape[i]);
+    if (len < size)
+        snprintf(buf + len, size - len, "]");
+    return buf;
+}
+
+int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
+                     tfm_dtype dtype)
+{
+    if (!t) {
+        tfm__fail_null_input(op, what);
+        return -1;
+    }
+    if (t->dtype != dtype) {
+        tfm__fail(TFM_ERR_DTYPE, "%s: %s must be %s", op, what,
+                  dtype == TFM_F32 ? "float32" : "int32");
+        return -1;
+    }
+    return 0;
+}
+
+/* --- caller-owned tensors ---------------------------------------------------- */
+
+static tfm_tensor *heap_tensor(const char *op, tfm_dtype dtype, int32_t ndim,
+                               const int64_t *shape)
+{
+    if (dtype != TFM_F32 && dtype != TFM_I32) {
+        tfm__fail(TFM_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dtype);
+        return NULL;
+    }
+    int64_t numel = tfm__checked_numel(op, ndim, shape);
+    if (numel < 0)
+        return NULL;
+    tfm_tensor *t = malloc(sizeof *t);
+    void *data = calloc((size_t)numel, tfm__dtype_size(dtype));
+    if (!t || !data) {
+        free(t);
+        free(data);
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld elements", op,
+                  (long long)numel);
+        return NULL;
+    }
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
+    t->data = data;
+    return t;
+}
+
+tfm_tensor *tfm_tensor_zeros(tfm_dtype dtype, int32_t ndim, const int64_t *shape)
+{
+    return heap_tensor("tfm_tensor_zeros", dtype, ndim, shape);
+}
+
+tfm_tensor *tfm_tensor_full(int32_t ndim, const int64_t *shape, float value)
+{
+    tfm_tensor *t = heap_tensor("tfm_tensor_full", TFM_F32, ndim, shape);
+    if (t)
+        for (int64_t i = 0; i < t->numel; i++)
+            tfm__f32(t)[i] = value;
+    return t;
+}
+
+tfm_tensor *tfm_tensor_ones(int32_t ndim, const int64_t *shape)
+{
+    return tfm_tensor_full(ndim, shape, 1.0f);
+}
+
+tfm_tensor *tfm_tensor_from_f32(int32_t ndim, const int64_t *shape,
+                                const float *values)
+{
+    if (!values) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_from_f32: values is NULL");
+        return NULL;
+    }
+    tfm_tensor *t = heap_tensor("tfm_tensor_from_f32", TFM_F32, ndim, shape);
+    if (t)
+        memcpy(t->data, values, (size_t)t->numel * sizeof(float));
+    return t;
+}
+
+tfm_tensor *tfm_tensor_from_i32(int32_t ndim, const int64_t *shape,
+                                const int32_t *values)
+{
+    if (!values) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_from_i32: values is NULL");
+        return NULL;
+    }
+    tfm_tensor *t = heap_tensor("tfm_tensor_from_i32", TFM_I32, ndim, shape);
+    if (t)
+        memcpy(t->data, values, (size_t)t->numel * sizeof(int32_t));
+    return t;
+}
+
+tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape, float low,
+                               float high, tfm_rng *rng)
+{
+    if (!rng) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_uniform: rng is NULL");
+        return NULL;
+    }
+    if (!(low <= high)) {
+        tfm__fail(TFM_ERR_ARG, "tfm_tensor_uniform: low %g is above high %g",
+                  (double)low, (double)high);
+        return NULL;
+    }
+    tfm_tensor *t = heap_tensor("tfm_tensor_uniform", TFM_F32, ndim, shape);
+    if (t)
+        for (int64_t i = 0; i < t->numel; i++)
+            tfm__f32(t)[i] = low + (high - low) * tfm_rng_uniform(rng);
+    return t;
+}
+
+tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape, float mean,
+                              float std, tfm_rng *rng)
+{
+    if (!rng) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_normal: rng is NULL");
+        return NULL;
+    }
+    if (!(std >= 0.0f)) {
+        tfm__fail(TFM_ERR_ARG, "tfm_tensor_normal: std %g is negative",
+                  (double)std);
+        return NULL;
+    }
+    tfm_tensor *t = heap_tensor("tfm_tensor_normal", TFM_F32, ndim, shape);
+    if (t)
+        for (int64_t i = 0; i < t->numel; i++)
+            tfm__f32(t)[i] = mean + std * tfm_rng_normal(rng);
+    return t;
+}
+
+void tfm_tensor_free(tfm_tensor *t)
+{
+    if (!t || t->storage == TFM_STORAGE_TAPE)
+        return;
+    if (t->storage == TFM_STORAGE_HEAP) {
+        free(t->data);
+        free(t->grad);
+    }
+    free(t);
+}
+
+/* --- shape ----------------------------------------------------------------- */
+
+tfm_dtype tfm_tensor_dtype(const tfm_tensor *t)
+{
+    if (!t) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_dtype: tensor is NULL");
+        return -1;
+    }
+    return t->dtype;
+}
+
+int32_t tfm_tensor_ndim(const tfm_tensor *t)
+{
+    if (!t) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_ndim: tensor is NULL");
+        return 0;
+    }
+    return t->ndim;
+}
+
+int64_t tfm_tensor_dim(const tfm_tensor *t, int32_t axis)
+{
+    if (!t) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_dim: tensor is NULL");
+        return -1;
+    }
+    int32_t a = tfm__axis("tfm_tensor_dim", t, axis);
+    return a < 0 ? -1 : t->shape[a];
+}
+
+int64_t tfm_tensor_numel(const tfm_tensor *t)
+{
+    if (!t) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_numel: tensor is NULL");
+        return -1;
+    }
+    return t->numel;
+}
+
+tfm_status tfm_tensor_shape(const tfm_tensor *t, int64_t *shape_out)
+{
+    if (!t || !shape_out)
+        return tfm__fail(TFM_ERR_NULL, "tfm_tensor_shape: %s is NULL",
+                         t ? "shape_out" : "tensor");
+    for (int32_t i = 0; i < t->ndim; i++)
+        shape_out[i] = t->shape[i];
+    return TFM_OK;
+}
+
+/* --- values ---------------------------------------------------------------- */
+
+static tfm_status check_copy(const char *op, const tfm_tensor *t, const void *buf,
+                             int64_t count, tfm_dtype dtype)
+{
+    if (!t || !buf)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, t ? "buffer" : "tensor");
+    if (t->dtype != dtype)
+        return tfm__fail(TFM_ERR_DTYPE, "%s: tensor holds %s values", op,
+                         t->dtype == TFM_F32 ? "float32" : "int32");
+    if (count != t->numel)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: count %lld differs from the %lld elements",
+                         op, (long long)count, (long long)t->numel);
+    return TFM_OK;
+}
+
+tfm_status tfm_tensor_read_f32(const tfm_tensor *t, float *dst, int64_t count)
+{
+    tfm_status s = check_copy("tfm_tensor_read_f32", t, dst, count, TFM_F32);
+    if (s == TFM_OK)
+        memcpy(dst, t->data, (size_t)count * sizeof(float));
+    return s;
+}
+
+tfm_status tfm_tensor_write_f32(tfm_tensor *t, const float *src, int64_t count)
+{
+    tfm_status s = check_copy("tfm_tensor_write_f32", t, src, count, TFM_F32);
+    if (s == TFM_OK)
+        memcpy(t->data, src, (size_t)count * sizeof(float));
+    return s;
+}
+
+tfm_status tfm_tensor_read_i32(const tfm_tensor *t, int32_t *dst, int64_t count)
+{
+    tfm_status s = check_copy("tfm_tensor_read_i32", t, dst, count, TFM_I32);
+    if (s == TFM_OK)
+        memcpy(dst, t->data, (size_t)count * sizeof(int32_t));
+    return s;
+}
+
+tfm_status tfm_tensor_write_i32(tfm_tensor *t, const int32_t *src, int64_t count)
+{
+    tfm_status s = check_copy("tfm_tensor_write_i32", t, src, count, TFM_I32);
+    if (s == TFM_OK)
+        memcpy(t->data, src, (size_t)count * sizeof(int32_t));
+    return s;
+}
+
+tfm_status tfm_tensor_item(const tfm_tensor *t, float *value)
+{
+    float scratch;
+    tfm_status s = check_copy("tfm_tensor_item", t, value ? value : &scratch, 1, TFM_F32);
+    if (s == TFM_OK && !value)
+        s = tfm__fail(TFM_ERR_NULL, "tfm_tensor_item: value is NULL");
+    if (s == TFM_OK)
+        *value = tfm__f32(t)[0];
+    return s;
+}
+
+float *tfm_tensor_data_f32(tfm_tensor *t)
+{
+    if (tfm__check_input("tfm_tensor_data_f32", "tensor", t, TFM_F32) < 0)
+        return NULL;
+    return tfm__f32(t);
+}
+
+int32_t *tfm_tensor_data_i32(tfm_tensor *t)
+{
+    if (tfm__check_input("tfm_tensor_data_i32", "tensor", t, TFM_I32) < 0)
+        return NULL;
+    return tfm__i32(t);
+}
+
+/* --- gradients --------------------------------------------------------------- */
+
+tfm_status tfm_tensor_set_requires_grad(tfm_tensor *t, int32_t requires_grad)
+{
+    const char *op = "tfm_tensor_set_requires_grad";
+    if (!t)
+        return tfm__fail(TFM_ERR_NULL, "%s: tensor is NULL", op);
+    if (t->storage == TFM_STORAGE_TAPE)
+        return tfm__fail(TFM_ERR_STATE,
+                         "%s: op results get gradients from the tape; only "
+                         "caller-owned tensors are leaves", op);
+    if (requires_grad && t->dtype != TFM_F32)
+        return tfm__fail(TFM_ERR_DTYPE, "%s: only float32 tensors have gradients", op);
+    if (requires_grad && !t->grad) {
+        if (t->storage != TFM_STORAGE_HEAP)
+            return tfm__fail(TFM_ERR_STATE, "%s: this view has no gradient storage", op);
+        t->grad = calloc((size_t)t->numel, sizeof(float));
+        if (!t->grad)
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    }
+    t->requires_grad = requires_grad ? 1 : 0;
+    return TFM_OK;
+}
+
+int32_t tfm_tensor_requires_grad(const tfm_tensor *t)
+{
+    return t ? t->requires_grad : 0;
+}
+
+tfm_status tfm_tensor_read_grad(const tfm_tensor *t, float *dst, int64_t count)
+{
+    const char *op = "tfm_tensor_read_grad";
+    tfm_status s = check_copy(op, t, dst, count, TFM_F32);
+    if (s != TFM_OK)
+        return s;
+    if (!t->grad)
+        return tfm__fail(TFM_ERR_STATE, "%s: the tensor has no gradient", op);
+    memcpy(dst, t->grad, (size_t)count * sizeof(float));
+    return TFM_OK;
+}
+
+float *tfm_tensor_grad_f32(tfm_tensor *t)
+{
+    if (!t) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_grad_f32: tensor is NULL");
+        return NULL;
+    }
+    if (!t->grad)
+        tfm__fail(TFM_ERR_STATE, "tfm_tensor_grad_f32: the tensor has no gradient");
+    return t->grad;
+}
+
+tfm_status tfm_tensor_zero_grad(tfm_tensor *t)
+{
+    if (!t)
+        return tfm__fail(TFM_ERR_NULL, "tfm_tensor_zero_grad: tensor is NULL");
+    if (t->grad)
+        memset(t->grad, 0, (size_t)t->numel * sizeof(float));
+    return TFM_OK;
+}

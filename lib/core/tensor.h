@@ -1,0 +1,54 @@
+/* The tensor record behind the opaque tfm_tensor handle. */
+#ifndef TFM_CORE_TENSOR_H
+#define TFM_CORE_TENSOR_H
+
+#include <stddef.h>
+
+#include "tfm/tensor.h"
+
+typedef enum tfm_storage {
+    TFM_STORAGE_HEAP,  /* caller-owned: struct, values and gradient on the heap */
+    TFM_STORAGE_TAPE,  /* made by an op: everything in the tape's arena */
+    TFM_STORAGE_VIEW   /* caller-owned struct over memory someone else owns */
+} tfm_storage;
+
+struct tfm_tensor {
+    void *data;               /* float or int32_t, per dtype */
+    float *grad;              /* NULL until a gradient exists */
+    int64_t shape[TFM_MAX_DIMS];
+    int64_t numel;
+    int32_t ndim;
+    tfm_dtype dtype;
+    tfm_storage storage;
+    int32_t requires_grad;
+    struct tfm_node *producer; /* the op record that made it, if recorded */
+};
+
+static inline float *tfm__f32(const tfm_tensor *t) { return (float *)t->data; }
+static inline int32_t *tfm__i32(const tfm_tensor *t) { return (int32_t *)t->data; }
+static inline size_t tfm__dtype_size(tfm_dtype dtype)
+{
+    return dtype == TFM_I32 ? sizeof(int32_t) : sizeof(float);
+}
+
+/* Validates ndim and shape and returns the element count, or -1 with the
+ * error set (op names the caller in the message). Sizes whose bytes would
+ * exceed TFM_MAX_TENSOR_BYTES are absurd. */
+#define TFM_MAX_TENSOR_BYTES ((int64_t)1 << 40)
+int64_t tfm__checked_numel(const char *op, int32_t ndim, const int64_t *shape);
+
+/* Fills a header (no storage) for the given shape, already validated. */
+void tfm__tensor_init(tfm_tensor *t, tfm_dtype dtype, int32_t ndim,
+                      const int64_t *shape, int64_t numel, tfm_storage storage);
+
+/* Normalises a possibly negative axis; -1 with the error set if invalid. */
+int32_t tfm__axis(const char *op, const tfm_tensor *t, int32_t axis);
+
+/* "[2,3,4]" into buf, for error messages. */
+const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size);
+
+/* Checks a tensor argument is non-NULL and of the given dtype; 0 or -1. */
+int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
+                     tfm_dtype dtype);
+
+#endif

@@ -1,0 +1,2 @@
+#include "autograd/tape.h"
+#include "tfm/ops.h"
