@@ -1,2 +1,29 @@
 #!/bin/sh
-exit 0
+# The shared library exports exactly the functions the public headers
+# declare with TFM_API: nothing else leaks out, and nothing declared is hidden.
+set -u
+lib=$1
+headers=$2
+exported=$(mktemp)
+declared=$(mktemp)
+trap 'rm -f "$exported" "$declared"' EXIT
+nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u > "$exported"
+grep -ho 'TFM_API[^(]*[ *]tfm_[a-z0-9_]*(' "$headers"/*.h |
+    sed 's/.*[ *]\(tfm_[a-z0-9_]*\)(/\1/' | sort -u > "$declared"
+passed=0
+failed=0
+foreign=$(grep -v '^tfm_' "$exported")
+if [ -n "$foreign" ]; then
+    echo "exported without the tfm_ prefix:"; echo "$foreign"; failed=$((failed + 1))
+else passed=$((passed + 1)); fi
+undeclared=$(comm -23 "$exported" "$declared")
+if [ -n "$undeclared" ]; then
+    echo "exported but not in the public headers:"; echo "$undeclared"; failed=$((failed + 1))
+else passed=$((passed + 1)); fi
+hidden=$(comm -13 "$exported" "$declared")
+if [ -n "$hidden" ]; then
+    echo "declared TFM_API but not exported:"; echo "$hidden"; failed=$((failed + 1))
+else passed=$((passed + 1)); fi
+echo "$(wc -l < "$exported") symbols exported, $(wc -l < "$declared") declared"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,76 @@
+/* tfm-fit-line: the smallest libtfm program. Fits y = 3x + 2 by gradient
+ * descent through the tape, printing the loss as it falls.
+ *
+ *   cc fit_line.c $(pkg-config --cflags --libs tfm) -o fit-line
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tfm/tfm.h>
+
+#define POINTS 64
+#define STEPS 400
+#define LEARNING_RATE 0.1f
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "tfm-fit-line: %s: %s (%s)\n", what, tfm_last_error(),
+            tfm_status_name(tfm_last_status()));
+    return EXIT_FAILURE;
+}
+
+int main(void)
+{
+    float xs[POINTS], ys[POINTS];
+    tfm_rng *rng = tfm_rng_create(2024);
+    if (!rng)
+        return fail("rng");
+    for (int i = 0; i < POINTS; i++) {
+        xs[i] = 2.0f * tfm_rng_uniform(rng) - 1.0f;
+        ys[i] = 3.0f * xs[i] + 2.0f + 0.01f * tfm_rng_normal(rng);
+    }
+    const int64_t points[1] = {POINTS}, one[1] = {1};
+    tfm_tensor *x = tfm_tensor_from_f32(1, points, xs);
+    tfm_tensor *y = tfm_tensor_from_f32(1, points, ys);
+    tfm_tensor *w = tfm_tensor_zeros(TFM_F32, 1, one);
+    tfm_tensor *b = tfm_tensor_zeros(TFM_F32, 1, one);
+    tfm_tape *tape = tfm_tape_create();
+    int status = EXIT_FAILURE;
+    if (!x || !y || !w || !b || !tape || tfm_tensor_set_requires_grad(w, 1) != TFM_OK ||
+        tfm_tensor_set_requires_grad(b, 1) != TFM_OK) {
+        fail("setup");
+        goto done;
+    }
+    float loss_value = 0.0f;
+    for (int step = 1; step <= STEPS; step++) {
+        tfm_tensor *error = tfm_sub(tape, tfm_add(tape, tfm_mul(tape, x, w), b), y);
+        tfm_tensor *loss = tfm_mean(tape, tfm_mul(tape, error, error));
+        if (!loss || tfm_tape_backward(tape, loss) != TFM_OK) {
+            fail("step");
+            goto done;
+        }
+        tfm_tensor_item(loss, &loss_value);
+        tfm_tensor_data_f32(w)[0] -= LEARNING_RATE * tfm_tensor_grad_f32(w)[0];
+        tfm_tensor_data_f32(b)[0] -= LEARNING_RATE * tfm_tensor_grad_f32(b)[0];
+        tfm_tensor_zero_grad(w);
+        tfm_tensor_zero_grad(b);
+        tfm_tape_reset(tape);
+        if (step == 1 || step % 50 == 0)
+            printf("step %3d  loss %.6f\n", step, loss_value);
+    }
+    float fitted_w = tfm_tensor_data_f32(w)[0], fitted_b = tfm_tensor_data_f32(b)[0];
+    printf("fitted y = %.4f x + %.4f (truth: y = 3x + 2)\n", fitted_w, fitted_b);
+    status = (fitted_w > 2.99f && fitted_w < 3.01f && fitted_b > 1.99f && fitted_b < 2.01f)
+                 ? EXIT_SUCCESS
+                 : EXIT_FAILURE;
+    if (status != EXIT_SUCCESS)
+        fprintf(stderr, "tfm-fit-line: the fit did not converge\n");
+done:
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(y);
+    tfm_tensor_free(w);
+    tfm_tensor_free(b);
+    tfm_rng_free(rng);
+    return status;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs what the tests need, then: the release build's suites; the same
+# suites under AddressSanitizer + UBSan; an installed copy used out of tree
+# through pkg-config. Ends with one "N passed, N failed" line counting every
+# Check test case, script check and step.
+set -u
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+tfm_install_deps || exit 1
+
+passed=0
+failed=0
+count_step() { # name, exit status
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $1"; fi
+}
+# Adds the Check summaries ("Checks: N, Failures: F, Errors: E") and the plain
+# "N passed, N failed" lines of the scripted tests from a meson test log.
+count_log() {
+    read -r p f < <(awk '
+        /^[0-9]+%: Checks: / { gsub(/,/, ""); n += $3; f += $5 + $7 }
+        /^[0-9]+ passed, [0-9]+ failed$/ { n += $1 + $3; f += $3 }
+        END { print n - f, f + 0 }' "$1")
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+setup() { # dir, options...
+    dir=$1; shift
+    if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
+    else meson setup "$dir" "$@" >/dev/null; fi
+}
+
+echo "== release build"
+prefix=$PWD/build-test/prefix
+setup build-test --prefix="$prefix" && ninja -C build-test >/dev/null
+count_step "release build" $?
+meson test -C build-test --print-errorlogs --num-processes 2 | tail -n 12
+meson_status=${PIPESTATUS[0]}
+count_log build-test/meson-logs/testlog.txt
+[ "$meson_status" -eq 0 ] || count_step "release suites" 1
+
+echo "== AddressSanitizer + UBSan build"
+setup build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false &&
+    ninja -C build-asan >/dev/null
+count_step "sanitizer build" $?
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    CK_FORK=no meson test -C build-asan --print-errorlogs --num-processes 2 | tail -n 12
+meson_status=${PIPESTATUS[0]}
+count_log build-asan/meson-logs/testlog.txt
+[ "$meson_status" -eq 0 ] || count_step "sanitizer suites" 1
+
+echo "== installed copy, out of tree, through pkg-config"
+rm -rf "$prefix"
+meson install -C build-test --no-rebuild >/dev/null
+libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while read -r d; do
+    [ -f "$d/pkgconfig/tfm.pc" ] && echo "$d"; done | head -n 1)
+scratch=$(mktemp -d)
+cp examples/fit_line.c "$scratch/"
+(
+    export PKG_CONFIG_PATH="$libdir/pkgconfig"
+    cd "$scratch" &&
+        cc -std=c11 -Wall -Werror fit_line.c $(pkg-config --cflags --libs tfm) \
+            -Wl,-rpath,"$libdir" -o fit-line &&
+        ./fit-line | tail -n 1
+)
+count_step "installed copy fits y = 3x + 2" $?
+rm -rf "$scratch"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
