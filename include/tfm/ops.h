@@ -81,14 +81,15 @@ TFM_API tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p,
                                 int32_t training, tfm_rng *rng);
 
 /* --- lookup, reductions, loss ----------------------------------------------- */
-/* table [V, D], ids int32 of any shape -> [ids..., D]; an id outside [0, V)
- * is TFM_ERR_RANGE. */
+/* table [V, D], ids int32 of 1 to 3 axes -> [ids..., D]; an id outside
+ * [0, V) is TFM_ERR_RANGE. */
 TFM_API tfm_tensor *tfm_embedding(tfm_tape *tape, const tfm_tensor *table,
                                   const tfm_tensor *ids);
 /* Sum and mean of all elements, as a [1] tensor. */
 TFM_API tfm_tensor *tfm_sum(tfm_tape *tape, const tfm_tensor *x);
 TFM_API tfm_tensor *tfm_mean(tfm_tape *tape, const tfm_tensor *x);
-/* Cross-entropy of logits [..., C] against int32 targets [...], as
+/* Cross-entropy of logits [..., C] (2 to 4 axes; the class axis is the last,
+ * unlike PyTorch's axis 1) against int32 targets [...], as
  * torch.nn.functional.cross_entropy: targets equal to ignore_index are not
  * counted, label_smoothing in [0, 1) mixes in the uniform distribution, and
  * the result is the mean over the counted targets (0 when none is counted),

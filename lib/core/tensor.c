@@ -59,16 +59,31 @@ int32_t tfm__axis(const char *op, const tfm_tensor *t, int32_t axis)
     return a;
 }
 
-const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size)
+static const char *format_list(const int64_t *values, int32_t n, char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (int32_t i = 0; i < t->ndim && len < size; i++)
+    for (int32_t i = 0; i < n && len < size; i++)
         len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? "," : "[",
-                                (long long)t->shape[i]);
+                                (long long)values[i]);
     if (len < size)
         snprintf(buf + len, size - len, "]");
     return buf;
+}
+
+const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size)
+{
+    return format_list(t->shape, t->ndim, buf, size);
+}
+
+const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t size)
+{
+    int64_t index[TFM_MAX_DIMS];
+    for (int32_t d = t->ndim - 1; d >= 0; d--) {
+        index[d] = flat % t->shape[d];
+        flat /= t->shape[d];
+    }
+    return format_list(index, t->ndim, buf, size);
 }
 
 int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,

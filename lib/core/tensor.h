@@ -46,6 +46,8 @@ int32_t tfm__axis(const char *op, const tfm_tensor *t, int32_t axis);
 
 /* "[2,3,4]" into buf, for error messages. */
 const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size);
+/* "[1,2]": the multi-index of a flat element position, for error messages. */
+const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t size);
 
 /* Checks a tensor argument is non-NULL and of the given dtype; 0 or -1. */
 int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
