@@ -46,7 +46,8 @@ TFM_API tfm_tensor *tfm_gelu(tfm_tape *tape, const tfm_tensor *x);
 TFM_API tfm_tensor *tfm_tanh(tfm_tape *tape, const tfm_tensor *x);
 
 /* --- shape ------------------------------------------------------------------ */
-/* Same values in a new shape; one axis may be -1 (inferred). */
+/* Same values in a new shape; one axis may be -1 (inferred). Float32 or
+ * int32. The result shares x's values, so x must outlive it. */
 TFM_API tfm_tensor *tfm_reshape(tfm_tape *tape, const tfm_tensor *x,
                                 int32_t ndim, const int64_t *shape);
 /* Swaps two axes (a contiguous copy). */

@@ -59,7 +59,7 @@ int32_t tfm__axis(const char *op, const tfm_tensor *t, int32_t axis)
     return a;
 }
 
-static const char *format_list(const int64_t *values, int32_t n, char *buf, size_t size)
+const char *tfm__dims_str(const int64_t *values, int32_t n, char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
@@ -73,7 +73,7 @@ static const char *format_list(const int64_t *values, int32_t n, char *buf, size
 
 const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size)
 {
-    return format_list(t->shape, t->ndim, buf, size);
+    return tfm__dims_str(t->shape, t->ndim, buf, size);
 }
 
 const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t size)
@@ -83,7 +83,7 @@ const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t 
         index[d] = flat % t->shape[d];
         flat /= t->shape[d];
     }
-    return format_list(index, t->ndim, buf, size);
+    return tfm__dims_str(index, t->ndim, buf, size);
 }
 
 int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,

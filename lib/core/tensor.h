@@ -44,7 +44,8 @@ void tfm__tensor_init(tfm_tensor *t, tfm_dtype dtype, int32_t ndim,
 /* Normalises a possibly negative axis; -1 with the error set if invalid. */
 int32_t tfm__axis(const char *op, const tfm_tensor *t, int32_t axis);
 
-/* "[2,3,4]" into buf, for error messages. */
+/* "[2,3,4]" into buf, for error messages: n values, or a tensor's shape. */
+const char *tfm__dims_str(const int64_t *values, int32_t n, char *buf, size_t size);
 const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size);
 /* "[1,2]": the multi-index of a flat element position, for error messages. */
 const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t size);
