@@ -146,8 +146,8 @@ static tfm_status prepare_input_grads(tfm_tape *tape, tfm_node *node)
 {
     for (int32_t i = 0; i < node->n_in; i++) {
         tfm_tensor *t = node->in[i];
-        if (!t->requires_grad || t->grad)
-            continue;
+        if (!t || !t->requires_grad || t->grad)
+            continue; /* optional inputs may be recorded as NULL */
         t->grad = tfm__arena_calloc(&tape->arena, (size_t)t->numel * sizeof(float));
         if (!t->grad)
             return tfm__fail(TFM_ERR_NOMEM, "tfm_tape_backward: out of memory");

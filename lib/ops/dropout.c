@@ -1,2 +1,67 @@
+/* Inverted dropout. The mask is a pure function of a per-call key and the
+ * element index, so backward regenerates it instead of storing it. */
 #include "autograd/tape.h"
 #include "tfm/ops.h"
+#include "core/error.h"
+#include "core/rng.h"
+
+/* The identity (eval mode, p == 0) passes the gradient through. */
+static void identity_backward(tfm_node *node)
+{
+    float *gx = tfm__grad_of(node->in[0]);
+    const float *g = node->out->grad;
+    for (int64_t i = 0; i < node->out->numel; i++)
+        gx[i] += g[i];
+}
+
+/* ints[0] is the key, floats[0] p and floats[1] the scale 1/(1-p). */
+static void dropout_backward(tfm_node *node)
+{
+    float *gx = tfm__grad_of(node->in[0]);
+    const float *g = node->out->grad;
+    uint64_t key = (uint64_t)node->ints[0];
+    float p = node->floats[0], scale = node->floats[1];
+    for (int64_t i = 0; i < node->out->numel; i++)
+        gx[i] += tfm__counter_uniform(key, (uint64_t)i) >= p ? g[i] * scale : 0.0f;
+}
+
+tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t training,
+                        tfm_rng *rng)
+{
+    const char *op = "tfm_dropout";
+    if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    if (!(p >= 0.0f && p < 1.0f)) {
+        tfm__fail(TFM_ERR_ARG, "%s: p %g is outside [0, 1)", op, (double)p);
+        return NULL;
+    }
+    tfm_node *node;
+    if (!training || p == 0.0f) {
+        tfm_tensor *out = tfm__new_view(tape, op, x, x->ndim, x->shape);
+        if (!out || tfm__record(tape, op, out, identity_backward, 1,
+                                (const tfm_tensor *[]){x}, &node) < 0)
+            return NULL;
+        return out;
+    }
+    if (!rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: rng is NULL (needed in training with p > 0)", op);
+        return NULL;
+    }
+    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
+    if (!out)
+        return NULL;
+    uint64_t key = tfm_rng_next_u64(rng);
+    float scale = 1.0f / (1.0f - p);
+    const float *xv = tfm__f32(x);
+    float *o = tfm__f32(out);
+    for (int64_t i = 0; i < x->numel; i++)
+        o[i] = tfm__counter_uniform(key, (uint64_t)i) >= p ? xv[i] * scale : 0.0f;
+    if (tfm__record(tape, op, out, dropout_backward, 1, (const tfm_tensor *[]){x}, &node) < 0)
+        return NULL;
+    if (node) {
+        node->ints[0] = (int64_t)key;
+        node->floats[0] = p;
+        node->floats[1] = scale;
+    }
+    return out;
+}

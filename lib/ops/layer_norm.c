@@ -1,2 +1,133 @@
+/* Layer norm over the last axis with optional weight and bias, as
+ * torch.nn.functional.layer_norm (biased variance). Backward uses the mean
+ * and 1/std saved per row by the forward. */
+#include <math.h>
+
 #include "autograd/tape.h"
 #include "tfm/ops.h"
+#include "core/error.h"
+
+/* node->in is x, then weight and bias when given (ints[0], ints[1] say
+ * which); saved[0] and saved[1] are the per-row mean and rstd. */
+static void layer_norm_backward(tfm_node *node)
+{
+    const tfm_tensor *x = node->in[0];
+    const tfm_tensor *weight = node->ints[0] ? node->in[1] : NULL;
+    const tfm_tensor *bias = node->ints[1] ? node->in[1 + node->ints[0]] : NULL;
+    const float *mean = node->saved[0], *rstd = node->saved[1];
+    const float *xv = tfm__f32(x), *g = node->out->grad;
+    const float *w = weight ? tfm__f32(weight) : NULL;
+    float *gx = tfm__grad_of(x);
+    float *gw = weight ? tfm__grad_of(weight) : NULL;
+    float *gb = bias ? tfm__grad_of(bias) : NULL;
+    int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = xv + r * n, *gr = g + r * n;
+        float mu = mean[r], rs = rstd[r];
+        if (gw)
+            for (int64_t j = 0; j < n; j++)
+                gw[j] += gr[j] * (xr[j] - mu) * rs;
+        if (gb)
+            for (int64_t j = 0; j < n; j++)
+                gb[j] += gr[j];
+        if (!gx)
+            continue;
+        /* dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) */
+        float sum_gw = 0.0f, sum_gw_xhat = 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+            float gwj = w ? gr[j] * w[j] : gr[j];
+            sum_gw += gwj;
+            sum_gw_xhat += gwj * (xr[j] - mu) * rs;
+        }
+        float a = sum_gw / (float)n, b = sum_gw_xhat / (float)n;
+        float *gxr = gx + r * n;
+        for (int64_t j = 0; j < n; j++) {
+            float gwj = w ? gr[j] * w[j] : gr[j];
+            gxr[j] += rs * (gwj - a - (xr[j] - mu) * rs * b);
+        }
+    }
+}
+
+static int check_param(const char *op, const char *what, const tfm_tensor *p,
+                       const tfm_tensor *x)
+{
+    if (tfm__check_input(op, what, p, TFM_F32) < 0)
+        return -1;
+    int64_t n = x->shape[x->ndim - 1];
+    if (p->ndim != 1 || p->shape[0] != n) {
+        char ps[64], xs[64];
+        tfm__fail(TFM_ERR_SHAPE, "%s: %s %s must be [%lld] for x %s", op, what,
+                  tfm__shape_str(p, ps, sizeof ps), (long long)n,
+                  tfm__shape_str(x, xs, sizeof xs));
+        return -1;
+    }
+    return 0;
+}
+
+tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
+                           const tfm_tensor *bias, float eps)
+{
+    const char *op = "tfm_layer_norm";
+    if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0 ||
+        (weight && check_param(op, "weight", weight, x) < 0) ||
+        (bias && check_param(op, "bias", bias, x) < 0))
+        return NULL;
+    if (!isfinite(eps) || eps < 0.0f) {
+        tfm__fail(TFM_ERR_ARG, "%s: eps %g must be finite and >= 0", op, (double)eps);
+        return NULL;
+    }
+    const tfm_tensor *in[3] = {x};
+    int32_t n_in = 1;
+    if (weight)
+        in[n_in++] = weight;
+    if (bias)
+        in[n_in++] = bias;
+    int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
+    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
+    if (!out)
+        return NULL;
+    float *mean = NULL, *rstd = NULL;
+    if (tfm__wants_grad(tape, n_in, in)) {
+        mean = tfm__scratch(tape, op, 2 * (size_t)rows * sizeof *mean);
+        if (!mean)
+            return NULL;
+        rstd = mean + rows;
+    }
+    const float *xv = tfm__f32(x);
+    const float *w = weight ? tfm__f32(weight) : NULL, *b = bias ? tfm__f32(bias) : NULL;
+    float *y = tfm__f32(out);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = xv + r * n;
+        float *yr = y + r * n;
+        /* two passes: sum((x - mu)^2) does not cancel as E[x^2] - mu^2 does */
+        float sum = 0.0f;
+        for (int64_t j = 0; j < n; j++)
+            sum += xr[j];
+        float mu = sum / (float)n, sq = 0.0f;
+        for (int64_t j = 0; j < n; j++)
+            sq += (xr[j] - mu) * (xr[j] - mu);
+        float rs = 1.0f / sqrtf(sq / (float)n + eps);
+        for (int64_t j = 0; j < n; j++)
+            yr[j] = (xr[j] - mu) * rs;
+        if (w)
+            for (int64_t j = 0; j < n; j++)
+                yr[j] *= w[j];
+        if (b)
+            for (int64_t j = 0; j < n; j++)
+                yr[j] += b[j];
+        if (mean) {
+            mean[r] = mu;
+            rstd[r] = rs;
+        }
+    }
+    tfm_node *node;
+    if (tfm__record(tape, op, out, layer_norm_backward, n_in, in, &node) < 0)
+        return NULL;
+    if (node) {
+        node->ints[0] = weight != NULL;
+        node->ints[1] = bias != NULL;
+        node->saved[0] = mean;
+        node->saved[1] = rstd;
+    }
+    return out;
+}
