@@ -92,6 +92,13 @@ tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
     return t;
 }
 
+tfm_tensor *tfm__new_like(tfm_tape *tape, const char *op, const tfm_tensor *x)
+{
+    if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    return tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
+}
+
 tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
                           int32_t ndim, const int64_t *shape)
 {

@@ -286,36 +286,39 @@ static tfm_status check_copy(const char *op, const tfm_tensor *t, const void *bu
     return TFM_OK;
 }
 
+/* Copies between a tensor and a caller's buffer once check_copy agrees. */
+static tfm_status copy_values(const char *op, const tfm_tensor *t, void *buffer,
+                              int64_t count, tfm_dtype dtype, int into_tensor)
+{
+    tfm_status s = check_copy(op, t, buffer, count, dtype);
+    if (s != TFM_OK)
+        return s;
+    size_t bytes = (size_t)count * tfm__dtype_size(dtype);
+    if (into_tensor)
+        memcpy(t->data, buffer, bytes);
+    else
+        memcpy(buffer, t->data, bytes);
+    return TFM_OK;
+}
+
 tfm_status tfm_tensor_read_f32(const tfm_tensor *t, float *dst, int64_t count)
 {
-    tfm_status s = check_copy("tfm_tensor_read_f32", t, dst, count, TFM_F32);
-    if (s == TFM_OK)
-        memcpy(dst, t->data, (size_t)count * sizeof(float));
-    return s;
+    return copy_values("tfm_tensor_read_f32", t, dst, count, TFM_F32, 0);
 }
 
 tfm_status tfm_tensor_write_f32(tfm_tensor *t, const float *src, int64_t count)
 {
-    tfm_status s = check_copy("tfm_tensor_write_f32", t, src, count, TFM_F32);
-    if (s == TFM_OK)
-        memcpy(t->data, src, (size_t)count * sizeof(float));
-    return s;
+    return copy_values("tfm_tensor_write_f32", t, (void *)src, count, TFM_F32, 1);
 }
 
 tfm_status tfm_tensor_read_i32(const tfm_tensor *t, int32_t *dst, int64_t count)
 {
-    tfm_status s = check_copy("tfm_tensor_read_i32", t, dst, count, TFM_I32);
-    if (s == TFM_OK)
-        memcpy(dst, t->data, (size_t)count * sizeof(int32_t));
-    return s;
+    return copy_values("tfm_tensor_read_i32", t, dst, count, TFM_I32, 0);
 }
 
 tfm_status tfm_tensor_write_i32(tfm_tensor *t, const int32_t *src, int64_t count)
 {
-    tfm_status s = check_copy("tfm_tensor_write_i32", t, src, count, TFM_I32);
-    if (s == TFM_OK)
-        memcpy(t->data, src, (size_t)count * sizeof(int32_t));
-    return s;
+    return copy_values("tfm_tensor_write_i32", t, (void *)src, count, TFM_I32, 1);
 }
 
 tfm_status tfm_tensor_item(const tfm_tensor *t, float *value)

@@ -40,9 +40,7 @@ static void activation_backward(tfm_node *node)
 
 static tfm_tensor *activation(const char *op, int kind, tfm_tape *tape, const tfm_tensor *x)
 {
-    if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0)
-        return NULL;
-    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
+    tfm_tensor *out = tfm__new_like(tape, op, x);
     if (!out)
         return NULL;
     const float *xv = tfm__f32(x);
