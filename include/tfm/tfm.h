@@ -7,5 +7,10 @@
 #include "tensor.h"
 #include "tape.h"
 #include "ops.h"
+#include "params.h"
+#include "nn.h"
+#include "model.h"
+#include "optim.h"
+#include "io.h"
 
 #endif

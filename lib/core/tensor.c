@@ -212,12 +212,10 @@ tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape, float mean,
 
 void tfm_tensor_free(tfm_tensor *t)
 {
-    if (!t || t->storage == TFM_STORAGE_TAPE)
+    if (!t || t->storage == TFM_STORAGE_TAPE || t->storage == TFM_STORAGE_PARAM)
         return;
-    if (t->storage == TFM_STORAGE_HEAP) {
-        free(t->data);
-        free(t->grad);
-    }
+    free(t->data);
+    free(t->grad);
     free(t);
 }
 
@@ -360,8 +358,7 @@ tfm_status tfm_tensor_set_requires_grad(tfm_tensor *t, int32_t requires_grad)
     if (requires_grad && t->dtype != TFM_F32)
         return tfm__fail(TFM_ERR_DTYPE, "%s: only float32 tensors have gradients", op);
     if (requires_grad && !t->grad) {
-        if (t->storage != TFM_STORAGE_HEAP)
-            return tfm__fail(TFM_ERR_STATE, "%s: this view has no gradient storage", op);
+        /* parameters have theirs in the store's block already */
         t->grad = calloc((size_t)t->numel, sizeof(float));
         if (!t->grad)
             return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);

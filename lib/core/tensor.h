@@ -9,7 +9,7 @@
 typedef enum tfm_storage {
     TFM_STORAGE_HEAP,  /* caller-owned: struct, values and gradient on the heap */
     TFM_STORAGE_TAPE,  /* made by an op: everything in the tape's arena */
-    TFM_STORAGE_VIEW   /* caller-owned struct over memory someone else owns */
+    TFM_STORAGE_PARAM  /* owned by a tfm_params store, values in its block */
 } tfm_storage;
 
 struct tfm_tensor {

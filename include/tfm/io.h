@@ -1,0 +1,46 @@
+/* libtfm files: safetensors (the format PyTorch and Hugging Face users
+ * exchange: an 8-byte little-endian header length, a JSON header of
+ * name -> {dtype, shape, data_offsets}, then the raw little-endian data).
+ * Writes are atomic: a temporary file in the same folder, flushed, synced
+ * and renamed over the target, so a crash never destroys the previous file. */
+#ifndef TFM_IO_H
+#define TFM_IO_H
+
+#include "params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_safetensors tfm_safetensors;
+
+/* Reads and validates a whole file: header length against the file size,
+ * the JSON, names, dtypes (F32 and I32; F64, F16, BF16, I64 are converted
+ * on reading), shapes, and that data offsets tile the data without overlap
+ * or overrun. Anything else is TFM_ERR_FORMAT with the reason. */
+TFM_API tfm_safetensors *tfm_safetensors_open(const char *path);
+TFM_API void tfm_safetensors_close(tfm_safetensors *file);
+TFM_API int64_t tfm_safetensors_count(const tfm_safetensors *file);
+TFM_API const char *tfm_safetensors_name(const tfm_safetensors *file,
+                                         int64_t index);
+/* A new caller-owned tensor (float32, or int32 for integer dtypes); NULL
+ * with TFM_ERR_ARG when the name is absent. */
+TFM_API tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file,
+                                        const char *name);
+
+/* Writes count named tensors (float32 as F32, int32 as I32), atomically. */
+TFM_API tfm_status tfm_safetensors_write(const char *path, int64_t count,
+                                         const char *const *names,
+                                         const tfm_tensor *const *tensors);
+
+/* A parameter store's values, by name. Loading is strict: every parameter
+ * must be in the file with the same shape, and the file must hold nothing
+ * else; on any error no parameter is changed. */
+TFM_API tfm_status tfm_params_save(const tfm_params *params, const char *path);
+TFM_API tfm_status tfm_params_load(tfm_params *params, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,80 @@
+/* libtfm's ready-made encoder-decoder transformer: token embeddings,
+ * positions, torch.nn.Transformer's encoder and decoder, and the output
+ * projection ("generator"), configured by options that cover nn.Transformer
+ * and the tutorials. Parameter names are nn.Transformer's state_dict names
+ * (encoder.layers.0.self_attn.in_proj_weight, …) plus src_embedding.weight,
+ * tgt_embedding.weight (only src_embedding.weight when shared),
+ * src_positions.weight / tgt_positions.weight (learned positions),
+ * src_scale / tgt_scale (trainable embedding scale) and generator.weight /
+ * generator.bias. */
+#ifndef TFM_MODEL_H
+#define TFM_MODEL_H
+
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_model tfm_model;
+
+typedef int32_t tfm_positions;
+enum { TFM_POSITIONS_SINUSOIDAL = 0, TFM_POSITIONS_LEARNED = 1 };
+
+typedef int32_t tfm_embedding_scale;
+enum {
+    TFM_EMBEDDING_SCALE_NONE = 0,      /* embeddings as they are */
+    TFM_EMBEDDING_SCALE_SQRT_D = 1,    /* times sqrt(d_model), fixed */
+    TFM_EMBEDDING_SCALE_TRAINABLE = 2  /* times a [1] parameter, from sqrt(d_model) */
+};
+
+typedef struct tfm_model_options {
+    uint32_t struct_size;        /* set by tfm_model_options_init */
+    int64_t src_vocab;
+    int64_t tgt_vocab;
+    int64_t max_src_len;
+    int64_t max_tgt_len;
+    int32_t share_embeddings;    /* one table for source and target (same vocab) */
+    tfm_positions positions;
+    tfm_embedding_scale embedding_scale;
+    int32_t encoder_layers;
+    int32_t decoder_layers;
+    int32_t final_norm;          /* encoder.norm and decoder.norm, as nn.Transformer */
+    tfm_block_options block;     /* d_model, heads, d_ff, dropout, … */
+    uint64_t seed;               /* initialisation and dropout */
+} tfm_model_options;
+
+/* nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
+ * relu, post-norm, final norms), sinusoidal positions, no embedding scale,
+ * vocabularies and lengths that must still be set. */
+TFM_API void tfm_model_options_init(tfm_model_options *options);
+TFM_API tfm_model *tfm_model_create(const tfm_model_options *options);
+TFM_API void tfm_model_free(tfm_model *model);
+
+TFM_API tfm_params *tfm_model_params(tfm_model *model);
+TFM_API int64_t tfm_model_parameter_count(const tfm_model *model);
+TFM_API tfm_status tfm_model_set_training(tfm_model *model, int32_t training);
+
+/* src [B, S] int32 -> memory [B, S, D]. src_mask broadcasts to [B, h, S, S]. */
+TFM_API tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *model,
+                                     const tfm_tensor *src,
+                                     const tfm_tensor *src_mask);
+/* tgt [B, T] int32 and memory -> logits [B, T, tgt_vocab]. */
+TFM_API tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *model,
+                                     const tfm_tensor *tgt,
+                                     const tfm_tensor *memory,
+                                     const tfm_tensor *tgt_mask,
+                                     const tfm_tensor *memory_mask);
+/* encode then decode. */
+TFM_API tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *model,
+                                      const tfm_tensor *src,
+                                      const tfm_tensor *tgt,
+                                      const tfm_tensor *src_mask,
+                                      const tfm_tensor *tgt_mask,
+                                      const tfm_tensor *memory_mask);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

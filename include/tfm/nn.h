@@ -1,0 +1,212 @@
+/* libtfm layers. Every layer is a tfm_layer handle: created into a parameter
+ * store under a name prefix (the parameter names are PyTorch's, so weights
+ * move both ways), run with its kind's forward call, freed with
+ * tfm_layer_free (its parameters stay in the store). Layers start in
+ * training mode, as PyTorch modules do; dropout is active only then, drawing
+ * from the tfm_rng given at creation, which must outlive the layer.
+ * Initialisation follows PyTorch's defaults, from the rng given. */
+#ifndef TFM_NN_H
+#define TFM_NN_H
+
+#include "ops.h"
+#include "params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_layer tfm_layer;
+
+typedef int32_t tfm_activation;
+enum { TFM_ACTIVATION_RELU = 0, TFM_ACTIVATION_GELU = 1 };
+
+/* Frees the layer and its sublayers. */
+TFM_API void tfm_layer_free(tfm_layer *layer);
+/* Training (1) or evaluation (0) mode for the layer and its sublayers. */
+TFM_API tfm_status tfm_layer_set_training(tfm_layer *layer, int32_t training);
+/* "linear", "attention", …: what the layer is. */
+TFM_API const char *tfm_layer_kind(const tfm_layer *layer);
+
+/* --- basic layers ------------------------------------------------------------ */
+/* y = x W^T + b; NAME.weight [out, in] and NAME.bias [out] (bias optional),
+ * both U(-1/sqrt(in), 1/sqrt(in)) as nn.Linear. */
+TFM_API tfm_layer *tfm_linear_create(tfm_params *params, const char *name,
+                                     int64_t in_features, int64_t out_features,
+                                     int32_t bias, tfm_rng *rng);
+TFM_API tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear,
+                                       const tfm_tensor *x);
+
+/* NAME.weight [vocab, dim] ~ N(0, 1), as nn.Embedding. */
+TFM_API tfm_layer *tfm_embedding_create(tfm_params *params, const char *name,
+                                        int64_t vocab, int64_t dim,
+                                        tfm_rng *rng);
+TFM_API tfm_tensor *tfm_embedding_forward(tfm_tape *tape,
+                                          const tfm_layer *embedding,
+                                          const tfm_tensor *ids);
+
+/* NAME.weight (ones) and NAME.bias (zeros) [dim]. */
+TFM_API tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name,
+                                         int64_t dim, float eps);
+TFM_API tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape,
+                                           const tfm_layer *norm,
+                                           const tfm_tensor *x);
+
+TFM_API tfm_layer *tfm_dropout_create(float p, tfm_rng *rng);
+TFM_API tfm_tensor *tfm_dropout_forward(tfm_tape *tape,
+                                        const tfm_layer *dropout,
+                                        const tfm_tensor *x);
+
+/* linear2(dropout(activation(linear1(x)))), registering NAME.linear1.* and
+ * NAME.linear2.* (the names nn.TransformerEncoderLayer gives them). */
+TFM_API tfm_layer *tfm_feed_forward_create(tfm_params *params,
+                                           const char *name, int64_t d_model,
+                                           int64_t d_ff,
+                                           tfm_activation activation,
+                                           float dropout, tfm_rng *rng);
+TFM_API tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape,
+                                             const tfm_layer *feed_forward,
+                                             const tfm_tensor *x);
+
+/* --- attention ---------------------------------------------------------------- */
+typedef struct tfm_attention_options {
+    uint32_t struct_size;   /* set by tfm_attention_options_init */
+    int64_t d_model;
+    int32_t heads;          /* must divide d_model */
+    int32_t bias;           /* Q/K/V and output projection biases */
+    /* 1: NAME.in_proj_weight [3D, D] and NAME.in_proj_bias as
+     * nn.MultiheadAttention (self-attention is then one GEMM);
+     * 0: separate NAME.q_proj, NAME.k_proj, NAME.v_proj linears.
+     * The output projection is NAME.out_proj either way. */
+    int32_t fused_qkv;
+    float dropout;          /* on the attention weights, as nn.MultiheadAttention */
+    /* 0: scores / sqrt(d_k). Otherwise scores / NAME.scale, a trainable [1]
+     * parameter initialised to scale_init (tutorial 003: sqrt(d_model)). */
+    int32_t trainable_scale;
+    float scale_init;
+} tfm_attention_options;
+
+/* Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale. */
+TFM_API void tfm_attention_options_init(tfm_attention_options *options);
+/* Weights are xavier-uniform as nn.MultiheadAttention's reset, biases 0. */
+TFM_API tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
+                                        const tfm_attention_options *options,
+                                        tfm_rng *rng);
+/* query [B, T, D] attends over memory [B, S, D] (pass query again for
+ * self-attention). mask (NULL, int32 keep or float32 additive) broadcasts to
+ * [B, heads, T, S]. When weights_out is not NULL it receives the attention
+ * weights [B, heads, T, S] (tape-owned, before dropout). */
+TFM_API tfm_tensor *tfm_attention_forward(tfm_tape *tape,
+                                          const tfm_layer *attention,
+                                          const tfm_tensor *query,
+                                          const tfm_tensor *memory,
+                                          const tfm_tensor *mask,
+                                          tfm_tensor **weights_out);
+
+/* --- encoder and decoder ------------------------------------------------------ */
+typedef struct tfm_block_options {
+    uint32_t struct_size;   /* set by tfm_block_options_init */
+    int64_t d_model;
+    int32_t heads;
+    int64_t d_ff;
+    float dropout;
+    tfm_activation activation;
+    int32_t norm_first;     /* 0: post-norm (all the tutorials), 1: pre-norm */
+    float layer_norm_eps;
+    int32_t bias;           /* attention and feed-forward biases */
+    int32_t fused_qkv;      /* see tfm_attention_options */
+    int32_t trainable_scale;
+    float scale_init;
+} tfm_block_options;
+
+/* Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout
+ * 0.1, relu, post-norm, eps 1e-5, biases, fused Q/K/V, fixed scale). */
+TFM_API void tfm_block_options_init(tfm_block_options *options);
+
+/* NAME.self_attn, NAME.linear1, NAME.linear2, NAME.norm1, NAME.norm2. */
+TFM_API tfm_layer *tfm_encoder_layer_create(tfm_params *params,
+                                            const char *name,
+                                            const tfm_block_options *options,
+                                            tfm_rng *rng);
+TFM_API tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape,
+                                              const tfm_layer *layer,
+                                              const tfm_tensor *x,
+                                              const tfm_tensor *mask);
+
+/* NAME.self_attn, NAME.multihead_attn, NAME.linear1, NAME.linear2,
+ * NAME.norm1, NAME.norm2, NAME.norm3. */
+TFM_API tfm_layer *tfm_decoder_layer_create(tfm_params *params,
+                                            const char *name,
+                                            const tfm_block_options *options,
+                                            tfm_rng *rng);
+TFM_API tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape,
+                                              const tfm_layer *layer,
+                                              const tfm_tensor *x,
+                                              const tfm_tensor *memory,
+                                              const tfm_tensor *self_mask,
+                                              const tfm_tensor *memory_mask);
+
+/* Stacks of num_layers layers (NAME.layers.0 …) with an optional final
+ * layer norm (NAME.norm), as torch.nn.TransformerEncoder/Decoder. */
+TFM_API tfm_layer *tfm_encoder_create(tfm_params *params, const char *name,
+                                      int32_t num_layers,
+                                      const tfm_block_options *options,
+                                      int32_t final_norm, tfm_rng *rng);
+TFM_API tfm_tensor *tfm_encoder_forward(tfm_tape *tape,
+                                        const tfm_layer *encoder,
+                                        const tfm_tensor *x,
+                                        const tfm_tensor *mask);
+TFM_API tfm_layer *tfm_decoder_create(tfm_params *params, const char *name,
+                                      int32_t num_layers,
+                                      const tfm_block_options *options,
+                                      int32_t final_norm, tfm_rng *rng);
+TFM_API tfm_tensor *tfm_decoder_forward(tfm_tape *tape,
+                                        const tfm_layer *decoder,
+                                        const tfm_tensor *x,
+                                        const tfm_tensor *memory,
+                                        const tfm_tensor *self_mask,
+                                        const tfm_tensor *memory_mask);
+
+/* --- positions ------------------------------------------------------------------ */
+/* PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(…), fixed,
+ * for positions below max_len; no parameters. */
+TFM_API tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len,
+                                                   int64_t d_model);
+/* NAME.weight [max_len, d_model] ~ N(0, 1), as an nn.Embedding of positions. */
+TFM_API tfm_layer *tfm_learned_positions_create(tfm_params *params,
+                                                const char *name,
+                                                int64_t max_len,
+                                                int64_t d_model, tfm_rng *rng);
+/* x [B, T, D] + P[offset : offset + T] (offset > 0 when decoding step by
+ * step); past max_len is TFM_ERR_RANGE. */
+TFM_API tfm_tensor *tfm_positions_forward(tfm_tape *tape,
+                                          const tfm_layer *positions,
+                                          const tfm_tensor *x, int64_t offset);
+
+/* --- masks (tape-owned, never require grad) --------------------------------- */
+/* The square subsequent mask [T, T]: TFM_I32 gives a keep-mask (1 on and
+ * below the diagonal), TFM_F32 an additive one (0 there, -inf above), as
+ * nn.Transformer.generate_square_subsequent_mask. */
+TFM_API tfm_tensor *tfm_mask_causal(tfm_tape *tape, int64_t length,
+                                    tfm_dtype form);
+/* Key padding from ids [B, S]: [B, 1, 1, S], dropping positions == pad_id. */
+TFM_API tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids,
+                                     int32_t pad_id, tfm_dtype form);
+/* Both masks at once, broadcast: keep-masks AND, additive masks add. */
+TFM_API tfm_tensor *tfm_mask_combine(tfm_tape *tape, const tfm_tensor *a,
+                                     const tfm_tensor *b);
+
+/* --- initialisation of any float32 tensor, in place ----------------------------- */
+/* U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)), fans as PyTorch computes
+ * them (2-D [out, in]; more axes multiply the receptive field into both). */
+TFM_API tfm_status tfm_init_xavier_uniform(tfm_tensor *tensor, float gain,
+                                           tfm_rng *rng);
+TFM_API tfm_status tfm_init_uniform(tfm_tensor *tensor, float low, float high,
+                                    tfm_rng *rng);
+TFM_API tfm_status tfm_init_normal(tfm_tensor *tensor, float mean, float std,
+                                   tfm_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,73 @@
+/* libtfm optimizers over a parameter store: SGD with momentum, Adam, AdamW,
+ * with learning-rate schedules, optional gradient clipping by global norm,
+ * and a guard that refuses a step on NaN/Inf gradients. The optimizer's
+ * state (moments, momentum) lives in one contiguous block, like the
+ * parameters and gradients it updates. */
+#ifndef TFM_OPTIM_H
+#define TFM_OPTIM_H
+
+#include "params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_optimizer tfm_optimizer;
+
+typedef int32_t tfm_optimizer_kind;
+enum { TFM_OPTIMIZER_SGD = 0, TFM_OPTIMIZER_ADAM = 1, TFM_OPTIMIZER_ADAMW = 2 };
+
+typedef int32_t tfm_schedule;
+enum {
+    TFM_SCHEDULE_CONSTANT = 0,
+    TFM_SCHEDULE_STEP = 1,          /* lr * gamma^(floor(step / step_size)) */
+    TFM_SCHEDULE_WARMUP_INVSQRT = 2 /* lr * min(step / warmup, sqrt(warmup / step)) */
+};
+
+typedef struct tfm_optimizer_options {
+    uint32_t struct_size;       /* set by tfm_optimizer_options_init */
+    tfm_optimizer_kind kind;
+    float lr;
+    float beta1, beta2, eps;    /* Adam, AdamW */
+    float weight_decay;         /* L2 in the gradient (SGD, Adam); decoupled (AdamW) */
+    float momentum;             /* SGD */
+    float clip_norm;            /* > 0: clip the global gradient norm first */
+    tfm_schedule schedule;
+    int64_t step_size;          /* TFM_SCHEDULE_STEP */
+    float gamma;                /* TFM_SCHEDULE_STEP */
+    int64_t warmup_steps;       /* TFM_SCHEDULE_WARMUP_INVSQRT */
+} tfm_optimizer_options;
+
+/* PyTorch's defaults for the kind: lr 1e-3 (SGD: 1e-2), betas 0.9/0.999,
+ * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0, no clipping, constant. */
+TFM_API void tfm_optimizer_options_init(tfm_optimizer_options *options,
+                                        tfm_optimizer_kind kind);
+/* The store must not gain parameters afterwards. */
+TFM_API tfm_optimizer *tfm_optimizer_create(tfm_params *params,
+                                            const tfm_optimizer_options *options);
+TFM_API void tfm_optimizer_free(tfm_optimizer *optimizer);
+
+TFM_API tfm_status tfm_optimizer_zero_grad(tfm_optimizer *optimizer);
+/* One update of every parameter that requires grad. NaN or Inf in the
+ * gradients: TFM_ERR_NUMERIC, nothing is changed and the step is not
+ * counted. */
+TFM_API tfm_status tfm_optimizer_step(tfm_optimizer *optimizer);
+
+TFM_API int64_t tfm_optimizer_step_count(const tfm_optimizer *optimizer);
+/* The learning rate the next step will use. */
+TFM_API float tfm_optimizer_lr(const tfm_optimizer *optimizer);
+/* The global gradient norm the last step saw (before clipping). */
+TFM_API float tfm_optimizer_last_grad_norm(const tfm_optimizer *optimizer);
+
+/* The state for resuming training (step count and moments), as
+ * safetensors, atomically; loading checks it fits this optimizer. */
+TFM_API tfm_status tfm_optimizer_save(const tfm_optimizer *optimizer,
+                                      const char *path);
+TFM_API tfm_status tfm_optimizer_load(tfm_optimizer *optimizer,
+                                      const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

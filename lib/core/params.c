@@ -1,0 +1,237 @@
+/* The parameter store: tensors whose values and gradients are slices of two
+ * contiguous blocks that grow as parameters are added. */
+#include "tfm/params.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+#define MAX_NAME 255
+
+struct tfm_params {
+    tfm_tensor **tensors;
+    char **names;
+    int64_t *offsets;      /* of each tensor in the blocks */
+    int64_t count, capacity;
+    float *values, *grads;
+    int64_t numel;
+    int64_t values_capacity, grads_capacity;
+};
+
+tfm_params *tfm_params_create(void)
+{
+    tfm_params *p = calloc(1, sizeof *p);
+    if (!p)
+        tfm__fail(TFM_ERR_NOMEM, "tfm_params_create: out of memory");
+    return p;
+}
+
+void tfm_params_free(tfm_params *p)
+{
+    if (!p)
+        return;
+    for (int64_t i = 0; i < p->count; i++) {
+        free(p->tensors[i]);
+        free(p->names[i]);
+    }
+    free(p->tensors);
+    free(p->names);
+    free(p->offsets);
+    free(p->values);
+    free(p->grads);
+    free(p);
+}
+
+/* Grows *block to hold at least need floats, zeroing the new part. */
+static int grow_block(float **block, int64_t *capacity, int64_t used, int64_t need)
+{
+    if (need <= *capacity)
+        return 0;
+    int64_t size = *capacity ? *capacity : 1024;
+    while (size < need)
+        size *= 2;
+    float *grown = realloc(*block, (size_t)size * sizeof(float));
+    if (!grown)
+        return -1;
+    memset(grown + used, 0, (size_t)(size - used) * sizeof(float));
+    *block = grown;
+    *capacity = size;
+    return 0;
+}
+
+static int grow_index(tfm_params *p)
+{
+    if (p->count < p->capacity)
+        return 0;
+    int64_t size = p->capacity ? p->capacity * 2 : 32;
+    tfm_tensor **tensors = realloc(p->tensors, (size_t)size * sizeof *tensors);
+    if (tensors)
+        p->tensors = tensors;
+    char **names = realloc(p->names, (size_t)size * sizeof *names);
+    if (names)
+        p->names = names;
+    int64_t *offsets = realloc(p->offsets, (size_t)size * sizeof *offsets);
+    if (offsets)
+        p->offsets = offsets;
+    if (!tensors || !names || !offsets)
+        return -1;
+    p->capacity = size;
+    return 0;
+}
+
+/* Points every tensor at its slice again, after the blocks may have moved. */
+static void rebase(tfm_params *p)
+{
+    for (int64_t i = 0; i < p->count; i++) {
+        p->tensors[i]->data = p->values + p->offsets[i];
+        p->tensors[i]->grad = p->grads + p->offsets[i];
+    }
+}
+
+tfm_tensor *tfm_params_add(tfm_params *p, const char *name, int32_t ndim,
+                           const int64_t *shape)
+{
+    const char *op = "tfm_params_add";
+    if (!p || !name) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, p ? "name" : "params");
+        return NULL;
+    }
+    size_t len = strlen(name);
+    if (len == 0 || len > MAX_NAME) {
+        tfm__fail(TFM_ERR_ARG, "%s: a name has 1 to %d bytes", op, MAX_NAME);
+        return NULL;
+    }
+    if (tfm_params_find(p, name)) {
+        tfm__fail(TFM_ERR_ARG, "%s: a parameter named \"%s\" exists already", op, name);
+        return NULL;
+    }
+    int64_t numel = tfm__checked_numel(op, ndim, shape);
+    if (numel < 0)
+        return NULL;
+    tfm_tensor *t = malloc(sizeof *t);
+    char *copy = malloc(len + 1);
+    if (!t || !copy || grow_index(p) < 0 ||
+        grow_block(&p->values, &p->values_capacity, p->numel, p->numel + numel) < 0 ||
+        grow_block(&p->grads, &p->grads_capacity, p->numel, p->numel + numel) < 0) {
+        free(t);
+        free(copy);
+        rebase(p);
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for \"%s\"", op, name);
+        return NULL;
+    }
+    memcpy(copy, name, len + 1);
+    tfm__tensor_init(t, TFM_F32, ndim, shape, numel, TFM_STORAGE_PARAM);
+    t->requires_grad = 1;
+    p->tensors[p->count] = t;
+    p->names[p->count] = copy;
+    p->offsets[p->count] = p->numel;
+    p->count++;
+    p->numel += numel;
+    rebase(p);
+    return t;
+}
+
+int64_t tfm_params_count(const tfm_params *p)
+{
+    if (!p) {
+        tfm__fail(TFM_ERR_NULL, "tfm_params_count: params is NULL");
+        return -1;
+    }
+    return p->count;
+}
+
+int64_t tfm_params_numel(const tfm_params *p)
+{
+    if (!p) {
+        tfm__fail(TFM_ERR_NULL, "tfm_params_numel: params is NULL");
+        return -1;
+    }
+    return p->numel;
+}
+
+static int check_index(const char *op, const tfm_params *p, int64_t index)
+{
+    if (!p) {
+        tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
+        return -1;
+    }
+    if (index < 0 || index >= p->count) {
+        tfm__fail(TFM_ERR_RANGE, "%s: index %lld is outside [0, %lld)", op,
+                  (long long)index, (long long)p->count);
+        return -1;
+    }
+    return 0;
+}
+
+tfm_tensor *tfm_params_at(const tfm_params *p, int64_t index)
+{
+    return check_index("tfm_params_at", p, index) < 0 ? NULL : p->tensors[index];
+}
+
+const char *tfm_params_name(const tfm_params *p, int64_t index)
+{
+    return check_index("tfm_params_name", p, index) < 0 ? NULL : p->names[index];
+}
+
+tfm_tensor *tfm_params_find(const tfm_params *p, const char *name)
+{
+    if (!p || !name) {
+        tfm__fail(TFM_ERR_NULL, "tfm_params_find: %s is NULL", p ? "name" : "params");
+        return NULL;
+    }
+    for (int64_t i = 0; i < p->count; i++)
+        if (strcmp(p->names[i], name) == 0)
+            return p->tensors[i];
+    return NULL;
+}
+
+float *tfm_params_values(tfm_params *p)
+{
+    if (!p)
+        tfm__fail(TFM_ERR_NULL, "tfm_params_values: params is NULL");
+    return p ? p->values : NULL;
+}
+
+float *tfm_params_grads(tfm_params *p)
+{
+    if (!p)
+        tfm__fail(TFM_ERR_NULL, "tfm_params_grads: params is NULL");
+    return p ? p->grads : NULL;
+}
+
+tfm_status tfm_params_zero_grad(tfm_params *p)
+{
+    if (!p)
+        return tfm__fail(TFM_ERR_NULL, "tfm_params_zero_grad: params is NULL");
+    if (p->numel)
+        memset(p->grads, 0, (size_t)p->numel * sizeof(float));
+    return TFM_OK;
+}
+
+tfm_status tfm_params_clip_grad_norm(tfm_params *p, float max_norm, float *norm_out)
+{
+    const char *op = "tfm_params_clip_grad_norm";
+    if (!p)
+        return tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
+    if (!(max_norm > 0.0f) || !isfinite(max_norm))
+        return tfm__fail(TFM_ERR_ARG, "%s: max_norm %g must be positive and finite", op,
+                         (double)max_norm);
+    double sum = 0.0;
+    for (int64_t i = 0; i < p->numel; i++)
+        sum += (double)p->grads[i] * p->grads[i];
+    double norm = sqrt(sum);
+    if (norm_out)
+        *norm_out = (float)norm;
+    if (!isfinite(norm))
+        return tfm__fail(TFM_ERR_NUMERIC, "%s: the gradient norm is not finite", op);
+    if (norm > max_norm) {
+        /* as torch: scale by max_norm / (norm + 1e-6) */
+        float factor = (float)(max_norm / (norm + 1e-6));
+        for (int64_t i = 0; i < p->numel; i++)
+            p->grads[i] *= factor;
+    }
+    return TFM_OK;
+}

@@ -1,0 +1,253 @@
+/* The ready-made encoder-decoder transformer: embeddings, positions,
+ * nn.Transformer's encoder and decoder, and the generator. */
+#include "tfm/model.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+struct tfm_model {
+    tfm_model_options options;
+    tfm_params *params;
+    tfm_rng *rng;                   /* initialisation, then dropout */
+    tfm_layer *src_embedding, *tgt_embedding; /* the same layer when shared */
+    tfm_layer *src_positions, *tgt_positions;
+    tfm_tensor *src_scale, *tgt_scale;        /* trainable embedding scales */
+    tfm_layer *dropout;
+    tfm_layer *encoder, *decoder, *generator;
+};
+
+void tfm_model_options_init(tfm_model_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->positions = TFM_POSITIONS_SINUSOIDAL;
+    o->embedding_scale = TFM_EMBEDDING_SCALE_NONE;
+    o->encoder_layers = 6;
+    o->decoder_layers = 6;
+    o->final_norm = 1;
+    tfm_block_options_init(&o->block);
+    o->seed = 0;
+}
+
+/* The caller's options over the defaults, as far as the caller's struct goes. */
+static int read_options(const char *op, const tfm_model_options *given, tfm_model_options *o)
+{
+    if (!given) {
+        tfm__fail(TFM_ERR_NULL, "%s: options is NULL", op);
+        return -1;
+    }
+    tfm_model_options_init(o);
+    size_t size = given->struct_size < sizeof *o ? given->struct_size : sizeof *o;
+    if (size < offsetof(tfm_model_options, src_vocab)) {
+        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
+                  "tfm_model_options_init first", op, (unsigned)given->struct_size);
+        return -1;
+    }
+    memcpy(o, given, size);
+    o->struct_size = sizeof *o;
+    if (o->src_vocab < 1 || o->tgt_vocab < 1 || o->max_src_len < 1 || o->max_tgt_len < 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: vocabularies (%lld, %lld) and maximum lengths (%lld, %lld) "
+                  "must be set and positive", op, (long long)o->src_vocab,
+                  (long long)o->tgt_vocab, (long long)o->max_src_len, (long long)o->max_tgt_len);
+        return -1;
+    }
+    if (o->share_embeddings && o->src_vocab != o->tgt_vocab) {
+        tfm__fail(TFM_ERR_ARG, "%s: shared embeddings need equal vocabularies (%lld, %lld)", op,
+                  (long long)o->src_vocab, (long long)o->tgt_vocab);
+        return -1;
+    }
+    if (o->encoder_layers < 0 || o->decoder_layers < 0 ||
+        (o->positions != TFM_POSITIONS_SINUSOIDAL && o->positions != TFM_POSITIONS_LEARNED) ||
+        o->embedding_scale < TFM_EMBEDDING_SCALE_NONE ||
+        o->embedding_scale > TFM_EMBEDDING_SCALE_TRAINABLE) {
+        tfm__fail(TFM_ERR_ARG, "%s: layer counts, positions or embedding scale out of range", op);
+        return -1;
+    }
+    return 0;
+}
+
+static tfm_layer *make_positions(tfm_model *m, const char *name, int64_t max_len)
+{
+    int64_t d = m->options.block.d_model;
+    return m->options.positions == TFM_POSITIONS_LEARNED
+               ? tfm_learned_positions_create(m->params, name, max_len, d, m->rng)
+               : tfm_sinusoidal_positions_create(max_len, d);
+}
+
+static tfm_tensor *make_scale(tfm_model *m, const char *name)
+{
+    tfm_tensor *scale = tfm_params_add(m->params, name, 1, (const int64_t[]){1});
+    if (scale)
+        tfm__f32(scale)[0] = sqrtf((float)m->options.block.d_model);
+    return scale;
+}
+
+/* nn.Transformer._reset_parameters: xavier-uniform for every matrix of the
+ * encoder and decoder. */
+static int reset_like_nn_transformer(tfm_model *m)
+{
+    int64_t count = tfm_params_count(m->params);
+    for (int64_t i = 0; i < count; i++) {
+        const char *name = tfm_params_name(m->params, i);
+        tfm_tensor *t = tfm_params_at(m->params, i);
+        if ((strncmp(name, "encoder.", 8) == 0 || strncmp(name, "decoder.", 8) == 0) &&
+            t->ndim > 1 && tfm_init_xavier_uniform(t, 1.0f, m->rng) != TFM_OK)
+            return -1;
+    }
+    return 0;
+}
+
+tfm_model *tfm_model_create(const tfm_model_options *options)
+{
+    const char *op = "tfm_model_create";
+    tfm_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        return NULL;
+    }
+    if (read_options(op, options, &m->options) < 0) {
+        free(m);
+        return NULL;
+    }
+    const tfm_model_options *o = &m->options;
+    const tfm_block_options *b = &o->block;
+    int ok = (m->params = tfm_params_create()) && (m->rng = tfm_rng_create(o->seed)) &&
+             (m->src_embedding = tfm_embedding_create(m->params, "src_embedding", o->src_vocab,
+                                                      b->d_model, m->rng));
+    if (ok && !o->share_embeddings)
+        ok = (m->tgt_embedding = tfm_embedding_create(m->params, "tgt_embedding", o->tgt_vocab,
+                                                      b->d_model, m->rng)) != NULL;
+    else if (ok)
+        m->tgt_embedding = m->src_embedding;
+    ok = ok && (m->src_positions = make_positions(m, "src_positions", o->max_src_len)) &&
+         (m->tgt_positions = make_positions(m, "tgt_positions", o->max_tgt_len));
+    if (ok && o->embedding_scale == TFM_EMBEDDING_SCALE_TRAINABLE)
+        ok = (m->src_scale = make_scale(m, "src_scale")) && (m->tgt_scale = make_scale(m, "tgt_scale"));
+    ok = ok && (m->dropout = tfm_dropout_create(b->dropout, m->rng)) &&
+         (m->encoder = tfm_encoder_create(m->params, "encoder", o->encoder_layers, b,
+                                          o->final_norm, m->rng)) &&
+         (m->decoder = tfm_decoder_create(m->params, "decoder", o->decoder_layers, b,
+                                          o->final_norm, m->rng)) &&
+         (m->generator = tfm_linear_create(m->params, "generator", b->d_model, o->tgt_vocab, 1,
+                                           m->rng)) &&
+         reset_like_nn_transformer(m) == 0;
+    if (!ok) {
+        tfm_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void tfm_model_free(tfm_model *m)
+{
+    if (!m)
+        return;
+    if (m->tgt_embedding != m->src_embedding)
+        tfm_layer_free(m->tgt_embedding);
+    tfm_layer_free(m->src_embedding);
+    tfm_layer_free(m->src_positions);
+    tfm_layer_free(m->tgt_positions);
+    tfm_layer_free(m->dropout);
+    tfm_layer_free(m->encoder);
+    tfm_layer_free(m->decoder);
+    tfm_layer_free(m->generator);
+    tfm_params_free(m->params);
+    tfm_rng_free(m->rng);
+    free(m);
+}
+
+tfm_params *tfm_model_params(tfm_model *m)
+{
+    if (!m)
+        tfm__fail(TFM_ERR_NULL, "tfm_model_params: model is NULL");
+    return m ? m->params : NULL;
+}
+
+int64_t tfm_model_parameter_count(const tfm_model *m)
+{
+    if (!m) {
+        tfm__fail(TFM_ERR_NULL, "tfm_model_parameter_count: model is NULL");
+        return -1;
+    }
+    return tfm_params_numel(m->params);
+}
+
+tfm_status tfm_model_set_training(tfm_model *m, int32_t training)
+{
+    if (!m)
+        return tfm__fail(TFM_ERR_NULL, "tfm_model_set_training: model is NULL");
+    tfm_layer *layers[] = {m->src_embedding, m->tgt_embedding, m->src_positions,
+                           m->tgt_positions, m->dropout,       m->encoder,
+                           m->decoder,       m->generator};
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
+        tfm_layer_set_training(layers[i], training);
+    return TFM_OK;
+}
+
+/* embedding * scale + positions, then dropout: [B, T] ids -> [B, T, D]. */
+static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *ids,
+                         const tfm_layer *embedding, const tfm_layer *positions,
+                         const tfm_tensor *scale)
+{
+    if (tfm__check_input(op, "ids", ids, TFM_I32) < 0)
+        return NULL;
+    if (ids->ndim != 2) {
+        char s[64];
+        tfm__fail(TFM_ERR_SHAPE, "%s: ids must be [batch, length], not %s", op,
+                  tfm__shape_str(ids, s, sizeof s));
+        return NULL;
+    }
+    tfm_tensor *x = tfm_embedding_forward(tape, embedding, ids);
+    switch (m->options.embedding_scale) {
+    case TFM_EMBEDDING_SCALE_SQRT_D:
+        x = tfm_scale(tape, x, sqrtf((float)m->options.block.d_model));
+        break;
+    case TFM_EMBEDDING_SCALE_TRAINABLE:
+        x = tfm_mul(tape, x, scale);
+        break;
+    default:
+        break;
+    }
+    return tfm_dropout_forward(tape, m->dropout, tfm_positions_forward(tape, positions, x, 0));
+}
+
+tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
+                             const tfm_tensor *src_mask)
+{
+    const char *op = "tfm_model_encode";
+    if (!m) {
+        tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
+        return NULL;
+    }
+    tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale);
+    return tfm_encoder_forward(tape, m->encoder, x, src_mask);
+}
+
+tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
+                             const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                             const tfm_tensor *memory_mask)
+{
+    const char *op = "tfm_model_decode";
+    if (!m) {
+        tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
+        return NULL;
+    }
+    tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale);
+    y = tfm_decoder_forward(tape, m->decoder, y, memory, tgt_mask, memory_mask);
+    return tfm_linear_forward(tape, m->generator, y);
+}
+
+tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
+                              const tfm_tensor *tgt, const tfm_tensor *src_mask,
+                              const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask)
+{
+    tfm_tensor *memory = tfm_model_encode(tape, m, src, src_mask);
+    return tfm_model_decode(tape, m, tgt, memory, tgt_mask, memory_mask);
+}

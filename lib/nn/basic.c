@@ -1,0 +1,185 @@
+/* The basic layers: linear, embedding, layer norm, dropout, feed-forward. */
+#include <math.h>
+
+#include "core/error.h"
+#include "nn/layer.h"
+
+/* --- linear ------------------------------------------------------------------ */
+
+tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_features,
+                             int64_t out_features, int32_t bias, tfm_rng *rng)
+{
+    const char *op = "tfm_linear_create";
+    if (!params || !name || !rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
+        return NULL;
+    }
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_LINEAR, 0);
+    if (!layer)
+        return NULL;
+    /* nn.Linear: kaiming_uniform(a = sqrt 5) comes to U(-1/sqrt(in), 1/sqrt(in)) */
+    float bound = in_features > 0 ? 1.0f / sqrtf((float)in_features) : 0.0f;
+    layer->weight = tfm__layer_param(op, params, name, "weight", 2,
+                                     (const int64_t[]){out_features, in_features});
+    if (layer->weight && bias)
+        layer->bias = tfm__layer_param(op, params, name, "bias", 1,
+                                       (const int64_t[]){out_features});
+    if (!layer->weight || (bias && !layer->bias) ||
+        tfm_init_uniform(layer->weight, -bound, bound, rng) != TFM_OK ||
+        (bias && tfm_init_uniform(layer->bias, -bound, bound, rng) != TFM_OK)) {
+        tfm_layer_free(layer);
+        return NULL;
+    }
+    layer->d_model = out_features;
+    return layer;
+}
+
+tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear, const tfm_tensor *x)
+{
+    if (tfm__check_layer("tfm_linear_forward", linear, TFM_LAYER_LINEAR) < 0)
+        return NULL;
+    tfm_tensor *y = tfm_matmul(tape, x, linear->weight, 0, 1);
+    return linear->bias ? tfm_add(tape, y, linear->bias) : y;
+}
+
+/* --- embedding --------------------------------------------------------------- */
+
+tfm_layer *tfm_embedding_create(tfm_params *params, const char *name, int64_t vocab,
+                                int64_t dim, tfm_rng *rng)
+{
+    const char *op = "tfm_embedding_create";
+    if (!params || !name || !rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
+        return NULL;
+    }
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_EMBEDDING, 0);
+    if (!layer)
+        return NULL;
+    layer->weight = tfm__layer_param(op, params, name, "weight", 2, (const int64_t[]){vocab, dim});
+    if (!layer->weight || tfm_init_normal(layer->weight, 0.0f, 1.0f, rng) != TFM_OK) {
+        tfm_layer_free(layer);
+        return NULL;
+    }
+    layer->d_model = dim;
+    return layer;
+}
+
+tfm_tensor *tfm_embedding_forward(tfm_tape *tape, const tfm_layer *embedding,
+                                  const tfm_tensor *ids)
+{
+    if (tfm__check_layer("tfm_embedding_forward", embedding, TFM_LAYER_EMBEDDING) < 0)
+        return NULL;
+    return tfm_embedding(tape, embedding->weight, ids);
+}
+
+/* --- layer norm ---------------------------------------------------------------- */
+
+tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+{
+    const char *op = "tfm_layer_norm_create";
+    if (!params || !name) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, params ? "name" : "params");
+        return NULL;
+    }
+    if (!(eps >= 0.0f) || !isfinite(eps)) {
+        tfm__fail(TFM_ERR_ARG, "%s: eps %g must be finite and not negative", op, (double)eps);
+        return NULL;
+    }
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_LAYER_NORM, 0);
+    if (!layer)
+        return NULL;
+    layer->weight = tfm__layer_param(op, params, name, "weight", 1, (const int64_t[]){dim});
+    if (layer->weight)
+        layer->bias = tfm__layer_param(op, params, name, "bias", 1, (const int64_t[]){dim});
+    if (!layer->bias) {
+        tfm_layer_free(layer);
+        return NULL;
+    }
+    float *w = tfm__f32(layer->weight);
+    for (int64_t i = 0; i < dim; i++)
+        w[i] = 1.0f;
+    layer->eps = eps;
+    layer->d_model = dim;
+    return layer;
+}
+
+tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const tfm_tensor *x)
+{
+    if (tfm__check_layer("tfm_layer_norm_forward", norm, TFM_LAYER_LAYER_NORM) < 0)
+        return NULL;
+    return tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps);
+}
+
+/* --- dropout ------------------------------------------------------------------- */
+
+tfm_layer *tfm_dropout_create(float p, tfm_rng *rng)
+{
+    const char *op = "tfm_dropout_create";
+    if (!(p >= 0.0f && p < 1.0f)) {
+        tfm__fail(TFM_ERR_ARG, "%s: p %g is outside [0, 1)", op, (double)p);
+        return NULL;
+    }
+    if (p > 0.0f && !rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: rng is NULL", op);
+        return NULL;
+    }
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_DROPOUT, 0);
+    if (layer) {
+        layer->dropout = p;
+        layer->rng = rng;
+    }
+    return layer;
+}
+
+tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const tfm_tensor *x)
+{
+    if (tfm__check_layer("tfm_dropout_forward", dropout, TFM_LAYER_DROPOUT) < 0)
+        return NULL;
+    return tfm_dropout(tape, x, dropout->dropout, dropout->training, dropout->rng);
+}
+
+/* --- feed-forward -------------------------------------------------------------- */
+
+enum { FF_LINEAR1, FF_LINEAR2, FF_DROPOUT, FF_CHILDREN };
+
+tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t d_model,
+                                   int64_t d_ff, tfm_activation activation, float dropout,
+                                   tfm_rng *rng)
+{
+    const char *op = "tfm_feed_forward_create";
+    if (activation != TFM_ACTIVATION_RELU && activation != TFM_ACTIVATION_GELU) {
+        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)activation);
+        return NULL;
+    }
+    char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX];
+    if (!name) {
+        tfm__fail(TFM_ERR_NULL, "%s: name is NULL", op);
+        return NULL;
+    }
+    if (tfm__layer_name(op, name1, name, "linear1") < 0 ||
+        tfm__layer_name(op, name2, name, "linear2") < 0)
+        return NULL;
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_FEED_FORWARD, FF_CHILDREN);
+    if (!layer)
+        return NULL;
+    layer->activation = activation;
+    layer->d_model = d_model;
+    tfm_layer **c = layer->children;
+    if (!(c[FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
+        !(c[FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
+        !(c[FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
+        tfm_layer_free(layer);
+        return NULL;
+    }
+    return layer;
+}
+
+tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
+{
+    if (tfm__check_layer("tfm_feed_forward_forward", ff, TFM_LAYER_FEED_FORWARD) < 0)
+        return NULL;
+    tfm_layer *const *c = ff->children;
+    tfm_tensor *h = tfm_linear_forward(tape, c[FF_LINEAR1], x);
+    h = ff->activation == TFM_ACTIVATION_GELU ? tfm_gelu(tape, h) : tfm_relu(tape, h);
+    return tfm_linear_forward(tape, c[FF_LINEAR2], tfm_dropout_forward(tape, c[FF_DROPOUT], h));
+}

@@ -1,0 +1,104 @@
+/* What every layer shares: creation, names, checks, free, training mode. */
+#include "nn/layer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+static const char *const kind_names[] = {
+    [TFM_LAYER_LINEAR] = "linear",
+    [TFM_LAYER_EMBEDDING] = "embedding",
+    [TFM_LAYER_LAYER_NORM] = "layer_norm",
+    [TFM_LAYER_DROPOUT] = "dropout",
+    [TFM_LAYER_FEED_FORWARD] = "feed_forward",
+    [TFM_LAYER_ATTENTION] = "attention",
+    [TFM_LAYER_ENCODER_LAYER] = "encoder_layer",
+    [TFM_LAYER_DECODER_LAYER] = "decoder_layer",
+    [TFM_LAYER_ENCODER] = "encoder",
+    [TFM_LAYER_DECODER] = "decoder",
+    [TFM_LAYER_POSITIONS] = "positions",
+};
+
+tfm_layer *tfm__layer_new(const char *op, tfm__layer_kind kind, int32_t n_children)
+{
+    tfm_layer *layer = calloc(1, sizeof *layer);
+    tfm_layer **children = n_children ? calloc((size_t)n_children, sizeof *children) : NULL;
+    if (!layer || (n_children && !children)) {
+        free(layer);
+        free(children);
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        return NULL;
+    }
+    layer->kind = kind;
+    layer->training = 1;
+    layer->n_children = n_children;
+    layer->children = children;
+    return layer;
+}
+
+int tfm__layer_name(const char *op, char *out, const char *prefix, const char *suffix)
+{
+    int n = prefix && prefix[0] ? snprintf(out, TFM_NAME_MAX, "%s.%s", prefix, suffix)
+                                : snprintf(out, TFM_NAME_MAX, "%s", suffix);
+    if (n < 0 || n >= TFM_NAME_MAX) {
+        tfm__fail(TFM_ERR_ARG, "%s: the name \"%s.%s\" is too long", op, prefix, suffix);
+        return -1;
+    }
+    return 0;
+}
+
+int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kind)
+{
+    if (!layer) {
+        tfm__fail(TFM_ERR_NULL, "%s: layer is NULL", op);
+        return -1;
+    }
+    if (layer->kind != kind) {
+        tfm__fail(TFM_ERR_ARG, "%s: the layer is a %s layer, not a %s layer", op,
+                  kind_names[layer->kind], kind_names[kind]);
+        return -1;
+    }
+    return 0;
+}
+
+tfm_tensor *tfm__layer_param(const char *op, tfm_params *params, const char *prefix,
+                             const char *suffix, int32_t ndim, const int64_t *shape)
+{
+    char name[TFM_NAME_MAX];
+    if (tfm__layer_name(op, name, prefix, suffix) < 0)
+        return NULL;
+    return tfm_params_add(params, name, ndim, shape);
+}
+
+void tfm_layer_free(tfm_layer *layer)
+{
+    if (!layer)
+        return;
+    for (int32_t i = 0; i < layer->n_children; i++)
+        tfm_layer_free(layer->children[i]);
+    free(layer->children);
+    tfm_tensor_free(layer->table);
+    free(layer);
+}
+
+tfm_status tfm_layer_set_training(tfm_layer *layer, int32_t training)
+{
+    if (!layer)
+        return tfm__fail(TFM_ERR_NULL, "tfm_layer_set_training: layer is NULL");
+    layer->training = training ? 1 : 0;
+    for (int32_t i = 0; i < layer->n_children; i++)
+        if (layer->children[i])
+            tfm_layer_set_training(layer->children[i], training);
+    return TFM_OK;
+}
+
+const char *tfm_layer_kind(const tfm_layer *layer)
+{
+    if (!layer) {
+        tfm__fail(TFM_ERR_NULL, "tfm_layer_kind: layer is NULL");
+        return NULL;
+    }
+    return kind_names[layer->kind];
+}

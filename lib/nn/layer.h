@@ -1,0 +1,58 @@
+/* The record behind every tfm_layer handle, and what layer files share. */
+#ifndef TFM_NN_LAYER_H
+#define TFM_NN_LAYER_H
+
+#include <stddef.h>
+
+#include "core/tensor.h"
+#include "tfm/nn.h"
+
+typedef enum tfm__layer_kind {
+    TFM_LAYER_LINEAR,
+    TFM_LAYER_EMBEDDING,
+    TFM_LAYER_LAYER_NORM,
+    TFM_LAYER_DROPOUT,
+    TFM_LAYER_FEED_FORWARD,
+    TFM_LAYER_ATTENTION,
+    TFM_LAYER_ENCODER_LAYER,
+    TFM_LAYER_DECODER_LAYER,
+    TFM_LAYER_ENCODER,
+    TFM_LAYER_DECODER,
+    TFM_LAYER_POSITIONS
+} tfm__layer_kind;
+
+struct tfm_layer {
+    tfm__layer_kind kind;
+    int32_t training;
+    tfm_rng *rng;                 /* dropout draws from it; not owned */
+    tfm_tensor *weight, *bias;    /* the layer's own parameters (store-owned) */
+    tfm_tensor *scale;            /* a trainable scale, where the layer has one */
+    tfm_tensor *table;            /* a fixed table the layer owns (positions) */
+    float dropout;
+    float eps;
+    tfm_activation activation;
+    int32_t heads;
+    int32_t norm_first;
+    int32_t fused;
+    int64_t d_model;
+    int32_t n_children;
+    tfm_layer **children;         /* sublayers, owned; meaning fixed per kind */
+};
+
+/* A zeroed layer of the kind with room for n_children; NULL with the error
+ * set. Free it with tfm_layer_free on any later error. */
+tfm_layer *tfm__layer_new(const char *op, tfm__layer_kind kind, int32_t n_children);
+
+/* "prefix.suffix" (or suffix alone for an empty prefix) into a 256-byte
+ * buffer; 0, or -1 with TFM_ERR_ARG when it does not fit. */
+#define TFM_NAME_MAX 256
+int tfm__layer_name(const char *op, char *out, const char *prefix, const char *suffix);
+
+/* Checks the layer handle passed to a forward call; 0 or -1 with the error set. */
+int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kind);
+
+/* Adds a parameter named prefix.suffix; NULL with the error set. */
+tfm_tensor *tfm__layer_param(const char *op, tfm_params *params, const char *prefix,
+                             const char *suffix, int32_t ndim, const int64_t *shape);
+
+#endif
