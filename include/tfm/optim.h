@@ -17,11 +17,12 @@ typedef struct tfm_optimizer tfm_optimizer;
 typedef int32_t tfm_optimizer_kind;
 enum { TFM_OPTIMIZER_SGD = 0, TFM_OPTIMIZER_ADAM = 1, TFM_OPTIMIZER_ADAMW = 2 };
 
+/* With t the steps already taken (0 for the first step): */
 typedef int32_t tfm_schedule;
 enum {
     TFM_SCHEDULE_CONSTANT = 0,
-    TFM_SCHEDULE_STEP = 1,          /* lr * gamma^(floor(step / step_size)) */
-    TFM_SCHEDULE_WARMUP_INVSQRT = 2 /* lr * min(step / warmup, sqrt(warmup / step)) */
+    TFM_SCHEDULE_STEP = 1,          /* lr * gamma^floor(t / step_size), as StepLR */
+    TFM_SCHEDULE_WARMUP_INVSQRT = 2 /* s = t + 1: lr * min(s / warmup, sqrt(warmup / s)) */
 };
 
 typedef struct tfm_optimizer_options {
@@ -39,7 +40,8 @@ typedef struct tfm_optimizer_options {
 } tfm_optimizer_options;
 
 /* PyTorch's defaults for the kind: lr 1e-3 (SGD: 1e-2), betas 0.9/0.999,
- * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0, no clipping, constant. */
+ * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0, no clipping, constant
+ * schedule (step_size 1, gamma 0.1, warmup_steps 4000 when chosen). */
 TFM_API void tfm_optimizer_options_init(tfm_optimizer_options *options,
                                         tfm_optimizer_kind kind);
 /* The store must not gain parameters afterwards. */
@@ -53,6 +55,7 @@ TFM_API tfm_status tfm_optimizer_zero_grad(tfm_optimizer *optimizer);
  * counted. */
 TFM_API tfm_status tfm_optimizer_step(tfm_optimizer *optimizer);
 
+/* The getters return -1 for a NULL optimizer. */
 TFM_API int64_t tfm_optimizer_step_count(const tfm_optimizer *optimizer);
 /* The learning rate the next step will use. */
 TFM_API float tfm_optimizer_lr(const tfm_optimizer *optimizer);

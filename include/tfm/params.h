@@ -36,9 +36,9 @@ TFM_API float *tfm_params_grads(tfm_params *params);
 TFM_API tfm_status tfm_params_zero_grad(tfm_params *params);
 
 /* Rescales all gradients so their global L2 norm is at most max_norm, as
- * torch.nn.utils.clip_grad_norm_; the norm before clipping goes to
- * *norm_out when it is not NULL. A non-finite norm is TFM_ERR_NUMERIC and
- * leaves the gradients unchanged. */
+ * torch.nn.utils.clip_grad_norm_ (max_norm INFINITY only measures); the
+ * norm before clipping goes to *norm_out when it is not NULL. A non-finite
+ * norm is TFM_ERR_NUMERIC and leaves the gradients unchanged. */
 TFM_API tfm_status tfm_params_clip_grad_norm(tfm_params *params,
                                              float max_norm, float *norm_out);
 

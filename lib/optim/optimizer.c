@@ -1,0 +1,575 @@
+/* SGD with momentum, Adam and AdamW over a parameter store, following
+ * torch.optim 1.13 (single-tensor path) operation by operation: float32
+ * element updates with coefficients computed in double, as PyTorch computes
+ * them in Python floats. The state is one block: [m | v] for Adam and AdamW,
+ * the momentum buffer for SGD with momentum, nothing for plain SGD. */
+#include "tfm/optim.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "tfm/io.h"
+
+struct tfm_optimizer {
+    tfm_params *params;
+    tfm_optimizer_options options;  /* resolved and validated */
+    int64_t numel;                  /* of the store at create */
+    int64_t steps;                  /* taken so far */
+    float last_grad_norm;
+    float *state;                   /* one block of state_floats() floats */
+};
+
+static const char *kind_name(tfm_optimizer_kind kind)
+{
+    switch (kind) {
+    case TFM_OPTIMIZER_SGD: return "SGD";
+    case TFM_OPTIMIZER_ADAM: return "Adam";
+    case TFM_OPTIMIZER_ADAMW: return "AdamW";
+    default: return "unknown";
+    }
+}
+
+void tfm_optimizer_options_init(tfm_optimizer_options *o, tfm_optimizer_kind kind)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->kind = kind;
+    o->lr = kind == TFM_OPTIMIZER_SGD ? 1e-2f : 1e-3f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.999f;
+    o->eps = 1e-8f;
+    o->weight_decay = kind == TFM_OPTIMIZER_ADAMW ? 1e-2f : 0.0f;
+    o->schedule = TFM_SCHEDULE_CONSTANT;
+    o->step_size = 1;       /* StepLR has no default; gamma's is 0.1 */
+    o->gamma = 0.1f;
+    o->warmup_steps = 4000; /* "Attention is all you need" */
+}
+
+/* Copies the fields the caller's struct_size covers over the defaults for
+ * its kind, so callers built against an older, shorter struct keep working.
+ * 0, or a size larger than this library knows, means the whole struct. */
+static tfm_status resolve_options(const char *op, const tfm_optimizer_options *in,
+                                  tfm_optimizer_options *out)
+{
+    size_t size = in->struct_size;
+    if (size == 0 || size > sizeof *in)
+        size = sizeof *in;
+    if (size < offsetof(tfm_optimizer_options, kind) + sizeof in->kind)
+        return tfm__fail(TFM_ERR_ARG,
+                         "%s: options struct_size %u is too small to hold the kind "
+                         "(call tfm_optimizer_options_init)", op, (unsigned)in->struct_size);
+    tfm_optimizer_options_init(out, in->kind);
+#define TAKE(field)                                                            \
+    if (size >= offsetof(tfm_optimizer_options, field) + sizeof in->field)     \
+        out->field = in->field
+    TAKE(lr);
+    TAKE(beta1);
+    TAKE(beta2);
+    TAKE(eps);
+    TAKE(weight_decay);
+    TAKE(momentum);
+    TAKE(clip_norm);
+    TAKE(schedule);
+    TAKE(step_size);
+    TAKE(gamma);
+    TAKE(warmup_steps);
+#undef TAKE
+    return TFM_OK;
+}
+
+static int nonnegative(float x) { return isfinite(x) && x >= 0.0f; }
+
+static tfm_status validate_options(const char *op, const tfm_optimizer_options *o)
+{
+    if (o->kind != TFM_OPTIMIZER_SGD && o->kind != TFM_OPTIMIZER_ADAM &&
+        o->kind != TFM_OPTIMIZER_ADAMW)
+        return tfm__fail(TFM_ERR_ARG, "%s: kind %d is not SGD (0), Adam (1) or AdamW (2)",
+                         op, (int)o->kind);
+    const struct { const char *name; float value; } fields[] = {
+        {"lr", o->lr}, {"eps", o->eps}, {"weight_decay", o->weight_decay},
+        {"momentum", o->momentum}, {"clip_norm", o->clip_norm},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (!nonnegative(fields[i].value))
+            return tfm__fail(TFM_ERR_ARG, "%s: %s %g must be finite and >= 0", op,
+                             fields[i].name, (double)fields[i].value);
+    if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f))
+        return tfm__fail(TFM_ERR_ARG, "%s: beta1 %g is outside [0, 1)", op, (double)o->beta1);
+    if (!(o->beta2 >= 0.0f && o->beta2 < 1.0f))
+        return tfm__fail(TFM_ERR_ARG, "%s: beta2 %g is outside [0, 1)", op, (double)o->beta2);
+    switch (o->schedule) {
+    case TFM_SCHEDULE_CONSTANT:
+        break;
+    case TFM_SCHEDULE_STEP:
+        if (o->step_size < 1)
+            return tfm__fail(TFM_ERR_ARG, "%s: step_size %lld must be >= 1", op,
+                             (long long)o->step_size);
+        if (!nonnegative(o->gamma))
+            return tfm__fail(TFM_ERR_ARG, "%s: gamma %g must be finite and >= 0", op,
+                             (double)o->gamma);
+        break;
+    case TFM_SCHEDULE_WARMUP_INVSQRT:
+        if (o->warmup_steps < 1)
+            return tfm__fail(TFM_ERR_ARG, "%s: warmup_steps %lld must be >= 1", op,
+                             (long long)o->warmup_steps);
+        break;
+    default:
+        return tfm__fail(TFM_ERR_ARG,
+                         "%s: schedule %d is not CONSTANT (0), STEP (1) or "
+                         "WARMUP_INVSQRT (2)", op, (int)o->schedule);
+    }
+    return TFM_OK;
+}
+
+/* Floats of state per scalar parameter. */
+static int64_t state_per_param(const tfm_optimizer_options *o)
+{
+    if (o->kind != TFM_OPTIMIZER_SGD)
+        return 2;
+    return o->momentum > 0.0f ? 1 : 0;
+}
+
+tfm_optimizer *tfm_optimizer_create(tfm_params *params, const tfm_optimizer_options *options)
+{
+    const char *op = "tfm_optimizer_create";
+    if (!params || !options) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, params ? "options" : "params");
+        return NULL;
+    }
+    tfm_optimizer_options resolved;
+    if (resolve_options(op, options, &resolved) != TFM_OK ||
+        validate_options(op, &resolved) != TFM_OK)
+        return NULL;
+    int64_t numel = tfm_params_numel(params);
+    if (numel == 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: the parameter store is empty", op);
+        return NULL;
+    }
+    tfm_optimizer *o = calloc(1, sizeof *o);
+    int64_t floats = state_per_param(&resolved) * numel;
+    float *state = floats ? calloc((size_t)floats, sizeof(float)) : NULL;
+    if (!o || (floats && !state)) {
+        free(o);
+        free(state);
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld floats of state", op,
+                  (long long)floats);
+        return NULL;
+    }
+    o->params = params;
+    o->options = resolved;
+    o->numel = numel;
+    o->state = state;
+    return o;
+}
+
+void tfm_optimizer_free(tfm_optimizer *o)
+{
+    if (!o)
+        return;
+    free(o->state);
+    free(o);
+}
+
+tfm_status tfm_optimizer_zero_grad(tfm_optimizer *o)
+{
+    if (!o)
+        return tfm__fail(TFM_ERR_NULL, "tfm_optimizer_zero_grad: optimizer is NULL");
+    return tfm_params_zero_grad(o->params);
+}
+
+/* The learning rate of the step taken after `done` steps. STEP matches
+ * torch's StepLR stepped after every optimizer step (the first step uses
+ * the base rate); WARMUP_INVSQRT counts the step being taken from 1. */
+static double lr_after(const tfm_optimizer_options *o, int64_t done)
+{
+    double lr = o->lr;
+    switch (o->schedule) {
+    case TFM_SCHEDULE_STEP:
+        return lr * pow(o->gamma, (double)(done / o->step_size));
+    case TFM_SCHEDULE_WARMUP_INVSQRT: {
+        double s = (double)done + 1.0, w = (double)o->warmup_steps;
+        return lr * fmin(s / w, sqrt(w / s));
+    }
+    default:
+        return lr;
+    }
+}
+
+/* Per-step coefficients, rounded to float as torch rounds its Python
+ * scalars when it hands them to a float32 kernel. */
+typedef struct coefficients {
+    float lr, weight_decay, momentum;             /* SGD */
+    float beta1, one_minus_beta1, beta2, one_minus_beta2, eps;
+    float decay;      /* AdamW's 1 - lr * weight_decay; 1 for Adam */
+    float step_size;  /* lr / (1 - beta1^t) */
+    float bias2_sqrt; /* sqrt(1 - beta2^t) */
+} coefficients;
+
+static coefficients coefficients_for(const tfm_optimizer *o)
+{
+    const tfm_optimizer_options *op = &o->options;
+    double lr = lr_after(op, o->steps), t = (double)(o->steps + 1);
+    coefficients c = {
+        .lr = (float)lr,
+        .weight_decay = op->weight_decay,
+        .momentum = op->momentum,
+        .beta1 = op->beta1,
+        .one_minus_beta1 = (float)(1.0 - op->beta1),
+        .beta2 = op->beta2,
+        .one_minus_beta2 = (float)(1.0 - op->beta2),
+        .eps = op->eps,
+        .decay = 1.0f,
+        .step_size = (float)(lr / (1.0 - pow(op->beta1, t))),
+        .bias2_sqrt = (float)sqrt(1.0 - pow(op->beta2, t)),
+    };
+    if (op->kind == TFM_OPTIMIZER_ADAMW)
+        c.decay = (float)(1.0 - lr * op->weight_decay);
+    return c;
+}
+
+/* The element loops. The flags are constants at every call site, so each
+ * variant compiles to its own branch-free loop. Operation order follows
+ * torch: m.mul_(b1).add_(g, 1-b1); v.mul_(b2).addcmul_(g, g, 1-b2);
+ * p.addcdiv_(m, sqrt(v) / sqrt(bc2) + eps, -step_size). */
+static inline void adam_run(float *restrict p, const float *restrict g,
+                            float *restrict m, float *restrict v, int64_t n,
+                            const coefficients *c, int l2)
+{
+    const coefficients k = *c;
+    for (int64_t i = 0; i < n; i++) {
+        float pi = p[i] * k.decay;
+        float gi = l2 ? g[i] + k.weight_decay * pi : g[i];
+        float mi = m[i] * k.beta1 + k.one_minus_beta1 * gi;
+        float vi = v[i] * k.beta2 + k.one_minus_beta2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi - k.step_size * mi / (sqrtf(vi) / k.bias2_sqrt + k.eps);
+    }
+}
+
+/* torch keeps no buffer before the first step and starts it as a copy of
+ * the gradient; a zeroed buffer gives exactly that, 0 * momentum + g == g. */
+static inline void sgd_run(float *restrict p, const float *restrict g,
+                           float *restrict buf, int64_t n, const coefficients *c,
+                           int l2, int with_momentum)
+{
+    const coefficients k = *c;
+    for (int64_t i = 0; i < n; i++) {
+        float d = l2 ? g[i] + k.weight_decay * p[i] : g[i];
+        if (with_momentum) {
+            d = buf[i] * k.momentum + d;
+            buf[i] = d;
+        }
+        p[i] = p[i] - k.lr * d;
+    }
+}
+
+/* Updates the scalars [begin, end) of the store. */
+static void update_range(tfm_optimizer *o, float *values, const float *grads,
+                         int64_t begin, int64_t end, const coefficients *c)
+{
+    float *p = values + begin;
+    const float *g = grads + begin;
+    int64_t n = end - begin;
+    int l2 = o->options.weight_decay > 0.0f;
+    switch (o->options.kind) {
+    case TFM_OPTIMIZER_SGD: {
+        float *buf = o->state ? o->state + begin : NULL;
+        if (buf && l2)
+            sgd_run(p, g, buf, n, c, 1, 1);
+        else if (buf)
+            sgd_run(p, g, buf, n, c, 0, 1);
+        else if (l2)
+            sgd_run(p, g, NULL, n, c, 1, 0);
+        else
+            sgd_run(p, g, NULL, n, c, 0, 0);
+        break;
+    }
+    case TFM_OPTIMIZER_ADAM:
+        if (l2)
+            adam_run(p, g, o->state + begin, o->state + o->numel + begin, n, c, 1);
+        else
+            adam_run(p, g, o->state + begin, o->state + o->numel + begin, n, c, 0);
+        break;
+    default: /* AdamW: the decay is in the coefficients, not the gradient */
+        adam_run(p, g, o->state + begin, o->state + o->numel + begin, n, c, 0);
+        break;
+    }
+}
+
+/* Names the first non-finite gradient, for the refused step's message. */
+static tfm_status refuse_non_finite(tfm_optimizer *o, const float *grads)
+{
+    int64_t count = tfm_params_count(o->params);
+    for (int64_t i = 0; i < count; i++) {
+        const tfm_tensor *t = tfm_params_at(o->params, i);
+        const float *g = grads + (tfm__f32(t) - tfm_params_values(o->params));
+        for (int64_t j = 0; j < t->numel; j++)
+            if (!isfinite(g[j])) {
+                char where[96];
+                return tfm__fail(TFM_ERR_NUMERIC,
+                                 "tfm_optimizer_step: the gradient of \"%s\" is %g at %s; "
+                                 "step %lld refused, nothing changed",
+                                 tfm_params_name(o->params, i), (double)g[j],
+                                 tfm__index_str(t, j, where, sizeof where),
+                                 (long long)(o->steps + 1));
+            }
+    }
+    return tfm__fail(TFM_ERR_NUMERIC, "tfm_optimizer_step: the gradient norm is not finite");
+}
+
+tfm_status tfm_optimizer_step(tfm_optimizer *o)
+{
+    const char *op = "tfm_optimizer_step";
+    if (!o)
+        return tfm__fail(TFM_ERR_NULL, "%s: optimizer is NULL", op);
+    tfm_params *params = o->params;
+    if (tfm_params_numel(params) != o->numel)
+        return tfm__fail(TFM_ERR_STATE,
+                         "%s: the store has %lld scalars, %lld when the optimizer "
+                         "was created; parameters must not be added afterwards", op,
+                         (long long)tfm_params_numel(params), (long long)o->numel);
+    float *values = tfm_params_values(params), *grads = tfm_params_grads(params);
+    /* One pass measures the norm, finds NaN/Inf before anything changes and
+     * clips; without clipping the limit is infinite and it only measures. */
+    float max_norm = o->options.clip_norm > 0.0f ? o->options.clip_norm : INFINITY;
+    float norm = 0.0f;
+    tfm_status s = tfm_params_clip_grad_norm(params, max_norm, &norm);
+    if (s == TFM_ERR_NUMERIC)
+        return refuse_non_finite(o, grads);
+    if (s != TFM_OK)
+        return s;
+
+    coefficients c = coefficients_for(o);
+    /* Runs of consecutive trainable tensors, so a store where everything
+     * trains is one loop over the whole block. */
+    int64_t count = tfm_params_count(params), begin = -1;
+    for (int64_t i = 0; i < count; i++) {
+        const tfm_tensor *t = tfm_params_at(params, i);
+        int64_t offset = tfm__f32(t) - values;
+        if (t->requires_grad && begin < 0)
+            begin = offset;
+        else if (!t->requires_grad && begin >= 0) {
+            update_range(o, values, grads, begin, offset, &c);
+            begin = -1;
+        }
+    }
+    if (begin >= 0)
+        update_range(o, values, grads, begin, o->numel, &c);
+    o->steps++;
+    o->last_grad_norm = norm;
+    return TFM_OK;
+}
+
+int64_t tfm_optimizer_step_count(const tfm_optimizer *o)
+{
+    if (!o) {
+        tfm__fail(TFM_ERR_NULL, "tfm_optimizer_step_count: optimizer is NULL");
+        return -1;
+    }
+    return o->steps;
+}
+
+float tfm_optimizer_lr(const tfm_optimizer *o)
+{
+    if (!o) {
+        tfm__fail(TFM_ERR_NULL, "tfm_optimizer_lr: optimizer is NULL");
+        return -1.0f;
+    }
+    return (float)lr_after(&o->options, o->steps);
+}
+
+float tfm_optimizer_last_grad_norm(const tfm_optimizer *o)
+{
+    if (!o) {
+        tfm__fail(TFM_ERR_NULL, "tfm_optimizer_last_grad_norm: optimizer is NULL");
+        return -1.0f;
+    }
+    return o->last_grad_norm;
+}
+
+/* --- save and load ---------------------------------------------------------
+ * The file holds "kind" (int32 [1]), "step" and "numel" (int32 [2]: the low
+ * and high 32 bits of the int64), and the state blocks as float32 [numel]:
+ * "m" and "v" (Adam, AdamW) or "momentum" (SGD with momentum). */
+
+enum { MAX_ENTRIES = 5 };
+
+static void split_i64(int64_t value, int32_t halves[2])
+{
+    uint64_t u = (uint64_t)value;
+    uint32_t lo = (uint32_t)u, hi = (uint32_t)(u >> 32);
+    memcpy(&halves[0], &lo, sizeof lo);
+    memcpy(&halves[1], &hi, sizeof hi);
+}
+
+static int64_t join_i64(const int32_t halves[2])
+{
+    uint32_t lo, hi;
+    memcpy(&lo, &halves[0], sizeof lo);
+    memcpy(&hi, &halves[1], sizeof hi);
+    uint64_t u = (uint64_t)hi << 32 | lo;
+    int64_t value;
+    memcpy(&value, &u, sizeof value);
+    return value;
+}
+
+/* The names of the state blocks this optimizer keeps and where they are. */
+static int state_blocks(const tfm_optimizer *o, const char *names[2], float *blocks[2])
+{
+    if (o->options.kind != TFM_OPTIMIZER_SGD) {
+        names[0] = "m";
+        names[1] = "v";
+        blocks[0] = o->state;
+        blocks[1] = o->state + o->numel;
+        return 2;
+    }
+    names[0] = "momentum";
+    blocks[0] = o->state;
+    return o->state ? 1 : 0;
+}
+
+tfm_status tfm_optimizer_save(const tfm_optimizer *o, const char *path)
+{
+    const char *op = "tfm_optimizer_save";
+    if (!o || !path)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, o ? "path" : "optimizer");
+    int32_t kind = o->options.kind, step[2], numel[2];
+    split_i64(o->steps, step);
+    split_i64(o->numel, numel);
+    /* Headers over the optimizer's own memory: nothing is copied or freed. */
+    tfm_tensor headers[MAX_ENTRIES];
+    const tfm_tensor *tensors[MAX_ENTRIES];
+    const char *names[MAX_ENTRIES] = {"kind", "step", "numel"};
+    void *data[MAX_ENTRIES] = {&kind, step, numel};
+    tfm__tensor_init(&headers[0], TFM_I32, 1, (const int64_t[]){1}, 1, TFM_STORAGE_PARAM);
+    tfm__tensor_init(&headers[1], TFM_I32, 1, (const int64_t[]){2}, 2, TFM_STORAGE_PARAM);
+    tfm__tensor_init(&headers[2], TFM_I32, 1, (const int64_t[]){2}, 2, TFM_STORAGE_PARAM);
+    float *blocks[2];
+    int n = 3 + state_blocks(o, names + 3, blocks);
+    for (int i = 3; i < n; i++) {
+        tfm__tensor_init(&headers[i], TFM_F32, 1, &o->numel, o->numel, TFM_STORAGE_PARAM);
+        data[i] = blocks[i - 3];
+    }
+    for (int i = 0; i < n; i++) {
+        headers[i].data = data[i];
+        tensors[i] = &headers[i];
+    }
+    return tfm_safetensors_write(path, n, names, tensors);
+}
+
+/* Takes one tensor from the file and checks its dtype and element count. */
+static tfm_tensor *take(const char *op, const char *path, const tfm_safetensors *file,
+                        const char *name, tfm_dtype dtype, int64_t numel)
+{
+    tfm_tensor *t = tfm_safetensors_get(file, name);
+    if (!t) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s holds no \"%s\"; it is not this optimizer's state",
+                  op, path, name);
+        return NULL;
+    }
+    if (t->dtype != dtype || t->ndim != 1) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" in %s must be a 1-D %s tensor", op, name,
+                  path, dtype == TFM_F32 ? "float32" : "int32");
+        tfm_tensor_free(t);
+        return NULL;
+    }
+    if (t->numel != numel) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" in %s has %lld values, expected %lld", op,
+                  name, path, (long long)t->numel, (long long)numel);
+        tfm_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Checks the file against this optimizer; fills tensors[] (names as
+ * state_blocks) and *steps, or fails with the reason. */
+static tfm_status check_file(const tfm_optimizer *o, const char *path,
+                             const tfm_safetensors *file, int n_blocks,
+                             const char *const *block_names, tfm_tensor **blocks,
+                             int64_t *steps)
+{
+    const char *op = "tfm_optimizer_load";
+    tfm_tensor *kind = take(op, path, file, "kind", TFM_I32, 1);
+    if (!kind)
+        return tfm_last_status();
+    int32_t file_kind = tfm__i32(kind)[0];
+    tfm_tensor_free(kind);
+    if (file_kind != o->options.kind)
+        return tfm__fail(TFM_ERR_ARG, "%s: %s holds the state of optimizer kind %d (%s); "
+                         "this one is kind %d (%s)", op, path, (int)file_kind,
+                         kind_name(file_kind), (int)o->options.kind,
+                         kind_name(o->options.kind));
+    tfm_tensor *numel = take(op, path, file, "numel", TFM_I32, 2);
+    if (!numel)
+        return tfm_last_status();
+    int64_t file_numel = join_i64(tfm__i32(numel));
+    tfm_tensor_free(numel);
+    if (file_numel != o->numel)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: %s holds state for %lld parameters; this "
+                         "optimizer has %lld", op, path, (long long)file_numel,
+                         (long long)o->numel);
+    int64_t count = tfm_safetensors_count(file);
+    for (int64_t i = 0; i < count; i++) {
+        const char *name = tfm_safetensors_name(file, i);
+        int known = !strcmp(name, "kind") || !strcmp(name, "step") || !strcmp(name, "numel");
+        for (int b = 0; b < n_blocks; b++)
+            known |= !strcmp(name, block_names[b]);
+        if (!known)
+            return tfm__fail(TFM_ERR_FORMAT,
+                             "%s: %s holds \"%s\", which this %s optimizer does not keep",
+                             op, path, name, kind_name(o->options.kind));
+    }
+    tfm_tensor *step = take(op, path, file, "step", TFM_I32, 2);
+    if (!step)
+        return tfm_last_status();
+    *steps = join_i64(tfm__i32(step));
+    tfm_tensor_free(step);
+    if (*steps < 0)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: %s holds a negative step count %lld", op,
+                         path, (long long)*steps);
+    for (int b = 0; b < n_blocks; b++) {
+        blocks[b] = take(op, path, file, block_names[b], TFM_F32, o->numel);
+        if (!blocks[b])
+            return tfm_last_status();
+        const float *x = tfm__f32(blocks[b]);
+        int second_moment = !strcmp(block_names[b], "v");
+        for (int64_t i = 0; i < o->numel; i++)
+            if (!isfinite(x[i]) || (second_moment && x[i] < 0.0f))
+                return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" in %s holds %g at %lld",
+                                 op, block_names[b], path, (double)x[i], (long long)i);
+    }
+    return TFM_OK;
+}
+
+tfm_status tfm_optimizer_load(tfm_optimizer *o, const char *path)
+{
+    if (!o || !path)
+        return tfm__fail(TFM_ERR_NULL, "tfm_optimizer_load: %s is NULL",
+                         o ? "path" : "optimizer");
+    tfm_safetensors *file = tfm_safetensors_open(path);
+    if (!file)
+        return tfm_last_status();
+    const char *names[2];
+    float *targets[2];
+    tfm_tensor *blocks[2] = {NULL, NULL};
+    int n_blocks = state_blocks(o, names, targets);
+    int64_t steps = 0;
+    tfm_status s = check_file(o, path, file, n_blocks, names, blocks, &steps);
+    if (s == TFM_OK) {
+        for (int b = 0; b < n_blocks; b++)
+            memcpy(targets[b], tfm__f32(blocks[b]), (size_t)o->numel * sizeof(float));
+        o->steps = steps;
+    }
+    for (int b = 0; b < n_blocks; b++)
+        tfm_tensor_free(blocks[b]);
+    tfm_safetensors_close(file);
+    return s;
+}
