@@ -80,14 +80,18 @@ typedef struct tfm_attention_options {
     int32_t fused_qkv;
     float dropout;          /* on the attention weights, as nn.MultiheadAttention */
     /* 0: scores / sqrt(d_k). Otherwise scores / NAME.scale, a trainable [1]
-     * parameter initialised to scale_init (tutorial 003: sqrt(d_model)). */
+     * parameter initialised to scale_init, or to sqrt(d_model) (tutorial
+     * 003's choice) when scale_init is 0. */
     int32_t trainable_scale;
     float scale_init;
 } tfm_attention_options;
 
-/* Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale. */
+/* Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale
+ * (scale_init 0). */
 TFM_API void tfm_attention_options_init(tfm_attention_options *options);
-/* Weights are xavier-uniform as nn.MultiheadAttention's reset, biases 0. */
+/* Fused: in_proj_weight xavier-uniform, out_proj.weight nn.Linear's
+ * default, biases 0, as nn.MultiheadAttention. Separate: nn.Linear's
+ * defaults for every projection, as tutorial 003's linears. */
 TFM_API tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
                                         const tfm_attention_options *options,
                                         tfm_rng *rng);
@@ -112,7 +116,8 @@ typedef struct tfm_block_options {
     tfm_activation activation;
     int32_t norm_first;     /* 0: post-norm (all the tutorials), 1: pre-norm */
     float layer_norm_eps;
-    int32_t bias;           /* attention and feed-forward biases */
+    int32_t bias;           /* attention biases (the feed-forward linears always
+                             * have theirs, as in PyTorch 1.13) */
     int32_t fused_qkv;      /* see tfm_attention_options */
     int32_t trainable_scale;
     float scale_init;

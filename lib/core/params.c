@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/params.h"
 #include "core/tensor.h"
 
 #define MAX_NAME 255
@@ -82,6 +83,8 @@ static int grow_index(tfm_params *p)
     return 0;
 }
 
+static tfm_tensor *lookup(const tfm_params *p, const char *name);
+
 /* Points every tensor at its slice again, after the blocks may have moved. */
 static void rebase(tfm_params *p)
 {
@@ -104,7 +107,7 @@ tfm_tensor *tfm_params_add(tfm_params *p, const char *name, int32_t ndim,
         tfm__fail(TFM_ERR_ARG, "%s: a name has 1 to %d bytes", op, MAX_NAME);
         return NULL;
     }
-    if (tfm_params_find(p, name)) {
+    if (lookup(p, name)) {
         tfm__fail(TFM_ERR_ARG, "%s: a parameter named \"%s\" exists already", op, name);
         return NULL;
     }
@@ -176,16 +179,39 @@ const char *tfm_params_name(const tfm_params *p, int64_t index)
     return check_index("tfm_params_name", p, index) < 0 ? NULL : p->names[index];
 }
 
+static tfm_tensor *lookup(const tfm_params *p, const char *name)
+{
+    for (int64_t i = 0; i < p->count; i++)
+        if (strcmp(p->names[i], name) == 0)
+            return p->tensors[i];
+    return NULL;
+}
+
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name)
 {
     if (!p || !name) {
         tfm__fail(TFM_ERR_NULL, "tfm_params_find: %s is NULL", p ? "name" : "params");
         return NULL;
     }
-    for (int64_t i = 0; i < p->count; i++)
-        if (strcmp(p->names[i], name) == 0)
-            return p->tensors[i];
-    return NULL;
+    tfm_tensor *t = lookup(p, name);
+    if (!t)
+        tfm__fail(TFM_ERR_ARG, "tfm_params_find: no parameter is named \"%s\"", name);
+    return t;
+}
+
+void tfm__params_truncate(tfm_params *p, int64_t count)
+{
+    if (p->count <= count)
+        return;
+    while (p->count > count) {
+        p->count--;
+        p->numel = p->offsets[p->count];
+        free(p->tensors[p->count]);
+        free(p->names[p->count]);
+    }
+    /* the freed tail of the blocks must read as zeros when reused */
+    memset(p->values + p->numel, 0, (size_t)(p->values_capacity - p->numel) * sizeof(float));
+    memset(p->grads + p->numel, 0, (size_t)(p->grads_capacity - p->numel) * sizeof(float));
 }
 
 float *tfm_params_values(tfm_params *p)
@@ -232,9 +258,9 @@ tfm_status tfm_params_clip_grad_norm(tfm_params *p, float max_norm, float *norm_
         *norm_out = (float)norm;
     if (!isfinite(norm))
         return tfm__fail(TFM_ERR_NUMERIC, "%s: the gradient norm is not finite", op);
-    if (norm > max_norm) {
-        /* as torch: scale by max_norm / (norm + 1e-6) */
-        float factor = (float)(max_norm / (norm + 1e-6));
+    /* as torch: scale by min(1, max_norm / (norm + 1e-6)) */
+    float factor = (float)(max_norm / (norm + 1e-6));
+    if (factor < 1.0f) {
         for (int64_t j = 0; j < p->numel; j++)
             p->grads[j] *= factor;
     }

@@ -14,6 +14,7 @@ tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_fe
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
         return NULL;
     }
+    int64_t mark = tfm_params_count(params);
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_LINEAR, 0);
     if (!layer)
         return NULL;
@@ -27,8 +28,7 @@ tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_fe
     if (!layer->weight || (bias && !layer->bias) ||
         tfm_init_uniform(layer->weight, -bound, bound, rng) != TFM_OK ||
         (bias && tfm_init_uniform(layer->bias, -bound, bound, rng) != TFM_OK)) {
-        tfm_layer_free(layer);
-        return NULL;
+        return tfm__layer_abandon(layer, params, mark);
     }
     layer->d_model = out_features;
     return layer;
@@ -52,13 +52,13 @@ tfm_layer *tfm_embedding_create(tfm_params *params, const char *name, int64_t vo
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
         return NULL;
     }
+    int64_t mark = tfm_params_count(params);
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_EMBEDDING, 0);
     if (!layer)
         return NULL;
     layer->weight = tfm__layer_param(op, params, name, "weight", 2, (const int64_t[]){vocab, dim});
     if (!layer->weight || tfm_init_normal(layer->weight, 0.0f, 1.0f, rng) != TFM_OK) {
-        tfm_layer_free(layer);
-        return NULL;
+        return tfm__layer_abandon(layer, params, mark);
     }
     layer->d_model = dim;
     return layer;
@@ -85,6 +85,7 @@ tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t d
         tfm__fail(TFM_ERR_ARG, "%s: eps %g must be finite and not negative", op, (double)eps);
         return NULL;
     }
+    int64_t mark = tfm_params_count(params);
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_LAYER_NORM, 0);
     if (!layer)
         return NULL;
@@ -92,8 +93,7 @@ tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t d
     if (layer->weight)
         layer->bias = tfm__layer_param(op, params, name, "bias", 1, (const int64_t[]){dim});
     if (!layer->bias) {
-        tfm_layer_free(layer);
-        return NULL;
+        return tfm__layer_abandon(layer, params, mark);
     }
     float *w = tfm__f32(layer->weight);
     for (int64_t i = 0; i < dim; i++)
@@ -152,13 +152,14 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
         return NULL;
     }
     char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX];
-    if (!name) {
-        tfm__fail(TFM_ERR_NULL, "%s: name is NULL", op);
+    if (!params || !name || !rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
         return NULL;
     }
     if (tfm__layer_name(op, name1, name, "linear1") < 0 ||
         tfm__layer_name(op, name2, name, "linear2") < 0)
         return NULL;
+    int64_t mark = tfm_params_count(params);
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_FEED_FORWARD, FF_CHILDREN);
     if (!layer)
         return NULL;
@@ -168,8 +169,7 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
     if (!(c[FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
         !(c[FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
         !(c[FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
-        tfm_layer_free(layer);
-        return NULL;
+        return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
 }
@@ -181,5 +181,5 @@ tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const 
     tfm_layer *const *c = ff->children;
     tfm_tensor *h = tfm_linear_forward(tape, c[FF_LINEAR1], x);
     h = ff->activation == TFM_ACTIVATION_GELU ? tfm_gelu(tape, h) : tfm_relu(tape, h);
-    return tfm_linear_forward(tape, c[FF_LINEAR2], tfm_dropout_forward(tape, c[FF_DROPOUT], h));
+    return tfm_linear_forward(tape, c[FF_LINEAR2], tfm__dropout_if_active(tape, c[FF_DROPOUT], h));
 }

@@ -23,9 +23,9 @@ tfm_status tfm_init_uniform(tfm_tensor *t, float low, float high, tfm_rng *rng)
     const char *op = "tfm_init_uniform";
     if (check_target(op, t, rng) < 0)
         return tfm_last_status();
-    if (!(low <= high))
-        return tfm__fail(TFM_ERR_ARG, "%s: low %g is above high %g", op, (double)low,
-                         (double)high);
+    if (!(low <= high) || !isfinite(low) || !isfinite(high))
+        return tfm__fail(TFM_ERR_ARG, "%s: bounds [%g, %g] must be finite and ordered", op,
+                         (double)low, (double)high);
     float *v = tfm__f32(t);
     for (int64_t i = 0; i < t->numel; i++)
         v[i] = low + (high - low) * tfm_rng_uniform(rng);
@@ -37,8 +37,9 @@ tfm_status tfm_init_normal(tfm_tensor *t, float mean, float std, tfm_rng *rng)
     const char *op = "tfm_init_normal";
     if (check_target(op, t, rng) < 0)
         return tfm_last_status();
-    if (!(std >= 0.0f))
-        return tfm__fail(TFM_ERR_ARG, "%s: std %g is negative", op, (double)std);
+    if (!(std >= 0.0f) || !isfinite(std) || !isfinite(mean))
+        return tfm__fail(TFM_ERR_ARG, "%s: mean %g and std %g must be finite, std not negative",
+                         op, (double)mean, (double)std);
     float *v = tfm__f32(t);
     for (int64_t i = 0; i < t->numel; i++)
         v[i] = mean + std * tfm_rng_normal(rng);
@@ -50,6 +51,8 @@ tfm_status tfm_init_xavier_uniform(tfm_tensor *t, float gain, tfm_rng *rng)
     const char *op = "tfm_init_xavier_uniform";
     if (check_target(op, t, rng) < 0)
         return tfm_last_status();
+    if (!isfinite(gain))
+        return tfm__fail(TFM_ERR_ARG, "%s: gain %g is not finite", op, (double)gain);
     if (t->ndim < 2)
         return tfm__fail(TFM_ERR_SHAPE, "%s: fans need at least 2 axes", op);
     int64_t receptive = t->numel / (t->shape[0] * t->shape[1]);

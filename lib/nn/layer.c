@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/params.h"
 
 static const char *const kind_names[] = {
     [TFM_LAYER_LINEAR] = "linear",
@@ -56,8 +57,8 @@ int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kin
         return -1;
     }
     if (layer->kind != kind) {
-        tfm__fail(TFM_ERR_ARG, "%s: the layer is a %s layer, not a %s layer", op,
-                  kind_names[layer->kind], kind_names[kind]);
+        tfm__fail(TFM_ERR_ARG, "%s: expected a layer of kind %s, got kind %s", op,
+                  kind_names[kind], kind_names[layer->kind]);
         return -1;
     }
     return 0;
@@ -67,9 +68,36 @@ tfm_tensor *tfm__layer_param(const char *op, tfm_params *params, const char *pre
                              const char *suffix, int32_t ndim, const int64_t *shape)
 {
     char name[TFM_NAME_MAX];
-    if (tfm__layer_name(op, name, prefix, suffix) < 0)
+    if (tfm__layer_name(op, name, prefix, suffix) < 0 || tfm__checked_numel(op, ndim, shape) < 0)
         return NULL;
     return tfm_params_add(params, name, ndim, shape);
+}
+
+int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, int64_t d_model)
+{
+    if (tfm__check_input(op, what, t, TFM_F32) < 0)
+        return -1;
+    if (t->ndim != 3 || t->shape[2] != d_model) {
+        char ts[64];
+        tfm__fail(TFM_ERR_SHAPE, "%s: %s %s must be [B, length, %lld] (d_model)", op, what,
+                  tfm__shape_str(t, ts, sizeof ts), (long long)d_model);
+        return -1;
+    }
+    return 0;
+}
+
+tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm_tensor *x)
+{
+    return dropout->training && dropout->dropout > 0.0f ? tfm_dropout_forward(tape, dropout, x)
+                                                        : x;
+}
+
+tfm_layer *tfm__layer_abandon(tfm_layer *layer, tfm_params *params, int64_t mark)
+{
+    tfm_layer_free(layer);
+    if (params)
+        tfm__params_truncate(params, mark);
+    return NULL;
 }
 
 void tfm_layer_free(tfm_layer *layer)

@@ -51,7 +51,20 @@ int tfm__layer_name(const char *op, char *out, const char *prefix, const char *s
 /* Checks the layer handle passed to a forward call; 0 or -1 with the error set. */
 int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kind);
 
-/* Adds a parameter named prefix.suffix; NULL with the error set. */
+/* Frees a layer whose creation failed and removes the parameters added to
+ * the store since it held mark of them; returns NULL for the caller. */
+tfm_layer *tfm__layer_abandon(tfm_layer *layer, tfm_params *params, int64_t mark);
+
+/* Checks a float32 [B, length, d_model] sequence; 0 or -1 with the error set. */
+int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, int64_t d_model);
+
+/* A dropout layer's forward, skipped (x itself) in eval mode or at p = 0 so
+ * that it costs no record; for use inside layers, whose callers never free
+ * what a forward returns. */
+tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm_tensor *x);
+
+/* Adds a parameter named prefix.suffix; NULL with the error set (in op's
+ * name). */
 tfm_tensor *tfm__layer_param(const char *op, tfm_params *params, const char *prefix,
                              const char *suffix, int32_t ndim, const int64_t *shape);
 

@@ -1,0 +1,321 @@
+/* Encoder and decoder layers and their stacks, as torch.nn.TransformerEncoder
+ * (Layer) and TransformerDecoder(Layer) with batch_first=True. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd/tape.h"
+#include "core/error.h"
+#include "nn/layer.h"
+
+/* Children of both layer kinds; an encoder layer has the first six. */
+enum {
+    BLK_SELF_ATTN, BLK_FF, BLK_NORM1, BLK_NORM2, BLK_DROP1, BLK_DROP2,
+    BLK_ENCODER_CHILDREN,
+    BLK_CROSS_ATTN = BLK_ENCODER_CHILDREN, BLK_NORM3, BLK_DROP3,
+    BLK_DECODER_CHILDREN
+};
+
+#define MAX_LAYERS 65536
+
+void tfm_block_options_init(tfm_block_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->d_model = 512;
+    o->heads = 8;
+    o->d_ff = 2048;
+    o->dropout = 0.1f;
+    o->activation = TFM_ACTIVATION_RELU;
+    o->norm_first = 0;
+    o->layer_norm_eps = 1e-5f;
+    o->bias = 1;
+    o->fused_qkv = 1;
+    o->trainable_scale = 0;
+    o->scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+}
+
+/* The caller's options, checked before any parameter is added so a bad
+ * option leaves the store untouched. */
+static int read_options(const char *op, const tfm_block_options *given, tfm_block_options *o)
+{
+    if (!given) {
+        tfm__fail(TFM_ERR_NULL, "%s: options is NULL", op);
+        return -1;
+    }
+    if (given->struct_size < sizeof *o) {
+        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
+                  "tfm_block_options_init first", op, (unsigned)given->struct_size);
+        return -1;
+    }
+    *o = *given;
+    if (o->d_model < 1 || o->heads < 1 || o->d_model % o->heads != 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: %d heads must be positive and divide d_model %lld", op,
+                  (int)o->heads, (long long)o->d_model);
+        return -1;
+    }
+    if (o->d_ff < 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: d_ff %lld is not positive", op, (long long)o->d_ff);
+        return -1;
+    }
+    if (!(o->dropout >= 0.0f && o->dropout < 1.0f)) {
+        tfm__fail(TFM_ERR_ARG, "%s: dropout %g is outside [0, 1)", op, (double)o->dropout);
+        return -1;
+    }
+    if (o->activation != TFM_ACTIVATION_RELU && o->activation != TFM_ACTIVATION_GELU) {
+        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)o->activation);
+        return -1;
+    }
+    if (!(o->layer_norm_eps >= 0.0f) || !isfinite(o->layer_norm_eps)) {
+        tfm__fail(TFM_ERR_ARG, "%s: layer_norm_eps %g must be finite and not negative", op,
+                  (double)o->layer_norm_eps);
+        return -1;
+    }
+    if (o->trainable_scale && !(o->scale_init >= 0.0f && isfinite(o->scale_init))) {
+        tfm__fail(TFM_ERR_ARG, "%s: scale_init %g must be finite, 0 or positive", op,
+                  (double)o->scale_init);
+        return -1;
+    }
+    return 0;
+}
+
+static tfm_layer *make_attention(const char *op, tfm_params *params, const char *name,
+                                 const char *suffix, const tfm_block_options *o, tfm_rng *rng)
+{
+    char full[TFM_NAME_MAX];
+    if (tfm__layer_name(op, full, name, suffix) < 0)
+        return NULL;
+    tfm_attention_options a;
+    tfm_attention_options_init(&a);
+    a.d_model = o->d_model;
+    a.heads = o->heads;
+    a.bias = o->bias;
+    a.fused_qkv = o->fused_qkv;
+    a.dropout = o->dropout;
+    a.trainable_scale = o->trainable_scale;
+    a.scale_init = o->scale_init;
+    return tfm_attention_create(params, full, &a, rng);
+}
+
+static tfm_layer *make_norm(const char *op, tfm_params *params, const char *name,
+                            const char *suffix, const tfm_block_options *o)
+{
+    char full[TFM_NAME_MAX];
+    if (tfm__layer_name(op, full, name, suffix) < 0)
+        return NULL;
+    return tfm_layer_norm_create(params, full, o->d_model, o->layer_norm_eps);
+}
+
+/* An encoder layer, or a decoder layer when cross is set. Parameters are
+ * added in the order of PyTorch's state_dict: self_attn, (multihead_attn,)
+ * linear1, linear2, norm1, norm2(, norm3). */
+static tfm_layer *make_block(const char *op, int cross, tfm_params *params, const char *name,
+                             const tfm_block_options *options, tfm_rng *rng)
+{
+    if (!params || !name || !rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
+        return NULL;
+    }
+    tfm_block_options o;
+    if (read_options(op, options, &o) < 0)
+        return NULL;
+    tfm_layer *layer = tfm__layer_new(op, cross ? TFM_LAYER_DECODER_LAYER : TFM_LAYER_ENCODER_LAYER,
+                                      cross ? BLK_DECODER_CHILDREN : BLK_ENCODER_CHILDREN);
+    if (!layer)
+        return NULL;
+    layer->d_model = o.d_model;
+    layer->norm_first = o.norm_first != 0;
+    tfm_layer **c = layer->children;
+    int ok = (c[BLK_SELF_ATTN] = make_attention(op, params, name, "self_attn", &o, rng)) &&
+             (!cross || (c[BLK_CROSS_ATTN] = make_attention(op, params, name, "multihead_attn",
+                                                            &o, rng))) &&
+             (c[BLK_FF] = tfm_feed_forward_create(params, name, o.d_model, o.d_ff, o.activation,
+                                                  o.dropout, rng)) &&
+             (c[BLK_NORM1] = make_norm(op, params, name, "norm1", &o)) &&
+             (c[BLK_NORM2] = make_norm(op, params, name, "norm2", &o)) &&
+             (!cross || (c[BLK_NORM3] = make_norm(op, params, name, "norm3", &o))) &&
+             (c[BLK_DROP1] = tfm_dropout_create(o.dropout, rng)) &&
+             (c[BLK_DROP2] = tfm_dropout_create(o.dropout, rng)) &&
+             (!cross || (c[BLK_DROP3] = tfm_dropout_create(o.dropout, rng)));
+    if (!ok) {
+        tfm_layer_free(layer);
+        return NULL;
+    }
+    return layer;
+}
+
+tfm_layer *tfm_encoder_layer_create(tfm_params *params, const char *name,
+                                    const tfm_block_options *options, tfm_rng *rng)
+{
+    return make_block("tfm_encoder_layer_create", 0, params, name, options, rng);
+}
+
+tfm_layer *tfm_decoder_layer_create(tfm_params *params, const char *name,
+                                    const tfm_block_options *options, tfm_rng *rng)
+{
+    return make_block("tfm_decoder_layer_create", 1, params, name, options, rng);
+}
+
+/* --- layer forwards ------------------------------------------------------------ */
+
+/* One residual sublayer around attention (memory NULL: self-attention) or,
+ * when attn is NULL, the feed-forward:
+ * post-norm norm(x + dropout(f(x))), pre-norm x + dropout(f(norm(x))). */
+static tfm_tensor *sublayer(tfm_tape *tape, const tfm_layer *block, const tfm_layer *attn,
+                            const tfm_layer *norm, const tfm_layer *dropout,
+                            const tfm_tensor *x, const tfm_tensor *memory,
+                            const tfm_tensor *mask)
+{
+    const tfm_tensor *in = block->norm_first ? tfm_layer_norm_forward(tape, norm, x) : x;
+    tfm_tensor *y = attn ? tfm_attention_forward(tape, attn, in, memory ? memory : in, mask, NULL)
+                         : tfm_feed_forward_forward(tape, block->children[BLK_FF], in);
+    tfm_tensor *sum = tfm_add(tape, x, tfm__dropout_if_active(tape, dropout, y));
+    return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
+}
+
+tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
+                                      const tfm_tensor *x, const tfm_tensor *mask)
+{
+    const char *op = "tfm_encoder_layer_forward";
+    if (tfm__check_layer(op, layer, TFM_LAYER_ENCODER_LAYER) < 0 ||
+        tfm__check_sequence(op, "x", x, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    tfm_layer *const *c = layer->children;
+    tfm_tensor *h = sublayer(tape, layer, c[BLK_SELF_ATTN], c[BLK_NORM1], c[BLK_DROP1], x, NULL,
+                             mask);
+    return sublayer(tape, layer, NULL, c[BLK_NORM2], c[BLK_DROP2], h, NULL, NULL);
+}
+
+static int check_memory(const char *op, const tfm_tensor *x, const tfm_tensor *memory,
+                        int64_t d_model)
+{
+    if (tfm__check_sequence(op, "x", x, d_model) < 0 ||
+        tfm__check_sequence(op, "memory", memory, d_model) < 0)
+        return -1;
+    if (x->shape[0] != memory->shape[0]) {
+        char xs[64], ms[64];
+        tfm__fail(TFM_ERR_SHAPE, "%s: x %s and memory %s have different batch sizes", op,
+                  tfm__shape_str(x, xs, sizeof xs), tfm__shape_str(memory, ms, sizeof ms));
+        return -1;
+    }
+    return 0;
+}
+
+tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
+                                      const tfm_tensor *x, const tfm_tensor *memory,
+                                      const tfm_tensor *self_mask,
+                                      const tfm_tensor *memory_mask)
+{
+    const char *op = "tfm_decoder_layer_forward";
+    if (tfm__check_layer(op, layer, TFM_LAYER_DECODER_LAYER) < 0 ||
+        check_memory(op, x, memory, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    tfm_layer *const *c = layer->children;
+    tfm_tensor *h = sublayer(tape, layer, c[BLK_SELF_ATTN], c[BLK_NORM1], c[BLK_DROP1], x, NULL,
+                             self_mask);
+    h = sublayer(tape, layer, c[BLK_CROSS_ATTN], c[BLK_NORM2], c[BLK_DROP2], h, memory,
+                 memory_mask);
+    return sublayer(tape, layer, NULL, c[BLK_NORM3], c[BLK_DROP3], h, NULL, NULL);
+}
+
+/* --- stacks ------------------------------------------------------------------- */
+
+/* children[0 … num_layers-1] are the layers, children[num_layers] the final
+ * norm or NULL. */
+static tfm_layer *make_stack(const char *op, int decoder, tfm_params *params, const char *name,
+                             int32_t num_layers, const tfm_block_options *options,
+                             int32_t final_norm, tfm_rng *rng)
+{
+    if (!params || !name || !rng) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
+        return NULL;
+    }
+    if (num_layers < 0 || num_layers > MAX_LAYERS) {
+        tfm__fail(TFM_ERR_ARG, "%s: num_layers %d is outside 0..%d", op, (int)num_layers,
+                  MAX_LAYERS);
+        return NULL;
+    }
+    tfm_block_options o;
+    if (read_options(op, options, &o) < 0)
+        return NULL;
+    tfm_layer *stack = tfm__layer_new(op, decoder ? TFM_LAYER_DECODER : TFM_LAYER_ENCODER,
+                                      num_layers + 1);
+    if (!stack)
+        return NULL;
+    stack->d_model = o.d_model;
+    int ok = 1;
+    for (int32_t i = 0; ok && i < num_layers; i++) {
+        char suffix[32], full[TFM_NAME_MAX];
+        snprintf(suffix, sizeof suffix, "layers.%d", (int)i);
+        ok = tfm__layer_name(op, full, name, suffix) == 0 &&
+             (stack->children[i] = make_block(decoder ? "tfm_decoder_layer_create"
+                                                      : "tfm_encoder_layer_create",
+                                              decoder, params, full, &o, rng));
+    }
+    if (ok && final_norm)
+        ok = (stack->children[num_layers] = make_norm(op, params, name, "norm", &o)) != NULL;
+    if (!ok) {
+        tfm_layer_free(stack);
+        return NULL;
+    }
+    return stack;
+}
+
+tfm_layer *tfm_encoder_create(tfm_params *params, const char *name, int32_t num_layers,
+                              const tfm_block_options *options, int32_t final_norm,
+                              tfm_rng *rng)
+{
+    return make_stack("tfm_encoder_create", 0, params, name, num_layers, options, final_norm,
+                      rng);
+}
+
+tfm_layer *tfm_decoder_create(tfm_params *params, const char *name, int32_t num_layers,
+                              const tfm_block_options *options, int32_t final_norm,
+                              tfm_rng *rng)
+{
+    return make_stack("tfm_decoder_create", 1, params, name, num_layers, options, final_norm,
+                      rng);
+}
+
+/* The final norm over the last layer's output h (x itself when there are no
+ * layers), or a view of x when there are neither: results are tape-owned. */
+static tfm_tensor *finish_stack(tfm_tape *tape, const tfm_layer *stack, const tfm_tensor *x,
+                                tfm_tensor *h)
+{
+    const tfm_layer *norm = stack->children[stack->n_children - 1];
+    if (norm)
+        return tfm_layer_norm_forward(tape, norm, h ? h : x);
+    return h ? h : tfm_reshape(tape, x, x->ndim, x->shape);
+}
+
+tfm_tensor *tfm_encoder_forward(tfm_tape *tape, const tfm_layer *encoder, const tfm_tensor *x,
+                                const tfm_tensor *mask)
+{
+    const char *op = "tfm_encoder_forward";
+    if (tfm__check_layer(op, encoder, TFM_LAYER_ENCODER) < 0 ||
+        tfm__check_sequence(op, "x", x, encoder->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    tfm_tensor *h = NULL;
+    for (int32_t i = 0; i < encoder->n_children - 1; i++)
+        if (!(h = tfm_encoder_layer_forward(tape, encoder->children[i], i ? h : x, mask)))
+            return NULL;
+    return finish_stack(tape, encoder, x, h);
+}
+
+tfm_tensor *tfm_decoder_forward(tfm_tape *tape, const tfm_layer *decoder, const tfm_tensor *x,
+                                const tfm_tensor *memory, const tfm_tensor *self_mask,
+                                const tfm_tensor *memory_mask)
+{
+    const char *op = "tfm_decoder_forward";
+    if (tfm__check_layer(op, decoder, TFM_LAYER_DECODER) < 0 ||
+        check_memory(op, x, memory, decoder->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    tfm_tensor *h = NULL;
+    for (int32_t i = 0; i < decoder->n_children - 1; i++)
+        if (!(h = tfm_decoder_layer_forward(tape, decoder->children[i], i ? h : x, memory,
+                                            self_mask, memory_mask)))
+            return NULL;
+    return finish_stack(tape, decoder, x, h);
+}

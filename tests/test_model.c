@@ -1,0 +1,327 @@
+/* The ready-made model: options, parameter names and count, forward shapes,
+ * modes, gradients, and checkpoints that reload bit-identically and reject
+ * damaged files. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check_main.h"
+#include "gradcheck.h"
+
+static void small_options(tfm_model_options *o)
+{
+    tfm_model_options_init(o);
+    o->src_vocab = 13;
+    o->tgt_vocab = 11;
+    o->max_src_len = 8;
+    o->max_tgt_len = 6;
+    o->encoder_layers = 2;
+    o->decoder_layers = 2;
+    o->block.d_model = 16;
+    o->block.heads = 2;
+    o->block.d_ff = 32;
+    o->block.dropout = 0.1f;
+    o->seed = 7;
+}
+
+static tfm_tensor *ids(int64_t batch, int64_t length, int32_t vocab, uint32_t salt)
+{
+    int32_t values[64];
+    for (int64_t i = 0; i < batch * length; i++)
+        values[i] = (int32_t)((i * 7 + salt) % (uint32_t)(vocab - 1)) + 1;
+    return tfm_tensor_from_i32(2, (const int64_t[]){batch, length}, values);
+}
+
+START_TEST(names_follow_nn_transformer)
+{
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_params *p = tfm_model_params(m);
+    static const char *const expected[] = {
+        "src_embedding.weight", "tgt_embedding.weight",
+        "encoder.layers.0.self_attn.in_proj_weight", "encoder.layers.0.self_attn.in_proj_bias",
+        "encoder.layers.0.self_attn.out_proj.weight", "encoder.layers.1.linear1.weight",
+        "encoder.layers.1.linear2.bias", "encoder.layers.1.norm2.weight", "encoder.norm.weight",
+        "decoder.layers.0.multihead_attn.in_proj_weight", "decoder.layers.1.norm3.bias",
+        "decoder.norm.bias", "generator.weight", "generator.bias",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        ck_assert_msg(tfm_params_find(p, expected[i]) != NULL, "missing %s", expected[i]);
+    ck_assert_int_eq(tfm_tensor_dim(tfm_params_find(p, "encoder.layers.0.self_attn.in_proj_weight"), 0), 48);
+    /* the count torch gives for the same configuration */
+    int64_t d = 16, f = 32, attn = 3 * d * d + 3 * d + d * d + d, ffn = f * d + f + d * f + d;
+    int64_t enc = attn + ffn + 4 * d, dec = 2 * attn + ffn + 6 * d;
+    int64_t total = 13 * d + 11 * d + 2 * enc + 2 * dec + 4 * d + 11 * d + 11;
+    ck_assert_int_eq(tfm_model_parameter_count(m), total);
+    ck_assert_ptr_null(tfm_params_find(p, "src_positions.weight")); /* sinusoidal: no params */
+    tfm_model_free(m);
+}
+END_TEST
+
+START_TEST(tutorial_003_options)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.positions = TFM_POSITIONS_LEARNED;
+    o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
+    o.final_norm = 0;
+    o.block.fused_qkv = 0;
+    o.block.trainable_scale = 1;
+    o.block.scale_init = 4.0f;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_params *p = tfm_model_params(m);
+    static const char *const expected[] = {
+        "src_positions.weight", "tgt_positions.weight", "src_scale", "tgt_scale",
+        "encoder.layers.0.self_attn.q_proj.weight", "encoder.layers.0.self_attn.scale",
+        "decoder.layers.1.multihead_attn.v_proj.bias",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        ck_assert_msg(tfm_params_find(p, expected[i]) != NULL, "missing %s", expected[i]);
+    ck_assert_ptr_null(tfm_params_find(p, "encoder.norm.weight"));
+    ck_assert_float_eq_tol(tfm_tensor_data_f32(tfm_params_find(p, "src_scale"))[0], 4.0f, 1e-6f);
+    tfm_model_free(m);
+
+    o.share_embeddings = 1;
+    o.tgt_vocab = o.src_vocab;
+    m = tfm_model_create(&o);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_null(tfm_params_find(tfm_model_params(m), "tgt_embedding.weight"));
+    tfm_model_free(m);
+}
+END_TEST
+
+START_TEST(bad_options)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.tgt_vocab = 0;
+    ck_assert_ptr_null(tfm_model_create(&o));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    small_options(&o);
+    o.share_embeddings = 1;
+    ck_assert_ptr_null(tfm_model_create(&o));
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "shared"));
+    small_options(&o);
+    o.block.heads = 3; /* does not divide 16 */
+    ck_assert_ptr_null(tfm_model_create(&o));
+    small_options(&o);
+    o.struct_size = 4;
+    ck_assert_ptr_null(tfm_model_create(&o));
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "struct_size"));
+    ck_assert_ptr_null(tfm_model_create(NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+}
+END_TEST
+
+START_TEST(forward_shapes_and_modes)
+{
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    tfm_tensor *src = ids(2, 5, 13, 1), *tgt = ids(2, 4, 11, 3);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *causal = tfm_mask_causal(tape, 4, TFM_F32);
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL);
+    ck_assert_msg(logits != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_ndim(logits), 3);
+    ck_assert_int_eq(tfm_tensor_dim(logits, 0), 2);
+    ck_assert_int_eq(tfm_tensor_dim(logits, 1), 4);
+    ck_assert_int_eq(tfm_tensor_dim(logits, 2), 11);
+    /* training mode: dropout makes two passes differ; eval: identical */
+    float a[88], b[88];
+    tfm_tensor_read_f32(logits, a, 88);
+    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL), b, 88);
+    ck_assert(memcmp(a, b, sizeof a) != 0);
+    tfm_model_set_training(m, 0);
+    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL), a, 88);
+    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL), b, 88);
+    ck_assert_mem_eq(a, b, sizeof a);
+    /* too long for the positions; ids of the wrong type */
+    tfm_tensor *long_src = ids(1, 9, 13, 0);
+    ck_assert_ptr_null(tfm_model_encode(tape, m, long_src, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_RANGE);
+    ck_assert_ptr_null(tfm_model_encode(tape, m, causal, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_DTYPE);
+    tfm_tensor_free(long_src);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Gradients of a tiny model's loss w.r.t. a few of its parameters. */
+typedef struct model_ctx {
+    tfm_model *model;
+    tfm_tensor *src, *tgt, *targets;
+} model_ctx;
+
+static tfm_tensor *model_loss(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    (void)in; /* the inputs are the model's own parameters */
+    model_ctx *c = ctx;
+    tfm_tensor *causal = tfm_mask_causal(tape, 3, TFM_I32);
+    tfm_tensor *logits = tfm_model_forward(tape, c->model, c->src, c->tgt, NULL, causal, NULL);
+    return tfm_cross_entropy(tape, logits, c->targets, 0, 0.1f);
+}
+
+START_TEST(gradients_through_the_model)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.block.d_model = 8;
+    o.block.d_ff = 8;
+    o.encoder_layers = 1;
+    o.decoder_layers = 1;
+    o.block.dropout = 0.0f;
+    model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
+    tfm_model_set_training(c.model, 0);
+    tfm_params *p = tfm_model_params(c.model);
+    tfm_tensor *checked[4] = {
+        tfm_params_find(p, "encoder.layers.0.self_attn.in_proj_bias"),
+        tfm_params_find(p, "decoder.layers.0.multihead_attn.out_proj.bias"),
+        tfm_params_find(p, "decoder.norm.weight"),
+        tfm_params_find(p, "generator.bias"),
+    };
+    /* only these four are perturbed; gradcheck zeroes their grads itself */
+    ck_assert_gradcheck(model_loss, &c, checked, 4);
+    tfm_tensor_free(c.src);
+    tfm_tensor_free(c.tgt);
+    tfm_tensor_free(c.targets);
+    tfm_model_free(c.model);
+}
+END_TEST
+
+/* --- checkpoints ----------------------------------------------------------- */
+
+static char checkpoint_dir[64];
+
+static void make_dir(void)
+{
+    strcpy(checkpoint_dir, "/tmp/tfm-model-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(checkpoint_dir));
+}
+
+static void eval_logits(tfm_model *m, float *out, int64_t n)
+{
+    tfm_tensor *src = ids(2, 5, 13, 1), *tgt = ids(2, 4, 11, 3);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_model_set_training(m, 0);
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL, tfm_mask_causal(tape, 4, TFM_F32), NULL);
+    ck_assert_int_eq(tfm_tensor_read_f32(logits, out, n), TFM_OK);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+}
+
+static long file_size(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    return size;
+}
+
+START_TEST(checkpoint_reloads_bit_identically)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", checkpoint_dir);
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *trained = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_params_save(tfm_model_params(trained), path), TFM_OK);
+    o.seed = 99; /* different initial weights */
+    tfm_model *fresh = tfm_model_create(&o);
+    float a[88], b[88];
+    eval_logits(trained, a, 88);
+    eval_logits(fresh, b, 88);
+    ck_assert(memcmp(a, b, sizeof a) != 0);
+    ck_assert_int_eq(tfm_params_load(tfm_model_params(fresh), path), TFM_OK);
+    eval_logits(fresh, b, 88);
+    ck_assert_mem_eq(a, b, sizeof a);
+    tfm_model_free(trained);
+    tfm_model_free(fresh);
+    unlink(path);
+    rmdir(checkpoint_dir);
+}
+END_TEST
+
+START_TEST(damaged_checkpoints_are_rejected)
+{
+    make_dir();
+    char path[128], damaged[160];
+    snprintf(path, sizeof path, "%s/model.safetensors", checkpoint_dir);
+    snprintf(damaged, sizeof damaged, "%s/damaged.safetensors", checkpoint_dir);
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_params_save(tfm_model_params(m), path), TFM_OK);
+    float before[88], after[88];
+    eval_logits(m, before, 88);
+    long size = file_size(path);
+    unsigned char *bytes = malloc((size_t)size);
+    FILE *f = fopen(path, "rb");
+    ck_assert_int_eq(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    /* truncated */
+    f = fopen(damaged, "wb");
+    fwrite(bytes, 1, (size_t)size - 100, f);
+    fclose(f);
+    ck_assert_int_ne(tfm_params_load(tfm_model_params(m), damaged), TFM_OK);
+    eval_logits(m, after, 88); /* a failed load changes nothing */
+    ck_assert_mem_eq(before, after, sizeof before);
+    /* a flipped bit in the header's digits or braces */
+    for (long i = 8; i < 200; i += 13) {
+        bytes[i] ^= 0x10;
+        f = fopen(damaged, "wb");
+        fwrite(bytes, 1, (size_t)size, f);
+        fclose(f);
+        bytes[i] ^= 0x10;
+        tfm_status s = tfm_params_load(tfm_model_params(m), damaged);
+        ck_assert_msg(s == TFM_OK || s == TFM_ERR_FORMAT || s == TFM_ERR_ARG || s == TFM_ERR_SHAPE,
+                      "byte %ld: %s", i, tfm_last_error());
+    }
+    /* a model of another shape */
+    tfm_model_options other;
+    small_options(&other);
+    other.block.d_ff = 48;
+    tfm_model *wrong = tfm_model_create(&other);
+    ck_assert_int_ne(tfm_params_load(tfm_model_params(wrong), path), TFM_OK);
+    /* the good file still loads */
+    ck_assert_int_eq(tfm_params_load(tfm_model_params(m), path), TFM_OK);
+    eval_logits(m, after, 88);
+    ck_assert_mem_eq(before, after, sizeof before);
+    free(bytes);
+    tfm_model_free(m);
+    tfm_model_free(wrong);
+    unlink(path);
+    unlink(damaged);
+    rmdir(checkpoint_dir);
+}
+END_TEST
+
+static Suite *model_suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, names_follow_nn_transformer);
+    tcase_add_test(tc, tutorial_003_options);
+    tcase_add_test(tc, bad_options);
+    tcase_add_test(tc, forward_shapes_and_modes);
+    tcase_add_test(tc, gradients_through_the_model);
+    tcase_add_test(tc, checkpoint_reloads_bit_identically);
+    tcase_add_test(tc, damaged_checkpoints_are_rejected);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TFM_CHECK_MAIN(model_suite)

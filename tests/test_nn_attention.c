@@ -1,0 +1,763 @@
+/* Multi-head attention: parameter names, shapes and initialisation as
+ * nn.MultiheadAttention (fused) or tutorial 003 (separate), outputs and
+ * weights against a double-precision reference (fused and separate, fixed
+ * and trainable scale, self and cross, keep and additive masks), gradient
+ * checks of every input and parameter, dropout in training and eval, and
+ * every error path. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "gradcheck.h"
+
+enum { B = 2, T = 3, S = 4, D = 4, H = 2, DK = D / H };
+
+/* --- helpers -------------------------------------------------------------------- */
+
+static tfm_layer *make_attention(tfm_params *p, const char *name, int fused, int trainable,
+                                 int bias, float dropout, tfm_rng *rng)
+{
+    tfm_attention_options o;
+    tfm_attention_options_init(&o);
+    o.d_model = D;
+    o.heads = H;
+    o.fused_qkv = fused;
+    o.trainable_scale = trainable;
+    o.scale_init = 1.7f;
+    o.bias = bias;
+    o.dropout = dropout;
+    tfm_layer *layer = tfm_attention_create(p, name, &o, rng);
+    ck_assert_msg(layer != NULL, "%s", tfm_last_error());
+    return layer;
+}
+
+/* Every parameter N(0, 0.5^2) (so zero-initialised biases are exercised),
+ * except a trainable scale, which stays at its 1.7. */
+static void randomize(tfm_params *p, uint64_t seed)
+{
+    tfm_rng *rng = tfm_rng_create(seed);
+    for (int64_t i = 0; i < tfm_params_count(p); i++) {
+        if (strstr(tfm_params_name(p, i), "scale"))
+            continue;
+        tfm_tensor *t = tfm_params_at(p, i);
+        float *v = tfm_tensor_data_f32(t);
+        for (int64_t j = 0; j < tfm_tensor_numel(t); j++)
+            v[j] = 0.5f * tfm_rng_normal(rng);
+    }
+    tfm_rng_free(rng);
+}
+
+static const float *param(tfm_params *p, const char *prefix, const char *suffix)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+    tfm_tensor *t = tfm_params_find(p, name);
+    ck_assert_msg(t != NULL, "no parameter %s", name);
+    return tfm_tensor_data_f32(t);
+}
+
+/* The mask value that scores[b, h, t, s] reads, broadcasting from the right. */
+static double mask_at(const tfm_tensor *mask, int b, int h, int t, int s, int *keep)
+{
+    int64_t shape[4];
+    int32_t nd = tfm_tensor_ndim(mask);
+    tfm_tensor_shape(mask, shape);
+    const int coord[4] = {b, h, t, s};
+    int64_t idx = 0;
+    for (int32_t i = 0; i < nd; i++)
+        idx = idx * shape[i] + (shape[i] == 1 ? 0 : coord[4 - nd + i]);
+    if (tfm_tensor_dtype(mask) == TFM_I32) {
+        *keep = tfm_tensor_data_i32((tfm_tensor *)mask)[idx] != 0;
+        return 0.0;
+    }
+    *keep = 1;
+    return tfm_tensor_data_f32((tfm_tensor *)mask)[idx];
+}
+
+/* y[n, D] = x[n, D] W^T + b in double (b may be NULL). */
+static void ref_linear(const double *x, int n, const float *w, const float *b, double *y)
+{
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < D; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (int i = 0; i < D; i++)
+                acc += x[r * D + i] * w[o * D + i];
+            y[r * D + o] = acc;
+        }
+}
+
+/* The attention of layer NAME in p, in double: out [B, T, D], weights
+ * [B, H, T, len]. query [B, T, D], memory [B, len, D]. */
+static void ref_attention(tfm_params *p, const char *name, int fused, int trainable, int bias,
+                          const float *query, const float *memory, int len,
+                          const tfm_tensor *mask, double *out, double *weights)
+{
+    const float *w[4], *bs[4] = {NULL, NULL, NULL, NULL};
+    if (fused) {
+        const float *in_w = param(p, name, "in_proj_weight");
+        const float *in_b = bias ? param(p, name, "in_proj_bias") : NULL;
+        for (int i = 0; i < 3; i++) {
+            w[i] = in_w + i * D * D;
+            bs[i] = in_b ? in_b + i * D : NULL;
+        }
+    } else {
+        static const char *const names[3][2] = {{"q_proj.weight", "q_proj.bias"},
+                                                {"k_proj.weight", "k_proj.bias"},
+                                                {"v_proj.weight", "v_proj.bias"}};
+        for (int i = 0; i < 3; i++) {
+            w[i] = param(p, name, names[i][0]);
+            bs[i] = bias ? param(p, name, names[i][1]) : NULL;
+        }
+    }
+    w[3] = param(p, name, "out_proj.weight");
+    bs[3] = bias ? param(p, name, "out_proj.bias") : NULL;
+    double divisor = trainable ? param(p, name, "scale")[0] : sqrt((double)DK);
+
+    double xq[B * T * D], xm[B * S * D], q[B * T * D], k[B * S * D], v[B * S * D];
+    double ctx[B * T * D];
+    for (int i = 0; i < B * T * D; i++)
+        xq[i] = query[i];
+    for (int i = 0; i < B * len * D; i++)
+        xm[i] = memory[i];
+    ref_linear(xq, B * T, w[0], bs[0], q);
+    ref_linear(xm, B * len, w[1], bs[1], k);
+    ref_linear(xm, B * len, w[2], bs[2], v);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                double s[S], max = -INFINITY, sum = 0.0;
+                for (int j = 0; j < len; j++) {
+                    double dot = 0.0;
+                    for (int e = 0; e < DK; e++)
+                        dot += q[(b * T + t) * D + h * DK + e] * k[(b * len + j) * D + h * DK + e];
+                    s[j] = dot / divisor;
+                    if (mask) {
+                        int keep;
+                        double add = mask_at(mask, b, h, t, j, &keep);
+                        s[j] = keep ? s[j] + add : -1e9;
+                    }
+                    max = s[j] > max ? s[j] : max;
+                }
+                double *wr = weights + ((b * H + h) * T + t) * len;
+                for (int j = 0; j < len; j++) {
+                    wr[j] = max == -INFINITY ? 0.0 : exp(s[j] - max);
+                    sum += wr[j];
+                }
+                for (int j = 0; j < len; j++)
+                    wr[j] = sum > 0.0 ? wr[j] / sum : 0.0;
+                for (int e = 0; e < DK; e++) {
+                    double acc = 0.0;
+                    for (int j = 0; j < len; j++)
+                        acc += wr[j] * v[(b * len + j) * D + h * DK + e];
+                    ctx[(b * T + t) * D + h * DK + e] = acc;
+                }
+            }
+    ref_linear(ctx, B * T, w[3], bs[3], out);
+}
+
+static void assert_close(const float *got, const double *want, int n, const char *what)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-5 + 1e-4 * fabs(want[i]),
+                      "%s[%d]: %.7g vs %.7g", what, i, (double)got[i], want[i]);
+}
+
+static void assert_error(tfm_status status, const char *fragment)
+{
+    ck_assert_msg(tfm_last_status() == status, "status %s, wanted %s: %s",
+                  tfm_status_name(tfm_last_status()), tfm_status_name(status), tfm_last_error());
+    ck_assert_msg(strstr(tfm_last_error(), fragment) != NULL, "\"%s\" lacks \"%s\"",
+                  tfm_last_error(), fragment);
+}
+
+/* The masks every value test runs with, for a key length len. */
+enum { MASK_NONE, MASK_PADDING, MASK_CAUSAL, MASK_ADDITIVE, MASK_FULL, MASK_KINDS };
+
+static tfm_tensor *make_mask(int kind, int len)
+{
+    switch (kind) {
+    case MASK_PADDING: { /* [B, 1, 1, len]: the second sequence's last key is padding */
+        int32_t m[B * S];
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < len; j++)
+                m[b * len + j] = !(b == 1 && j == len - 1);
+        return tfm_tensor_from_i32(4, (const int64_t[]){B, 1, 1, len}, m);
+    }
+    case MASK_CAUSAL: { /* [T, len] keep-mask, j <= t */
+        int32_t m[T * S];
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < len; j++)
+                m[t * len + j] = j <= t;
+        return tfm_tensor_from_i32(2, (const int64_t[]){T, len}, m);
+    }
+    case MASK_ADDITIVE: { /* [1, 1, T, len]: -inf above the diagonal, a finite bias below */
+        float m[T * S];
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < len; j++)
+                m[t * len + j] = j > t ? -INFINITY : 0.25f * (float)(t - j);
+        return tfm_tensor_from_f32(4, (const int64_t[]){1, 1, T, len}, m);
+    }
+    case MASK_FULL: { /* [B, H, T, len] keep-mask that differs per head */
+        int32_t m[B * H * T * S];
+        for (int i = 0; i < B * H * T * len; i++)
+            m[i] = (i * 7 + i / len) % 3 != 0 || i % len == 0;
+        return tfm_tensor_from_i32(4, (const int64_t[]){B, H, T, len}, m);
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* --- options, names, initialisation ---------------------------------------------- */
+
+START_TEST(options_defaults)
+{
+    tfm_attention_options o;
+    memset(&o, 0xff, sizeof o);
+    tfm_attention_options_init(&o);
+    ck_assert_uint_eq(o.struct_size, sizeof o);
+    ck_assert_int_eq(o.d_model, 512);
+    ck_assert_int_eq(o.heads, 8);
+    ck_assert_int_eq(o.bias, 1);
+    ck_assert_int_eq(o.fused_qkv, 1);
+    ck_assert_float_eq(o.dropout, 0.0f);
+    ck_assert_int_eq(o.trainable_scale, 0);
+    ck_assert_float_eq(o.scale_init, 0.0f); /* sqrt(d_model) */
+    tfm_attention_options_init(NULL); /* harmless */
+}
+END_TEST
+
+typedef struct expected { const char *name; int32_t ndim; int64_t shape[2]; } expected;
+
+static void expect_params(tfm_params *p, const expected *want, int n)
+{
+    ck_assert_int_eq(tfm_params_count(p), n);
+    for (int i = 0; i < n; i++) {
+        ck_assert_str_eq(tfm_params_name(p, i), want[i].name);
+        tfm_tensor *t = tfm_params_at(p, i);
+        ck_assert_int_eq(tfm_tensor_ndim(t), want[i].ndim);
+        for (int32_t d = 0; d < want[i].ndim; d++)
+            ck_assert_int_eq(tfm_tensor_dim(t, d), want[i].shape[d]);
+        ck_assert(tfm_tensor_requires_grad(t));
+    }
+}
+
+/* nn.MultiheadAttention(4, 2).state_dict() and tutorial 003's names (with
+ * q_proj/k_proj/v_proj/out_proj for linear_Q/K/V/O), in state_dict order. */
+START_TEST(parameter_names_and_shapes)
+{
+    static const expected fused[] = {
+        {"attn.in_proj_weight", 2, {12, 4}}, {"attn.in_proj_bias", 1, {12}},
+        {"attn.out_proj.weight", 2, {4, 4}}, {"attn.out_proj.bias", 1, {4}}};
+    static const expected fused_scale[] = {
+        {"attn.in_proj_weight", 2, {12, 4}}, {"attn.in_proj_bias", 1, {12}},
+        {"attn.scale", 1, {1}},
+        {"attn.out_proj.weight", 2, {4, 4}}, {"attn.out_proj.bias", 1, {4}}};
+    static const expected fused_no_bias[] = {
+        {"attn.in_proj_weight", 2, {12, 4}}, {"attn.out_proj.weight", 2, {4, 4}}};
+    static const expected separate_scale[] = {
+        {"attn.scale", 1, {1}},
+        {"attn.q_proj.weight", 2, {4, 4}}, {"attn.q_proj.bias", 1, {4}},
+        {"attn.k_proj.weight", 2, {4, 4}}, {"attn.k_proj.bias", 1, {4}},
+        {"attn.v_proj.weight", 2, {4, 4}}, {"attn.v_proj.bias", 1, {4}},
+        {"attn.out_proj.weight", 2, {4, 4}}, {"attn.out_proj.bias", 1, {4}}};
+    static const expected separate_no_bias[] = {
+        {"attn.q_proj.weight", 2, {4, 4}}, {"attn.k_proj.weight", 2, {4, 4}},
+        {"attn.v_proj.weight", 2, {4, 4}}, {"attn.out_proj.weight", 2, {4, 4}}};
+    static const struct { int fused, trainable, bias; const expected *want; int n; } cases[] = {
+        {1, 0, 1, fused, 4}, {1, 1, 1, fused_scale, 5}, {1, 0, 0, fused_no_bias, 2},
+        {0, 1, 1, separate_scale, 9}, {0, 0, 0, separate_no_bias, 4}};
+    tfm_rng *rng = tfm_rng_create(1);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tfm_params *p = tfm_params_create();
+        tfm_layer *layer = make_attention(p, "attn", cases[c].fused, cases[c].trainable,
+                                          cases[c].bias, 0.0f, rng);
+        ck_assert_str_eq(tfm_layer_kind(layer), "attention");
+        expect_params(p, cases[c].want, cases[c].n);
+        tfm_layer_free(layer);
+        tfm_params_free(p);
+    }
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* Largest |value| of a parameter. */
+static float max_abs(tfm_params *p, const char *name)
+{
+    tfm_tensor *t = tfm_params_find(p, name);
+    const float *v = tfm_tensor_data_f32(t);
+    float m = 0.0f;
+    for (int64_t i = 0; i < tfm_tensor_numel(t); i++)
+        m = fabsf(v[i]) > m ? fabsf(v[i]) : m;
+    return m;
+}
+
+/* xavier_uniform on [3D, D]: bound sqrt(6 / (D + 3D)); out_proj.weight as
+ * nn.Linear: 1/sqrt(D); MultiheadAttention's biases 0; a separate q_proj is
+ * an nn.Linear with its uniform bias. Width 64 so the draws fill the ranges. */
+START_TEST(initialisation)
+{
+    tfm_rng *rng = tfm_rng_create(2);
+    tfm_params *p = tfm_params_create();
+    tfm_attention_options o;
+    tfm_attention_options_init(&o);
+    o.d_model = 64;
+    o.heads = 4;
+    o.trainable_scale = 1;
+    o.scale_init = 8.0f;
+    tfm_layer *fused = tfm_attention_create(p, "f", &o, rng);
+    o.fused_qkv = 0;
+    tfm_layer *separate = tfm_attention_create(p, "s", &o, rng);
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_ptr_nonnull(separate);
+    float xavier = sqrtf(6.0f / (64 + 3 * 64)), linear = 1.0f / 8.0f;
+    ck_assert_float_le(max_abs(p, "f.in_proj_weight"), xavier);
+    ck_assert_float_gt(max_abs(p, "f.in_proj_weight"), 0.95f * xavier);
+    ck_assert_float_eq(max_abs(p, "f.in_proj_bias"), 0.0f);
+    ck_assert_float_le(max_abs(p, "f.out_proj.weight"), linear);
+    ck_assert_float_gt(max_abs(p, "f.out_proj.weight"), 0.9f * linear);
+    ck_assert_float_eq(max_abs(p, "f.out_proj.bias"), 0.0f);
+    ck_assert_float_eq(param(p, "f", "scale")[0], 8.0f);
+    ck_assert_float_le(max_abs(p, "s.q_proj.weight"), linear);
+    ck_assert_float_gt(max_abs(p, "s.q_proj.weight"), 0.9f * linear);
+    ck_assert_float_le(max_abs(p, "s.q_proj.bias"), linear);
+    ck_assert_float_gt(max_abs(p, "s.q_proj.bias"), 0.0f);
+    tfm_layer_free(fused);
+    tfm_layer_free(separate);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* --- values ----------------------------------------------------------------------- */
+
+/* Every layout x scale x self/cross x mask against the double reference. */
+START_TEST(values_against_reference)
+{
+    tfm_rng *rng = tfm_rng_create(3);
+    tfm_tensor *query = gc_random(3, (const int64_t[]){B, T, D}, 10);
+    tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 11);
+    tfm_tape *tape = tfm_tape_create();
+    for (int fused = 0; fused <= 1; fused++)
+        for (int trainable = 0; trainable <= 1; trainable++)
+            for (int bias = 0; bias <= 1; bias++)
+                for (int cross = 0; cross <= 1; cross++)
+                    for (int kind = MASK_NONE; kind < MASK_KINDS; kind++) {
+                        tfm_params *p = tfm_params_create();
+                        tfm_layer *layer = make_attention(p, "a", fused, trainable, bias, 0.0f,
+                                                          rng);
+                        randomize(p, 100 + (uint64_t)kind);
+                        int len = cross ? S : T;
+                        const tfm_tensor *mem = cross ? memory : query;
+                        tfm_tensor *mask = make_mask(kind, len);
+                        tfm_tensor *weights = NULL;
+                        tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask,
+                                                                &weights);
+                        ck_assert_msg(out != NULL, "%s", tfm_last_error());
+                        ck_assert_int_eq(tfm_tensor_ndim(out), 3);
+                        ck_assert_int_eq(tfm_tensor_dim(out, 0), B);
+                        ck_assert_int_eq(tfm_tensor_dim(out, 1), T);
+                        ck_assert_int_eq(tfm_tensor_dim(out, 2), D);
+                        ck_assert_int_eq(tfm_tensor_ndim(weights), 4);
+                        ck_assert_int_eq(tfm_tensor_dim(weights, 1), H);
+                        ck_assert_int_eq(tfm_tensor_dim(weights, 3), len);
+                        double want[B * T * D], want_w[B * H * T * S];
+                        ref_attention(p, "a", fused, trainable, bias, tfm_tensor_data_f32(query),
+                                      tfm_tensor_data_f32((tfm_tensor *)mem), len, mask, want,
+                                      want_w);
+                        char what[96];
+                        snprintf(what, sizeof what, "fused %d scale %d bias %d cross %d mask %d",
+                                 fused, trainable, bias, cross, kind);
+                        assert_close(tfm_tensor_data_f32(out), want, B * T * D, what);
+                        assert_close(tfm_tensor_data_f32(weights), want_w, B * H * T * len, what);
+                        tfm_tape_reset(tape);
+                        tfm_tensor_free(mask);
+                        tfm_layer_free(layer);
+                        tfm_params_free(p);
+                    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(query);
+    tfm_tensor_free(memory);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* Rows of the weights sum to 1, masked keys get exactly 0, a row whose keys
+ * are all dropped by a keep-mask is uniform and one all -inf is zeros. */
+START_TEST(weights_respect_masks)
+{
+    tfm_rng *rng = tfm_rng_create(4);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.0f, rng);
+    randomize(p, 5);
+    tfm_tensor *query = gc_random(3, (const int64_t[]){B, T, D}, 12);
+    tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 13);
+    tfm_tape *tape = tfm_tape_create();
+    for (int kind = MASK_PADDING; kind < MASK_KINDS; kind++) {
+        tfm_tensor *mask = make_mask(kind, S);
+        tfm_tensor *weights;
+        ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, mask, &weights));
+        const float *w = tfm_tensor_data_f32(weights);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int t = 0; t < T; t++) {
+                    double sum = 0.0;
+                    for (int j = 0; j < S; j++) {
+                        int keep;
+                        mask_at(mask, b, h, t, j, &keep);
+                        float wj = w[((b * H + h) * T + t) * S + j];
+                        if (!keep || (kind == MASK_ADDITIVE && j > t))
+                            ck_assert_float_eq(wj, 0.0f);
+                        else
+                            ck_assert_float_gt(wj, 0.0f);
+                        sum += wj;
+                    }
+                    ck_assert_double_eq_tol(sum, 1.0, 1e-6);
+                }
+        tfm_tensor_free(mask);
+    }
+    /* second batch row fully dropped: uniform (keep) / zeros (additive) */
+    int32_t keep[B * S] = {1, 1, 0, 1, 0, 0, 0, 0};
+    float add[B * S] = {0, 0, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    tfm_tensor *km = tfm_tensor_from_i32(4, (const int64_t[]){B, 1, 1, S}, keep);
+    tfm_tensor *am = tfm_tensor_from_f32(4, (const int64_t[]){B, 1, 1, S}, add);
+    tfm_tensor *wk, *wa;
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, km, &wk));
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, am, &wa));
+    for (int i = H * T * S; i < B * H * T * S; i++) {
+        ck_assert_float_eq_tol(tfm_tensor_data_f32(wk)[i], 0.25f, 1e-7f);
+        ck_assert_float_eq(tfm_tensor_data_f32(wa)[i], 0.0f);
+    }
+    tfm_tensor_free(km);
+    tfm_tensor_free(am);
+    tfm_tape_free(tape);
+    tfm_tensor_free(query);
+    tfm_tensor_free(memory);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* Self-attention with fused weights is one GEMM for Q, K and V: one record
+ * fewer than cross-attention's two; no record requires grad with recording
+ * off. */
+START_TEST(fused_self_attention_is_one_product)
+{
+    tfm_rng *rng = tfm_rng_create(6);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.0f, rng);
+    tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 14);
+    tfm_tensor *y = gc_random(3, (const int64_t[]){B, T, D}, 15);
+    tfm_tape *tape = tfm_tape_create();
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, x, NULL, NULL));
+    int64_t self_nodes = tfm_tape_node_count(tape);
+    tfm_tape_reset(tape);
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, y, NULL, NULL));
+    ck_assert_int_eq(tfm_tape_node_count(tape), self_nodes + 1);
+    tfm_tape_reset(tape);
+    tfm_tape_set_recording(tape, 0);
+    tfm_tensor *out = tfm_attention_forward(tape, layer, x, y, NULL, NULL);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_int_eq(tfm_tensor_requires_grad(out), 0);
+    ck_assert_int_eq(tfm_tape_node_count(tape), 0);
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(y);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* --- gradients ----------------------------------------------------------------- */
+
+typedef struct grad_ctx {
+    tfm_layer *layer;
+    const tfm_tensor *mask;
+    int cross;      /* in[1] is the memory */
+    int both;       /* self- plus cross-attention of the same layer, summed */
+} grad_ctx;
+
+static tfm_tensor *build_attention(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    const grad_ctx *g = ctx;
+    if (g->both)
+        return tfm_add(tape, tfm_attention_forward(tape, g->layer, in[0], in[0], g->mask, NULL),
+                       tfm_attention_forward(tape, g->layer, in[0], in[1], NULL, NULL));
+    return tfm_attention_forward(tape, g->layer, in[0], g->cross ? in[1] : in[0], g->mask,
+                                 NULL);
+}
+
+/* query, memory and every parameter (scale included), for each layout. */
+START_TEST(gradients)
+{
+    tfm_rng *rng = tfm_rng_create(7);
+    tfm_tensor *query = gc_random(3, (const int64_t[]){B, T, D}, 16);
+    tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 17);
+    tfm_tensor_set_requires_grad(query, 1);
+    tfm_tensor_set_requires_grad(memory, 1);
+    for (int fused = 0; fused <= 1; fused++)
+        for (int trainable = 0; trainable <= 1; trainable++)
+            for (int mode = 0; mode < 3; mode++) { /* self, cross, both */
+                tfm_params *p = tfm_params_create();
+                grad_ctx g = {make_attention(p, "a", fused, trainable, 1, 0.0f, rng), NULL,
+                              mode == 1, mode == 2};
+                randomize(p, 200 + (uint64_t)mode);
+                tfm_tensor *mask = make_mask(mode == 1 ? MASK_PADDING : MASK_CAUSAL,
+                                             mode == 1 ? S : T);
+                g.mask = mask;
+                tfm_tensor *in[16] = {query, memory};
+                int n = 2;
+                for (int64_t i = 0; i < tfm_params_count(p); i++)
+                    in[n++] = tfm_params_at(p, i);
+                ck_assert_gradcheck(build_attention, &g, in, n);
+                tfm_tensor_free(mask);
+                tfm_layer_free(g.layer);
+                tfm_params_free(p);
+            }
+    tfm_tensor_free(query);
+    tfm_tensor_free(memory);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* An additive mask that requires grad gets the scores' gradient. */
+static tfm_tensor *build_with_mask(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    return tfm_attention_forward(tape, ctx, in[0], in[1], in[2], NULL);
+}
+
+START_TEST(gradient_of_additive_mask)
+{
+    tfm_rng *rng = tfm_rng_create(8);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.0f, rng);
+    randomize(p, 9);
+    tfm_tensor *in[3] = {gc_random(3, (const int64_t[]){B, T, D}, 18),
+                         gc_random(3, (const int64_t[]){B, S, D}, 19),
+                         gc_random(4, (const int64_t[]){1, H, T, S}, 20)};
+    for (int i = 0; i < 3; i++)
+        tfm_tensor_set_requires_grad(in[i], 1);
+    ck_assert_gradcheck(build_with_mask, layer, in, 3);
+    for (int i = 0; i < 3; i++)
+        tfm_tensor_free(in[i]);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* --- training and eval -------------------------------------------------------------- */
+
+START_TEST(dropout_in_training_only)
+{
+    tfm_rng *rng = tfm_rng_create(21);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.5f, rng);
+    randomize(p, 22);
+    tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 23);
+    tfm_tape *tape = tfm_tape_create();
+    enum { N = B * T * D };
+    float train1[N], train2[N], eval1[N], eval2[N];
+    tfm_tensor *w;
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, &w),
+                                         train1, N), TFM_OK);
+    /* weights_out is before dropout: rows still sum to 1 */
+    for (int r = 0; r < B * H * T; r++) {
+        double sum = 0.0;
+        for (int j = 0; j < T; j++)
+            sum += tfm_tensor_data_f32(w)[r * T + j];
+        ck_assert_double_eq_tol(sum, 1.0, 1e-6);
+    }
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL),
+                                         train2, N), TFM_OK);
+    ck_assert_int_eq(tfm_layer_set_training(layer, 0), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL),
+                                         eval1, N), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL),
+                                         eval2, N), TFM_OK);
+    ck_assert_mem_eq(eval1, eval2, sizeof eval1);
+    ck_assert(memcmp(train1, train2, sizeof train1) != 0);
+    ck_assert(memcmp(train1, eval1, sizeof train1) != 0);
+    double want[N], want_w[B * H * T * S];
+    ref_attention(p, "a", 1, 0, 1, tfm_tensor_data_f32(x), tfm_tensor_data_f32(x), T, NULL, want,
+                  want_w);
+    assert_close(eval1, want, N, "eval");
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* --- errors --------------------------------------------------------------------------- */
+
+START_TEST(create_errors)
+{
+    tfm_rng *rng = tfm_rng_create(30);
+    tfm_params *p = tfm_params_create();
+    tfm_attention_options o;
+    tfm_attention_options_init(&o);
+    o.d_model = D;
+    o.heads = H;
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_attention_create(NULL, "a", &o, rng));
+    assert_error(TFM_ERR_NULL, "params");
+    ck_assert_ptr_null(tfm_attention_create(p, NULL, &o, rng));
+    assert_error(TFM_ERR_NULL, "name");
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &o, NULL));
+    assert_error(TFM_ERR_NULL, "rng");
+    ck_assert_ptr_null(tfm_attention_create(p, "a", NULL, rng));
+    assert_error(TFM_ERR_NULL, "options");
+    tfm_attention_options bad = o;
+    bad.struct_size = 8;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "struct_size");
+    bad = o;
+    bad.heads = 3;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "3 heads");
+    bad.heads = 0;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "divide d_model 4");
+    bad = o;
+    bad.d_model = 0;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "d_model 0");
+    bad = o;
+    bad.dropout = 1.0f;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "dropout 1");
+    bad.dropout = NAN;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "dropout");
+    bad = o;
+    bad.trainable_scale = 1;
+    bad.scale_init = -1.0f;
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &bad, rng));
+    assert_error(TFM_ERR_ARG, "scale_init -1");
+    /* nothing was added by the failures above */
+    ck_assert_int_eq(tfm_params_count(p), 0);
+    char long_name[300];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    ck_assert_ptr_null(tfm_attention_create(p, long_name, &o, rng));
+    ck_assert_int_ne(tfm_last_status(), TFM_OK);
+    /* a name taken already, for each layout (the failure frees the half-built layer) */
+    tfm_layer *first = tfm_attention_create(p, "a", &o, rng);
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(tfm_attention_create(p, "a", &o, rng));
+    assert_error(TFM_ERR_ARG, "exists already");
+    o.fused_qkv = 0;
+    tfm_layer *sep = tfm_attention_create(p, "s", &o, rng);
+    ck_assert_ptr_nonnull(sep);
+    ck_assert_ptr_null(tfm_attention_create(p, "s", &o, rng));
+    assert_error(TFM_ERR_ARG, "s.q_proj.weight");
+    tfm_layer_free(first);
+    tfm_layer_free(sep);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+START_TEST(forward_errors)
+{
+    tfm_rng *rng = tfm_rng_create(31);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 1, 1, 0.0f, rng);
+    tfm_layer *linear = tfm_linear_create(p, "lin", D, D, 1, rng);
+    tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 32);
+    tfm_tensor *m = gc_random(3, (const int64_t[]){B, S, D}, 33);
+    tfm_tensor *wide = gc_random(3, (const int64_t[]){B, T, D + 2}, 34);
+    tfm_tensor *flat = gc_random(2, (const int64_t[]){T, D}, 35);
+    tfm_tensor *other_batch = gc_random(3, (const int64_t[]){B + 1, S, D}, 36);
+    tfm_tensor *ids = tfm_tensor_zeros(TFM_I32, 3, (const int64_t[]){B, T, D});
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *w = (tfm_tensor *)1; /* must come back NULL on failure */
+
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_attention_forward(NULL, layer, x, m, NULL, &w));
+    assert_error(TFM_ERR_NULL, "tape");
+    ck_assert_ptr_null(w);
+    ck_assert_ptr_null(tfm_attention_forward(tape, NULL, x, m, NULL, NULL));
+    assert_error(TFM_ERR_NULL, "layer");
+    ck_assert_ptr_null(tfm_attention_forward(tape, linear, x, m, NULL, NULL));
+    assert_error(TFM_ERR_ARG, "got kind linear");
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, NULL, m, NULL, NULL));
+    assert_error(TFM_ERR_NULL, "query is NULL");
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, NULL, NULL, NULL));
+    assert_error(TFM_ERR_NULL, "memory is NULL");
+    /* a failed op upstream keeps its own message */
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, tfm_add(tape, x, m), m, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "tfm_add");
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, ids, m, NULL, NULL));
+    assert_error(TFM_ERR_DTYPE, "query must be float32");
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, wide, m, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "query [2,3,6] must be [B, length, 4]");
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, wide, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "memory [2,3,6]");
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, flat, flat, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "query [3,4]");
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, other_batch, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "different batch sizes");
+
+    /* masks that do not broadcast to [B, H, T, S] = [2,2,3,4] */
+    static const struct { int32_t nd; int64_t shape[4]; } bad[] = {
+        {2, {T + 1, S}}, {2, {T, S + 1}}, {4, {B, H + 1, T, S}}, {4, {B + 1, 1, 1, S}},
+        {3, {H, T, 2}}, {1, {S - 1}}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tfm_tensor *mask = tfm_tensor_zeros(TFM_I32, bad[i].nd, bad[i].shape);
+        w = (tfm_tensor *)1;
+        ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, m, mask, &w));
+        assert_error(TFM_ERR_SHAPE, "does not broadcast to the attention scores [2,2,3,4]");
+        ck_assert_ptr_null(w);
+        tfm_tensor_free(mask);
+    }
+    /* a trainable scale driven to 0 */
+    tfm_tensor *scale = tfm_params_find(p, "a.scale");
+    tfm_tensor_data_f32(scale)[0] = 0.0f;
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, m, NULL, NULL));
+    assert_error(TFM_ERR_NUMERIC, "scale is 0");
+    tfm_tensor_data_f32(scale)[0] = 2.0f;
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, m, NULL, NULL));
+
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(m);
+    tfm_tensor_free(wide);
+    tfm_tensor_free(flat);
+    tfm_tensor_free(other_batch);
+    tfm_tensor_free(ids);
+    tfm_layer_free(layer);
+    tfm_layer_free(linear);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
+static Suite *attention_suite(void)
+{
+    Suite *s = suite_create("nn_attention");
+    TCase *tc = tcase_create("attention");
+    tcase_add_test(tc, options_defaults);
+    tcase_add_test(tc, parameter_names_and_shapes);
+    tcase_add_test(tc, initialisation);
+    tcase_add_test(tc, values_against_reference);
+    tcase_add_test(tc, weights_respect_masks);
+    tcase_add_test(tc, fused_self_attention_is_one_product);
+    tcase_add_test(tc, gradients);
+    tcase_add_test(tc, gradient_of_additive_mask);
+    tcase_add_test(tc, dropout_in_training_only);
+    tcase_add_test(tc, create_errors);
+    tcase_add_test(tc, forward_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TFM_CHECK_MAIN(attention_suite)
