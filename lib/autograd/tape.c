@@ -55,8 +55,7 @@ tfm_status tfm_tape_reset(tfm_tape *tape)
     tape->last = NULL;
     tape->node_count = 0;
     tape->backward_done = 0;
-    /* A failed fold leaves a valid, fragmented arena: nothing to report. */
-    (void)tfm__arena_reset(&tape->arena);
+    tfm__arena_reset(&tape->arena);
     return TFM_OK;
 }
 

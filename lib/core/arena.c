@@ -5,12 +5,15 @@
 
 #define ARENA_ALIGN 64
 #define ARENA_MIN_CHUNK ((size_t)1 << 20)
+/* Chunks double up to this size and then grow by it, so the last chunk of a
+ * large step overshoots by at most this much address space. */
+#define ARENA_MAX_GROWTH ((size_t)1 << 30)
 
 struct tfm_arena_chunk {
     tfm_arena_chunk *next;
     size_t size;
     size_t used;
-    unsigned char *base; /* aligned start of the usable bytes */
+    unsigned char *base; /* 64-byte aligned */
 };
 
 static size_t round_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
@@ -48,23 +51,23 @@ void *tfm__arena_alloc(tfm_arena *arena, size_t bytes)
     if (bytes > SIZE_MAX - ARENA_ALIGN)
         return NULL;
     size_t need = round_up(bytes ? bytes : 1);
-    tfm_arena_chunk *head = arena->chunks;
-    if (!head || head->size - head->used < need) {
-        size_t size = need > ARENA_MIN_CHUNK ? need : ARENA_MIN_CHUNK;
-        if (head && head->size > size / 2 && head->size <= SIZE_MAX / 2 &&
-            head->size * 2 >= need)
-            size = head->size * 2; /* grow geometrically */
-        tfm_arena_chunk *chunk = chunk_new(size);
-        if (!chunk)
+    tfm_arena_chunk *c = arena->current; /* always the newest chunk */
+    if (!c || c->size - c->used < need) {
+        size_t growth = arena->capacity < ARENA_MIN_CHUNK ? ARENA_MIN_CHUNK
+                        : arena->capacity < ARENA_MAX_GROWTH ? arena->capacity
+                                                             : ARENA_MAX_GROWTH;
+        c = chunk_new(need > growth ? need : growth);
+        if (!c)
             return NULL;
-        if (head)
-            arena->used_in_older += head->used;
-        chunk->next = head;
-        arena->chunks = head = chunk;
-        arena->capacity += size;
+        if (arena->current)
+            arena->current->next = c;
+        else
+            arena->chunks = c;
+        arena->capacity += c->size;
     }
-    void *p = head->base + head->used;
-    head->used += need;
+    arena->current = c;
+    void *p = c->base + c->used;
+    c->used += need;
     return p;
 }
 
@@ -76,26 +79,21 @@ void *tfm__arena_calloc(tfm_arena *arena, size_t bytes)
     return p;
 }
 
-int tfm__arena_reset(tfm_arena *arena)
+void tfm__arena_reset(tfm_arena *arena)
 {
-    tfm_arena_chunk *head = arena->chunks;
-    if (!head)
-        return 0;
-    if (head->next) {
-        tfm_arena_chunk *single = chunk_new(round_up(arena->capacity));
-        if (!single) {
-            for (tfm_arena_chunk *c = head; c; c = c->next)
-                c->used = 0;
-            arena->used_in_older = 0;
-            return -1;
-        }
-        chunk_free_all(head);
-        arena->chunks = single;
-        arena->capacity = single->size;
+    tfm_arena_chunk *first = arena->chunks;
+    if (first && first->next) {
+        size_t used = 0;
+        for (tfm_arena_chunk *c = first; c; c = c->next)
+            used += c->used;
+        /* free first: holding both would double the peak */
+        chunk_free_all(first);
+        arena->chunks = chunk_new(used);
+        arena->capacity = arena->chunks ? used : 0;
     }
-    arena->chunks->used = 0;
-    arena->used_in_older = 0;
-    return 0;
+    if (arena->chunks)
+        arena->chunks->used = 0;
+    arena->current = arena->chunks;
 }
 
 void tfm__arena_release(tfm_arena *arena)
