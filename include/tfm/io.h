@@ -15,16 +15,21 @@ extern "C" {
 typedef struct tfm_safetensors tfm_safetensors;
 
 /* Reads and validates a whole file: header length against the file size,
- * the JSON, names, dtypes (F32 and I32; F64, F16, BF16, I64 are converted
- * on reading), shapes, and that data offsets tile the data without overlap
- * or overrun. Anything else is TFM_ERR_FORMAT with the reason. */
+ * the JSON, names, dtypes (F32 and I32; F64, F16, BF16 and the integer types
+ * I64, I16, I8, U8, U16, U32, U64, BOOL are converted on reading), shapes,
+ * and that data offsets tile the data without overlap or overrun. Anything
+ * else is TFM_ERR_FORMAT with the reason; a file that cannot be read is
+ * TFM_ERR_IO. */
 TFM_API tfm_safetensors *tfm_safetensors_open(const char *path);
 TFM_API void tfm_safetensors_close(tfm_safetensors *file);
 TFM_API int64_t tfm_safetensors_count(const tfm_safetensors *file);
+/* Names in byte order. */
 TFM_API const char *tfm_safetensors_name(const tfm_safetensors *file,
                                          int64_t index);
-/* A new caller-owned tensor (float32, or int32 for integer dtypes); NULL
- * with TFM_ERR_ARG when the name is absent. */
+/* A new caller-owned tensor (float32, or int32 for integer dtypes; a 0-d
+ * tensor comes back as [1]); NULL with TFM_ERR_ARG when the name is absent,
+ * TFM_ERR_SHAPE for a tensor with a zero-sized axis, TFM_ERR_RANGE for an
+ * integer int32 cannot hold. */
 TFM_API tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file,
                                         const char *name);
 
@@ -34,8 +39,9 @@ TFM_API tfm_status tfm_safetensors_write(const char *path, int64_t count,
                                          const tfm_tensor *const *tensors);
 
 /* A parameter store's values, by name. Loading is strict: every parameter
- * must be in the file with the same shape, and the file must hold nothing
- * else; on any error no parameter is changed. */
+ * must be in the file (else TFM_ERR_FORMAT) with the same shape (else
+ * TFM_ERR_SHAPE) and a float dtype (else TFM_ERR_DTYPE), and the file must
+ * hold nothing else (TFM_ERR_FORMAT); on any error no parameter is changed. */
 TFM_API tfm_status tfm_params_save(const tfm_params *params, const char *path);
 TFM_API tfm_status tfm_params_load(tfm_params *params, const char *path);
 

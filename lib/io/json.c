@@ -1,0 +1,446 @@
+/* Strict JSON reading into a flat node array, and JSON string quoting. */
+#include "io/json.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+typedef struct parser {
+    const char *context;
+    const unsigned char *text;
+    size_t len, pos;
+    tfm__json *doc;
+    int64_t capacity;   /* of doc->nodes */
+    char *out;          /* next free byte of doc->strings */
+} parser;
+
+static tfm_status syntax_error(const parser *p, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static tfm_status syntax_error(const parser *p, size_t at, const char *fmt, ...)
+{
+    char reason[160];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(reason, sizeof reason, fmt, args);
+    va_end(args);
+    return tfm__fail(TFM_ERR_FORMAT, "%s: invalid JSON at byte %zu: %s", p->context,
+                     at, reason);
+}
+
+/* "'x'" for a printable character, "byte 0xNN" otherwise, "the end" at the end. */
+static const char *describe(const parser *p, char *buf, size_t size)
+{
+    if (p->pos >= p->len)
+        snprintf(buf, size, "the end of the input");
+    else if (p->text[p->pos] >= 0x20 && p->text[p->pos] < 0x7f)
+        snprintf(buf, size, "'%c'", p->text[p->pos]);
+    else
+        snprintf(buf, size, "byte 0x%02x", p->text[p->pos]);
+    return buf;
+}
+
+static tfm_status unexpected(const parser *p, const char *expected)
+{
+    char what[32];
+    return syntax_error(p, p->pos, "expected %s, found %s", expected,
+                        describe(p, what, sizeof what));
+}
+
+static void skip_space(parser *p)
+{
+    while (p->pos < p->len) {
+        unsigned char c = p->text[p->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            break;
+        p->pos++;
+    }
+}
+
+/* Length of the well-formed UTF-8 sequence at s (avail bytes left), or 0. */
+static size_t utf8_sequence(const unsigned char *s, size_t avail)
+{
+    unsigned char c = s[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0; /* overlong */
+        else if (c == 0xed)
+            hi = 0x9f; /* UTF-16 surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xf4)
+            hi = 0x8f; /* above U+10FFFF */
+    } else
+        return 0;
+    if (avail < n || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+int tfm__json_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence(u + i, len - i);
+        if (!n)
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
+static char *put_utf8(char *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        *out++ = (char)cp;
+    } else if (cp < 0x800) {
+        *out++ = (char)(0xc0 | (cp >> 6));
+        *out++ = (char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        *out++ = (char)(0xe0 | (cp >> 12));
+        *out++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+        *out++ = (char)(0x80 | (cp & 0x3f));
+    } else {
+        *out++ = (char)(0xf0 | (cp >> 18));
+        *out++ = (char)(0x80 | ((cp >> 12) & 0x3f));
+        *out++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+        *out++ = (char)(0x80 | (cp & 0x3f));
+    }
+    return out;
+}
+
+/* The four hex digits after "\u" at p->pos; -1 after reporting. */
+static int32_t hex4(parser *p)
+{
+    if (p->len - p->pos < 4) {
+        syntax_error(p, p->pos, "a \\u escape needs four hex digits");
+        return -1;
+    }
+    int32_t value = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = p->text[p->pos];
+        int digit = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+        if (digit < 0) {
+            unexpected(p, "a hex digit in a \\u escape");
+            return -1;
+        }
+        value = value * 16 + digit;
+        p->pos++;
+    }
+    return value;
+}
+
+/* One escape after the backslash at p->pos - 1, appended to p->out. */
+static tfm_status parse_escape(parser *p)
+{
+    if (p->pos >= p->len)
+        return syntax_error(p, p->pos, "unterminated escape");
+    size_t start = p->pos - 1;
+    char c = (char)p->text[p->pos++];
+    static const char plain[] = "\"\\/bfnrt", decoded[] = "\"\\/\b\f\n\r\t";
+    const char *at = c ? strchr(plain, c) : NULL;
+    if (at) {
+        *p->out++ = decoded[at - plain];
+        return TFM_OK;
+    }
+    if (c != 'u')
+        return syntax_error(p, start, "unknown escape \\%c",
+                            c >= 0x20 && c < 0x7f ? c : '?');
+    int32_t cp = hex4(p);
+    if (cp < 0)
+        return TFM_ERR_FORMAT;
+    if (cp >= 0xdc00 && cp <= 0xdfff)
+        return syntax_error(p, start, "lone low surrogate \\u%04x", (unsigned)cp);
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+        if (p->len - p->pos < 2 || p->text[p->pos] != '\\' || p->text[p->pos + 1] != 'u')
+            return syntax_error(p, start, "high surrogate \\u%04x without a low one",
+                                (unsigned)cp);
+        p->pos += 2;
+        int32_t low = hex4(p);
+        if (low < 0)
+            return TFM_ERR_FORMAT;
+        if (low < 0xdc00 || low > 0xdfff)
+            return syntax_error(p, start, "high surrogate \\u%04x followed by \\u%04x",
+                                (unsigned)cp, (unsigned)low);
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+    }
+    p->out = put_utf8(p->out, (uint32_t)cp);
+    return TFM_OK;
+}
+
+/* The string at p->pos (which is '"'), decoded into the strings buffer. The
+ * decoded form never outgrows the quoted one, so the buffer cannot overflow. */
+static tfm_status parse_string(parser *p, const char **str, size_t *len)
+{
+    size_t start = p->pos++;
+    char *begin = p->out;
+    for (;;) {
+        if (p->pos >= p->len)
+            return syntax_error(p, start, "unterminated string");
+        unsigned char c = p->text[p->pos];
+        if (c == '"') {
+            p->pos++;
+            break;
+        }
+        if (c == '\\') {
+            p->pos++;
+            tfm_status s = parse_escape(p);
+            if (s != TFM_OK)
+                return s;
+        } else if (c < 0x20) {
+            return syntax_error(p, p->pos, "control character 0x%02x in a string", c);
+        } else {
+            size_t n = utf8_sequence(p->text + p->pos, p->len - p->pos);
+            if (!n)
+                return syntax_error(p, p->pos, "invalid UTF-8 in a string");
+            memcpy(p->out, p->text + p->pos, n);
+            p->out += n;
+            p->pos += n;
+        }
+    }
+    *str = begin;
+    *len = (size_t)(p->out - begin);
+    *p->out++ = '\0';
+    return TFM_OK;
+}
+
+static int is_digit(const parser *p)
+{
+    return p->pos < p->len && p->text[p->pos] >= '0' && p->text[p->pos] <= '9';
+}
+
+static tfm_status parse_number(parser *p, tfm__json_node *node)
+{
+    int negative = p->text[p->pos] == '-';
+    if (negative)
+        p->pos++;
+    if (!is_digit(p))
+        return unexpected(p, "a digit");
+    size_t first = p->pos;
+    uint64_t magnitude = 0;
+    int exact = 1;
+    while (is_digit(p)) {
+        unsigned digit = (unsigned)(p->text[p->pos] - '0');
+        if (magnitude > (UINT64_MAX - digit) / 10)
+            exact = 0;
+        else
+            magnitude = magnitude * 10 + digit;
+        p->pos++;
+    }
+    if (p->text[first] == '0' && p->pos - first > 1)
+        return syntax_error(p, first, "a number has a leading zero");
+    if (p->pos < p->len && p->text[p->pos] == '.') {
+        p->pos++;
+        if (!is_digit(p))
+            return unexpected(p, "a digit after the decimal point");
+        while (is_digit(p))
+            p->pos++;
+        exact = 0;
+    }
+    if (p->pos < p->len && (p->text[p->pos] == 'e' || p->text[p->pos] == 'E')) {
+        p->pos++;
+        if (p->pos < p->len && (p->text[p->pos] == '+' || p->text[p->pos] == '-'))
+            p->pos++;
+        if (!is_digit(p))
+            return unexpected(p, "a digit in the exponent");
+        while (is_digit(p))
+            p->pos++;
+        exact = 0;
+    }
+    uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    node->type = TFM__JSON_NUMBER;
+    node->is_integer = exact && magnitude <= limit;
+    if (node->is_integer)
+        node->integer = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+    return TFM_OK;
+}
+
+static tfm_status parse_literal(parser *p, const char *word, tfm__json_type type,
+                                tfm__json_node *node)
+{
+    size_t n = strlen(word);
+    if (p->len - p->pos < n || memcmp(p->text + p->pos, word, n) != 0)
+        return unexpected(p, "a value");
+    p->pos += n;
+    node->type = type;
+    return TFM_OK;
+}
+
+static int64_t new_node(parser *p)
+{
+    tfm__json *doc = p->doc;
+    if (doc->count == p->capacity) {
+        int64_t capacity = p->capacity ? p->capacity * 2 : 16;
+        tfm__json_node *grown = realloc(doc->nodes, (size_t)capacity * sizeof *grown);
+        if (!grown) {
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON values",
+                      p->context, (long long)capacity);
+            return -1;
+        }
+        doc->nodes = grown;
+        p->capacity = capacity;
+    }
+    memset(&doc->nodes[doc->count], 0, sizeof doc->nodes[0]);
+    return doc->count++;
+}
+
+static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_len);
+
+/* The members or elements of the container at p->pos, children of node idx. */
+static tfm_status parse_container(parser *p, int64_t idx, int depth)
+{
+    int object = p->text[p->pos] == '{';
+    char close = object ? '}' : ']';
+    if (depth >= TFM__JSON_MAX_DEPTH)
+        return syntax_error(p, p->pos, "nested deeper than %d levels", TFM__JSON_MAX_DEPTH);
+    p->doc->nodes[idx].type = object ? TFM__JSON_OBJECT : TFM__JSON_ARRAY;
+    p->pos++;
+    skip_space(p);
+    if (p->pos < p->len && p->text[p->pos] == close) {
+        p->pos++;
+        return TFM_OK;
+    }
+    for (int64_t count = 1;; count++) {
+        const char *key = NULL;
+        size_t key_len = 0;
+        skip_space(p);
+        if (object) {
+            if (p->pos >= p->len || p->text[p->pos] != '"')
+                return unexpected(p, "a string key");
+            tfm_status s = parse_string(p, &key, &key_len);
+            if (s != TFM_OK)
+                return s;
+            skip_space(p);
+            if (p->pos >= p->len || p->text[p->pos] != ':')
+                return unexpected(p, "':' after an object key");
+            p->pos++;
+        }
+        tfm_status s = parse_value(p, depth + 1, key, key_len);
+        if (s != TFM_OK)
+            return s;
+        p->doc->nodes[idx].count = count;
+        skip_space(p);
+        if (p->pos < p->len && p->text[p->pos] == ',') {
+            p->pos++;
+            continue;
+        }
+        if (p->pos < p->len && p->text[p->pos] == close) {
+            p->pos++;
+            return TFM_OK;
+        }
+        return unexpected(p, object ? "',' or '}'" : "',' or ']'");
+    }
+}
+
+static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_len)
+{
+    skip_space(p);
+    if (p->pos >= p->len)
+        return unexpected(p, "a value");
+    int64_t idx = new_node(p);
+    if (idx < 0)
+        return TFM_ERR_NOMEM;
+    tfm__json_node *node = &p->doc->nodes[idx]; /* only until the next new_node */
+    node->key = key;
+    node->key_len = key_len;
+    node->offset = p->pos;
+    tfm_status s;
+    switch (p->text[p->pos]) {
+    case '{':
+    case '[': s = parse_container(p, idx, depth); break;
+    case '"': s = parse_string(p, &node->string, &node->string_len);
+              node->type = TFM__JSON_STRING;
+              break;
+    case 't': s = parse_literal(p, "true", TFM__JSON_TRUE, node); break;
+    case 'f': s = parse_literal(p, "false", TFM__JSON_FALSE, node); break;
+    case 'n': s = parse_literal(p, "null", TFM__JSON_NULL, node); break;
+    default:
+        if (p->text[p->pos] == '-' || is_digit(p))
+            s = parse_number(p, node);
+        else
+            s = unexpected(p, "a value");
+    }
+    p->doc->nodes[idx].next = p->doc->count;
+    return s;
+}
+
+tfm_status tfm__json_parse(const char *context, const char *text, size_t len,
+                           tfm__json *doc)
+{
+    memset(doc, 0, sizeof *doc);
+    parser p = {context, (const unsigned char *)text, len, 0, doc, 0, NULL};
+    doc->strings = malloc(len + 1);
+    if (!doc->strings)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte JSON text",
+                         context, len);
+    p.out = doc->strings;
+    tfm_status s = parse_value(&p, 0, NULL, 0);
+    if (s == TFM_OK) {
+        skip_space(&p);
+        if (p.pos < p.len)
+            s = unexpected(&p, "nothing after the top-level value");
+    }
+    if (s != TFM_OK)
+        tfm__json_free(doc);
+    return s;
+}
+
+void tfm__json_free(tfm__json *doc)
+{
+    free(doc->nodes);
+    free(doc->strings);
+    memset(doc, 0, sizeof *doc);
+}
+
+size_t tfm__json_quote(char *dst, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+#define PUT(c) (dst ? (void)(dst[n] = (c)) : (void)0, n++)
+    PUT('"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *short_form = c == '"'    ? "\\\""
+                                 : c == '\\' ? "\\\\"
+                                 : c == '\n' ? "\\n"
+                                 : c == '\r' ? "\\r"
+                                 : c == '\t' ? "\\t"
+                                 : c == '\b' ? "\\b"
+                                 : c == '\f' ? "\\f"
+                                             : NULL;
+        if (short_form) {
+            PUT(short_form[0]);
+            PUT(short_form[1]);
+        } else if (c < 0x20) {
+            PUT('\\');
+            PUT('u');
+            PUT('0');
+            PUT('0');
+            PUT(hex[c >> 4]);
+            PUT(hex[c & 15]);
+        } else {
+            PUT((char)c);
+        }
+    }
+    PUT('"');
+#undef PUT
+    return n;
+}

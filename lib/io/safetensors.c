@@ -1,0 +1,846 @@
+/* safetensors reading (validated whole, converted on get), atomic writing,
+ * and parameter stores saved and loaded by name. */
+#include "tfm/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "io/json.h"
+
+/* The reference implementation's limit; real headers are kilobytes. */
+#define MAX_HEADER_BYTES 100000000ull
+#define METADATA_KEY "__metadata__"
+
+/* Float dtypes are read as float32, the others as int32. */
+static const struct {
+    const char *name;
+    int32_t size;
+    int32_t is_float;
+} dtypes[] = {
+    {"F32", 4, 1}, {"I32", 4, 0}, {"F64", 8, 1}, {"F16", 2, 1}, {"BF16", 2, 1},
+    {"I64", 8, 0}, {"I16", 2, 0}, {"I8", 1, 0},  {"U8", 1, 0},  {"U16", 2, 0},
+    {"U32", 4, 0}, {"U64", 8, 0}, {"BOOL", 1, 0},
+};
+enum { DT_F32, DT_I32, DT_F64, DT_F16, DT_BF16, DT_I64, DT_I16, DT_I8, DT_U8,
+       DT_U16, DT_U32, DT_U64, DT_BOOL, DT_COUNT };
+
+typedef struct entry {
+    const char *name;
+    int32_t dtype;             /* index into dtypes */
+    int32_t ndim;              /* a 0-d scalar is read as shape [1] */
+    int64_t shape[TFM_MAX_DIMS];
+    int64_t numel;
+    int64_t begin, end;        /* bytes of the data section */
+} entry;
+
+struct tfm_safetensors {
+    entry *entries;            /* sorted by name */
+    int64_t count;
+    char *names;
+    unsigned char *data;
+    int64_t data_size;
+};
+
+/* --- reading: validation ------------------------------------------------------ */
+
+static int key_is(const tfm__json_node *node, const char *key)
+{
+    return node->key_len == strlen(key) && memcmp(node->key, key, node->key_len) == 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
+}
+
+static int by_offsets(const void *a, const void *b)
+{
+    const entry *x = *(const entry *const *)a, *y = *(const entry *const *)b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Reads a [a, b, ...] of at most max non-negative integers; -1 if it is not. */
+static int64_t read_naturals(const tfm__json *doc, int64_t idx, int64_t *out,
+                             int64_t max)
+{
+    const tfm__json_node *array = &doc->nodes[idx];
+    if (array->type != TFM__JSON_ARRAY || array->count > max)
+        return -1;
+    int64_t i = 0;
+    for (int64_t c = idx + 1; c < array->next; c = doc->nodes[c].next, i++) {
+        if (!doc->nodes[c].is_integer || doc->nodes[c].integer < 0)
+            return -1;
+        out[i] = doc->nodes[c].integer;
+    }
+    return i;
+}
+
+static tfm_status check_metadata(const char *ctx, const tfm__json *doc, int64_t idx)
+{
+    const tfm__json_node *meta = &doc->nodes[idx];
+    if (meta->type != TFM__JSON_OBJECT)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" (header byte %zu) "
+                         "is not an object", ctx, meta->offset);
+    for (int64_t c = idx + 1; c < meta->next; c = doc->nodes[c].next)
+        if (doc->nodes[c].type != TFM__JSON_STRING)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" value \"%s\" "
+                             "(header byte %zu) is not a string", ctx,
+                             doc->nodes[c].key, doc->nodes[c].offset);
+    return TFM_OK;
+}
+
+/* Fills e from the header entry at idx; e->name is set by the caller. */
+static tfm_status parse_entry(const char *ctx, const tfm__json *doc, int64_t idx,
+                              int64_t data_size, entry *e)
+{
+    const tfm__json_node *node = &doc->nodes[idx];
+    const char *name = node->key;
+    if (node->type != TFM__JSON_OBJECT)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" (header byte %zu) is not "
+                         "an object", ctx, name, node->offset);
+    int64_t dtype_at = -1, shape_at = -1, offsets_at = -1;
+    for (int64_t c = idx + 1; c < node->next; c = doc->nodes[c].next) {
+        const tfm__json_node *field = &doc->nodes[c];
+        int64_t *slot = key_is(field, "dtype")          ? &dtype_at
+                        : key_is(field, "shape")        ? &shape_at
+                        : key_is(field, "data_offsets") ? &offsets_at
+                                                        : NULL;
+        if (!slot)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has an unknown field "
+                             "\"%s\" (header byte %zu)", ctx, name, field->key,
+                             field->offset);
+        if (*slot >= 0)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has \"%s\" twice "
+                             "(header byte %zu)", ctx, name, field->key, field->offset);
+        *slot = c;
+    }
+    const char *missing = dtype_at < 0 ? "dtype" : shape_at < 0 ? "shape"
+                          : offsets_at < 0 ? "data_offsets" : NULL;
+    if (missing)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" (header byte %zu) has no "
+                         "\"%s\"", ctx, name, node->offset, missing);
+
+    const tfm__json_node *dtype = &doc->nodes[dtype_at];
+    e->dtype = -1;
+    for (int32_t d = 0; d < DT_COUNT && dtype->type == TFM__JSON_STRING; d++)
+        if (strcmp(dtype->string, dtypes[d].name) == 0 &&
+            dtype->string_len == strlen(dtypes[d].name))
+            e->dtype = d;
+    if (e->dtype < 0)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": dtype (header byte %zu) "
+                         "is not one of F32 I32 F64 F16 BF16 I64 I16 I8 U8 U16 "
+                         "U32 U64 BOOL%s%s", ctx, name, dtype->offset,
+                         dtype->type == TFM__JSON_STRING ? ": " : "",
+                         dtype->type == TFM__JSON_STRING ? dtype->string : "");
+
+    /* one spare slot tells "five or more" from "four" */
+    int64_t dims[TFM_MAX_DIMS + 1];
+    int64_t ndim = read_naturals(doc, shape_at, dims, TFM_MAX_DIMS + 1);
+    if (ndim < 0)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": shape (header byte %zu) "
+                         "is not an array of non-negative integers", ctx, name,
+                         doc->nodes[shape_at].offset);
+    if (ndim > TFM_MAX_DIMS)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has %lld dimensions; "
+                         "libtfm tensors have at most %d", ctx, name,
+                         (long long)doc->nodes[shape_at].count, TFM_MAX_DIMS);
+    int64_t offsets[2];
+    if (read_naturals(doc, offsets_at, offsets, 2) != 2 || offsets[0] > offsets[1])
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": data_offsets (header "
+                         "byte %zu) is not [begin, end] with 0 <= begin <= end", ctx,
+                         name, doc->nodes[offsets_at].offset);
+    e->begin = offsets[0];
+    e->end = offsets[1];
+    if (e->end > data_size)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": data_offsets [%lld, %lld] "
+                         "run past the %lld-byte data section", ctx, name,
+                         (long long)e->begin, (long long)e->end, (long long)data_size);
+
+    /* -1 for a size int64 cannot hold */
+    int64_t span = e->end - e->begin, bytes = dtypes[e->dtype].size;
+    for (int64_t i = 0; i < ndim && bytes > 0; i++)
+        bytes = dims[i] > INT64_MAX / bytes ? -1 : bytes * dims[i];
+    if (bytes != span) {
+        char dims_buf[96], needs[32] = "over 2^63";
+        if (bytes >= 0)
+            snprintf(needs, sizeof needs, "%lld", (long long)bytes);
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": shape %s of %s needs %s "
+                         "bytes but data_offsets [%lld, %lld] hold %lld", ctx, name,
+                         tfm__dims_str(dims, (int32_t)ndim, dims_buf, sizeof dims_buf),
+                         dtypes[e->dtype].name, needs, (long long)e->begin,
+                         (long long)e->end, (long long)span);
+    }
+    e->numel = bytes / dtypes[e->dtype].size;
+    e->ndim = ndim ? (int32_t)ndim : 1;
+    e->shape[0] = 1;
+    for (int64_t i = 0; i < ndim; i++)
+        e->shape[i] = dims[i];
+    return TFM_OK;
+}
+
+/* The data section must be tiled exactly: no overlap, no gap, no tail. */
+static tfm_status check_tiling(const char *ctx, tfm_safetensors *file)
+{
+    if (!file->count)
+        return file->data_size ? tfm__fail(TFM_ERR_FORMAT, "%s: the %lld data bytes "
+                                           "belong to no tensor", ctx,
+                                           (long long)file->data_size) : TFM_OK;
+    entry **order = malloc((size_t)file->count * sizeof *order);
+    if (!order)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", ctx);
+    for (int64_t i = 0; i < file->count; i++)
+        order[i] = &file->entries[i];
+    qsort(order, (size_t)file->count, sizeof *order, by_offsets);
+    tfm_status s = TFM_OK;
+    int64_t covered = 0;
+    for (int64_t i = 0; i < file->count && s == TFM_OK; i++) {
+        const entry *e = order[i];
+        if (e->begin < covered)
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" (data_offsets [%lld, %lld]) "
+                          "overlaps tensor \"%s\" (data_offsets [%lld, %lld])", ctx,
+                          e->name, (long long)e->begin, (long long)e->end,
+                          order[i - 1]->name, (long long)order[i - 1]->begin,
+                          (long long)order[i - 1]->end);
+        else if (e->begin > covered)
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: data bytes [%lld, %lld) before tensor "
+                          "\"%s\" belong to no tensor", ctx, (long long)covered,
+                          (long long)e->begin, e->name);
+        covered = e->end;
+    }
+    if (s == TFM_OK && covered != file->data_size)
+        s = tfm__fail(TFM_ERR_FORMAT, "%s: data bytes [%lld, %lld) after the last "
+                      "tensor belong to no tensor", ctx, (long long)covered,
+                      (long long)file->data_size);
+    free(order);
+    return s;
+}
+
+/* Builds file->entries and file->names from the parsed header. */
+static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safetensors *file)
+{
+    const tfm__json_node *root = &doc->nodes[0];
+    if (root->type != TFM__JSON_OBJECT)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: the header is not a JSON object", ctx);
+    size_t names_bytes = 1;
+    for (int64_t c = 1; c < root->next; c = doc->nodes[c].next)
+        names_bytes += doc->nodes[c].key_len + 1;
+    file->entries = calloc((size_t)root->count + 1, sizeof *file->entries);
+    file->names = malloc(names_bytes);
+    if (!file->entries || !file->names)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld header entries",
+                         ctx, (long long)root->count);
+    char *out = file->names;
+    int seen_metadata = 0;
+    for (int64_t c = 1; c < root->next; c = doc->nodes[c].next) {
+        const tfm__json_node *node = &doc->nodes[c];
+        tfm_status s = TFM_OK;
+        if (key_is(node, METADATA_KEY)) {
+            if (seen_metadata++)
+                return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" appears "
+                                 "twice (header byte %zu)", ctx, node->offset);
+            s = check_metadata(ctx, doc, c);
+        } else if (node->key_len == 0) {
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: a tensor has an empty name (header "
+                          "byte %zu)", ctx, node->offset);
+        } else if (memchr(node->key, '\0', node->key_len)) {
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: tensor name \"%s\" holds a NUL "
+                          "character (header byte %zu)", ctx, node->key, node->offset);
+        } else {
+            entry *e = &file->entries[file->count++];
+            memcpy(out, node->key, node->key_len + 1);
+            e->name = out;
+            out += node->key_len + 1;
+            s = parse_entry(ctx, doc, c, file->data_size, e);
+        }
+        if (s != TFM_OK)
+            return s;
+    }
+    qsort(file->entries, (size_t)file->count, sizeof *file->entries, by_name);
+    for (int64_t i = 1; i < file->count; i++)
+        if (strcmp(file->entries[i - 1].name, file->entries[i].name) == 0)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" appears twice", ctx,
+                             file->entries[i].name);
+    return check_tiling(ctx, file);
+}
+
+/* --- reading: the file --------------------------------------------------------- */
+
+static tfm_status read_bytes(const char *ctx, FILE *f, void *buf, size_t n,
+                             const char *what)
+{
+    if (n && fread(buf, 1, n, f) != n)
+        return ferror(f) ? tfm__fail(TFM_ERR_IO, "%s: reading the %s failed: %s", ctx,
+                                     what, strerror(errno))
+                         : tfm__fail(TFM_ERR_FORMAT, "%s: the file ends inside the %s",
+                                     ctx, what);
+    return TFM_OK;
+}
+
+static uint16_t le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+static tfm_status read_file(const char *ctx, FILE *f, tfm_safetensors *file)
+{
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0)
+        return tfm__fail(TFM_ERR_IO, "%s: cannot stat the file: %s", ctx, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return tfm__fail(TFM_ERR_IO, "%s: not a regular file", ctx);
+    if (st.st_size < 8)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: the file has %lld bytes, fewer than the "
+                         "8-byte header length", ctx, (long long)st.st_size);
+    unsigned char prefix[8];
+    tfm_status s = read_bytes(ctx, f, prefix, 8, "header length");
+    if (s != TFM_OK)
+        return s;
+    uint64_t header_size = le64(prefix);
+    if (header_size > MAX_HEADER_BYTES)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: header length %llu is absurd (the limit "
+                         "is %llu bytes)", ctx, (unsigned long long)header_size,
+                         MAX_HEADER_BYTES);
+    if (header_size > (uint64_t)st.st_size - 8)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: header length %llu exceeds the %lld "
+                         "bytes after it", ctx, (unsigned long long)header_size,
+                         (long long)st.st_size - 8);
+    file->data_size = st.st_size - 8 - (int64_t)header_size;
+    char *header = malloc((size_t)header_size + 1);
+    if (!header)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %llu-byte header", ctx,
+                         (unsigned long long)header_size);
+    s = read_bytes(ctx, f, header, (size_t)header_size, "header");
+    char json_ctx[600];
+    snprintf(json_ctx, sizeof json_ctx, "%s: the header", ctx);
+    tfm__json doc;
+    if (s == TFM_OK)
+        s = tfm__json_parse(json_ctx, header, (size_t)header_size, &doc);
+    free(header);
+    if (s != TFM_OK)
+        return s;
+    s = read_header(ctx, &doc, file);
+    tfm__json_free(&doc);
+    if (s != TFM_OK)
+        return s;
+    if (file->data_size) {
+        file->data = malloc((size_t)file->data_size);
+        if (!file->data)
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld data bytes",
+                             ctx, (long long)file->data_size);
+    }
+    return read_bytes(ctx, f, file->data, (size_t)file->data_size, "data");
+}
+
+static tfm_safetensors *open_file(const char *op, const char *path)
+{
+    if (!path) {
+        tfm__fail(TFM_ERR_NULL, "%s: path is NULL", op);
+        return NULL;
+    }
+    char ctx[520];
+    snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tfm__fail(TFM_ERR_IO, "%s: cannot open: %s", ctx, strerror(errno));
+        return NULL;
+    }
+    tfm_safetensors *file = calloc(1, sizeof *file);
+    tfm_status s = file ? read_file(ctx, f, file)
+                        : tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", ctx);
+    fclose(f);
+    if (s != TFM_OK) {
+        tfm_safetensors_close(file);
+        return NULL;
+    }
+    return file;
+}
+
+tfm_safetensors *tfm_safetensors_open(const char *path)
+{
+    return open_file("tfm_safetensors_open", path);
+}
+
+void tfm_safetensors_close(tfm_safetensors *file)
+{
+    if (!file)
+        return;
+    free(file->entries);
+    free(file->names);
+    free(file->data);
+    free(file);
+}
+
+int64_t tfm_safetensors_count(const tfm_safetensors *file)
+{
+    if (!file) {
+        tfm__fail(TFM_ERR_NULL, "tfm_safetensors_count: file is NULL");
+        return -1;
+    }
+    return file->count;
+}
+
+const char *tfm_safetensors_name(const tfm_safetensors *file, int64_t index)
+{
+    if (!file) {
+        tfm__fail(TFM_ERR_NULL, "tfm_safetensors_name: file is NULL");
+        return NULL;
+    }
+    if (index < 0 || index >= file->count) {
+        tfm__fail(TFM_ERR_RANGE, "tfm_safetensors_name: index %lld is outside [0, %lld)",
+                  (long long)index, (long long)file->count);
+        return NULL;
+    }
+    return file->entries[index].name;
+}
+
+/* --- reading: conversion ------------------------------------------------------- */
+
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f,
+             mantissa = h & 0x3ff, bits;
+    if (exponent == 0) {
+        /* zero or subnormal: mantissa * 2^-24 exactly */
+        float value = (float)mantissa * 0x1p-24f;
+        return sign ? -value : value;
+    }
+    if (exponent == 0x1f)
+        bits = sign | 0x7f800000u | mantissa << 13;
+    else
+        bits = sign | (exponent + 112) << 23 | mantissa << 13;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+/* Float dtypes to float32 (F64 rounds, as torch's .float()). */
+static void convert_f32(const entry *e, const unsigned char *src, float *dst)
+{
+    int64_t n = e->numel;
+    switch (e->dtype) {
+    case DT_F32:
+        /* copied as bits, so NaN payloads survive */
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t bits = le32(src + 4 * i);
+            memcpy(dst + i, &bits, sizeof bits);
+        }
+        break;
+    case DT_F64:
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t bits = le64(src + 8 * i);
+            double value;
+            memcpy(&value, &bits, sizeof value);
+            dst[i] = (float)value;
+        }
+        break;
+    case DT_F16:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = half_to_float(le16(src + 2 * i));
+        break;
+    default: /* DT_BF16: the top half of a float32 */
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)le16(src + 2 * i) << 16;
+            memcpy(dst + i, &bits, sizeof bits);
+        }
+    }
+}
+
+/* Element i of an integer dtype as int64, or -1 with *big set for a U64
+ * above INT64_MAX. */
+static int64_t integer_at(int32_t dtype, const unsigned char *src, int64_t i, int *big)
+{
+    switch (dtype) {
+    case DT_I32: return (int32_t)le32(src + 4 * i);
+    case DT_I64: return (int64_t)le64(src + 8 * i);
+    case DT_I16: return (int16_t)le16(src + 2 * i);
+    case DT_I8: return (int8_t)src[i];
+    case DT_U8: return src[i];
+    case DT_U16: return le16(src + 2 * i);
+    case DT_U32: return le32(src + 4 * i);
+    case DT_BOOL: return src[i] != 0;
+    default: { /* DT_U64 */
+        uint64_t value = le64(src + 8 * i);
+        *big = value > INT64_MAX;
+        return *big ? -1 : (int64_t)value;
+    }
+    }
+}
+
+/* Integer dtypes to int32; a value int32 cannot hold is TFM_ERR_RANGE. */
+static tfm_status convert_i32(const char *op, const entry *e, const unsigned char *src,
+                              tfm_tensor *t)
+{
+    int32_t *dst = tfm__i32(t);
+    for (int64_t i = 0; i < e->numel; i++) {
+        int big = 0;
+        int64_t value = integer_at(e->dtype, src, i, &big);
+        if (big || value < INT32_MIN || value > INT32_MAX) {
+            char index[64];
+            return tfm__fail(TFM_ERR_RANGE, "%s: tensor \"%s\" (%s): element %s = %s%lld "
+                             "does not fit int32", op, e->name, dtypes[e->dtype].name,
+                             tfm__index_str(t, i, index, sizeof index),
+                             big ? "above " : "", big ? (long long)INT64_MAX : (long long)value);
+        }
+        dst[i] = (int32_t)value;
+    }
+    return TFM_OK;
+}
+
+static const entry *find_entry(const tfm_safetensors *file, const char *name)
+{
+    entry key = {.name = name};
+    return file->count ? bsearch(&key, file->entries, (size_t)file->count,
+                                 sizeof *file->entries, by_name)
+                       : NULL;
+}
+
+tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file, const char *name)
+{
+    const char *op = "tfm_safetensors_get";
+    if (!file || !name) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, file ? "name" : "file");
+        return NULL;
+    }
+    const entry *e = find_entry(file, name);
+    if (!e) {
+        tfm__fail(TFM_ERR_ARG, "%s: the file holds no tensor \"%s\"", op, name);
+        return NULL;
+    }
+    char dims[96];
+    if (e->numel == 0) {
+        tfm__fail(TFM_ERR_SHAPE, "%s: tensor \"%s\" has shape %s; libtfm tensors have "
+                  "no empty axes", op, name, tfm__dims_str(e->shape, e->ndim, dims,
+                                                           sizeof dims));
+        return NULL;
+    }
+    int is_float = dtypes[e->dtype].is_float;
+    tfm_tensor *t = tfm_tensor_zeros(is_float ? TFM_F32 : TFM_I32, e->ndim, e->shape);
+    if (!t)
+        return NULL;
+    const unsigned char *src = file->data + e->begin;
+    if (is_float) {
+        convert_f32(e, src, tfm__f32(t));
+    } else if (convert_i32(op, e, src, t) != TFM_OK) {
+        tfm_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* --- writing ------------------------------------------------------------------ */
+
+/* qsort has no context argument; the names ride along in each element. */
+typedef struct ranked {
+    const char *name;
+    int64_t index;
+} ranked;
+
+static int by_ranked_name(const void *a, const void *b)
+{
+    return strcmp(((const ranked *)a)->name, ((const ranked *)b)->name);
+}
+
+static tfm_status check_tensors(const char *op, int64_t count, const char *const *names,
+                                const tfm_tensor *const *tensors, ranked *order)
+{
+    for (int64_t i = 0; i < count; i++) {
+        if (!names[i] || !tensors[i])
+            return tfm__fail(TFM_ERR_NULL, "%s: %s[%lld] is NULL", op,
+                             names[i] ? "tensors" : "names", (long long)i);
+        size_t len = strlen(names[i]);
+        if (len == 0)
+            return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is empty", op, (long long)i);
+        if (strcmp(names[i], METADATA_KEY) == 0)
+            return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is \"" METADATA_KEY "\", "
+                             "which safetensors reserves", op, (long long)i);
+        if (!tfm__json_utf8_valid(names[i], len))
+            return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is not valid UTF-8", op,
+                             (long long)i);
+        order[i] = (ranked){names[i], i};
+    }
+    qsort(order, (size_t)count, sizeof *order, by_ranked_name);
+    for (int64_t i = 1; i < count; i++)
+        if (strcmp(order[i - 1].name, order[i].name) == 0)
+            return tfm__fail(TFM_ERR_ARG, "%s: the name \"%s\" is given twice (names[%lld] "
+                             "and names[%lld])", op, order[i].name,
+                             (long long)order[i - 1].index, (long long)order[i].index);
+    return TFM_OK;
+}
+
+/* Appends to dst (when not NULL; cap bytes including a final NUL). */
+static void emit(char *dst, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void emit(char *dst, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(dst ? dst + *len : NULL, dst ? cap - *len : 0, fmt, args);
+    va_end(args);
+    *len += n > 0 ? (size_t)n : 0;
+}
+
+/* The header JSON for the tensors in order, padded with spaces so the data
+ * starts 8-byte aligned; into dst when not NULL. Returns its length. */
+static size_t header_text(char *dst, size_t cap, int64_t count, const ranked *order,
+                          const tfm_tensor *const *tensors)
+{
+    size_t len = 0;
+    int64_t offset = 0;
+    emit(dst, cap, &len, "{");
+    for (int64_t i = 0; i < count; i++) {
+        const tfm_tensor *t = tensors[order[i].index];
+        len += tfm__json_quote(dst ? dst + len : NULL, order[i].name, strlen(order[i].name));
+        emit(dst, cap, &len, ":{\"dtype\":\"%s\",\"shape\":[",
+             t->dtype == TFM_I32 ? "I32" : "F32");
+        for (int32_t d = 0; d < t->ndim; d++)
+            emit(dst, cap, &len, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        int64_t bytes = t->numel * 4;
+        emit(dst, cap, &len, "],\"data_offsets\":[%lld,%lld]}%s", (long long)offset,
+             (long long)(offset + bytes), i + 1 < count ? "," : "");
+        offset += bytes;
+    }
+    emit(dst, cap, &len, "}");
+    while (len % 8)
+        emit(dst, cap, &len, " ");
+    return len;
+}
+
+/* The values little-endian, through a small buffer whatever the host order. */
+static int write_values(FILE *f, const tfm_tensor *t)
+{
+    unsigned char buf[16384];
+    const unsigned char *src = t->data;
+    const int64_t per_chunk = sizeof buf / 4;
+    for (int64_t start = 0; start < t->numel; start += per_chunk) {
+        int64_t n = t->numel - start < per_chunk ? t->numel - start : per_chunk;
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, src + 4 * (start + i), 4);
+            buf[4 * i] = (unsigned char)v;
+            buf[4 * i + 1] = (unsigned char)(v >> 8);
+            buf[4 * i + 2] = (unsigned char)(v >> 16);
+            buf[4 * i + 3] = (unsigned char)(v >> 24);
+        }
+        if (fwrite(buf, 4, (size_t)n, f) != (size_t)n)
+            return -1;
+    }
+    return 0;
+}
+
+/* A new file "<path>.tmp.<pid>.<n>" beside the target (O_EXCL: never one
+ * another writer is using), with the usual permissions after umask. */
+static FILE *create_temp(const char *op, const char *path, char *tmp, size_t size)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(tmp, size, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        if (fd < 0) {
+            tfm__fail(TFM_ERR_IO, "%s: cannot create \"%s\": %s", op, tmp, strerror(errno));
+            return NULL;
+        }
+        FILE *f = fdopen(fd, "wb");
+        if (!f) {
+            tfm__fail(TFM_ERR_IO, "%s: cannot open \"%s\": %s", op, tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+        }
+        return f;
+    }
+    tfm__fail(TFM_ERR_IO, "%s: temporary files \"%s.tmp.%ld.*\" all exist", op, path,
+              (long)getpid());
+    return NULL;
+}
+
+/* Makes the rename durable; a file system that cannot sync folders says EINVAL. */
+static tfm_status sync_folder(const char *op, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t len = slash ? (size_t)(slash - path) : 1;
+    char *folder = malloc(len + 2);
+    if (!folder)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    if (!slash)
+        strcpy(folder, ".");
+    else if (len == 0)
+        strcpy(folder, "/");
+    else {
+        memcpy(folder, path, len);
+        folder[len] = '\0';
+    }
+    tfm_status s = TFM_OK;
+    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
+        s = tfm__fail(TFM_ERR_IO, "%s: \"%s\" was written, but syncing its folder "
+                      "\"%s\" failed: %s", op, path, folder, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(folder);
+    return s;
+}
+
+static tfm_status write_file(const char *op, const char *path, int64_t count,
+                             const ranked *order, const tfm_tensor *const *tensors)
+{
+    size_t header_len = header_text(NULL, 0, count, order, tensors);
+    size_t tmp_size = strlen(path) + 48;
+    char *header = malloc(header_len + 1);
+    char *tmp = malloc(tmp_size);
+    if (!header || !tmp) {
+        free(header);
+        free(tmp);
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte header", op,
+                         header_len);
+    }
+    header_text(header, header_len + 1, count, order, tensors);
+    tfm_status s = TFM_OK;
+    FILE *f = create_temp(op, path, tmp, tmp_size);
+    if (!f) {
+        s = tfm_last_status();
+    } else {
+        unsigned char prefix[8];
+        for (int i = 0; i < 8; i++)
+            prefix[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+        int failed = fwrite(prefix, 1, 8, f) != 8 ||
+                     fwrite(header, 1, header_len, f) != header_len;
+        for (int64_t i = 0; i < count && !failed; i++)
+            failed = write_values(f, tensors[order[i].index]) != 0;
+        failed = failed || fflush(f) != 0 || fsync(fileno(f)) != 0;
+        if (failed)
+            s = tfm__fail(TFM_ERR_IO, "%s: writing \"%s\" failed: %s", op, tmp,
+                          strerror(errno));
+        if (fclose(f) != 0 && s == TFM_OK)
+            s = tfm__fail(TFM_ERR_IO, "%s: closing \"%s\" failed: %s", op, tmp,
+                          strerror(errno));
+        if (s == TFM_OK && rename(tmp, path) != 0)
+            s = tfm__fail(TFM_ERR_IO, "%s: cannot rename \"%s\" to \"%s\": %s", op, tmp,
+                          path, strerror(errno));
+        if (s != TFM_OK)
+            unlink(tmp);
+        else
+            s = sync_folder(op, path);
+    }
+    free(header);
+    free(tmp);
+    return s;
+}
+
+static tfm_status write_tensors(const char *op, const char *path, int64_t count,
+                                const char *const *names, const tfm_tensor *const *tensors)
+{
+    if (!path)
+        return tfm__fail(TFM_ERR_NULL, "%s: path is NULL", op);
+    if (count < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: count %lld is negative", op, (long long)count);
+    if (count > 0 && (!names || !tensors))
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, names ? "tensors" : "names");
+    ranked *order = malloc((size_t)(count ? count : 1) * sizeof *order);
+    if (!order)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld names", op,
+                         (long long)count);
+    tfm_status s = check_tensors(op, count, names, tensors, order);
+    if (s == TFM_OK)
+        s = write_file(op, path, count, order, tensors);
+    free(order);
+    return s;
+}
+
+tfm_status tfm_safetensors_write(const char *path, int64_t count, const char *const *names,
+                                 const tfm_tensor *const *tensors)
+{
+    return write_tensors("tfm_safetensors_write", path, count, names, tensors);
+}
+
+/* --- parameter stores ------------------------------------------------------------ */
+
+tfm_status tfm_params_save(const tfm_params *params, const char *path)
+{
+    const char *op = "tfm_params_save";
+    if (!params)
+        return tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
+    int64_t count = tfm_params_count(params);
+    const char **names = malloc((size_t)(count ? count : 1) * sizeof *names);
+    const tfm_tensor **tensors = malloc((size_t)(count ? count : 1) * sizeof *tensors);
+    tfm_status s = TFM_OK;
+    if (!names || !tensors) {
+        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    } else {
+        for (int64_t i = 0; i < count; i++) {
+            names[i] = tfm_params_name(params, i);
+            tensors[i] = tfm_params_at(params, i);
+        }
+        s = write_tensors(op, path, count, names, tensors);
+    }
+    free(names);
+    free(tensors);
+    return s;
+}
+
+/* Every parameter has a float tensor of its shape in the file, and the file
+ * has nothing else; then (and only then) the values are copied. */
+static tfm_status load_into(const char *op, const char *path, tfm_params *params,
+                            const tfm_safetensors *file)
+{
+    int64_t count = tfm_params_count(params);
+    char a[96], b[96];
+    for (int64_t i = 0; i < count; i++) {
+        const char *name = tfm_params_name(params, i);
+        const tfm_tensor *t = tfm_params_at(params, i);
+        const entry *e = find_entry(file, name);
+        if (!e)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" holds no tensor \"%s\" for "
+                             "parameter %lld", op, path, name, (long long)i);
+        if (!dtypes[e->dtype].is_float)
+            return tfm__fail(TFM_ERR_DTYPE, "%s: \"%s\": tensor \"%s\" is %s; "
+                             "parameters are float32", op, path, name,
+                             dtypes[e->dtype].name);
+        if (e->ndim != t->ndim ||
+            memcmp(e->shape, t->shape, (size_t)t->ndim * sizeof t->shape[0]) != 0)
+            return tfm__fail(TFM_ERR_SHAPE, "%s: \"%s\": tensor \"%s\" has shape %s; "
+                             "the parameter has %s", op, path, name,
+                             tfm__dims_str(e->shape, e->ndim, a, sizeof a),
+                             tfm__shape_str(t, b, sizeof b));
+    }
+    for (int64_t i = 0; i < file->count && file->count != count; i++)
+        if (!tfm_params_find(params, file->entries[i].name))
+            return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" holds tensor \"%s\", which is "
+                             "no parameter", op, path, file->entries[i].name);
+    for (int64_t i = 0; i < count; i++) {
+        const entry *e = find_entry(file, tfm_params_name(params, i));
+        convert_f32(e, file->data + e->begin, tfm__f32(tfm_params_at(params, i)));
+    }
+    return TFM_OK;
+}
+
+tfm_status tfm_params_load(tfm_params *params, const char *path)
+{
+    const char *op = "tfm_params_load";
+    if (!params)
+        return tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
+    tfm_safetensors *file = open_file(op, path);
+    if (!file)
+        return tfm_last_status();
+    tfm_status s = load_into(op, path, params, file);
+    tfm_safetensors_close(file);
+    return s;
+}
