@@ -1,7 +1,5 @@
 /* The ready-made encoder-decoder transformer: embeddings, positions,
  * nn.Transformer's encoder and decoder, and the generator. */
-#include "tfm/model.h"
-
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -9,17 +7,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
-
-struct tfm_model {
-    tfm_model_options options;
-    tfm_params *params;
-    tfm_rng *rng;                   /* initialisation, then dropout */
-    tfm_layer *src_embedding, *tgt_embedding; /* the same layer when shared */
-    tfm_layer *src_positions, *tgt_positions;
-    tfm_tensor *src_scale, *tgt_scale;        /* trainable embedding scales */
-    tfm_layer *dropout;
-    tfm_layer *encoder, *decoder, *generator;
-};
+#include "model/model.h"
 
 void tfm_model_options_init(tfm_model_options *o)
 {

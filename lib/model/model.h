@@ -1,0 +1,19 @@
+/* The record behind tfm_model, for the decoders that run its layers step
+ * by step. */
+#ifndef TFM_MODEL_MODEL_H
+#define TFM_MODEL_MODEL_H
+
+#include "tfm/model.h"
+
+struct tfm_model {
+    tfm_model_options options;
+    tfm_params *params;
+    tfm_rng *rng;                   /* initialisation, then dropout */
+    tfm_layer *src_embedding, *tgt_embedding; /* the same layer when shared */
+    tfm_layer *src_positions, *tgt_positions;
+    tfm_tensor *src_scale, *tgt_scale;        /* trainable embedding scales */
+    tfm_layer *dropout;
+    tfm_layer *encoder, *decoder, *generator;
+};
+
+#endif
