@@ -28,7 +28,6 @@ int tfm__broadcast(const char *op, const tfm_tensor *a, const tfm_tensor *b,
     padded(a, sa);
     padded(b, sb);
     bc->ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
-    bc->same_shape = a->ndim == b->ndim;
     for (int32_t i = 0; i < TFM_MAX_DIMS; i++) {
         if (sa[i] != sb[i] && sa[i] != 1 && sb[i] != 1) {
             char as[64], bs[64];
@@ -37,8 +36,6 @@ int tfm__broadcast(const char *op, const tfm_tensor *a, const tfm_tensor *b,
             return -1;
         }
         bc->shape[i] = sa[i] > sb[i] ? sa[i] : sb[i];
-        if (sa[i] != sb[i])
-            bc->same_shape = 0;
     }
     strides_for(sa, bc->shape, bc->stride_a);
     strides_for(sb, bc->shape, bc->stride_b);

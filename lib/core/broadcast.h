@@ -10,7 +10,6 @@ typedef struct tfm_broadcast {
     int64_t shape[TFM_MAX_DIMS];         /* of the result, left-padded with 1 */
     int64_t stride_a[TFM_MAX_DIMS];      /* element strides, 0 where broadcast */
     int64_t stride_b[TFM_MAX_DIMS];
-    int same_shape;                      /* a and b are the same shape */
 } tfm_broadcast;
 
 /* 0, or -1 with TFM_ERR_SHAPE set when the shapes do not broadcast. */

@@ -14,14 +14,27 @@ struct tfm_rng {
     float spare_normal;
 };
 
-/* A uniform float in [0, 1) that depends only on (key, counter). */
-static inline float tfm__counter_uniform(uint64_t key, uint64_t counter)
+/* 32 random bits that depend only on (key, counter): two rounds of
+ * murmur3's finaliser. 32-bit multiplies keep loops over counters
+ * vectorised; counters repeat every 2^32 elements of one tensor. */
+static inline uint32_t tfm__counter_bits(uint64_t key, uint32_t counter)
 {
-    uint64_t z = key ^ (counter * 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
+    uint32_t h = (counter ^ (uint32_t)(key >> 32)) * 0x9E3779B9u ^ (uint32_t)key;
+    for (int round = 0; round < 2; round++) {
+        h ^= h >> 16;
+        h *= 0x85EBCA6Bu;
+        h ^= h >> 13;
+        h *= 0xC2B2AE35u;
+        h ^= h >> 16;
+    }
+    return h;
+}
+
+/* The threshold below which tfm__counter_bits has probability p. */
+static inline uint32_t tfm__counter_threshold(float p)
+{
+    double t = (double)p * 4294967296.0;
+    return t >= 4294967295.0 ? 4294967295u : (uint32_t)t;
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "autograd/tape.h"
+#include "core/fastmath.h"
 #include "tfm/ops.h"
 
 enum act_kind { ACT_RELU, ACT_GELU, ACT_TANH };
@@ -27,7 +28,7 @@ static void activation_backward(tfm_node *node)
     case ACT_GELU:
         for (int64_t i = 0; i < n; i++) {
             float cdf = 0.5f * (1.0f + erff(x[i] * INV_SQRT2));
-            float pdf = INV_SQRT_2PI * expf(-0.5f * x[i] * x[i]);
+            float pdf = INV_SQRT_2PI * tfm__expf(-0.5f * x[i] * x[i]);
             gx[i] += g[i] * (cdf + x[i] * pdf);
         }
         break;

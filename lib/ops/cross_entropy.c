@@ -7,6 +7,7 @@
 #include "autograd/tape.h"
 #include "tfm/ops.h"
 #include "core/error.h"
+#include "core/fastmath.h"
 
 /* dlogits = (softmax - ((1 - eps) * onehot + eps / C)) * g / count, with the
  * softmax rebuilt from the saved log-sum-exp; ignored rows (target -1 in the
@@ -27,7 +28,7 @@ static void cross_entropy_backward(tfm_node *node)
         const float *xr = x + r * classes;
         float *gr = gx + r * classes;
         for (int64_t c = 0; c < classes; c++)
-            gr[c] += scale * expf(xr[c] - lse[r]) - off;
+            gr[c] += scale * tfm__expf(xr[c] - lse[r]) - off;
         gr[targets[r]] -= on;
     }
 }
@@ -104,7 +105,7 @@ tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
             max = xr[c] > max ? xr[c] : max;
         double sum_exp = 0.0, sum_x = 0.0;
         for (int64_t c = 0; c < classes; c++) {
-            sum_exp += expf(xr[c] - max);
+            sum_exp += tfm__expf(xr[c] - max);
             sum_x += xr[c];
         }
         double row_lse = max + log(sum_exp);

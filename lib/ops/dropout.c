@@ -20,9 +20,10 @@ static void dropout_backward(tfm_node *node)
     float *gx = tfm__grad_of(node->in[0]);
     const float *g = node->out->grad;
     uint64_t key = (uint64_t)node->ints[0];
-    float p = node->floats[0], scale = node->floats[1];
+    uint32_t threshold = tfm__counter_threshold(node->floats[0]);
+    float scale = node->floats[1];
     for (int64_t i = 0; i < node->out->numel; i++)
-        gx[i] += tfm__counter_uniform(key, (uint64_t)i) >= p ? g[i] * scale : 0.0f;
+        gx[i] += tfm__counter_bits(key, (uint32_t)i) >= threshold ? g[i] * scale : 0.0f;
 }
 
 tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t training,
@@ -54,8 +55,9 @@ tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t tr
     float scale = 1.0f / (1.0f - p);
     const float *xv = tfm__f32(x);
     float *o = tfm__f32(out);
+    uint32_t threshold = tfm__counter_threshold(p);
     for (int64_t i = 0; i < x->numel; i++)
-        o[i] = tfm__counter_uniform(key, (uint64_t)i) >= p ? xv[i] * scale : 0.0f;
+        o[i] = tfm__counter_bits(key, (uint32_t)i) >= threshold ? xv[i] * scale : 0.0f;
     if (tfm__record(tape, op, out, dropout_backward, 1, (const tfm_tensor *[]){x}, &node) < 0)
         return NULL;
     if (node) {

@@ -18,6 +18,25 @@ static inline float binary_apply(int kind, float x, float y)
     }
 }
 
+/* The length with which b repeats along a when a already has the result's
+ * shape and b only lacks leading axes (equal shapes, a bias): such pairs run
+ * as contiguous loops. 0 for any other broadcast. */
+static int64_t repeat_period(const tfm_tensor *a, const tfm_tensor *b, const tfm_broadcast *bc)
+{
+    int64_t out_numel = 1;
+    for (int32_t i = 0; i < TFM_MAX_DIMS; i++)
+        out_numel *= bc->shape[i];
+    if (a->numel != out_numel || b->ndim > a->ndim)
+        return 0;
+    int32_t lead = 0;
+    while (lead < b->ndim - 1 && b->shape[lead] == 1)
+        lead++;
+    for (int32_t i = lead; i < b->ndim; i++)
+        if (b->shape[i] != a->shape[a->ndim - b->ndim + i])
+            return 0;
+    return b->numel;
+}
+
 static void binary_backward(tfm_node *node)
 {
     const tfm_tensor *a = node->in[0], *b = node->in[1];
@@ -26,6 +45,33 @@ static void binary_backward(tfm_node *node)
     const float *av = tfm__f32(a), *bv = tfm__f32(b);
     float *ga = tfm__grad_of(a), *gb = tfm__grad_of(b);
     int kind = (int)node->ints[0];
+    int64_t period = node->ints[1];
+    if (period) {
+        for (int64_t r = 0; r < node->out->numel; r += period) {
+            const float *gr = g + r, *ar = av + r;
+            if (ga) {
+                float *gar = ga + r;
+                if (kind == BINARY_MUL)
+                    for (int64_t j = 0; j < period; j++)
+                        gar[j] += gr[j] * bv[j];
+                else
+                    for (int64_t j = 0; j < period; j++)
+                        gar[j] += gr[j];
+            }
+            if (gb) {
+                if (kind == BINARY_MUL)
+                    for (int64_t j = 0; j < period; j++)
+                        gb[j] += gr[j] * ar[j];
+                else if (kind == BINARY_SUB)
+                    for (int64_t j = 0; j < period; j++)
+                        gb[j] -= gr[j];
+                else
+                    for (int64_t j = 0; j < period; j++)
+                        gb[j] += gr[j];
+            }
+        }
+        return;
+    }
     FOR_EACH_BROADCAST(bc, i, ia, ib, {
         float gi = g[i];
         if (ga)
@@ -49,9 +95,11 @@ static tfm_tensor *binary(const char *op, int kind, tfm_tape *tape,
         return NULL;
     const float *av = tfm__f32(a), *bv = tfm__f32(b);
     float *o = tfm__f32(out);
-    if (bc.same_shape) {
-        for (int64_t i = 0; i < out->numel; i++)
-            o[i] = binary_apply(kind, av[i], bv[i]);
+    int64_t period = repeat_period(a, b, &bc);
+    if (period) {
+        for (int64_t r = 0; r < out->numel; r += period)
+            for (int64_t j = 0; j < period; j++)
+                o[r + j] = binary_apply(kind, av[r + j], bv[j]);
     } else {
         FOR_EACH_BROADCAST(&bc, i, ia, ib, o[i] = binary_apply(kind, av[ia], bv[ib]));
     }
@@ -65,6 +113,7 @@ static tfm_tensor *binary(const char *op, int kind, tfm_tape *tape,
         *saved = bc;
         node->saved[0] = saved;
         node->ints[0] = kind;
+        node->ints[1] = period;
     }
     return out;
 }

@@ -7,6 +7,7 @@
 #include "tfm/ops.h"
 #include "core/broadcast.h"
 #include "core/error.h"
+#include "core/fastmath.h"
 
 /* What masked_fill(mask == 0, -1e9) writes into the scores. */
 #define KEEP_MASK_FILL (-1e9f)
@@ -49,11 +50,11 @@ static void softmax_row(const float *s, float *y, int64_t n)
         memset(y, 0, (size_t)n * sizeof *y);
         return;
     }
+    for (int64_t j = 0; j < n; j++)
+        y[j] = tfm__expf(s[j] - max);
     float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
-        y[j] = expf(s[j] - max);
+    for (int64_t j = 0; j < n; j++)
         sum += y[j];
-    }
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < n; j++)
         y[j] *= inv;
@@ -156,7 +157,7 @@ static void log_softmax_backward(tfm_node *node)
         for (int64_t j = 0; j < n; j++)
             sum += gr[j];
         for (int64_t j = 0; j < n; j++)
-            gx[r * n + j] += gr[j] - expf(yr[j]) * sum;
+            gx[r * n + j] += gr[j] - tfm__expf(yr[j]) * sum;
     }
 }
 
@@ -178,7 +179,7 @@ tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x)
                 max = xr[j];
         float sum = 0.0f;
         for (int64_t j = 0; j < n; j++)
-            sum += expf(xr[j] - max);
+            sum += tfm__expf(xr[j] - max);
         /* (x - max) first: x - (max + log(sum)) rounds at the scale of x */
         float log_sum = logf(sum);
         for (int64_t j = 0; j < n; j++)
