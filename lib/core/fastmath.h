@@ -7,8 +7,8 @@
 #ifndef TFM_CORE_FASTMATH_H
 #define TFM_CORE_FASTMATH_H
 
+#include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 static inline float tfm__expf(float x)
 {
@@ -23,10 +23,37 @@ static inline float tfm__expf(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return x < -87.3f ? 0.0f : p * scale;
+    union { int32_t bits; float value; } scale;
+    scale.bits = ((int32_t)n + 127) << 23;
+    return x < -87.3f ? 0.0f : p * scale.value;
+}
+
+/* y[j] = exp(x[j] - shift) for a row, returning the sum of y. Whole blocks
+ * of 16 run as vectors and the tail goes through a padded block, so short
+ * rows (attention over 22 keys) do not fall back to scalar code. x may be y. */
+static inline float tfm__exp_row(const float *x, float shift, float *y, int64_t n)
+{
+    enum { BLOCK = 16 };
+    float sum = 0.0f;
+    int64_t body = n - n % BLOCK;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < body; j++) {
+        y[j] = tfm__expf(x[j] - shift);
+        sum += y[j];
+    }
+    if (body < n) {
+        float in[BLOCK], out[BLOCK];
+        for (int j = 0; j < BLOCK; j++)
+            in[j] = body + j < n ? x[body + j] - shift : -INFINITY;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < BLOCK; j++) {
+            out[j] = tfm__expf(in[j]);
+            sum += out[j];
+        }
+        for (int64_t j = body; j < n; j++)
+            y[j] = out[j - body];
+    }
+    return sum;
 }
 
 #endif

@@ -27,6 +27,7 @@ static void cross_entropy_backward(tfm_node *node)
             continue;
         const float *xr = x + r * classes;
         float *gr = gx + r * classes;
+#pragma omp simd
         for (int64_t c = 0; c < classes; c++)
             gr[c] += scale * tfm__expf(xr[c] - lse[r]) - off;
         gr[targets[r]] -= on;

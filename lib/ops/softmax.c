@@ -43,19 +43,15 @@ static int64_t mask_row(const tfm_broadcast *bc, int64_t r)
 static void softmax_row(const float *s, float *y, int64_t n)
 {
     float max = s[0];
+#pragma omp simd reduction(max : max)
     for (int64_t j = 1; j < n; j++)
-        if (s[j] > max)
-            max = s[j];
+        max = s[j] > max ? s[j] : max;
     if (max == -INFINITY) {
         memset(y, 0, (size_t)n * sizeof *y);
         return;
     }
-    for (int64_t j = 0; j < n; j++)
-        y[j] = tfm__expf(s[j] - max);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++)
-        sum += y[j];
-    float inv = 1.0f / sum;
+    float inv = 1.0f / tfm__exp_row(s, max, y, n);
+#pragma omp simd
     for (int64_t j = 0; j < n; j++)
         y[j] *= inv;
 }
@@ -75,14 +71,17 @@ static void softmax_backward(tfm_node *node)
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * n, *gr = g + r * n;
         float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
         for (int64_t j = 0; j < n; j++)
             dot += gr[j] * yr[j];
         if (gx && keep) {
             const int32_t *m = keep + mask_row(bc, r);
             int64_t step = bc->stride_b[3];
+#pragma omp simd
             for (int64_t j = 0; j < n; j++)
                 gx[r * n + j] += m[j * step] ? yr[j] * (gr[j] - dot) : 0.0f;
         } else if (gx) {
+#pragma omp simd
             for (int64_t j = 0; j < n; j++)
                 gx[r * n + j] += yr[j] * (gr[j] - dot);
         }
@@ -120,10 +119,12 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
         int64_t off = mask_row(&bc, r), step = bc.stride_b[3];
         if (mask->dtype == TFM_I32) {
             const int32_t *m = tfm__i32(mask) + off;
+#pragma omp simd
             for (int64_t j = 0; j < n; j++)
                 yr[j] = m[j * step] ? xr[j] : KEEP_MASK_FILL;
         } else {
             const float *m = tfm__f32(mask) + off;
+#pragma omp simd
             for (int64_t j = 0; j < n; j++)
                 yr[j] = xr[j] + m[j * step];
         }
@@ -154,8 +155,10 @@ static void log_softmax_backward(tfm_node *node)
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * n, *gr = g + r * n;
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < n; j++)
             sum += gr[j];
+#pragma omp simd
         for (int64_t j = 0; j < n; j++)
             gx[r * n + j] += gr[j] - tfm__expf(yr[j]) * sum;
     }
@@ -174,14 +177,12 @@ tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x)
         const float *xr = xv + r * n;
         float *yr = y + r * n;
         float max = xr[0];
+#pragma omp simd reduction(max : max)
         for (int64_t j = 1; j < n; j++)
-            if (xr[j] > max)
-                max = xr[j];
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; j++)
-            sum += tfm__expf(xr[j] - max);
+            max = xr[j] > max ? xr[j] : max;
+        /* yr holds exp(x - max) until it is overwritten below */
+        float log_sum = logf(tfm__exp_row(xr, max, yr, n));
         /* (x - max) first: x - (max + log(sum)) rounds at the scale of x */
-        float log_sum = logf(sum);
         for (int64_t j = 0; j < n; j++)
             yr[j] = (xr[j] - max) - log_sum;
     }
