@@ -64,6 +64,11 @@ cp examples/fit_line.c "$scratch/"
 )
 count_step "installed copy fits y = 3x + 2" $?
 rm -rf "$scratch"
+"$prefix/bin/tfm-encoder-layer" | tee /dev/stderr | grep -qx "Output shape: (2, 10, 128)"
+count_step "installed tfm-encoder-layer prints tutorial 004's shape" $?
+"$prefix/bin/tfm-causal" --d-model 32 --heads 4 --layers 1 --d-ff 64 --vocab 50 --length 12 \
+    --batch 4 --epochs 2 | tail -n 1 | grep -q "^Epoch: 2, Loss: "
+count_step "installed tfm-causal trains (small flags)" $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
