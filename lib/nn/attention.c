@@ -12,7 +12,6 @@
 #include "nn/layer.h"
 
 /* The output projection is always child 0; q/k/v exist when not fused. */
-enum { ATT_OUT, ATT_Q, ATT_K, ATT_V, ATT_CHILDREN };
 
 void tfm_attention_options_init(tfm_attention_options *o)
 {
@@ -88,7 +87,7 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     if (read_options(op, options, &o) < 0)
         return NULL;
     int fused = o.fused_qkv != 0;
-    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_ATTENTION, fused ? 1 : ATT_CHILDREN);
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_ATTENTION, fused ? 1 : TFM__ATT_CHILDREN);
     if (!layer)
         return NULL;
     layer->d_model = o.d_model;
@@ -114,11 +113,11 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     }
     tfm_layer **c = layer->children;
     if (ok && !fused)
-        ok = (c[ATT_Q] = projection(op, params, name, "q_proj", &o, 0, rng)) &&
-             (c[ATT_K] = projection(op, params, name, "k_proj", &o, 0, rng)) &&
-             (c[ATT_V] = projection(op, params, name, "v_proj", &o, 0, rng));
+        ok = (c[TFM__ATT_Q] = projection(op, params, name, "q_proj", &o, 0, rng)) &&
+             (c[TFM__ATT_K] = projection(op, params, name, "k_proj", &o, 0, rng)) &&
+             (c[TFM__ATT_V] = projection(op, params, name, "v_proj", &o, 0, rng));
     if (ok)
-        ok = (c[ATT_OUT] = projection(op, params, name, "out_proj", &o, fused, rng)) != NULL;
+        ok = (c[TFM__ATT_OUT] = projection(op, params, name, "out_proj", &o, fused, rng)) != NULL;
     if (!ok) {
         tfm_layer_free(layer);
         return NULL;
@@ -326,9 +325,9 @@ tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tf
         k = heads_of(tape, kv, 0, att->bias, d, h, d, 1.0f);
         v = heads_of(tape, kv, d, att->bias, 2 * d, h, d, 1.0f);
     } else {
-        q = heads_of(tape, tfm_linear_forward(tape, c[ATT_Q], query), 0, NULL, 0, h, d, factor);
-        k = tfm_split_heads(tape, tfm_linear_forward(tape, c[ATT_K], memory), h);
-        v = tfm_split_heads(tape, tfm_linear_forward(tape, c[ATT_V], memory), h);
+        q = heads_of(tape, tfm_linear_forward(tape, c[TFM__ATT_Q], query), 0, NULL, 0, h, d, factor);
+        k = tfm_split_heads(tape, tfm_linear_forward(tape, c[TFM__ATT_K], memory), h);
+        v = tfm_split_heads(tape, tfm_linear_forward(tape, c[TFM__ATT_V], memory), h);
     }
     /* (Q / s) K^T equals Q K^T / s and divides the smaller tensor */
     if (att->scale)
@@ -338,7 +337,7 @@ tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tf
     if (att->training && att->dropout > 0.0f)
         dropped = tfm_dropout(tape, weights, att->dropout, 1, att->rng);
     tfm_tensor *context = tfm_merge_heads(tape, tfm_matmul(tape, dropped, v, 0, 0));
-    tfm_tensor *out = tfm_linear_forward(tape, c[ATT_OUT], context);
+    tfm_tensor *out = tfm_linear_forward(tape, c[TFM__ATT_OUT], context);
     if (out && weights_out)
         *weights_out = weights;
     return out;

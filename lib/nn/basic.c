@@ -140,7 +140,6 @@ tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const 
 
 /* --- feed-forward -------------------------------------------------------------- */
 
-enum { FF_LINEAR1, FF_LINEAR2, FF_DROPOUT, FF_CHILDREN };
 
 tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t d_model,
                                    int64_t d_ff, tfm_activation activation, float dropout,
@@ -160,15 +159,15 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
         tfm__layer_name(op, name2, name, "linear2") < 0)
         return NULL;
     int64_t mark = tfm_params_count(params);
-    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_FEED_FORWARD, FF_CHILDREN);
+    tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_FEED_FORWARD, TFM__FF_CHILDREN);
     if (!layer)
         return NULL;
     layer->activation = activation;
     layer->d_model = d_model;
     tfm_layer **c = layer->children;
-    if (!(c[FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
-        !(c[FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
-        !(c[FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
+    if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
+        !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
+        !(c[TFM__FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
         return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
@@ -179,7 +178,7 @@ tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const 
     if (tfm__check_layer("tfm_feed_forward_forward", ff, TFM_LAYER_FEED_FORWARD) < 0)
         return NULL;
     tfm_layer *const *c = ff->children;
-    tfm_tensor *h = tfm_linear_forward(tape, c[FF_LINEAR1], x);
+    tfm_tensor *h = tfm_linear_forward(tape, c[TFM__FF_LINEAR1], x);
     h = ff->activation == TFM_ACTIVATION_GELU ? tfm_gelu(tape, h) : tfm_relu(tape, h);
-    return tfm_linear_forward(tape, c[FF_LINEAR2], tfm__dropout_if_active(tape, c[FF_DROPOUT], h));
+    return tfm_linear_forward(tape, c[TFM__FF_LINEAR2], tfm__dropout_if_active(tape, c[TFM__FF_DROPOUT], h));
 }

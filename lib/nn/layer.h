@@ -39,6 +39,17 @@ struct tfm_layer {
     tfm_layer **children;         /* sublayers, owned; meaning fixed per kind */
 };
 
+/* Where a layer's sublayers sit in children[]: the layers' own files build
+ * them in this order and the step-by-step decoder walks them. */
+enum { TFM__ATT_OUT, TFM__ATT_Q, TFM__ATT_K, TFM__ATT_V, TFM__ATT_CHILDREN }; /* q/k/v when not fused */
+enum { TFM__FF_LINEAR1, TFM__FF_LINEAR2, TFM__FF_DROPOUT, TFM__FF_CHILDREN };
+enum {
+    TFM__BLK_SELF_ATTN, TFM__BLK_FF, TFM__BLK_NORM1, TFM__BLK_NORM2, TFM__BLK_DROP1,
+    TFM__BLK_DROP2, TFM__BLK_ENCODER_CHILDREN,
+    TFM__BLK_CROSS_ATTN = TFM__BLK_ENCODER_CHILDREN, TFM__BLK_NORM3, TFM__BLK_DROP3,
+    TFM__BLK_DECODER_CHILDREN /* decoder layers */
+};
+
 /* A zeroed layer of the kind with room for n_children; NULL with the error
  * set. Free it with tfm_layer_free on any later error. */
 tfm_layer *tfm__layer_new(const char *op, tfm__layer_kind kind, int32_t n_children);

@@ -8,14 +8,6 @@
 #include "core/error.h"
 #include "nn/layer.h"
 
-/* Children of both layer kinds; an encoder layer has the first six. */
-enum {
-    BLK_SELF_ATTN, BLK_FF, BLK_NORM1, BLK_NORM2, BLK_DROP1, BLK_DROP2,
-    BLK_ENCODER_CHILDREN,
-    BLK_CROSS_ATTN = BLK_ENCODER_CHILDREN, BLK_NORM3, BLK_DROP3,
-    BLK_DECODER_CHILDREN
-};
-
 #define MAX_LAYERS 65536
 
 void tfm_block_options_init(tfm_block_options *o)
@@ -122,23 +114,23 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
     if (read_options(op, options, &o) < 0)
         return NULL;
     tfm_layer *layer = tfm__layer_new(op, cross ? TFM_LAYER_DECODER_LAYER : TFM_LAYER_ENCODER_LAYER,
-                                      cross ? BLK_DECODER_CHILDREN : BLK_ENCODER_CHILDREN);
+                                      cross ? TFM__BLK_DECODER_CHILDREN : TFM__BLK_ENCODER_CHILDREN);
     if (!layer)
         return NULL;
     layer->d_model = o.d_model;
     layer->norm_first = o.norm_first != 0;
     tfm_layer **c = layer->children;
-    int ok = (c[BLK_SELF_ATTN] = make_attention(op, params, name, "self_attn", &o, rng)) &&
-             (!cross || (c[BLK_CROSS_ATTN] = make_attention(op, params, name, "multihead_attn",
+    int ok = (c[TFM__BLK_SELF_ATTN] = make_attention(op, params, name, "self_attn", &o, rng)) &&
+             (!cross || (c[TFM__BLK_CROSS_ATTN] = make_attention(op, params, name, "multihead_attn",
                                                             &o, rng))) &&
-             (c[BLK_FF] = tfm_feed_forward_create(params, name, o.d_model, o.d_ff, o.activation,
+             (c[TFM__BLK_FF] = tfm_feed_forward_create(params, name, o.d_model, o.d_ff, o.activation,
                                                   o.dropout, rng)) &&
-             (c[BLK_NORM1] = make_norm(op, params, name, "norm1", &o)) &&
-             (c[BLK_NORM2] = make_norm(op, params, name, "norm2", &o)) &&
-             (!cross || (c[BLK_NORM3] = make_norm(op, params, name, "norm3", &o))) &&
-             (c[BLK_DROP1] = tfm_dropout_create(o.dropout, rng)) &&
-             (c[BLK_DROP2] = tfm_dropout_create(o.dropout, rng)) &&
-             (!cross || (c[BLK_DROP3] = tfm_dropout_create(o.dropout, rng)));
+             (c[TFM__BLK_NORM1] = make_norm(op, params, name, "norm1", &o)) &&
+             (c[TFM__BLK_NORM2] = make_norm(op, params, name, "norm2", &o)) &&
+             (!cross || (c[TFM__BLK_NORM3] = make_norm(op, params, name, "norm3", &o))) &&
+             (c[TFM__BLK_DROP1] = tfm_dropout_create(o.dropout, rng)) &&
+             (c[TFM__BLK_DROP2] = tfm_dropout_create(o.dropout, rng)) &&
+             (!cross || (c[TFM__BLK_DROP3] = tfm_dropout_create(o.dropout, rng)));
     if (!ok) {
         tfm_layer_free(layer);
         return NULL;
@@ -170,7 +162,7 @@ static tfm_tensor *sublayer(tfm_tape *tape, const tfm_layer *block, const tfm_la
 {
     const tfm_tensor *in = block->norm_first ? tfm_layer_norm_forward(tape, norm, x) : x;
     tfm_tensor *y = attn ? tfm_attention_forward(tape, attn, in, memory ? memory : in, mask, NULL)
-                         : tfm_feed_forward_forward(tape, block->children[BLK_FF], in);
+                         : tfm_feed_forward_forward(tape, block->children[TFM__BLK_FF], in);
     tfm_tensor *sum = tfm_add(tape, x, tfm__dropout_if_active(tape, dropout, y));
     return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
 }
@@ -183,9 +175,9 @@ tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
         tfm__check_sequence(op, "x", x, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     tfm_layer *const *c = layer->children;
-    tfm_tensor *h = sublayer(tape, layer, c[BLK_SELF_ATTN], c[BLK_NORM1], c[BLK_DROP1], x, NULL,
+    tfm_tensor *h = sublayer(tape, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1], c[TFM__BLK_DROP1], x, NULL,
                              mask);
-    return sublayer(tape, layer, NULL, c[BLK_NORM2], c[BLK_DROP2], h, NULL, NULL);
+    return sublayer(tape, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL);
 }
 
 static int check_memory(const char *op, const tfm_tensor *x, const tfm_tensor *memory,
@@ -213,11 +205,11 @@ tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
         check_memory(op, x, memory, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     tfm_layer *const *c = layer->children;
-    tfm_tensor *h = sublayer(tape, layer, c[BLK_SELF_ATTN], c[BLK_NORM1], c[BLK_DROP1], x, NULL,
+    tfm_tensor *h = sublayer(tape, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1], c[TFM__BLK_DROP1], x, NULL,
                              self_mask);
-    h = sublayer(tape, layer, c[BLK_CROSS_ATTN], c[BLK_NORM2], c[BLK_DROP2], h, memory,
+    h = sublayer(tape, layer, c[TFM__BLK_CROSS_ATTN], c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, memory,
                  memory_mask);
-    return sublayer(tape, layer, NULL, c[BLK_NORM3], c[BLK_DROP3], h, NULL, NULL);
+    return sublayer(tape, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL);
 }
 
 /* --- stacks ------------------------------------------------------------------- */
