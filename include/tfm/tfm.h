@@ -12,5 +12,6 @@
 #include "model.h"
 #include "optim.h"
 #include "io.h"
+#include "decode.h"
 
 #endif

@@ -1,0 +1,84 @@
+/* libtfm decoding: greedy, temperature sampling with top-k and nucleus
+ * (top-p) filtering, and beam search, over a tfm_model, for a batch of
+ * sources at once. Decoding is incremental: the decoder's self-attention
+ * keys and values are cached and the cross-attention keys and values are
+ * computed once per source, so n tokens cost n decoder steps. A tfm_decoding
+ * holds every buffer for its maximum batch and lengths, so decoding
+ * allocates nothing after creation. The model is run without dropout and
+ * without recording gradients; its layers' training flags are switched off
+ * for the run and restored after it, so a model must not be decoded in two
+ * threads at once, nor while it trains. */
+#ifndef TFM_DECODE_H
+#define TFM_DECODE_H
+
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_decoding tfm_decoding;
+
+typedef int32_t tfm_decode_strategy;
+enum { TFM_DECODE_GREEDY = 0, TFM_DECODE_SAMPLE = 1, TFM_DECODE_BEAM = 2 };
+
+typedef struct tfm_decode_options {
+    uint32_t struct_size;         /* set by tfm_decode_options_init */
+    tfm_decode_strategy strategy;
+    int32_t max_length;           /* tokens generated after bos_id */
+    int32_t bos_id;               /* the first decoder input */
+    int32_t eos_id;               /* ends a sequence; -1: none, run max_length */
+    int32_t src_pad_id;           /* masks these source keys; -1: no padding */
+    /* SAMPLE: logits / temperature, then the top_k most likely (0: all),
+     * then the smallest set whose probability reaches top_p (1: all). */
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    uint64_t seed;                /* SAMPLE: the same seed gives the same tokens */
+    /* BEAM: beam_size hypotheses per source, ranked by sum of log
+     * probabilities / length^length_penalty; n_best <= beam_size returned. */
+    int32_t beam_size;
+    float length_penalty;
+    int32_t n_best;
+    /* 0 recomputes the whole prefix at every step (the tutorials' way),
+     * for reference and testing; 1 (default) uses the caches. */
+    int32_t use_cache;
+} tfm_decode_options;
+
+/* Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
+ * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache. */
+TFM_API void tfm_decode_options_init(tfm_decode_options *options);
+
+/* Decoding for up to max_batch sources of up to max_src_len tokens. The
+ * model must outlive it. max_length must not exceed the model's
+ * max_tgt_len - 1. */
+TFM_API tfm_decoding *tfm_decoding_create(tfm_model *model,
+                                        const tfm_decode_options *options,
+                                        int64_t max_batch, int64_t max_src_len);
+TFM_API void tfm_decoding_free(tfm_decoding *decoding);
+
+/* Decodes src [B, S] (int32). For each source b and hypothesis h < n_best
+ * (1 unless beam search), writes:
+ *   tokens[(b * n_best + h) * (max_length + 1) + i]: bos_id, then the
+ *     generated tokens (eos_id included when produced), then -1 up to
+ *     max_length + 1 entries;
+ *   lengths[b * n_best + h]: the tokens before the -1s;
+ *   scores[b * n_best + h]: the sum of the chosen tokens' log
+ *     probabilities under the model (temperature 1, unfiltered; beam:
+ *     divided by length^length_penalty); may be NULL.
+ * When beam search finds fewer distinct hypotheses than n_best, the rest
+ * are all -1 with length 0 and score -inf.
+ * Greedy and sampling only (TFM_ERR_ARG with beam search), each may be
+ * NULL, [B, max_length, tgt_vocab], zeros after a sequence has ended:
+ *   logits: the model's logits at each step;
+ *   probs: the distribution the token was drawn from (after temperature,
+ *     top-k and top-p). */
+TFM_API tfm_status tfm_decoding_run(tfm_decoding *decoding, const tfm_tensor *src,
+                                   int32_t *tokens, int32_t *lengths,
+                                   float *scores, float *logits, float *probs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1125 @@
+/* Decoding a tfm_model: greedy, sampling (temperature, top-k, top-p) and
+ * beam search over a batch of sources.
+ *
+ * The sources are encoded once on a private no-grad tape. With use_cache
+ * the decoder then runs one token per step outside the tape, straight on
+ * the layers' parameters: each decoder layer appends the newest position's
+ * self-attention key and value to its caches and attends over the
+ * cross-attention keys and values computed once per source. Values are
+ * kept [rows, heads, positions, d_k]; keys in tiles of BLOCK positions,
+ * [rows, heads, positions / BLOCK, d_k, BLOCK], transposed within each
+ * tile: a query's scores then vectorise over the positions and its context
+ * over d_k, both accumulating in registers, and both read their cache
+ * front to back. Without the caches, every step runs
+ * tfm_model_decode over the whole prefix (the reference the cached path is
+ * tested against). Rows are sources (greedy, sampling) or a source's beam
+ * hypotheses; only the rows still decoding are computed, so finished
+ * sequences cost nothing. */
+#include <cblas.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/tape.h"
+#include "core/error.h"
+#include "core/fastmath.h"
+#include "core/rng.h"
+#include "model/model.h"
+#include "nn/layer.h"
+#include "tfm/decode.h"
+
+/* What masked_fill(mask == 0, -1e9) writes into attention scores, as
+ * tfm_softmax does for a keep-mask (a fully padded source attends evenly). */
+#define MASKED_SCORE (-1e9f)
+#define INV_SQRT2 0.70710678118654752440f
+/* Scores are computed for tiles of this many positions; the key caches
+ * hold whole tiles, so that a tile never reads past its head's keys. */
+#define BLOCK 16
+
+struct tfm_decoding {
+    tfm_model *model;
+    tfm_decode_options o;
+    int64_t max_batch, max_src_len, max_len; /* max_len: options.max_length */
+    int64_t beam;          /* rows per source: beam_size for beam search, else 1 */
+    int64_t d, heads, dk, d_ff, vocab;
+    int64_t rows;          /* max_batch * beam */
+    int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
+    int32_t layers;
+    tfm_tape *tape;        /* encoding, and the reference path's steps */
+    tfm_rng *rng;
+    struct tfm_rng rng_seeded; /* the rng as seeded, restored at each run */
+    int32_t *training;     /* the model's layers' flags, kept across a run */
+    int64_t n_layers;
+
+    /* one step over n rows: residual stream, normed input, sublayer output,
+     * projections [n, 3D], attention context, feed-forward hidden, logits */
+    float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
+    /* caches (use_cache), see self_keys and the like; the cross
+     * projections of the memory [batch * S, 2D] before their split into
+     * heads, and room for one source's beam rows while they are reordered */
+    float *self_k, *self_v, *cross_k, *cross_v, *kv, *reorder;
+    int32_t *keep;         /* [batch][max_src_len]: 0 for a padded source key */
+    /* reference path: the memory [batch][S][D], and the step's inputs */
+    float *memory, *memory_rows;
+    int32_t *src, *src_rows, *prefix;
+
+    /* search state: each row's tokens [rows][max_len + 1], log probability,
+     * the rows decoding this step, and sampling's scratch [vocab] */
+    int32_t *hist, *active, *order;
+    double *sum;
+    float *probs;
+    /* beam search: live and finished hypotheses per source, this step's
+     * best candidates of one source, and the finished ones
+     * [batch][beam][max_len + 1] */
+    int32_t *live, *done, *cand_parent, *cand_token, *fin_tokens, *fin_length, *rank;
+    double *cand_score, *fin_score;
+    int32_t *hist_tmp;
+    double *sum_tmp;
+};
+
+void tfm_decode_options_init(tfm_decode_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->strategy = TFM_DECODE_GREEDY;
+    o->max_length = 100;
+    o->bos_id = 1;
+    o->eos_id = 2;
+    o->src_pad_id = -1;
+    o->temperature = 1.0f;
+    o->top_k = 0;
+    o->top_p = 1.0f;
+    o->seed = 0;
+    o->beam_size = 4;
+    o->length_penalty = 1.0f;
+    o->n_best = 1;
+    o->use_cache = 1;
+}
+
+/* The caller's options over the defaults, as far as the caller's struct
+ * goes, checked against the model. 0 or -1 with the error set. */
+static int read_options(const char *op, const tfm_model *m, const tfm_decode_options *given,
+                        tfm_decode_options *o)
+{
+    tfm_decode_options_init(o);
+    size_t size = given->struct_size < sizeof *o ? given->struct_size : sizeof *o;
+    if (size < offsetof(tfm_decode_options, strategy)) {
+        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
+                  "tfm_decode_options_init first", op, (unsigned)given->struct_size);
+        return -1;
+    }
+    memcpy(o, given, size);
+    o->struct_size = sizeof *o;
+    o->use_cache = o->use_cache != 0;
+    const tfm_model_options *mo = &m->options;
+    const char *bad = NULL;
+    if (o->strategy != TFM_DECODE_GREEDY && o->strategy != TFM_DECODE_SAMPLE &&
+        o->strategy != TFM_DECODE_BEAM)
+        bad = "strategy is not TFM_DECODE_GREEDY, _SAMPLE or _BEAM";
+    else if (o->max_length < 1 || o->max_length > mo->max_tgt_len - 1)
+        bad = "max_length must be from 1 to the model's max_tgt_len - 1";
+    else if (o->bos_id < 0 || o->bos_id >= mo->tgt_vocab)
+        bad = "bos_id must be a target token id";
+    else if (o->eos_id < -1 || o->eos_id >= mo->tgt_vocab)
+        bad = "eos_id must be a target token id or -1";
+    else if (o->src_pad_id < -1 || o->src_pad_id >= mo->src_vocab)
+        bad = "src_pad_id must be a source token id or -1";
+    else if (!(o->temperature > 0.0f) || !isfinite(o->temperature))
+        bad = "temperature must be positive and finite";
+    else if (o->top_k < 0)
+        bad = "top_k must be 0 (all tokens) or positive";
+    else if (!(o->top_p > 0.0f && o->top_p <= 1.0f))
+        bad = "top_p must be in (0, 1]";
+    else if (o->beam_size < 1 || o->beam_size > 65536)
+        bad = "beam_size must be from 1 to 65536";
+    else if (!isfinite(o->length_penalty))
+        bad = "length_penalty must be finite";
+    else if (o->n_best < 1 || o->n_best > o->beam_size)
+        bad = "n_best must be from 1 to beam_size";
+    if (bad) {
+        tfm__fail(TFM_ERR_ARG, "%s: %s (strategy %d, max_length %d with max_tgt_len %lld, "
+                  "bos_id %d, eos_id %d, src_pad_id %d, vocabularies %lld/%lld, "
+                  "temperature %g, top_k %d, top_p %g, beam_size %d, length_penalty %g, "
+                  "n_best %d)", op, bad, (int)o->strategy, (int)o->max_length,
+                  (long long)mo->max_tgt_len, (int)o->bos_id, (int)o->eos_id,
+                  (int)o->src_pad_id, (long long)mo->src_vocab, (long long)mo->tgt_vocab,
+                  (double)o->temperature, (int)o->top_k, (double)o->top_p,
+                  (int)o->beam_size, (double)o->length_penalty, (int)o->n_best);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- the model's layers' training flags --------------------------------------- */
+
+/* Visits the layer tree depth first: counts (flags NULL), saves or restores. */
+static int64_t walk_flags(tfm_layer *layer, int32_t *flags, int64_t i, int save)
+{
+    if (!layer)
+        return i;
+    if (flags && save)
+        flags[i] = layer->training;
+    else if (flags)
+        layer->training = flags[i];
+    i++;
+    for (int32_t c = 0; c < layer->n_children; c++)
+        i = walk_flags(layer->children[c], flags, i, save);
+    return i;
+}
+
+static int64_t model_flags(tfm_model *m, int32_t *flags, int save)
+{
+    tfm_layer *roots[] = {m->src_embedding, m->tgt_embedding, m->src_positions,
+                          m->tgt_positions, m->dropout,       m->encoder,
+                          m->decoder,       m->generator};
+    int64_t i = 0;
+    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++)
+        i = walk_flags(roots[r], flags, i, save);
+    return i;
+}
+
+/* --- creation ------------------------------------------------------------------- */
+
+/* A zeroed buffer of count elements; NULL with the error set. */
+static void *buffer(const char *op, double count, size_t elem)
+{
+    void *p = calloc(count >= 1.0 ? (size_t)count : 1, elem);
+    if (!p)
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %.0f elements", op, count);
+    return p;
+}
+
+#define BUFFER(field, count) ((d->field = buffer(op, (double)(count), sizeof *d->field)) != NULL)
+
+tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *options,
+                                  int64_t max_batch, int64_t max_src_len)
+{
+    const char *op = "tfm_decoding_create";
+    if (!model || !options) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "options" : "model");
+        return NULL;
+    }
+    tfm_decode_options o;
+    if (read_options(op, model, options, &o) < 0)
+        return NULL;
+    if (max_batch < 1 || max_src_len < 1 || max_src_len > model->options.max_src_len) {
+        tfm__fail(TFM_ERR_ARG, "%s: max_batch %lld must be positive and max_src_len %lld "
+                  "from 1 to the model's %lld", op, (long long)max_batch,
+                  (long long)max_src_len, (long long)model->options.max_src_len);
+        return NULL;
+    }
+    int64_t beam = o.strategy == TFM_DECODE_BEAM ? o.beam_size : 1;
+    if (max_batch > INT32_MAX / beam || max_batch > INT32_MAX / max_src_len) {
+        tfm__fail(TFM_ERR_SIZE, "%s: max_batch %lld is too large for beam %lld and "
+                  "max_src_len %lld", op, (long long)max_batch, (long long)beam,
+                  (long long)max_src_len);
+        return NULL;
+    }
+    tfm_decoding *d = calloc(1, sizeof *d);
+    if (!d) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        return NULL;
+    }
+    const tfm_block_options *b = &model->options.block;
+    d->model = model;
+    d->o = o;
+    d->max_batch = max_batch;
+    d->max_src_len = max_src_len;
+    d->max_len = o.max_length;
+    d->beam = beam;
+    d->d = b->d_model;
+    d->heads = b->heads;
+    d->dk = b->d_model / b->heads;
+    d->d_ff = b->d_ff;
+    d->vocab = model->options.tgt_vocab;
+    d->layers = model->options.decoder_layers;
+    d->rows = max_batch * beam;
+    d->self_tiled = (d->max_len + BLOCK - 1) / BLOCK * BLOCK;
+    d->cross_tiled = (max_src_len + BLOCK - 1) / BLOCK * BLOCK;
+    d->n_layers = model_flags(model, NULL, 0);
+
+    double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
+    double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
+    double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
+    double memory = (double)max_batch * S * D, self_keys = L * rows * D * Tp;
+    double self_values = L * rows * D * T, cross_keys = L * (double)max_batch * D * Sp;
+    double cross_values = L * memory;
+    /* the largest buffers, in floats: activations, tokens, caches or memory */
+    double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) +
+                    (o.use_cache ? self_keys + self_values + cross_keys + cross_values + 2 * memory
+                                 : memory + rows * S * D);
+    if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
+        tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
+                  "max_batch (%lld), max_src_len (%lld), max_length or beam_size", op,
+                  floats * sizeof(float), (long long)max_batch, (long long)max_src_len);
+        tfm_decoding_free(d);
+        return NULL;
+    }
+    int ok = (d->tape = tfm_tape_create()) && tfm_tape_set_recording(d->tape, 0) == TFM_OK &&
+             (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
+             BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
+             BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
+             BUFFER(ff, rows * (double)d->d_ff) && BUFFER(logits, rows * V) &&
+             BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
+             BUFFER(order, V) && BUFFER(probs, V);
+    if (ok && o.use_cache)
+        ok = BUFFER(self_k, self_keys) && BUFFER(self_v, self_values) &&
+             BUFFER(cross_k, cross_keys) && BUFFER(cross_v, cross_values) &&
+             BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * S) &&
+             BUFFER(weights, Tp > Sp ? Tp : Sp) &&
+             (o.strategy != TFM_DECODE_BEAM || BUFFER(reorder, (double)beam * D * (Tp + T)));
+    else if (ok)
+        ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
+             BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
+             BUFFER(prefix, rows * T);
+    if (ok && o.strategy == TFM_DECODE_BEAM)
+        ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
+             BUFFER(cand_parent, beam) && BUFFER(cand_token, beam) &&
+             BUFFER(cand_score, beam) && BUFFER(rank, beam) &&
+             BUFFER(fin_tokens, rows * (T + 1)) && BUFFER(fin_length, rows) &&
+             BUFFER(fin_score, rows) && BUFFER(hist_tmp, (double)beam * (T + 1)) &&
+             BUFFER(sum_tmp, beam);
+    if (!ok) {
+        tfm_decoding_free(d);
+        return NULL;
+    }
+    d->rng_seeded = *d->rng;
+    return d;
+}
+
+void tfm_decoding_free(tfm_decoding *d)
+{
+    if (!d)
+        return;
+    tfm_tape_free(d->tape);
+    tfm_rng_free(d->rng);
+    void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits,
+                       d->weights, d->self_k, d->self_v, d->cross_k, d->cross_v, d->kv,
+                       d->reorder, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
+                       d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
+                       d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
+                       d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
+        free(buffers[i]);
+    free(d);
+}
+
+/* --- the cached step: the decoder run on its parameters, one position ------------ */
+
+static const float *values(const tfm_tensor *t) { return t ? tfm__f32(t) : NULL; }
+
+/* out[i, 0:out_f] (row stride ldc) = in[i] W^T + b for n rows, W [out_f, in_f]. */
+static void project(const float *in, int64_t n, int64_t in_f, const float *w, const float *b,
+                    int64_t out_f, float *out, int64_t ldc)
+{
+    if (b)
+        for (int64_t i = 0; i < n; i++)
+            memcpy(out + i * ldc, b, (size_t)out_f * sizeof *out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out_f, (int)in_f, 1.0f,
+                in, (int)in_f, w, (int)in_f, b ? 1.0f : 0.0f, out, (int)ldc);
+}
+
+static void linear(const tfm_layer *linear, const float *in, int64_t n, float *out, int64_t ldc)
+{
+    project(in, n, linear->weight->shape[1], tfm__f32(linear->weight), values(linear->bias),
+            linear->weight->shape[0], out, ldc);
+}
+
+/* As tfm_layer_norm: two passes over each row. */
+static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
+{
+    const float *w = tfm__f32(norm->weight), *b = tfm__f32(norm->bias);
+    for (int64_t i = 0; i < n; i++) {
+        const float *xr = x + i * dim;
+        float *o = out + i * dim;
+        float sum = 0.0f;
+        for (int64_t j = 0; j < dim; j++)
+            sum += xr[j];
+        float mu = sum / (float)dim, sq = 0.0f;
+        for (int64_t j = 0; j < dim; j++)
+            sq += (xr[j] - mu) * (xr[j] - mu);
+        float rs = 1.0f / sqrtf(sq / (float)dim + norm->eps);
+        for (int64_t j = 0; j < dim; j++)
+            o[j] = (xr[j] - mu) * rs * w[j] + b[j];
+    }
+}
+
+/* The factor the queries are multiplied by: 1/sqrt(d_k) or 1/scale. */
+static float query_factor(const tfm_decoding *d, const tfm_layer *att)
+{
+    return att->scale ? 1.0f / tfm__f32(att->scale)[0] : 1.0f / sqrtf((float)d->dk);
+}
+
+/* Where the caches keep layer l's keys and values of one head: of a row
+ * (self-attention) or of a source (cross-attention). */
+static float *self_keys(const tfm_decoding *d, int32_t l, int64_t row, int64_t h)
+{
+    return d->self_k + (((size_t)l * (size_t)d->rows + (size_t)row) * (size_t)d->heads +
+                        (size_t)h) * (size_t)(d->dk * d->self_tiled);
+}
+
+static float *self_values(const tfm_decoding *d, int32_t l, int64_t row, int64_t h)
+{
+    return d->self_v + (((size_t)l * (size_t)d->rows + (size_t)row) * (size_t)d->heads +
+                        (size_t)h) * (size_t)(d->max_len * d->dk);
+}
+
+static float *cross_keys(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
+{
+    return d->cross_k + (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads +
+                         (size_t)h) * (size_t)(d->dk * d->cross_tiled);
+}
+
+static float *cross_values(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
+{
+    return d->cross_v + (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads +
+                         (size_t)h) * (size_t)(d->max_src_len * d->dk);
+}
+
+/* Where position j's key element e sits in a head's tiled keys. */
+static int64_t tiled(int64_t j, int64_t e, int64_t dk)
+{
+    return (j - j % BLOCK) * dk + e * BLOCK + j % BLOCK;
+}
+
+/* One query head over len positions: keys kt (tiled), values v [len][dk];
+ * p [len rounded up to BLOCK] is scratch. Writes context [dk]. Scores
+ * accumulate in registers a tile at a time (the lanes past len read what
+ * the tile holds and are dropped), the context eight of its dk at a time
+ * over two interleaved halves of the positions. */
+static void attend(const float *restrict q, const float *restrict kt,
+                   const float *restrict v, int64_t len, int64_t dk,
+                   const int32_t *restrict keep, float *restrict p, float *restrict context)
+{
+    float max = -INFINITY;
+    for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+        const int64_t n = len - j0;
+        float acc[BLOCK] = {0.0f};
+        for (int64_t e = 0; e < dk; e++) {
+            const float qe = q[e], *ke = kt + j0 * dk + e * BLOCK;
+#pragma omp simd
+            for (int j = 0; j < BLOCK; j++)
+                acc[j] += qe * ke[j];
+        }
+        if (keep)
+            for (int j = 0; j < BLOCK && j < n; j++)
+                acc[j] = keep[j0 + j] ? acc[j] : MASKED_SCORE;
+#pragma omp simd reduction(max : max)
+        for (int j = 0; j < BLOCK; j++) {
+            p[j0 + j] = acc[j];
+            max = j < n && acc[j] > max ? acc[j] : max;
+        }
+    }
+    float total = 0.0f;
+    for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+        const int64_t n = len - j0;
+#pragma omp simd reduction(+ : total)
+        for (int j = 0; j < BLOCK; j++) {
+            const float y = j < n ? tfm__expf(p[j0 + j] - max) : 0.0f;
+            p[j0 + j] = y;
+            total += y;
+        }
+    }
+    const float inv = 1.0f / total;
+    int64_t e0 = 0;
+    for (; e0 + 8 <= dk; e0 += 8) {
+        float a[8] = {0.0f}, b[8] = {0.0f};
+        int64_t j = 0;
+        for (; j + 2 <= len; j += 2) {
+            const float pa = p[j], pb = p[j + 1], *va = v + j * dk + e0, *vb = va + dk;
+#pragma omp simd
+            for (int e = 0; e < 8; e++) {
+                a[e] += pa * va[e];
+                b[e] += pb * vb[e];
+            }
+        }
+        if (j < len)
+            for (int e = 0; e < 8; e++)
+                a[e] += p[j] * v[j * dk + e0 + e];
+        for (int e = 0; e < 8; e++)
+            context[e0 + e] = (a[e] + b[e]) * inv;
+    }
+    for (; e0 < dk; e0++) { /* d_k not a multiple of 8 */
+        float sum = 0.0f;
+        for (int64_t j = 0; j < len; j++)
+            sum += p[j] * v[j * dk + e0];
+        context[e0] = sum * inv;
+    }
+}
+
+/* Self-attention of the newest position: its key and value join the
+ * layer's cache at position t, its query attends over positions 0..t. */
+static void self_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, const float *in,
+                           int64_t n, const int32_t *rows, int64_t t, float *out)
+{
+    int64_t D = d->d, H = d->heads, dk = d->dk;
+    tfm_layer *const *c = att->children;
+    if (att->fused) {
+        project(in, n, D, tfm__f32(att->weight), values(att->bias), 3 * D, d->qkv, 3 * D);
+    } else {
+        linear(c[TFM__ATT_Q], in, n, d->qkv, 3 * D);
+        linear(c[TFM__ATT_K], in, n, d->qkv + D, 3 * D);
+        linear(c[TFM__ATT_V], in, n, d->qkv + 2 * D, 3 * D);
+    }
+    float factor = query_factor(d, att);
+    for (int64_t i = 0; i < n; i++) {
+        float *row = d->qkv + i * 3 * D;
+        for (int64_t h = 0; h < H; h++) {
+            float *kt = self_keys(d, l, rows[i], h), *v = self_values(d, l, rows[i], h);
+            float *q = row + h * dk;
+            const float *k = row + D + h * dk;
+            for (int64_t e = 0; e < dk; e++) {
+                kt[tiled(t, e, dk)] = k[e];
+                q[e] *= factor;
+            }
+            memcpy(v + t * dk, row + 2 * D + h * dk, (size_t)dk * sizeof *v);
+            attend(q, kt, v, t + 1, dk, NULL, d->weights, d->ctx + i * D + h * dk);
+        }
+    }
+    linear(c[TFM__ATT_OUT], d->ctx, n, out, D);
+}
+
+/* Cross-attention of the newest position over its source's keys and values. */
+static void cross_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, const float *in,
+                            int64_t n, const int32_t *rows, int64_t S, float *out)
+{
+    int64_t D = d->d, H = d->heads, dk = d->dk;
+    if (att->fused)
+        project(in, n, D, tfm__f32(att->weight), values(att->bias), D, d->qkv, D);
+    else
+        linear(att->children[TFM__ATT_Q], in, n, d->qkv, D);
+    float factor = query_factor(d, att);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = rows[i] / d->beam;
+        const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->max_src_len : NULL;
+        for (int64_t h = 0; h < H; h++) {
+            float *q = d->qkv + i * D + h * dk;
+            for (int64_t e = 0; e < dk; e++)
+                q[e] *= factor;
+            attend(q, cross_keys(d, l, b, h), cross_values(d, l, b, h), S, dk, keep, d->weights,
+                   d->ctx + i * D + h * dk);
+        }
+    }
+    linear(att->children[TFM__ATT_OUT], d->ctx, n, out, D);
+}
+
+static void feed_forward(tfm_decoding *d, const tfm_layer *ff, const float *in, int64_t n,
+                         float *out)
+{
+    int64_t width = d->d_ff;
+    linear(ff->children[TFM__FF_LINEAR1], in, n, d->ff, width);
+    float *hv = d->ff;
+    if (ff->activation == TFM_ACTIVATION_GELU) {
+        for (int64_t i = 0; i < n * width; i++)
+            hv[i] = 0.5f * hv[i] * (1.0f + erff(hv[i] * INV_SQRT2));
+    } else {
+        for (int64_t i = 0; i < n * width; i++)
+            hv[i] = hv[i] > 0.0f ? hv[i] : 0.0f;
+    }
+    linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
+}
+
+static void add_into(float *x, const float *y, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        x[i] += y[i];
+}
+
+/* One residual sublayer on the stream x: pre-norm x += f(norm(x)),
+ * post-norm x = norm(x + f(x)). kind: 0 self-, 1 cross-attention, 2 FF. */
+static void sublayer(tfm_decoding *d, int32_t l, const tfm_layer *block, int kind,
+                     int64_t n, const int32_t *rows, int64_t t, int64_t S)
+{
+    static const int child[3] = {TFM__BLK_SELF_ATTN, TFM__BLK_CROSS_ATTN, TFM__BLK_FF};
+    static const int norm_of[3] = {TFM__BLK_NORM1, TFM__BLK_NORM2, TFM__BLK_NORM3};
+    const tfm_layer *f = block->children[child[kind]], *norm = block->children[norm_of[kind]];
+    int64_t D = d->d;
+    const float *in = d->x;
+    if (block->norm_first) {
+        layer_norm(norm, d->x, n, D, d->h);
+        in = d->h;
+    }
+    if (kind == 0)
+        self_attention(d, l, f, in, n, rows, t, d->y);
+    else if (kind == 1)
+        cross_attention(d, l, f, in, n, rows, S, d->y);
+    else
+        feed_forward(d, f, in, n, d->y);
+    if (block->norm_first) {
+        add_into(d->x, d->y, n * D);
+    } else {
+        add_into(d->y, d->x, n * D);
+        layer_norm(norm, d->y, n, D, d->x);
+    }
+}
+
+/* Logits [n, vocab] of position t for the rows listed, whose input tokens
+ * are their hist[t]. */
+static void cached_step(tfm_decoding *d, int64_t n, const int32_t *rows, int64_t t, int64_t S)
+{
+    const tfm_model *m = d->model;
+    int64_t D = d->d, T1 = d->max_len + 1;
+    const tfm_layer *positions = m->tgt_positions;
+    const float *table = tfm__f32(m->tgt_embedding->weight);
+    const float *pos = tfm__f32(positions->weight ? positions->weight : positions->table) + t * D;
+    float scale = m->options.embedding_scale == TFM_EMBEDDING_SCALE_SQRT_D ? sqrtf((float)D)
+                  : m->tgt_scale ? tfm__f32(m->tgt_scale)[0] : 1.0f;
+    int scaled = m->options.embedding_scale != TFM_EMBEDDING_SCALE_NONE;
+    for (int64_t i = 0; i < n; i++) {
+        const float *e = table + (int64_t)d->hist[rows[i] * T1 + t] * D;
+        float *x = d->x + i * D;
+        for (int64_t j = 0; j < D; j++)
+            x[j] = (scaled ? e[j] * scale : e[j]) + pos[j];
+    }
+    const tfm_layer *decoder = m->decoder;
+    for (int32_t l = 0; l < d->layers; l++)
+        for (int kind = 0; kind < 3; kind++)
+            sublayer(d, l, decoder->children[l], kind, n, rows, t, S);
+    const tfm_layer *final_norm = decoder->children[decoder->n_children - 1];
+    const float *out = d->x;
+    if (final_norm) {
+        layer_norm(final_norm, d->x, n, D, d->h);
+        out = d->h;
+    }
+    linear(m->generator, out, n, d->logits, d->vocab);
+}
+
+/* Each decoder layer's cross-attention keys and values of the memory
+ * [B, S, D], split into heads once for the whole run. */
+static void cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_t S)
+{
+    int64_t D = d->d, H = d->heads, dk = d->dk;
+    for (int32_t l = 0; l < d->layers; l++) {
+        const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
+        if (att->fused) {
+            const float *bias = values(att->bias);
+            project(memory, B * S, D, tfm__f32(att->weight) + D * D, bias ? bias + D : NULL,
+                    2 * D, d->kv, 2 * D);
+        } else {
+            linear(att->children[TFM__ATT_K], memory, B * S, d->kv, 2 * D);
+            linear(att->children[TFM__ATT_V], memory, B * S, d->kv + D, 2 * D);
+        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++) {
+                float *kt = cross_keys(d, l, b, h), *v = cross_values(d, l, b, h);
+                for (int64_t s = 0; s < S; s++) {
+                    const float *k = d->kv + (b * S + s) * 2 * D + h * dk;
+                    for (int64_t e = 0; e < dk; e++)
+                        kt[tiled(s, e, dk)] = k[e];
+                    memcpy(v + s * dk, k + D, (size_t)dk * sizeof *v);
+                }
+            }
+    }
+}
+
+/* The trainable attention scales must be usable, as tfm_attention_forward
+ * requires. 0 or -1 with the error set. */
+static int check_scales(const tfm_decoding *d)
+{
+    for (int32_t l = 0; l < d->layers; l++) {
+        const tfm_layer *block = d->model->decoder->children[l];
+        const tfm_layer *atts[2] = {block->children[TFM__BLK_SELF_ATTN],
+                                    block->children[TFM__BLK_CROSS_ATTN]};
+        for (int a = 0; a < 2; a++) {
+            float s = atts[a]->scale ? tfm__f32(atts[a]->scale)[0] : 1.0f;
+            if (!(s != 0.0f) || !isfinite(s)) {
+                tfm__fail(TFM_ERR_NUMERIC, "tfm_decoding_run: decoder layer %d's %s scale "
+                          "is %g; it must be finite and nonzero", (int)l,
+                          a ? "cross-attention" : "self-attention", (double)s);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* --- the reference step: the whole prefix through tfm_model_decode ------------- */
+
+static void header(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *shape, void *data)
+{
+    int64_t numel = 1;
+    for (int32_t i = 0; i < ndim; i++)
+        numel *= shape[i];
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
+    t->data = data;
+}
+
+static tfm_status recomputed_step(tfm_decoding *d, int64_t n, const int32_t *rows, int64_t t,
+                                  int64_t S)
+{
+    int64_t D = d->d, T1 = d->max_len + 1, len = t + 1, V = d->vocab;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = rows[i] / d->beam;
+        memcpy(d->prefix + i * len, d->hist + rows[i] * T1, (size_t)len * sizeof(int32_t));
+        memcpy(d->memory_rows + i * S * D, d->memory + b * S * D, (size_t)(S * D) * sizeof(float));
+        memcpy(d->src_rows + i * S, d->src + b * S, (size_t)S * sizeof(int32_t));
+    }
+    tfm_tensor prefix, memory, src;
+    header(&prefix, TFM_I32, 2, (const int64_t[]){n, len}, d->prefix);
+    header(&memory, TFM_F32, 3, (const int64_t[]){n, S, D}, d->memory_rows);
+    header(&src, TFM_I32, 2, (const int64_t[]){n, S}, d->src_rows);
+    tfm_tape *tape = d->tape;
+    tfm_tape_reset(tape);
+    tfm_tensor *memory_mask = NULL;
+    if (d->o.src_pad_id >= 0 &&
+        !(memory_mask = tfm_mask_padding(tape, &src, d->o.src_pad_id, TFM_I32)))
+        return tfm_last_status();
+    tfm_tensor *logits = tfm_model_decode(tape, d->model, &prefix, &memory,
+                                          tfm_mask_causal(tape, len, TFM_I32), memory_mask);
+    if (!logits)
+        return tfm_last_status();
+    for (int64_t i = 0; i < n; i++)
+        memcpy(d->logits + i * V, tfm__f32(logits) + (i * len + t) * V, (size_t)V * sizeof(float));
+    return TFM_OK;
+}
+
+static tfm_status step(tfm_decoding *d, int64_t n, int64_t t, int64_t S)
+{
+    if (d->o.use_cache) {
+        cached_step(d, n, d->active, t, S);
+        return TFM_OK;
+    }
+    return recomputed_step(d, n, d->active, t, S);
+}
+
+/* --- choosing tokens -------------------------------------------------------------- */
+
+/* log(sum(exp(logits))); NaN or infinite when the logits are not usable. */
+static double log_sum_exp(const float *logits, int64_t V)
+{
+    float max = logits[0];
+    for (int64_t v = 1; v < V; v++)
+        max = logits[v] > max ? logits[v] : max;
+    double total = 0.0;
+    for (int64_t v = 0; v < V; v++)
+        total += expf(logits[v] - max);
+    return (double)max + log(total);
+}
+
+static tfm_status not_finite(int64_t t)
+{
+    return tfm__fail(TFM_ERR_NUMERIC, "tfm_decoding_run: the model's logits at step %lld are "
+                     "not finite", (long long)t);
+}
+
+/* Token a ranks before b: a larger logit, then the smaller id. */
+static int before(const float *l, int32_t a, int32_t b)
+{
+    return l[a] > l[b] || (l[a] == l[b] && a < b);
+}
+
+static void sift_down(int32_t *heap, int64_t n, int64_t i, const float *l)
+{
+    for (;;) {
+        int64_t best = i, c = 2 * i + 1;
+        if (c < n && before(l, heap[c], heap[best]))
+            best = c;
+        if (c + 1 < n && before(l, heap[c + 1], heap[best]))
+            best = c + 1;
+        if (best == i)
+            return;
+        int32_t tmp = heap[i];
+        heap[i] = heap[best];
+        heap[best] = tmp;
+        i = best;
+    }
+}
+
+/* The most likely token left in the heap heap[0..*n), moved to heap[*n - 1]:
+ * the k-th token popped ends at heap[V - k]. */
+static int32_t pop(int32_t *heap, int64_t *n, const float *l)
+{
+    int32_t top = heap[0];
+    heap[0] = heap[*n - 1];
+    heap[*n - 1] = top;
+    (*n)--;
+    sift_down(heap, *n, 0, l);
+    return top;
+}
+
+/* Writes the distribution to draw from into p [V] (softmax of logits /
+ * temperature, cut to the top_k most likely, then to the smallest set of
+ * most likely tokens reaching top_p, renormalised) and draws from it. */
+static int32_t sample(tfm_decoding *d, const float *logits, float *p)
+{
+    int64_t V = d->vocab, k = d->o.top_k > 0 && d->o.top_k < V ? d->o.top_k : V;
+    float max = logits[0];
+    for (int64_t v = 1; v < V; v++)
+        max = logits[v] > max ? logits[v] : max;
+    /* dividing (not multiplying by 1/T) keeps a tiny temperature finite */
+    for (int64_t v = 0; v < V; v++)
+        p[v] = expf((logits[v] - max) / d->o.temperature);
+    double total = 0.0;
+    int64_t kept = V;
+    if (k < V || d->o.top_p < 1.0f) {
+        int32_t *heap = d->order;
+        int64_t n = V;
+        for (int64_t v = 0; v < V; v++)
+            heap[v] = (int32_t)v;
+        for (int64_t i = V / 2 - 1; i >= 0; i--)
+            sift_down(heap, V, i, logits);
+        if (k < V) {
+            for (kept = 0; kept < k; kept++)
+                total += p[pop(heap, &n, logits)];
+        } else {
+            for (int64_t v = 0; v < V; v++)
+                total += p[v];
+        }
+        if (d->o.top_p < 1.0f) {
+            double target = (double)d->o.top_p * total, reached = 0.0;
+            int64_t m = 0;
+            while (m < kept && reached < target) {
+                int32_t token = m < V - n ? heap[V - 1 - m] : pop(heap, &n, logits);
+                reached += p[token];
+                m++;
+            }
+            kept = m;
+            total = reached;
+        }
+        /* heap[0 .. V - kept) holds every token not kept */
+        for (int64_t j = 0; j < V - kept; j++)
+            p[heap[j]] = 0.0f;
+    } else {
+        for (int64_t v = 0; v < V; v++)
+            total += p[v];
+    }
+    for (int64_t v = 0; v < V; v++)
+        p[v] = (float)(p[v] / total);
+    double u = tfm_rng_uniform(d->rng), reached = 0.0;
+    int32_t last = 0;
+    for (int64_t v = 0; v < V; v++) {
+        if (p[v] <= 0.0f)
+            continue;
+        reached += p[v];
+        last = (int32_t)v;
+        if (u < reached)
+            return last;
+    }
+    return last; /* u beyond the rounded total */
+}
+
+static int32_t argmax(const float *l, int64_t V)
+{
+    int32_t best = 0;
+    for (int64_t v = 1; v < V; v++)
+        if (l[v] > l[best])
+            best = (int32_t)v;
+    return best;
+}
+
+/* --- greedy and sampling ------------------------------------------------------------- */
+
+static tfm_status search_one(tfm_decoding *d, int64_t B, int64_t S, int32_t *lengths,
+                             float *out_logits, float *out_probs)
+{
+    int64_t V = d->vocab, T = d->max_len, T1 = T + 1;
+    int64_t n = B;
+    for (int64_t b = 0; b < B; b++) {
+        d->active[b] = (int32_t)b;
+        d->hist[b * T1] = d->o.bos_id;
+        d->sum[b] = 0.0;
+        lengths[b] = 1;
+    }
+    for (int64_t t = 0; t < T && n > 0; t++) {
+        tfm_status status = step(d, n, t, S);
+        if (status != TFM_OK)
+            return status;
+        int64_t still = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int32_t r = d->active[i];
+            const float *l = d->logits + i * V;
+            double lse = log_sum_exp(l, V);
+            if (!isfinite(lse))
+                return not_finite(t);
+            if (out_logits)
+                memcpy(out_logits + (r * T + t) * V, l, (size_t)V * sizeof *l);
+            float *p = out_probs ? out_probs + (r * T + t) * V : d->probs;
+            int32_t token;
+            if (d->o.strategy == TFM_DECODE_SAMPLE) {
+                token = sample(d, l, p);
+            } else {
+                token = argmax(l, V);
+                if (out_probs)
+                    for (int64_t v = 0; v < V; v++)
+                        p[v] = (float)exp(l[v] - lse);
+            }
+            d->sum[r] += l[token] - lse;
+            d->hist[r * T1 + t + 1] = token;
+            lengths[r] = (int32_t)(t + 2);
+            if (token != d->o.eos_id)
+                d->active[still++] = r;
+        }
+        n = still;
+    }
+    return TFM_OK;
+}
+
+/* --- beam search ---------------------------------------------------------------------- */
+
+/* The raw score of a hypothesis of `generated` tokens, length-normalised. */
+static double normalised(const tfm_decoding *d, double score, int64_t generated)
+{
+    return score / pow((double)generated, (double)d->o.length_penalty);
+}
+
+/* Moves row `from`'s hypothesis (its first `len` tokens) to source b's
+ * finished ones. */
+static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t len, double score)
+{
+    int64_t T1 = d->max_len + 1, f = b * d->beam + d->done[b]++;
+    int32_t *out = d->fin_tokens + f * T1;
+    memcpy(out, tokens, (size_t)len * sizeof *out);
+    for (int64_t i = len; i < T1; i++)
+        out[i] = -1;
+    d->fin_length[f] = (int32_t)len;
+    d->fin_score[f] = normalised(d, score, len - 1);
+}
+
+/* Inserts a candidate into the best `width` of the step, kept sorted; an
+ * equal score ranks after the earlier candidates. */
+static void consider(tfm_decoding *d, int64_t *count, int64_t width, double score,
+                     int32_t parent, int32_t token)
+{
+    if (*count == width && !(score > d->cand_score[width - 1]))
+        return;
+    int64_t pos = *count < width ? (*count)++ : width - 1;
+    for (; pos > 0 && score > d->cand_score[pos - 1]; pos--) {
+        d->cand_score[pos] = d->cand_score[pos - 1];
+        d->cand_parent[pos] = d->cand_parent[pos - 1];
+        d->cand_token[pos] = d->cand_token[pos - 1];
+    }
+    d->cand_score[pos] = score;
+    d->cand_parent[pos] = parent;
+    d->cand_token[pos] = token;
+}
+
+/* Source b's new hypotheses j < n_new, whose rows begin at base, take the
+ * cached keys and values (positions 0..t) of their parents: those that
+ * move are gathered first, then scattered. */
+static void reorder_caches(tfm_decoding *d, int64_t base, int64_t n_new, int64_t t)
+{
+    int64_t H = d->heads, dk = d->dk, len = t + 1;
+    size_t keys = (size_t)((len + BLOCK - 1) / BLOCK * BLOCK * dk), vals = (size_t)(len * dk);
+    for (int32_t l = 0; l < d->layers; l++)
+        for (int scatter = 0; scatter < 2; scatter++)
+            for (int64_t j = 0; j < n_new; j++) {
+                if (d->cand_parent[j] == j)
+                    continue;
+                int64_t row = base + (scatter ? j : d->cand_parent[j]);
+                for (int64_t h = 0; h < H; h++) {
+                    float *kt = self_keys(d, l, row, h), *v = self_values(d, l, row, h);
+                    float *saved = d->reorder + (size_t)(j * H + h) * (keys + vals);
+                    memcpy(scatter ? kt : saved, scatter ? saved : kt, keys * sizeof(float));
+                    memcpy(scatter ? v : saved + keys, scatter ? saved + keys : v,
+                           vals * sizeof(float));
+                }
+            }
+}
+
+/* Source b's live rows take the hypotheses of their parents (cache rows and
+ * tokens 0..t), then the new tokens at t + 1. */
+static void reorder(tfm_decoding *d, int64_t b, int64_t n_new, int64_t t)
+{
+    int64_t K = d->beam, T1 = d->max_len + 1, base = b * K;
+    for (int64_t j = 0; j < n_new; j++) {
+        memcpy(d->hist_tmp + j * T1, d->hist + (base + d->cand_parent[j]) * T1,
+               (size_t)(t + 1) * sizeof(int32_t));
+        d->hist_tmp[j * T1 + t + 1] = d->cand_token[j];
+        d->sum_tmp[j] = d->cand_score[j];
+    }
+    for (int64_t j = 0; j < n_new; j++) {
+        memcpy(d->hist + (base + j) * T1, d->hist_tmp + j * T1, (size_t)(t + 2) * sizeof(int32_t));
+        d->sum[base + j] = d->sum_tmp[j];
+    }
+    if (d->o.use_cache)
+        reorder_caches(d, base, n_new, t);
+}
+
+/* One step of source b, whose live rows' log probabilities start at logp:
+ * the best (beam - finished) continuations; those ending in eos finish. */
+static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
+{
+    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1, width = K - d->done[b];
+    int64_t count = 0;
+    for (int32_t j = 0; j < d->live[b]; j++) {
+        double base = d->sum[b * K + j];
+        for (int64_t v = 0; v < V; v++)
+            consider(d, &count, width, base + logp[j * V + v], j, (int32_t)v);
+    }
+    int64_t n_new = 0;
+    for (int64_t c = 0; c < count; c++) {
+        if (d->cand_token[c] == d->o.eos_id) {
+            int32_t *tokens = d->hist + (b * K + d->cand_parent[c]) * T1;
+            tokens[t + 1] = d->o.eos_id; /* past the parent's tokens, rewritten if kept */
+            finish(d, b, tokens, t + 2, d->cand_score[c]);
+        } else {
+            d->cand_score[n_new] = d->cand_score[c];
+            d->cand_parent[n_new] = d->cand_parent[c];
+            d->cand_token[n_new] = d->cand_token[c];
+            n_new++;
+        }
+    }
+    reorder(d, b, n_new, t);
+    d->live[b] = (int32_t)n_new;
+}
+
+static tfm_status search_beam(tfm_decoding *d, int64_t B, int64_t S, int32_t *tokens,
+                              int32_t *lengths, float *scores)
+{
+    int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
+    for (int64_t b = 0; b < B; b++) {
+        d->live[b] = 1;
+        d->done[b] = 0;
+        d->hist[b * K * T1] = d->o.bos_id;
+        d->sum[b * K] = 0.0;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        int64_t n = 0;
+        for (int64_t b = 0; b < B; b++)
+            for (int32_t j = 0; j < d->live[b]; j++)
+                d->active[n++] = (int32_t)(b * K + j);
+        if (n == 0)
+            break;
+        tfm_status status = step(d, n, t, S);
+        if (status != TFM_OK)
+            return status;
+        for (int64_t i = 0; i < n; i++) {
+            float *l = d->logits + i * V;
+            double lse = log_sum_exp(l, V);
+            if (!isfinite(lse))
+                return not_finite(t);
+            for (int64_t v = 0; v < V; v++)
+                l[v] = (float)(l[v] - lse);
+        }
+        const float *logp = d->logits;
+        for (int64_t b = 0; b < B; b++) {
+            int32_t live = d->live[b];
+            if (live > 0)
+                advance(d, b, logp, t);
+            logp += live * V;
+        }
+    }
+    for (int64_t b = 0; b < B; b++) {
+        /* hypotheses still live at max_length end there */
+        for (int32_t j = 0; j < d->live[b]; j++)
+            finish(d, b, d->hist + (b * K + j) * T1, T1, d->sum[b * K + j]);
+        /* best first; an equal score keeps the order of finishing */
+        int32_t found = d->done[b];
+        const double *score = d->fin_score + b * K;
+        for (int32_t i = 0; i < found; i++) {
+            int32_t pos = i;
+            for (; pos > 0 && score[i] > score[d->rank[pos - 1]]; pos--)
+                d->rank[pos] = d->rank[pos - 1];
+            d->rank[pos] = i;
+        }
+        for (int64_t h = 0; h < N; h++) {
+            int64_t out = b * N + h, f = b * K + (h < found ? d->rank[h] : 0);
+            if (h < found) {
+                memcpy(tokens + out * T1, d->fin_tokens + f * T1, (size_t)T1 * sizeof *tokens);
+                lengths[out] = d->fin_length[f];
+            } else { /* fewer distinct sequences exist than n_best */
+                for (int64_t i = 0; i < T1; i++)
+                    tokens[out * T1 + i] = -1;
+                lengths[out] = 0;
+            }
+            if (scores)
+                scores[out] = h < found ? (float)d->fin_score[f] : -INFINITY;
+        }
+    }
+    return TFM_OK;
+}
+
+/* --- run ------------------------------------------------------------------------------ */
+
+static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const int32_t *tokens,
+                            const int32_t *lengths, const float *logits, const float *probs)
+{
+    const char *op = "tfm_decoding_run";
+    if (!d || !tokens || !lengths)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !d ? "decoding" : !tokens ? "tokens" : "lengths");
+    if (tfm__check_input(op, "src", src, TFM_I32) < 0)
+        return tfm_last_status();
+    char s[64];
+    if (src->ndim != 2)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: src %s must be [batch, length]", op,
+                         tfm__shape_str(src, s, sizeof s));
+    if (src->shape[0] > d->max_batch || src->shape[1] > d->max_src_len)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: src %s exceeds the decoding's max_batch %lld "
+                         "or max_src_len %lld", op, tfm__shape_str(src, s, sizeof s),
+                         (long long)d->max_batch, (long long)d->max_src_len);
+    if (d->o.strategy == TFM_DECODE_BEAM && (logits || probs))
+        return tfm__fail(TFM_ERR_ARG, "%s: logits and probs are for greedy decoding and "
+                         "sampling; pass NULL with beam search", op);
+    const int32_t *ids = tfm__i32(src);
+    for (int64_t i = 0; i < src->numel; i++)
+        if (ids[i] < 0 || ids[i] >= d->model->options.src_vocab)
+            return tfm__fail(TFM_ERR_RANGE, "%s: src%s is %d, outside the source vocabulary "
+                             "of %lld", op, tfm__index_str(src, i, s, sizeof s), (int)ids[i],
+                             (long long)d->model->options.src_vocab);
+    if (check_scales(d) < 0)
+        return tfm_last_status();
+    return TFM_OK;
+}
+
+/* Encodes src and keeps what the steps read: the cross-attention keys and
+ * values (cached) or the memory (recomputed). */
+static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
+{
+    int64_t B = src->shape[0], S = src->shape[1];
+    tfm_tape *tape = d->tape;
+    tfm_tape_reset(tape);
+    tfm_tensor *mask = NULL;
+    if (d->o.src_pad_id >= 0 &&
+        !(mask = tfm_mask_padding(tape, src, d->o.src_pad_id, TFM_I32)))
+        return tfm_last_status();
+    tfm_tensor *memory = tfm_model_encode(tape, d->model, src, mask);
+    if (!memory)
+        return tfm_last_status();
+    const int32_t *ids = tfm__i32(src);
+    if (d->o.use_cache) {
+        cache_memory(d, tfm__f32(memory), B, S);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++)
+                d->keep[b * d->max_src_len + s] = ids[b * S + s] != d->o.src_pad_id;
+    } else {
+        memcpy(d->memory, tfm__f32(memory), (size_t)memory->numel * sizeof(float));
+        memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
+    }
+    return TFM_OK;
+}
+
+tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
+                            int32_t *lengths, float *scores, float *logits, float *probs)
+{
+    tfm_status status = check_run(d, src, tokens, lengths, logits, probs);
+    if (status != TFM_OK)
+        return status;
+    int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
+    size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
+    if (logits)
+        memset(logits, 0, outputs);
+    if (probs)
+        memset(probs, 0, outputs);
+    *d->rng = d->rng_seeded;
+    model_flags(d->model, d->training, 1);
+    tfm_model_set_training(d->model, 0);
+    status = encode(d, src);
+    if (status == TFM_OK && d->o.strategy == TFM_DECODE_BEAM) {
+        status = search_beam(d, B, S, tokens, lengths, scores);
+    } else if (status == TFM_OK) {
+        status = search_one(d, B, S, lengths, logits, probs);
+        for (int64_t b = 0; status == TFM_OK && b < B; b++) {
+            for (int64_t i = 0; i < T1; i++)
+                tokens[b * T1 + i] = i < lengths[b] ? d->hist[b * T1 + i] : -1;
+            if (scores)
+                scores[b] = (float)d->sum[b];
+        }
+    }
+    model_flags(d->model, d->training, 0);
+    tfm_tape_reset(d->tape);
+    return status;
+}

@@ -1,0 +1,846 @@
+/* Decoding: the cached decoder against the recomputing one and against
+ * tfm_model_decode run here step by step on unpadded sources; greedy, eos
+ * and max_length; sampling's seeds, temperature, top-k and top-p, down to
+ * the frequencies of many draws; beam search against greedy and against an
+ * exhaustive search; the model's mode; every error path. */
+#include <check.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include <tfm/tfm.h>
+
+enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
+
+/* Small models of every configuration the decoder supports. */
+enum { PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, KINDS };
+static const char *const kind_name[KINDS] = {"plain", "tutorial 003", "pre-norm",
+                                             "no decoder layers"};
+
+static float *param(tfm_model *m, const char *name)
+{
+    tfm_tensor *t = tfm_params_find(tfm_model_params(m), name);
+    ck_assert_msg(t != NULL, "no parameter %s", name);
+    return tfm_tensor_data_f32(t);
+}
+
+/* Subtracts from the generator's bias the mean logit of each token over
+ * pseudo-random targets for a few sources. */
+static void center_logits(tfm_model *m, int64_t V, int64_t T)
+{
+    enum { B = 4, S = 6 };
+    int32_t src_ids[B * S], tgt_ids[B * MAXT];
+    for (int i = 0; i < B * S; i++)
+        src_ids[i] = 1 + (i * 5 + 3) % 12;
+    for (int i = 0; i < B * T; i++)
+        tgt_ids[i] = (int32_t)((i * 7 + i / 3) % V);
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){B, S}, src_ids);
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){B, T}, tgt_ids);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tape_set_recording(tape, 0);
+    tfm_model_set_training(m, 0);
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
+                                           tfm_mask_causal(tape, T, TFM_I32), NULL);
+    ck_assert_msg(logits != NULL, "%s", tfm_last_error());
+    const float *l = tfm_tensor_data_f32(logits);
+    float *bias = param(m, "generator.bias");
+    for (int64_t v = 0; v < V; v++) {
+        double mean = 0.0;
+        for (int64_t i = 0; i < B * T; i++)
+            mean += l[i * V + v];
+        bias[v] -= (float)(mean / (B * T));
+    }
+    tfm_model_set_training(m, 1);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+}
+
+static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
+{
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = 13;
+    o.tgt_vocab = tgt_vocab;
+    o.max_src_len = MAXS;
+    o.max_tgt_len = max_tgt_len;
+    o.encoder_layers = 2;
+    o.decoder_layers = 2;
+    o.block.d_model = 16;
+    o.block.heads = 2;
+    o.block.d_ff = 32;
+    o.block.dropout = 0.1f; /* decoding must switch it off */
+    o.seed = 11 + (uint64_t)kind;
+    if (kind == TUTORIAL_003) {
+        o.positions = TFM_POSITIONS_LEARNED;
+        o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
+        o.final_norm = 0;
+        o.block.fused_qkv = 0;
+        o.block.trainable_scale = 1;
+    } else if (kind == PRE_NORM) {
+        o.block.norm_first = 1;
+        o.block.activation = TFM_ACTIVATION_GELU;
+        o.block.bias = 0;
+        o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
+        o.share_embeddings = 1;
+        o.tgt_vocab = o.src_vocab;
+    } else if (kind == NO_DECODER_LAYERS) {
+        o.decoder_layers = 0;
+    }
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    /* Freshly initialised, every context prefers the same few tokens: centre
+     * each token's logit over a batch of contexts, so that the choice
+     * depends on the context, and make eos likely enough that sequences
+     * end at different steps. */
+    center_logits(m, o.tgt_vocab, max_tgt_len < 10 ? max_tgt_len : 10);
+    param(m, "generator.bias")[EOS] += 0.25f;
+    return m;
+}
+
+/* Three sources, two of them padded. */
+static tfm_tensor *padded_sources(void)
+{
+    static const int32_t ids[3 * 8] = {3, 4, 5, 6, 7, 8, 9, 10,
+                                       5, 6, 2, 9, 0, 0, 0, 0,
+                                       7, 1, 3, 0, 0, 0, 0, 0};
+    return tfm_tensor_from_i32(2, (const int64_t[]){3, 8}, ids);
+}
+
+static const int32_t source_length[3] = {8, 4, 3};
+
+typedef struct result {
+    int32_t tokens[ROOM], lengths[256];
+    float scores[256], logits[64 * MAXT * 13], probs[64 * MAXT * 13];
+} result;
+
+static result *new_result(void)
+{
+    result *r = calloc(1, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+/* Decodes src with the options; logits and probs unless beam search. */
+static void decode(tfm_model *m, const tfm_decode_options *o, const tfm_tensor *src, result *r)
+{
+    tfm_decoding *d = tfm_decoding_create(m, o, tfm_tensor_dim(src, 0), tfm_tensor_dim(src, 1));
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    int beam = o->strategy == TFM_DECODE_BEAM;
+    tfm_status s = tfm_decoding_run(d, src, r->tokens, r->lengths, r->scores,
+                                    beam ? NULL : r->logits, beam ? NULL : r->probs);
+    ck_assert_msg(s == TFM_OK, "%s", tfm_last_error());
+    tfm_decoding_free(d);
+}
+
+static void options(tfm_decode_options *o, tfm_decode_strategy strategy, int32_t max_length)
+{
+    tfm_decode_options_init(o);
+    o->strategy = strategy;
+    o->max_length = max_length;
+    o->src_pad_id = PAD;
+}
+
+static void assert_close(const float *a, const float *b, int64_t n, double tol, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(fabs((double)a[i] - (double)b[i]) <= tol * (1.0 + fabs((double)b[i])),
+                      "%s[%lld]: %.8g vs %.8g", what, (long long)i, (double)a[i], (double)b[i]);
+}
+
+/* --- an independent reference: tfm_model_decode on one unpadded source ------- */
+
+/* The logits [tgt_vocab] after the prefix, for source b of padded_sources()
+ * without its padding (what the mask must amount to). */
+static void reference_logits(tfm_model *m, tfm_tensor *src, int64_t b,
+                             const int32_t *prefix, int64_t len, float *logits, int64_t V)
+{
+    tfm_model_set_training(m, 0);
+    int64_t S = tfm_tensor_dim(src, 1), n = source_length[b];
+    tfm_tensor *one = tfm_tensor_from_i32(2, (const int64_t[]){1, n},
+                                          tfm_tensor_data_i32(src) + b * S);
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){1, len}, prefix);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tape_set_recording(tape, 0);
+    tfm_tensor *memory = tfm_model_encode(tape, m, one, NULL);
+    tfm_tensor *out = tfm_model_decode(tape, m, tgt, memory, tfm_mask_causal(tape, len, TFM_I32),
+                                       NULL);
+    ck_assert_msg(out != NULL, "%s", tfm_last_error());
+    memcpy(logits, tfm_tensor_data_f32(out) + (len - 1) * V, (size_t)V * sizeof *logits);
+    tfm_tape_free(tape);
+    tfm_tensor_free(one);
+    tfm_tensor_free(tgt);
+}
+
+static double log_softmax_at(const float *l, int64_t V, int64_t v)
+{
+    double max = l[0], total = 0.0;
+    for (int64_t i = 1; i < V; i++)
+        max = l[i] > max ? l[i] : max;
+    for (int64_t i = 0; i < V; i++)
+        total += exp((double)l[i] - max);
+    return (double)l[v] - max - log(total);
+}
+
+/* --- cached against recomputed --------------------------------------------------- */
+
+START_TEST(cached_equals_recomputed)
+{
+    int kind = _i / 3;
+    tfm_decode_strategy strategy = (tfm_decode_strategy)(_i % 3);
+    tfm_model *m = make_model(kind, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, strategy, MAXT - 1);
+    o.seed = 5;
+    o.temperature = 1.5f;
+    o.top_k = 6;
+    o.top_p = 0.9f;
+    o.beam_size = 3;
+    o.n_best = 3;
+    o.length_penalty = 0.7f;
+    result *cached = new_result(), *recomputed = new_result();
+    decode(m, &o, src, cached);
+    o.use_cache = 0;
+    decode(m, &o, src, recomputed);
+    int64_t rows = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1);
+    int64_t V = kind == PRE_NORM ? 13 : 11;
+    int64_t T1 = o.max_length + 1;
+    int eos_seen = 0, ended_early = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        ck_assert_msg(cached->lengths[r] == recomputed->lengths[r], "%s, strategy %d, row %lld: "
+                      "length %d vs %d", kind_name[kind], (int)strategy, (long long)r,
+                      cached->lengths[r], recomputed->lengths[r]);
+        for (int64_t i = 0; i < T1; i++)
+            ck_assert_msg(cached->tokens[r * T1 + i] == recomputed->tokens[r * T1 + i],
+                          "%s, strategy %d: token %lld of row %lld", kind_name[kind],
+                          (int)strategy, (long long)i, (long long)r);
+        eos_seen |= cached->tokens[r * T1 + cached->lengths[r] - 1] == EOS;
+        ended_early |= cached->lengths[r] < T1;
+    }
+    /* rows that end while others go on (greedy decoding of some of these
+     * random models never chooses eos) */
+    if (strategy != TFM_DECODE_GREEDY || kind == PLAIN || kind == TUTORIAL_003)
+        ck_assert_msg(eos_seen && ended_early, "%s: no sequence ended with eos", kind_name[kind]);
+    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
+    if (strategy != TFM_DECODE_BEAM) {
+        assert_close(cached->logits, recomputed->logits, 3 * o.max_length * V, 1e-5, "logits");
+        assert_close(cached->probs, recomputed->probs, 3 * o.max_length * V, 1e-5, "probs");
+    }
+    free(cached);
+    free(recomputed);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* --- greedy --------------------------------------------------------------------------- */
+
+START_TEST(greedy_is_the_argmax_step_by_step)
+{
+    int kind = _i;
+    int64_t V = kind == PRE_NORM ? 13 : 11;
+    tfm_model *m = make_model(kind, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    result *r = new_result();
+    decode(m, &o, src, r);
+    int64_t T = o.max_length, T1 = T + 1;
+    for (int64_t b = 0; b < 3; b++) {
+        const int32_t *tok = r->tokens + b * T1;
+        int32_t len = r->lengths[b];
+        ck_assert_int_eq(tok[0], BOS);
+        ck_assert(len >= 2 && len <= T1);
+        double score = 0.0;
+        for (int64_t t = 0; t + 1 < len; t++) {
+            float ref[13];
+            reference_logits(m, src, b, tok, t + 1, ref, V);
+            int32_t best = 0;
+            for (int32_t v = 1; v < V; v++)
+                best = ref[v] > ref[best] ? v : best;
+            ck_assert_msg(tok[t + 1] == best, "%s: source %lld step %lld: %d, argmax %d",
+                          kind_name[kind], (long long)b, (long long)t, tok[t + 1], best);
+            assert_close(r->logits + (b * T + t) * V, ref, V, 1e-5, "logits vs reference");
+            double lse = (double)ref[best] - log_softmax_at(ref, V, best);
+            for (int64_t v = 0; v < V; v++)
+                ck_assert(fabs(r->probs[(b * T + t) * V + v] - exp(ref[v] - lse)) < 1e-5);
+            score += log_softmax_at(ref, V, best);
+            ck_assert_msg(t + 2 == len || tok[t + 1] != EOS, "eos before the end");
+        }
+        ck_assert(len == T1 || tok[len - 1] == EOS);
+        for (int64_t i = len; i < T1; i++)
+            ck_assert_int_eq(tok[i], -1);
+        /* after the end: zeros */
+        for (int64_t i = (b * T + len - 1) * V; i < (b + 1) * T * V; i++)
+            ck_assert(r->logits[i] == 0.0f && r->probs[i] == 0.0f);
+        ck_assert_msg(fabs(r->scores[b] - score) < 1e-4, "score %g vs %g", (double)r->scores[b],
+                      score);
+    }
+    free(r);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+START_TEST(max_length_and_no_eos)
+{
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    result *full = new_result(), *r = new_result();
+    decode(m, &o, src, full);
+    for (int use_cache = 0; use_cache < 2; use_cache++) {
+        /* a shorter max_length gives the prefix of the longer decoding */
+        o.max_length = 3;
+        o.use_cache = use_cache;
+        decode(m, &o, src, r);
+        for (int64_t b = 0; b < 3; b++) {
+            ck_assert(r->lengths[b] <= 4);
+            ck_assert_int_eq(r->lengths[b], full->lengths[b] < 4 ? full->lengths[b] : 4);
+            for (int64_t i = 0; i < r->lengths[b]; i++)
+                ck_assert_int_eq(r->tokens[b * 4 + i], full->tokens[b * MAXT + i]);
+        }
+        /* no eos: every sequence runs to max_length, eos an ordinary token */
+        o.max_length = MAXT - 1;
+        o.eos_id = -1;
+        decode(m, &o, src, r);
+        for (int64_t b = 0; b < 3; b++) {
+            ck_assert_int_eq(r->lengths[b], MAXT);
+            ck_assert_int_eq(r->tokens[b * MAXT], BOS);
+            for (int64_t i = 0; i < MAXT; i++)
+                ck_assert(r->tokens[b * MAXT + i] >= 0 && r->tokens[b * MAXT + i] < 11);
+        }
+        o.eos_id = EOS;
+    }
+    free(full);
+    free(r);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* --- sampling --------------------------------------------------------------------------- */
+
+static int same_tokens(const result *a, const result *b, int64_t n)
+{
+    return memcmp(a->tokens, b->tokens, (size_t)n * sizeof a->tokens[0]) == 0;
+}
+
+START_TEST(sampling_seeds_and_limits)
+{
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    int64_t n = 3 * MAXT;
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    result *greedy = new_result(), *a = new_result(), *b = new_result();
+    decode(m, &o, src, greedy);
+
+    o.strategy = TFM_DECODE_SAMPLE;
+    o.temperature = 2.0f;
+    o.eos_id = -1;
+    o.seed = 1;
+    decode(m, &o, src, a);
+    decode(m, &o, src, b);
+    ck_assert_msg(same_tokens(a, b, n), "the same seed gave other tokens");
+    o.seed = 2;
+    decode(m, &o, src, b);
+    ck_assert_msg(!same_tokens(a, b, n), "different seeds gave the same 45 tokens");
+
+    /* a temperature near 0 and top_k 1 are greedy, and draw from one token */
+    o.eos_id = EOS;
+    o.temperature = 1e-4f;
+    decode(m, &o, src, a);
+    ck_assert_msg(same_tokens(a, greedy, n), "temperature 1e-4 is not greedy");
+    assert_close(a->scores, greedy->scores, 3, 1e-6, "scores");
+    o.temperature = 1.0f;
+    o.top_k = 1;
+    decode(m, &o, src, a);
+    ck_assert_msg(same_tokens(a, greedy, n), "top_k 1 is not greedy");
+    for (int64_t i = 0; i < (a->lengths[0] - 1) * 11; i++)
+        ck_assert(a->probs[i] == 0.0f || a->probs[i] == 1.0f);
+    free(greedy);
+    free(a);
+    free(b);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* A model whose logits are log(p) whatever the input: a zero generator. */
+static const double known_p[11] = {0.3, 0.2, 0.15, 0.1, 0.08, 0.06, 0.04, 0.03, 0.02, 0.01, 0.01};
+
+static tfm_model *known_model(void)
+{
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    memset(param(m, "generator.weight"), 0, 11 * 16 * sizeof(float));
+    float *bias = param(m, "generator.bias");
+    for (int v = 0; v < 11; v++)
+        bias[v] = (float)log(known_p[v]);
+    return m;
+}
+
+/* The filtered distribution, computed here in double precision. */
+static void filtered(double temperature, int top_k, double top_p, double *q)
+{
+    double total = 0.0;
+    for (int v = 0; v < 11; v++) /* known_p is sorted: the top k are the first k */
+        total += q[v] = (top_k == 0 || v < top_k) ? pow(known_p[v], 1.0 / temperature) : 0.0;
+    double reached = 0.0;
+    int kept = 0;
+    while (kept < 11 && q[kept] > 0.0 && reached < top_p * total)
+        reached += q[kept++];
+    for (int v = 0; v < 11; v++)
+        q[v] = v < kept ? q[v] / reached : 0.0;
+}
+
+START_TEST(sampling_filters_and_frequencies)
+{
+    static const struct {
+        double temperature;
+        int top_k;
+        double top_p;
+        int support;
+    } cases[] = {
+        {1.0, 0, 1.0, 11}, {2.0, 0, 1.0, 11}, {1.0, 3, 1.0, 3}, {1.0, 0, 0.7, 4},
+        {1.0, 3, 0.6, 2},  {0.5, 0, 0.9, 4},  {1.0, 20, 1.0, 11},
+    };
+    tfm_model *m = known_model();
+    int32_t ids[200 * 4];
+    for (int i = 0; i < 200 * 4; i++)
+        ids[i] = 3 + i % 7;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){200, 4}, ids);
+    int32_t *tokens = malloc(200 * MAXT * sizeof *tokens), lengths[200];
+    float *probs = malloc(200 * (MAXT - 1) * 11 * sizeof *probs);
+    ck_assert(tokens && probs);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tfm_decode_options o;
+        options(&o, TFM_DECODE_SAMPLE, MAXT - 1);
+        o.eos_id = -1;
+        o.src_pad_id = -1;
+        o.seed = 100 + c;
+        o.temperature = (float)cases[c].temperature;
+        o.top_k = cases[c].top_k;
+        o.top_p = (float)cases[c].top_p;
+        double q[11];
+        filtered(cases[c].temperature, cases[c].top_k, cases[c].top_p, q);
+        int support = 0;
+        for (int v = 0; v < 11; v++)
+            support += q[v] > 0.0;
+        ck_assert_int_eq(support, cases[c].support);
+        tfm_decoding *d = tfm_decoding_create(m, &o, 200, 4);
+        ck_assert_msg(d != NULL, "%s", tfm_last_error());
+        ck_assert_int_eq(tfm_decoding_run(d, src, tokens, lengths, NULL, NULL, probs), TFM_OK);
+        tfm_decoding_free(d);
+        /* every step drew from q, renormalised over its support only */
+        for (int64_t i = 0; i < 200 * (MAXT - 1); i++)
+            for (int v = 0; v < 11; v++)
+                ck_assert_msg(fabs(probs[i * 11 + v] - q[v]) < 1e-6,
+                              "case %zu: p[%d] = %g, expected %g", c, v,
+                              (double)probs[i * 11 + v], q[v]);
+        /* 3000 draws: Pearson's chi-square below its 0.999 quantile */
+        double count[11] = {0}, draws = 200.0 * (MAXT - 1), chi2 = 0.0;
+        for (int64_t b = 0; b < 200; b++)
+            for (int64_t i = 1; i < MAXT; i++)
+                count[tokens[b * MAXT + i]] += 1.0;
+        for (int v = 0; v < 11; v++) {
+            if (q[v] == 0.0) {
+                ck_assert_msg(count[v] == 0.0, "case %zu drew token %d, outside the kept set",
+                              c, v);
+                continue;
+            }
+            double expected = draws * q[v];
+            chi2 += (count[v] - expected) * (count[v] - expected) / expected;
+        }
+        /* 0.999 quantiles of chi-square with 1, 2, 3 and 10 degrees of freedom */
+        double bound = support == 2 ? 10.83 : support == 3 ? 13.82 : support == 4 ? 16.27 : 29.59;
+        ck_assert_msg(chi2 < bound, "case %zu: chi-square %g over %d tokens", c, chi2, support);
+    }
+    free(tokens);
+    free(probs);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* --- beam search ------------------------------------------------------------------------ */
+
+START_TEST(beam_of_one_is_greedy)
+{
+    tfm_model *m = make_model(_i, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    result *greedy = new_result(), *beam = new_result();
+    decode(m, &o, src, greedy);
+    o.strategy = TFM_DECODE_BEAM;
+    o.beam_size = 1;
+    o.length_penalty = 0.0f;
+    decode(m, &o, src, beam);
+    ck_assert(same_tokens(greedy, beam, 3 * MAXT));
+    ck_assert(memcmp(greedy->lengths, beam->lengths, 3 * sizeof(int32_t)) == 0);
+    assert_close(beam->scores, greedy->scores, 3, 1e-6, "scores");
+    free(greedy);
+    free(beam);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+START_TEST(beam_ranks_and_beats_greedy)
+{
+    tfm_model *m = make_model(_i, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    result *greedy = new_result(), *beam = new_result();
+    decode(m, &o, src, greedy);
+    o.strategy = TFM_DECODE_BEAM;
+    o.beam_size = 5;
+    o.n_best = 4;
+    o.length_penalty = 0.0f;
+    decode(m, &o, src, beam);
+    int64_t V = _i == PRE_NORM ? 13 : 11;
+    for (int64_t b = 0; b < 3; b++) {
+        const float *s = beam->scores + b * 4;
+        ck_assert_msg(s[0] >= greedy->scores[b] - 1e-5, "beam %g below greedy %g",
+                      (double)s[0], (double)greedy->scores[b]);
+        for (int h = 0; h < 4; h++) {
+            const int32_t *tok = beam->tokens + (b * 4 + h) * MAXT;
+            int32_t len = beam->lengths[b * 4 + h];
+            ck_assert(h == 0 || s[h] <= s[h - 1]);
+            for (int g = 0; g < h; g++)
+                ck_assert_msg(memcmp(tok, beam->tokens + (b * 4 + g) * MAXT,
+                                     MAXT * sizeof *tok) != 0, "hypotheses %d and %d agree", g, h);
+            /* its score is its log probability, computed here */
+            double score = 0.0;
+            for (int64_t t = 0; t + 1 < len; t++) {
+                float ref[13];
+                reference_logits(m, src, b, tok, t + 1, ref, V);
+                score += log_softmax_at(ref, V, tok[t + 1]);
+            }
+            ck_assert_msg(fabs(score - s[h]) < 1e-4, "hypothesis %d: score %g, log prob %g", h,
+                          (double)s[h], score);
+            for (int64_t i = len; i < MAXT; i++)
+                ck_assert_int_eq(tok[i], -1);
+        }
+    }
+    free(greedy);
+    free(beam);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Every sequence of a 4-token vocabulary up to 3 tokens, scored through the
+ * reference: a beam wider than their number must find the best ones. */
+typedef struct sequence {
+    int32_t tokens[4];
+    int32_t length;
+    double score;
+} sequence;
+
+static int enumerate(tfm_model *m, tfm_tensor *src, int32_t *prefix, int32_t len,
+                     double logp, double alpha, sequence *out, int count)
+{
+    float ref[4];
+    reference_logits(m, src, 0, prefix, len, ref, 4);
+    for (int32_t v = 0; v < 4; v++) {
+        prefix[len] = v;
+        double lp = logp + log_softmax_at(ref, 4, v);
+        if (v == EOS || len == 3) {
+            memcpy(out[count].tokens, prefix, sizeof out[count].tokens);
+            out[count].length = len + 1;
+            out[count].score = lp / pow((double)len, alpha);
+            count++;
+        } else {
+            count = enumerate(m, src, prefix, len + 1, lp, alpha, out, count);
+        }
+    }
+    return count;
+}
+
+START_TEST(wide_beam_is_exhaustive)
+{
+    double alpha = _i ? 1.0 : 0.0;
+    tfm_model *m = make_model(PLAIN, 4, 4);
+    float *w = param(m, "generator.weight");
+    for (int i = 0; i < 4 * 16; i++)
+        w[i] *= 0.5f; /* rivals close enough to make the order interesting */
+    tfm_tensor *src = padded_sources();
+    sequence all[64];
+    int32_t prefix[4] = {BOS};
+    int count = enumerate(m, src, prefix, 1, 0.0, alpha, all, 0);
+    ck_assert_int_eq(count, 1 + 3 + 9 * 4);
+    /* sort best first */
+    for (int i = 1; i < count; i++)
+        for (int j = i; j > 0 && all[j].score > all[j - 1].score; j--) {
+            sequence tmp = all[j];
+            all[j] = all[j - 1];
+            all[j - 1] = tmp;
+        }
+    for (int use_cache = 0; use_cache < 2; use_cache++) {
+        tfm_decode_options o;
+        options(&o, TFM_DECODE_BEAM, 3);
+        o.beam_size = 64;
+        o.n_best = 41;
+        o.length_penalty = (float)alpha;
+        o.use_cache = use_cache;
+        result *r = new_result();
+        decode(m, &o, src, r);
+        for (int h = 0; h < count; h++) {
+            ck_assert_msg(fabs(r->scores[h] - all[h].score) < 1e-5, "alpha %g, rank %d: %g vs %g",
+                          alpha, h, (double)r->scores[h], all[h].score);
+            ck_assert_int_eq(r->lengths[h], all[h].length);
+            if (h + 1 < count && all[h].score - all[h + 1].score > 1e-5)
+                for (int i = 0; i < all[h].length; i++)
+                    ck_assert_int_eq(r->tokens[h * 4 + i], all[h].tokens[i]);
+        }
+        /* the 41st does not exist: no tokens, no score */
+        ck_assert_int_eq(r->lengths[count], 0);
+        ck_assert_int_eq(r->tokens[count * 4], -1);
+        ck_assert(isinf(r->scores[count]) && r->scores[count] < 0);
+        free(r);
+    }
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* --- steady state and the model's mode -------------------------------------------------- */
+
+/* Two forwards in training mode differ (dropout); in eval mode they agree. */
+static int forward_is_random(tfm_model *m, tfm_tensor *src)
+{
+    int32_t tgt_ids[3] = {BOS, 4, 5};
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){1, 3}, tgt_ids);
+    tfm_tensor *one = tfm_tensor_from_i32(2, (const int64_t[]){1, 8}, tfm_tensor_data_i32(src));
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tape_set_recording(tape, 0);
+    float first[33], second[33];
+    for (int k = 0; k < 2; k++) {
+        tfm_tensor *out = tfm_model_forward(tape, m, one, tgt, NULL, NULL, NULL);
+        ck_assert_msg(out != NULL, "%s", tfm_last_error());
+        tfm_tensor_read_f32(out, k ? second : first, 33);
+        tfm_tape_reset(tape);
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(tgt);
+    tfm_tensor_free(one);
+    return memcmp(first, second, sizeof first) != 0;
+}
+
+START_TEST(steady_state_and_mode)
+{
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    int32_t other_ids[2 * 5] = {4, 4, 4, 4, 4, 9, 8, 7, 0, 0};
+    tfm_tensor *other = tfm_tensor_from_i32(2, (const int64_t[]){2, 5}, other_ids);
+    for (int strategy = 0; strategy < 3; strategy++) {
+        tfm_decode_options o;
+        options(&o, strategy, MAXT - 1);
+        o.seed = 3;
+        o.temperature = 1.3f;
+        int beam = strategy == TFM_DECODE_BEAM;
+        tfm_decoding *d = tfm_decoding_create(m, &o, 4, 10);
+        ck_assert_msg(d != NULL, "%s", tfm_last_error());
+        result *first = new_result(), *again = new_result(), *eval = new_result();
+        /* in training mode, then another batch, then again: the same */
+        tfm_model_set_training(m, 1);
+        ck_assert_int_eq(tfm_decoding_run(d, src, first->tokens, first->lengths, first->scores,
+                                          beam ? NULL : first->logits, NULL), TFM_OK);
+        ck_assert_msg(forward_is_random(m, src), "training mode was not restored");
+        ck_assert_int_eq(tfm_decoding_run(d, other, again->tokens, again->lengths, NULL, NULL,
+                                          NULL), TFM_OK);
+        ck_assert_int_eq(tfm_decoding_run(d, src, again->tokens, again->lengths, again->scores,
+                                          beam ? NULL : again->logits, NULL), TFM_OK);
+        ck_assert(memcmp(first, again, offsetof(result, probs)) == 0);
+        /* in eval mode: the same, and eval mode stays */
+        tfm_model_set_training(m, 0);
+        ck_assert_int_eq(tfm_decoding_run(d, src, eval->tokens, eval->lengths, eval->scores,
+                                          beam ? NULL : eval->logits, NULL), TFM_OK);
+        ck_assert(memcmp(first, eval, offsetof(result, probs)) == 0);
+        ck_assert_msg(!forward_is_random(m, src), "eval mode was not restored");
+        tfm_decoding_free(d);
+        free(first);
+        free(again);
+        free(eval);
+    }
+    tfm_tensor_free(other);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* --- errors ------------------------------------------------------------------------------ */
+
+static void expect_create_error(tfm_model *m, const tfm_decode_options *o, int64_t batch,
+                                int64_t len, tfm_status status, const char *text)
+{
+    tfm_clear_error();
+    tfm_decoding *d = tfm_decoding_create(m, o, batch, len);
+    ck_assert_msg(d == NULL, "created despite: %s", text);
+    ck_assert_msg(tfm_last_status() == status, "%s: status %s, message %s", text,
+                  tfm_status_name(tfm_last_status()), tfm_last_error());
+    ck_assert_msg(strstr(tfm_last_error(), text) != NULL, "'%s' not in '%s'", text,
+                  tfm_last_error());
+}
+
+START_TEST(create_errors)
+{
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    expect_create_error(NULL, &o, 1, 4, TFM_ERR_NULL, "model is NULL");
+    expect_create_error(m, NULL, 1, 4, TFM_ERR_NULL, "options is NULL");
+    static const struct {
+        int field;
+        double value;
+        const char *text;
+    } bad[] = {
+        {0, 3, "strategy"},           {0, -1, "strategy"},
+        {1, 0, "max_length"},         {1, MAXT, "max_length"},
+        {2, -1, "bos_id"},            {2, 11, "bos_id"},
+        {3, -2, "eos_id"},            {3, 11, "eos_id"},
+        {4, -2, "src_pad_id"},        {4, 13, "src_pad_id"},
+        {5, 0, "temperature"},        {5, -1, "temperature"},
+        {5, NAN, "temperature"},      {5, INFINITY, "temperature"},
+        {6, -1, "top_k"},             {7, 0, "top_p"},
+        {7, 1.5, "top_p"},            {7, NAN, "top_p"},
+        {8, 0, "beam_size"},          {8, 70000, "beam_size"},
+        {9, NAN, "length_penalty"},   {10, 0, "n_best"},
+        {10, 5, "n_best"},            {11, 0, "struct_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tfm_decode_options b = o;
+        switch (bad[i].field) {
+        case 0: b.strategy = (int32_t)bad[i].value; break;
+        case 1: b.max_length = (int32_t)bad[i].value; break;
+        case 2: b.bos_id = (int32_t)bad[i].value; break;
+        case 3: b.eos_id = (int32_t)bad[i].value; break;
+        case 4: b.src_pad_id = (int32_t)bad[i].value; break;
+        case 5: b.temperature = (float)bad[i].value; break;
+        case 6: b.top_k = (int32_t)bad[i].value; break;
+        case 7: b.top_p = (float)bad[i].value; break;
+        case 8: b.beam_size = (int32_t)bad[i].value; break;
+        case 9: b.length_penalty = (float)bad[i].value; break;
+        case 10: b.n_best = (int32_t)bad[i].value; break;
+        default: b.struct_size = 2; break;
+        }
+        expect_create_error(m, &b, 1, 4, TFM_ERR_ARG, bad[i].text);
+    }
+    expect_create_error(m, &o, 0, 4, TFM_ERR_ARG, "max_batch 0");
+    expect_create_error(m, &o, 1, 0, TFM_ERR_ARG, "max_src_len 0");
+    expect_create_error(m, &o, 1, MAXS + 1, TFM_ERR_ARG, "max_src_len 13");
+    expect_create_error(m, &o, (int64_t)1 << 40, 4, TFM_ERR_SIZE, "too large");
+    o.strategy = TFM_DECODE_BEAM;
+    o.beam_size = 65536;
+    expect_create_error(m, &o, 32767, MAXS, TFM_ERR_SIZE, "too large");
+    /* a struct from an older, shorter version gets the defaults beyond it */
+    tfm_decode_options old;
+    tfm_decode_options_init(&old);
+    old.struct_size = (uint32_t)offsetof(tfm_decode_options, temperature);
+    old.max_length = 7;
+    tfm_decoding *d = tfm_decoding_create(m, &old, 1, 4);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    tfm_decoding_free(d);
+    tfm_decoding_free(NULL);
+    tfm_decode_options_init(NULL);
+    tfm_model_free(m);
+}
+END_TEST
+
+static void expect_run_error(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
+                             int32_t *lengths, float *logits, tfm_status status, const char *text)
+{
+    tfm_clear_error();
+    tfm_status s = tfm_decoding_run(d, src, tokens, lengths, NULL, logits, NULL);
+    ck_assert_msg(s == status && tfm_last_status() == status, "%s: status %s, message %s", text,
+                  tfm_status_name(s), tfm_last_error());
+    ck_assert_msg(strstr(tfm_last_error(), text) != NULL, "'%s' not in '%s'", text,
+                  tfm_last_error());
+}
+
+START_TEST(run_errors)
+{
+    tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    tfm_decoding *d = tfm_decoding_create(m, &o, 3, 8);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    tfm_tensor *src = padded_sources();
+    result *r = new_result();
+    expect_run_error(NULL, src, r->tokens, r->lengths, NULL, TFM_ERR_NULL, "decoding is NULL");
+    expect_run_error(d, NULL, r->tokens, r->lengths, NULL, TFM_ERR_NULL, "src");
+    expect_run_error(d, src, NULL, r->lengths, NULL, TFM_ERR_NULL, "tokens is NULL");
+    expect_run_error(d, src, r->tokens, NULL, NULL, TFM_ERR_NULL, "lengths is NULL");
+    tfm_tensor *f = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){3, 8});
+    expect_run_error(d, f, r->tokens, r->lengths, NULL, TFM_ERR_DTYPE, "src");
+    tfm_tensor *flat = tfm_tensor_zeros(TFM_I32, 1, (const int64_t[]){8});
+    expect_run_error(d, flat, r->tokens, r->lengths, NULL, TFM_ERR_SHAPE, "[batch, length]");
+    tfm_tensor *wide = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){3, 9});
+    expect_run_error(d, wide, r->tokens, r->lengths, NULL, TFM_ERR_SHAPE, "max_src_len 8");
+    tfm_tensor *tall = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){4, 8});
+    expect_run_error(d, tall, r->tokens, r->lengths, NULL, TFM_ERR_SHAPE, "max_batch 3");
+    int32_t *ids = tfm_tensor_data_i32(src);
+    ids[9] = 13;
+    expect_run_error(d, src, r->tokens, r->lengths, NULL, TFM_ERR_RANGE, "src[1,1] is 13");
+    ids[9] = -1;
+    expect_run_error(d, src, r->tokens, r->lengths, NULL, TFM_ERR_RANGE, "src[1,1] is -1");
+    ids[9] = 6;
+    /* an unusable trainable attention scale, as the layers reject it */
+    float *scale = param(m, "decoder.layers.1.multihead_attn.scale");
+    *scale = 0.0f;
+    expect_run_error(d, src, r->tokens, r->lengths, NULL, TFM_ERR_NUMERIC, "scale is 0");
+    *scale = 4.0f;
+    /* logits that are not finite, in both paths */
+    param(m, "generator.bias")[3] = NAN;
+    expect_run_error(d, src, r->tokens, r->lengths, NULL, TFM_ERR_NUMERIC, "not finite");
+    tfm_decoding_free(d);
+    o.use_cache = 0;
+    d = tfm_decoding_create(m, &o, 3, 8);
+    expect_run_error(d, src, r->tokens, r->lengths, NULL, TFM_ERR_NUMERIC, "not finite");
+    tfm_decoding_free(d);
+    param(m, "generator.bias")[3] = 0.0f;
+    /* beam search has no per-step logits or probabilities */
+    o.strategy = TFM_DECODE_BEAM;
+    d = tfm_decoding_create(m, &o, 3, 8);
+    expect_run_error(d, src, r->tokens, r->lengths, r->logits, TFM_ERR_ARG, "beam search");
+    ck_assert_int_eq(tfm_decoding_run(d, src, r->tokens, r->lengths, NULL, NULL, NULL), TFM_OK);
+    tfm_decoding_free(d);
+    tfm_tensor_free(f);
+    tfm_tensor_free(flat);
+    tfm_tensor_free(wide);
+    tfm_tensor_free(tall);
+    tfm_tensor_free(src);
+    free(r);
+    tfm_model_free(m);
+}
+END_TEST
+
+static Suite *decode_suite(void)
+{
+    Suite *s = suite_create("decode");
+    TCase *c = tcase_create("decode");
+    tcase_set_timeout(c, 120);
+    tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
+    tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
+    tcase_add_test(c, max_length_and_no_eos);
+    tcase_add_test(c, sampling_seeds_and_limits);
+    tcase_add_test(c, sampling_filters_and_frequencies);
+    tcase_add_loop_test(c, beam_of_one_is_greedy, 0, KINDS);
+    tcase_add_loop_test(c, beam_ranks_and_beats_greedy, 0, KINDS);
+    tcase_add_loop_test(c, wide_beam_is_exhaustive, 0, 2);
+    tcase_add_test(c, steady_state_and_mode);
+    tcase_add_test(c, create_errors);
+    tcase_add_test(c, run_errors);
+    suite_add_tcase(s, c);
+    return s;
+}
+
+TFM_CHECK_MAIN(decode_suite)
