@@ -144,12 +144,58 @@ START_TEST(steady_state_step_does_not_allocate)
 }
 END_TEST
 
+/* Decoding a batch again allocates nothing: every buffer is made at create. */
+START_TEST(steady_state_decoding_does_not_allocate)
+{
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = 13;
+    o.tgt_vocab = 11;
+    o.max_src_len = 8;
+    o.max_tgt_len = 10;
+    o.encoder_layers = 1;
+    o.decoder_layers = 2;
+    o.block.d_model = 16;
+    o.block.heads = 2;
+    o.block.d_ff = 32;
+    tfm_model *model = tfm_model_create(&o);
+    ck_assert_ptr_nonnull(model);
+    const int32_t ids[12] = {1, 4, 5, 9, 3, 0, 2, 3, 10, 7, 8, 6};
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){2, 6}, ids);
+    dl_iterate_phdr(find_libtfm, NULL);
+    int32_t tokens[2 * 4 * 10], lengths[8];
+    float scores[8];
+    for (tfm_decode_strategy strategy = TFM_DECODE_GREEDY; strategy <= TFM_DECODE_BEAM;
+         strategy++) {
+        tfm_decode_options d;
+        tfm_decode_options_init(&d);
+        d.strategy = strategy;
+        d.max_length = 9;
+        d.src_pad_id = 0;
+        d.n_best = strategy == TFM_DECODE_BEAM ? 4 : 1;
+        tfm_decoding *decoding = tfm_decoding_create(model, &d, 2, 6);
+        ck_assert_msg(decoding != NULL, "%s", tfm_last_error());
+        ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
+                         TFM_OK);
+        long before = allocations;
+        for (int i = 0; i < 5; i++)
+            ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
+                             TFM_OK);
+        ck_assert_int_eq(allocations - before, 0);
+        tfm_decoding_free(decoding);
+    }
+    tfm_tensor_free(src);
+    tfm_model_free(model);
+}
+END_TEST
+
 static Suite *alloc_suite(void)
 {
     Suite *s = suite_create("alloc");
     TCase *tc = tcase_create("alloc");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, steady_state_step_does_not_allocate);
+    tcase_add_test(tc, steady_state_decoding_does_not_allocate);
     suite_add_tcase(s, tc);
     return s;
 }
