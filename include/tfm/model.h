@@ -42,6 +42,9 @@ typedef struct tfm_model_options {
     int32_t final_norm;          /* encoder.norm and decoder.norm, as nn.Transformer */
     tfm_block_options block;     /* d_model, heads, d_ff, dropout, … */
     uint64_t seed;               /* initialisation and dropout */
+    /* Dropout after embeddings + positions; negative (the default) means
+     * block.dropout. Tutorials 000/001 have none there: 0. */
+    float embedding_dropout;
 } tfm_model_options;
 
 /* nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,

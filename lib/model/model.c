@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "model/model.h"
+#include "nn/layer.h"
 
 void tfm_model_options_init(tfm_model_options *o)
 {
@@ -22,6 +23,7 @@ void tfm_model_options_init(tfm_model_options *o)
     o->final_norm = 1;
     tfm_block_options_init(&o->block);
     o->seed = 0;
+    o->embedding_dropout = -1.0f;
 }
 
 /* The caller's options over the defaults, as far as the caller's struct goes. */
@@ -118,7 +120,8 @@ tfm_model *tfm_model_create(const tfm_model_options *options)
          (m->tgt_positions = make_positions(m, "tgt_positions", o->max_tgt_len));
     if (ok && o->embedding_scale == TFM_EMBEDDING_SCALE_TRAINABLE)
         ok = (m->src_scale = make_scale(m, "src_scale")) && (m->tgt_scale = make_scale(m, "tgt_scale"));
-    ok = ok && (m->dropout = tfm_dropout_create(b->dropout, m->rng)) &&
+    float embedding_dropout = o->embedding_dropout >= 0.0f ? o->embedding_dropout : b->dropout;
+    ok = ok && (m->dropout = tfm_dropout_create(embedding_dropout, m->rng)) &&
          (m->encoder = tfm_encoder_create(m->params, "encoder", o->encoder_layers, b,
                                           o->final_norm, m->rng)) &&
          (m->decoder = tfm_decoder_create(m->params, "decoder", o->decoder_layers, b,
@@ -203,7 +206,7 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
     default:
         break;
     }
-    return tfm_dropout_forward(tape, m->dropout, tfm_positions_forward(tape, positions, x, 0));
+    return tfm__dropout_if_active(tape, m->dropout, tfm_positions_forward(tape, positions, x, 0));
 }
 
 tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,

@@ -1,0 +1,201 @@
+/* tfm-sampling (tutorial 000, "Temperature"): decoding strategies side by
+ * side on a model trained by tfm-average. One source (a row of the
+ * tutorials' data or ten numbers of your own) is decoded greedily, by
+ * sampling at several temperatures, with top-k and with nucleus (top-p)
+ * filtering. Each line shows the tokens decoded and the number they read
+ * as; then, for the first few steps, the five most likely tokens of the
+ * distribution each strategy drew from. The sampling strategies share one
+ * seed, so they see the same random numbers and differ only by how each
+ * reshapes the model's distribution. */
+#include <math.h>
+
+#include "average_data.h"
+#include "cli.h"
+
+enum { SHOWN = 5, MAX_STEPS = AVG_TGT_LEN - 1 };
+
+typedef struct strategy {
+    const char *name;
+    tfm_decode_strategy kind;
+    double temperature, top_p;
+    int64_t top_k;
+} strategy;
+
+/* Ten comma-separated numbers in [0, 1]; 0 or -1. */
+static int parse_numbers(const char *text, double x[AVG_FEATURES])
+{
+    for (int i = 0; i < AVG_FEATURES; i++) {
+        char *end;
+        x[i] = strtod(text, &end);
+        if (end == text || !(x[i] >= 0.0 && x[i] <= 1.0) ||
+            *end != (i + 1 < AVG_FEATURES ? ',' : '\0'))
+            return -1;
+        text = end + 1;
+    }
+    return 0;
+}
+
+static void print_tokens(const int32_t *tokens, int32_t length)
+{
+    char text[AVG_TGT_LEN + 1];
+    double value = 0.0;
+    avg_tokens_to_text(tokens, length, text);
+    int well_formed = avg_decode(tokens + 1, length - 1, &value);
+    printf("%-12s %.8f%s\n", text, value, well_formed == 1 ? "" : "  (malformed)");
+}
+
+/* The SHOWN most likely tokens of one step's distribution. */
+static void print_top(const float *p)
+{
+    int used[AVG_VOCAB] = {0};
+    for (int k = 0; k < SHOWN; k++) {
+        int best = -1;
+        for (int v = 0; v < AVG_VOCAB; v++)
+            if (!used[v] && (best < 0 || p[v] > p[best]))
+                best = v;
+        used[best] = 1;
+        printf("  '%c' %.3f", avg_vocab[best], (double)p[best]);
+    }
+    printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *checkpoint = NULL, *numbers = NULL;
+    int64_t row = AVG_TRAIN, d_model = 256, heads = 4, encoder_layers = 3, decoder_layers = 3;
+    int64_t d_ff = 128, norm_first = 0, top_k = 3, steps = 3, seed = 0;
+    double top_p = 0.9;
+    const cli_flag flags[] = {
+        {"checkpoint", CLI_STRING, &checkpoint, 0, 0, "parameters saved by tfm-average --save"},
+        {"row", CLI_INT, &row, 0, AVG_SAMPLES - 1,
+         "the source: this row of the tutorials' data (4000 on are the test rows)"},
+        {"numbers", CLI_STRING, &numbers, 0, 0,
+         "the source: ten comma-separated numbers in [0, 1] instead of a row"},
+        {"top-k", CLI_INT, &top_k, 1, AVG_VOCAB, "top-k sampling keeps this many tokens"},
+        {"top-p", CLI_FLOAT, &top_p, 1e-6, 1, "nucleus sampling keeps this much probability"},
+        {"steps", CLI_INT, &steps, 0, MAX_STEPS, "steps whose distributions are shown"},
+        {"seed", CLI_INT, &seed, 0, 1e15, "sampling seed"},
+        {"d-model", CLI_INT, &d_model, 2, 8192, "the checkpoint's model width"},
+        {"heads", CLI_INT, &heads, 1, 256, "its attention heads"},
+        {"encoder-layers", CLI_INT, &encoder_layers, 0, 64, "its encoder layers"},
+        {"decoder-layers", CLI_INT, &decoder_layers, 1, 64, "its decoder layers"},
+        {"d-ff", CLI_INT, &d_ff, 1, 65536, "its feed-forward width"},
+        {"norm-first", CLI_INT, &norm_first, 0, 1, "1 if it has pre-norm layers"},
+    };
+    int parsed = cli_parse(argc, argv,
+                           "Tutorial 000: greedy, temperature, top-k and nucleus decoding of "
+                           "the digit-average model.\nThe model flags must match the ones "
+                           "tfm-average trained the checkpoint with.",
+                           flags, (int)(sizeof flags / sizeof flags[0]));
+    if (parsed)
+        return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    if (!checkpoint) {
+        fprintf(stderr, "%s: needs a trained model: --checkpoint FILE.\nMake one with\n"
+                "  tfm-average --save average.safetensors\n(the tutorial's 25 epochs; "
+                "--epochs 3 gives a rough model sooner), then\n  %s --checkpoint "
+                "average.safetensors\n", argv[0], argv[0]);
+        return EXIT_FAILURE;
+    }
+
+    double x[AVG_FEATURES], truth = 0.0;
+    int32_t src_ids[AVG_SRC_LEN];
+    avg_data *data = numbers ? NULL : avg_data_create(123);
+    if (numbers && parse_numbers(numbers, x) < 0) {
+        fprintf(stderr, "%s: --numbers takes ten numbers in [0, 1] separated by commas, "
+                "not '%s'\n", argv[0], numbers);
+        return EXIT_FAILURE;
+    }
+    if (!numbers && !data) {
+        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        return EXIT_FAILURE;
+    }
+    if (data) {
+        memcpy(x, data->x[row], sizeof x);
+        memcpy(src_ids, data->src[row], sizeof src_ids);
+        truth = data->y[row];
+        free(data);
+    } else {
+        avg_tokenize_source(x, src_ids);
+        truth = avg_numpy_mean(x, AVG_FEATURES);
+    }
+
+    /* tfm-average's model: one shared embedding, sinusoidal positions */
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = mo.tgt_vocab = AVG_VOCAB;
+    mo.max_src_len = mo.max_tgt_len = 100;
+    mo.share_embeddings = 1;
+    mo.encoder_layers = (int32_t)encoder_layers;
+    mo.decoder_layers = (int32_t)decoder_layers;
+    mo.block.d_model = d_model;
+    mo.block.heads = (int32_t)heads;
+    mo.block.d_ff = d_ff;
+    mo.block.norm_first = (int32_t)norm_first;
+    tfm_model *model = tfm_model_create(&mo);
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, AVG_SRC_LEN}, src_ids);
+    if (!model || !src) {
+        tfm_model_free(model);
+        tfm_tensor_free(src);
+        return cli_fail(argv[0], "building the model");
+    }
+    if (tfm_params_load(tfm_model_params(model), checkpoint) != TFM_OK) {
+        tfm_model_free(model);
+        tfm_tensor_free(src);
+        return cli_fail(argv[0], "loading the checkpoint (do the model flags match it?)");
+    }
+
+    printf("source:");
+    for (int i = 0; i < AVG_FEATURES; i++)
+        printf(" %.8f", x[i]);
+    printf("\naverage: %.8f\n\n", truth);
+
+    char top_k_name[32], top_p_name[32];
+    snprintf(top_k_name, sizeof top_k_name, "top-k %lld", (long long)top_k);
+    snprintf(top_p_name, sizeof top_p_name, "top-p %g", top_p);
+    const strategy strategies[] = {
+        {"greedy", TFM_DECODE_GREEDY, 1.0, 1.0, 0},
+        {"temperature 0.5", TFM_DECODE_SAMPLE, 0.5, 1.0, 0},
+        {"temperature 1", TFM_DECODE_SAMPLE, 1.0, 1.0, 0},
+        {"temperature 2", TFM_DECODE_SAMPLE, 2.0, 1.0, 0},
+        {top_k_name, TFM_DECODE_SAMPLE, 1.0, 1.0, top_k},
+        {top_p_name, TFM_DECODE_SAMPLE, 1.0, top_p, 0},
+    };
+    enum { COUNT = sizeof strategies / sizeof strategies[0] };
+    int32_t tokens[COUNT][AVG_TGT_LEN], lengths[COUNT];
+    float probs[COUNT][MAX_STEPS * AVG_VOCAB];
+    int status = EXIT_SUCCESS;
+    for (int s = 0; s < COUNT && status == EXIT_SUCCESS; s++) {
+        tfm_decode_options o;
+        tfm_decode_options_init(&o);
+        o.strategy = strategies[s].kind;
+        o.max_length = MAX_STEPS;
+        o.bos_id = AVG_START;
+        o.eos_id = AVG_END;
+        o.temperature = (float)strategies[s].temperature;
+        o.top_k = (int32_t)strategies[s].top_k;
+        o.top_p = (float)strategies[s].top_p;
+        o.seed = (uint64_t)seed;
+        tfm_decoding *d = tfm_decoding_create(model, &o, 1, AVG_SRC_LEN);
+        if (!d || tfm_decoding_run(d, src, tokens[s], &lengths[s], NULL, NULL, probs[s]) != TFM_OK)
+            status = cli_fail(argv[0], "decoding");
+        tfm_decoding_free(d);
+    }
+    for (int s = 0; s < COUNT && status == EXIT_SUCCESS; s++) {
+        printf("%-16s ", strategies[s].name);
+        print_tokens(tokens[s], lengths[s]);
+    }
+    for (int64_t t = 0; t < steps && status == EXIT_SUCCESS; t++) {
+        printf("\nstep %lld: the %d most likely tokens each strategy drew from\n",
+               (long long)t + 1, SHOWN);
+        for (int s = 0; s < COUNT; s++) {
+            printf("  %-16s", strategies[s].name);
+            if (t + 1 < lengths[s])
+                print_top(probs[s] + t * AVG_VOCAB);
+            else
+                printf("  (ended)\n");
+        }
+    }
+    tfm_tensor_free(src);
+    tfm_model_free(model);
+    return status;
+}
