@@ -23,6 +23,7 @@
 
 #include "autograd/tape.h"
 #include "core/error.h"
+#include "core/options.h"
 #include "core/fastmath.h"
 #include "core/rng.h"
 #include "model/model.h"
@@ -105,14 +106,9 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
                         tfm_decode_options *o)
 {
     tfm_decode_options_init(o);
-    size_t size = given->struct_size < sizeof *o ? given->struct_size : sizeof *o;
-    if (size < offsetof(tfm_decode_options, strategy)) {
-        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
-                  "tfm_decode_options_init first", op, (unsigned)given->struct_size);
+    if (tfm__read_options(op, "tfm_decode_options_init", given, o, sizeof *o,
+                          offsetof(tfm_decode_options, strategy)) < 0)
         return -1;
-    }
-    memcpy(o, given, size);
-    o->struct_size = sizeof *o;
     o->use_cache = o->use_cache != 0;
     const tfm_model_options *mo = &m->options;
     const char *bad = NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/options.h"
 #include "core/tensor.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -29,19 +30,10 @@ void tfm_model_options_init(tfm_model_options *o)
 /* The caller's options over the defaults, as far as the caller's struct goes. */
 static int read_options(const char *op, const tfm_model_options *given, tfm_model_options *o)
 {
-    if (!given) {
-        tfm__fail(TFM_ERR_NULL, "%s: options is NULL", op);
-        return -1;
-    }
     tfm_model_options_init(o);
-    size_t size = given->struct_size < sizeof *o ? given->struct_size : sizeof *o;
-    if (size < offsetof(tfm_model_options, src_vocab)) {
-        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
-                  "tfm_model_options_init first", op, (unsigned)given->struct_size);
+    if (tfm__read_options(op, "tfm_model_options_init", given, o, sizeof *o,
+                          offsetof(tfm_model_options, src_vocab)) < 0)
         return -1;
-    }
-    memcpy(o, given, size);
-    o->struct_size = sizeof *o;
     if (o->src_vocab < 1 || o->tgt_vocab < 1 || o->max_src_len < 1 || o->max_tgt_len < 1) {
         tfm__fail(TFM_ERR_ARG, "%s: vocabularies (%lld, %lld) and maximum lengths (%lld, %lld) "
                   "must be set and positive", op, (long long)o->src_vocab,

@@ -5,10 +5,12 @@
  * copy the split makes anyway), the division by the trainable scale, and a
  * zero-copy view of rows of in_proj_weight for cross-attention. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "autograd/tape.h"
 #include "core/error.h"
+#include "core/options.h"
 #include "nn/layer.h"
 
 /* The output projection is always child 0; q/k/v exist when not fused. */
@@ -32,16 +34,10 @@ void tfm_attention_options_init(tfm_attention_options *o)
 static int read_options(const char *op, const tfm_attention_options *given,
                         tfm_attention_options *o)
 {
-    if (!given) {
-        tfm__fail(TFM_ERR_NULL, "%s: options is NULL", op);
+    tfm_attention_options_init(o);
+    if (tfm__read_options(op, "tfm_attention_options_init", given, o, sizeof *o,
+                          offsetof(tfm_attention_options, d_model) + sizeof o->d_model) < 0)
         return -1;
-    }
-    if (given->struct_size < sizeof *o) {
-        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
-                  "tfm_attention_options_init first", op, (unsigned)given->struct_size);
-        return -1;
-    }
-    *o = *given;
     if (o->d_model < 1 || o->heads < 1 || o->d_model % o->heads != 0) {
         tfm__fail(TFM_ERR_ARG, "%s: %d heads must be positive and divide d_model %lld", op,
                   (int)o->heads, (long long)o->d_model);

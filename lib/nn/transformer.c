@@ -1,11 +1,13 @@
 /* Encoder and decoder layers and their stacks, as torch.nn.TransformerEncoder
  * (Layer) and TransformerDecoder(Layer) with batch_first=True. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "autograd/tape.h"
 #include "core/error.h"
+#include "core/options.h"
 #include "nn/layer.h"
 
 #define MAX_LAYERS 65536
@@ -33,16 +35,10 @@ void tfm_block_options_init(tfm_block_options *o)
  * option leaves the store untouched. */
 static int read_options(const char *op, const tfm_block_options *given, tfm_block_options *o)
 {
-    if (!given) {
-        tfm__fail(TFM_ERR_NULL, "%s: options is NULL", op);
+    tfm_block_options_init(o);
+    if (tfm__read_options(op, "tfm_block_options_init", given, o, sizeof *o,
+                          offsetof(tfm_block_options, d_model) + sizeof o->d_model) < 0)
         return -1;
-    }
-    if (given->struct_size < sizeof *o) {
-        tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
-                  "tfm_block_options_init first", op, (unsigned)given->struct_size);
-        return -1;
-    }
-    *o = *given;
     if (o->d_model < 1 || o->heads < 1 || o->d_model % o->heads != 0) {
         tfm__fail(TFM_ERR_ARG, "%s: %d heads must be positive and divide d_model %lld", op,
                   (int)o->heads, (long long)o->d_model);

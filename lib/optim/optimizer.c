@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/options.h"
 #include "core/tensor.h"
 #include "tfm/io.h"
 
@@ -51,35 +52,15 @@ void tfm_optimizer_options_init(tfm_optimizer_options *o, tfm_optimizer_kind kin
     o->warmup_steps = 4000; /* "Attention is all you need" */
 }
 
-/* Copies the fields the caller's struct_size covers over the defaults for
- * its kind, so callers built against an older, shorter struct keep working.
- * 0, or a size larger than this library knows, means the whole struct. */
+/* The caller's options over the defaults for its kind (tfm__read_options:
+ * callers built against an older, shorter struct keep working). */
 static tfm_status resolve_options(const char *op, const tfm_optimizer_options *in,
                                   tfm_optimizer_options *out)
 {
-    size_t size = in->struct_size;
-    if (size == 0 || size > sizeof *in)
-        size = sizeof *in;
-    if (size < offsetof(tfm_optimizer_options, kind) + sizeof in->kind)
-        return tfm__fail(TFM_ERR_ARG,
-                         "%s: options struct_size %u is too small to hold the kind "
-                         "(call tfm_optimizer_options_init)", op, (unsigned)in->struct_size);
-    tfm_optimizer_options_init(out, in->kind);
-#define TAKE(field)                                                            \
-    if (size >= offsetof(tfm_optimizer_options, field) + sizeof in->field)     \
-        out->field = in->field
-    TAKE(lr);
-    TAKE(beta1);
-    TAKE(beta2);
-    TAKE(eps);
-    TAKE(weight_decay);
-    TAKE(momentum);
-    TAKE(clip_norm);
-    TAKE(schedule);
-    TAKE(step_size);
-    TAKE(gamma);
-    TAKE(warmup_steps);
-#undef TAKE
+    size_t kind_end = offsetof(tfm_optimizer_options, kind) + sizeof in->kind;
+    tfm_optimizer_options_init(out, in->struct_size >= kind_end ? in->kind : TFM_OPTIMIZER_SGD);
+    if (tfm__read_options(op, "tfm_optimizer_options_init", in, out, sizeof *out, kind_end) < 0)
+        return tfm_last_status();
     return TFM_OK;
 }
 
