@@ -24,6 +24,7 @@
 #include "autograd/tape.h"
 #include "core/error.h"
 #include "core/options.h"
+#include "ops/layer_norm.h"
 #include "core/fastmath.h"
 #include "core/rng.h"
 #include "model/model.h"
@@ -324,23 +325,10 @@ static void linear(const tfm_layer *linear, const float *in, int64_t n, float *o
             linear->weight->shape[0], out, ldc);
 }
 
-/* As tfm_layer_norm: two passes over each row. */
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
 {
-    const float *w = tfm__f32(norm->weight), *b = tfm__f32(norm->bias);
-    for (int64_t i = 0; i < n; i++) {
-        const float *xr = x + i * dim;
-        float *o = out + i * dim;
-        float sum = 0.0f;
-        for (int64_t j = 0; j < dim; j++)
-            sum += xr[j];
-        float mu = sum / (float)dim, sq = 0.0f;
-        for (int64_t j = 0; j < dim; j++)
-            sq += (xr[j] - mu) * (xr[j] - mu);
-        float rs = 1.0f / sqrtf(sq / (float)dim + norm->eps);
-        for (int64_t j = 0; j < dim; j++)
-            o[j] = (xr[j] - mu) * rs * w[j] + b[j];
-    }
+    tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), tfm__f32(norm->bias), norm->eps,
+                         out, NULL, NULL);
 }
 
 /* The factor the queries are multiplied by: 1/sqrt(d_k) or 1/scale. */

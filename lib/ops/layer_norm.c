@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "autograd/tape.h"
+#include "ops/layer_norm.h"
 #include "tfm/ops.h"
 #include "core/error.h"
 
@@ -64,6 +65,32 @@ static int check_param(const char *op, const char *what, const tfm_tensor *p,
     return 0;
 }
 
+void tfm__layer_norm_rows(const float *x, int64_t rows, int64_t n, const float *w,
+                          const float *b, float eps, float *y, float *mean, float *rstd)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        /* two passes: sum((x - mu)^2) does not cancel as E[x^2] - mu^2 does */
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < n; j++)
+            sum += xr[j];
+        float mu = sum / (float)n, sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
+        for (int64_t j = 0; j < n; j++)
+            sq += (xr[j] - mu) * (xr[j] - mu);
+        float rs = 1.0f / sqrtf(sq / (float)n + eps);
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
+        if (mean) {
+            mean[r] = mu;
+            rstd[r] = rs;
+        }
+    }
+}
+
 tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                            const tfm_tensor *bias, float eps)
 {
@@ -96,30 +123,7 @@ tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor
     const float *xv = tfm__f32(x);
     const float *w = weight ? tfm__f32(weight) : NULL, *b = bias ? tfm__f32(bias) : NULL;
     float *y = tfm__f32(out);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = xv + r * n;
-        float *yr = y + r * n;
-        /* two passes: sum((x - mu)^2) does not cancel as E[x^2] - mu^2 does */
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; j++)
-            sum += xr[j];
-        float mu = sum / (float)n, sq = 0.0f;
-        for (int64_t j = 0; j < n; j++)
-            sq += (xr[j] - mu) * (xr[j] - mu);
-        float rs = 1.0f / sqrtf(sq / (float)n + eps);
-        for (int64_t j = 0; j < n; j++)
-            yr[j] = (xr[j] - mu) * rs;
-        if (w)
-            for (int64_t j = 0; j < n; j++)
-                yr[j] *= w[j];
-        if (b)
-            for (int64_t j = 0; j < n; j++)
-                yr[j] += b[j];
-        if (mean) {
-            mean[r] = mu;
-            rstd[r] = rs;
-        }
-    }
+    tfm__layer_norm_rows(xv, rows, n, w, b, eps, y, mean, rstd);
     tfm_node *node;
     if (tfm__record(tape, op, out, layer_norm_backward, n_in, in, &node) < 0)
         return NULL;

@@ -1,0 +1,13 @@
+/* The layer-norm kernel, shared by the op and the step-by-step decoder. */
+#ifndef TFM_OPS_LAYER_NORM_H
+#define TFM_OPS_LAYER_NORM_H
+
+#include <stdint.h>
+
+/* y = (x - mean) / sqrt(var + eps) * w + b over each of rows rows of n
+ * values (w, b may be NULL); the means and 1/std go to mean and rstd when
+ * they are not NULL. */
+void tfm__layer_norm_rows(const float *x, int64_t rows, int64_t n, const float *w,
+                          const float *b, float eps, float *y, float *mean, float *rstd);
+
+#endif
