@@ -69,6 +69,18 @@ count_step "installed tfm-encoder-layer prints tutorial 004's shape" $?
 "$prefix/bin/tfm-causal" --d-model 32 --heads 4 --layers 1 --d-ff 64 --vocab 50 --length 12 \
     --batch 4 --epochs 2 | tail -n 1 | grep -q "^Epoch: 2, Loss: "
 count_step "installed tfm-causal trains (small flags)" $?
+"$prefix/bin/tfm-average" --print-first | grep -q "raw output: 0.544199352975335"
+count_step "installed tfm-average reproduces the tutorials' first sample" $?
+checkpoint=$(mktemp -d)
+"$prefix/bin/tfm-average" --epochs 1 --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 \
+    --d-ff 16 --save "$checkpoint/average.safetensors" | grep -q "Test RMSE" &&
+    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/average.safetensors" --d-model 16 --heads 2 \
+        --encoder-layers 1 --decoder-layers 1 --d-ff 16 | grep -q "^top-p "
+count_step "installed tfm-average trains and tfm-sampling decodes its checkpoint" $?
+"$prefix/bin/tfm-taylor" --data ../shared/data/taylor/seq2seq_series_2terms.txt --out "$checkpoint/taylor" \
+    --iterations 20 --step 10 --decode-batch 250 | grep -q "Accuracy: "
+count_step "installed tfm-taylor trains, checkpoints and translates" $?
+rm -rf "$checkpoint"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
