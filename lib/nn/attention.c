@@ -38,20 +38,9 @@ static int read_options(const char *op, const tfm_attention_options *given,
     if (tfm__read_options(op, "tfm_attention_options_init", given, o, sizeof *o,
                           offsetof(tfm_attention_options, d_model) + sizeof o->d_model) < 0)
         return -1;
-    if (o->d_model < 1 || o->heads < 1 || o->d_model % o->heads != 0) {
-        tfm__fail(TFM_ERR_ARG, "%s: %d heads must be positive and divide d_model %lld", op,
-                  (int)o->heads, (long long)o->d_model);
+    if (tfm__check_attention_options(op, o->d_model, o->heads, o->dropout, o->trainable_scale,
+                                     o->scale_init) < 0)
         return -1;
-    }
-    if (!(o->dropout >= 0.0f && o->dropout < 1.0f)) {
-        tfm__fail(TFM_ERR_ARG, "%s: dropout %g is outside [0, 1)", op, (double)o->dropout);
-        return -1;
-    }
-    if (o->trainable_scale && !(o->scale_init >= 0.0f && isfinite(o->scale_init))) {
-        tfm__fail(TFM_ERR_ARG, "%s: scale_init %g must be finite, 0 or positive", op,
-                  (double)o->scale_init);
-        return -1;
-    }
     return 0;
 }
 

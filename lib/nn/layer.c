@@ -1,6 +1,7 @@
 /* What every layer shares: creation, names, checks, free, training mode. */
 #include "nn/layer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,26 @@ tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm
 {
     return dropout->training && dropout->dropout > 0.0f ? tfm_dropout_forward(tape, dropout, x)
                                                         : x;
+}
+
+int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
+                                 int32_t trainable_scale, float scale_init)
+{
+    if (d_model < 1 || heads < 1 || d_model % heads != 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: %d heads must be positive and divide d_model %lld", op,
+                  (int)heads, (long long)d_model);
+        return -1;
+    }
+    if (!(dropout >= 0.0f && dropout < 1.0f)) {
+        tfm__fail(TFM_ERR_ARG, "%s: dropout %g is outside [0, 1)", op, (double)dropout);
+        return -1;
+    }
+    if (trainable_scale && !(scale_init >= 0.0f && isfinite(scale_init))) {
+        tfm__fail(TFM_ERR_ARG, "%s: scale_init %g must be finite, 0 or positive", op,
+                  (double)scale_init);
+        return -1;
+    }
+    return 0;
 }
 
 tfm_layer *tfm__layer_abandon(tfm_layer *layer, tfm_params *params, int64_t mark)

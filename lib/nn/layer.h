@@ -62,6 +62,12 @@ int tfm__layer_name(const char *op, char *out, const char *prefix, const char *s
 /* Checks the layer handle passed to a forward call; 0 or -1 with the error set. */
 int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kind);
 
+/* The attention options that attention and encoder/decoder layers share:
+ * heads dividing d_model, dropout in [0, 1), a usable scale_init. 0 or -1
+ * with TFM_ERR_ARG set. */
+int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
+                                 int32_t trainable_scale, float scale_init);
+
 /* Frees a layer whose creation failed and removes the parameters added to
  * the store since it held mark of them; returns NULL for the caller. */
 tfm_layer *tfm__layer_abandon(tfm_layer *layer, tfm_params *params, int64_t mark);
