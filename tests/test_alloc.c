@@ -1,82 +1,10 @@
-/* In a steady-state training step libtfm makes no malloc calls: the
- * allocator is interposed here, and calls made from libtfm's own code are
- * counted while steps run. (OpenBLAS's threaded GEMM allocates a job array
- * per call and Check allocates for its assertions; neither is libtfm's.) */
-#define _GNU_SOURCE
+/* In a steady-state training step libtfm makes no malloc calls: calls made
+ * from libtfm's own code are counted (alloc_counter.c) while steps run. */
 #include <check.h>
-#include <link.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
+#include "alloc_counter.h"
 #include "check_main.h"
 #include <tfm/tfm.h>
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-
-static long allocations;
-static uintptr_t libtfm_start, libtfm_end; /* where libtfm's code is mapped */
-
-static int find_libtfm(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    if (!strstr(info->dlpi_name, "libtfm.so"))
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
-        if (ph->p_type != PT_LOAD)
-            continue;
-        if (!libtfm_start || start < libtfm_start)
-            libtfm_start = start;
-        if (end > libtfm_end)
-            libtfm_end = end;
-    }
-    return 1;
-}
-
-#define COUNT_IF_FROM_LIBTFM()                                                 \
-    do {                                                                       \
-        uintptr_t caller = (uintptr_t)__builtin_return_address(0);             \
-        if (caller >= libtfm_start && caller < libtfm_end)                     \
-            allocations++;                                                     \
-    } while (0)
-
-void *malloc(size_t n)
-{
-    COUNT_IF_FROM_LIBTFM();
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t count, size_t n)
-{
-    COUNT_IF_FROM_LIBTFM();
-    return __libc_calloc(count, n);
-}
-
-void *realloc(void *p, size_t n)
-{
-    COUNT_IF_FROM_LIBTFM();
-    return __libc_realloc(p, n);
-}
-
-void *aligned_alloc(size_t align, size_t n)
-{
-    COUNT_IF_FROM_LIBTFM();
-    return __libc_memalign(align, n);
-}
-
-int posix_memalign(void **out, size_t align, size_t n)
-{
-    COUNT_IF_FROM_LIBTFM();
-    *out = __libc_memalign(align, n);
-    return *out ? 0 : 12 /* ENOMEM */;
-}
 
 /* One step of a small attention-shaped network touching every op family:
  * embedding, matmul, heads, softmax with a mask, layer norm, dropout,
@@ -124,15 +52,14 @@ START_TEST(steady_state_step_does_not_allocate)
     tfm_tensor *params[5] = {n.table, n.w_qkv, n.w_out, n.ln_w, n.ln_b};
     for (int i = 0; i < 5; i++)
         tfm_tensor_set_requires_grad(params[i], 1);
-    dl_iterate_phdr(find_libtfm, NULL);
-    ck_assert(libtfm_end > libtfm_start);
+    ck_assert_int_eq(alloc_counter_init(), 0);
     tfm_tape *tape = tfm_tape_create();
     for (int i = 0; i < 3; i++) /* warm-up: the arena finds its size */
         step(tape, &n);
-    long before = allocations;
+    long before = alloc_counter_libtfm();
     for (int i = 0; i < 20; i++)
         step(tape, &n);
-    ck_assert_int_eq(allocations - before, 0);
+    ck_assert_int_eq(alloc_counter_libtfm() - before, 0);
     ck_assert_int_gt(before, 0); /* the counter does see libtfm's allocations */
     tfm_tape_free(tape);
     for (int i = 0; i < 5; i++)
@@ -162,7 +89,7 @@ START_TEST(steady_state_decoding_does_not_allocate)
     ck_assert_ptr_nonnull(model);
     const int32_t ids[12] = {1, 4, 5, 9, 3, 0, 2, 3, 10, 7, 8, 6};
     tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){2, 6}, ids);
-    dl_iterate_phdr(find_libtfm, NULL);
+    ck_assert_int_eq(alloc_counter_init(), 0);
     int32_t tokens[2 * 4 * 10], lengths[8];
     float scores[8];
     for (tfm_decode_strategy strategy = TFM_DECODE_GREEDY; strategy <= TFM_DECODE_BEAM;
@@ -177,11 +104,11 @@ START_TEST(steady_state_decoding_does_not_allocate)
         ck_assert_msg(decoding != NULL, "%s", tfm_last_error());
         ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
                          TFM_OK);
-        long before = allocations;
+        long before = alloc_counter_libtfm();
         for (int i = 0; i < 5; i++)
             ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
                              TFM_OK);
-        ck_assert_int_eq(allocations - before, 0);
+        ck_assert_int_eq(alloc_counter_libtfm() - before, 0);
         tfm_decoding_free(decoding);
     }
     tfm_tensor_free(src);

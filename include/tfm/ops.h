@@ -23,6 +23,15 @@ TFM_API tfm_tensor *tfm_matmul(tfm_tape *tape, const tfm_tensor *a,
                                const tfm_tensor *b, int32_t transpose_a,
                                int32_t transpose_b);
 
+/* x @ weight^T + bias (torch.nn.functional.linear), in one GEMM: x is
+ * [..., in], weight [out, in], bias [out] or NULL. Result [..., out]. */
+TFM_API tfm_tensor *tfm_linear(tfm_tape *tape, const tfm_tensor *x,
+                               const tfm_tensor *weight, const tfm_tensor *bias);
+/* relu(tfm_linear(...)), keeping one tensor instead of three. */
+TFM_API tfm_tensor *tfm_linear_relu(tfm_tape *tape, const tfm_tensor *x,
+                                    const tfm_tensor *weight,
+                                    const tfm_tensor *bias);
+
 /* --- elementwise ------------------------------------------------------------ */
 /* NumPy broadcasting: shapes are aligned on the right and each pair of sizes
  * is equal or one of them is 1 (a bias [N] adds to [..., N]). */

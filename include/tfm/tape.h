@@ -25,7 +25,10 @@ TFM_API int32_t tfm_tape_is_recording(const tfm_tape *tape);
 
 /* Runs the recorded ops backward from a one-element float32 tensor, seeding
  * its gradient with 1. Gradients accumulate (+=) into the leaf tensors that
- * require grad. Valid once per recorded step: call tfm_tape_reset() next. */
+ * require grad. As in PyTorch, the gradients of intermediate (tape-owned)
+ * tensors are not kept: each is reused once its op has run backward, so
+ * backward holds only the live ones. Valid once per recorded step: call
+ * tfm_tape_reset() next. */
 TFM_API tfm_status tfm_tape_backward(tfm_tape *tape, tfm_tensor *loss);
 
 /* The same from any recorded float32 tensor, seeding its gradient with

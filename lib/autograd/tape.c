@@ -55,6 +55,7 @@ tfm_status tfm_tape_reset(tfm_tape *tape)
     tape->last = NULL;
     tape->node_count = 0;
     tape->backward_done = 0;
+    memset(tape->free_grads, 0, sizeof tape->free_grads);
     tfm__arena_reset(&tape->arena);
     return TFM_OK;
 }
@@ -147,6 +148,63 @@ int tfm__record(tfm_tape *tape, const char *op, tfm_tensor *out,
     return 0;
 }
 
+static size_t grad_bytes(const tfm_tensor *t)
+{
+    size_t bytes = (size_t)t->numel * sizeof(float);
+    return bytes < sizeof(void *) ? sizeof(void *) : bytes;
+}
+
+static tfm_grad_free_list *free_list_for(tfm_tape *tape, size_t bytes, int create)
+{
+    for (int i = 0; i < TFM__GRAD_SIZES; i++) {
+        tfm_grad_free_list *list = &tape->free_grads[i];
+        if (list->bytes == bytes)
+            return list;
+        if (!list->bytes) {
+            if (!create)
+                return NULL;
+            list->bytes = bytes;
+            return list;
+        }
+    }
+    return NULL; /* every slot taken: the buffer stays in the arena until reset */
+}
+
+/* A zeroed gradient for t, recycled when one of its size is free. */
+static tfm_status give_grad(tfm_tape *tape, tfm_tensor *t)
+{
+    size_t bytes = grad_bytes(t);
+    tfm_grad_free_list *list = free_list_for(tape, bytes, 0);
+    void *buffer = NULL;
+    if (list && list->head) {
+        buffer = list->head;
+        list->head = *(void **)buffer;
+    } else {
+        buffer = tfm__arena_alloc(&tape->arena, bytes);
+        if (!buffer)
+            return tfm__fail(TFM_ERR_NOMEM, "tfm_tape_backward: out of memory");
+    }
+    memset(buffer, 0, bytes);
+    t->grad = buffer;
+    t->grad_recycled = 1;
+    return TFM_OK;
+}
+
+/* After its op's backward nothing reads or adds to out's gradient again
+ * (the tape runs in reverse order), as PyTorch frees non-leaf gradients. */
+static void recycle_grad(tfm_tape *tape, tfm_tensor *t)
+{
+    if (!t->grad_recycled)
+        return;
+    tfm_grad_free_list *list = free_list_for(tape, grad_bytes(t), 1);
+    if (list) {
+        *(void **)t->grad = list->head;
+        list->head = t->grad;
+    }
+    t->grad = NULL;
+    t->grad_recycled = 0;
+}
+
 /* Gives every tape-owned input that wants a gradient a zeroed buffer. */
 static tfm_status prepare_input_grads(tfm_tape *tape, tfm_node *node)
 {
@@ -154,9 +212,9 @@ static tfm_status prepare_input_grads(tfm_tape *tape, tfm_node *node)
         tfm_tensor *t = node->in[i];
         if (!t || !t->requires_grad || t->grad)
             continue; /* optional inputs may be recorded as NULL */
-        t->grad = tfm__arena_calloc(&tape->arena, (size_t)t->numel * sizeof(float));
-        if (!t->grad)
-            return tfm__fail(TFM_ERR_NOMEM, "tfm_tape_backward: out of memory");
+        tfm_status s = give_grad(tape, t);
+        if (s != TFM_OK)
+            return s;
     }
     return TFM_OK;
 }
@@ -178,9 +236,9 @@ static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *outpu
                          "%s: the output does not depend on any tensor that requires "
                          "grad (or was computed with recording off)", op);
     if (!output->grad) {
-        output->grad = tfm__arena_calloc(&tape->arena, (size_t)count * sizeof(float));
-        if (!output->grad)
-            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        tfm_status s = give_grad(tape, output);
+        if (s != TFM_OK)
+            return s;
     }
     for (int64_t i = 0; i < count; i++)
         output->grad[i] += seed[i];
@@ -192,6 +250,7 @@ static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *outpu
         if (s != TFM_OK)
             return s;
         node->backward(node);
+        recycle_grad(tape, node->out);
     }
     return TFM_OK;
 }

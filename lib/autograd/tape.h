@@ -28,8 +28,19 @@ struct tfm_node {
     tfm_tensor *in[];    /* the inputs, in the op's argument order */
 };
 
+/* Intermediate gradients are recycled during backward: a buffer whose
+ * tensor's op has run its backward goes on the free list of its size and
+ * serves the next gradient of that size, so backward holds only the live
+ * gradients, not one per tensor. */
+#define TFM__GRAD_SIZES 128
+typedef struct tfm_grad_free_list {
+    size_t bytes;         /* 0: slot unused */
+    void *head;           /* each free buffer starts with the next pointer */
+} tfm_grad_free_list;
+
 struct tfm_tape {
     tfm_arena arena;
+    tfm_grad_free_list free_grads[TFM__GRAD_SIZES];
     tfm_node *last;
     int64_t node_count;
     int32_t recording;

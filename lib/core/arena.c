@@ -71,14 +71,6 @@ void *tfm__arena_alloc(tfm_arena *arena, size_t bytes)
     return p;
 }
 
-void *tfm__arena_calloc(tfm_arena *arena, size_t bytes)
-{
-    void *p = tfm__arena_alloc(arena, bytes);
-    if (p)
-        memset(p, 0, bytes);
-    return p;
-}
-
 void tfm__arena_reset(tfm_arena *arena)
 {
     tfm_arena_chunk *first = arena->chunks;

@@ -18,7 +18,6 @@ typedef struct tfm_arena {
 void tfm__arena_init(tfm_arena *arena);
 /* 64-byte aligned, uninitialised; NULL when out of memory (no error set). */
 void *tfm__arena_alloc(tfm_arena *arena, size_t bytes);
-void *tfm__arena_calloc(tfm_arena *arena, size_t bytes);
 /* Rewinds. When the step needed several chunks they are replaced by one of
  * the bytes actually used; if that allocation fails the arena is left empty
  * and grows again on demand. */

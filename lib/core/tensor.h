@@ -21,6 +21,7 @@ struct tfm_tensor {
     tfm_dtype dtype;
     tfm_storage storage;
     int32_t requires_grad;
+    int32_t grad_recycled;    /* grad came from the tape and returns to it */
     struct tfm_node *producer; /* the op record that made it, if recorded */
 };
 

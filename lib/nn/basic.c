@@ -38,8 +38,7 @@ tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear, const tf
 {
     if (tfm__check_layer("tfm_linear_forward", linear, TFM_LAYER_LINEAR) < 0)
         return NULL;
-    tfm_tensor *y = tfm_matmul(tape, x, linear->weight, 0, 1);
-    return linear->bias ? tfm_add(tape, y, linear->bias) : y;
+    return tfm_linear(tape, x, linear->weight, linear->bias);
 }
 
 /* --- embedding --------------------------------------------------------------- */
@@ -178,7 +177,9 @@ tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const 
     if (tfm__check_layer("tfm_feed_forward_forward", ff, TFM_LAYER_FEED_FORWARD) < 0)
         return NULL;
     tfm_layer *const *c = ff->children;
-    tfm_tensor *h = tfm_linear_forward(tape, c[TFM__FF_LINEAR1], x);
-    h = ff->activation == TFM_ACTIVATION_GELU ? tfm_gelu(tape, h) : tfm_relu(tape, h);
+    const tfm_layer *first = c[TFM__FF_LINEAR1];
+    tfm_tensor *h = ff->activation == TFM_ACTIVATION_GELU
+                        ? tfm_gelu(tape, tfm_linear_forward(tape, first, x))
+                        : tfm_linear_relu(tape, x, first->weight, first->bias);
     return tfm_linear_forward(tape, c[TFM__FF_LINEAR2], tfm__dropout_if_active(tape, c[TFM__FF_DROPOUT], h));
 }

@@ -1,0 +1,402 @@
+/* tfm-bench: times a full training step (forward, loss, backward, Adam
+ * step) or greedy decoding at one tutorial's configuration, with the data
+ * already in memory, and prints one JSON line for bench/run.py:
+ *
+ *   median and min ms of the timed steps (decode: the whole run);
+ *   gemm_gflop: the FLOPs of the step's cblas_sgemm calls, recorded by
+ *     interposing cblas_sgemm during one step;
+ *   sgemm_ms: the time cblas_sgemm alone takes for those calls, timed here
+ *     on the same shapes, so libtfm's step can be read as a fraction of
+ *     the BLAS rate;
+ *   peak RSS, and malloc-family calls per steady-state step (all callers,
+ *     and libtfm's own).
+ *
+ * Threads: OpenBLAS's (OPENBLAS_NUM_THREADS), as the caller sets them. */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <tfm/tfm.h>
+
+#include "alloc_counter.h"
+
+typedef struct bench_config {
+    const char *name;
+    int64_t src_vocab, tgt_vocab, src_len, tgt_len, batch;
+    int64_t d_model, heads, layers, d_ff;
+    float dropout, lr, beta2, eps;
+    int tutorial_003; /* learned positions, trainable scale, separate q/k/v */
+    int share_embeddings, final_norm;
+    int32_t pad; /* masked in the source and target, ignored by the loss; -1: none */
+} bench_config;
+
+/* Lengths are the decoder's input (the target minus its last token). */
+static const bench_config configs[] = {
+    {"003", 37, 30, 22, 84, 32, 64, 8, 2, 128, 0.1f, 2e-4f, 0.999f, 1e-8f, 1, 0, 0, 0},
+    {"avg", 13, 13, 91, 9, 32, 256, 4, 3, 128, 0.1f, 1e-3f, 0.999f, 1e-8f, 0, 1, 1, -1},
+    {"002", 5000, 5000, 100, 100, 64, 512, 8, 6, 2048, 0.1f, 1e-4f, 0.98f, 1e-9f, 0, 0, 0, 0},
+};
+
+/* --- cblas_sgemm, recorded ------------------------------------------------------ */
+
+typedef struct gemm_shape {
+    int ta, tb, m, n, k, lda, ldb, ldc;
+    float beta;
+    long calls;
+} gemm_shape;
+
+#define MAX_SHAPES 512
+static gemm_shape shapes[MAX_SHAPES];
+static int shape_count, recording, shapes_overflowed;
+
+typedef void (*sgemm_fn)(const enum CBLAS_ORDER, const enum CBLAS_TRANSPOSE,
+                         const enum CBLAS_TRANSPOSE, const int, const int, const int,
+                         const float, const float *, const int, const float *, const int,
+                         const float, float *, const int);
+static sgemm_fn real_sgemm;
+
+static void record_shape(const gemm_shape *s)
+{
+    for (int i = 0; i < shape_count; i++) {
+        gemm_shape *t = &shapes[i];
+        if (t->ta == s->ta && t->tb == s->tb && t->m == s->m && t->n == s->n && t->k == s->k &&
+            t->lda == s->lda && t->ldb == s->ldb && t->ldc == s->ldc && t->beta == s->beta) {
+            t->calls++;
+            return;
+        }
+    }
+    if (shape_count == MAX_SHAPES) {
+        shapes_overflowed = 1;
+        return;
+    }
+    shapes[shape_count] = *s;
+    shapes[shape_count++].calls = 1;
+}
+
+/* libtfm.so's calls bind to this definition, exported by the executable. */
+void cblas_sgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE ta,
+                 const enum CBLAS_TRANSPOSE tb, const int m, const int n, const int k,
+                 const float alpha, const float *a, const int lda, const float *b,
+                 const int ldb, const float beta, float *c, const int ldc)
+{
+    if (recording && order == CblasRowMajor)
+        record_shape(&(gemm_shape){ta == CblasTrans, tb == CblasTrans, m, n, k, lda, ldb, ldc,
+                                   beta, 0});
+    real_sgemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static double gemm_gflop(void)
+{
+    double flop = 0.0;
+    for (int i = 0; i < shape_count; i++)
+        flop += 2.0 * shapes[i].m * shapes[i].n * shapes[i].k * (double)shapes[i].calls;
+    return flop * 1e-9;
+}
+
+/* Each recorded shape timed on its own buffers, the minimum over repeats of
+ * at least 20 ms, times its calls in a step. */
+static double sgemm_ms(void)
+{
+    double total = 0.0;
+    for (int i = 0; i < shape_count; i++) {
+        const gemm_shape *s = &shapes[i];
+        size_t a_size = (size_t)(s->ta ? s->k : s->m) * (size_t)s->lda;
+        size_t b_size = (size_t)(s->tb ? s->n : s->k) * (size_t)s->ldb;
+        size_t c_size = (size_t)s->m * (size_t)s->ldc;
+        float *a = malloc(a_size * sizeof *a), *b = malloc(b_size * sizeof *b),
+              *c = calloc(c_size, sizeof *c);
+        if (!a || !b || !c) {
+            free(a);
+            free(b);
+            free(c);
+            return NAN;
+        }
+        for (size_t j = 0; j < a_size; j++)
+            a[j] = (float)(j % 7) * 0.1f;
+        for (size_t j = 0; j < b_size; j++)
+            b[j] = (float)(j % 5) * 0.1f;
+        double best = INFINITY;
+        for (int repeat = 0; repeat < 3; repeat++) {
+            long calls = 0;
+            double start = now_ms(), elapsed;
+            do {
+                real_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans,
+                           s->tb ? CblasTrans : CblasNoTrans, s->m, s->n, s->k, 1.0f, a, s->lda,
+                           b, s->ldb, s->beta, c, s->ldc);
+                calls++;
+                elapsed = now_ms() - start;
+            } while (elapsed < 20.0 || calls < 2);
+            if (elapsed / (double)calls < best)
+                best = elapsed / (double)calls;
+        }
+        total += best * (double)s->calls;
+        free(a);
+        free(b);
+        free(c);
+    }
+    return total;
+}
+
+/* --- the model and its data ------------------------------------------------------- */
+
+static tfm_model *build_model(const bench_config *c)
+{
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = c->src_vocab;
+    o.tgt_vocab = c->tgt_vocab;
+    o.max_src_len = c->src_len;
+    o.max_tgt_len = c->tgt_len + 1;
+    o.share_embeddings = c->share_embeddings;
+    o.encoder_layers = o.decoder_layers = (int32_t)c->layers;
+    o.final_norm = c->final_norm;
+    o.block.d_model = c->d_model;
+    o.block.heads = (int32_t)c->heads;
+    o.block.d_ff = c->d_ff;
+    o.block.dropout = c->dropout;
+    if (c->tutorial_003) {
+        o.positions = TFM_POSITIONS_LEARNED;
+        o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
+        o.block.fused_qkv = 0;
+        o.block.trainable_scale = 1;
+        o.block.scale_init = sqrtf((float)c->d_model);
+    }
+    if (c->share_embeddings)
+        o.embedding_dropout = 0.0f; /* tutorials 000/001 */
+    return tfm_model_create(&o);
+}
+
+/* Random tokens in [1, vocab): no padding, as every twin's data. */
+static tfm_tensor *random_tokens(int64_t rows, int64_t cols, int64_t vocab, tfm_rng *rng)
+{
+    tfm_tensor *t = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){rows, cols});
+    if (!t)
+        return NULL;
+    int32_t *v = tfm_tensor_data_i32(t);
+    for (int64_t i = 0; i < rows * cols; i++)
+        v[i] = 1 + (int32_t)(tfm_rng_next_u64(rng) % (uint64_t)(vocab - 1));
+    return t;
+}
+
+typedef struct batch {
+    tfm_tensor *src, *tgt_in, *labels;
+} batch;
+
+static tfm_status train_step(tfm_tape *tape, tfm_model *model, tfm_optimizer *adam,
+                             const bench_config *c, const batch *b)
+{
+    tfm_tensor *src_mask = NULL, *tgt_mask = tfm_mask_causal(tape, c->tgt_len, TFM_I32);
+    if (c->pad >= 0 && c->tutorial_003) {
+        src_mask = tfm_mask_padding(tape, b->src, c->pad, TFM_I32);
+        tgt_mask = tfm_mask_combine(tape, tfm_mask_padding(tape, b->tgt_in, c->pad, TFM_I32),
+                                    tgt_mask);
+    }
+    tfm_tensor *logits =
+        tfm_model_forward(tape, model, b->src, b->tgt_in, src_mask, tgt_mask, src_mask);
+    tfm_tensor *loss = tfm_cross_entropy(tape, logits, b->labels, c->pad, 0.0f);
+    tfm_status s = loss ? tfm_tape_backward(tape, loss) : tfm_last_status();
+    if (s == TFM_OK)
+        s = tfm_optimizer_step(adam);
+    if (s == TFM_OK)
+        s = tfm_optimizer_zero_grad(adam);
+    tfm_tape_reset(tape);
+    return s;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct result {
+    double median_ms, min_ms;
+    long allocs, libtfm_allocs; /* over the timed part */
+    int steps;
+    double tape_mb; /* the tape's arena after the steps */
+} result;
+
+static int bench_train(const bench_config *c, int steps, int warmup, result *r)
+{
+    tfm_rng *rng = tfm_rng_create(7);
+    tfm_model *model = build_model(c);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_optimizer_options oo;
+    tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
+    oo.lr = c->lr;
+    oo.beta2 = c->beta2;
+    oo.eps = c->eps;
+    tfm_optimizer *adam = model ? tfm_optimizer_create(tfm_model_params(model), &oo) : NULL;
+    batch b = {0};
+    if (rng) {
+        b.src = random_tokens(c->batch, c->src_len, c->src_vocab, rng);
+        b.tgt_in = random_tokens(c->batch, c->tgt_len, c->tgt_vocab, rng);
+        b.labels = random_tokens(c->batch, c->tgt_len, c->tgt_vocab, rng);
+    }
+    double *times = calloc((size_t)steps, sizeof *times);
+    int ok = rng && model && tape && adam && b.src && b.tgt_in && b.labels && times;
+    for (int i = 0; ok && i < warmup; i++) {
+        recording = i == warmup - 1; /* the last warm-up step shows the GEMMs */
+        ok = train_step(tape, model, adam, c, &b) == TFM_OK;
+        recording = 0;
+    }
+    long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();
+    for (int i = 0; ok && i < steps; i++) {
+        double start = now_ms();
+        ok = train_step(tape, model, adam, c, &b) == TFM_OK;
+        times[i] = now_ms() - start;
+    }
+    r->allocs = alloc_counter_total() - allocs;
+    r->libtfm_allocs = alloc_counter_libtfm() - libtfm_allocs;
+    if (ok) {
+        qsort(times, (size_t)steps, sizeof *times, compare_doubles);
+        r->median_ms = steps % 2 ? times[steps / 2]
+                                 : 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+        r->min_ms = times[0];
+        r->steps = steps;
+        r->tape_mb = (double)tfm_tape_arena_bytes(tape) / (1 << 20);
+    } else {
+        fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
+    }
+    free(times);
+    tfm_tensor_free(b.src);
+    tfm_tensor_free(b.tgt_in);
+    tfm_tensor_free(b.labels);
+    tfm_optimizer_free(adam);
+    tfm_tape_free(tape);
+    tfm_model_free(model);
+    tfm_rng_free(rng);
+    return ok ? 0 : -1;
+}
+
+/* Greedy decoding of `sources` random sources, `per_call` at a time, always
+ * generating the full tgt_len tokens (no <eos>), as the PyTorch twin. */
+static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call, result *r)
+{
+    tfm_rng *rng = tfm_rng_create(11);
+    tfm_model *model = build_model(c);
+    tfm_tensor *all = rng ? random_tokens(sources, c->src_len, c->src_vocab, rng) : NULL;
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    o.max_length = (int32_t)c->tgt_len;
+    o.bos_id = 1;
+    o.eos_id = -1;
+    o.src_pad_id = c->pad;
+    tfm_decoding *decoding = model ? tfm_decoding_create(model, &o, per_call, c->src_len) : NULL;
+    int32_t *tokens = malloc((size_t)(per_call * (c->tgt_len + 1)) * sizeof *tokens);
+    int32_t *lengths = malloc((size_t)per_call * sizeof *lengths);
+    tfm_tensor *chunk = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){per_call, c->src_len});
+    int ok = all && decoding && tokens && lengths && chunk;
+    /* warm-up: one call, so that first-touch costs are not timed */
+    if (ok) {
+        memcpy(tfm_tensor_data_i32(chunk), tfm_tensor_data_i32(all),
+               (size_t)(per_call * c->src_len) * sizeof(int32_t));
+        ok = tfm_decoding_run(decoding, chunk, tokens, lengths, NULL, NULL, NULL) == TFM_OK;
+    }
+    long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();
+    double start = now_ms();
+    for (int64_t first = 0; ok && first < sources; first += per_call) {
+        int64_t n = sources - first < per_call ? sources - first : per_call;
+        tfm_tensor *src = tfm_tensor_from_i32(
+            2, (const int64_t[]){n, c->src_len}, tfm_tensor_data_i32(all) + first * c->src_len);
+        ok = src && tfm_decoding_run(decoding, src, tokens, lengths, NULL, NULL, NULL) == TFM_OK;
+        tfm_tensor_free(src);
+    }
+    r->median_ms = r->min_ms = now_ms() - start;
+    r->steps = 1;
+    /* the sources' tensors are the caller's: allocations inside runs only */
+    r->allocs = alloc_counter_total() - allocs;
+    r->libtfm_allocs = alloc_counter_libtfm() - libtfm_allocs;
+    if (!ok)
+        fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
+    tfm_tensor_free(chunk);
+    free(tokens);
+    free(lengths);
+    tfm_decoding_free(decoding);
+    tfm_tensor_free(all);
+    tfm_model_free(model);
+    tfm_rng_free(rng);
+    return ok ? 0 : -1;
+}
+
+static void usage(const char *program)
+{
+    fprintf(stderr,
+            "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
+            "[--sources N] [--decode-batch N]\n",
+            program);
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_name = "003", *what = "train";
+    long steps = 10, warmup = 3, sources = 750, decode_batch = 250;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *flag = argv[i], *value = argv[i + 1];
+        if (!strcmp(flag, "--config"))
+            config_name = value;
+        else if (!strcmp(flag, "--what"))
+            what = value;
+        else if (!strcmp(flag, "--steps"))
+            steps = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--warmup"))
+            warmup = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--sources"))
+            sources = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--decode-batch"))
+            decode_batch = strtol(value, NULL, 10);
+        else {
+            usage(argv[0]);
+            return 2;
+        }
+    }
+    const bench_config *c = NULL;
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++)
+        if (!strcmp(configs[i].name, config_name))
+            c = &configs[i];
+    int train = !strcmp(what, "train");
+    if (!c || (!train && strcmp(what, "decode")) || steps < 1 || steps > 100000 || warmup < 1 ||
+        sources < 1 || decode_batch < 1 || (argc - 1) % 2) {
+        usage(argv[0]);
+        return 2;
+    }
+    *(void **)&real_sgemm = dlsym(RTLD_NEXT, "cblas_sgemm"); /* POSIX's way */
+    if (!real_sgemm || alloc_counter_init() < 0) {
+        fprintf(stderr, "tfm-bench: cblas_sgemm or libtfm.so not found\n");
+        return 1;
+    }
+    result r = {0};
+    int failed = train ? bench_train(c, (int)steps, (int)warmup, &r)
+                       : bench_decode(c, sources, decode_batch < sources ? decode_batch : sources,
+                                      &r);
+    if (failed)
+        return 1;
+    struct rusage usage_now;
+    getrusage(RUSAGE_SELF, &usage_now);
+    printf("{\"impl\":\"libtfm\",\"config\":\"%s\",\"what\":\"%s\",\"steps\":%d,"
+           "\"median_ms\":%.3f,\"min_ms\":%.3f,\"peak_rss_mb\":%.1f,"
+           "\"allocs_per_step\":%.1f,\"libtfm_allocs_per_step\":%.1f",
+           c->name, what, r.steps, r.median_ms, r.min_ms, (double)usage_now.ru_maxrss / 1024.0,
+           (double)r.allocs / r.steps, (double)r.libtfm_allocs / r.steps);
+    if (train)
+        printf(",\"tape_mb\":%.1f,\"gemm_gflop\":%.4f,\"sgemm_ms\":%.3f,\"gemm_shapes\":%d%s",
+               r.tape_mb, gemm_gflop(), sgemm_ms(), shape_count,
+               shapes_overflowed ? ",\"shapes_overflowed\":true" : "");
+    else
+        printf(",\"sources\":%ld", sources);
+    printf("}\n");
+    return 0;
+}

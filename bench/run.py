@@ -1,0 +1,307 @@
+#!/usr/bin/python3
+"""Runs libtfm's benchmark (BUILD/bench/tfm-bench) and its PyTorch twins
+(bench/torch/bench.py) interleaved, and prints a table per OpenBLAS
+environment with the issue's targets, met or missed.
+
+  /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
+      [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
+  /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
+
+Jobs: a training step of each config on 2 threads, tutorial 003's greedy
+decoding on 2 threads, and libtfm's 002 step on 1 thread (for the 2-thread
+speed-up). Each round runs, job by job, libtfm then PyTorch, each in its own
+process; each keeps its best (lowest) median over the rounds. 002 runs one
+round (a PyTorch step takes ~12 s).
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TWIN = os.path.join(ROOT, 'bench', 'torch', 'bench.py')
+PYTHON = '/usr/bin/python3'  # Debian's python3-torch
+CONFIGS = ['003', 'avg', '002']
+ENVS = ['found', 'unset', 'haswell']
+
+# The issue's targets: PyTorch time / libtfm time, at least.
+TRAIN_RATIO = {'003': 5.0, 'avg': 2.5, '002': 1.4}
+DECODE_RATIO = 20.0
+SGEMM_FRACTION = 0.85  # of the 002 step
+MEMORY_RATIO = 0.6     # libtfm / PyTorch peak RSS, 002 step, at most
+SPEEDUP = 1.8          # libtfm's 002 step, 2 threads over 1
+
+
+def jobs(configs):
+    """(config, what, threads, with PyTorch) in run order."""
+    out = [(c, 'train', 2, True) for c in configs]
+    if '003' in configs:
+        out.append(('003', 'decode', 2, True))
+    if '002' in configs:
+        out.append(('002', 'train', 1, False))
+    return out
+
+
+def base_env(name):
+    """The environment as found, or with OPENBLAS_CORETYPE unset / Haswell."""
+    env = dict(os.environ)
+    if name == 'unset':
+        env.pop('OPENBLAS_CORETYPE', None)
+    elif name == 'haswell':
+        env['OPENBLAS_CORETYPE'] = 'Haswell'
+    return env
+
+
+def command(impl, env_name, config, what, threads, counts, build):
+    """(argv, env, a shell line that reproduces the run)."""
+    if impl == 'libtfm':
+        # OpenBLAS (or BLIS) owns libtfm's threads
+        extra = {'OPENBLAS_NUM_THREADS': threads, 'BLIS_NUM_THREADS': threads,
+                 'OMP_NUM_THREADS': threads}
+        argv = [os.path.join(build, 'bench', 'tfm-bench')]
+    else:
+        # passive: PyTorch's OpenMP threads otherwise spin against OpenBLAS's
+        extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}
+        argv = [PYTHON, TWIN, '--threads', str(threads)]
+    argv += ['--config', config, '--what', what]
+    if what == 'train':
+        argv += ['--steps', str(counts['steps']), '--warmup', str(counts['warmup'])]
+    else:
+        argv += ['--sources', str(counts['sources'])]
+    env = base_env(env_name)
+    env.update({k: str(v) for k, v in extra.items()})
+    prefix = ['env'] + (['-u', 'OPENBLAS_CORETYPE'] if 'OPENBLAS_CORETYPE' not in env else
+                        ['OPENBLAS_CORETYPE=' + env['OPENBLAS_CORETYPE']])
+    line = shlex.join(prefix + [f'{k}={v}' for k, v in extra.items()] + argv)
+    return argv, env, line
+
+
+def counts_for(a, config):
+    """Steps, warm-up steps and sources: the defaults unless given."""
+    default = lambda value, d: d if value is None else value  # noqa: E731
+    return {'steps': default(a.steps, 10),
+            'warmup': default(a.warmup, 1 if config == '002' else 3),
+            'sources': default(a.sources, 750)}
+
+
+def run_one(argv, env):
+    """The program's JSON line, or {'error': ...}."""
+    try:
+        p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    except OSError as e:
+        return {'error': str(e)}
+    lines = [x for x in p.stdout.splitlines() if x.startswith('{')]
+    if p.returncode or not lines:
+        return {'error': f'exit {p.returncode}: {p.stderr.strip()[-300:]}'}
+    try:
+        return json.loads(lines[-1])
+    except ValueError as e:
+        return {'error': f'bad JSON ({e}): {lines[-1][:200]}'}
+
+
+def run_all(a, log):
+    found = os.environ.get('OPENBLAS_CORETYPE')
+    print(f'OPENBLAS_CORETYPE found as: {found!r}' if found is not None else
+          'OPENBLAS_CORETYPE found unset', file=sys.stderr)
+    same = 'unset' if found is None else 'haswell' if found.lower() == 'haswell' else None
+    envs = a.envs
+    if 'found' in envs and same in envs:
+        print(f"'found' is the same as '{same}': skipped", file=sys.stderr)
+        envs = [e for e in envs if e != 'found']
+    records = []
+    for env_name in envs:
+        for r in range(a.rounds):
+            for config, what, threads, with_torch in jobs(a.configs):
+                if config == '002' and r > 0:
+                    continue
+                counts = counts_for(a, config)
+                for impl in ['libtfm', 'pytorch'] if with_torch else ['libtfm']:
+                    argv, env, line = command(impl, env_name, config, what, threads, counts,
+                                              a.build)
+                    start = time.time()
+                    out = run_one(argv, env)
+                    rec = {'env': env_name, 'found_coretype': found,
+                           'coretype': env.get('OPENBLAS_CORETYPE'),
+                           'round': r + 1, 'threads': threads, 'impl': impl,
+                           'config': config, 'what': what, 'cmd': line}
+                    rec.update(out)
+                    records.append(rec)
+                    log.write(json.dumps(rec) + '\n')
+                    log.flush()
+                    result = out.get('error') or f"{out.get('median_ms', float('nan')):.1f} ms"
+                    print(f'[{env_name} round {r + 1}] {config} {what} {threads}t {impl}: '
+                          f'{result} ({time.time() - start:.0f} s)\n    {line}',
+                          file=sys.stderr)
+    return records
+
+
+# --- the table --------------------------------------------------------------
+
+
+def best(records, env, impl, config, what, threads):
+    """The record with the lowest median, or None."""
+    ok = [r for r in records if r.get('env') == env and r.get('impl') == impl and
+          r.get('config') == config and r.get('what') == what and
+          r.get('threads') == threads and 'median_ms' in r]
+    return min(ok, key=lambda r: r['median_ms'], default=None)
+
+
+def fmt(x, spec):
+    return '-' if x is None else format(x, spec)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def verdict(name, value, target, higher_is_better, unit='x'):
+    if value is None:
+        return f'{name}: not measured (target {target:g}{unit})'
+    if higher_is_better:
+        met, by = value >= target, (value / target if value >= target else target / value)
+        goal = f'>= {target:g}{unit}'
+    else:
+        met, by = value <= target, (target / value if value <= target else value / target)
+        goal = f'<= {target:g}'
+    return (f'{name} {value:.2f}{unit}, target {goal}: '
+            f'{"met" if met else "missed"} by {by:.2f}x')
+
+
+def table(records, env):
+    coretypes = {r.get('coretype') for r in records if r.get('env') == env}
+    print(f'\n### Environment "{env}": OPENBLAS_CORETYPE='
+          f'{", ".join(str(c) if c is not None else "(unset)" for c in coretypes)}\n')
+    print('| config | what | threads | libtfm ms | PyTorch ms | PyTorch / libtfm | '
+          'libtfm GFLOP/s | PyTorch GFLOP/s | sgemm GFLOP/s | libtfm / sgemm | '
+          'RSS MB libtfm | RSS MB PyTorch | RSS libtfm / PyTorch | allocs/step (libtfm\'s) |')
+    print('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: '
+          '| ---: | ---: |')
+    keys = []
+    for r in records:
+        k = (r.get('config'), r.get('what'), r.get('threads'))
+        if r.get('env') == env and k not in keys:
+            keys.append(k)
+    found = {}
+    for config, what, threads in keys:
+        t = best(records, env, 'libtfm', config, what, threads)
+        p = best(records, env, 'pytorch', config, what, threads)
+        found[config, what, threads] = (t, p)
+        t_ms, p_ms = t and t['median_ms'], p and p['median_ms']
+        gflop = t and t.get('gemm_gflop')
+        rate = lambda ms: gflop / (ms / 1e3) if gflop and ms else None  # noqa: E731
+        sgemm = rate(t and t.get('sgemm_ms'))
+        t_rss, p_rss = t and t.get('peak_rss_mb'), p and p.get('peak_rss_mb')
+        allocs = '-' if not t else (f"{t.get('allocs_per_step', float('nan')):g} "
+                                    f"({t.get('libtfm_allocs_per_step', float('nan')):g})")
+        label = what if what == 'train' else \
+            f"{what}, {(t or p).get('sources', '?')} sources (ms: all)"
+        print(f'| {config} | {label} | {threads} | {fmt(t_ms, ".1f")} | {fmt(p_ms, ".1f")} | '
+              f'{fmt(ratio(p_ms, t_ms), ".2f")} | {fmt(rate(t_ms), ".1f")} | '
+              f'{fmt(rate(p_ms), ".1f")} | {fmt(sgemm, ".1f")} | '
+              f'{fmt(ratio(rate(t_ms), sgemm), ".0%")} | {fmt(t_rss, ".0f")} | '
+              f'{fmt(p_rss, ".0f")} | {fmt(ratio(t_rss, p_rss), ".2f")} | {allocs} |')
+    failed = [r for r in records if r.get('env') == env and 'error' in r]
+    for r in failed:
+        print(f"\nfailed: {r['impl']} {r['config']} {r['what']} {r['threads']}t round "
+              f"{r.get('round')}: {r['error']}")
+    return found
+
+
+def targets(found):
+    """A line per target of the issue, from table()'s best records."""
+    lines = []
+    get = lambda *k: found.get(k, (None, None))  # noqa: E731
+    for config, target in TRAIN_RATIO.items():
+        t, p = get(config, 'train', 2)
+        if t or p:
+            lines.append(verdict(f'{config} train ratio (2 threads)',
+                                 ratio(p and p['median_ms'], t and t['median_ms']), target, True))
+    t, p = get('003', 'decode', 2)
+    if t or p:
+        lines.append(verdict('003 decode ratio (2 threads)',
+                             ratio(p and p['median_ms'], t and t['median_ms']),
+                             DECODE_RATIO, True))
+    t, p = get('002', 'train', 2)
+    if t or p:
+        frac = None
+        if t and t.get('sgemm_ms') and t.get('median_ms'):
+            frac = t['sgemm_ms'] / t['median_ms']  # same FLOPs: the rates' ratio
+        lines.append('002 train fraction of the sgemm rate (2 threads) ' +
+                     ('not measured' if frac is None else
+                      f"{frac:.0%}, target >= {SGEMM_FRACTION:.0%}: "
+                      f"{'met' if frac >= SGEMM_FRACTION else 'missed'} by "
+                      f"{abs(frac - SGEMM_FRACTION) * 100:.0f} points"))
+        lines.append(verdict('002 train peak RSS libtfm / PyTorch',
+                             ratio(t and t.get('peak_rss_mb'), p and p.get('peak_rss_mb')),
+                             MEMORY_RATIO, False, unit=''))
+    t1, _ = get('002', 'train', 1)
+    if t or t1:
+        lines.append(verdict('002 train libtfm speed-up, 2 threads / 1',
+                             ratio(t1 and t1['median_ms'], t and t['median_ms']), SPEEDUP, True))
+    for (config, what, threads), (t, _) in found.items():
+        if t and 'allocs_per_step' in t:
+            n = t['allocs_per_step']
+            lines.append(f"{config} {what} ({threads}t) allocations per "
+                         f"{'step' if what == 'train' else 'run'}: {n:g} "
+                         f"(libtfm's own {t.get('libtfm_allocs_per_step', float('nan')):g}), "
+                         f"target 0: {'met' if n == 0 else f'missed by {n:g}'}")
+    return lines
+
+
+def report(records):
+    found = {r.get('found_coretype', '?') for r in records}
+    print('OPENBLAS_CORETYPE as found: ' +
+          ', '.join('(unset)' if f is None else str(f) for f in found))
+    envs = []
+    for r in records:
+        if r.get('env') not in envs:
+            envs.append(r.get('env'))
+    for env in envs:
+        found = table(records, env)
+        print()
+        for line in targets(found):
+            print('- ' + line)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--build', default=os.path.join(ROOT, 'build'),
+                   help='meson build directory holding bench/tfm-bench (default: build)')
+    p.add_argument('--configs', default=','.join(CONFIGS))
+    p.add_argument('--rounds', type=int, default=3, help='002 always runs once')
+    p.add_argument('--envs', default=','.join(ENVS))
+    p.add_argument('--quick', action='store_true',
+                   help='smoke test: steps 2, warmup 1, sources 20, rounds 1')
+    p.add_argument('--steps', type=int, help='timed steps (default 10)')
+    p.add_argument('--warmup', type=int, help='untimed steps (default 3; 002: 1)')
+    p.add_argument('--sources', type=int, help='decoded sources (default 750)')
+    p.add_argument('--log', default='/tmp/tfm-bench.jsonl', help='where the JSON lines go')
+    p.add_argument('--from', dest='from_file', metavar='FILE',
+                   help='re-print the tables of a logged run, without running')
+    a = p.parse_args()
+    if a.from_file:
+        with open(a.from_file) as f:
+            report([json.loads(x) for x in f if x.strip()])
+        return
+    a.configs = a.configs.split(',')
+    a.envs = a.envs.split(',')
+    if set(a.configs) - set(CONFIGS) or set(a.envs) - set(ENVS) or a.rounds < 1:
+        p.error(f'configs among {CONFIGS}, envs among {ENVS}, rounds >= 1')
+    if a.quick:
+        a.rounds = 1
+        a.steps = 2 if a.steps is None else a.steps
+        a.warmup = 1 if a.warmup is None else a.warmup
+        a.sources = 20 if a.sources is None else a.sources
+    start = time.time()
+    with open(a.log, 'w') as log:
+        records = run_all(a, log)
+    print(f'{len(records)} runs in {time.time() - start:.0f} s; JSON lines in {a.log}',
+          file=sys.stderr)
+    report(records)
+
+
+if __name__ == '__main__':
+    main()
