@@ -166,7 +166,7 @@ def verdict(name, value, target, higher_is_better, unit='x'):
     else:
         met, by = value <= target, (target / value if value <= target else value / target)
         goal = f'<= {target:g}'
-    return (f'{name} {value:.2f}{unit}, target {goal}: '
+    return (f'{name}: {value:.2f}{unit}, target {goal}: '
             f'{"met" if met else "missed"} by {by:.2f}x')
 
 
@@ -174,6 +174,8 @@ def table(records, env):
     coretypes = {r.get('coretype') for r in records if r.get('env') == env}
     print(f'\n### Environment "{env}": OPENBLAS_CORETYPE='
           f'{", ".join(str(c) if c is not None else "(unset)" for c in coretypes)}\n')
+    print('Each figure: the best median over the rounds (002: one round); '
+          'ms per training step, or for all the sources decoded.\n')
     print('| config | what | threads | libtfm ms | PyTorch ms | PyTorch / libtfm | '
           'libtfm GFLOP/s | PyTorch GFLOP/s | sgemm GFLOP/s | libtfm / sgemm | '
           'RSS MB libtfm | RSS MB PyTorch | RSS libtfm / PyTorch | allocs/step (libtfm\'s) |')
@@ -184,14 +186,16 @@ def table(records, env):
         k = (r.get('config'), r.get('what'), r.get('threads'))
         if r.get('env') == env and k not in keys:
             keys.append(k)
-    found = {}
+    bests = {}
     for config, what, threads in keys:
         t = best(records, env, 'libtfm', config, what, threads)
         p = best(records, env, 'pytorch', config, what, threads)
-        found[config, what, threads] = (t, p)
+        bests[config, what, threads] = (t, p)
         t_ms, p_ms = t and t['median_ms'], p and p['median_ms']
-        gflop = t and t.get('gemm_gflop')
-        rate = lambda ms: gflop / (ms / 1e3) if gflop and ms else None  # noqa: E731
+        gflop = t and t.get('gemm_gflop')  # libtfm's count serves both
+
+        def rate(ms):
+            return gflop / (ms / 1e3) if gflop and ms else None
         sgemm = rate(t and t.get('sgemm_ms'))
         t_rss, p_rss = t and t.get('peak_rss_mb'), p and p.get('peak_rss_mb')
         allocs = '-' if not t else (f"{t.get('allocs_per_step', float('nan')):g} "
@@ -207,13 +211,15 @@ def table(records, env):
     for r in failed:
         print(f"\nfailed: {r['impl']} {r['config']} {r['what']} {r['threads']}t round "
               f"{r.get('round')}: {r['error']}")
-    return found
+    return bests
 
 
-def targets(found):
+def targets(bests):
     """A line per target of the issue, from table()'s best records."""
     lines = []
-    get = lambda *k: found.get(k, (None, None))  # noqa: E731
+
+    def get(*key):
+        return bests.get(key, (None, None))
     for config, target in TRAIN_RATIO.items():
         t, p = get(config, 'train', 2)
         if t or p:
@@ -229,7 +235,7 @@ def targets(found):
         frac = None
         if t and t.get('sgemm_ms') and t.get('median_ms'):
             frac = t['sgemm_ms'] / t['median_ms']  # same FLOPs: the rates' ratio
-        lines.append('002 train fraction of the sgemm rate (2 threads) ' +
+        lines.append('002 train fraction of the sgemm rate (2 threads): ' +
                      ('not measured' if frac is None else
                       f"{frac:.0%}, target >= {SGEMM_FRACTION:.0%}: "
                       f"{'met' if frac >= SGEMM_FRACTION else 'missed'} by "
@@ -239,9 +245,9 @@ def targets(found):
                              MEMORY_RATIO, False, unit=''))
     t1, _ = get('002', 'train', 1)
     if t or t1:
-        lines.append(verdict('002 train libtfm speed-up, 2 threads / 1',
+        lines.append(verdict('002 train libtfm speed-up of 2 threads over 1',
                              ratio(t1 and t1['median_ms'], t and t['median_ms']), SPEEDUP, True))
-    for (config, what, threads), (t, _) in found.items():
+    for (config, what, threads), (t, _) in bests.items():
         if t and 'allocs_per_step' in t:
             n = t['allocs_per_step']
             lines.append(f"{config} {what} ({threads}t) allocations per "
@@ -260,9 +266,9 @@ def report(records):
         if r.get('env') not in envs:
             envs.append(r.get('env'))
     for env in envs:
-        found = table(records, env)
+        bests = table(records, env)
         print()
-        for line in targets(found):
+        for line in targets(bests):
             print('- ' + line)
 
 

@@ -439,9 +439,8 @@ def setup_002():
     criterion = nn.CrossEntropyLoss(ignore_index=0)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0001, betas=(0.9, 0.98), eps=1e-9)
     src_data = torch.randint(1, 5000, (64, 100))
-    # 101 long so that the decoder input is 100, as tfm-bench's (the tutorial
-    # feeds tgt_data[:, :-1] of a 100-long tgt_data: 99)
-    tgt_data = torch.randint(1, 5000, (64, 101))
+    # the decoder input is tgt_data[:, :-1]: 99 tokens, as tfm-bench's
+    tgt_data = torch.randint(1, 5000, (64, 100))
 
     def step():
         model.train()
