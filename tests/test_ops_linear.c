@@ -1,5 +1,6 @@
-/* linear and linear_relu: values against a double-precision reference with
- * and without bias, gradients of x, weight and bias, and the errors. */
+/* linear, linear_relu and linear_relu_dropout: values against a
+ * double-precision reference with and without bias, the dropout's mask
+ * against tfm_dropout's, gradients of x, weight and bias, and the errors. */
 #include <check.h>
 #include <string.h>
 
@@ -70,6 +71,60 @@ START_TEST(gradients_of_every_input)
 }
 END_TEST
 
+/* A fresh rng of a fixed seed per build: every evaluation drops the same. */
+static tfm_tensor *build_dropout(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    (void)ctx;
+    tfm_rng *rng = tfm_rng_create(42);
+    tfm_tensor *y = tfm_linear_relu_dropout(tape, in[0], in[1], in[2], 0.4f, 1, rng);
+    tfm_rng_free(rng);
+    return y;
+}
+
+START_TEST(dropout_is_tfm_dropout_fused)
+{
+    tfm_tensor *x = gc_random(2, (const int64_t[]){40, IN}, 7);
+    tfm_tensor *w = gc_random(2, (const int64_t[]){OUT, IN}, 8);
+    tfm_tensor *b = gc_random(1, (const int64_t[]){OUT}, 9);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_rng *r1 = tfm_rng_create(5), *r2 = tfm_rng_create(5);
+    tfm_tensor *fused = tfm_linear_relu_dropout(tape, x, w, b, 0.3f, 1, r1);
+    tfm_tensor *apart = tfm_dropout(tape, tfm_linear_relu(tape, x, w, b), 0.3f, 1, r2);
+    ck_assert_msg(fused && apart, "%s", tfm_last_error());
+    const float *f = tfm_tensor_data_f32(fused), *a = tfm_tensor_data_f32(apart);
+    int dropped = 0;
+    for (int i = 0; i < 40 * OUT; i++) {
+        ck_assert_float_eq_tol(f[i], a[i], 1e-6f);
+        dropped += a[i] == 0.0f;
+    }
+    ck_assert_int_gt(dropped, 0);
+    /* not training: no dropout, and no rng needed */
+    tfm_tensor *eval = tfm_linear_relu_dropout(tape, x, w, b, 0.3f, 0, NULL);
+    tfm_tensor *plain = tfm_linear_relu(tape, x, w, b);
+    ck_assert_mem_eq(tfm_tensor_data_f32(eval), tfm_tensor_data_f32(plain),
+                     40 * OUT * sizeof(float));
+    tfm_rng_free(r1);
+    tfm_rng_free(r2);
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(w);
+    tfm_tensor_free(b);
+}
+END_TEST
+
+START_TEST(dropout_gradients)
+{
+    tfm_tensor *in[3] = {gc_random(2, (const int64_t[]){6, IN}, 10),
+                         gc_random(2, (const int64_t[]){OUT, IN}, 11),
+                         gc_random(1, (const int64_t[]){OUT}, 12)};
+    for (int i = 0; i < 3; i++)
+        tfm_tensor_set_requires_grad(in[i], 1);
+    ck_assert_gradcheck(build_dropout, NULL, in, 3);
+    for (int i = 0; i < 3; i++)
+        tfm_tensor_free(in[i]);
+}
+END_TEST
+
 static void expect_error(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *w,
                          const tfm_tensor *b, tfm_status status, const char *needle)
 {
@@ -98,6 +153,13 @@ START_TEST(errors)
     tfm_clear_error();
     ck_assert_ptr_null(tfm_linear_relu(tape, x, w, b_wrong));
     ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_linear_relu"));
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_linear_relu_dropout(tape, x, w, b, 1.0f, 1, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_linear_relu_dropout(tape, x, w, b, 0.5f, 1, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "rng"));
     tfm_tensor *all[] = {x, w, w_wrong, b, b_wrong, ids};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tfm_tensor_free(all[i]);
@@ -111,6 +173,8 @@ static Suite *linear_suite(void)
     TCase *tc = tcase_create("linear");
     tcase_add_test(tc, values_match_reference);
     tcase_add_test(tc, gradients_of_every_input);
+    tcase_add_test(tc, dropout_is_tfm_dropout_fused);
+    tcase_add_test(tc, dropout_gradients);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
     return s;

@@ -31,6 +31,12 @@ TFM_API tfm_tensor *tfm_linear(tfm_tape *tape, const tfm_tensor *x,
 TFM_API tfm_tensor *tfm_linear_relu(tfm_tape *tape, const tfm_tensor *x,
                                     const tfm_tensor *weight,
                                     const tfm_tensor *bias);
+/* tfm_dropout(tfm_linear_relu(...), p, training, rng) as one op: the same
+ * mask from the same rng, one tensor kept instead of four. */
+TFM_API tfm_tensor *tfm_linear_relu_dropout(tfm_tape *tape, const tfm_tensor *x,
+                                            const tfm_tensor *weight,
+                                            const tfm_tensor *bias, float p,
+                                            int32_t training, tfm_rng *rng);
 
 /* --- elementwise ------------------------------------------------------------ */
 /* NumPy broadcasting: shapes are aligned on the right and each pair of sizes

@@ -139,7 +139,6 @@ tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const 
 
 /* --- feed-forward -------------------------------------------------------------- */
 
-
 tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t d_model,
                                    int64_t d_ff, tfm_activation activation, float dropout,
                                    tfm_rng *rng)
@@ -177,9 +176,12 @@ tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const 
     if (tfm__check_layer("tfm_feed_forward_forward", ff, TFM_LAYER_FEED_FORWARD) < 0)
         return NULL;
     tfm_layer *const *c = ff->children;
-    const tfm_layer *first = c[TFM__FF_LINEAR1];
-    tfm_tensor *h = ff->activation == TFM_ACTIVATION_GELU
-                        ? tfm_gelu(tape, tfm_linear_forward(tape, first, x))
-                        : tfm_linear_relu(tape, x, first->weight, first->bias);
-    return tfm_linear_forward(tape, c[TFM__FF_LINEAR2], tfm__dropout_if_active(tape, c[TFM__FF_DROPOUT], h));
+    const tfm_layer *first = c[TFM__FF_LINEAR1], *dropout = c[TFM__FF_DROPOUT];
+    tfm_tensor *h;
+    if (ff->activation == TFM_ACTIVATION_GELU)
+        h = tfm__dropout_if_active(tape, dropout, tfm_gelu(tape, tfm_linear_forward(tape, first, x)));
+    else
+        h = tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
+                                    dropout->training, dropout->rng);
+    return tfm_linear_forward(tape, c[TFM__FF_LINEAR2], h);
 }
