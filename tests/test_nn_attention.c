@@ -552,6 +552,48 @@ END_TEST
 
 /* --- training and eval -------------------------------------------------------------- */
 
+/* The layer's rng restarts for every evaluation, so each drops the same. */
+typedef struct dropout_ctx {
+    tfm_layer *layer;
+    tfm_rng *rng;
+    const tfm_tensor *mask;
+} dropout_ctx;
+
+static tfm_tensor *build_with_dropout(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    const dropout_ctx *d = ctx;
+    tfm_rng_seed(d->rng, 77);
+    return tfm_attention_forward(tape, d->layer, in[0], in[1], d->mask, NULL);
+}
+
+START_TEST(gradients_with_dropout)
+{
+    for (int trainable = 0; trainable <= 1; trainable++) {
+        tfm_rng *rng = tfm_rng_create(24);
+        tfm_params *p = tfm_params_create();
+        dropout_ctx d = {make_attention(p, "a", 1 - trainable, trainable, 1, 0.3f, rng), rng,
+                         NULL};
+        randomize(p, 25);
+        tfm_tensor *mask = make_mask(MASK_PADDING, S);
+        d.mask = mask;
+        tfm_tensor *in[16] = {gc_random(3, (const int64_t[]){B, T, D}, 26),
+                              gc_random(3, (const int64_t[]){B, S, D}, 27)};
+        int n = 2;
+        for (int i = 0; i < 2; i++)
+            tfm_tensor_set_requires_grad(in[i], 1);
+        for (int64_t i = 0; i < tfm_params_count(p); i++)
+            in[n++] = tfm_params_at(p, i);
+        ck_assert_gradcheck(build_with_dropout, &d, in, n);
+        tfm_tensor_free(in[0]);
+        tfm_tensor_free(in[1]);
+        tfm_tensor_free(mask);
+        tfm_layer_free(d.layer);
+        tfm_params_free(p);
+        tfm_rng_free(rng);
+    }
+}
+END_TEST
+
 START_TEST(dropout_in_training_only)
 {
     tfm_rng *rng = tfm_rng_create(21);
@@ -754,6 +796,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, gradients);
     tcase_add_test(tc, gradient_of_additive_mask);
     tcase_add_test(tc, dropout_in_training_only);
+    tcase_add_test(tc, gradients_with_dropout);
     tcase_add_test(tc, create_errors);
     tcase_add_test(tc, forward_errors);
     suite_add_tcase(s, tc);

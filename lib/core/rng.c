@@ -22,9 +22,18 @@ tfm_rng *tfm_rng_create(uint64_t seed)
         tfm__fail(TFM_ERR_NOMEM, "tfm_rng_create: out of memory");
         return NULL;
     }
+    tfm_rng_seed(rng, seed);
+    return rng;
+}
+
+tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed)
+{
+    if (!rng)
+        return tfm__fail(TFM_ERR_NULL, "tfm_rng_seed: rng is NULL");
     for (int i = 0; i < 4; i++)
         rng->state[i] = splitmix64(&seed);
-    return rng;
+    rng->has_spare_normal = 0;
+    return TFM_OK;
 }
 
 void tfm_rng_free(tfm_rng *rng) { free(rng); }

@@ -1,9 +1,8 @@
 /* Multi-head attention: torch.nn.MultiheadAttention's fused Q/K/V layout, or
  * separate projections as tutorial 003, with a fixed 1/sqrt(d_k) or a
- * trainable scale. Internal pieces live here: the head split of a column
- * block of a projection (fusing the fused bias and the fixed scale into the
- * copy the split makes anyway), the division by the trainable scale, and a
- * zero-copy view of rows of in_proj_weight for cross-attention. */
+ * trainable scale. The projections are tfm_linear ops (cross-attention's
+ * use zero-copy row views of in_proj_weight and in_proj_bias); the rest is
+ * the fused core in ops/attention.c, which reads the heads in place. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "nn/layer.h"
+#include "ops/attention.h"
 
 /* The output projection is always child 0; q/k/v exist when not fused. */
 
@@ -110,134 +110,15 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     return layer;
 }
 
-/* --- internal op: heads of a column block, with bias and scale --------------- */
-
-/* out[b, h, t, :] = factor * (x[b, t, col + h*dk : col + (h+1)*dk]
- *                             + bias[bias_off + h*dk : …]),
- * x [B, T, W], out [B, heads, T, dk]. ints: col, bias_off; floats: factor. */
-static void heads_backward(tfm_node *node)
-{
-    const tfm_tensor *x = node->in[0], *bias = node->in[1];
-    float *gx = tfm__grad_of(x), *gb = bias ? tfm__grad_of(bias) : NULL;
-    const float *g = node->out->grad;
-    int64_t batch = node->out->shape[0], heads = node->out->shape[1];
-    int64_t len = node->out->shape[2], dk = node->out->shape[3], width = x->shape[2];
-    int64_t col = node->ints[0], bias_off = node->ints[1];
-    float factor = node->floats[0];
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t h = 0; h < heads; h++)
-            for (int64_t t = 0; t < len; t++, g += dk) {
-                if (gx) {
-                    float *dst = gx + (b * len + t) * width + col + h * dk;
-                    for (int64_t j = 0; j < dk; j++)
-                        dst[j] += factor * g[j];
-                }
-                if (gb) {
-                    float *dst = gb + bias_off + h * dk;
-                    for (int64_t j = 0; j < dk; j++)
-                        dst[j] += factor * g[j];
-                }
-            }
-}
-
-static tfm_tensor *heads_of(tfm_tape *tape, const tfm_tensor *x, int64_t col,
-                            const tfm_tensor *bias, int64_t bias_off, int32_t heads,
-                            int64_t d_model, float factor)
-{
-    const char *op = "tfm_attention_forward";
-    if (!x) {
-        tfm__fail_null_input(op, "a projection");
-        return NULL;
-    }
-    int64_t batch = x->shape[0], len = x->shape[1], width = x->shape[2], dk = d_model / heads;
-    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, 4,
-                                      (const int64_t[]){batch, heads, len, dk});
-    if (!out)
-        return NULL;
-    const float *xv = tfm__f32(x), *bv = bias ? tfm__f32(bias) + bias_off : NULL;
-    float *o = tfm__f32(out);
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t h = 0; h < heads; h++)
-            for (int64_t t = 0; t < len; t++, o += dk) {
-                const float *src = xv + (b * len + t) * width + col + h * dk;
-                if (bv) {
-                    const float *bh = bv + h * dk;
-                    for (int64_t j = 0; j < dk; j++)
-                        o[j] = factor * (src[j] + bh[j]);
-                } else {
-                    for (int64_t j = 0; j < dk; j++)
-                        o[j] = factor * src[j];
-                }
-            }
-    tfm_node *node;
-    if (tfm__record(tape, op, out, heads_backward, 2, (const tfm_tensor *[]){x, bias},
-                    &node) < 0)
-        return NULL;
-    if (node) {
-        node->ints[0] = col;
-        node->ints[1] = bias_off;
-        node->floats[0] = factor;
-    }
-    return out;
-}
-
-/* --- internal op: division by the trainable scale -------------------------- */
-
-/* y = x / s: dx = g / s, ds = -sum(g * y) / s. floats[0] holds 1/s as used. */
-static void divide_backward(tfm_node *node)
-{
-    const tfm_tensor *x = node->in[0], *s = node->in[1];
-    float *gx = tfm__grad_of(x), *gs = tfm__grad_of(s);
-    const float *g = node->out->grad, *y = tfm__f32(node->out);
-    float inv = node->floats[0];
-    int64_t n = node->out->numel;
-    if (gx)
-        for (int64_t i = 0; i < n; i++)
-            gx[i] += g[i] * inv;
-    if (gs) {
-        double dot = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            dot += (double)g[i] * (double)y[i];
-        gs[0] -= (float)(dot * inv);
-    }
-}
-
-static tfm_tensor *divide_by_scale(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *s)
-{
-    const char *op = "tfm_attention_forward";
-    if (!x) {
-        tfm__fail_null_input(op, "the queries");
-        return NULL;
-    }
-    float scale = tfm__f32(s)[0];
-    if (!(scale != 0.0f) || !isfinite(scale)) {
-        tfm__fail(TFM_ERR_NUMERIC, "%s: the trainable scale is %g; it must be finite and "
-                  "nonzero", op, (double)scale);
-        return NULL;
-    }
-    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
-    if (!out)
-        return NULL;
-    float inv = 1.0f / scale;
-    const float *xv = tfm__f32(x);
-    float *o = tfm__f32(out);
-    for (int64_t i = 0; i < x->numel; i++)
-        o[i] = xv[i] * inv;
-    tfm_node *node;
-    if (tfm__record(tape, op, out, divide_backward, 2, (const tfm_tensor *[]){x, s}, &node) < 0)
-        return NULL;
-    if (node)
-        node->floats[0] = inv;
-    return out;
-}
-
-/* Rows [row0, row0 + rows) of a parameter matrix, sharing its values and its
- * gradient: an op taking it adds (+=) its gradient straight into the
- * parameter's rows, so the slice needs no copy and no record of its own. */
+/* Rows [row0, row0 + rows) of a parameter matrix or vector, sharing its
+ * values and its gradient: an op taking it adds (+=) its gradient straight
+ * into the parameter's rows, so the slice needs no copy and no record. */
 static tfm_tensor *rows_of(tfm_tape *tape, const tfm_tensor *w, int64_t row0, int64_t rows)
 {
-    int64_t cols = w->shape[1], offset = row0 * cols;
-    tfm_tensor *t = tfm__new_view(tape, "tfm_attention_forward", w, 2,
+    if (!w)
+        return NULL;
+    int64_t cols = w->ndim == 2 ? w->shape[1] : 1, offset = row0 * cols;
+    tfm_tensor *t = tfm__new_view(tape, "tfm_attention_forward", w, w->ndim,
                                   (const int64_t[]){rows, cols});
     if (!t)
         return NULL;
@@ -292,38 +173,36 @@ tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tf
     if (mask && check_mask(op, mask, scores_shape) < 0)
         return NULL;
 
-    /* A fixed scale is folded into the copy that splits the queries' heads. */
-    float factor = att->scale ? 1.0f : 1.0f / sqrtf((float)(d / h));
+    tfm_attention_core core = {
+        .d_model = d,
+        .heads = h,
+        .factor = att->scale ? 1.0f : 1.0f / sqrtf((float)(d / h)),
+        .scale = att->scale,
+        .mask = mask,
+        .dropout = att->training ? att->dropout : 0.0f,
+        .rng = att->rng,
+    };
     tfm_layer *const *c = att->children;
-    tfm_tensor *q, *k, *v;
+    tfm_heads q, k, v;
     if (att->fused && query == memory) {
         /* self-attention: one GEMM for Q, K and V */
-        tfm_tensor *qkv = tfm_matmul(tape, query, att->weight, 0, 1);
-        q = heads_of(tape, qkv, 0, att->bias, 0, h, d, factor);
-        k = heads_of(tape, qkv, d, att->bias, d, h, d, 1.0f);
-        v = heads_of(tape, qkv, 2 * d, att->bias, 2 * d, h, d, 1.0f);
+        tfm_tensor *qkv = tfm_linear(tape, query, att->weight, att->bias);
+        q = (tfm_heads){qkv, 0};
+        k = (tfm_heads){qkv, d};
+        v = (tfm_heads){qkv, 2 * d};
     } else if (att->fused) {
         /* cross-attention: Q from the first D rows, K and V from the other 2D */
-        tfm_tensor *ql = tfm_matmul(tape, query, rows_of(tape, att->weight, 0, d), 0, 1);
-        tfm_tensor *kv = tfm_matmul(tape, memory, rows_of(tape, att->weight, d, 2 * d), 0, 1);
-        q = heads_of(tape, ql, 0, att->bias, 0, h, d, factor);
-        k = heads_of(tape, kv, 0, att->bias, d, h, d, 1.0f);
-        v = heads_of(tape, kv, d, att->bias, 2 * d, h, d, 1.0f);
+        tfm_tensor *kv = tfm_linear(tape, memory, rows_of(tape, att->weight, d, 2 * d),
+                                    rows_of(tape, att->bias, d, 2 * d));
+        q = (tfm_heads){tfm_linear(tape, query, rows_of(tape, att->weight, 0, d),
+                                   rows_of(tape, att->bias, 0, d)), 0};
+        k = (tfm_heads){kv, 0};
+        v = (tfm_heads){kv, d};
     } else {
-        q = heads_of(tape, tfm_linear_forward(tape, c[TFM__ATT_Q], query), 0, NULL, 0, h, d, factor);
-        k = tfm_split_heads(tape, tfm_linear_forward(tape, c[TFM__ATT_K], memory), h);
-        v = tfm_split_heads(tape, tfm_linear_forward(tape, c[TFM__ATT_V], memory), h);
+        q = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_Q], query), 0};
+        k = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_K], memory), 0};
+        v = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_V], memory), 0};
     }
-    /* (Q / s) K^T equals Q K^T / s and divides the smaller tensor */
-    if (att->scale)
-        q = divide_by_scale(tape, q, att->scale);
-    tfm_tensor *weights = tfm_softmax(tape, tfm_matmul(tape, q, k, 0, 1), mask);
-    tfm_tensor *dropped = weights;
-    if (att->training && att->dropout > 0.0f)
-        dropped = tfm_dropout(tape, weights, att->dropout, 1, att->rng);
-    tfm_tensor *context = tfm_merge_heads(tape, tfm_matmul(tape, dropped, v, 0, 0));
-    tfm_tensor *out = tfm_linear_forward(tape, c[TFM__ATT_OUT], context);
-    if (out && weights_out)
-        *weights_out = weights;
-    return out;
+    tfm_tensor *context = tfm__attention(tape, op, q, k, v, &core, weights_out);
+    return tfm_linear_forward(tape, c[TFM__ATT_OUT], context);
 }

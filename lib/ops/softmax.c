@@ -3,18 +3,18 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/softmax.h"
+
 #include "autograd/tape.h"
 #include "tfm/ops.h"
-#include "core/broadcast.h"
 #include "core/error.h"
 #include "core/fastmath.h"
 
 /* What masked_fill(mask == 0, -1e9) writes into the scores. */
 #define KEEP_MASK_FILL (-1e9f)
 
-/* The broadcast of mask (operand b) onto x, which must keep x's shape. */
-static int mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *mask,
-                          tfm_broadcast *bc)
+int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *mask,
+                        tfm_broadcast *bc)
 {
     if (tfm__broadcast(op, x, mask, bc) < 0)
         return -1;
@@ -28,9 +28,7 @@ static int mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor 
     return 0;
 }
 
-/* Offset of the mask row that row r of x reads; within the row the mask
- * advances by bc->stride_b[3] (0 or 1). */
-static int64_t mask_row(const tfm_broadcast *bc, int64_t r)
+int64_t tfm__mask_row(const tfm_broadcast *bc, int64_t r)
 {
     int64_t d2 = r % bc->shape[2];
     int64_t d1 = (r / bc->shape[2]) % bc->shape[1];
@@ -38,8 +36,7 @@ static int64_t mask_row(const tfm_broadcast *bc, int64_t r)
     return d0 * bc->stride_b[0] + d1 * bc->stride_b[1] + d2 * bc->stride_b[2];
 }
 
-/* y = softmax(s); s may alias y. A row with nothing left (all -inf) is zeros
- * rather than NaN. */
+/* A row with nothing left (all -inf) is zeros rather than NaN. */
 static void softmax_row(const float *s, float *y, int64_t n)
 {
     float max = s[0];
@@ -56,9 +53,66 @@ static void softmax_row(const float *s, float *y, int64_t n)
         y[j] *= inv;
 }
 
-/* dx = y * (g - sum(g * y)) per row. A keep-mask replaced the dropped scores
- * by a constant, so they get no gradient even in a fully dropped (uniform)
- * row; an additive mask gets the same gradient as x. */
+void tfm__softmax_row(const float *x, float *y, int64_t n, const tfm_tensor *mask,
+                      const tfm_broadcast *bc, int64_t r)
+{
+    if (!mask) {
+        softmax_row(x, y, n);
+        return;
+    }
+    /* the masked scores go into y, then softmax in place */
+    int64_t off = tfm__mask_row(bc, r), step = bc->stride_b[3];
+    if (mask->dtype == TFM_I32) {
+        const int32_t *m = tfm__i32(mask) + off;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            y[j] = m[j * step] ? x[j] : KEEP_MASK_FILL;
+    } else {
+        const float *m = tfm__f32(mask) + off;
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            y[j] = x[j] + m[j * step];
+    }
+    softmax_row(y, y, n);
+}
+
+/* A keep-mask replaced the dropped scores by a constant, so they get no
+ * gradient even in a fully dropped (uniform) row; an additive mask passes
+ * the same gradient as x. */
+void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, const tfm_tensor *mask,
+                           const tfm_broadcast *bc, int64_t r, float *dx, int accumulate)
+{
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < n; j++)
+        dot += g[j] * y[j];
+    const int32_t *keep = NULL;
+    int64_t step = 0;
+    if (mask && mask->dtype == TFM_I32) {
+        keep = tfm__i32(mask) + tfm__mask_row(bc, r);
+        step = bc->stride_b[3];
+    }
+    if (keep && accumulate) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            dx[j] += keep[j * step] ? y[j] * (g[j] - dot) : 0.0f;
+    } else if (keep) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            dx[j] = keep[j * step] ? y[j] * (g[j] - dot) : 0.0f;
+    } else if (accumulate) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            dx[j] += y[j] * (g[j] - dot);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++)
+            dx[j] = y[j] * (g[j] - dot);
+    }
+}
+
+/* dx = y * (g - sum(g * y)) per row; a float32 mask that requires grad
+ * gets the same as x. */
 static void softmax_backward(tfm_node *node)
 {
     const tfm_tensor *mask = node->n_in > 1 ? node->in[1] : NULL;
@@ -66,27 +120,16 @@ static void softmax_backward(tfm_node *node)
     const float *y = tfm__f32(node->out), *g = node->out->grad;
     float *gx = tfm__grad_of(node->in[0]);
     float *gm = mask ? tfm__grad_of(mask) : NULL; /* never for an int32 mask */
-    const int32_t *keep = mask && mask->dtype == TFM_I32 ? tfm__i32(mask) : NULL;
     int64_t n = node->out->shape[node->out->ndim - 1], rows = node->out->numel / n;
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * n, *gr = g + r * n;
-        float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-        for (int64_t j = 0; j < n; j++)
-            dot += gr[j] * yr[j];
-        if (gx && keep) {
-            const int32_t *m = keep + mask_row(bc, r);
-            int64_t step = bc->stride_b[3];
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                gx[r * n + j] += m[j * step] ? yr[j] * (gr[j] - dot) : 0.0f;
-        } else if (gx) {
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                gx[r * n + j] += yr[j] * (gr[j] - dot);
-        }
+        if (gx)
+            tfm__softmax_grad_row(yr, gr, n, mask, bc, r, gx + r * n, 1);
         if (gm) {
-            float *gmr = gm + mask_row(bc, r);
+            float dot = 0.0f;
+            for (int64_t j = 0; j < n; j++)
+                dot += gr[j] * yr[j];
+            float *gmr = gm + tfm__mask_row(bc, r);
             int64_t step = bc->stride_b[3];
             for (int64_t j = 0; j < n; j++)
                 gmr[j * step] += yr[j] * (gr[j] - dot);
@@ -100,7 +143,7 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     tfm_broadcast bc;
-    if (mask && mask_broadcast(op, x, mask, &bc) < 0)
+    if (mask && tfm__mask_broadcast(op, x, mask, &bc) < 0)
         return NULL;
     tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
     if (!out)
@@ -108,28 +151,8 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
     const float *xv = tfm__f32(x);
     float *y = tfm__f32(out);
     int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = xv + r * n;
-        float *yr = y + r * n;
-        if (!mask) {
-            softmax_row(xr, yr, n);
-            continue;
-        }
-        /* the masked scores go into y, then softmax in place */
-        int64_t off = mask_row(&bc, r), step = bc.stride_b[3];
-        if (mask->dtype == TFM_I32) {
-            const int32_t *m = tfm__i32(mask) + off;
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                yr[j] = m[j * step] ? xr[j] : KEEP_MASK_FILL;
-        } else {
-            const float *m = tfm__f32(mask) + off;
-#pragma omp simd
-            for (int64_t j = 0; j < n; j++)
-                yr[j] = xr[j] + m[j * step];
-        }
-        softmax_row(yr, yr, n);
-    }
+    for (int64_t r = 0; r < rows; r++)
+        tfm__softmax_row(xv + r * n, y + r * n, n, mask, &bc, r);
     tfm_node *node;
     if (tfm__record(tape, op, out, softmax_backward, mask ? 2 : 1,
                     (const tfm_tensor *[]){x, mask}, &node) < 0)

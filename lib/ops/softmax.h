@@ -1,0 +1,23 @@
+/* Softmax's row kernels, shared with the fused attention op. */
+#ifndef TFM_OPS_SOFTMAX_H
+#define TFM_OPS_SOFTMAX_H
+
+#include "core/broadcast.h"
+
+/* The broadcast of mask (operand b) onto x, which must keep x's shape;
+ * 0, or -1 with TFM_ERR_SHAPE set. */
+int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *mask,
+                        tfm_broadcast *bc);
+/* Offset of the mask row that row r of x reads; within the row the mask
+ * advances by bc->stride_b[3] (0 or 1). */
+int64_t tfm__mask_row(const tfm_broadcast *bc, int64_t r);
+/* y = softmax(x masked) for row r of x (n values); x may alias y. mask may
+ * be NULL; otherwise int32 keep or float32 additive, as tfm_softmax. */
+void tfm__softmax_row(const float *x, float *y, int64_t n, const tfm_tensor *mask,
+                      const tfm_broadcast *bc, int64_t r);
+/* dx (+)= the gradient of row r's input from its output y and output
+ * gradient g; dx may alias g when not accumulating. */
+void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, const tfm_tensor *mask,
+                           const tfm_broadcast *bc, int64_t r, float *dx, int accumulate);
+
+#endif
