@@ -522,11 +522,14 @@ typedef struct grad_ctx {
     tfm_layer *layer;
     int kind;                   /* 0 encoder layer, 1 decoder layer, 2 encoder, 3 decoder */
     const tfm_tensor *self_mask, *mem_mask;
+    tfm_rng *dropout_rng;       /* restarted per evaluation: the same dropout each time */
 } grad_ctx;
 
 static tfm_tensor *build_block(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
 {
     const grad_ctx *g = ctx;
+    if (g->dropout_rng)
+        tfm_rng_seed(g->dropout_rng, 5);
     switch (g->kind) {
     case 0: return tfm_encoder_layer_forward(tape, g->layer, in[0], g->self_mask);
     case 1: return tfm_decoder_layer_forward(tape, g->layer, in[0], in[1], g->self_mask,
@@ -536,12 +539,14 @@ static tfm_tensor *build_block(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
     }
 }
 
-static void check_gradients(int kind, variant v, int eval, uint64_t seed)
+enum { TRAIN_NO_DROPOUT, EVAL, TRAIN_DROPOUT };
+
+static void check_gradients(int kind, variant v, int mode, uint64_t seed)
 {
     tfm_rng *rng = tfm_rng_create(seed);
     tfm_params *p = tfm_params_create();
-    /* eval mode with dropout configured, or training mode with dropout 0 */
-    tfm_block_options o = block_options(v, eval ? 0.2f : 0.0f);
+    int eval = mode == EVAL;
+    tfm_block_options o = block_options(v, mode == TRAIN_NO_DROPOUT ? 0.0f : 0.2f);
     tfm_layer *layer = kind == 0   ? tfm_encoder_layer_create(p, "l", &o, rng)
                        : kind == 1 ? tfm_decoder_layer_create(p, "l", &o, rng)
                        : kind == 2 ? tfm_encoder_create(p, "l", 2, &o, 1, rng)
@@ -551,7 +556,7 @@ static void check_gradients(int kind, variant v, int eval, uint64_t seed)
         tfm_layer_set_training(layer, 0);
     randomize(p, seed + 1);
     tfm_tensor *causal = causal_mask(), *padding = padding_mask();
-    grad_ctx g = {layer, kind, causal, padding};
+    grad_ctx g = {layer, kind, causal, padding, mode == TRAIN_DROPOUT ? rng : NULL};
     tfm_tensor *in[64] = {gc_random(3, (const int64_t[]){B, T, D}, seed + 2),
                           gc_random(3, (const int64_t[]){B, S, D}, seed + 3)};
     tfm_tensor_set_requires_grad(in[0], 1);
@@ -588,6 +593,14 @@ START_TEST(decoder_layer_gradients)
 {
     for (int vi = 0; vi < 4; vi++)
         check_gradients(1, smooth_variants[vi], (vi + 1) % 2, 200 + 10 * (uint64_t)vi);
+}
+END_TEST
+
+/* Dropout in training: the fused linear + dropout + residual's backward. */
+START_TEST(layer_gradients_with_dropout)
+{
+    check_gradients(0, smooth_variants[0], TRAIN_DROPOUT, 400);
+    check_gradients(1, smooth_variants[1], TRAIN_DROPOUT, 410);
 }
 END_TEST
 
@@ -934,6 +947,7 @@ static Suite *transformer_suite(void)
     tcase_add_test(tc, stack_values_against_reference);
     tcase_add_test(tc, encoder_layer_gradients);
     tcase_add_test(tc, decoder_layer_gradients);
+    tcase_add_test(tc, layer_gradients_with_dropout);
     tcase_add_test(tc, stack_gradients);
     tcase_add_test(tc, input_gradients_against_reference);
     tcase_add_test(tc, dropout_in_training_only);

@@ -150,9 +150,9 @@ static int check_mask(const char *op, const tfm_tensor *mask, const int64_t *sco
     return 0;
 }
 
-tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tfm_tensor *query,
-                                  const tfm_tensor *memory, const tfm_tensor *mask,
-                                  tfm_tensor **weights_out)
+tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
+                                   const tfm_tensor *query, const tfm_tensor *memory,
+                                   const tfm_tensor *mask, tfm_tensor **weights_out)
 {
     const char *op = "tfm_attention_forward";
     if (weights_out)
@@ -203,6 +203,18 @@ tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tf
         k = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_K], memory), 0};
         v = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_V], memory), 0};
     }
-    tfm_tensor *context = tfm__attention(tape, op, q, k, v, &core, weights_out);
-    return tfm_linear_forward(tape, c[TFM__ATT_OUT], context);
+    return tfm__attention(tape, op, q, k, v, &core, weights_out);
+}
+
+tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tfm_tensor *query,
+                                  const tfm_tensor *memory, const tfm_tensor *mask,
+                                  tfm_tensor **weights_out)
+{
+    tfm_tensor *context = tfm__attention_context(tape, att, query, memory, mask, weights_out);
+    if (!context)
+        return NULL;
+    tfm_tensor *out = tfm_linear_forward(tape, att->children[TFM__ATT_OUT], context);
+    if (!out && weights_out)
+        *weights_out = NULL;
+    return out;
 }

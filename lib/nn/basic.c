@@ -171,17 +171,21 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
     return layer;
 }
 
-tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
+tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
 {
     if (tfm__check_layer("tfm_feed_forward_forward", ff, TFM_LAYER_FEED_FORWARD) < 0)
         return NULL;
     tfm_layer *const *c = ff->children;
     const tfm_layer *first = c[TFM__FF_LINEAR1], *dropout = c[TFM__FF_DROPOUT];
-    tfm_tensor *h;
     if (ff->activation == TFM_ACTIVATION_GELU)
-        h = tfm__dropout_if_active(tape, dropout, tfm_gelu(tape, tfm_linear_forward(tape, first, x)));
-    else
-        h = tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
-                                    dropout->training, dropout->rng);
-    return tfm_linear_forward(tape, c[TFM__FF_LINEAR2], h);
+        return tfm__dropout_if_active(tape, dropout,
+                                      tfm_gelu(tape, tfm_linear_forward(tape, first, x)));
+    return tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
+                                   dropout->training, dropout->rng);
+}
+
+tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
+{
+    tfm_tensor *h = tfm__feed_forward_hidden(tape, ff, x);
+    return h ? tfm_linear_forward(tape, ff->children[TFM__FF_LINEAR2], h) : NULL;
 }

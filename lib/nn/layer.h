@@ -80,6 +80,13 @@ int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, i
  * what a forward returns. */
 tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm_tensor *x);
 
+/* The sublayers without their last linear (out_proj, linear2), which the
+ * transformer layers fuse with dropout and the residual connection. */
+tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
+                                   const tfm_tensor *query, const tfm_tensor *memory,
+                                   const tfm_tensor *mask, tfm_tensor **weights_out);
+tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x);
+
 /* Adds a parameter named prefix.suffix; NULL with the error set (in op's
  * name). */
 tfm_tensor *tfm__layer_param(const char *op, tfm_params *params, const char *prefix,

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "nn/layer.h"
+#include "ops/linear.h"
 
 #define MAX_LAYERS 65536
 
@@ -146,9 +147,19 @@ static tfm_tensor *sublayer(tfm_tape *tape, const tfm_layer *block, const tfm_la
                             const tfm_tensor *mask)
 {
     const tfm_tensor *in = block->norm_first ? tfm_layer_norm_forward(tape, norm, x) : x;
-    tfm_tensor *y = attn ? tfm_attention_forward(tape, attn, in, memory ? memory : in, mask, NULL)
-                         : tfm_feed_forward_forward(tape, block->children[TFM__BLK_FF], in);
-    tfm_tensor *sum = tfm_add(tape, x, tfm__dropout_if_active(tape, dropout, y));
+    const tfm_layer *ff = block->children[TFM__BLK_FF];
+    tfm_tensor *h = attn ? tfm__attention_context(tape, attn, in, memory ? memory : in, mask, NULL)
+                         : tfm__feed_forward_hidden(tape, ff, in);
+    if (!h)
+        return NULL;
+    /* the sublayer's last linear, its dropout and the residual: one op */
+    const tfm_layer *last = attn ? attn->children[TFM__ATT_OUT] : ff->children[TFM__FF_LINEAR2];
+    tfm_tensor *sum = tfm__linear_residual(tape, block->kind == TFM_LAYER_ENCODER_LAYER
+                                                     ? "tfm_encoder_layer_forward"
+                                                     : "tfm_decoder_layer_forward",
+                                           h, last->weight, last->bias,
+                                           dropout->training ? dropout->dropout : 0.0f,
+                                           dropout->rng, x);
     return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
 }
 

@@ -1,28 +1,49 @@
-/* Linear layers' op: y = x W^T + b, optionally through ReLU and dropout, as
- * one GEMM into rows pre-filled with the bias. Fusing the bias, the
- * activation and the dropout saves three passes over the output and three
- * tape tensors of its size per feed-forward layer: the backward needs only
- * y, positive exactly where the pre-activation was positive and kept. */
+/* Linear layers' op: y = x W^T + b as one GEMM into rows pre-filled with
+ * the bias, fused with what follows a linear layer in a transformer:
+ *   PLAIN     y;
+ *   RELU      dropout(relu(y)), the feed-forward's hidden layer: the
+ *             backward needs only the output, positive exactly where the
+ *             pre-activation was positive and kept;
+ *   RESIDUAL  residual + dropout(y), a sublayer's last linear and its
+ *             residual connection: the backward regenerates the mask from
+ *             its counter-based hash.
+ * Each keeps one tape tensor where the ops apart would keep up to four. */
+#include "ops/linear.h"
+
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
-#include "autograd/tape.h"
 #include "tfm/ops.h"
 #include "core/error.h"
 #include "core/rng.h"
 
-/* node->ints: rows, in, out, relu; floats[0]: the dropout's 1 / (1 - p). */
+enum { PLAIN, RELU, RESIDUAL };
+
+/* node->in: x, weight, bias, residual. ints: rows, in, out, mode, dropout
+ * key; floats: p, 1 / (1 - p). */
 static void linear_backward(tfm_node *node)
 {
     const tfm_tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
     int rows = (int)node->ints[0], in = (int)node->ints[1], out = (int)node->ints[2];
-    float *g = node->out->grad; /* this op's own; nothing reads it after us */
-    if (node->ints[3]) {
+    int64_t mode = node->ints[3], n = node->out->numel;
+    uint64_t key = (uint64_t)node->ints[4];
+    float p = node->floats[0], keep_scale = node->floats[1];
+    float *g = node->out->grad; /* this op's own: rewritten in place as dL/dy */
+    if (mode == RESIDUAL) {
+        float *gr = tfm__grad_of(node->in[3]);
+        if (gr)
+            for (int64_t i = 0; i < n; i++)
+                gr[i] += g[i];
+        if (p > 0.0f) {
+            uint32_t threshold = tfm__counter_threshold(p);
+            for (int64_t i = 0; i < n; i++)
+                g[i] = tfm__counter_bits(key, (uint32_t)i) >= threshold ? g[i] * keep_scale : 0.0f;
+        }
+    } else if (mode == RELU) {
         const float *y = tfm__f32(node->out);
-        float scale = node->floats[0];
-        for (int64_t i = 0; i < node->out->numel; i++)
-            g[i] = y[i] > 0.0f ? g[i] * scale : 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            g[i] = y[i] > 0.0f ? g[i] * keep_scale : 0.0f;
     }
     float *gx = tfm__grad_of(x), *gw = tfm__grad_of(w), *gb = b ? tfm__grad_of(b) : NULL;
     if (gx)
@@ -40,14 +61,16 @@ static void linear_backward(tfm_node *node)
         }
 }
 
-/* relu: apply ReLU, then dropout with probability p (0: none) from rng. */
+/* Dropout with probability p (0: none) from rng follows the activation. */
 static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
-                          const tfm_tensor *w, const tfm_tensor *b, int relu, float p,
-                          tfm_rng *rng)
+                          const tfm_tensor *w, const tfm_tensor *b, int mode, float p,
+                          tfm_rng *rng, const tfm_tensor *residual)
 {
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 ||
         tfm__check_input(op, "weight", w, TFM_F32) < 0 ||
-        (b && tfm__check_input(op, "bias", b, TFM_F32) < 0) || tfm__check_tape(op, tape) < 0)
+        (b && tfm__check_input(op, "bias", b, TFM_F32) < 0) ||
+        (mode == RESIDUAL && tfm__check_input(op, "residual", residual, TFM_F32) < 0) ||
+        tfm__check_tape(op, tape) < 0)
         return NULL;
     char xs[64], ws[64], bs[64];
     int64_t in = x->shape[x->ndim - 1];
@@ -74,6 +97,12 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
     int64_t shape[TFM_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out_features;
+    if (mode == RESIDUAL && (residual->ndim != x->ndim ||
+                             memcmp(residual->shape, shape, (size_t)x->ndim * sizeof *shape))) {
+        tfm__fail(TFM_ERR_SHAPE, "%s: residual %s is not the output's shape", op,
+                  tfm__shape_str(residual, xs, sizeof xs));
+        return NULL;
+    }
     tfm_tensor *y = tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
     if (!y)
         return NULL;
@@ -85,29 +114,35 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out_features,
                     (int)in, 1.0f, tfm__f32(x), (int)in, tfm__f32(w), (int)in, b ? 1.0f : 0.0f,
                     yv, (int)out_features);
-    float scale = 1.0f;
-    if (relu && p > 0.0f) {
-        /* the mask tfm_dropout would draw from the same rng */
-        uint64_t key = tfm_rng_next_u64(rng);
-        uint32_t threshold = tfm__counter_threshold(p);
-        scale = 1.0f / (1.0f - p);
+    /* the mask tfm_dropout would draw from the same rng */
+    uint64_t key = p > 0.0f ? tfm_rng_next_u64(rng) : 0;
+    uint32_t threshold = tfm__counter_threshold(p);
+    float keep_scale = 1.0f / (1.0f - p);
+    if (mode == RELU && p > 0.0f)
         for (int64_t i = 0; i < y->numel; i++)
             yv[i] = yv[i] > 0.0f && tfm__counter_bits(key, (uint32_t)i) >= threshold
-                        ? yv[i] * scale
+                        ? yv[i] * keep_scale
                         : 0.0f;
-    } else if (relu) {
+    else if (mode == RELU)
         for (int64_t i = 0; i < y->numel; i++)
             yv[i] = yv[i] > 0.0f ? yv[i] : 0.0f;
-    }
+    else if (mode == RESIDUAL && p > 0.0f)
+        for (int64_t i = 0; i < y->numel; i++)
+            yv[i] = tfm__f32(residual)[i] +
+                    (tfm__counter_bits(key, (uint32_t)i) >= threshold ? yv[i] * keep_scale : 0.0f);
+    else if (mode == RESIDUAL)
+        for (int64_t i = 0; i < y->numel; i++)
+            yv[i] += tfm__f32(residual)[i];
     tfm_node *node;
-    if (tfm__record(tape, op, y, linear_backward, 3, (const tfm_tensor *[]){x, w, b}, &node) < 0)
+    if (tfm__record(tape, op, y, linear_backward, 4,
+                    (const tfm_tensor *[]){x, w, b, mode == RESIDUAL ? residual : NULL}, &node) < 0)
         return NULL;
     if (node) {
-        node->ints[0] = rows;
-        node->ints[1] = in;
-        node->ints[2] = out_features;
-        node->ints[3] = relu;
-        node->floats[0] = scale;
+        const int64_t ints[5] = {rows, in, out_features, mode, (int64_t)key};
+        for (int i = 0; i < 5; i++)
+            node->ints[i] = ints[i];
+        node->floats[0] = p;
+        node->floats[1] = keep_scale;
     }
     return y;
 }
@@ -115,19 +150,26 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
 tfm_tensor *tfm_linear(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                        const tfm_tensor *bias)
 {
-    return linear("tfm_linear", tape, x, weight, bias, 0, 0.0f, NULL);
+    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, NULL, NULL);
 }
 
 tfm_tensor *tfm_linear_relu(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                             const tfm_tensor *bias)
 {
-    return linear("tfm_linear_relu", tape, x, weight, bias, 1, 0.0f, NULL);
+    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, NULL, NULL);
 }
 
 tfm_tensor *tfm_linear_relu_dropout(tfm_tape *tape, const tfm_tensor *x,
                                     const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                     int32_t training, tfm_rng *rng)
 {
-    return linear("tfm_linear_relu_dropout", tape, x, weight, bias, 1, training ? p : 0.0f,
-                  rng);
+    return linear("tfm_linear_relu_dropout", tape, x, weight, bias, RELU, training ? p : 0.0f,
+                  rng, NULL);
+}
+
+tfm_tensor *tfm__linear_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
+                                 const tfm_tensor *weight, const tfm_tensor *bias, float p,
+                                 tfm_rng *rng, const tfm_tensor *residual)
+{
+    return linear(op, tape, x, weight, bias, RESIDUAL, p, rng, residual);
 }
