@@ -11,7 +11,8 @@
  *   peak RSS, and malloc-family calls per steady-state step (all callers,
  *     and libtfm's own).
  *
- * Threads: OpenBLAS's (OPENBLAS_NUM_THREADS), as the caller sets them. */
+ * Threads: libtfm's own from --threads, OpenBLAS's from OPENBLAS_NUM_THREADS
+ * (bench/run.py sets both to the same count). */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <dlfcn.h>
@@ -343,7 +344,7 @@ static void usage(const char *program)
 {
     fprintf(stderr,
             "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
-            "[--sources N] [--decode-batch N] [--batch N] [--sgemm 0|1]\n",
+            "[--sources N] [--decode-batch N] [--batch N] [--threads N] [--sgemm 0|1]\n",
             program);
 }
 
@@ -351,6 +352,7 @@ int main(int argc, char **argv)
 {
     const char *config_name = "003", *what = "train";
     long steps = 10, warmup = 3, sources = 750, decode_batch = 250, batch = 0, time_sgemm = 1;
+    long threads = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *flag = argv[i], *value = argv[i + 1];
         if (!strcmp(flag, "--config"))
@@ -363,6 +365,8 @@ int main(int argc, char **argv)
             warmup = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--sources"))
             sources = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--threads")) /* libtfm's own; BLAS's come from its variables */
+            threads = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--sgemm")) /* 0: skip timing BLAS alone (for profiles) */
             time_sgemm = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--batch"))
@@ -391,6 +395,10 @@ int main(int argc, char **argv)
         return 2;
     }
     *(void **)&real_sgemm = dlsym(RTLD_NEXT, "cblas_sgemm"); /* POSIX's way */
+    if (tfm_set_num_threads((int32_t)threads) != TFM_OK) {
+        fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
+        return 2;
+    }
     if (!real_sgemm || alloc_counter_init() < 0) {
         fprintf(stderr, "tfm-bench: cblas_sgemm or libtfm.so not found\n");
         return 1;
@@ -404,9 +412,9 @@ int main(int argc, char **argv)
     struct rusage usage_now;
     getrusage(RUSAGE_SELF, &usage_now);
     printf("{\"impl\":\"libtfm\",\"config\":\"%s\",\"what\":\"%s\",\"batch\":%lld,"
-           "\"steps\":%d,\"median_ms\":%.3f,\"min_ms\":%.3f,\"peak_rss_mb\":%.1f,"
+           "\"tfm_threads\":%ld,\"steps\":%d,\"median_ms\":%.3f,\"min_ms\":%.3f,\"peak_rss_mb\":%.1f,"
            "\"allocs_per_step\":%.1f,\"libtfm_allocs_per_step\":%.1f",
-           c->name, what, (long long)c->batch, r.steps, r.median_ms, r.min_ms,
+           c->name, what, (long long)c->batch, threads, r.steps, r.median_ms, r.min_ms,
            (double)usage_now.ru_maxrss / 1024.0, (double)r.allocs / r.steps,
            (double)r.libtfm_allocs / r.steps);
     if (train) {

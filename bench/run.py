@@ -58,10 +58,10 @@ def base_env(name):
 def command(impl, env_name, config, what, threads, counts, build):
     """(argv, env, a shell line that reproduces the run)."""
     if impl == 'libtfm':
-        # OpenBLAS (or BLIS) owns libtfm's threads
+        # libtfm's own threads (--threads) and OpenBLAS's (or BLIS's)
         extra = {'OPENBLAS_NUM_THREADS': threads, 'BLIS_NUM_THREADS': threads,
                  'OMP_NUM_THREADS': threads}
-        argv = [os.path.join(build, 'bench', 'tfm-bench')]
+        argv = [os.path.join(build, 'bench', 'tfm-bench'), '--threads', str(threads)]
     else:
         # passive: PyTorch's OpenMP threads otherwise spin against OpenBLAS's
         extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}

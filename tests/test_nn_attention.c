@@ -636,6 +636,64 @@ START_TEST(dropout_in_training_only)
 }
 END_TEST
 
+/* --- libtfm's threads -------------------------------------------------------------- */
+
+/* Outputs and gradients with the heads split among threads, for one layout. */
+static void run_with_threads(int32_t threads, int trainable, float *out, float *grads,
+                             int64_t grads_count)
+{
+    ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+    ck_assert_int_eq(tfm_get_num_threads(), threads);
+    tfm_rng *rng = tfm_rng_create(31);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", !trainable, trainable, 1, 0.25f, rng);
+    randomize(p, 32);
+    tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 33);
+    tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 34);
+    tfm_tensor *mask = make_mask(MASK_PADDING, S);
+    tfm_tensor_set_requires_grad(x, 1);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *y = tfm_attention_forward(tape, layer, x, memory, mask, NULL);
+    ck_assert_msg(y != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_read_f32(y, out, B * T * D), TFM_OK);
+    ck_assert_int_eq(tfm_tape_backward(tape, tfm_sum(tape, y)), TFM_OK);
+    int64_t at = 0;
+    ck_assert_int_eq(tfm_tensor_read_grad(x, grads, B * T * D), TFM_OK);
+    at += B * T * D;
+    for (int64_t i = 0; i < tfm_params_count(p); i++) {
+        tfm_tensor *t = tfm_params_at(p, i);
+        ck_assert_int_le(at + tfm_tensor_numel(t), grads_count);
+        ck_assert_int_eq(tfm_tensor_read_grad(t, grads + at, tfm_tensor_numel(t)), TFM_OK);
+        at += tfm_tensor_numel(t);
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(memory);
+    tfm_tensor_free(mask);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+}
+
+START_TEST(threads_give_the_same_results)
+{
+    enum { GRADS = 512 };
+    for (int trainable = 0; trainable <= 1; trainable++) {
+        float out1[B * T * D], out3[B * T * D], grads1[GRADS] = {0}, grads3[GRADS] = {0};
+        run_with_threads(1, trainable, out1, grads1, GRADS);
+        run_with_threads(3, trainable, out3, grads3, GRADS);
+        ck_assert_mem_eq(out1, out3, sizeof out1);
+        /* heads are computed alike; only the scale's sum is split */
+        for (int i = 0; i < GRADS; i++)
+            ck_assert_float_eq_tol(grads1[i], grads3[i], 1e-6f);
+    }
+    ck_assert_int_eq(tfm_set_num_threads(0), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_set_num_threads(65), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_get_num_threads(), 1);
+}
+END_TEST
+
 /* --- errors --------------------------------------------------------------------------- */
 
 START_TEST(create_errors)
@@ -797,6 +855,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, gradient_of_additive_mask);
     tcase_add_test(tc, dropout_in_training_only);
     tcase_add_test(tc, gradients_with_dropout);
+    tcase_add_test(tc, threads_give_the_same_results);
     tcase_add_test(tc, create_errors);
     tcase_add_test(tc, forward_errors);
     suite_add_tcase(s, tc);

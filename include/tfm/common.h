@@ -52,6 +52,14 @@ TFM_API const char *tfm_last_error(void);
 TFM_API tfm_status tfm_last_status(void);
 TFM_API void tfm_clear_error(void);
 
+/* libtfm's own threads for its kernels (attention heads, …), between 1
+ * (the default: none started) and 64. BLAS keeps its own threads, set by its
+ * variables (OPENBLAS_NUM_THREADS, BLIS_NUM_THREADS); libtfm runs a BLAS
+ * call from its threads only when it is small enough for OpenBLAS to run it
+ * on one thread, so the two never oversubscribe the cores. */
+TFM_API tfm_status tfm_set_num_threads(int32_t threads);
+TFM_API int32_t tfm_get_num_threads(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,9 @@
  * straight into the head's columns of the merged context. No head copies,
  * no separate scores, dropped weights or unmerged context are kept: the
  * backward regenerates the dropout mask from its counter-based hash and
- * needs only the weights and the projections. */
+ * needs only the weights and the projections. The (batch, head) pairs are
+ * independent, so they are split among libtfm's threads when each head's
+ * GEMMs are small enough for OpenBLAS to run them on one thread. */
 #include "ops/attention.h"
 
 #include <cblas.h>
@@ -12,12 +14,42 @@
 #include <math.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "ops/softmax.h"
 
+/* OpenBLAS runs a GEMM of m * n * k at most this on one thread
+ * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD); larger heads run on
+ * the calling thread, where BLAS may use its own threads. */
+#define BLAS_ONE_THREAD_MNK 262144.0
+
 /* node->in: q, k, v (projections), scale, weights, mask.
- * ints: q_col, k_col, v_col, heads, dropout key; floats: alpha, p, 1/(1-p). */
+ * ints: q_col, k_col, v_col, heads, dropout key, workers;
+ * floats: alpha, p, 1/(1-p). saved: the mask's broadcast, the scratch. */
 enum { IN_Q, IN_K, IN_V, IN_SCALE, IN_WEIGHTS, IN_MASK, IN_COUNT };
+
+/* Everything a range of (batch, head) pairs needs, forward or backward. */
+typedef struct plan {
+    const float *q, *k, *v;
+    int64_t q_col, k_col, v_col, wq, wk, wv; /* column offsets, row widths */
+    int64_t heads, T, S, dk, width;
+    float alpha, p, keep_scale;
+    uint64_t key;
+    const tfm_tensor *mask;
+    const tfm_broadcast *bc;
+    float *weights;                  /* [B, heads, T, S] */
+    float *out;                      /* forward: the context [B, T, width] */
+    const float *g;                  /* backward: the context's gradient */
+    float *gq, *gk, *gv, *gm;        /* backward: the inputs' gradients, or NULL */
+    int scale_grad;                  /* backward: the trainable scale wants one */
+    float *scratch;                  /* per worker: 2 T S + T dk floats */
+    double scores_dot[TFM__MAX_THREADS]; /* per worker: sum(dScores * scores) */
+} plan;
+
+static int64_t scratch_floats(int64_t T, int64_t S, int64_t dk)
+{
+    return 2 * T * S + T * dk;
+}
 
 /* d = dropout(w) for count weights from flat index first on. */
 static void drop_weights(const float *w, float *d, int64_t count, uint64_t key, int64_t first,
@@ -29,80 +61,124 @@ static void drop_weights(const float *w, float *d, int64_t count, uint64_t key, 
                                                                           : 0.0f;
 }
 
+static void forward_range(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const plan *a = ctx;
+    int64_t T = a->T, S = a->S, dk = a->dk;
+    float *dropped = a->scratch + worker * scratch_floats(T, S, dk);
+    for (int64_t pair = begin; pair < end; pair++) {
+        int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
+        float *w = a->weights + row0 * S;
+        const float *used = w;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)dk, a->alpha,
+                    a->q + b * T * a->wq + a->q_col + h * dk, (int)a->wq,
+                    a->k + b * S * a->wk + a->k_col + h * dk, (int)a->wk, 0.0f, w, (int)S);
+        for (int64_t t = 0; t < T; t++)
+            tfm__softmax_row(w + t * S, w + t * S, S, a->mask, a->bc, row0 + t);
+        if (a->p > 0.0f) {
+            drop_weights(w, dropped, T * S, a->key, row0 * S, a->p, a->keep_scale);
+            used = dropped;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S, 1.0f,
+                    used, (int)S, a->v + b * S * a->wv + a->v_col + h * dk, (int)a->wv, 0.0f,
+                    a->out + b * T * a->width + h * dk, (int)a->width);
+    }
+}
+
+static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    plan *a = ctx;
+    int64_t T = a->T, S = a->S, dk = a->dk, width = a->width;
+    float *dp = a->scratch + worker * scratch_floats(T, S, dk); /* [T, S] */
+    float *dropped = dp + T * S, *dq_head = dropped + T * S;   /* [T, S], [T, dk] */
+    double scores_dot = 0.0;
+    for (int64_t pair = begin; pair < end; pair++) {
+        int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
+        const float *w = a->weights + row0 * S, *used = w;
+        const float *gh = a->g + b * T * width + h * dk;
+        const float *qh = a->q + b * T * a->wq + a->q_col + h * dk;
+        const float *kh = a->k + b * S * a->wk + a->k_col + h * dk;
+        const float *vh = a->v + b * S * a->wv + a->v_col + h * dk;
+        if (a->p > 0.0f) {
+            drop_weights(w, dropped, T * S, a->key, row0 * S, a->p, a->keep_scale);
+            used = dropped;
+        }
+        if (a->gv)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)dk, (int)T, 1.0f,
+                        used, (int)S, gh, (int)width, 1.0f,
+                        a->gv + b * S * a->wv + a->v_col + h * dk, (int)a->wv);
+        if (!a->gq && !a->gk && !a->gm && !a->scale_grad)
+            continue;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)dk, 1.0f, gh,
+                    (int)width, vh, (int)a->wv, 0.0f, dp, (int)S);
+        /* dropped is 0 where the mask dropped or the weight is 0; at a zero
+         * weight the softmax's backward ignores dp anyway */
+        if (a->p > 0.0f)
+            for (int64_t i = 0; i < T * S; i++)
+                dp[i] = dropped[i] != 0.0f ? dp[i] * a->keep_scale : 0.0f;
+        for (int64_t t = 0; t < T; t++) {
+            tfm__softmax_grad_row(w + t * S, dp + t * S, S, a->mask, a->bc, row0 + t, dp + t * S,
+                                  0);
+            if (a->gm) {
+                float *gmr = a->gm + tfm__mask_row(a->bc, row0 + t);
+                for (int64_t j = 0; j < S; j++)
+                    gmr[j * a->bc->stride_b[3]] += dp[t * S + j];
+            }
+        }
+        float *gqh = a->gq ? a->gq + b * T * a->wq + a->q_col + h * dk : NULL;
+        if (a->scale_grad) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S,
+                        a->alpha, dp, (int)S, kh, (int)a->wk, 0.0f, dq_head, (int)dk);
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t j = 0; j < dk; j++) {
+                    scores_dot += (double)qh[t * a->wq + j] * dq_head[t * dk + j];
+                    if (gqh)
+                        gqh[t * a->wq + j] += dq_head[t * dk + j];
+                }
+        } else if (gqh) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S,
+                        a->alpha, dp, (int)S, kh, (int)a->wk, 1.0f, gqh, (int)a->wq);
+        }
+        if (a->gk)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)dk, (int)T,
+                        a->alpha, dp, (int)S, qh, (int)a->wq, 1.0f,
+                        a->gk + b * S * a->wk + a->k_col + h * dk, (int)a->wk);
+    }
+    a->scores_dot[worker] += scores_dot;
+}
+
 static void attention_backward(tfm_node *node)
 {
     const tfm_tensor *q = node->in[IN_Q], *k = node->in[IN_K], *v = node->in[IN_V];
     const tfm_tensor *scale = node->in[IN_SCALE], *mask = node->in[IN_MASK];
-    const tfm_broadcast *bc = node->saved[0];
-    float *dp = node->saved[1]; /* [T, S] */
-    int64_t q_col = node->ints[0], k_col = node->ints[1], v_col = node->ints[2];
-    int64_t heads = node->ints[3];
-    uint64_t key = (uint64_t)node->ints[4];
-    float alpha = node->floats[0], p = node->floats[1], keep_scale = node->floats[2];
-    int64_t batch = q->shape[0], T = q->shape[1], S = k->shape[1];
-    int64_t wq = q->shape[2], wk = k->shape[2], wv = v->shape[2];
-    int64_t width = node->out->shape[2], dk = width / heads;
-    float *dropped = dp + T * S, *dq_head = dropped + T * S; /* [T, S], [T, dk] */
-    const float *g = node->out->grad, *weights = tfm__f32(node->in[IN_WEIGHTS]);
-    float *gq = tfm__grad_of(q), *gk = tfm__grad_of(k), *gv = tfm__grad_of(v);
     float *gs = scale ? tfm__grad_of(scale) : NULL;
-    float *gm = mask ? tfm__grad_of(mask) : NULL; /* an additive mask that requires grad */
-    double scores_dot = 0.0; /* sum(dScores * scores), for the trainable scale */
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t h = 0; h < heads; h++) {
-            int64_t row0 = (b * heads + h) * T;
-            const float *w = weights + row0 * S, *used = w;
-            const float *gh = g + b * T * width + h * dk;
-            const float *qh = tfm__f32(q) + b * T * wq + q_col + h * dk;
-            const float *kh = tfm__f32(k) + b * S * wk + k_col + h * dk;
-            const float *vh = tfm__f32(v) + b * S * wv + v_col + h * dk;
-            if (p > 0.0f) {
-                drop_weights(w, dropped, T * S, key, row0 * S, p, keep_scale);
-                used = dropped;
-            }
-            if (gv)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)dk, (int)T,
-                            1.0f, used, (int)S, gh, (int)width, 1.0f,
-                            gv + b * S * wv + v_col + h * dk, (int)wv);
-            if (!gq && !gk && !gs && !gm)
-                continue;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)dk, 1.0f,
-                        gh, (int)width, vh, (int)wv, 0.0f, dp, (int)S);
-            /* dropped is 0 where the mask dropped or the weight is 0; at a
-             * zero weight the softmax's backward ignores dp anyway */
-            if (p > 0.0f)
-                for (int64_t i = 0; i < T * S; i++)
-                    dp[i] = dropped[i] != 0.0f ? dp[i] * keep_scale : 0.0f;
-            for (int64_t t = 0; t < T; t++) {
-                tfm__softmax_grad_row(w + t * S, dp + t * S, S, mask, bc, row0 + t, dp + t * S, 0);
-                if (gm) {
-                    float *gmr = gm + tfm__mask_row(bc, row0 + t);
-                    for (int64_t j = 0; j < S; j++)
-                        gmr[j * bc->stride_b[3]] += dp[t * S + j];
-                }
-            }
-            float *gqh = gq ? gq + b * T * wq + q_col + h * dk : NULL;
-            if (gs) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S,
-                            alpha, dp, (int)S, kh, (int)wk, 0.0f, dq_head, (int)dk);
-                for (int64_t t = 0; t < T; t++)
-                    for (int64_t j = 0; j < dk; j++) {
-                        scores_dot += (double)qh[t * wq + j] * dq_head[t * dk + j];
-                        if (gqh)
-                            gqh[t * wq + j] += dq_head[t * dk + j];
-                    }
-            } else if (gqh) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S,
-                            alpha, dp, (int)S, kh, (int)wk, 1.0f, gqh, (int)wq);
-            }
-            if (gk)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)dk, (int)T,
-                            alpha, dp, (int)S, qh, (int)wq, 1.0f,
-                            gk + b * S * wk + k_col + h * dk, (int)wk);
-        }
+    plan a = {
+        .q = tfm__f32(q), .k = tfm__f32(k), .v = tfm__f32(v),
+        .q_col = node->ints[0], .k_col = node->ints[1], .v_col = node->ints[2],
+        .wq = q->shape[2], .wk = k->shape[2], .wv = v->shape[2],
+        .heads = node->ints[3], .T = q->shape[1], .S = k->shape[1],
+        .width = node->out->shape[2],
+        .alpha = node->floats[0], .p = node->floats[1], .keep_scale = node->floats[2],
+        .key = (uint64_t)node->ints[4],
+        .mask = mask, .bc = node->saved[0],
+        .weights = tfm__f32(node->in[IN_WEIGHTS]),
+        .g = node->out->grad,
+        .gq = tfm__grad_of(q), .gk = tfm__grad_of(k), .gv = tfm__grad_of(v),
+        .gm = mask ? tfm__grad_of(mask) : NULL, /* an additive mask that requires grad */
+        .scale_grad = gs != NULL,
+        .scratch = node->saved[1],
+    };
+    a.dk = a.width / a.heads;
+    /* a mask's gradient is shared by every head: one worker then */
+    int workers = a.gm ? 1 : (int)node->ints[5];
+    tfm__parallel_for(q->shape[0] * a.heads, workers, backward_range, &a);
     /* scores = alpha Q K^T with alpha = factor / s: d/ds = -scores / s */
-    if (gs)
+    if (gs) {
+        double scores_dot = 0.0;
+        for (int i = 0; i < workers; i++)
+            scores_dot += a.scores_dot[i];
         gs[0] -= (float)(scores_dot / tfm__f32(scale)[0]);
+    }
 }
 
 static int check_heads(const char *op, const char *what, tfm_heads side, int64_t d_model)
@@ -156,49 +232,44 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
     tfm_broadcast bc;
     if (!out || (core->mask && tfm__mask_broadcast(op, weights, core->mask, &bc) < 0))
         return NULL;
-    float p = core->dropout, keep_scale = 1.0f / (1.0f - p);
-    uint64_t key = p > 0.0f ? tfm_rng_next_u64(core->rng) : 0;
-    float *dropped = p > 0.0f ? tfm__scratch(tape, op, (size_t)(T * S) * sizeof(float)) : NULL;
-    if (p > 0.0f && !dropped)
+    int workers = (double)T * (double)S * (double)dk <= BLAS_ONE_THREAD_MNK ? tfm__threads() : 1;
+    if (workers > batch * heads)
+        workers = (int)(batch * heads);
+    float *scratch = tfm__scratch(tape, op, (size_t)(workers * scratch_floats(T, S, dk)) *
+                                                sizeof(float));
+    if (!scratch)
         return NULL;
-    int64_t wq = q.x->shape[2], wk = k.x->shape[2], wv = v.x->shape[2];
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t h = 0; h < heads; h++) {
-            int64_t row0 = (b * heads + h) * T;
-            float *w = tfm__f32(weights) + row0 * S;
-            const float *used = w;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)dk, alpha,
-                        tfm__f32(q.x) + b * T * wq + q.col + h * dk, (int)wq,
-                        tfm__f32(k.x) + b * S * wk + k.col + h * dk, (int)wk, 0.0f, w, (int)S);
-            for (int64_t t = 0; t < T; t++)
-                tfm__softmax_row(w + t * S, w + t * S, S, core->mask, &bc, row0 + t);
-            if (p > 0.0f) {
-                drop_weights(w, dropped, T * S, key, row0 * S, p, keep_scale);
-                used = dropped;
-            }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S, 1.0f,
-                        used, (int)S, tfm__f32(v.x) + b * S * wv + v.col + h * dk, (int)wv, 0.0f,
-                        tfm__f32(out) + b * T * d + h * dk, (int)d);
-        }
+    float p = core->dropout;
+    plan a = {
+        .q = tfm__f32(q.x), .k = tfm__f32(k.x), .v = tfm__f32(v.x),
+        .q_col = q.col, .k_col = k.col, .v_col = v.col,
+        .wq = q.x->shape[2], .wk = k.x->shape[2], .wv = v.x->shape[2],
+        .heads = heads, .T = T, .S = S, .dk = dk, .width = d,
+        .alpha = alpha, .p = p, .keep_scale = 1.0f / (1.0f - p),
+        .key = p > 0.0f ? tfm_rng_next_u64(core->rng) : 0,
+        .mask = core->mask, .bc = &bc,
+        .weights = tfm__f32(weights), .out = tfm__f32(out),
+        .scratch = scratch,
+    };
+    tfm__parallel_for(batch * heads, workers, forward_range, &a);
     tfm_node *node;
     const tfm_tensor *in[IN_COUNT] = {q.x, k.x, v.x, core->scale, weights, core->mask};
     if (tfm__record(tape, op, out, attention_backward, IN_COUNT, in, &node) < 0)
         return NULL;
     if (node) {
         tfm_broadcast *saved = core->mask ? tfm__scratch(tape, op, sizeof bc) : NULL;
-        float *scratch = tfm__scratch(tape, op, (size_t)(2 * T * S + T * dk) * sizeof(float));
-        if ((core->mask && !saved) || !scratch)
+        if (core->mask && !saved)
             return NULL;
         if (saved)
             *saved = bc;
         node->saved[0] = saved;
-        node->saved[1] = scratch;
-        const int64_t ints[5] = {q.col, k.col, v.col, heads, (int64_t)key};
-        for (int i = 0; i < 5; i++)
+        node->saved[1] = scratch; /* the forward is done with it */
+        const int64_t ints[6] = {q.col, k.col, v.col, heads, (int64_t)a.key, workers};
+        for (int i = 0; i < 6; i++)
             node->ints[i] = ints[i];
         node->floats[0] = alpha;
         node->floats[1] = p;
-        node->floats[2] = keep_scale;
+        node->floats[2] = a.keep_scale;
     }
     if (weights_out)
         *weights_out = weights;

@@ -1,0 +1,149 @@
+#include "core/parallel.h"
+
+#include <pthread.h>
+
+#include "core/error.h"
+#include "tfm/common.h"
+
+typedef struct pool {
+    pthread_mutex_t lock;      /* held by the thread running a loop */
+    pthread_mutex_t state;     /* guards everything below */
+    pthread_cond_t wake, done;
+    pthread_t workers[TFM__MAX_THREADS];
+    int started;               /* workers 1 .. started are running */
+    int stopping;
+    uint64_t generation;       /* bumped per loop: wakes the workers */
+    int active;                /* workers in the current loop, caller included */
+    int pending;               /* of those, still working (the caller excluded) */
+    tfm__range_fn fn;
+    void *ctx;
+    int64_t n;
+} pool;
+
+static pool the_pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .state = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+static int requested_threads = 1; /* tfm_set_num_threads */
+
+static void run_range(pool *p, int worker)
+{
+    int64_t begin = p->n * worker / p->active, end = p->n * (worker + 1) / p->active;
+    if (begin < end)
+        p->fn(p->ctx, begin, end, worker);
+}
+
+static void *worker_main(void *arg)
+{
+    pool *p = &the_pool;
+    int worker = (int)(intptr_t)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->state);
+    for (;;) {
+        while (!p->stopping && p->generation == seen)
+            pthread_cond_wait(&p->wake, &p->state);
+        if (p->stopping)
+            break;
+        seen = p->generation;
+        if (worker >= p->active)
+            continue;
+        pthread_mutex_unlock(&p->state);
+        run_range(p, worker);
+        pthread_mutex_lock(&p->state);
+        if (--p->pending == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->state);
+    return NULL;
+}
+
+/* A forked child has none of the parent's workers. */
+static void forget_workers_after_fork(void)
+{
+    pool *p = &the_pool;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->state, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->started = 0;
+}
+
+/* Starts workers up to count - 1 (the caller is worker 0); how many run. */
+static int start_workers(pool *p, int count)
+{
+    pthread_mutex_lock(&p->state);
+    if (!p->started && count > 1)
+        pthread_atfork(NULL, NULL, forget_workers_after_fork);
+    while (p->started + 1 < count &&
+           pthread_create(&p->workers[p->started + 1], NULL, worker_main,
+                          (void *)(intptr_t)(p->started + 1)) == 0)
+        p->started++;
+    int running = p->started + 1;
+    pthread_mutex_unlock(&p->state);
+    return running;
+}
+
+__attribute__((destructor)) static void stop_workers(void)
+{
+    pool *p = &the_pool;
+    pthread_mutex_lock(&p->state);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->state);
+    for (int i = 1; i <= p->started; i++)
+        pthread_join(p->workers[i], NULL);
+}
+
+int tfm__threads(void)
+{
+    return __atomic_load_n(&requested_threads, __ATOMIC_RELAXED);
+}
+
+void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx)
+{
+    pool *p = &the_pool;
+    int count = tfm__threads();
+    if (count > max_workers)
+        count = max_workers;
+    if (count > n)
+        count = (int)n;
+    if (count <= 1 || pthread_mutex_trylock(&p->lock) != 0) {
+        if (n > 0)
+            fn(ctx, 0, n, 0);
+        return;
+    }
+    int running = start_workers(p, count);
+    if (running < count)
+        count = running;
+    pthread_mutex_lock(&p->state);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n = n;
+    p->active = count;
+    p->pending = count - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->state);
+    run_range(p, 0);
+    pthread_mutex_lock(&p->state);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->state);
+    pthread_mutex_unlock(&p->state);
+    pthread_mutex_unlock(&p->lock);
+}
+
+tfm_status tfm_set_num_threads(int32_t threads)
+{
+    if (threads < 1 || threads > TFM__MAX_THREADS)
+        return tfm__fail(TFM_ERR_ARG, "tfm_set_num_threads: %d threads is outside [1, %d]",
+                         (int)threads, TFM__MAX_THREADS);
+    __atomic_store_n(&requested_threads, threads, __ATOMIC_RELAXED);
+    return TFM_OK;
+}
+
+int32_t tfm_get_num_threads(void)
+{
+    return tfm__threads();
+}

@@ -1,0 +1,25 @@
+/* libtfm's own threads: a small pool that splits a loop's range among the
+ * calling thread and its workers. Workers sleep on a condition variable
+ * between loops (they never spin, so they do not take cores from BLAS's
+ * threads), and a loop runs on the calling thread alone when libtfm has one
+ * thread, when the pool is busy (another thread of the program, or a loop
+ * inside a loop), or when the workers cannot be started. */
+#ifndef TFM_CORE_PARALLEL_H
+#define TFM_CORE_PARALLEL_H
+
+#include <stdint.h>
+
+/* The most threads libtfm runs; also the most per-worker scratch blocks a
+ * kernel may need. */
+#define TFM__MAX_THREADS 64
+
+/* Runs fn(ctx, begin, end, worker) over [0, n) in contiguous ranges, one per
+ * worker 0 .. workers - 1 (worker 0 is the calling thread), with at most
+ * max_workers workers. Returns when every range is done. */
+typedef void (*tfm__range_fn)(void *ctx, int64_t begin, int64_t end, int worker);
+void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx);
+
+/* The threads a loop may use now (tfm_set_num_threads). */
+int tfm__threads(void);
+
+#endif
