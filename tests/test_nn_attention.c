@@ -676,6 +676,100 @@ static void run_with_threads(int32_t threads, int trainable, float *out, float *
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
 }
 
+/* Heads too large for one BLAS call on one thread (70 x 66 x 64 > 2^18)
+ * are cut into blocks; the result must be the ops apart's. */
+enum { LT = 70, LS = 66, LD = 128, LH = 2 };
+
+static tfm_tensor *project(tfm_tape *tape, tfm_params *p, const char *name, tfm_tensor *x)
+{
+    char w[64], b[64];
+    snprintf(w, sizeof w, "%s.weight", name);
+    snprintf(b, sizeof b, "%s.bias", name);
+    return tfm_linear(tape, x, tfm_params_find(p, w), tfm_params_find(p, b));
+}
+
+static tfm_tensor *attention_apart(tfm_tape *tape, tfm_params *p, tfm_tensor *x,
+                                   tfm_tensor *memory, tfm_tensor *mask)
+{
+    tfm_tensor *q = tfm_split_heads(tape, project(tape, p, "a.q_proj", x), LH);
+    tfm_tensor *k = tfm_split_heads(tape, project(tape, p, "a.k_proj", memory), LH);
+    tfm_tensor *v = tfm_split_heads(tape, project(tape, p, "a.v_proj", memory), LH);
+    tfm_tensor *scores = tfm_scale(tape, tfm_matmul(tape, q, k, 0, 1), 1.0f / sqrtf(LD / LH));
+    tfm_tensor *context = tfm_matmul(tape, tfm_softmax(tape, scores, mask), v, 0, 0);
+    return project(tape, p, "a.out_proj", tfm_merge_heads(tape, context));
+}
+
+/* The output and every gradient, for a loss weighting the output by r. */
+static void large_run(int fused_core, int32_t threads, tfm_params *p, tfm_layer *layer,
+                      tfm_tensor *x, tfm_tensor *memory, tfm_tensor *mask, const float *r,
+                      float *out, float *grads)
+{
+    ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+    tfm_tensor_zero_grad(x);
+    tfm_tensor_zero_grad(memory);
+    memset(tfm_params_grads(p), 0, (size_t)tfm_params_numel(p) * sizeof(float));
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *y = fused_core ? tfm_attention_forward(tape, layer, x, memory, mask, NULL)
+                               : attention_apart(tape, p, x, memory, mask);
+    ck_assert_msg(y != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_read_f32(y, out, LT * LD), TFM_OK);
+    ck_assert_int_eq(tfm_tape_backward_with_grad(tape, y, r, LT * LD), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_grad(x, grads, LT * LD), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_grad(memory, grads + LT * LD, LS * LD), TFM_OK);
+    memcpy(grads + (LT + LS) * LD, tfm_params_grads(p),
+           (size_t)tfm_params_numel(p) * sizeof(float));
+    tfm_tape_free(tape);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+}
+
+START_TEST(large_heads_match_the_ops_apart)
+{
+    tfm_rng *rng = tfm_rng_create(41);
+    tfm_params *p = tfm_params_create();
+    tfm_attention_options o;
+    tfm_attention_options_init(&o);
+    o.d_model = LD;
+    o.heads = LH;
+    o.fused_qkv = 0;
+    tfm_layer *layer = tfm_attention_create(p, "a", &o, rng);
+    ck_assert_ptr_nonnull(layer);
+    randomize(p, 42);
+    /* scores of order 1: blocks differ from one call only by rounding */
+    for (int64_t i = 0; i < tfm_params_numel(p); i++)
+        tfm_params_values(p)[i] *= 0.2f;
+    tfm_tensor *x = gc_random(3, (const int64_t[]){1, LT, LD}, 43);
+    tfm_tensor *memory = gc_random(3, (const int64_t[]){1, LS, LD}, 44);
+    tfm_tensor_set_requires_grad(x, 1);
+    tfm_tensor_set_requires_grad(memory, 1);
+    int32_t keep[LS];
+    for (int j = 0; j < LS; j++)
+        keep[j] = j < LS - 5;
+    tfm_tensor *mask = tfm_tensor_from_i32(4, (const int64_t[]){1, 1, 1, LS}, keep);
+    tfm_tensor *rt = gc_random(1, (const int64_t[]){LT * LD}, 45);
+    int64_t n = (LT + LS) * LD + tfm_params_numel(p);
+    float *want = malloc((size_t)(LT * LD + n) * sizeof(float));
+    float *got = malloc((size_t)(LT * LD + n) * sizeof(float));
+    large_run(0, 1, p, layer, x, memory, mask, tfm_tensor_data_f32(rt), want, want + LT * LD);
+    for (int32_t threads = 1; threads <= 2; threads++) {
+        large_run(1, threads, p, layer, x, memory, mask, tfm_tensor_data_f32(rt), got,
+                  got + LT * LD);
+        for (int64_t i = 0; i < LT * LD + n; i++)
+            ck_assert_msg(fabsf(got[i] - want[i]) <= 1e-4f + 1e-4f * fabsf(want[i]),
+                          "threads %d, value %lld: %g, apart %g", (int)threads, (long long)i,
+                          (double)got[i], (double)want[i]);
+    }
+    free(want);
+    free(got);
+    tfm_tensor_free(rt);
+    tfm_tensor_free(mask);
+    tfm_tensor_free(x);
+    tfm_tensor_free(memory);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
+
 START_TEST(threads_give_the_same_results)
 {
     enum { GRADS = 512 };
@@ -856,6 +950,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, dropout_in_training_only);
     tcase_add_test(tc, gradients_with_dropout);
     tcase_add_test(tc, threads_give_the_same_results);
+    tcase_add_test(tc, large_heads_match_the_ops_apart);
     tcase_add_test(tc, create_errors);
     tcase_add_test(tc, forward_errors);
     suite_add_tcase(s, tc);

@@ -5,8 +5,9 @@
  * no separate scores, dropped weights or unmerged context are kept: the
  * backward regenerates the dropout mask from its counter-based hash and
  * needs only the weights and the projections. The (batch, head) pairs are
- * independent, so they are split among libtfm's threads when each head's
- * GEMMs are small enough for OpenBLAS to run them on one thread. */
+ * independent, so they are split among libtfm's threads; each head's GEMMs
+ * are cut into calls small enough for OpenBLAS to run on one thread, so
+ * BLAS's threads never stack on libtfm's. */
 #include "ops/attention.h"
 
 #include <cblas.h>
@@ -19,8 +20,7 @@
 #include "ops/softmax.h"
 
 /* OpenBLAS runs a GEMM of m * n * k at most this on one thread
- * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD); larger heads run on
- * the calling thread, where BLAS may use its own threads. */
+ * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in interface/gemm.c). */
 #define BLAS_ONE_THREAD_MNK 262144.0
 
 /* node->in: q, k, v (projections), scale, weights, mask.
@@ -51,6 +51,37 @@ static int64_t scratch_floats(int64_t T, int64_t S, int64_t dk)
     return 2 * T * S + T * dk;
 }
 
+/* How many of a GEMM's rows (or depth) fit the one-thread size. */
+static int64_t block_of(int64_t a, int64_t b)
+{
+    int64_t rows = (int64_t)(BLAS_ONE_THREAD_MNK / ((double)a * (double)b));
+    return rows < 1 ? 1 : rows;
+}
+
+/* C = alpha A op(B) + beta C, C [M, N], A [M, K] not transposed: by blocks
+ * of A's and C's rows. */
+static void gemm_by_rows(enum CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc)
+{
+    int64_t block = block_of(N, K);
+    for (int64_t r = 0; r < M; r += block)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (int)(M - r < block ? M - r : block), (int)N,
+                    (int)K, alpha, A + r * lda, (int)lda, B, (int)ldb, beta, C + r * ldc,
+                    (int)ldc);
+}
+
+/* C += alpha A^T B, C [M, N], A [K, M], B [K, N]: by blocks of the depth K. */
+static void gemm_tn_by_depth(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                             int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+    int64_t block = block_of(M, N);
+    for (int64_t r = 0; r < K; r += block)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N,
+                    (int)(K - r < block ? K - r : block), alpha, A + r * lda, (int)lda,
+                    B + r * ldb, (int)ldb, 1.0f, C, (int)ldc);
+}
+
 /* d = dropout(w) for count weights from flat index first on. */
 static void drop_weights(const float *w, float *d, int64_t count, uint64_t key, int64_t first,
                          float p, float keep_scale)
@@ -70,18 +101,17 @@ static void forward_range(void *ctx, int64_t begin, int64_t end, int worker)
         int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
         float *w = a->weights + row0 * S;
         const float *used = w;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)dk, a->alpha,
-                    a->q + b * T * a->wq + a->q_col + h * dk, (int)a->wq,
-                    a->k + b * S * a->wk + a->k_col + h * dk, (int)a->wk, 0.0f, w, (int)S);
+        gemm_by_rows(CblasTrans, T, S, dk, a->alpha, a->q + b * T * a->wq + a->q_col + h * dk,
+                     a->wq, a->k + b * S * a->wk + a->k_col + h * dk, a->wk, 0.0f, w, S);
         for (int64_t t = 0; t < T; t++)
             tfm__softmax_row(w + t * S, w + t * S, S, a->mask, a->bc, row0 + t);
         if (a->p > 0.0f) {
             drop_weights(w, dropped, T * S, a->key, row0 * S, a->p, a->keep_scale);
             used = dropped;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S, 1.0f,
-                    used, (int)S, a->v + b * S * a->wv + a->v_col + h * dk, (int)a->wv, 0.0f,
-                    a->out + b * T * a->width + h * dk, (int)a->width);
+        gemm_by_rows(CblasNoTrans, T, dk, S, 1.0f, used, S,
+                     a->v + b * S * a->wv + a->v_col + h * dk, a->wv, 0.0f,
+                     a->out + b * T * a->width + h * dk, a->width);
     }
 }
 
@@ -104,13 +134,11 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
             used = dropped;
         }
         if (a->gv)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)dk, (int)T, 1.0f,
-                        used, (int)S, gh, (int)width, 1.0f,
-                        a->gv + b * S * a->wv + a->v_col + h * dk, (int)a->wv);
+            gemm_tn_by_depth(S, dk, T, 1.0f, used, S, gh, width,
+                             a->gv + b * S * a->wv + a->v_col + h * dk, a->wv);
         if (!a->gq && !a->gk && !a->gm && !a->scale_grad)
             continue;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)dk, 1.0f, gh,
-                    (int)width, vh, (int)a->wv, 0.0f, dp, (int)S);
+        gemm_by_rows(CblasTrans, T, S, dk, 1.0f, gh, width, vh, a->wv, 0.0f, dp, S);
         /* dropped is 0 where the mask dropped or the weight is 0; at a zero
          * weight the softmax's backward ignores dp anyway */
         if (a->p > 0.0f)
@@ -127,8 +155,7 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
         }
         float *gqh = a->gq ? a->gq + b * T * a->wq + a->q_col + h * dk : NULL;
         if (a->scale_grad) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S,
-                        a->alpha, dp, (int)S, kh, (int)a->wk, 0.0f, dq_head, (int)dk);
+            gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 0.0f, dq_head, dk);
             for (int64_t t = 0; t < T; t++)
                 for (int64_t j = 0; j < dk; j++) {
                     scores_dot += (double)qh[t * a->wq + j] * dq_head[t * dk + j];
@@ -136,13 +163,11 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
                         gqh[t * a->wq + j] += dq_head[t * dk + j];
                 }
         } else if (gqh) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)dk, (int)S,
-                        a->alpha, dp, (int)S, kh, (int)a->wk, 1.0f, gqh, (int)a->wq);
+            gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 1.0f, gqh, a->wq);
         }
         if (a->gk)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)dk, (int)T,
-                        a->alpha, dp, (int)S, qh, (int)a->wq, 1.0f,
-                        a->gk + b * S * a->wk + a->k_col + h * dk, (int)a->wk);
+            gemm_tn_by_depth(S, dk, T, a->alpha, dp, S, qh, a->wq,
+                             a->gk + b * S * a->wk + a->k_col + h * dk, a->wk);
     }
     a->scores_dot[worker] += scores_dot;
 }
@@ -232,7 +257,7 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
     tfm_broadcast bc;
     if (!out || (core->mask && tfm__mask_broadcast(op, weights, core->mask, &bc) < 0))
         return NULL;
-    int workers = (double)T * (double)S * (double)dk <= BLAS_ONE_THREAD_MNK ? tfm__threads() : 1;
+    int workers = tfm__threads();
     if (workers > batch * heads)
         workers = (int)(batch * heads);
     float *scratch = tfm__scratch(tape, op, (size_t)(workers * scratch_floats(T, S, dk)) *
