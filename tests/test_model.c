@@ -197,6 +197,61 @@ START_TEST(gradients_through_the_model)
 }
 END_TEST
 
+/* --- threads ----------------------------------------------------------------- */
+
+/* Logits and every gradient of one training step (dropout on, the same
+ * seed), sizes where layer norm and attention split their rows. */
+static void training_step(int32_t threads, float *logits_out, float *grads_out)
+{
+    ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+    tfm_model_options o;
+    small_options(&o);
+    o.max_src_len = o.max_tgt_len = 64;
+    o.block.d_model = 128;
+    o.block.heads = 4;
+    o.block.d_ff = 64;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_ptr_nonnull(m);
+    int32_t src_ids[4 * 64], tgt_ids[4 * 64];
+    for (int i = 0; i < 4 * 64; i++) {
+        src_ids[i] = 1 + (i * 7) % 12;
+        tgt_ids[i] = 1 + (i * 5) % 10;
+    }
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){4, 64}, src_ids);
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){4, 64}, tgt_ids);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
+                                           tfm_mask_causal(tape, 64, TFM_F32), NULL);
+    ck_assert_int_eq(tfm_tensor_read_f32(logits, logits_out, 4 * 64 * 11), TFM_OK);
+    ck_assert_int_eq(tfm_tape_backward(tape, tfm_cross_entropy(tape, logits, tgt, 0, 0.0f)),
+                     TFM_OK);
+    tfm_params *p = tfm_model_params(m);
+    ck_assert_int_le(tfm_params_numel(p), 1 << 20);
+    memcpy(grads_out, tfm_params_grads(p), (size_t)tfm_params_numel(p) * sizeof(float));
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_model_free(m);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+}
+
+START_TEST(threads_give_the_same_step)
+{
+    enum { LOGITS = 4 * 64 * 11, GRADS = 1 << 20 };
+    float *l1 = malloc(LOGITS * sizeof(float)), *l2 = malloc(LOGITS * sizeof(float));
+    float *g1 = calloc(GRADS, sizeof(float)), *g2 = calloc(GRADS, sizeof(float));
+    training_step(1, l1, g1);
+    training_step(2, l2, g2);
+    /* rows and heads are split, never a sum: the same bits */
+    ck_assert_mem_eq(l1, l2, LOGITS * sizeof(float));
+    ck_assert_mem_eq(g1, g2, GRADS * sizeof(float));
+    free(l1);
+    free(l2);
+    free(g1);
+    free(g2);
+}
+END_TEST
+
 /* --- checkpoints ----------------------------------------------------------- */
 
 static char checkpoint_dir[64];
@@ -318,6 +373,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, bad_options);
     tcase_add_test(tc, forward_shapes_and_modes);
     tcase_add_test(tc, gradients_through_the_model);
+    tcase_add_test(tc, threads_give_the_same_step);
     tcase_add_test(tc, checkpoint_reloads_bit_identically);
     tcase_add_test(tc, damaged_checkpoints_are_rejected);
     suite_add_tcase(s, tc);

@@ -101,6 +101,11 @@ int tfm__threads(void)
     return __atomic_load_n(&requested_threads, __ATOMIC_RELAXED);
 }
 
+int tfm__workers_for(int64_t floats)
+{
+    return floats < 32768 ? 1 : tfm__threads();
+}
+
 void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx)
 {
     pool *p = &the_pool;

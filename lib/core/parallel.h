@@ -22,4 +22,8 @@ void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx);
 /* The threads a loop may use now (tfm_set_num_threads). */
 int tfm__threads(void);
 
+/* The workers worth waking for a loop over this many floats: waking one
+ * costs a few microseconds, so small loops stay on the calling thread. */
+int tfm__workers_for(int64_t floats);
+
 #endif

@@ -7,9 +7,42 @@
 #include "ops/layer_norm.h"
 #include "tfm/ops.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 /* node->in is x, then weight and bias when given (ints[0], ints[1] say
  * which); saved[0] and saved[1] are the per-row mean and rstd. */
+typedef struct rows_job {
+    const float *x, *w, *b, *g, *mean_in, *rstd_in;
+    float *y, *mean, *rstd, *gx;
+    int64_t n;
+    float eps;
+} rows_job;
+
+/* dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) for rows [begin, end). */
+static void input_grad_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const rows_job *j = ctx;
+    int64_t n = j->n;
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = j->x + r * n, *gr = j->g + r * n, *w = j->w;
+        float mu = j->mean_in[r], rs = j->rstd_in[r], sum_gw = 0.0f, sum_gw_xhat = 0.0f;
+#pragma omp simd reduction(+ : sum_gw, sum_gw_xhat)
+        for (int64_t i = 0; i < n; i++) {
+            float gwi = w ? gr[i] * w[i] : gr[i];
+            sum_gw += gwi;
+            sum_gw_xhat += gwi * (xr[i] - mu) * rs;
+        }
+        float a = sum_gw / (float)n, b = sum_gw_xhat / (float)n;
+        float *gxr = j->gx + r * n;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            float gwi = w ? gr[i] * w[i] : gr[i];
+            gxr[i] += rs * (gwi - a - (xr[i] - mu) * rs * b);
+        }
+    }
+}
+
 static void layer_norm_backward(tfm_node *node)
 {
     const tfm_tensor *x = node->in[0];
@@ -17,36 +50,26 @@ static void layer_norm_backward(tfm_node *node)
     const tfm_tensor *bias = node->ints[1] ? node->in[1 + node->ints[0]] : NULL;
     const float *mean = node->saved[0], *rstd = node->saved[1];
     const float *xv = tfm__f32(x), *g = node->out->grad;
-    const float *w = weight ? tfm__f32(weight) : NULL;
-    float *gx = tfm__grad_of(x);
     float *gw = weight ? tfm__grad_of(weight) : NULL;
     float *gb = bias ? tfm__grad_of(bias) : NULL;
     int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
-    for (int64_t r = 0; r < rows; r++) {
+    /* the parameters' gradients sum over rows: on this thread */
+    for (int64_t r = 0; r < rows && (gw || gb); r++) {
         const float *xr = xv + r * n, *gr = g + r * n;
         float mu = mean[r], rs = rstd[r];
         if (gw)
-            for (int64_t j = 0; j < n; j++)
-                gw[j] += gr[j] * (xr[j] - mu) * rs;
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++)
+                gw[i] += gr[i] * (xr[i] - mu) * rs;
         if (gb)
-            for (int64_t j = 0; j < n; j++)
-                gb[j] += gr[j];
-        if (!gx)
-            continue;
-        /* dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) */
-        float sum_gw = 0.0f, sum_gw_xhat = 0.0f;
-        for (int64_t j = 0; j < n; j++) {
-            float gwj = w ? gr[j] * w[j] : gr[j];
-            sum_gw += gwj;
-            sum_gw_xhat += gwj * (xr[j] - mu) * rs;
-        }
-        float a = sum_gw / (float)n, b = sum_gw_xhat / (float)n;
-        float *gxr = gx + r * n;
-        for (int64_t j = 0; j < n; j++) {
-            float gwj = w ? gr[j] * w[j] : gr[j];
-            gxr[j] += rs * (gwj - a - (xr[j] - mu) * rs * b);
-        }
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++)
+                gb[i] += gr[i];
     }
+    rows_job j = {.x = xv, .w = weight ? tfm__f32(weight) : NULL, .g = g, .mean_in = mean,
+                  .rstd_in = rstd, .gx = tfm__grad_of(x), .n = n};
+    if (j.gx)
+        tfm__parallel_for(rows, tfm__workers_for(x->numel), input_grad_rows, &j);
 }
 
 static int check_param(const char *op, const char *what, const tfm_tensor *p,
@@ -65,30 +88,41 @@ static int check_param(const char *op, const char *what, const tfm_tensor *p,
     return 0;
 }
 
-void tfm__layer_norm_rows(const float *x, int64_t rows, int64_t n, const float *w,
-                          const float *b, float eps, float *y, float *mean, float *rstd)
+static void normalise_rows(void *ctx, int64_t begin, int64_t end, int worker)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
+    (void)worker;
+    const rows_job *j = ctx;
+    int64_t n = j->n;
+    const float *w = j->w, *b = j->b;
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = j->x + r * n;
+        float *yr = j->y + r * n;
         /* two passes: sum((x - mu)^2) does not cancel as E[x^2] - mu^2 does */
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < n; j++)
-            sum += xr[j];
+        for (int64_t i = 0; i < n; i++)
+            sum += xr[i];
         float mu = sum / (float)n, sq = 0.0f;
 #pragma omp simd reduction(+ : sq)
-        for (int64_t j = 0; j < n; j++)
-            sq += (xr[j] - mu) * (xr[j] - mu);
-        float rs = 1.0f / sqrtf(sq / (float)n + eps);
+        for (int64_t i = 0; i < n; i++)
+            sq += (xr[i] - mu) * (xr[i] - mu);
+        float rs = 1.0f / sqrtf(sq / (float)n + j->eps);
 #pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1.0f) + (b ? b[j] : 0.0f);
-        if (mean) {
-            mean[r] = mu;
-            rstd[r] = rs;
+        for (int64_t i = 0; i < n; i++)
+            yr[i] = (xr[i] - mu) * rs * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
+        if (j->mean) {
+            j->mean[r] = mu;
+            j->rstd[r] = rs;
         }
     }
+}
+
+void tfm__layer_norm_rows(const float *x, int64_t rows, int64_t n, const float *w,
+                          const float *b, float eps, float *y, float *mean, float *rstd)
+{
+    rows_job j = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd, .n = n,
+                  .eps = eps};
+    tfm__parallel_for(rows, tfm__workers_for(rows * n), normalise_rows, &j);
 }
 
 tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
