@@ -16,9 +16,69 @@
 
 #include "tfm/ops.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 
 enum { PLAIN, RELU, RESIDUAL };
+
+/* The elementwise parts, split among libtfm's threads by element. */
+typedef struct elementwise_job {
+    int mode;
+    float p, keep_scale;
+    uint64_t key;
+    float *y;               /* forward: the output, holding the GEMM's result */
+    const float *bias;      /* forward: copied into every row of y first */
+    int64_t out;            /* forward: y's row length */
+    const float *residual;  /* forward */
+    float *g;               /* backward: the output's gradient, made dL/dy */
+    float *g_residual;      /* backward: the residual's gradient, or NULL */
+} elementwise_job;
+
+static void finish_output(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const elementwise_job *j = ctx;
+    float *y = j->y;
+    uint32_t threshold = tfm__counter_threshold(j->p);
+    if (j->mode == RELU && j->p > 0.0f)
+        for (int64_t i = begin; i < end; i++)
+            y[i] = y[i] > 0.0f && tfm__counter_bits(j->key, (uint32_t)i) >= threshold
+                       ? y[i] * j->keep_scale
+                       : 0.0f;
+    else if (j->mode == RELU)
+        for (int64_t i = begin; i < end; i++)
+            y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    else if (j->mode == RESIDUAL && j->p > 0.0f)
+        for (int64_t i = begin; i < end; i++)
+            y[i] = j->residual[i] +
+                   (tfm__counter_bits(j->key, (uint32_t)i) >= threshold ? y[i] * j->keep_scale
+                                                                         : 0.0f);
+    else if (j->mode == RESIDUAL)
+        for (int64_t i = begin; i < end; i++)
+            y[i] += j->residual[i];
+}
+
+static void gradient_of_product(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const elementwise_job *j = ctx;
+    float *g = j->g;
+    if (j->mode == RESIDUAL) {
+        if (j->g_residual)
+            for (int64_t i = begin; i < end; i++)
+                j->g_residual[i] += g[i];
+        if (j->p > 0.0f) {
+            uint32_t threshold = tfm__counter_threshold(j->p);
+            for (int64_t i = begin; i < end; i++)
+                g[i] = tfm__counter_bits(j->key, (uint32_t)i) >= threshold ? g[i] * j->keep_scale
+                                                                            : 0.0f;
+        }
+    } else if (j->mode == RELU) {
+        const float *y = j->y;
+        for (int64_t i = begin; i < end; i++)
+            g[i] = y[i] > 0.0f ? g[i] * j->keep_scale : 0.0f;
+    }
+}
 
 /* node->in: x, weight, bias, residual. ints: rows, in, out, mode, dropout
  * key; floats: p, 1 / (1 - p). */
@@ -26,25 +86,16 @@ static void linear_backward(tfm_node *node)
 {
     const tfm_tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
     int rows = (int)node->ints[0], in = (int)node->ints[1], out = (int)node->ints[2];
-    int64_t mode = node->ints[3], n = node->out->numel;
-    uint64_t key = (uint64_t)node->ints[4];
-    float p = node->floats[0], keep_scale = node->floats[1];
-    float *g = node->out->grad; /* this op's own: rewritten in place as dL/dy */
-    if (mode == RESIDUAL) {
-        float *gr = tfm__grad_of(node->in[3]);
-        if (gr)
-            for (int64_t i = 0; i < n; i++)
-                gr[i] += g[i];
-        if (p > 0.0f) {
-            uint32_t threshold = tfm__counter_threshold(p);
-            for (int64_t i = 0; i < n; i++)
-                g[i] = tfm__counter_bits(key, (uint32_t)i) >= threshold ? g[i] * keep_scale : 0.0f;
-        }
-    } else if (mode == RELU) {
-        const float *y = tfm__f32(node->out);
-        for (int64_t i = 0; i < n; i++)
-            g[i] = y[i] > 0.0f ? g[i] * keep_scale : 0.0f;
-    }
+    int64_t n = node->out->numel;
+    /* the output's gradient is this op's own: rewritten in place as dL/dy */
+    elementwise_job j = {
+        .mode = (int)node->ints[3], .p = node->floats[0], .keep_scale = node->floats[1],
+        .key = (uint64_t)node->ints[4], .y = tfm__f32(node->out), .g = node->out->grad,
+        .g_residual = node->in[3] ? tfm__grad_of(node->in[3]) : NULL,
+    };
+    if (j.mode != PLAIN)
+        tfm__parallel_for(n, tfm__workers_for(n), gradient_of_product, &j);
+    const float *g = j.g;
     float *gx = tfm__grad_of(x), *gw = tfm__grad_of(w), *gb = b ? tfm__grad_of(b) : NULL;
     if (gx)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in, out, 1.0f, g, out,
@@ -56,9 +107,17 @@ static void linear_backward(tfm_node *node)
         for (int64_t r = 0; r < rows; r++) {
             const float *gr = g + r * out;
 #pragma omp simd
-            for (int j = 0; j < out; j++)
-                gb[j] += gr[j];
+            for (int i = 0; i < out; i++)
+                gb[i] += gr[i];
         }
+}
+
+static void fill_bias(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const elementwise_job *j = ctx;
+    for (int64_t r = begin; r < end; r++)
+        memcpy(j->y + r * j->out, j->bias, (size_t)j->out * sizeof(float));
 }
 
 /* Dropout with probability p (0: none) from rng follows the activation. */
@@ -107,42 +166,30 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
     if (!y)
         return NULL;
     float *yv = tfm__f32(y);
+    /* the mask tfm_dropout would draw from the same rng */
+    elementwise_job j = {
+        .mode = mode, .p = p, .keep_scale = 1.0f / (1.0f - p),
+        .key = p > 0.0f ? tfm_rng_next_u64(rng) : 0, .y = yv, .bias = b ? tfm__f32(b) : NULL,
+        .out = out_features, .residual = residual ? tfm__f32(residual) : NULL,
+    };
     if (b)
-        for (int64_t r = 0; r < rows; r++)
-            memcpy(yv + r * out_features, tfm__f32(b), (size_t)out_features * sizeof(float));
+        tfm__parallel_for(rows, tfm__workers_for(y->numel), fill_bias, &j);
     if (rows && out_features)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out_features,
                     (int)in, 1.0f, tfm__f32(x), (int)in, tfm__f32(w), (int)in, b ? 1.0f : 0.0f,
                     yv, (int)out_features);
-    /* the mask tfm_dropout would draw from the same rng */
-    uint64_t key = p > 0.0f ? tfm_rng_next_u64(rng) : 0;
-    uint32_t threshold = tfm__counter_threshold(p);
-    float keep_scale = 1.0f / (1.0f - p);
-    if (mode == RELU && p > 0.0f)
-        for (int64_t i = 0; i < y->numel; i++)
-            yv[i] = yv[i] > 0.0f && tfm__counter_bits(key, (uint32_t)i) >= threshold
-                        ? yv[i] * keep_scale
-                        : 0.0f;
-    else if (mode == RELU)
-        for (int64_t i = 0; i < y->numel; i++)
-            yv[i] = yv[i] > 0.0f ? yv[i] : 0.0f;
-    else if (mode == RESIDUAL && p > 0.0f)
-        for (int64_t i = 0; i < y->numel; i++)
-            yv[i] = tfm__f32(residual)[i] +
-                    (tfm__counter_bits(key, (uint32_t)i) >= threshold ? yv[i] * keep_scale : 0.0f);
-    else if (mode == RESIDUAL)
-        for (int64_t i = 0; i < y->numel; i++)
-            yv[i] += tfm__f32(residual)[i];
+    if (mode != PLAIN)
+        tfm__parallel_for(y->numel, tfm__workers_for(y->numel), finish_output, &j);
     tfm_node *node;
     if (tfm__record(tape, op, y, linear_backward, 4,
                     (const tfm_tensor *[]){x, w, b, mode == RESIDUAL ? residual : NULL}, &node) < 0)
         return NULL;
     if (node) {
-        const int64_t ints[5] = {rows, in, out_features, mode, (int64_t)key};
+        const int64_t ints[5] = {rows, in, out_features, mode, (int64_t)j.key};
         for (int i = 0; i < 5; i++)
             node->ints[i] = ints[i];
         node->floats[0] = p;
-        node->floats[1] = keep_scale;
+        node->floats[1] = j.keep_scale;
     }
     return y;
 }

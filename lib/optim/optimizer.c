@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/options.h"
 #include "core/tensor.h"
 #include "tfm/io.h"
@@ -252,8 +253,8 @@ static inline void sgd_run(float *restrict p, const float *restrict g,
 }
 
 /* Updates the scalars [begin, end) of the store. */
-static void update_range(tfm_optimizer *o, float *values, const float *grads,
-                         int64_t begin, int64_t end, const coefficients *c)
+static void update_part(tfm_optimizer *o, float *values, const float *grads,
+                        int64_t begin, int64_t end, const coefficients *c)
 {
     float *p = values + begin;
     const float *g = grads + begin;
@@ -282,6 +283,29 @@ static void update_range(tfm_optimizer *o, float *values, const float *grads,
         adam_run(p, g, o->state + begin, o->state + o->numel + begin, n, c, 0);
         break;
     }
+}
+
+typedef struct update_job {
+    tfm_optimizer *o;
+    float *values;
+    const float *grads;
+    int64_t first;
+    const coefficients *c;
+} update_job;
+
+static void update_part_of_range(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const update_job *j = ctx;
+    update_part(j->o, j->values, j->grads, j->first + begin, j->first + end, j->c);
+}
+
+/* Every element updates alone: the range is split among libtfm's threads. */
+static void update_range(tfm_optimizer *o, float *values, const float *grads, int64_t begin,
+                         int64_t end, const coefficients *c)
+{
+    update_job j = {o, values, grads, begin, c};
+    tfm__parallel_for(end - begin, tfm__workers_for(end - begin), update_part_of_range, &j);
 }
 
 /* Names the first non-finite gradient, for the refused step's message. */
