@@ -30,13 +30,14 @@ enum { DATA_SEED = 123, MAX_POSITIONS = 100 /* the tutorial's PositionalEncoding
 typedef struct config {
     const char *recipe, *save, *load;
     int64_t epochs, batch, d_model, heads, encoder_layers, decoder_layers, d_ff;
-    int64_t norm_first, warmup, seed, eval_every, eval_batch, show;
+    int64_t norm_first, warmup, seed, eval_every, eval_batch, show, threads;
     double lr, dropout, clip;
 } config;
 
 static int set_recipe(config *c, const char *recipe)
 {
-    *c = (config){.recipe = recipe, .epochs = 25, .batch = 32, .d_model = 256, .heads = 4,
+    *c = (config){.recipe = recipe, .threads = 1, .epochs = 25, .batch = 32, .d_model = 256,
+                  .heads = 4,
                   .encoder_layers = 3, .decoder_layers = 3, .d_ff = 128, .norm_first = 0,
                   .warmup = 0, .seed = 0, .eval_every = 5, .eval_batch = 100, .show = 5,
                   .lr = 1e-3, .dropout = 0.1, .clip = 0.0};
@@ -352,6 +353,8 @@ int main(int argc, char **argv)
         {"decoder-layers", CLI_INT, &c.decoder_layers, 1, 64, "decoder layers"},
         {"d-ff", CLI_INT, &c.d_ff, 1, 65536, "feed-forward width"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and shuffling seed"},
+        {"threads", CLI_INT, &c.threads, 1, 64,
+         "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
         {"eval-every", CLI_INT, &c.eval_every, 0, 1e6,
          "evaluate the test set every this many epochs (0: only at the end)"},
         {"eval-batch", CLI_INT, &c.eval_batch, 1, AVG_TEST, "test sources decoded at once"},
@@ -367,6 +370,7 @@ int main(int argc, char **argv)
                            flags, (int)(sizeof flags / sizeof flags[0]));
     if (parsed)
         return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (c.d_model % c.heads) {
         fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],
                 (long long)c.heads, (long long)c.d_model);

@@ -39,7 +39,7 @@ typedef struct causal_transformer {
 } causal_transformer;
 
 typedef struct config {
-    int64_t vocab, d_model, heads, layers, d_ff, length, batch, epochs, seed;
+    int64_t vocab, d_model, heads, layers, d_ff, length, batch, epochs, seed, threads;
     double dropout, lr;
 } config;
 
@@ -209,7 +209,8 @@ static double seconds_now(void)
 int main(int argc, char **argv)
 {
     config c = {.vocab = 5000, .d_model = 512, .heads = 8, .layers = 6, .d_ff = 2048,
-                .length = 100, .batch = 64, .epochs = 10, .seed = 33, .dropout = 0.1, .lr = 1e-4};
+                .length = 100, .batch = 64, .epochs = 10, .seed = 33, .threads = 1, .dropout = 0.1,
+                .lr = 1e-4};
     const cli_flag flags[] = {
         {"vocab", CLI_INT, &c.vocab, 2, 1e7, "source and target vocabulary size"},
         {"d-model", CLI_INT, &c.d_model, 2, 8192, "model width"},
@@ -222,12 +223,15 @@ int main(int argc, char **argv)
         {"dropout", CLI_FLOAT, &c.dropout, 0, 0.99, "dropout rate"},
         {"lr", CLI_FLOAT, &c.lr, 0, 10, "Adam learning rate"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "random seed"},
+        {"threads", CLI_INT, &c.threads, 1, 64,
+         "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
     };
     int parsed = cli_parse(argc, argv,
                            "Tutorial 002's CausalTransformer trained on random tokens.", flags,
                            (int)(sizeof flags / sizeof flags[0]));
     if (parsed)
         return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (c.d_model % c.heads) {
         fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],
                 (long long)c.heads, (long long)c.d_model);

@@ -34,7 +34,7 @@ typedef struct config {
     const char *data, *out, *resume, *translate, *init, *schedule;
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
-    int64_t bucket, eos_label, beam, decode_batch, examples;
+    int64_t bucket, eos_label, beam, decode_batch, examples, threads;
     double dropout, lr, beta2, gamma, clip, label_smoothing, time_limit;
 } config;
 
@@ -833,7 +833,8 @@ int main(int argc, char **argv)
                 .max_seq_len = TAYLOR_MAX_SEQ_LEN, .d_model = 64, .layers = 2, .heads = 8,
                 .d_ff = 128, .batch = 32, .iterations = 400000, .step = 100, .warmup = 4000,
                 .step_size = 100000, .seed = 1, .evaluate = 1, .beam = 1, .decode_batch = 250,
-                .examples = 5, .dropout = 0.1, .lr = 2e-4, .beta2 = 0.999, .gamma = 0.5};
+                .examples = 5, .threads = 1, .dropout = 0.1, .lr = 2e-4, .beta2 = 0.999,
+                .gamma = 0.5};
     const cli_flag flags[] = {
         {"data", CLI_STRING, &c.data, 0, 0, "the Taylor-series file"},
         {"max-seq-len", CLI_INT, &c.max_seq_len, 3, 100000, "the tutorial's MAX_SEQ_LEN"},
@@ -844,6 +845,8 @@ int main(int argc, char **argv)
         {"dropout", CLI_FLOAT, &c.dropout, 0, 0.99, "dropout probability"},
         {"init", CLI_STRING, &c.init, 0, 0, "'tutorial' (nn.Linear defaults) or 'xavier'"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and shuffling"},
+        {"threads", CLI_INT, &c.threads, 1, 64,
+         "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
         {"batch", CLI_INT, &c.batch, 1, 11000, "training batch size"},
         {"bucket", CLI_INT, &c.bucket, 0, 11000, "batches of similar target length, sorted in "
          "pools of this many batches and cut after their longest target (0: the notebook's)"},
@@ -877,6 +880,7 @@ int main(int argc, char **argv)
                            flags, (int)(sizeof flags / sizeof flags[0]));
     if (parsed)
         return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (check_config(&c) < 0)
         return EXIT_FAILURE;
 
