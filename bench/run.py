@@ -10,8 +10,9 @@ environment with the issue's targets, met or missed.
 Jobs: a training step of each config on 2 threads, tutorial 003's greedy
 decoding on 2 threads, and libtfm's steps on 1 thread (for the 2-thread
 speed-up). Each round runs, job by job, libtfm then PyTorch, each in its own
-process; each keeps its best (lowest) median over the rounds. 002 runs one
-round (a PyTorch step takes ~12 s).
+process; each keeps its best (lowest) median over the rounds. 002 and the
+decoding run one round (a PyTorch step takes ~12 s or more, its translation
+loop minutes).
 """
 import argparse
 import json
@@ -35,10 +36,10 @@ MEMORY_RATIO = 0.6     # libtfm / PyTorch peak RSS, 002 step, at most
 SPEEDUP = 1.8          # libtfm's 002 step, 2 threads over 1
 
 
-def jobs(configs):
+def jobs(configs, decode=True):
     """(config, what, threads, with PyTorch) in run order."""
     out = [(c, 'train', 2, True) for c in configs]
-    if '003' in configs:
+    if '003' in configs and decode:
         out.append(('003', 'decode', 2, True))
     # libtfm alone on 1 thread: its 2-thread scaling (the target is 002's)
     out += [(c, 'train', 1, False) for c in configs]
@@ -114,8 +115,8 @@ def run_all(a, log):
     records = []
     for env_name in envs:
         for r in range(a.rounds):
-            for config, what, threads, with_torch in jobs(a.configs):
-                if config == '002' and r > 0:
+            for config, what, threads, with_torch in jobs(a.configs, not a.train_only):
+                if (config == '002' or what == 'decode') and r > 0:
                     continue
                 counts = counts_for(a, config)
                 for impl in ['libtfm', 'pytorch'] if with_torch else ['libtfm']:
@@ -174,7 +175,7 @@ def table(records, env):
     coretypes = {r.get('coretype') for r in records if r.get('env') == env}
     print(f'\n### Environment "{env}": OPENBLAS_CORETYPE='
           f'{", ".join(str(c) if c is not None else "(unset)" for c in coretypes)}\n')
-    print('Each figure: the best median over the rounds (002: one round); '
+    print('Each figure: the best median over the rounds (002 and decoding: one round); '
           'ms per training step, or for all the sources decoded.\n')
     print('| config | what | threads | libtfm ms | PyTorch ms | PyTorch / libtfm | '
           'libtfm GFLOP/s | PyTorch GFLOP/s | sgemm GFLOP/s | libtfm / sgemm | '
@@ -277,7 +278,8 @@ def main():
     p.add_argument('--build', default=os.path.join(ROOT, 'build'),
                    help='meson build directory holding bench/tfm-bench (default: build)')
     p.add_argument('--configs', default=','.join(CONFIGS))
-    p.add_argument('--rounds', type=int, default=3, help='002 always runs once')
+    p.add_argument('--train-only', action='store_true', help='no decoding job')
+    p.add_argument('--rounds', type=int, default=3, help='002 and decoding always run once')
     p.add_argument('--envs', default=','.join(ENVS))
     p.add_argument('--quick', action='store_true',
                    help='smoke test: steps 2, warmup 1, sources 20, rounds 1')
