@@ -20,7 +20,9 @@
  * --time-limit minutes. The defaults are the notebook's (batch 32, Adam
  * 2e-4); for a short budget, --bucket batches targets of similar length
  * and cuts the pads after them, --eos-label trains <eos> right after each
- * target, and --schedule invsqrt warms the learning rate up and decays it.
+ * target, and --schedule invsqrt or cosine warms the learning rate up and
+ * decays it (cosine: to 0 at --iterations, so set those to what fits the
+ * time limit).
  * --translate CHECKPOINT decodes the test sources greedily (or with --beam
  * N) and prints "Accuracy: F +/- dF". */
 #include <math.h>
@@ -556,6 +558,10 @@ static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
     if (strcmp(c->schedule, "invsqrt") == 0) {
         o.schedule = TFM_SCHEDULE_WARMUP_INVSQRT;
         o.warmup_steps = c->warmup;
+    } else if (strcmp(c->schedule, "cosine") == 0) {
+        o.schedule = TFM_SCHEDULE_WARMUP_COSINE;
+        o.warmup_steps = c->warmup;
+        o.total_steps = c->iterations;
     } else if (strcmp(c->schedule, "step") == 0) {
         o.schedule = TFM_SCHEDULE_STEP;
         o.step_size = c->step_size;
@@ -817,10 +823,12 @@ static int check_config(const config *c)
     else if (strcmp(c->init, "tutorial") && strcmp(c->init, "xavier"))
         bad = "--init is 'tutorial' or 'xavier'";
     else if (strcmp(c->schedule, "constant") && strcmp(c->schedule, "invsqrt") &&
-             strcmp(c->schedule, "step"))
-        bad = "--schedule is 'constant', 'invsqrt' or 'step'";
+             strcmp(c->schedule, "cosine") && strcmp(c->schedule, "step"))
+        bad = "--schedule is 'constant', 'invsqrt', 'cosine' or 'step'";
     else if (!strcmp(c->schedule, "invsqrt") && c->warmup < 1)
         bad = "--schedule invsqrt needs --warmup of at least 1";
+    else if (!strcmp(c->schedule, "cosine") && c->warmup >= c->iterations)
+        bad = "--schedule cosine needs --warmup below --iterations";
     if (bad)
         fprintf(stderr, "%s: %s\n", program, bad);
     return bad ? -1 : 0;
@@ -855,8 +863,10 @@ int main(int argc, char **argv)
         {"lr", CLI_FLOAT, &c.lr, 0, 1, "Adam learning rate (the peak, with warmup)"},
         {"beta2", CLI_FLOAT, &c.beta2, 0, 0.999999, "Adam beta2"},
         {"schedule", CLI_STRING, &c.schedule, 0, 0,
-         "'constant', 'invsqrt' (lr * min(s/warmup, sqrt(warmup/s))) or 'step'"},
-        {"warmup", CLI_INT, &c.warmup, 0, 1e9, "warmup iterations of the invsqrt schedule"},
+         "'constant', 'invsqrt' (lr * min(s/warmup, sqrt(warmup/s))), 'cosine' (warmup, then "
+         "half a cosine to 0 at --iterations) or 'step'"},
+        {"warmup", CLI_INT, &c.warmup, 0, 1e9, "warmup iterations of the invsqrt and cosine "
+         "schedules"},
         {"step-size", CLI_INT, &c.step_size, 1, 1e9, "step schedule: iterations per decay"},
         {"gamma", CLI_FLOAT, &c.gamma, 0, 1, "step schedule: decay factor"},
         {"clip", CLI_FLOAT, &c.clip, 0, 1e6, "clip the gradient norm to this (0: off)"},

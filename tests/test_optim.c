@@ -261,6 +261,14 @@ START_TEST(schedules)
     check_schedule(o, (const double[]){0.25, 0.5, 0.75, 1, 0.894427191, 0.816496581, 0.755928946}, 6);
     o.warmup_steps = 1; /* pure inverse square root */
     check_schedule(o, (const double[]){1, 0.707106781, 0.577350269, 0.5}, 3);
+
+    o.schedule = TFM_SCHEDULE_WARMUP_COSINE;
+    o.warmup_steps = 2;
+    o.total_steps = 6; /* cos(pi k / 4) after the warmup, then 0 for good */
+    check_schedule(o, (const double[]){0.5, 1, 1, 0.853553391, 0.5, 0.146446609, 0, 0}, 7);
+    o.warmup_steps = 0;
+    o.total_steps = 2;
+    check_schedule(o, (const double[]){1, 0.5, 0, 0}, 3);
 }
 END_TEST
 
@@ -756,6 +764,12 @@ START_TEST(invalid_options)
     EXPECT_BAD_OPTION(TFM_OPTIMIZER_ADAM,
                       (o_.schedule = TFM_SCHEDULE_WARMUP_INVSQRT, o_.warmup_steps = 0),
                       "warmup_steps 0");
+    EXPECT_BAD_OPTION(TFM_OPTIMIZER_ADAM, (o_.schedule = TFM_SCHEDULE_WARMUP_COSINE,
+                                           o_.warmup_steps = 10, o_.total_steps = 10),
+                      "total_steps 10");
+    EXPECT_BAD_OPTION(TFM_OPTIMIZER_ADAM, (o_.schedule = TFM_SCHEDULE_WARMUP_COSINE,
+                                           o_.warmup_steps = -1, o_.total_steps = 10),
+                      "warmup_steps -1");
     EXPECT_BAD_OPTION(TFM_OPTIMIZER_ADAM, o_.struct_size = 4, "struct_size 4");
 
     /* the parameters of a schedule not in use are not looked at */

@@ -22,7 +22,10 @@ typedef int32_t tfm_schedule;
 enum {
     TFM_SCHEDULE_CONSTANT = 0,
     TFM_SCHEDULE_STEP = 1,          /* lr * gamma^floor(t / step_size), as StepLR */
-    TFM_SCHEDULE_WARMUP_INVSQRT = 2 /* s = t + 1: lr * min(s / warmup, sqrt(warmup / s)) */
+    TFM_SCHEDULE_WARMUP_INVSQRT = 2, /* s = t + 1: lr * min(s / warmup, sqrt(warmup / s)) */
+    /* lr * (t + 1) / warmup while t < warmup, then half a cosine from lr
+     * down to 0 at t = total_steps, and 0 after it */
+    TFM_SCHEDULE_WARMUP_COSINE = 3
 };
 
 typedef struct tfm_optimizer_options {
@@ -36,12 +39,14 @@ typedef struct tfm_optimizer_options {
     tfm_schedule schedule;
     int64_t step_size;          /* TFM_SCHEDULE_STEP */
     float gamma;                /* TFM_SCHEDULE_STEP */
-    int64_t warmup_steps;       /* TFM_SCHEDULE_WARMUP_INVSQRT */
+    int64_t warmup_steps;       /* TFM_SCHEDULE_WARMUP_INVSQRT, _COSINE */
+    int64_t total_steps;        /* TFM_SCHEDULE_WARMUP_COSINE */
 } tfm_optimizer_options;
 
 /* PyTorch's defaults for the kind: lr 1e-3 (SGD: 1e-2), betas 0.9/0.999,
  * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0, no clipping, constant
- * schedule (step_size 1, gamma 0.1, warmup_steps 4000 when chosen). */
+ * schedule (step_size 1, gamma 0.1, warmup_steps 4000 when chosen;
+ * total_steps has no default: the cosine schedule needs it set). */
 TFM_API void tfm_optimizer_options_init(tfm_optimizer_options *options,
                                         tfm_optimizer_kind kind);
 /* The store must not gain parameters afterwards. */

@@ -101,10 +101,17 @@ static tfm_status validate_options(const char *op, const tfm_optimizer_options *
             return tfm__fail(TFM_ERR_ARG, "%s: warmup_steps %lld must be >= 1", op,
                              (long long)o->warmup_steps);
         break;
+    case TFM_SCHEDULE_WARMUP_COSINE:
+        if (o->warmup_steps < 0 || o->total_steps <= o->warmup_steps)
+            return tfm__fail(TFM_ERR_ARG,
+                             "%s: warmup_steps %lld and total_steps %lld: the cosine "
+                             "schedule needs 0 <= warmup_steps < total_steps", op,
+                             (long long)o->warmup_steps, (long long)o->total_steps);
+        break;
     default:
         return tfm__fail(TFM_ERR_ARG,
-                         "%s: schedule %d is not CONSTANT (0), STEP (1) or "
-                         "WARMUP_INVSQRT (2)", op, (int)o->schedule);
+                         "%s: schedule %d is not CONSTANT (0), STEP (1), "
+                         "WARMUP_INVSQRT (2) or WARMUP_COSINE (3)", op, (int)o->schedule);
     }
     return TFM_OK;
 }
@@ -167,7 +174,7 @@ tfm_status tfm_optimizer_zero_grad(tfm_optimizer *o)
 
 /* The learning rate of the step taken after `done` steps. STEP matches
  * torch's StepLR stepped after every optimizer step (the first step uses
- * the base rate); WARMUP_INVSQRT counts the step being taken from 1. */
+ * the base rate); the warmups count the step being taken from 1. */
 static double lr_after(const tfm_optimizer_options *o, int64_t done)
 {
     double lr = o->lr;
@@ -177,6 +184,14 @@ static double lr_after(const tfm_optimizer_options *o, int64_t done)
     case TFM_SCHEDULE_WARMUP_INVSQRT: {
         double s = (double)done + 1.0, w = (double)o->warmup_steps;
         return lr * fmin(s / w, sqrt(w / s));
+    }
+    case TFM_SCHEDULE_WARMUP_COSINE: {
+        int64_t w = o->warmup_steps;
+        if (done < w)
+            return lr * (double)(done + 1) / (double)w;
+        const double pi = 3.14159265358979323846; /* C11 has no M_PI */
+        double progress = fmin(1.0, (double)(done - w) / (double)(o->total_steps - w));
+        return lr * 0.5 * (1.0 + cos(pi * progress));
     }
     default:
         return lr;
