@@ -78,7 +78,7 @@ checkpoint=$(mktemp -d)
         --encoder-layers 1 --decoder-layers 1 --d-ff 16 | grep -q "^top-p "
 count_step "installed tfm-average trains and tfm-sampling decodes its checkpoint" $?
 "$prefix/bin/tfm-taylor" --data ../shared/data/taylor/seq2seq_series_2terms.txt --out "$checkpoint/taylor" \
-    --iterations 20 --step 10 --decode-batch 250 | grep -q "Accuracy: "
+    --iterations 20 --step 10 --schedule cosine --warmup 5 --decode-batch 250 | grep -q "Accuracy: "
 count_step "installed tfm-taylor trains, checkpoints and translates" $?
 rm -rf "$checkpoint"
 
