@@ -11,6 +11,7 @@ typedef struct pool {
     pthread_cond_t wake, done;
     pthread_t workers[TFM__MAX_THREADS];
     int started;               /* workers 1 .. started are running */
+    int fork_handler_set;
     int stopping;
     uint64_t generation;       /* bumped per loop: wakes the workers */
     int active;                /* workers in the current loop, caller included */
@@ -74,8 +75,8 @@ static void forget_workers_after_fork(void)
 static int start_workers(pool *p, int count)
 {
     pthread_mutex_lock(&p->state);
-    if (!p->started && count > 1)
-        pthread_atfork(NULL, NULL, forget_workers_after_fork);
+    if (!p->fork_handler_set && count > 1)
+        p->fork_handler_set = pthread_atfork(NULL, NULL, forget_workers_after_fork) == 0;
     while (p->started + 1 < count &&
            pthread_create(&p->workers[p->started + 1], NULL, worker_main,
                           (void *)(intptr_t)(p->started + 1)) == 0)
