@@ -160,6 +160,12 @@ START_TEST(errors)
     ck_assert_ptr_null(tfm_linear_relu_dropout(tape, x, w, b, 0.5f, 1, NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
     ck_assert_ptr_nonnull(strstr(tfm_last_error(), "rng"));
+    /* outside training p is still checked, as tfm_dropout checks it, and no
+     * rng is needed */
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_linear_relu_dropout(tape, x, w, b, 1.5f, 0, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(tfm_linear_relu_dropout(tape, x, w, b, 0.5f, 0, NULL));
     tfm_tensor *all[] = {x, w, w_wrong, b, b_wrong, ids};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tfm_tensor_free(all[i]);

@@ -171,7 +171,7 @@ static tfm_grad_free_list *free_list_for(tfm_tape *tape, size_t bytes, int creat
 }
 
 /* A zeroed gradient for t, recycled when one of its size is free. */
-static tfm_status give_grad(tfm_tape *tape, tfm_tensor *t)
+static tfm_status give_grad(const char *op, tfm_tape *tape, tfm_tensor *t)
 {
     size_t bytes = grad_bytes(t);
     tfm_grad_free_list *list = free_list_for(tape, bytes, 0);
@@ -182,7 +182,7 @@ static tfm_status give_grad(tfm_tape *tape, tfm_tensor *t)
     } else {
         buffer = tfm__arena_alloc(&tape->arena, bytes);
         if (!buffer)
-            return tfm__fail(TFM_ERR_NOMEM, "tfm_tape_backward: out of memory");
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a gradient", op);
     }
     memset(buffer, 0, bytes);
     t->grad = buffer;
@@ -206,13 +206,13 @@ static void recycle_grad(tfm_tape *tape, tfm_tensor *t)
 }
 
 /* Gives every tape-owned input that wants a gradient a zeroed buffer. */
-static tfm_status prepare_input_grads(tfm_tape *tape, tfm_node *node)
+static tfm_status prepare_input_grads(const char *op, tfm_tape *tape, tfm_node *node)
 {
     for (int32_t i = 0; i < node->n_in; i++) {
         tfm_tensor *t = node->in[i];
         if (!t || !t->requires_grad || t->grad)
             continue; /* optional inputs may be recorded as NULL */
-        tfm_status s = give_grad(tape, t);
+        tfm_status s = give_grad(op, tape, t);
         if (s != TFM_OK)
             return s;
     }
@@ -236,7 +236,7 @@ static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *outpu
                          "%s: the output does not depend on any tensor that requires "
                          "grad (or was computed with recording off)", op);
     if (!output->grad) {
-        tfm_status s = give_grad(tape, output);
+        tfm_status s = give_grad(op, tape, output);
         if (s != TFM_OK)
             return s;
     }
@@ -246,7 +246,7 @@ static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *outpu
     for (tfm_node *node = tape->last; node; node = node->prev) {
         if (!node->out->grad)
             continue; /* nothing flowed back to this op */
-        tfm_status s = prepare_input_grads(tape, node);
+        tfm_status s = prepare_input_grads(op, tape, node);
         if (s != TFM_OK)
             return s;
         node->backward(node);

@@ -60,7 +60,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* A forked child has none of the parent's workers. */
+/* A forked child has none of the parent's workers, and its new ones must
+ * not take the parent's last loop for theirs. */
 static void forget_workers_after_fork(void)
 {
     pool *p = &the_pool;
@@ -69,6 +70,11 @@ static void forget_workers_after_fork(void)
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
     p->started = 0;
+    p->generation = 0;
+    p->active = p->pending = 0;
+    p->fn = NULL;
+    p->ctx = NULL;
+    p->n = 0;
 }
 
 /* Starts workers up to count - 1 (the caller is worker 0); how many run. */
@@ -77,7 +83,7 @@ static int start_workers(pool *p, int count)
     pthread_mutex_lock(&p->state);
     if (!p->fork_handler_set && count > 1)
         p->fork_handler_set = pthread_atfork(NULL, NULL, forget_workers_after_fork) == 0;
-    while (p->started + 1 < count &&
+    while (!p->stopping && p->started + 1 < count &&
            pthread_create(&p->workers[p->started + 1], NULL, worker_main,
                           (void *)(intptr_t)(p->started + 1)) == 0)
         p->started++;
@@ -95,6 +101,7 @@ __attribute__((destructor)) static void stop_workers(void)
     pthread_mutex_unlock(&p->state);
     for (int i = 1; i <= p->started; i++)
         pthread_join(p->workers[i], NULL);
+    p->started = 0; /* loops after this (later destructors) run on the caller */
 }
 
 int tfm__threads(void)

@@ -192,10 +192,13 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
         v = (tfm_heads){qkv, 2 * d};
     } else if (att->fused) {
         /* cross-attention: Q from the first D rows, K and V from the other 2D */
-        tfm_tensor *kv = tfm_linear(tape, memory, rows_of(tape, att->weight, d, 2 * d),
-                                    rows_of(tape, att->bias, d, 2 * d));
-        q = (tfm_heads){tfm_linear(tape, query, rows_of(tape, att->weight, 0, d),
-                                   rows_of(tape, att->bias, 0, d)), 0};
+        tfm_tensor *w_q = rows_of(tape, att->weight, 0, d), *b_q = rows_of(tape, att->bias, 0, d);
+        tfm_tensor *w_kv = rows_of(tape, att->weight, d, 2 * d);
+        tfm_tensor *b_kv = rows_of(tape, att->bias, d, 2 * d);
+        if (!w_q || !w_kv || (att->bias && (!b_q || !b_kv)))
+            return NULL; /* out of tape memory for the views */
+        tfm_tensor *kv = tfm_linear(tape, memory, w_kv, b_kv);
+        q = (tfm_heads){tfm_linear(tape, query, w_q, b_q), 0};
         k = (tfm_heads){kv, 0};
         v = (tfm_heads){kv, d};
     } else {

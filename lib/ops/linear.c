@@ -120,10 +120,11 @@ static void fill_bias(void *ctx, int64_t begin, int64_t end, int worker)
         memcpy(j->y + r * j->out, j->bias, (size_t)j->out * sizeof(float));
 }
 
-/* Dropout with probability p (0: none) from rng follows the activation. */
+/* Dropout with probability p from rng follows the activation in training;
+ * p is checked either way, as tfm_dropout checks it. */
 static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                           const tfm_tensor *w, const tfm_tensor *b, int mode, float p,
-                          tfm_rng *rng, const tfm_tensor *residual)
+                          int training, tfm_rng *rng, const tfm_tensor *residual)
 {
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 ||
         tfm__check_input(op, "weight", w, TFM_F32) < 0 ||
@@ -143,11 +144,13 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
         tfm__fail(TFM_ERR_ARG, "%s: p %g is outside [0, 1)", op, (double)p);
         return NULL;
     }
+    if (!training)
+        p = 0.0f;
     if (p > 0.0f && !rng) {
         tfm__fail(TFM_ERR_NULL, "%s: rng is NULL (needed in training with p > 0)", op);
         return NULL;
     }
-    int64_t out_features = w->shape[0], rows = in ? x->numel / in : 0;
+    int64_t out_features = w->shape[0], rows = x->numel / in;
     if (rows > INT_MAX || in > INT_MAX || out_features > INT_MAX) {
         tfm__fail(TFM_ERR_SIZE, "%s: x %s exceeds the BLAS int range", op,
                   tfm__shape_str(x, xs, sizeof xs));
@@ -174,10 +177,9 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
     };
     if (b)
         tfm__parallel_for(rows, tfm__workers_for(y->numel), fill_bias, &j);
-    if (rows && out_features)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out_features,
-                    (int)in, 1.0f, tfm__f32(x), (int)in, tfm__f32(w), (int)in, b ? 1.0f : 0.0f,
-                    yv, (int)out_features);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out_features, (int)in,
+                1.0f, tfm__f32(x), (int)in, tfm__f32(w), (int)in, b ? 1.0f : 0.0f, yv,
+                (int)out_features);
     if (mode != PLAIN)
         tfm__parallel_for(y->numel, tfm__workers_for(y->numel), finish_output, &j);
     tfm_node *node;
@@ -197,26 +199,25 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
 tfm_tensor *tfm_linear(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                        const tfm_tensor *bias)
 {
-    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, NULL, NULL);
+    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, 0, NULL, NULL);
 }
 
 tfm_tensor *tfm_linear_relu(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                             const tfm_tensor *bias)
 {
-    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, NULL, NULL);
+    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, 0, NULL, NULL);
 }
 
 tfm_tensor *tfm_linear_relu_dropout(tfm_tape *tape, const tfm_tensor *x,
                                     const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                     int32_t training, tfm_rng *rng)
 {
-    return linear("tfm_linear_relu_dropout", tape, x, weight, bias, RELU, training ? p : 0.0f,
-                  rng, NULL);
+    return linear("tfm_linear_relu_dropout", tape, x, weight, bias, RELU, p, training, rng, NULL);
 }
 
 tfm_tensor *tfm__linear_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
                                  const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                  tfm_rng *rng, const tfm_tensor *residual)
 {
-    return linear(op, tape, x, weight, bias, RESIDUAL, p, rng, residual);
+    return linear(op, tape, x, weight, bias, RESIDUAL, p, 1, rng, residual);
 }
