@@ -550,6 +550,55 @@ START_TEST(gradient_of_additive_mask)
 }
 END_TEST
 
+/* The weights handed out are differentiable: a loss on them alone, and on
+ * them and the context together, reaches the inputs, the parameters (the
+ * trainable scale included) and an additive mask. */
+typedef struct weights_ctx {
+    tfm_layer *layer;
+    int with_context;
+} weights_ctx;
+
+static tfm_tensor *build_weights(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    const weights_ctx *w = ctx;
+    tfm_tensor *weights = NULL;
+    tfm_tensor *context = tfm_attention_forward(tape, w->layer, in[0], in[1], in[2], &weights);
+    if (!context)
+        return NULL;
+    tfm_tensor *flat_weights = tfm_reshape(tape, weights, 1, (const int64_t[]){-1});
+    if (!w->with_context)
+        return flat_weights;
+    const tfm_tensor *parts[] = {tfm_reshape(tape, context, 1, (const int64_t[]){-1}),
+                                 flat_weights};
+    return tfm_concat(tape, parts, 2, 0);
+}
+
+START_TEST(gradients_through_the_weights)
+{
+    tfm_rng *rng = tfm_rng_create(10);
+    for (int trainable = 0; trainable <= 1; trainable++)
+        for (int with_context = 0; with_context <= 1; with_context++) {
+            tfm_params *p = tfm_params_create();
+            weights_ctx w = {make_attention(p, "a", 1, trainable, 1, 0.0f, rng), with_context};
+            randomize(p, 11);
+            tfm_tensor *in[16] = {gc_random(3, (const int64_t[]){B, T, D}, 28),
+                                  gc_random(3, (const int64_t[]){B, S, D}, 29),
+                                  gc_random(4, (const int64_t[]){1, H, T, S}, 30)};
+            int n = 3;
+            for (int i = 0; i < n; i++)
+                tfm_tensor_set_requires_grad(in[i], 1);
+            for (int64_t i = 0; i < tfm_params_count(p); i++)
+                in[n++] = tfm_params_at(p, i);
+            ck_assert_gradcheck(build_weights, &w, in, n);
+            for (int i = 0; i < 3; i++)
+                tfm_tensor_free(in[i]);
+            tfm_layer_free(w.layer);
+            tfm_params_free(p);
+        }
+    tfm_rng_free(rng);
+}
+END_TEST
+
 /* --- training and eval -------------------------------------------------------------- */
 
 /* The layer's rng restarts for every evaluation, so each drops the same. */
@@ -944,6 +993,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, initialisation);
     tcase_add_test(tc, values_against_reference);
     tcase_add_test(tc, weights_respect_masks);
+    tcase_add_test(tc, gradients_through_the_weights);
     tcase_add_test(tc, fused_self_attention_is_one_product);
     tcase_add_test(tc, gradients);
     tcase_add_test(tc, gradient_of_additive_mask);

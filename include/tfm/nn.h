@@ -98,7 +98,8 @@ TFM_API tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
 /* query [B, T, D] attends over memory [B, S, D] (pass query again for
  * self-attention). mask (NULL, int32 keep or float32 additive) broadcasts to
  * [B, heads, T, S]. When weights_out is not NULL it receives the attention
- * weights [B, heads, T, S] (tape-owned, before dropout). */
+ * weights [B, heads, T, S] (tape-owned, before dropout; differentiable, as
+ * PyTorch's, at the cost of one copy of them when a gradient is wanted). */
 TFM_API tfm_tensor *tfm_attention_forward(tfm_tape *tape,
                                           const tfm_layer *attention,
                                           const tfm_tensor *query,

@@ -13,6 +13,7 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -23,9 +24,7 @@
  * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in interface/gemm.c). */
 #define BLAS_ONE_THREAD_MNK 262144.0
 
-/* node->in: q, k, v (projections), scale, weights, mask.
- * ints: q_col, k_col, v_col, heads, dropout key, workers;
- * floats: alpha, p, 1/(1-p). saved: the mask's broadcast, the scratch. */
+/* The records' inputs; plan_of lists what else they keep. */
 enum { IN_Q, IN_K, IN_V, IN_SCALE, IN_WEIGHTS, IN_MASK, IN_COUNT };
 
 /* Everything a range of (batch, head) pairs needs, forward or backward. */
@@ -41,6 +40,7 @@ typedef struct plan {
     float *out;                      /* forward: the context [B, T, width] */
     const float *g;                  /* backward: the context's gradient */
     float *gq, *gk, *gv, *gm;        /* backward: the inputs' gradients, or NULL */
+    float *gw;                       /* backward: the handed-out weights' gradient */
     int scale_grad;                  /* backward: the trainable scale wants one */
     float *scratch;                  /* per worker: 2 T S + T dk floats */
     double scores_dot[TFM__MAX_THREADS]; /* per worker: sum(dScores * scores) */
@@ -115,6 +115,49 @@ static void forward_range(void *ctx, int64_t begin, int64_t end, int worker)
     }
 }
 
+/* From dp, the gradient of one head's weights [T, S] (rewritten in place as
+ * the scores' gradient), adds into the mask's, Q's and K's gradients;
+ * returns the head's sum(dScores * scores) for the trainable scale.
+ * dq_head [T, dk] is scratch. */
+static double scores_backward(const plan *a, int64_t pair, float *dp, float *dq_head)
+{
+    int64_t T = a->T, S = a->S, dk = a->dk;
+    int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
+    const float *w = a->weights + row0 * S;
+    const float *qh = a->q + b * T * a->wq + a->q_col + h * dk;
+    const float *kh = a->k + b * S * a->wk + a->k_col + h * dk;
+    double scores_dot = 0.0;
+    for (int64_t t = 0; t < T; t++) {
+        tfm__softmax_grad_row(w + t * S, dp + t * S, S, a->mask, a->bc, row0 + t, dp + t * S, 0);
+        if (a->gm) {
+            float *gmr = a->gm + tfm__mask_row(a->bc, row0 + t);
+            for (int64_t j = 0; j < S; j++)
+                gmr[j * a->bc->stride_b[3]] += dp[t * S + j];
+        }
+    }
+    float *gqh = a->gq ? a->gq + b * T * a->wq + a->q_col + h * dk : NULL;
+    if (a->scale_grad) {
+        gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 0.0f, dq_head, dk);
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t j = 0; j < dk; j++) {
+                scores_dot += (double)qh[t * a->wq + j] * dq_head[t * dk + j];
+                if (gqh)
+                    gqh[t * a->wq + j] += dq_head[t * dk + j];
+            }
+    } else if (gqh) {
+        gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 1.0f, gqh, a->wq);
+    }
+    if (a->gk)
+        gemm_tn_by_depth(S, dk, T, a->alpha, dp, S, qh, a->wq,
+                         a->gk + b * S * a->wk + a->k_col + h * dk, a->wk);
+    return scores_dot;
+}
+
+static int wants_scores_grad(const plan *a)
+{
+    return a->gq || a->gk || a->gm || a->scale_grad;
+}
+
 static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
 {
     plan *a = ctx;
@@ -126,8 +169,6 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
         int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
         const float *w = a->weights + row0 * S, *used = w;
         const float *gh = a->g + b * T * width + h * dk;
-        const float *qh = a->q + b * T * a->wq + a->q_col + h * dk;
-        const float *kh = a->k + b * S * a->wk + a->k_col + h * dk;
         const float *vh = a->v + b * S * a->wv + a->v_col + h * dk;
         if (a->p > 0.0f) {
             drop_weights(w, dropped, T * S, a->key, row0 * S, a->p, a->keep_scale);
@@ -136,7 +177,7 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
         if (a->gv)
             gemm_tn_by_depth(S, dk, T, 1.0f, used, S, gh, width,
                              a->gv + b * S * a->wv + a->v_col + h * dk, a->wv);
-        if (!a->gq && !a->gk && !a->gm && !a->scale_grad)
+        if (!wants_scores_grad(a))
             continue;
         gemm_by_rows(CblasTrans, T, S, dk, 1.0f, gh, width, vh, a->wv, 0.0f, dp, S);
         /* dropped is 0 where the mask dropped or the weight is 0; at a zero
@@ -144,66 +185,81 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
         if (a->p > 0.0f)
             for (int64_t i = 0; i < T * S; i++)
                 dp[i] = dropped[i] != 0.0f ? dp[i] * a->keep_scale : 0.0f;
-        for (int64_t t = 0; t < T; t++) {
-            tfm__softmax_grad_row(w + t * S, dp + t * S, S, a->mask, a->bc, row0 + t, dp + t * S,
-                                  0);
-            if (a->gm) {
-                float *gmr = a->gm + tfm__mask_row(a->bc, row0 + t);
-                for (int64_t j = 0; j < S; j++)
-                    gmr[j * a->bc->stride_b[3]] += dp[t * S + j];
-            }
-        }
-        float *gqh = a->gq ? a->gq + b * T * a->wq + a->q_col + h * dk : NULL;
-        if (a->scale_grad) {
-            gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 0.0f, dq_head, dk);
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t j = 0; j < dk; j++) {
-                    scores_dot += (double)qh[t * a->wq + j] * dq_head[t * dk + j];
-                    if (gqh)
-                        gqh[t * a->wq + j] += dq_head[t * dk + j];
-                }
-        } else if (gqh) {
-            gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 1.0f, gqh, a->wq);
-        }
-        if (a->gk)
-            gemm_tn_by_depth(S, dk, T, a->alpha, dp, S, qh, a->wq,
-                             a->gk + b * S * a->wk + a->k_col + h * dk, a->wk);
+        scores_dot += scores_backward(a, pair, dp, dq_head);
     }
     a->scores_dot[worker] += scores_dot;
 }
 
-static void attention_backward(tfm_node *node)
+/* The weights handed out (weights_out) as an op of their own: their
+ * gradient goes straight into the scores' backward. */
+static void weights_backward_range(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    plan *a = ctx;
+    int64_t T = a->T, S = a->S, dk = a->dk;
+    float *dq_head = a->scratch + worker * scratch_floats(T, S, dk);
+    double scores_dot = 0.0;
+    for (int64_t pair = begin; pair < end; pair++)
+        scores_dot += scores_backward(a, pair, a->gw + pair * T * S, dq_head);
+    a->scores_dot[worker] += scores_dot;
+}
+
+/* What both records share: in q, k, v, scale, weights, mask (v NULL for
+ * the weights' own record); ints q_col, k_col, v_col, heads, dropout key,
+ * workers; floats alpha, p, 1/(1-p); saved the mask's broadcast, the
+ * scratch. */
+static plan plan_of(const tfm_node *node, int64_t dk)
 {
     const tfm_tensor *q = node->in[IN_Q], *k = node->in[IN_K], *v = node->in[IN_V];
     const tfm_tensor *scale = node->in[IN_SCALE], *mask = node->in[IN_MASK];
-    float *gs = scale ? tfm__grad_of(scale) : NULL;
-    plan a = {
-        .q = tfm__f32(q), .k = tfm__f32(k), .v = tfm__f32(v),
+    return (plan){
+        .q = tfm__f32(q), .k = tfm__f32(k), .v = v ? tfm__f32(v) : NULL,
         .q_col = node->ints[0], .k_col = node->ints[1], .v_col = node->ints[2],
-        .wq = q->shape[2], .wk = k->shape[2], .wv = v->shape[2],
-        .heads = node->ints[3], .T = q->shape[1], .S = k->shape[1],
-        .width = node->out->shape[2],
+        .wq = q->shape[2], .wk = k->shape[2], .wv = v ? v->shape[2] : 0,
+        .heads = node->ints[3], .T = q->shape[1], .S = k->shape[1], .dk = dk,
+        .width = dk * node->ints[3],
         .alpha = node->floats[0], .p = node->floats[1], .keep_scale = node->floats[2],
         .key = (uint64_t)node->ints[4],
         .mask = mask, .bc = node->saved[0],
-        .weights = tfm__f32(node->in[IN_WEIGHTS]),
-        .g = node->out->grad,
-        .gq = tfm__grad_of(q), .gk = tfm__grad_of(k), .gv = tfm__grad_of(v),
+        .gq = tfm__grad_of(q), .gk = tfm__grad_of(k), .gv = v ? tfm__grad_of(v) : NULL,
         .gm = mask ? tfm__grad_of(mask) : NULL, /* an additive mask that requires grad */
-        .scale_grad = gs != NULL,
+        .scale_grad = scale && tfm__grad_of(scale),
         .scratch = node->saved[1],
     };
-    a.dk = a.width / a.heads;
+}
+
+/* Runs fn over the (batch, head) pairs, then the trainable scale's
+ * gradient: scores = alpha Q K^T with alpha = factor / s, so
+ * d/ds = -sum(dScores * scores) / s. */
+static void run_backward(const tfm_node *node, plan *a, tfm__range_fn fn)
+{
     /* a mask's gradient is shared by every head: one worker then */
-    int workers = a.gm ? 1 : (int)node->ints[5];
-    tfm__parallel_for(q->shape[0] * a.heads, workers, backward_range, &a);
-    /* scores = alpha Q K^T with alpha = factor / s: d/ds = -scores / s */
-    if (gs) {
+    int workers = a->gm ? 1 : (int)node->ints[5];
+    tfm__parallel_for(node->in[IN_Q]->shape[0] * a->heads, workers, fn, a);
+    const tfm_tensor *scale = node->in[IN_SCALE];
+    if (a->scale_grad) {
         double scores_dot = 0.0;
         for (int i = 0; i < workers; i++)
-            scores_dot += a.scores_dot[i];
-        gs[0] -= (float)(scores_dot / tfm__f32(scale)[0]);
+            scores_dot += a->scores_dot[i];
+        tfm__grad_of(scale)[0] -= (float)(scores_dot / tfm__f32(scale)[0]);
     }
+}
+
+static void attention_backward(tfm_node *node)
+{
+    plan a = plan_of(node, node->out->shape[2] / node->ints[3]);
+    a.weights = tfm__f32(node->in[IN_WEIGHTS]);
+    a.g = node->out->grad;
+    run_backward(node, &a, backward_range);
+}
+
+/* The weights' record keeps dk where the context's keeps v_col. */
+static void weights_backward(tfm_node *node)
+{
+    plan a = plan_of(node, node->ints[2]);
+    a.weights = tfm__f32(node->out);
+    a.gw = node->out->grad; /* this op's own: rewritten in place */
+    if (wants_scores_grad(&a))
+        run_backward(node, &a, weights_backward_range);
 }
 
 static int check_heads(const char *op, const char *what, tfm_heads side, int64_t d_model)
@@ -218,6 +274,32 @@ static int check_heads(const char *op, const char *what, tfm_heads side, int64_t
         return -1;
     }
     return 0;
+}
+
+/* The weights for weights_out: the core's own when no gradient is wanted,
+ * else a copy recorded as an op of Q, K, the scale and the mask, so a loss
+ * on them reaches those (the core's record keeps its copy for itself). */
+static tfm_tensor *weights_for_caller(tfm_tape *tape, const char *op, tfm_tensor *weights,
+                                      const tfm_node *core_node, tfm_heads q, tfm_heads k,
+                                      const tfm_attention_core *core, int64_t dk, int workers)
+{
+    const tfm_tensor *in[IN_COUNT] = {q.x, k.x, NULL, core->scale, NULL, core->mask};
+    if (!tfm__wants_grad(tape, IN_COUNT, in))
+        return weights;
+    tfm_tensor *copy = tfm__new_output(tape, op, TFM_F32, 4, weights->shape);
+    tfm_node *node;
+    if (!copy || tfm__record(tape, op, copy, weights_backward, IN_COUNT, in, &node) < 0)
+        return NULL;
+    memcpy(tfm__f32(copy), tfm__f32(weights), (size_t)weights->numel * sizeof(float));
+    const int64_t ints[6] = {q.col, k.col, dk, core->heads, 0, workers};
+    for (int i = 0; i < 6; i++)
+        node->ints[i] = ints[i];
+    node->floats[0] = core_node->floats[0];
+    node->floats[1] = 0.0f; /* the weights are before dropout */
+    node->floats[2] = 1.0f;
+    node->saved[0] = core_node->saved[0];
+    node->saved[1] = core_node->saved[1]; /* the backwards run one after the other */
+    return copy;
 }
 
 tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_heads k,
@@ -296,7 +378,8 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         node->floats[1] = p;
         node->floats[2] = a.keep_scale;
     }
-    if (weights_out)
-        *weights_out = weights;
+    if (weights_out && !(*weights_out = weights_for_caller(tape, op, weights, node, q, k, core,
+                                                           dk, workers)))
+        return NULL;
     return out;
 }
