@@ -64,7 +64,10 @@ cp examples/fit_line.c "$scratch/"
 )
 count_step "installed copy fits y = 3x + 2" $?
 rm -rf "$scratch"
-"$prefix/bin/tfm-encoder-layer" | tee /dev/stderr | grep -qx "Output shape: (2, 10, 128)"
+# (not tee /dev/stderr: reopening it truncates a log file that captures both)
+shape=$("$prefix/bin/tfm-encoder-layer")
+echo "$shape"
+grep -qx "Output shape: (2, 10, 128)" <<<"$shape"
 count_step "installed tfm-encoder-layer prints tutorial 004's shape" $?
 "$prefix/bin/tfm-causal" --d-model 32 --heads 4 --layers 1 --d-ff 64 --vocab 50 --length 12 \
     --batch 4 --epochs 2 | tail -n 1 | grep -q "^Epoch: 2, Loss: "
