@@ -22,7 +22,8 @@
  * and cuts the pads after them, --eos-label trains <eos> right after each
  * target, and --schedule invsqrt or cosine warms the learning rate up and
  * decays it (cosine: to 0 at --iterations, so set those to what fits the
- * time limit).
+ * time limit). docs/results.md has the recipe that reaches the tutorial's
+ * accuracy in under an hour on two cores.
  * --translate CHECKPOINT decodes the test sources greedily (or with --beam
  * N) and prints "Accuracy: F +/- dF". */
 #include <math.h>
