@@ -153,11 +153,6 @@ static double scores_backward(const plan *a, int64_t pair, float *dp, float *dq_
     return scores_dot;
 }
 
-static int wants_scores_grad(const plan *a)
-{
-    return a->gq || a->gk || a->gm || a->scale_grad;
-}
-
 static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
 {
     plan *a = ctx;
@@ -177,7 +172,7 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
         if (a->gv)
             gemm_tn_by_depth(S, dk, T, 1.0f, used, S, gh, width,
                              a->gv + b * S * a->wv + a->v_col + h * dk, a->wv);
-        if (!wants_scores_grad(a))
+        if (!a->gq && !a->gk && !a->gm && !a->scale_grad)
             continue;
         gemm_by_rows(CblasTrans, T, S, dk, 1.0f, gh, width, vh, a->wv, 0.0f, dp, S);
         /* dropped is 0 where the mask dropped or the weight is 0; at a zero
@@ -258,8 +253,7 @@ static void weights_backward(tfm_node *node)
     plan a = plan_of(node, node->ints[2]);
     a.weights = tfm__f32(node->out);
     a.gw = node->out->grad; /* this op's own: rewritten in place */
-    if (wants_scores_grad(&a))
-        run_backward(node, &a, weights_backward_range);
+    run_backward(node, &a, weights_backward_range);
 }
 
 static int check_heads(const char *op, const char *what, tfm_heads side, int64_t d_model)
@@ -278,12 +272,15 @@ static int check_heads(const char *op, const char *what, tfm_heads side, int64_t
 
 /* The weights for weights_out: the core's own when no gradient is wanted,
  * else a copy recorded as an op of Q, K, the scale and the mask, so a loss
- * on them reaches those (the core's record keeps its copy for itself). */
+ * on them reaches those (the core's record keeps its copy for itself).
+ * Everything else the copy's record needs is in the core's. */
 static tfm_tensor *weights_for_caller(tfm_tape *tape, const char *op, tfm_tensor *weights,
-                                      const tfm_node *core_node, tfm_heads q, tfm_heads k,
-                                      const tfm_attention_core *core, int64_t dk, int workers)
+                                      const tfm_node *core)
 {
-    const tfm_tensor *in[IN_COUNT] = {q.x, k.x, NULL, core->scale, NULL, core->mask};
+    if (!core)
+        return weights;
+    const tfm_tensor *in[IN_COUNT] = {core->in[IN_Q], core->in[IN_K], NULL,
+                                      core->in[IN_SCALE], NULL, core->in[IN_MASK]};
     if (!tfm__wants_grad(tape, IN_COUNT, in))
         return weights;
     tfm_tensor *copy = tfm__new_output(tape, op, TFM_F32, 4, weights->shape);
@@ -291,14 +288,15 @@ static tfm_tensor *weights_for_caller(tfm_tape *tape, const char *op, tfm_tensor
     if (!copy || tfm__record(tape, op, copy, weights_backward, IN_COUNT, in, &node) < 0)
         return NULL;
     memcpy(tfm__f32(copy), tfm__f32(weights), (size_t)weights->numel * sizeof(float));
-    const int64_t ints[6] = {q.col, k.col, dk, core->heads, 0, workers};
+    int64_t heads = core->ints[3], dk = core->out->shape[2] / heads;
+    const int64_t ints[6] = {core->ints[0], core->ints[1], dk, heads, 0, core->ints[5]};
     for (int i = 0; i < 6; i++)
         node->ints[i] = ints[i];
-    node->floats[0] = core_node->floats[0];
+    node->floats[0] = core->floats[0];
     node->floats[1] = 0.0f; /* the weights are before dropout */
     node->floats[2] = 1.0f;
-    node->saved[0] = core_node->saved[0];
-    node->saved[1] = core_node->saved[1]; /* the backwards run one after the other */
+    node->saved[0] = core->saved[0];
+    node->saved[1] = core->saved[1]; /* the backwards run one after the other */
     return copy;
 }
 
@@ -378,8 +376,7 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         node->floats[1] = p;
         node->floats[2] = a.keep_scale;
     }
-    if (weights_out && !(*weights_out = weights_for_caller(tape, op, weights, node, q, k, core,
-                                                           dk, workers)))
+    if (weights_out && !(*weights_out = weights_for_caller(tape, op, weights, node)))
         return NULL;
     return out;
 }
