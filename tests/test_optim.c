@@ -664,7 +664,7 @@ START_TEST(load_errors_change_nothing)
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 2, mv, (const int64_t[]){N, N}, -0.5f);
     expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "-0.5");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, -1, N, 2, mv, (const int64_t[]){N, N}, 0.5f);
-    expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "negative step");
+    expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "step count -1, outside [0, 2^53]");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 3, mv, (const int64_t[]){N, N, 1}, 0.5f);
     expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "\"extra\"");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 1, mv, (const int64_t[]){N}, 0.5f);

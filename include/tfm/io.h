@@ -2,7 +2,18 @@
  * exchange: an 8-byte little-endian header length, a JSON header of
  * name -> {dtype, shape, data_offsets}, then the raw little-endian data).
  * Writes are atomic: a temporary file in the same folder, flushed, synced
- * and renamed over the target, so a crash never destroys the previous file. */
+ * and renamed over the target, so a crash never destroys the previous file.
+ * The temporary of folder/NAME is folder/.NAME.tfm-tmp.PID.N (NAME cut to
+ * 200 bytes); a save killed before its rename leaves it, and the next save
+ * of the same target removes those whose PID is no running process (it
+ * cannot tell a writer in another PID namespace or on another host sharing
+ * the folder: such a writer's save may then fail, never corrupt). A save
+ * replaces only a regular file: a device, FIFO or folder at the path is
+ * TFM_ERR_IO and nothing is written. A save that fails after the rename
+ * (syncing the folder) is TFM_ERR_SYNC: the new file is complete and in
+ * place, only its durability across a crash is in doubt; any other failure
+ * leaves the previous file as it was. Reading refuses anything but a regular
+ * file (TFM_ERR_IO) before it reads, so a FIFO cannot block it. */
 #ifndef TFM_IO_H
 #define TFM_IO_H
 
@@ -41,9 +52,22 @@ TFM_API tfm_status tfm_safetensors_write(const char *path, int64_t count,
 /* A parameter store's values, by name. Loading is strict: every parameter
  * must be in the file (else TFM_ERR_FORMAT) with the same shape (else
  * TFM_ERR_SHAPE) and a float dtype (else TFM_ERR_DTYPE), and the file must
- * hold nothing else (TFM_ERR_FORMAT); on any error no parameter is changed. */
+ * hold nothing else (TFM_ERR_FORMAT); on any error no parameter is changed.
+ * Values are loaded as stored, NaN and Inf included, unless a check is
+ * asked for (tfm_params_load_checked). */
 TFM_API tfm_status tfm_params_save(const tfm_params *params, const char *path);
 TFM_API tfm_status tfm_params_load(tfm_params *params, const char *path);
+
+/* Checks a load can be asked to make, or-ed together. */
+enum {
+    /* every value finite once converted to float32 (a huge F64 is Inf):
+     * else TFM_ERR_NUMERIC naming the tensor and index of the first one */
+    TFM_LOAD_FINITE = 1
+};
+/* tfm_params_load, and the checks asked for (0: none, as tfm_params_load);
+ * a bit no check uses is TFM_ERR_ARG. */
+TFM_API tfm_status tfm_params_load_checked(tfm_params *params, const char *path,
+                                           uint32_t checks);
 
 #ifdef __cplusplus
 }

@@ -68,7 +68,9 @@ TFM_API float tfm_optimizer_lr(const tfm_optimizer *optimizer);
 TFM_API float tfm_optimizer_last_grad_norm(const tfm_optimizer *optimizer);
 
 /* The state for resuming training (step count and moments), as
- * safetensors, atomically; loading checks it fits this optimizer. */
+ * safetensors, atomically; loading checks it fits this optimizer (kind,
+ * size, every value in range: a step count in [0, 2^53], finite moments,
+ * second moments not negative) and changes nothing unless it does. */
 TFM_API tfm_status tfm_optimizer_save(const tfm_optimizer *optimizer,
                                       const char *path);
 TFM_API tfm_status tfm_optimizer_load(tfm_optimizer *optimizer,

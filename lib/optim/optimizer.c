@@ -14,7 +14,7 @@
 #include "core/parallel.h"
 #include "core/options.h"
 #include "core/tensor.h"
-#include "tfm/io.h"
+#include "io/safetensors.h"
 
 struct tfm_optimizer {
     tfm_params *params;
@@ -420,6 +420,9 @@ float tfm_optimizer_last_grad_norm(const tfm_optimizer *o)
  * "m" and "v" (Adam, AdamW) or "momentum" (SGD with momentum). */
 
 enum { MAX_ENTRIES = 5 };
+/* Counts the schedules' double arithmetic (t + 1, powers of the betas)
+ * holds exactly; no run comes near, so a loaded count above it is forged. */
+#define MAX_STEPS ((int64_t)1 << 53)
 
 static void split_i64(int64_t value, int32_t halves[2])
 {
@@ -481,17 +484,20 @@ tfm_status tfm_optimizer_save(const tfm_optimizer *o, const char *path)
         headers[i].data = data[i];
         tensors[i] = &headers[i];
     }
-    return tfm_safetensors_write(path, n, names, tensors);
+    return tfm__safetensors_write(op, path, n, names, tensors);
 }
 
 /* Takes one tensor from the file and checks its dtype and element count. */
 static tfm_tensor *take(const char *op, const char *path, const tfm_safetensors *file,
                         const char *name, tfm_dtype dtype, int64_t numel)
 {
-    tfm_tensor *t = tfm_safetensors_get(file, name);
+    tfm_tensor *t = tfm__safetensors_get(op, file, name);
     if (!t) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s holds no \"%s\"; it is not this optimizer's state",
-                  op, path, name);
+        /* an absent name is TFM_ERR_ARG; anything else (out of memory, a
+         * value int32 cannot hold) is the first cause and stays */
+        if (tfm_last_status() == TFM_ERR_ARG)
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s holds no \"%s\"; it is not this optimizer's "
+                      "state", op, path, name);
         return NULL;
     }
     if (t->dtype != dtype || t->ndim != 1) {
@@ -552,9 +558,9 @@ static tfm_status check_file(const tfm_optimizer *o, const char *path,
         return tfm_last_status();
     *steps = join_i64(tfm__i32(step));
     tfm_tensor_free(step);
-    if (*steps < 0)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: %s holds a negative step count %lld", op,
-                         path, (long long)*steps);
+    if (*steps < 0 || *steps > MAX_STEPS)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: %s holds the step count %lld, outside [0, "
+                         "2^53]", op, path, (long long)*steps);
     for (int b = 0; b < n_blocks; b++) {
         blocks[b] = take(op, path, file, block_names[b], TFM_F32, o->numel);
         if (!blocks[b])
@@ -574,7 +580,7 @@ tfm_status tfm_optimizer_load(tfm_optimizer *o, const char *path)
     if (!o || !path)
         return tfm__fail(TFM_ERR_NULL, "tfm_optimizer_load: %s is NULL",
                          o ? "path" : "optimizer");
-    tfm_safetensors *file = tfm_safetensors_open(path);
+    tfm_safetensors *file = tfm__safetensors_open("tfm_optimizer_load", path);
     if (!file)
         return tfm_last_status();
     const char *names[2];
