@@ -20,7 +20,7 @@ void tfm__metadata_add(tfm__metadata *md, const char *key, const char *fmt, ...)
     md->count++;
 }
 
-static void format_field(const tfm__field *f, const void *base, char *out, size_t size)
+void tfm__field_format(const tfm__field *f, const void *base, char *out, size_t size)
 {
     const char *at = (const char *)base + f->offset;
     int32_t i32;
@@ -56,7 +56,7 @@ void tfm__fields_write(const tfm__field *fields, int count, const char *prefix,
     for (int i = 0; i < count; i++) {
         char key[48], value[48];
         snprintf(key, sizeof key, "%s%s", prefix, fields[i].key);
-        format_field(&fields[i], base, value, sizeof value);
+        tfm__field_format(&fields[i], base, value, sizeof value);
         tfm__metadata_add(md, key, "%s", value);
     }
 }
@@ -112,8 +112,10 @@ static tfm_status parse_field(const char *ctx, const char *key, const tfm__field
         return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s = \"%s\" is not %s", ctx, key, text,
                          f->kind == TFM__FIELD_F32 ? "a finite number" : "a whole number");
     if (value < f->min || value > f->max)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s = %s is outside [%.9g, %.9g]", ctx,
-                         key, text, f->min, f->max);
+        return tfm__fail(TFM_ERR_FORMAT, f->kind == TFM__FIELD_F32
+                                             ? "%s: metadata %s = %s is outside [%.9g, %.9g]"
+                                             : "%s: metadata %s = %s is outside [%.0f, %.0f]",
+                         ctx, key, text, f->min, f->max);
     if (f->kind == TFM__FIELD_F32) {
         float f32 = (float)value;
         memcpy(at, &f32, sizeof f32);

@@ -36,6 +36,9 @@ typedef struct tfm__metadata {
 void tfm__metadata_add(tfm__metadata *md, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* One field's value as written, into out. */
+void tfm__field_format(const tfm__field *field, const void *base, char *out, size_t size);
+
 /* Adds "<prefix><key>" = value for every field of base. */
 void tfm__fields_write(const tfm__field *fields, int count, const char *prefix,
                        const void *base, tfm__metadata *md);

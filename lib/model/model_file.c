@@ -162,34 +162,48 @@ tfm_status tfm_model_save_with_metadata(const tfm_model *m, const char *path,
 
 /* --- reading -------------------------------------------------------------------- */
 
-tfm_status tfm__model_options_read(const char *op, const char *path,
-                                   const tfm_safetensors *file, tfm_model_options *o)
+tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
+                                   tfm_model_options *o)
 {
     tfm_model_options_init(o);
     const char *version = tfm__safetensors_metadata(file, TFM__MODEL_KEY_PREFIX "format_version");
     if (!version)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" holds no model description (no "
-                         "metadata " TFM__MODEL_KEY_PREFIX "format_version): a file of "
-                         "parameters alone loads with tfm_params_load into a model made "
-                         "with the options it was trained with", op, path);
+        return tfm__fail(TFM_ERR_FORMAT, "%s holds no model description (no metadata "
+                         TFM__MODEL_KEY_PREFIX "format_version): a file of parameters alone "
+                         "loads with tfm_params_load into a model made with the options it "
+                         "was trained with", ctx);
     char expected[16];
     snprintf(expected, sizeof expected, "%d", TFM__MODEL_FORMAT_VERSION);
     if (strcmp(version, expected) != 0)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" describes its model in format \"%s\"; "
-                         "this libtfm reads format %s", op, path, version, expected);
-    char ctx[600];
-    snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
+        return tfm__fail(TFM_ERR_FORMAT, "%s describes its model in format \"%s\"; this "
+                         "libtfm reads format %s", ctx, version, expected);
     tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, TFM__MODEL_KEY_PREFIX, file, o);
     if (s != TFM_OK)
         return s;
     int64_t tables = o->positions == TFM_POSITIONS_SINUSOIDAL
                          ? (o->max_src_len + o->max_tgt_len) * o->block.d_model : 0;
     if (tables > MAX_SINUSOIDAL_VALUES)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\": sinusoidal tables of %lld + %lld "
-                         "positions of %lld values are absurd (more than %lld values)", op,
-                         path, (long long)o->max_src_len, (long long)o->max_tgt_len,
+        return tfm__fail(TFM_ERR_FORMAT, "%s: sinusoidal tables of %lld + %lld positions "
+                         "of %lld values are absurd (more than %lld values)", ctx,
+                         (long long)o->max_src_len, (long long)o->max_tgt_len,
                          (long long)o->block.d_model, (long long)MAX_SINUSOIDAL_VALUES);
     return TFM_OK;
+}
+
+int tfm__model_options_difference(const tfm_model_options *a, const tfm_model_options *b,
+                                  char *out, size_t size)
+{
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        char x[48], y[48];
+        tfm__field_format(&fields[i], a, x, sizeof x);
+        tfm__field_format(&fields[i], b, y, sizeof y);
+        if (strcmp(x, y) != 0) {
+            snprintf(out, size, TFM__MODEL_KEY_PREFIX "%s is %s here, %s there", fields[i].key,
+                     x, y);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* The float values the file holds: no model it describes can have more
@@ -208,8 +222,10 @@ static int64_t float_values(const tfm_safetensors *file)
 
 tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safetensors *file)
 {
+    char ctx[600];
+    snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
     tfm_model_options o;
-    if (tfm__model_options_read(op, path, file, &o) != TFM_OK)
+    if (tfm__model_options_read(ctx, file, &o) != TFM_OK)
         return NULL;
     tfm_model *m = tfm__model_create(op, &o, float_values(file));
     if (!m) {
@@ -218,13 +234,18 @@ tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safe
                       "parameters than the %lld values the file holds", op, path,
                       (long long)float_values(file));
         else if (tfm_last_status() == TFM_ERR_ARG)
-            tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\": its model description is not a valid "
-                      "model (%s)", op, path, tfm_last_error());
+            tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its model description is not a "
+                              "valid model", op, path);
         return NULL;
     }
     tfm__load_match match;
-    if (tfm__load_match_params(op, path, m->params, file, NULL, TFM__RESERVED_TENSOR_PREFIX,
-                               &match) != TFM_OK) {
+    tfm_status s = tfm__load_match_params(op, path, m->params, file, NULL,
+                                          TFM__RESERVED_TENSOR_PREFIX, &match);
+    if (s != TFM_OK) {
+        /* the file contradicts its own description */
+        if (s == TFM_ERR_SHAPE || s == TFM_ERR_DTYPE)
+            tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its tensors do not fit its model "
+                              "description", op, path);
         tfm_model_free(m);
         return NULL;
     }

@@ -23,9 +23,14 @@ tfm_status tfm__model_write(const char *op, const tfm_model *model, const char *
                             int64_t user_count, const char *const *user_keys,
                             const char *const *user_values);
 
-/* The options a file describes, checked key by key. */
-tfm_status tfm__model_options_read(const char *op, const char *path,
-                                   const tfm_safetensors *file, tfm_model_options *options);
+/* The options a file describes, checked key by key; ctx ("op: \"path\"")
+ * starts each message. */
+tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
+                                   tfm_model_options *options);
+/* 1 and "tfm.KEY is A here, B there" in out for the first option a and b
+ * write differently; 0 when they describe the same model. */
+int tfm__model_options_difference(const tfm_model_options *a, const tfm_model_options *b,
+                                  char *out, size_t size);
 
 /* A new model built from the file's description, its parameters loaded. */
 tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safetensors *file);
