@@ -259,14 +259,16 @@ END_TEST
 
 START_TEST(the_densest_valid_headers_still_open)
 {
-    /* metadata pairs "":"" and entries with four one-digit dimensions */
-    enum { PAIRS = 3000, ENTRIES = 900 };
+    /* metadata pairs "k":"" (unique keys) and entries with four one-digit
+     * dimensions, without a space */
+    enum { PAIRS = 900, ENTRIES = 900 };
     const char letters[] = "abcdefghijklmnopqrstuvwxyz0123";
-    size_t cap = 20 + PAIRS * 6 + ENTRIES * 64;
+    size_t cap = 20 + PAIRS * 8 + ENTRIES * 64;
     char *header = malloc(cap);
     size_t n = (size_t)sprintf(header, "{\"__metadata__\":{");
     for (int i = 0; i < PAIRS; i++)
-        n += (size_t)sprintf(header + n, "%s\"\":\"\"", i ? "," : "");
+        n += (size_t)sprintf(header + n, "%s\"%c%c\":\"\"", i ? "," : "", letters[i / 30],
+                             letters[i % 30]);
     n += (size_t)sprintf(header + n, "}");
     for (int i = 0; i < ENTRIES; i++)
         n += (size_t)sprintf(header + n, ",\"%c%c\":{\"dtype\":\"I8\",\"shape\":[1,1,1,1],"
@@ -360,8 +362,7 @@ START_TEST(optimizer_load_keeps_the_first_cause)
     forge_step(path, 5, 1);
     tfm_clear_error();
     ck_assert_int_eq(tfm_optimizer_load(opt, path), TFM_ERR_FORMAT);
-    expect_error(TFM_ERR_FORMAT, "\"step\" in");
-    expect_error(TFM_ERR_FORMAT, "has 1 values, expected 2");
+    expect_error(TFM_ERR_FORMAT, "\"step\" must be a 1-D integer tensor of 2 values");
     /* an I64 "step" beyond int32: the range error is the cause, not "no step" */
     int64_t big[2] = {(int64_t)1 << 40, 0};
     unsigned char data[16];
@@ -393,8 +394,8 @@ START_TEST(optimizer_load_keeps_the_first_cause)
     write_raw(path, file, 8 + (size_t)len + 156);
     tfm_clear_error();
     ck_assert_int_eq(tfm_optimizer_load(opt, path), TFM_ERR_RANGE);
-    expect_error(TFM_ERR_RANGE, "tfm_optimizer_load: tensor \"step\" (I64): element [0] = "
-                                "1099511627776 does not fit int32");
+    expect_error(TFM_ERR_RANGE, "tensor \"step\" (I64): element [0] = 1099511627776 does not "
+                                "fit int32");
     tfm_tensor_free(kind);
     tfm_tensor_free(numel);
     tfm_tensor_free(m);

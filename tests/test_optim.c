@@ -564,7 +564,7 @@ START_TEST(state_file_contents)
         assert_i32_tensor(file, "step", (const int32_t[]){3, 0}, 2);
         assert_i32_tensor(file, "numel", (const int32_t[]){N, 0}, 2);
         int blocks = o.kind != TFM_OPTIMIZER_SGD ? 2 : o.momentum > 0 ? 1 : 0;
-        ck_assert_int_eq(tfm_safetensors_count(file), 3 + blocks);
+        ck_assert_int_eq(tfm_safetensors_count(file), 5 + blocks); /* + lr, weight_decay */
         if (o.kind != TFM_OPTIMIZER_SGD) {
             assert_block(file, "m", r.m);
             assert_block(file, "v", r.v);
@@ -664,7 +664,7 @@ START_TEST(load_errors_change_nothing)
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 2, mv, (const int64_t[]){N, N}, -0.5f);
     expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "-0.5");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, -1, N, 2, mv, (const int64_t[]){N, N}, 0.5f);
-    expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "step count -1, outside [0, 2^53]");
+    expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "step count -1, outside");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 3, mv, (const int64_t[]){N, N, 1}, 0.5f);
     expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "\"extra\"");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 1, mv, (const int64_t[]){N}, 0.5f);
