@@ -991,8 +991,9 @@ static tfm_status write_file(const char *op, const char *path, const write_plan 
                          header_len);
     }
     header_text(header, header_len + 1, plan);
-    /* "dir/" as given ("/" at the root), "." for a bare name */
-    snprintf(folder, dir_len + 2, "%.*s", (int)(dir_len ? dir_len : 1), dir_len ? path : ".");
+    /* path up to its last slash; "/" at the root, "." for a bare name */
+    snprintf(folder, dir_len + 2, "%.*s", (int)(dir_len > 1 ? dir_len - 1 : 1),
+             dir_len ? path : ".");
     remove_stale_temps(folder, name);
     int fd = create_temp(op, path, dir_len, name, tmp, tmp_size);
     if (fd < 0)
