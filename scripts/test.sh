@@ -77,9 +77,9 @@ count_step "installed tfm-average reproduces the tutorials' first sample" $?
 checkpoint=$(mktemp -d)
 "$prefix/bin/tfm-average" --epochs 1 --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 \
     --d-ff 16 --save "$checkpoint/average.safetensors" | grep -q "Test RMSE" &&
-    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/average.safetensors" --d-model 16 --heads 2 \
-        --encoder-layers 1 --decoder-layers 1 --d-ff 16 | grep -q "^top-p "
-count_step "installed tfm-average trains and tfm-sampling decodes its checkpoint" $?
+    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/average.safetensors" | grep -q "^top-p " &&
+    "$prefix/bin/tfm-average" --load "$checkpoint/average.safetensors" | grep -q "Test RMSE"
+count_step "installed tfm-average trains; tfm-sampling and tfm-average --load read its model with no flags" $?
 "$prefix/bin/tfm-taylor" --out "$checkpoint/taylor" \
     --iterations 20 --step 10 --schedule cosine --warmup 5 --decode-batch 250 | grep -q "Accuracy: "
 count_step "installed tfm-taylor trains, checkpoints and translates" $?
