@@ -65,7 +65,8 @@ TFM_API tfm_status tfm_safetensors_write_with_metadata(
     const tfm_tensor *const *tensors, int64_t metadata_count,
     const char *const *keys, const char *const *values);
 
-/* A parameter store's values, by name. Loading is strict: every parameter
+/* A parameter store's values, by name. A training state's (training.h)
+ * optimizer tensors are passed over. Loading is strict: every parameter
  * must be in the file (else TFM_ERR_FORMAT) with the same shape (else
  * TFM_ERR_SHAPE) and a float dtype (else TFM_ERR_DTYPE), and the file must
  * hold nothing else (TFM_ERR_FORMAT); on any error no parameter is changed. */

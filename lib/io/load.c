@@ -262,8 +262,12 @@ static tfm_status load(const char *op, tfm_params *params, const char *path,
     tfm_safetensors *file = tfm__safetensors_open(op, path);
     if (!file)
         return tfm_last_status();
+    /* a training state's optimizer tensors are not parameters */
+    const char *state = tfm__safetensors_metadata(file, TFM__STATE_KEY);
+    const char *reserved = state && strcmp(state, "training") == 0 ? TFM__RESERVED_TENSOR_PREFIX
+                                                                   : NULL;
     tfm__load_match m;
-    tfm_status s = tfm__load_match_params(op, path, params, file, options, NULL, &m);
+    tfm_status s = tfm__load_match_params(op, path, params, file, options, reserved, &m);
     if (s == TFM_OK)
         tfm__load_apply(params, file, &m, report);
     tfm_safetensors_close(file);

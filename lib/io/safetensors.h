@@ -5,6 +5,16 @@
 
 #include "tfm/io.h"
 
+/* libtfm's own files. Metadata keys libtfm writes begin with this; users'
+ * keys may not. */
+#define TFM__MODEL_KEY_PREFIX "tfm."
+/* Raised whenever a model key changes meaning or a new one must be read. */
+#define TFM__MODEL_FORMAT_VERSION 1
+/* A training state says so: its tensors named under
+ * TFM__RESERVED_TENSOR_PREFIX (the optimizer's) are no parameters. */
+#define TFM__STATE_KEY TFM__MODEL_KEY_PREFIX "state"
+#define TFM__RESERVED_TENSOR_PREFIX "tfm."
+
 /* tfm_safetensors_open with op naming the public call in messages. */
 tfm_safetensors *tfm__safetensors_open(const char *op, const char *path);
 

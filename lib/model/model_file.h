@@ -6,14 +6,6 @@
 #include "io/fields.h"
 #include "tfm/model.h"
 
-/* Metadata keys libtfm writes begin with this; users' keys may not. */
-#define TFM__MODEL_KEY_PREFIX "tfm."
-/* Tensors in libtfm's files that are no model parameter (optimizer state)
- * are named under this prefix, which no parameter name has. */
-#define TFM__RESERVED_TENSOR_PREFIX "tfm."
-/* Raised whenever a key changes meaning or a new one must be read. */
-#define TFM__MODEL_FORMAT_VERSION 1
-
 /* Writes the model's parameters and options, then extra_count more tensors
  * (named under TFM__RESERVED_TENSOR_PREFIX), libtfm's pairs already in md
  * and the user's own pairs, as one file. */

@@ -14,7 +14,6 @@
 #include "optim/optimizer.h"
 
 #define OPTIMIZER_PREFIX TFM__RESERVED_TENSOR_PREFIX "optimizer."
-#define KIND_KEY TFM__MODEL_KEY_PREFIX "state"
 #define RNG_COUNT_KEY TFM__MODEL_KEY_PREFIX "rng_count"
 #define MODEL_RNG_KEY TFM__MODEL_KEY_PREFIX "rng.model"
 /* The caller's streams are tfm.rng.0, tfm.rng.1, …; more than this many
@@ -49,7 +48,7 @@ tfm_status tfm_training_save(const char *path, const tfm_model *model,
         return s;
     tfm__metadata md = {0};
     char text[TFM__RNG_TEXT];
-    tfm__metadata_add(&md, KIND_KEY, "training");
+    tfm__metadata_add(&md, TFM__STATE_KEY, "training");
     tfm__rng_format(model->rng, text, sizeof text);
     tfm__metadata_add(&md, MODEL_RNG_KEY, "%s", text);
     tfm__metadata_add(&md, RNG_COUNT_KEY, "%d", (int)rng_count);
@@ -84,9 +83,9 @@ static tfm_status read_rng(const char *ctx, const tfm_safetensors *file, const c
 static tfm_status read_streams(const char *ctx, const tfm_safetensors *file,
                                const tfm_model *model, int32_t rng_count, tfm_rng *streams)
 {
-    const char *kind = tfm__safetensors_metadata(file, KIND_KEY);
+    const char *kind = tfm__safetensors_metadata(file, TFM__STATE_KEY);
     if (!kind || strcmp(kind, "training") != 0)
-        return tfm__fail(TFM_ERR_FORMAT, "%s holds no training state (metadata " KIND_KEY
+        return tfm__fail(TFM_ERR_FORMAT, "%s holds no training state (metadata " TFM__STATE_KEY
                          " is not \"training\"): a model file loads with tfm_model_load",
                          ctx);
     tfm_model_options described;
