@@ -252,6 +252,10 @@ START_TEST(dense_headers_are_refused_in_bounded_memory)
 #ifndef __SANITIZE_ADDRESS__
     /* the header, its decoded strings (untouched) and 56-byte nodes for one
      * value per 5 bytes, grown by doubling: under 14 bytes per header byte */
+    /* valgrind counts its own shadow memory in ours: nothing to measure */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return;
     long peak = open_peak_kib(at("dense"));
     ck_assert_msg(peak < 14L * (HEADER / 1024), "%ld KiB for a %d KiB header", peak,
                   HEADER / 1024);
