@@ -19,7 +19,8 @@ TFM_API tfm_tape *tfm_tape_create(void);
 TFM_API void tfm_tape_free(tfm_tape *tape);
 
 /* Recording is on after create. Off is no-grad mode: ops still compute and
- * return tape-owned tensors, but record nothing and need no gradients. */
+ * return tape-owned tensors, but record nothing and need no gradients.
+ * tfm_tape_is_recording gives 0 for a NULL tape (TFM_ERR_NULL). */
 TFM_API tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording);
 TFM_API int32_t tfm_tape_is_recording(const tfm_tape *tape);
 
@@ -43,7 +44,8 @@ TFM_API tfm_status tfm_tape_backward_with_grad(tfm_tape *tape,
  * the next step. */
 TFM_API tfm_status tfm_tape_reset(tfm_tape *tape);
 
-/* Statistics: ops recorded since the last reset, and bytes the arena holds. */
+/* Statistics: ops recorded since the last reset, and bytes the arena holds;
+ * -1 for a NULL tape (TFM_ERR_NULL). */
 TFM_API int64_t tfm_tape_node_count(const tfm_tape *tape);
 TFM_API int64_t tfm_tape_arena_bytes(const tfm_tape *tape);
 

@@ -80,7 +80,7 @@ TFM_API int32_t *tfm_tensor_data_i32(tfm_tensor *tensor);
  * accumulates. The gradient buffer is allocated here, zeroed, once. */
 TFM_API tfm_status tfm_tensor_set_requires_grad(tfm_tensor *tensor,
                                                 int32_t requires_grad);
-TFM_API int32_t tfm_tensor_requires_grad(const tfm_tensor *tensor);
+TFM_API int32_t tfm_tensor_requires_grad(const tfm_tensor *tensor); /* 0 on NULL */
 /* TFM_ERR_STATE when the tensor has no gradient (yet). */
 TFM_API tfm_status tfm_tensor_read_grad(const tfm_tensor *tensor, float *dst,
                                         int64_t count);

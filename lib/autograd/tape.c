@@ -35,17 +35,18 @@ tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording)
 
 int32_t tfm_tape_is_recording(const tfm_tape *tape)
 {
-    return tape ? tape->recording : 0;
+    return tfm__check_tape("tfm_tape_is_recording", tape) < 0 ? 0 : tape->recording;
 }
 
 int64_t tfm_tape_node_count(const tfm_tape *tape)
 {
-    return tape ? tape->node_count : 0;
+    return tfm__check_tape("tfm_tape_node_count", tape) < 0 ? -1 : tape->node_count;
 }
 
 int64_t tfm_tape_arena_bytes(const tfm_tape *tape)
 {
-    return tape ? (int64_t)tape->arena.capacity : 0;
+    return tfm__check_tape("tfm_tape_arena_bytes", tape) < 0 ? -1
+                                                              : (int64_t)tape->arena.capacity;
 }
 
 tfm_status tfm_tape_reset(tfm_tape *tape)

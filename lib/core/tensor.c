@@ -132,18 +132,23 @@ tfm_tensor *tfm_tensor_zeros(tfm_dtype dtype, int32_t ndim, const int64_t *shape
     return heap_tensor("tfm_tensor_zeros", dtype, ndim, shape);
 }
 
-tfm_tensor *tfm_tensor_full(int32_t ndim, const int64_t *shape, float value)
+static tfm_tensor *filled(const char *op, int32_t ndim, const int64_t *shape, float value)
 {
-    tfm_tensor *t = heap_tensor("tfm_tensor_full", TFM_F32, ndim, shape);
+    tfm_tensor *t = heap_tensor(op, TFM_F32, ndim, shape);
     if (t)
         for (int64_t i = 0; i < t->numel; i++)
             tfm__f32(t)[i] = value;
     return t;
 }
 
+tfm_tensor *tfm_tensor_full(int32_t ndim, const int64_t *shape, float value)
+{
+    return filled("tfm_tensor_full", ndim, shape, value);
+}
+
 tfm_tensor *tfm_tensor_ones(int32_t ndim, const int64_t *shape)
 {
-    return tfm_tensor_full(ndim, shape, 1.0f);
+    return filled("tfm_tensor_ones", ndim, shape, 1.0f);
 }
 
 tfm_tensor *tfm_tensor_from_f32(int32_t ndim, const int64_t *shape,
@@ -369,7 +374,11 @@ tfm_status tfm_tensor_set_requires_grad(tfm_tensor *t, int32_t requires_grad)
 
 int32_t tfm_tensor_requires_grad(const tfm_tensor *t)
 {
-    return t ? t->requires_grad : 0;
+    if (!t) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tensor_requires_grad: tensor is NULL");
+        return 0;
+    }
+    return t->requires_grad;
 }
 
 tfm_status tfm_tensor_read_grad(const tfm_tensor *t, float *dst, int64_t count)

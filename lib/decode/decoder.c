@@ -195,6 +195,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
                                   int64_t max_batch, int64_t max_src_len)
 {
     const char *op = "tfm_decoding_create";
+    uint64_t mark = tfm__error_mark();
     if (!model || !options) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "options" : "model");
         return NULL;
@@ -280,6 +281,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(fin_score, rows) && BUFFER(hist_tmp, (double)beam * (T + 1)) &&
              BUFFER(sum_tmp, beam);
     if (!ok) {
+        tfm__fail_within(op, mark);
         tfm_decoding_free(d);
         return NULL;
     }
@@ -1079,6 +1081,7 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
                             int32_t *lengths, float *scores, float *logits, float *probs)
 {
+    uint64_t mark = tfm__error_mark();
     tfm_status status = check_run(d, src, tokens, lengths, logits, probs);
     if (status != TFM_OK)
         return status;
@@ -1105,5 +1108,7 @@ tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tok
     }
     model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
+    if (status != TFM_OK)
+        tfm__fail_within("tfm_decoding_run", mark);
     return status;
 }

@@ -532,9 +532,12 @@ tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file, const char *name)
         return NULL;
     }
     int is_float = dtypes[e->dtype].is_float;
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *t = tfm_tensor_zeros(is_float ? TFM_F32 : TFM_I32, e->ndim, e->shape);
-    if (!t)
+    if (!t) {
+        tfm__fail_within(op, mark);
         return NULL;
+    }
     const unsigned char *src = file->data + e->begin;
     if (is_float) {
         convert_f32(e, src, tfm__f32(t));

@@ -52,6 +52,11 @@ static int read_options(const char *op, const tfm_model_options *given, tfm_mode
         tfm__fail(TFM_ERR_ARG, "%s: layer counts, positions or embedding scale out of range", op);
         return -1;
     }
+    if (o->block.d_model < 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: block.d_model %lld is not positive", op,
+                  (long long)o->block.d_model);
+        return -1;
+    }
     return 0;
 }
 
@@ -89,6 +94,7 @@ static int reset_like_nn_transformer(tfm_model *m)
 tfm_model *tfm_model_create(const tfm_model_options *options)
 {
     const char *op = "tfm_model_create";
+    uint64_t mark = tfm__error_mark();
     tfm_model *m = calloc(1, sizeof *m);
     if (!m) {
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
@@ -122,6 +128,7 @@ tfm_model *tfm_model_create(const tfm_model_options *options)
                                            m->rng)) &&
          reset_like_nn_transformer(m) == 0;
     if (!ok) {
+        tfm__fail_within(op, mark);
         tfm_model_free(m);
         return NULL;
     }
@@ -205,12 +212,13 @@ tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src
                              const tfm_tensor *src_mask)
 {
     const char *op = "tfm_model_encode";
+    uint64_t mark = tfm__error_mark();
     if (!m) {
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
     tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale);
-    return tfm_encoder_forward(tape, m->encoder, x, src_mask);
+    return tfm__result_within(op, mark, tfm_encoder_forward(tape, m->encoder, x, src_mask));
 }
 
 tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
@@ -218,19 +226,22 @@ tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt
                              const tfm_tensor *memory_mask)
 {
     const char *op = "tfm_model_decode";
+    uint64_t mark = tfm__error_mark();
     if (!m) {
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
     tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale);
     y = tfm_decoder_forward(tape, m->decoder, y, memory, tgt_mask, memory_mask);
-    return tfm_linear_forward(tape, m->generator, y);
+    return tfm__result_within(op, mark, tfm_linear_forward(tape, m->generator, y));
 }
 
 tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
                               const tfm_tensor *tgt, const tfm_tensor *src_mask,
                               const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask)
 {
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *memory = tfm_model_encode(tape, m, src, src_mask);
-    return tfm_model_decode(tape, m, tgt, memory, tgt_mask, memory_mask);
+    return tfm__result_within("tfm_model_forward", mark,
+                              tfm_model_decode(tape, m, tgt, memory, tgt_mask, memory_mask));
 }

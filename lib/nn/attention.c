@@ -72,6 +72,8 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     if (read_options(op, options, &o) < 0)
         return NULL;
     int fused = o.fused_qkv != 0;
+    int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_ATTENTION, fused ? 1 : TFM__ATT_CHILDREN);
     if (!layer)
         return NULL;
@@ -104,8 +106,8 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     if (ok)
         ok = (c[TFM__ATT_OUT] = projection(op, params, name, "out_proj", &o, fused, rng)) != NULL;
     if (!ok) {
-        tfm_layer_free(layer);
-        return NULL;
+        tfm__fail_within(op, error_mark);
+        return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
 }
@@ -155,6 +157,7 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
                                    const tfm_tensor *mask, tfm_tensor **weights_out)
 {
     const char *op = "tfm_attention_forward";
+    uint64_t mark = tfm__error_mark();
     if (weights_out)
         *weights_out = NULL;
     if (tfm__check_layer(op, att, TFM_LAYER_ATTENTION) < 0 ||
@@ -206,18 +209,19 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
         k = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_K], memory), 0};
         v = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_V], memory), 0};
     }
-    return tfm__attention(tape, op, q, k, v, &core, weights_out);
+    return tfm__result_within(op, mark, tfm__attention(tape, op, q, k, v, &core, weights_out));
 }
 
 tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tfm_tensor *query,
                                   const tfm_tensor *memory, const tfm_tensor *mask,
                                   tfm_tensor **weights_out)
 {
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *context = tfm__attention_context(tape, att, query, memory, mask, weights_out);
     if (!context)
         return NULL;
     tfm_tensor *out = tfm_linear_forward(tape, att->children[TFM__ATT_OUT], context);
     if (!out && weights_out)
         *weights_out = NULL;
-    return out;
+    return tfm__result_within("tfm_attention_forward", mark, out);
 }

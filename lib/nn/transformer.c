@@ -99,6 +99,8 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
     tfm_block_options o;
     if (read_options(op, options, &o) < 0)
         return NULL;
+    int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *layer = tfm__layer_new(op, cross ? TFM_LAYER_DECODER_LAYER : TFM_LAYER_ENCODER_LAYER,
                                       cross ? TFM__BLK_DECODER_CHILDREN : TFM__BLK_ENCODER_CHILDREN);
     if (!layer)
@@ -118,8 +120,8 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
              (c[TFM__BLK_DROP2] = tfm_dropout_create(o.dropout, rng)) &&
              (!cross || (c[TFM__BLK_DROP3] = tfm_dropout_create(o.dropout, rng)));
     if (!ok) {
-        tfm_layer_free(layer);
-        return NULL;
+        tfm__fail_within(op, error_mark);
+        return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
 }
@@ -167,13 +169,15 @@ tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
                                       const tfm_tensor *x, const tfm_tensor *mask)
 {
     const char *op = "tfm_encoder_layer_forward";
+    uint64_t mark = tfm__error_mark();
     if (tfm__check_layer(op, layer, TFM_LAYER_ENCODER_LAYER) < 0 ||
         tfm__check_sequence(op, "x", x, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     tfm_layer *const *c = layer->children;
     tfm_tensor *h = sublayer(tape, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1], c[TFM__BLK_DROP1], x, NULL,
                              mask);
-    return sublayer(tape, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL);
+    h = sublayer(tape, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL);
+    return tfm__result_within(op, mark, h);
 }
 
 static int check_memory(const char *op, const tfm_tensor *x, const tfm_tensor *memory,
@@ -197,6 +201,7 @@ tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
                                       const tfm_tensor *memory_mask)
 {
     const char *op = "tfm_decoder_layer_forward";
+    uint64_t mark = tfm__error_mark();
     if (tfm__check_layer(op, layer, TFM_LAYER_DECODER_LAYER) < 0 ||
         check_memory(op, x, memory, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
@@ -205,7 +210,8 @@ tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
                              self_mask);
     h = sublayer(tape, layer, c[TFM__BLK_CROSS_ATTN], c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, memory,
                  memory_mask);
-    return sublayer(tape, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL);
+    h = sublayer(tape, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL);
+    return tfm__result_within(op, mark, h);
 }
 
 /* --- stacks ------------------------------------------------------------------- */
@@ -228,6 +234,8 @@ static tfm_layer *make_stack(const char *op, int decoder, tfm_params *params, co
     tfm_block_options o;
     if (read_options(op, options, &o) < 0)
         return NULL;
+    int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *stack = tfm__layer_new(op, decoder ? TFM_LAYER_DECODER : TFM_LAYER_ENCODER,
                                       num_layers + 1);
     if (!stack)
@@ -245,8 +253,8 @@ static tfm_layer *make_stack(const char *op, int decoder, tfm_params *params, co
     if (ok && final_norm)
         ok = (stack->children[num_layers] = make_norm(op, params, name, "norm", &o)) != NULL;
     if (!ok) {
-        tfm_layer_free(stack);
-        return NULL;
+        tfm__fail_within(op, error_mark);
+        return tfm__layer_abandon(stack, params, mark);
     }
     return stack;
 }
@@ -282,14 +290,15 @@ tfm_tensor *tfm_encoder_forward(tfm_tape *tape, const tfm_layer *encoder, const 
                                 const tfm_tensor *mask)
 {
     const char *op = "tfm_encoder_forward";
+    uint64_t mark = tfm__error_mark();
     if (tfm__check_layer(op, encoder, TFM_LAYER_ENCODER) < 0 ||
         tfm__check_sequence(op, "x", x, encoder->d_model) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     tfm_tensor *h = NULL;
     for (int32_t i = 0; i < encoder->n_children - 1; i++)
         if (!(h = tfm_encoder_layer_forward(tape, encoder->children[i], i ? h : x, mask)))
-            return NULL;
-    return finish_stack(tape, encoder, x, h);
+            return tfm__result_within(op, mark, NULL);
+    return tfm__result_within(op, mark, finish_stack(tape, encoder, x, h));
 }
 
 tfm_tensor *tfm_decoder_forward(tfm_tape *tape, const tfm_layer *decoder, const tfm_tensor *x,
@@ -297,6 +306,7 @@ tfm_tensor *tfm_decoder_forward(tfm_tape *tape, const tfm_layer *decoder, const 
                                 const tfm_tensor *memory_mask)
 {
     const char *op = "tfm_decoder_forward";
+    uint64_t mark = tfm__error_mark();
     if (tfm__check_layer(op, decoder, TFM_LAYER_DECODER) < 0 ||
         check_memory(op, x, memory, decoder->d_model) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
@@ -304,6 +314,6 @@ tfm_tensor *tfm_decoder_forward(tfm_tape *tape, const tfm_layer *decoder, const 
     for (int32_t i = 0; i < decoder->n_children - 1; i++)
         if (!(h = tfm_decoder_layer_forward(tape, decoder->children[i], i ? h : x, memory,
                                             self_mask, memory_mask)))
-            return NULL;
-    return finish_stack(tape, decoder, x, h);
+            return tfm__result_within(op, mark, NULL);
+    return tfm__result_within(op, mark, finish_stack(tape, decoder, x, h));
 }

@@ -481,14 +481,21 @@ tfm_status tfm_optimizer_save(const tfm_optimizer *o, const char *path)
         headers[i].data = data[i];
         tensors[i] = &headers[i];
     }
-    return tfm_safetensors_write(path, n, names, tensors);
+    uint64_t mark = tfm__error_mark();
+    tfm_status s = tfm_safetensors_write(path, n, names, tensors);
+    if (s != TFM_OK)
+        tfm__fail_within(op, mark);
+    return s;
 }
 
-/* Takes one tensor from the file and checks its dtype and element count. */
+/* Takes one tensor from the file and checks its dtype and element count;
+ * running out of memory is said as such, anything else is the file's fault. */
 static tfm_tensor *take(const char *op, const char *path, const tfm_safetensors *file,
                         const char *name, tfm_dtype dtype, int64_t numel)
 {
     tfm_tensor *t = tfm_safetensors_get(file, name);
+    if (!t && tfm_last_status() == TFM_ERR_NOMEM)
+        return NULL;
     if (!t) {
         tfm__fail(TFM_ERR_FORMAT, "%s: %s holds no \"%s\"; it is not this optimizer's state",
                   op, path, name);
@@ -571,12 +578,15 @@ static tfm_status check_file(const tfm_optimizer *o, const char *path,
 
 tfm_status tfm_optimizer_load(tfm_optimizer *o, const char *path)
 {
+    const char *op = "tfm_optimizer_load";
     if (!o || !path)
-        return tfm__fail(TFM_ERR_NULL, "tfm_optimizer_load: %s is NULL",
-                         o ? "path" : "optimizer");
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, o ? "path" : "optimizer");
+    uint64_t mark = tfm__error_mark();
     tfm_safetensors *file = tfm_safetensors_open(path);
-    if (!file)
+    if (!file) {
+        tfm__fail_within(op, mark);
         return tfm_last_status();
+    }
     const char *names[2];
     float *targets[2];
     tfm_tensor *blocks[2] = {NULL, NULL};
@@ -591,5 +601,7 @@ tfm_status tfm_optimizer_load(tfm_optimizer *o, const char *path)
     for (int b = 0; b < n_blocks; b++)
         tfm_tensor_free(blocks[b]);
     tfm_safetensors_close(file);
+    if (s != TFM_OK)
+        tfm__fail_within(op, mark);
     return s;
 }
