@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +18,8 @@
 
 #include "alloc_counter.h"
 #include "check_main.h"
+#include "problems.h"
 #include <tfm/tfm.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() __lsan_do_recoverable_leak_check()
-#else
-#define LEAK_CHECK() 0
-#endif
 
 /* A batch large enough for a training step to outgrow the tape's first
  * arena chunk (1 MB), so that the arena grows inside the ops and folds its
@@ -231,20 +224,6 @@ static void check_and_empty(const char *dir, long n)
     closedir(folder);
 }
 
-/* Reports one broken run; the test fails at the end, after listing them all. */
-static long problems;
-static void problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void problem(const char *fmt, ...)
-{
-    if (problems++ >= 40)
-        return;
-    va_list args;
-    va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-    fputc('\n', stderr);
-}
-
 START_TEST(every_allocation_of_the_workload_may_fail)
 {
     /* in memory where there is a tmpfs: the runs sync hundreds of files */
@@ -304,8 +283,7 @@ START_TEST(every_allocation_of_the_workload_may_fail)
            "call sites; each failed in turn: %ld runs failed with TFM_ERR_NOMEM, %ld "
            "absorbed the failure with identical results\n",
            count, sites, count - absorbed, absorbed);
-    ck_assert_msg(problems == 0, "%ld runs went wrong (the first 40 are listed above)",
-                  problems);
+    ck_assert_msg(problems == 0, "%ld runs went wrong (listed above)", problems);
     ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST

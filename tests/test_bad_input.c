@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +15,8 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "problems.h"
 #include <tfm/tfm.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define LEAK_CHECK() __lsan_do_recoverable_leak_check()
-#else
-#define LEAK_CHECK() 0
-#endif
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 enum { B = 2, S = 5, T = 4, D = 8, HEADS = 2, SRC_VOCAB = 11, TGT_VOCAB = 9, MAX_LEN = 3 };
@@ -1500,19 +1493,6 @@ static void check_fixture_intact(const char *after)
                   tfm_last_error());
 }
 
-/* Reports a case gone wrong; the test fails at the end, after listing them all. */
-static int problems;
-static void problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void problem(const char *fmt, ...)
-{
-    problems++;
-    va_list args;
-    va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-    fputc('\n', stderr);
-}
-
 START_TEST(every_bad_call_fails_cleanly)
 {
     setup();
@@ -1544,7 +1524,7 @@ START_TEST(every_bad_call_fails_cleanly)
             ck_assert_msg(strcmp(cases[i].call, cases[j].call) != 0, "cases %d and %d are both %s",
                           i, j, cases[i].call);
     printf("bad_input: %d distinct bad calls\n", count);
-    ck_assert_msg(problems == 0, "%d of %d bad calls went wrong (listed above)", problems, count);
+    ck_assert_msg(problems == 0, "%ld of %d bad calls went wrong (listed above)", problems, count);
     ck_assert_int_ge(count, 300);
     teardown();
     ck_assert_int_eq(LEAK_CHECK(), 0);
