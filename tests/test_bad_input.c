@@ -37,7 +37,8 @@ typedef struct fixture {
     char params_path[128], adam_path[128], sgd_path[128], small_adam_path[128];
     char small_path[128], small_int_path[128], small_extra_path[128], small_other_path[128];
     char empty_path[128], text_path[128], missing_path[128], missing_dir_path[128],
-        folder_path[128];
+        folder_path[128], model_path[128], training_path[128], nan_path[128],
+        prefixed_path[128];
     /* what valid calls gave before any case ran */
     float loss;
     int32_t tokens[B * (MAX_LEN + 1)], lengths[B];
@@ -257,6 +258,10 @@ static void setup(void)
     path_in(fx.missing_path, "missing.safetensors");
     path_in(fx.missing_dir_path, "no/such/folder/x.safetensors");
     path_in(fx.folder_path, "folder");
+    path_in(fx.model_path, "model.safetensors");
+    path_in(fx.training_path, "training.safetensors");
+    path_in(fx.nan_path, "nan.safetensors");
+    path_in(fx.prefixed_path, "prefixed.safetensors");
     ck_assert_int_eq(mkdir(fx.folder_path, 0700), 0);
     ck_assert_int_eq(tfm_params_save(fx.params, fx.params_path), TFM_OK);
     ck_assert_int_eq(tfm_optimizer_save(fx.adam, fx.adam_path), TFM_OK);
@@ -274,6 +279,16 @@ static void setup(void)
     ck_assert_int_eq(tfm_safetensors_write(fx.small_extra_path, 2,
                                            (const char *const[]){"w", "extra"},
                                            (const tfm_tensor *const[]){fx.f23, fx.f1}),
+                     TFM_OK);
+    ck_assert_int_eq(tfm_model_save(fx.model, fx.model_path), TFM_OK);
+    ck_assert_int_eq(tfm_training_save(fx.training_path, fx.model, fx.adam, 1,
+                                       (const tfm_rng *const[]){fx.rng}, 0, NULL, NULL),
+                     TFM_OK);
+    tfm_tensor *nan = tfm_tensor_full(2, SHAPE(2, 3), NAN);
+    ck_assert_int_eq(save_one(fx.nan_path, "w", nan), TFM_OK);
+    tfm_tensor_free(nan);
+    ck_assert_int_eq(tfm_safetensors_write(fx.prefixed_path, 2, (const char *const[]){"x.w", "w"},
+                                           (const tfm_tensor *const[]){fx.f23, fx.f23}),
                      TFM_OK);
     write_file(fx.empty_path, "");
     write_file(fx.text_path, "this is not a safetensors file, though it is long enough");
@@ -664,6 +679,105 @@ static tfm_tensor *positions_with(int field)
            : field == 1 ? tfm_positions_forward(fx.tape, fx.sinusoidal, fx.x, 1)
            : field == 2 ? tfm_positions_forward(fx.tape, fx.learned, fx.x, INT64_MAX)
                         : tfm_positions_forward(fx.tape, fx.learned, fx.f23, 0);
+}
+
+static tfm_status load_with(const char *path, int field)
+{
+    tfm_load_options o;
+    tfm_load_options_init(&o);
+    if (field == 0)
+        o.struct_size = 0;
+    else if (field == 1)
+        o.check_finite = 1;
+    else if (field == 2)
+        o.strip_prefix = "x.";
+    tfm_load_report *report = NULL;
+    tfm_status s = tfm_params_load_with(fx.small, path, &o, &report);
+    tfm_load_report_free(report);
+    return s;
+}
+
+/* A report of a good load, asked a bad question. */
+static int64_t report_count(tfm_load_outcome outcome, int64_t index, const char **name)
+{
+    tfm_load_report *report = NULL;
+    ck_assert_int_eq(tfm_params_load_with(fx.small, fx.small_path, NULL, &report), TFM_OK);
+    tfm_clear_error();
+    int64_t count = name ? 0 : tfm_load_report_count(report, outcome);
+    if (name)
+        *name = tfm_load_report_name(report, outcome, index);
+    tfm_load_report_free(report);
+    return count;
+}
+
+static const char *report_name(tfm_load_outcome outcome, int64_t index)
+{
+    const char *name = "";
+    report_count(outcome, index, &name);
+    return name;
+}
+
+static tfm_status write_metadata(int64_t count, const char *key, const char *value)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/metadata.safetensors", fx.dir);
+    const char *keys[2] = {key, key}, *values[2] = {value, value};
+    return tfm_safetensors_write_with_metadata(path, 1, (const char *const[]){"w"},
+                                               (const tfm_tensor *const[]){fx.f23}, count,
+                                               key || count == 0 ? keys : NULL, values);
+}
+
+static tfm_status model_metadata(int64_t count, const char *key)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/model_metadata.safetensors", fx.dir);
+    return tfm_model_save_with_metadata(fx.model, path, count, (const char *const[]){key},
+                                        (const char *const[]){"value"});
+}
+
+static const char *metadata_of(const char *path, int64_t index, const char *key)
+{
+    tfm_safetensors *file = tfm_safetensors_open(path);
+    const char *out = key ? tfm_safetensors_metadata_get(file, key)
+                          : tfm_safetensors_metadata_key(file, index);
+    tfm_safetensors_close(file);
+    return out;
+}
+
+static tfm_status training_save_with(int field)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/training_new.safetensors", fx.dir);
+    const tfm_rng *rngs[1] = {fx.rng};
+    tfm_optimizer_options o = optimizer_options(TFM_OPTIMIZER_ADAM);
+    tfm_optimizer *other = tfm_optimizer_create(fx.small, &o);
+    tfm_status s = field == 0   ? tfm_training_save(path, fx.model, fx.adam, -1, rngs, 0, NULL, NULL)
+                   : field == 1 ? tfm_training_save(path, fx.model, fx.adam, 1, NULL, 0, NULL, NULL)
+                   : field == 2 ? tfm_training_save(path, fx.model, other, 0, NULL, 0, NULL, NULL)
+                   : tfm_training_save(path, fx.model, fx.adam, 0, NULL, 1,
+                                       (const char *const[]){"tfm.mine"},
+                                       (const char *const[]){"v"});
+    tfm_optimizer_free(other);
+    return s;
+}
+
+static tfm_status training_load_with(int field)
+{
+    tfm_rng *rngs[2] = {fx.rng, fx.rng};
+    tfm_model_options mo = model_options();
+    mo.block.d_ff = 8; /* another model */
+    tfm_model *other = tfm_model_create(&mo);
+    tfm_optimizer_options sgd = optimizer_options(TFM_OPTIMIZER_SGD);
+    sgd.momentum = 0.9f;
+    tfm_optimizer *sgd_opt = tfm_optimizer_create(fx.params, &sgd);
+    tfm_status s = field == 0   ? tfm_training_load(fx.training_path, fx.model, fx.adam, 2, rngs)
+                   : field == 1 ? tfm_training_load(fx.training_path, other, fx.adam, 1, rngs)
+                   : field == 2 ? tfm_training_load(fx.training_path, fx.model, sgd_opt, 1, rngs)
+                   : field == 3 ? tfm_training_load(fx.model_path, fx.model, fx.adam, 1, rngs)
+                                : tfm_training_load(fx.training_path, fx.model, fx.adam, 1, NULL);
+    tfm_optimizer_free(sgd_opt);
+    tfm_model_free(other);
+    return s;
 }
 
 /* --- the table ------------------------------------------------------------------------ */
@@ -1451,6 +1565,94 @@ static int run_case(int index, bad_case *c)
     ST(tfm_decoding_run, E_ARG, decoding_run_with(f->beam, f->src, 4));
     ST(tfm_decoding_run, E_RANGE, run_on_ids((const int32_t[]){1, 2, SRC_VOCAB}, 3, 1));
     ST(tfm_decoding_run, E_RANGE, run_on_ids((const int32_t[]){INT32_MIN, 2}, 2, 1));
+    /* calls added with model files and training states */
+    ST(tfm_rng_copy, E_NULL, tfm_rng_copy(NULL, f->rng));
+    ST(tfm_rng_copy, E_NULL, tfm_rng_copy(f->rng, NULL));
+    NEG(tfm_safetensors_metadata_count, E_NULL, tfm_safetensors_metadata_count(NULL));
+    NUL(tfm_safetensors_metadata_key, E_NULL, tfm_safetensors_metadata_key(NULL, 0));
+    NUL(tfm_safetensors_metadata_key, E_RANGE, metadata_of(f->model_path, -1, NULL));
+    NUL(tfm_safetensors_metadata_key, E_RANGE, metadata_of(f->small_path, 0, NULL));
+    NUL(tfm_safetensors_metadata_get, E_NULL, tfm_safetensors_metadata_get(NULL, "k"));
+    NUL(tfm_safetensors_metadata_get, E_ARG, metadata_of(f->model_path, 0, "no.such.key"));
+    ST(tfm_safetensors_write_with_metadata, E_ARG, write_metadata(-1, "k", "v"));
+    ST(tfm_safetensors_write_with_metadata, E_NULL, write_metadata(1, NULL, "v"));
+    ST(tfm_safetensors_write_with_metadata, E_NULL, write_metadata(1, "k", NULL));
+    ST(tfm_safetensors_write_with_metadata, E_ARG, write_metadata(1, "", "v"));
+    ST(tfm_safetensors_write_with_metadata, E_ARG, write_metadata(2, "twice", "v"));
+    ST(tfm_safetensors_write_with_metadata, E_ARG, write_metadata(1, "bad \xff", "v"));
+    ST(tfm_safetensors_write_with_metadata, E_ARG, write_metadata(1, "k", "bad \xfe"));
+    ST(tfm_params_load_with, E_NULL, tfm_params_load_with(NULL, f->small_path, NULL, NULL));
+    ST(tfm_params_load_with, E_NULL, tfm_params_load_with(f->small, NULL, NULL, NULL));
+    ST(tfm_params_load_with, E_IO, tfm_params_load_with(f->small, f->missing_path, NULL, NULL));
+    ST(tfm_params_load_with, E_ARG, load_with(f->small_path, 0));
+    ST(tfm_params_load_with, E_NUMERIC, load_with(f->nan_path, 1));
+    ST(tfm_params_load_with, E_FORMAT, load_with(f->prefixed_path, 2));
+    ST(tfm_params_load_with, E_SHAPE, load_with(f->small_other_path, 3));
+    NEG(tfm_load_report_count, E_NULL, tfm_load_report_count(NULL, TFM_LOAD_LOADED));
+    NEG(tfm_load_report_count, E_ARG, report_count(3, 0, NULL));
+    NEG(tfm_load_report_count, E_ARG, report_count(-1, 0, NULL));
+    NUL(tfm_load_report_name, E_NULL, tfm_load_report_name(NULL, TFM_LOAD_LOADED, 0));
+    NUL(tfm_load_report_name, E_RANGE, report_name(TFM_LOAD_LOADED, 1));
+    NUL(tfm_load_report_name, E_RANGE, report_name(TFM_LOAD_SKIPPED, 0));
+    NUL(tfm_load_report_name, E_RANGE, report_name(TFM_LOAD_LOADED, -1));
+    ST(tfm_optimizer_set_lr, E_NULL, tfm_optimizer_set_lr(NULL, 0.1f));
+    ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, -0.1f));
+    ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, NAN));
+    ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, INFINITY));
+    ST(tfm_optimizer_set_weight_decay, E_NULL, tfm_optimizer_set_weight_decay(NULL, 0, 0.1f));
+    ST(tfm_optimizer_set_weight_decay, E_RANGE, tfm_optimizer_set_weight_decay(f->adam, -2, 0.1f));
+    ST(tfm_optimizer_set_weight_decay, E_RANGE,
+        tfm_optimizer_set_weight_decay(f->adam, tfm_params_count(f->params), 0.1f));
+    ST(tfm_optimizer_set_weight_decay, E_ARG, tfm_optimizer_set_weight_decay(f->adam, 0, -1.0f));
+    ST(tfm_optimizer_set_weight_decay, E_ARG, tfm_optimizer_set_weight_decay(f->adam, -1, NAN));
+    NEG(tfm_optimizer_weight_decay, E_NULL, tfm_optimizer_weight_decay(NULL, 0));
+    NEG(tfm_optimizer_weight_decay, E_RANGE, tfm_optimizer_weight_decay(f->adam, huge));
+    ST(tfm_optimizer_no_decay_for_vectors, E_NULL, tfm_optimizer_no_decay_for_vectors(NULL));
+    ST(tfm_model_get_options, E_NULL, tfm_model_get_options(NULL, &(tfm_model_options){0}));
+    ST(tfm_model_get_options, E_NULL, tfm_model_get_options(f->model, NULL));
+    ST(tfm_model_get_options, E_ARG, tfm_model_get_options(f->model, &(tfm_model_options){0}));
+    NEG(tfm_model_src_vocab, E_NULL, tfm_model_src_vocab(NULL));
+    NEG(tfm_model_tgt_vocab, E_NULL, tfm_model_tgt_vocab(NULL));
+    NEG(tfm_model_max_src_len, E_NULL, tfm_model_max_src_len(NULL));
+    NEG(tfm_model_max_tgt_len, E_NULL, tfm_model_max_tgt_len(NULL));
+    NEG(tfm_model_d_model, E_NULL, tfm_model_d_model(NULL));
+    ST(tfm_model_save, E_NULL, tfm_model_save(NULL, f->model_path));
+    ST(tfm_model_save, E_NULL, tfm_model_save(f->model, NULL));
+    ST(tfm_model_save, E_IO, tfm_model_save(f->model, ""));
+    ST(tfm_model_save, E_IO, tfm_model_save(f->model, f->missing_dir_path));
+    ST(tfm_model_save, E_IO, tfm_model_save(f->model, f->folder_path));
+    ST(tfm_model_save_with_metadata, E_ARG, model_metadata(1, "tfm.d_model"));
+    ST(tfm_model_save_with_metadata, E_ARG, model_metadata(-1, "k"));
+    ST(tfm_model_save_with_metadata, E_ARG, model_metadata(1, ""));
+    ST(tfm_model_save_with_metadata, E_NULL, model_metadata(1, NULL));
+    NUL(tfm_model_load, E_NULL, tfm_model_load(NULL));
+    NUL(tfm_model_load, E_IO, tfm_model_load(""));
+    NUL(tfm_model_load, E_IO, tfm_model_load(f->missing_path));
+    NUL(tfm_model_load, E_IO, tfm_model_load(f->folder_path));
+    NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->empty_path));
+    NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->text_path));
+    NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->params_path));
+    NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->adam_path));
+    ST(tfm_training_save, E_NULL, tfm_training_save(NULL, f->model, f->adam, 0, NULL, 0, NULL, NULL));
+    ST(tfm_training_save, E_NULL, tfm_training_save(f->missing_path, NULL, f->adam, 0, NULL, 0, NULL, NULL));
+    ST(tfm_training_save, E_NULL, tfm_training_save(f->missing_path, f->model, NULL, 0, NULL, 0, NULL, NULL));
+    ST(tfm_training_save, E_IO, tfm_training_save(f->missing_dir_path, f->model, f->adam, 0, NULL, 0, NULL, NULL));
+    ST(tfm_training_save, E_IO, tfm_training_save(f->folder_path, f->model, f->adam, 0, NULL, 0, NULL, NULL));
+    ST(tfm_training_save, E_ARG, training_save_with(0));
+    ST(tfm_training_save, E_NULL, training_save_with(1));
+    ST(tfm_training_save, E_ARG, training_save_with(2));
+    ST(tfm_training_save, E_ARG, training_save_with(3));
+    ST(tfm_training_load, E_NULL, tfm_training_load(NULL, f->model, f->adam, 0, NULL));
+    ST(tfm_training_load, E_NULL, tfm_training_load(f->training_path, NULL, f->adam, 0, NULL));
+    ST(tfm_training_load, E_NULL, tfm_training_load(f->training_path, f->model, NULL, 0, NULL));
+    ST(tfm_training_load, E_IO, tfm_training_load(f->missing_path, f->model, f->adam, 0, NULL));
+    ST(tfm_training_load, E_IO, tfm_training_load(f->folder_path, f->model, f->adam, 0, NULL));
+    ST(tfm_training_load, E_FORMAT, tfm_training_load(f->text_path, f->model, f->adam, 0, NULL));
+    ST(tfm_training_load, E_ARG, training_load_with(0));
+    ST(tfm_training_load, E_ARG, training_load_with(1));
+    ST(tfm_training_load, E_ARG, training_load_with(2));
+    ST(tfm_training_load, E_FORMAT, training_load_with(3));
+    ST(tfm_training_load, E_NULL, training_load_with(4));
     return -1;
 }
 
@@ -1488,6 +1690,8 @@ static void check_fixture_intact(const char *after)
                       memcmp(lengths, fx.lengths, sizeof lengths) == 0,
                   "after %s: decoding changed", after);
     ck_assert_int_eq(tfm_optimizer_step_count(fx.adam), 0);
+    ck_assert(tfm_optimizer_lr(fx.adam) == 1e-3f);
+    ck_assert(tfm_optimizer_weight_decay(fx.adam, 0) == 0.0f);
     ck_assert_int_eq(tfm_get_num_threads(), 1);
     ck_assert_msg(tfm_last_status() == TFM_OK, "after %s: valid calls failed: %s", after,
                   tfm_last_error());
@@ -1549,6 +1753,8 @@ START_TEST(freeing_null_is_harmless)
     tfm_optimizer_options_init(NULL, TFM_OPTIMIZER_ADAM);
     tfm_model_options_init(NULL);
     tfm_decode_options_init(NULL);
+    tfm_load_options_init(NULL);
+    tfm_load_report_free(NULL);
     ck_assert_int_eq(tfm_last_status(), TFM_OK);
     ck_assert_str_eq(tfm_last_error(), "");
 }
