@@ -91,7 +91,8 @@ enum { TFM_LOAD_LOADED = 0, TFM_LOAD_SKIPPED = 1, TFM_LOAD_MISSING = 2 };
 TFM_API tfm_status tfm_params_load_with(tfm_params *params, const char *path,
                                         const tfm_load_options *options,
                                         tfm_load_report **report);
-/* -1 (count) or NULL (name) with TFM_ERR_NULL or TFM_ERR_RANGE. Names live
+/* -1 (count) or NULL (name) with TFM_ERR_NULL, TFM_ERR_ARG (an outcome not
+ * listed) or TFM_ERR_RANGE (an index past the count). Names live
  * as long as the report. */
 TFM_API int64_t tfm_load_report_count(const tfm_load_report *report,
                                       tfm_load_outcome outcome);
