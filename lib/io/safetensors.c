@@ -565,6 +565,8 @@ static tfm_status check_tensors(const char *op, int64_t count, const char *const
         if (!names[i] || !tensors[i])
             return tfm__fail(TFM_ERR_NULL, "%s: %s[%lld] is NULL", op,
                              names[i] ? "tensors" : "names", (long long)i);
+        if (tfm__check_tensor(op, names[i], tensors[i]) < 0)
+            return tfm_last_status();
         size_t len = strlen(names[i]);
         if (len == 0)
             return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is empty", op, (long long)i);
