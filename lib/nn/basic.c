@@ -36,7 +36,8 @@ tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_fe
 
 tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear, const tfm_tensor *x)
 {
-    if (tfm__check_layer("tfm_linear_forward", linear, TFM_LAYER_LINEAR) < 0)
+    if (tfm__check_layer("tfm_linear_forward", linear, TFM_LAYER_LINEAR) < 0 ||
+        tfm__check_tensor("tfm_linear_forward", "x", x) < 0)
         return NULL;
     return tfm_linear(tape, x, linear->weight, linear->bias);
 }
@@ -66,7 +67,8 @@ tfm_layer *tfm_embedding_create(tfm_params *params, const char *name, int64_t vo
 tfm_tensor *tfm_embedding_forward(tfm_tape *tape, const tfm_layer *embedding,
                                   const tfm_tensor *ids)
 {
-    if (tfm__check_layer("tfm_embedding_forward", embedding, TFM_LAYER_EMBEDDING) < 0)
+    if (tfm__check_layer("tfm_embedding_forward", embedding, TFM_LAYER_EMBEDDING) < 0 ||
+        tfm__check_tensor("tfm_embedding_forward", "ids", ids) < 0)
         return NULL;
     return tfm_embedding(tape, embedding->weight, ids);
 }
@@ -104,7 +106,8 @@ tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t d
 
 tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const tfm_tensor *x)
 {
-    if (tfm__check_layer("tfm_layer_norm_forward", norm, TFM_LAYER_LAYER_NORM) < 0)
+    if (tfm__check_layer("tfm_layer_norm_forward", norm, TFM_LAYER_LAYER_NORM) < 0 ||
+        tfm__check_tensor("tfm_layer_norm_forward", "x", x) < 0)
         return NULL;
     return tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps);
 }
@@ -132,7 +135,8 @@ tfm_layer *tfm_dropout_create(float p, tfm_rng *rng)
 
 tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const tfm_tensor *x)
 {
-    if (tfm__check_layer("tfm_dropout_forward", dropout, TFM_LAYER_DROPOUT) < 0)
+    if (tfm__check_layer("tfm_dropout_forward", dropout, TFM_LAYER_DROPOUT) < 0 ||
+        tfm__check_tensor("tfm_dropout_forward", "x", x) < 0)
         return NULL;
     return tfm_dropout(tape, x, dropout->dropout, dropout->training, dropout->rng);
 }
@@ -186,6 +190,8 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
 
 tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
 {
+    if (tfm__check_tensor("tfm_feed_forward_forward", "x", x) < 0)
+        return NULL;
     tfm_tensor *h = tfm__feed_forward_hidden(tape, ff, x);
     return h ? tfm_linear_forward(tape, ff->children[TFM__FF_LINEAR2], h) : NULL;
 }
