@@ -612,14 +612,19 @@ static void model_forward_backward(ctx *c, tfm_model *model, int key_padding)
     ck_assert_msg(tfm_tape_backward(c->tape, loss) == TFM_OK, "backward: %s", tfm_last_error());
 }
 
-START_TEST(model_agrees)
+static void check_model(const char *fixture, int taylor, int key_padding)
 {
     ctx c;
-    tfm_model *model = model_open(&c, "model", 0);
-    model_forward_backward(&c, model, 0);
+    tfm_model *model = model_open(&c, fixture, taylor);
+    model_forward_backward(&c, model, key_padding);
     expect_params(&c, "grad.param", 1, GRAD_TOL);
     tfm_model_free(model);
     ctx_close(&c);
+}
+
+START_TEST(model_agrees)
+{
+    check_model("model", 0, 0);
 }
 END_TEST
 
@@ -627,23 +632,13 @@ END_TEST
  * nn.Transformer was called. */
 START_TEST(model_agrees_with_key_padding_masks)
 {
-    ctx c;
-    tfm_model *model = model_open(&c, "model", 0);
-    model_forward_backward(&c, model, 1);
-    expect_params(&c, "grad.param", 1, GRAD_TOL);
-    tfm_model_free(model);
-    ctx_close(&c);
+    check_model("model", 0, 1);
 }
 END_TEST
 
 START_TEST(model_taylor_agrees)
 {
-    ctx c;
-    tfm_model *model = model_open(&c, "model_taylor", 1);
-    model_forward_backward(&c, model, 0);
-    expect_params(&c, "grad.param", 1, GRAD_TOL);
-    tfm_model_free(model);
-    ctx_close(&c);
+    check_model("model_taylor", 1, 0);
 }
 END_TEST
 
