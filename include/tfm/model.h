@@ -54,12 +54,51 @@ TFM_API void tfm_model_options_init(tfm_model_options *options);
 TFM_API tfm_model *tfm_model_create(const tfm_model_options *options);
 TFM_API void tfm_model_free(tfm_model *model);
 
-/* The model's parameter store (for optimizers, checkpoints, clipping). The
- * model owns it: valid until tfm_model_free, which frees it; the caller
- * must not free it nor add parameters to it. */
+/* The model's parameter store. The model owns it: it lives until
+ * tfm_model_free, and the caller must neither free it nor add to it
+ * (an optimizer or a load may use it freely). */
 TFM_API tfm_params *tfm_model_params(tfm_model *model);
 TFM_API int64_t tfm_model_parameter_count(const tfm_model *model);
 TFM_API tfm_status tfm_model_set_training(tfm_model *model, int32_t training);
+
+/* The options the model was made with, into the caller's struct as far as
+ * its struct_size goes (call tfm_model_options_init on it first). */
+TFM_API tfm_status tfm_model_get_options(const tfm_model *model,
+                                         tfm_model_options *options);
+/* The sizes a caller needs for its buffers; -1 for a NULL model. */
+TFM_API int64_t tfm_model_src_vocab(const tfm_model *model);
+TFM_API int64_t tfm_model_tgt_vocab(const tfm_model *model);
+TFM_API int64_t tfm_model_max_src_len(const tfm_model *model);
+TFM_API int64_t tfm_model_max_tgt_len(const tfm_model *model);
+TFM_API int64_t tfm_model_d_model(const tfm_model *model);
+
+/* --- files that carry their model ---------------------------------------------
+ * tfm_model_save writes the parameters (by name, as tfm_params_save) and
+ * the options as safetensors "__metadata__": string values under "tfm."
+ * keys ("tfm.format_version", "tfm.d_model", "tfm.heads", "tfm.positions"
+ * = "learned", …), so tfm_model_load rebuilds the model from the file
+ * alone. The file is a plain safetensors file: PyTorch's safetensors
+ * loader reads its tensors, and tfm_params_load reads it into a model made
+ * with the same options. Writing is atomic (see io.h). */
+TFM_API tfm_status tfm_model_save(const tfm_model *model, const char *path);
+/* The same with the caller's own metadata_count string pairs (a
+ * vocabulary, a tokenizer, a recipe), read back with
+ * tfm_safetensors_metadata_get; keys starting with "tfm." are libtfm's
+ * (TFM_ERR_ARG). */
+TFM_API tfm_status tfm_model_save_with_metadata(const tfm_model *model,
+                                                const char *path,
+                                                int64_t metadata_count,
+                                                const char *const *keys,
+                                                const char *const *values);
+/* A new model, caller-owned, from a file tfm_model_save or
+ * tfm_training_save wrote: every option read and range-checked (a missing
+ * key, a value of the wrong type or out of range, or a description the
+ * file's tensors do not fit is TFM_ERR_FORMAT with the key named; a model
+ * larger than the values the file holds is refused before it is
+ * allocated), then the parameters loaded strictly. Training state in the
+ * file is ignored. The model starts in training mode with its dropout
+ * stream as tfm_model_create seeds it. */
+TFM_API tfm_model *tfm_model_load(const char *path);
 
 /* The masks are nn.Transformer.forward's, each of its declared kind and
  * either NULL (forms in nn.h: int32 keep-masks are the opposite of

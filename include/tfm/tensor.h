@@ -30,6 +30,8 @@ TFM_API void tfm_rng_free(tfm_rng *rng);
 /* Restarts the stream as tfm_rng_create(seed) began it; layers holding the
  * rng (dropout) then repeat their draws. */
 TFM_API tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed);
+/* Makes dst continue exactly as src would from here (its whole state). */
+TFM_API tfm_status tfm_rng_copy(tfm_rng *dst, const tfm_rng *src);
 TFM_API uint64_t tfm_rng_next_u64(tfm_rng *rng);
 TFM_API float tfm_rng_uniform(tfm_rng *rng);   /* [0, 1) */
 TFM_API float tfm_rng_normal(tfm_rng *rng);    /* N(0, 1) */

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local tfm_status last_status = TFM_OK;
 static _Thread_local char last_message[512];
@@ -12,6 +13,20 @@ tfm_status tfm__fail(tfm_status status, const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(last_message, sizeof last_message, fmt, args);
     va_end(args);
+    last_status = status;
+    return status;
+}
+
+tfm_status tfm__fail_because(tfm_status status, const char *fmt, ...)
+{
+    char cause[sizeof last_message];
+    memcpy(cause, last_message, sizeof cause);
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(last_message, sizeof last_message, fmt, args);
+    va_end(args);
+    if (n >= 0 && (size_t)n < sizeof last_message)
+        snprintf(last_message + n, sizeof last_message - (size_t)n, " (%s)", cause);
     last_status = status;
     return status;
 }

@@ -14,4 +14,10 @@
 int tfm__read_options(const char *op, const char *init, const void *given, void *out,
                       size_t out_size, size_t min_size);
 
+/* The reverse, for getters: copies the library's struct src into the
+ * caller's out as far as out's struct_size goes, keeping that size. 0, or
+ * -1 with the error set when out's struct_size is below min_size. */
+int tfm__write_options(const char *op, const char *init, const void *src, void *out,
+                       size_t src_size, size_t min_size);
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/options.h"
+#include "core/params.h"
 #include "core/tensor.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -88,7 +89,12 @@ static int reset_like_nn_transformer(tfm_model *m)
 
 tfm_model *tfm_model_create(const tfm_model_options *options)
 {
-    const char *op = "tfm_model_create";
+    return tfm__model_create("tfm_model_create", options, 0);
+}
+
+tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
+                             int64_t max_params)
+{
     tfm_model *m = calloc(1, sizeof *m);
     if (!m) {
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
@@ -100,8 +106,10 @@ tfm_model *tfm_model_create(const tfm_model_options *options)
     }
     const tfm_model_options *o = &m->options;
     const tfm_block_options *b = &o->block;
-    int ok = (m->params = tfm_params_create()) && (m->rng = tfm_rng_create(o->seed)) &&
-             (m->src_embedding = tfm_embedding_create(m->params, "src_embedding", o->src_vocab,
+    int ok = (m->params = tfm_params_create()) && (m->rng = tfm_rng_create(o->seed));
+    if (ok)
+        tfm__params_limit(m->params, max_params);
+    ok = ok && (m->src_embedding = tfm_embedding_create(m->params, "src_embedding", o->src_vocab,
                                                       b->d_model, m->rng));
     if (ok && !o->share_embeddings)
         ok = (m->tgt_embedding = tfm_embedding_create(m->params, "tgt_embedding", o->tgt_vocab,

@@ -16,4 +16,10 @@ struct tfm_model {
     tfm_layer *encoder, *decoder, *generator;
 };
 
+/* tfm_model_create for op, with at most max_params parameter values (0:
+ * any number), so a model described by a file cannot allocate more than
+ * the file holds. */
+tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
+                             int64_t max_params);
+
 #endif
