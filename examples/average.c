@@ -175,7 +175,7 @@ static int batch_make(batch *b, const avg_data *d, const int32_t *rows, int64_t 
 static tfm_tensor *forward(tfm_tape *tape, tfm_model *model, const batch *b)
 {
     tfm_tensor *causal = tfm_mask_causal(tape, tfm_tensor_dim(b->tgt_in, 1), TFM_F32);
-    return tfm_model_forward(tape, model, b->src, b->tgt_in, NULL, causal, NULL);
+    return tfm_model_forward(tape, model, b->src, b->tgt_in, NULL, causal, NULL, NULL, NULL, NULL);
 }
 
 /* --- evaluation -------------------------------------------------------------- */
@@ -218,8 +218,9 @@ static int evaluate(tfm_model *model, tfm_tape *tape, tfm_decoding *decoding, co
         float loss;
         tfm_tensor *ce = tfm_cross_entropy(tape, forward(tape, model, &b), b.tgt_out, -100, 0.0f);
         int ok = ce && tfm_tensor_item(ce, &loss) == TFM_OK &&
-                 tfm_decoding_run(decoding, b.src, tokens + start * AVG_TGT_LEN, lengths + start,
-                                  NULL, NULL, NULL) == TFM_OK;
+                 tfm_decoding_run(decoding, b.src, tokens + start * AVG_TGT_LEN,
+                                  (AVG_TEST - start) * AVG_TGT_LEN, lengths + start,
+                                  AVG_TEST - start, NULL, 0, NULL, 0, NULL, 0) == TFM_OK;
         tfm_tape_reset(tape);
         batch_free(&b);
         if (!ok)

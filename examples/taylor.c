@@ -170,7 +170,8 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const tfm_tensor
         tape, tfm_mask_padding(tape, tgt_in, TAYLOR_PAD, TFM_I32),
         tfm_mask_causal(tape, tfm_tensor_dim(tgt_in, 1), TFM_I32));
     /* The notebook's cross-attention gets src_mask too: pad keys hidden. */
-    tfm_tensor *logits = tfm_model_forward(tape, model, src, tgt_in, src_mask, tgt_mask, src_mask);
+    tfm_tensor *logits =
+        tfm_model_forward(tape, model, src, tgt_in, src_mask, tgt_mask, src_mask, NULL, NULL, NULL);
     return tfm_cross_entropy(tape, logits, tgt_out, TAYLOR_PAD, label_smoothing);
 }
 
@@ -419,8 +420,8 @@ static int32_t last_step(tfm_tape *tape, tfm_model *model, const int32_t *src, i
     tfm_model_set_training(model, 0);
     tfm_tape_set_recording(tape, 0);
     tfm_tensor *src_mask = tfm_mask_padding(tape, s, TAYLOR_PAD, TFM_I32);
-    tfm_tensor *logits = tfm_model_decode(tape, model, t, tfm_model_encode(tape, model, s, src_mask),
-                                          tfm_mask_causal(tape, T, TFM_I32), src_mask);
+    tfm_tensor *logits = tfm_model_decode(tape, model, t, tfm_model_encode(tape, model, s, src_mask, NULL),
+                                          tfm_mask_causal(tape, T, TFM_I32), src_mask, NULL, NULL);
     if (logits) {
         int64_t V = tfm_tensor_dim(logits, 2);
         const float *row = tfm_tensor_data_f32(logits) + (T - 1) * V;
@@ -484,7 +485,8 @@ static int translate(const config *c, tfm_model *model, tfm_tape *tape, const ta
         int64_t n = test.count - first < batch ? test.count - first : batch;
         const int32_t *src_rows = d->src + (test.begin + first) * S;
         tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){n, S}, src_rows);
-        if (!src || tfm_decoding_run(decoding, src, tokens, lengths, NULL, NULL, NULL) != TFM_OK) {
+        if (!src || tfm_decoding_run(decoding, src, tokens, batch * T, lengths, batch, NULL, 0, NULL,
+                                     0, NULL, 0) != TFM_OK) {
             tfm_tensor_free(src);
             cli_fail(program, "decoding");
             goto done;

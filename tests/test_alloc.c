@@ -102,11 +102,13 @@ START_TEST(steady_state_decoding_does_not_allocate)
         d.n_best = strategy == TFM_DECODE_BEAM ? 4 : 1;
         tfm_decoding *decoding = tfm_decoding_create(model, &d, 2, 6);
         ck_assert_msg(decoding != NULL, "%s", tfm_last_error());
-        ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
+        ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, 80, lengths, 8, scores, 8, NULL, 0,
+                                          NULL, 0),
                          TFM_OK);
         long before = alloc_counter_libtfm();
         for (int i = 0; i < 5; i++)
-            ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
+            ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, 80, lengths, 8, scores, 8, NULL, 0,
+                                          NULL, 0),
                              TFM_OK);
         ck_assert_int_eq(alloc_counter_libtfm() - before, 0);
         tfm_decoding_free(decoding);

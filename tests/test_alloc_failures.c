@@ -92,7 +92,7 @@ static tfm_status train_step(run *r, int which, float *loss_out)
     NEW(r, tgt_mask, tfm_mask_causal(tape, T - 1, TFM_I32));
     NEW(r, src_mask, tfm_mask_padding(tape, r->src, 0, TFM_I32));
     NEW(r, logits, tfm_model_forward(tape, r->models[which], r->src, r->tgt_in, src_mask,
-                                     tgt_mask, src_mask));
+                                     tgt_mask, src_mask, NULL, NULL, NULL));
     NEW(r, loss, tfm_cross_entropy(tape, logits, r->tgt_out, 0, 0.1f));
     DO(r, tfm_optimizer_zero_grad(r->optimizers[which]));
     DO(r, tfm_tape_backward(tape, loss));
@@ -100,9 +100,11 @@ static tfm_status train_step(run *r, int which, float *loss_out)
     return tfm_tensor_item(loss, loss_out);
 }
 
+/* The buffers hold the beam's n_best of 2; greedy writes the first half. */
 static tfm_status decode(run *r, tfm_decode_strategy strategy, int32_t *tokens,
                          int32_t *lengths, float *scores, float *logits)
 {
+    const int64_t n_best = strategy == TFM_DECODE_BEAM ? 2 : 1;
     tfm_decode_options d;
     tfm_decode_options_init(&d);
     d.strategy = strategy;
@@ -112,7 +114,9 @@ static tfm_status decode(run *r, tfm_decode_strategy strategy, int32_t *tokens,
     d.beam_size = BEAM;
     d.n_best = strategy == TFM_DECODE_BEAM ? 2 : 1;
     NEW(r, r->decoding, tfm_decoding_create(r->models[1], &d, DECODED, S));
-    DO(r, tfm_decoding_run(r->decoding, r->decoded_src, tokens, lengths, scores, logits, NULL));
+    DO(r, tfm_decoding_run(r->decoding, r->decoded_src, tokens, DECODED * n_best * T1, lengths,
+                           DECODED * n_best, scores, DECODED * n_best, logits,
+                           logits ? DECODED * MAX_LEN * TGT_VOCAB : 0, NULL, 0));
     tfm_decoding_free(r->decoding);
     r->decoding = NULL;
     return TFM_OK;

@@ -150,7 +150,7 @@ static float model_loss(void)
     ck_assert_int_eq(tfm_tape_reset(tape), TFM_OK);
     tfm_tensor *logits = tfm_model_forward(tape, fx.model, fx.src, fx.tgt,
                                            tfm_mask_padding(tape, fx.src, 0, TFM_I32),
-                                           tfm_mask_causal(tape, T, TFM_I32), NULL);
+                                           tfm_mask_causal(tape, T, TFM_I32), NULL, NULL, NULL, NULL);
     tfm_tensor *loss = tfm_cross_entropy(tape, logits, fx.tgt, -100, 0.0f);
     float value = -1.0f;
     ck_assert_msg(tfm_tensor_item(loss, &value) == TFM_OK, "%s", tfm_last_error());
@@ -294,7 +294,8 @@ static void setup(void)
     write_file(fx.text_path, "this is not a safetensors file, though it is long enough");
 
     fx.loss = model_loss();
-    ck_assert_int_eq(tfm_decoding_run(fx.greedy, fx.src, fx.tokens, fx.lengths, NULL, NULL, NULL),
+    ck_assert_int_eq(tfm_decoding_run(fx.greedy, fx.src, fx.tokens, B * (MAX_LEN + 1), fx.lengths,
+                                      B, NULL, 0, NULL, 0, NULL, 0),
                      TFM_OK);
     fx.values = copy_of(tfm_params_values(fx.params), tfm_params_numel(fx.params));
     fx.grads = copy_of(tfm_params_grads(fx.params), tfm_params_numel(fx.params));
@@ -555,9 +556,11 @@ static tfm_status decoding_run_with(tfm_decoding *d, const tfm_tensor *src, int 
 {
     static int32_t tokens[B * 2 * (MAX_LEN + 1)], lengths[B * 2];
     static float scores[B * 2], logits[B * MAX_LEN * TGT_VOCAB];
-    return tfm_decoding_run(d, src, null_field == 1 ? NULL : tokens,
-                            null_field == 2 ? NULL : lengths, scores,
-                            null_field == 3 ? logits : NULL, null_field == 4 ? logits : NULL);
+    const int64_t n_logits = B * MAX_LEN * TGT_VOCAB;
+    return tfm_decoding_run(d, src, null_field == 1 ? NULL : tokens, B * 2 * (MAX_LEN + 1),
+                            null_field == 2 ? NULL : lengths, B * 2, scores, B * 2,
+                            null_field == 3 ? logits : NULL, null_field == 3 ? n_logits : 0,
+                            null_field == 4 ? logits : NULL, null_field == 4 ? n_logits : 0);
 }
 
 static tfm_status run_on_ids(const int32_t *values, int64_t count, int decode)
@@ -567,7 +570,7 @@ static tfm_status run_on_ids(const int32_t *values, int64_t count, int decode)
     if (decode) {
         s = decoding_run_with(fx.greedy, src, 0);
     } else {
-        tfm_tensor *memory = tfm_model_encode(fx.tape, fx.model, src, NULL);
+        tfm_tensor *memory = tfm_model_encode(fx.tape, fx.model, src, NULL, NULL);
         s = memory ? TFM_OK : tfm_last_status();
     }
     tfm_tensor_free(src);
@@ -577,8 +580,8 @@ static tfm_status run_on_ids(const int32_t *values, int64_t count, int decode)
 static tfm_tensor *model_decode_on(const int32_t *values, int64_t count)
 {
     tfm_tensor *tgt = tfm_tensor_from_i32(2, SHAPE(B, count), values);
-    tfm_tensor *memory = tfm_model_encode(fx.tape, fx.model, fx.src, NULL);
-    tfm_tensor *logits = tfm_model_decode(fx.tape, fx.model, tgt, memory, NULL, NULL);
+    tfm_tensor *memory = tfm_model_encode(fx.tape, fx.model, fx.src, NULL, NULL);
+    tfm_tensor *logits = tfm_model_decode(fx.tape, fx.model, tgt, memory, NULL, NULL, NULL, NULL);
     tfm_tensor_free(tgt);
     return logits;
 }
@@ -950,7 +953,7 @@ static int run_case(int index, bad_case *c)
     ST(tfm_tape_backward_with_grad, E_SHAPE, seed_count(5));
     ST(tfm_tape_backward_with_grad, E_SHAPE, seed_count(-1));
     ST(tfm_tape_backward_with_grad, E_SHAPE, seed_count(huge));
-    ST(tfm_tape_backward_with_grad, E_SHAPE, tfm_tape_backward_with_grad(tape, f->i23, buf, 6));
+    ST(tfm_tape_backward_with_grad, E_STATE, tfm_tape_backward_with_grad(tape, f->i23, buf, 6));
     ST(tfm_tape_backward_with_grad, E_STATE, backward_without_grad(1));
     ST(tfm_tape_reset, E_NULL, tfm_tape_reset(NULL));
     NEG(tfm_tape_node_count, E_NULL, tfm_tape_node_count(NULL));
@@ -1189,18 +1192,18 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_attention_create, E_ARG, attention_with(4, -1.0));
     NUL(tfm_attention_create, E_ARG, attention_with(4, INFINITY));
     NUL(tfm_attention_create, E_SIZE, attention_with(1, 1e15));
-    NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(tape, NULL, f->x, f->x, NULL, NULL));
-    NUL(tfm_attention_forward, E_ARG, tfm_attention_forward(tape, f->linear, f->x, f->x, NULL, NULL));
-    NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(tape, f->attention, NULL, f->x, NULL, NULL));
-    NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(NULL, f->attention, f->x, f->x, NULL, NULL));
+    NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(tape, NULL, f->x, f->x, NULL, NULL, NULL));
+    NUL(tfm_attention_forward, E_ARG, tfm_attention_forward(tape, f->linear, f->x, f->x, NULL, NULL, NULL));
+    NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(tape, f->attention, NULL, f->x, NULL, NULL, NULL));
+    NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(NULL, f->attention, f->x, f->x, NULL, NULL, NULL));
     NUL(tfm_attention_forward, E_SHAPE,
-        tfm_attention_forward(tape, f->attention, f->f23, f->f23, NULL, NULL));
+        tfm_attention_forward(tape, f->attention, f->f23, f->f23, NULL, NULL, NULL));
     NUL(tfm_attention_forward, E_SHAPE,
-        tfm_attention_forward(tape, f->attention, f->x, f->mem3, NULL, NULL));
+        tfm_attention_forward(tape, f->attention, f->x, f->mem3, NULL, NULL, NULL));
     NUL(tfm_attention_forward, E_SHAPE,
-        tfm_attention_forward(tape, f->attention, f->x, f->x, f->i23, NULL));
+        tfm_attention_forward(tape, f->attention, f->x, f->x, f->i23, NULL, NULL));
     NUL(tfm_attention_forward, E_DTYPE,
-        tfm_attention_forward(tape, f->attention, f->i3d, f->i3d, NULL, NULL));
+        tfm_attention_forward(tape, f->attention, f->i3d, f->i3d, NULL, NULL, NULL));
     /* encoder and decoder */
     NUL(tfm_encoder_layer_create, E_NULL, tfm_encoder_layer_create(f->layer_params, "e", NULL, f->rng));
     NUL(tfm_encoder_layer_create, E_NULL,
@@ -1222,22 +1225,22 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_decoder_layer_create, E_ARG, block_with(1, 4, 2.0));
     NUL(tfm_decoder_layer_create, E_ARG, block_with(1, 5, -1));
     NUL(tfm_decoder_layer_create, E_ARG, block_with(1, 6, INFINITY));
-    NUL(tfm_encoder_layer_forward, E_ARG, tfm_encoder_layer_forward(tape, f->decoder_layer, f->x, NULL));
-    NUL(tfm_encoder_layer_forward, E_NULL, tfm_encoder_layer_forward(tape, f->encoder_layer, NULL, NULL));
+    NUL(tfm_encoder_layer_forward, E_ARG, tfm_encoder_layer_forward(tape, f->decoder_layer, f->x, NULL, NULL));
+    NUL(tfm_encoder_layer_forward, E_NULL, tfm_encoder_layer_forward(tape, f->encoder_layer, NULL, NULL, NULL));
     NUL(tfm_encoder_layer_forward, E_SHAPE,
-        tfm_encoder_layer_forward(tape, f->encoder_layer, f->f23, NULL));
+        tfm_encoder_layer_forward(tape, f->encoder_layer, f->f23, NULL, NULL));
     NUL(tfm_encoder_layer_forward, E_SHAPE,
-        tfm_encoder_layer_forward(tape, f->encoder_layer, f->x, f->f34));
+        tfm_encoder_layer_forward(tape, f->encoder_layer, f->x, f->f34, NULL));
     NUL(tfm_decoder_layer_forward, E_ARG,
-        tfm_decoder_layer_forward(tape, f->encoder_layer, f->x, f->x, NULL, NULL));
+        tfm_decoder_layer_forward(tape, f->encoder_layer, f->x, f->x, NULL, NULL, NULL, NULL));
     NUL(tfm_decoder_layer_forward, E_NULL,
-        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, NULL, NULL, NULL));
+        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, NULL, NULL, NULL, NULL, NULL));
     NUL(tfm_decoder_layer_forward, E_SHAPE,
-        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, f->mem3, NULL, NULL));
+        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, f->mem3, NULL, NULL, NULL, NULL));
     NUL(tfm_decoder_layer_forward, E_SHAPE,
-        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, f->x, f->f34, NULL));
+        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, f->x, f->f34, NULL, NULL, NULL));
     NUL(tfm_decoder_layer_forward, E_SHAPE,
-        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, f->x, NULL, f->i23));
+        tfm_decoder_layer_forward(tape, f->decoder_layer, f->x, f->x, NULL, f->i23, NULL, NULL));
     NUL(tfm_encoder_create, E_ARG, stack_with(0, -1, 0, 0));
     NUL(tfm_encoder_create, E_ARG, stack_with(0, 65537, 0, 0));
     NUL(tfm_encoder_create, E_ARG, stack_with(0, INT32_MIN, 0, 0));
@@ -1248,14 +1251,14 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_decoder_create, E_ARG, stack_with(1, INT32_MAX, 0, 0));
     NUL(tfm_decoder_create, E_ARG, stack_with(1, 2, 1, 16));
     NUL(tfm_decoder_create, E_NULL, tfm_decoder_create(f->layer_params, "d", 1, &(tfm_block_options){0}, 1, NULL));
-    NUL(tfm_encoder_forward, E_ARG, tfm_encoder_forward(tape, f->decoder, f->x, NULL));
-    NUL(tfm_encoder_forward, E_SHAPE, tfm_encoder_forward(tape, f->encoder, f->mem3, f->f34));
-    NUL(tfm_encoder_forward, E_SHAPE, tfm_encoder_forward(tape, f->encoder, f->f34, NULL));
-    NUL(tfm_encoder_forward, E_NULL, tfm_encoder_forward(NULL, f->encoder, f->x, NULL));
-    NUL(tfm_decoder_forward, E_ARG, tfm_decoder_forward(tape, f->encoder, f->x, f->x, NULL, NULL));
-    NUL(tfm_decoder_forward, E_SHAPE, tfm_decoder_forward(tape, f->decoder, f->x, f->mem3, NULL, NULL));
-    NUL(tfm_decoder_forward, E_SHAPE, tfm_decoder_forward(tape, f->decoder, f->x, f->x, f->i3d, NULL));
-    NUL(tfm_decoder_forward, E_NULL, tfm_decoder_forward(tape, f->decoder, NULL, f->x, NULL, NULL));
+    NUL(tfm_encoder_forward, E_ARG, tfm_encoder_forward(tape, f->decoder, f->x, NULL, NULL));
+    NUL(tfm_encoder_forward, E_SHAPE, tfm_encoder_forward(tape, f->encoder, f->mem3, f->f34, NULL));
+    NUL(tfm_encoder_forward, E_SHAPE, tfm_encoder_forward(tape, f->encoder, f->f34, NULL, NULL));
+    NUL(tfm_encoder_forward, E_NULL, tfm_encoder_forward(NULL, f->encoder, f->x, NULL, NULL));
+    NUL(tfm_decoder_forward, E_ARG, tfm_decoder_forward(tape, f->encoder, f->x, f->x, NULL, NULL, NULL, NULL));
+    NUL(tfm_decoder_forward, E_SHAPE, tfm_decoder_forward(tape, f->decoder, f->x, f->mem3, NULL, NULL, NULL, NULL));
+    NUL(tfm_decoder_forward, E_SHAPE, tfm_decoder_forward(tape, f->decoder, f->x, f->x, f->i3d, NULL, NULL, NULL));
+    NUL(tfm_decoder_forward, E_NULL, tfm_decoder_forward(tape, f->decoder, NULL, f->x, NULL, NULL, NULL, NULL));
     /* positions */
     NUL(tfm_sinusoidal_positions_create, E_ARG, tfm_sinusoidal_positions_create(0, 8));
     NUL(tfm_sinusoidal_positions_create, E_ARG, tfm_sinusoidal_positions_create(8, -1));
@@ -1278,7 +1281,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_positions_forward, E_NULL, tfm_positions_forward(tape, NULL, f->x, 0));
     NUL(tfm_positions_forward, E_NULL, tfm_positions_forward(tape, f->sinusoidal, NULL, 0));
     /* masks */
-    NUL(tfm_mask_causal, E_NULL, tfm_mask_causal(NULL, 4, TFM_I32));
+    NUL(tfm_mask_causal, E_ARG, tfm_mask_causal(NULL, 0, TFM_I32));
     NUL(tfm_mask_causal, E_ARG, tfm_mask_causal(tape, 0, TFM_I32));
     NUL(tfm_mask_causal, E_ARG, tfm_mask_causal(tape, -4, TFM_F32));
     NUL(tfm_mask_causal, E_ARG, tfm_mask_causal(tape, 4, 2));
@@ -1286,14 +1289,28 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_mask_causal, E_SIZE, tfm_mask_causal(tape, huge, TFM_I32));
     NUL(tfm_mask_causal, E_SIZE, tfm_mask_causal(tape, big, TFM_F32));
     NUL(tfm_mask_padding, E_NULL, tfm_mask_padding(tape, NULL, 0, TFM_I32));
-    NUL(tfm_mask_padding, E_NULL, tfm_mask_padding(NULL, f->src, 0, TFM_I32));
+    NUL(tfm_mask_padding, E_DTYPE, tfm_mask_padding(NULL, f->f23, 0, TFM_I32));
     NUL(tfm_mask_padding, E_DTYPE, tfm_mask_padding(tape, f->f23, 0, TFM_I32));
     NUL(tfm_mask_padding, E_SHAPE, tfm_mask_padding(tape, f->i3d, 0, TFM_I32));
     NUL(tfm_mask_padding, E_SHAPE, tfm_mask_padding(tape, f->i1, 0, TFM_F32));
     NUL(tfm_mask_padding, E_ARG, tfm_mask_padding(tape, f->src, 0, 7));
     NUL(tfm_mask_combine, E_NULL, tfm_mask_combine(tape, NULL, f->i23));
     NUL(tfm_mask_combine, E_NULL, tfm_mask_combine(tape, f->i23, NULL));
-    NUL(tfm_mask_combine, E_NULL, tfm_mask_combine(NULL, f->i23, f->i23));
+    NUL(tfm_mask_combine, E_DTYPE, tfm_mask_combine(NULL, f->i23, f->f23));
+    /* calls added with the handles: clones, PyTorch's boolean masks, decode buffer sizes */
+    NUL(tfm_tensor_clone, E_NULL, tfm_tensor_clone(NULL));
+    NUL(tfm_mask_from_torch_bool, E_NULL, tfm_mask_from_torch_bool(tape, NULL, 2, SHAPE(2, 3), TFM_I32));
+    NUL(tfm_mask_from_torch_bool, E_NULL, tfm_mask_from_torch_bool(tape, (const uint8_t *)ibuf, 2, NULL, TFM_I32));
+    NUL(tfm_mask_from_torch_bool, E_ARG, tfm_mask_from_torch_bool(tape, (const uint8_t *)ibuf, 0, SHAPE(2), TFM_I32));
+    NUL(tfm_mask_from_torch_bool, E_SHAPE, tfm_mask_from_torch_bool(tape, (const uint8_t *)ibuf, 2, SHAPE(2, -3), TFM_F32));
+    NUL(tfm_mask_from_torch_bool, E_ARG, tfm_mask_from_torch_bool(tape, (const uint8_t *)ibuf, 2, SHAPE(2, 3), 7));
+    ST(tfm_decoding_buffer_sizes, E_NULL, tfm_decoding_buffer_sizes(NULL, 1, shape, NULL, NULL, NULL));
+    ST(tfm_decoding_buffer_sizes, E_ARG, tfm_decoding_buffer_sizes(f->greedy, 0, shape, NULL, NULL, NULL));
+    ST(tfm_decoding_buffer_sizes, E_ARG, tfm_decoding_buffer_sizes(f->greedy, huge, shape, NULL, NULL, NULL));
+    ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, (int32_t *)ibuf, 1, (int32_t *)ibuf, 64, NULL, 0, NULL, 0, NULL, 0));
+    ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, f->tokens, B * (MAX_LEN + 1), (int32_t *)ibuf, 1, NULL, 0, NULL, 0, NULL, 0));
+    ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, f->tokens, B * (MAX_LEN + 1), (int32_t *)ibuf, B, buf, 0, NULL, 0, NULL, 0));
+    ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, f->tokens, B * (MAX_LEN + 1), (int32_t *)ibuf, B, NULL, 0, buf, 1, NULL, 0));
     NUL(tfm_mask_combine, E_DTYPE, tfm_mask_combine(tape, f->i23, f->f23));
     NUL(tfm_mask_combine, E_SHAPE, tfm_mask_combine(tape, f->f23, f->f34));
     /* initialisation */
@@ -1488,33 +1505,33 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));
-    NUL(tfm_model_encode, E_NULL, tfm_model_encode(tape, NULL, f->src, NULL));
-    NUL(tfm_model_encode, E_NULL, tfm_model_encode(NULL, f->model, f->src, NULL));
-    NUL(tfm_model_encode, E_NULL, tfm_model_encode(tape, f->model, NULL, NULL));
-    NUL(tfm_model_encode, E_DTYPE, tfm_model_encode(tape, f->model, f->x, NULL));
-    NUL(tfm_model_encode, E_SHAPE, tfm_model_encode(tape, f->model, f->i3d, NULL));
-    NUL(tfm_model_encode, E_RANGE, tfm_model_encode(tape, f->model, f->long_src, NULL));
-    NUL(tfm_model_encode, E_SHAPE, tfm_model_encode(tape, f->model, f->src, f->f34));
+    NUL(tfm_model_encode, E_NULL, tfm_model_encode(tape, NULL, f->src, NULL, NULL));
+    NUL(tfm_model_encode, E_NULL, tfm_model_encode(NULL, f->model, f->src, NULL, NULL));
+    NUL(tfm_model_encode, E_NULL, tfm_model_encode(tape, f->model, NULL, NULL, NULL));
+    NUL(tfm_model_encode, E_DTYPE, tfm_model_encode(tape, f->model, f->x, NULL, NULL));
+    NUL(tfm_model_encode, E_SHAPE, tfm_model_encode(tape, f->model, f->i3d, NULL, NULL));
+    NUL(tfm_model_encode, E_RANGE, tfm_model_encode(tape, f->model, f->long_src, NULL, NULL));
+    NUL(tfm_model_encode, E_SHAPE, tfm_model_encode(tape, f->model, f->src, f->f34, NULL));
     ST(tfm_model_encode, E_RANGE, run_on_ids((const int32_t[]){1, SRC_VOCAB}, 2, 0));
     ST(tfm_model_encode, E_RANGE, run_on_ids((const int32_t[]){-1, 1}, 2, 0));
-    NUL(tfm_model_decode, E_NULL, tfm_model_decode(tape, NULL, f->tgt, f->x, NULL, NULL));
-    NUL(tfm_model_decode, E_NULL, tfm_model_decode(tape, f->model, f->tgt, NULL, NULL, NULL));
-    NUL(tfm_model_decode, E_NULL, tfm_model_decode(tape, f->model, NULL, f->x, NULL, NULL));
-    NUL(tfm_model_decode, E_SHAPE, tfm_model_decode(tape, f->model, f->tgt, f->mem3, NULL, NULL));
-    NUL(tfm_model_decode, E_SHAPE, tfm_model_decode(tape, f->model, f->tgt, f->f23, NULL, NULL));
-    NUL(tfm_model_decode, E_SHAPE, tfm_model_decode(tape, f->model, f->tgt, f->x, f->f23, NULL));
-    NUL(tfm_model_decode, E_DTYPE, tfm_model_decode(tape, f->model, f->x, f->x, NULL, NULL));
+    NUL(tfm_model_decode, E_NULL, tfm_model_decode(tape, NULL, f->tgt, f->x, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_decode, E_NULL, tfm_model_decode(tape, f->model, f->tgt, NULL, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_decode, E_NULL, tfm_model_decode(tape, f->model, NULL, f->x, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_decode, E_SHAPE, tfm_model_decode(tape, f->model, f->tgt, f->mem3, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_decode, E_SHAPE, tfm_model_decode(tape, f->model, f->tgt, f->f23, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_decode, E_SHAPE, tfm_model_decode(tape, f->model, f->tgt, f->x, f->f23, NULL, NULL, NULL));
+    NUL(tfm_model_decode, E_DTYPE, tfm_model_decode(tape, f->model, f->x, f->x, NULL, NULL, NULL, NULL));
     NUL(tfm_model_decode, E_RANGE, model_decode_on((const int32_t[]){1, 2, 3, TGT_VOCAB}, 2));
     NUL(tfm_model_decode, E_RANGE, model_decode_on((const int32_t[]){1, 2, 3, 4, 5, 6, 7, 8, 1, 2,
                                                                       3, 4},
                                                     6));
-    NUL(tfm_model_forward, E_NULL, tfm_model_forward(tape, NULL, f->src, f->tgt, NULL, NULL, NULL));
-    NUL(tfm_model_forward, E_NULL, tfm_model_forward(tape, f->model, NULL, f->tgt, NULL, NULL, NULL));
-    NUL(tfm_model_forward, E_NULL, tfm_model_forward(tape, f->model, f->src, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_forward, E_NULL, tfm_model_forward(tape, NULL, f->src, f->tgt, NULL, NULL, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_forward, E_NULL, tfm_model_forward(tape, f->model, NULL, f->tgt, NULL, NULL, NULL, NULL, NULL, NULL));
+    NUL(tfm_model_forward, E_NULL, tfm_model_forward(tape, f->model, f->src, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
     NUL(tfm_model_forward, E_SHAPE,
-        tfm_model_forward(tape, f->model, f->src, f->i3d, NULL, NULL, NULL));
+        tfm_model_forward(tape, f->model, f->src, f->i3d, NULL, NULL, NULL, NULL, NULL, NULL));
     NUL(tfm_model_forward, E_SHAPE,
-        tfm_model_forward(tape, f->model, f->src, f->tgt, NULL, f->f23, NULL));
+        tfm_model_forward(tape, f->model, f->src, f->tgt, NULL, f->f23, NULL, NULL, NULL, NULL));
 
     /* decode.h */
     NUL(tfm_decoding_create, E_NULL, tfm_decoding_create(NULL, &(tfm_decode_options){0}, 1, 1));
@@ -1684,7 +1701,8 @@ static void check_fixture_intact(const char *after)
     ck_assert_msg(memcmp(values, fx.tensor_values, sizeof values) == 0,
                   "after %s: a caller-owned tensor changed", after);
     int32_t tokens[B * (MAX_LEN + 1)], lengths[B];
-    ck_assert_int_eq(tfm_decoding_run(fx.greedy, fx.src, tokens, lengths, NULL, NULL, NULL),
+    ck_assert_int_eq(tfm_decoding_run(fx.greedy, fx.src, tokens, B * (MAX_LEN + 1), lengths, B,
+                                      NULL, 0, NULL, 0, NULL, 0),
                      TFM_OK);
     ck_assert_msg(memcmp(tokens, fx.tokens, sizeof tokens) == 0 &&
                       memcmp(lengths, fx.lengths, sizeof lengths) == 0,

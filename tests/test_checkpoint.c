@@ -65,7 +65,7 @@ static void logits_of(tfm_model *m, float *out, int64_t count)
     tfm_tensor *t = tfm_tensor_from_i32(2, (const int64_t[]){2, 4}, tgt);
     tfm_tape *tape = tfm_tape_create();
     tfm_model_set_training(m, 0);
-    tfm_tensor *logits = tfm_model_forward(tape, m, s, t, NULL, NULL, NULL);
+    tfm_tensor *logits = tfm_model_forward(tape, m, s, t, NULL, NULL, NULL, NULL, NULL, NULL);
     ck_assert_msg(logits != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_tensor_read_f32(logits, out, count), TFM_OK);
     tfm_tape_free(tape);

@@ -75,7 +75,7 @@ static inline tfm_status workload_steps(tfm_model *model, tfm_optimizer *opt, tf
         if (step == WORKLOAD_STEPS / 2)
             s = tfm_optimizer_set_lr(opt, 2e-3f);
         tfm_tensor *mask = tfm_mask_causal(tape, WORKLOAD_TGT - 1, TFM_F32);
-        tfm_tensor *logits = tfm_model_forward(tape, model, src_ids, in, NULL, mask, NULL);
+        tfm_tensor *logits = tfm_model_forward(tape, model, src_ids, in, NULL, mask, NULL, NULL, NULL, NULL);
         tfm_tensor *loss = tfm_cross_entropy(tape, logits, out, -100, 0.1f);
         float value = 0.0f;
         if (s == TFM_OK && !loss)

@@ -100,23 +100,33 @@ TFM_API tfm_status tfm_model_save_with_metadata(const tfm_model *model,
  * stream as tfm_model_create seeds it. */
 TFM_API tfm_model *tfm_model_load(const char *path);
 
-/* src [B, S] int32 -> memory [B, S, D]. src_mask broadcasts to [B, h, S, S]. */
+/* The masks are nn.Transformer.forward's, each of its declared kind and
+ * either NULL (forms in nn.h: int32 keep-masks are the opposite of
+ * PyTorch's boolean masks):
+ *   src_mask [S, S], tgt_mask [T, T], memory_mask [T, S]: attention masks,
+ *     2-D as given or 4-D with each axis 1 or [B, heads, query, key]'s;
+ *   src_key_padding_mask [B, S], tgt_key_padding_mask [B, T],
+ *     memory_key_padding_mask [B, S]: which keys of each row are attended.
+ * A mask and the key-padding mask of one attention must share a form. */
+/* src [B, S] int32 -> memory [B, S, D]. */
 TFM_API tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *model,
                                      const tfm_tensor *src,
-                                     const tfm_tensor *src_mask);
+                                     const tfm_tensor *src_mask,
+                                     const tfm_tensor *src_key_padding_mask);
 /* tgt [B, T] int32 and memory -> logits [B, T, tgt_vocab]. */
-TFM_API tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *model,
-                                     const tfm_tensor *tgt,
-                                     const tfm_tensor *memory,
-                                     const tfm_tensor *tgt_mask,
-                                     const tfm_tensor *memory_mask);
-/* encode then decode. */
-TFM_API tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *model,
-                                      const tfm_tensor *src,
-                                      const tfm_tensor *tgt,
-                                      const tfm_tensor *src_mask,
-                                      const tfm_tensor *tgt_mask,
-                                      const tfm_tensor *memory_mask);
+TFM_API tfm_tensor *tfm_model_decode(
+    tfm_tape *tape, tfm_model *model, const tfm_tensor *tgt,
+    const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+    const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+    const tfm_tensor *memory_key_padding_mask);
+/* encode then decode, with nn.Transformer.forward's arguments in order. */
+TFM_API tfm_tensor *tfm_model_forward(
+    tfm_tape *tape, tfm_model *model, const tfm_tensor *src,
+    const tfm_tensor *tgt, const tfm_tensor *src_mask,
+    const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask,
+    const tfm_tensor *src_key_padding_mask,
+    const tfm_tensor *tgt_key_padding_mask,
+    const tfm_tensor *memory_key_padding_mask);
 
 #ifdef __cplusplus
 }

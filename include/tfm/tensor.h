@@ -3,7 +3,10 @@
  * Tensors created here are owned by the caller and freed with
  * tfm_tensor_free(). Tensors returned by ops (ops.h) belong to the tape that
  * made them and live until tfm_tape_reset() or tfm_tape_free(); calling
- * tfm_tensor_free() on them is a harmless no-op. */
+ * tfm_tensor_free() on them is a harmless no-op. Every call given a
+ * tape-owned tensor after the reset that ended it refuses it with
+ * TFM_ERR_STATE (the guarantee is in tape.h); tfm_tensor_clone() keeps a
+ * copy past the reset. */
 #ifndef TFM_TENSOR_H
 #define TFM_TENSOR_H
 
@@ -48,6 +51,10 @@ TFM_API tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape,
                                        float low, float high, tfm_rng *rng);
 TFM_API tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape,
                                       float mean, float std, tfm_rng *rng);
+/* A caller-owned copy of any tensor's values (same dtype and shape; no
+ * gradient, requires_grad 0), to keep a tape-owned result past
+ * tfm_tape_reset. Free it with tfm_tensor_free. */
+TFM_API tfm_tensor *tfm_tensor_clone(const tfm_tensor *tensor);
 TFM_API void tfm_tensor_free(tfm_tensor *tensor);
 
 /* --- shape ---------------------------------------------------------------- */

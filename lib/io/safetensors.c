@@ -898,9 +898,14 @@ tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t coun
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, names ? "tensors" : "names");
     if (metadata_count > 0 && (!keys || !values))
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, keys ? "values" : "keys");
-    for (int64_t i = 0; i < count; i++)
+    for (int64_t i = 0; i < count; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "tensors[%lld]", (long long)i);
         if (!tensors[i])
-            return tfm__fail(TFM_ERR_NULL, "%s: tensors[%lld] is NULL", op, (long long)i);
+            return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, what);
+        if (tfm__check_tensor(op, what, tensors[i]) < 0)
+            return tfm_last_status();
+    }
     for (int64_t i = 0; i < metadata_count; i++) {
         if (!values[i])
             return tfm__fail(TFM_ERR_NULL, "%s: values[%lld] is NULL", op, (long long)i);

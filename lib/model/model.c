@@ -216,40 +216,65 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
     return tfm__dropout_if_active(tape, m->dropout, tfm_positions_forward(tape, positions, x, 0));
 }
 
-tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
-                             const tfm_tensor *src_mask)
+static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *src,
+                          const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
 {
-    const char *op = "tfm_model_encode";
     uint64_t mark = tfm__error_mark();
     if (!m) {
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
     tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale);
-    return tfm__result_within(op, mark, tfm_encoder_forward(tape, m->encoder, x, src_mask));
+    return tfm__result_within(
+        op, mark,
+        tfm__encoder_run(tape, op, m->encoder, x,
+                         &(const tfm__masks){src_mask, src_key_padding_mask, "src_mask",
+                                             "src_key_padding_mask"}));
 }
 
-tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
-                             const tfm_tensor *memory, const tfm_tensor *tgt_mask,
-                             const tfm_tensor *memory_mask)
+static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
+                          const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                          const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+                          const tfm_tensor *memory_key_padding_mask)
 {
-    const char *op = "tfm_model_decode";
     uint64_t mark = tfm__error_mark();
     if (!m) {
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
     tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale);
-    y = tfm_decoder_forward(tape, m->decoder, y, memory, tgt_mask, memory_mask);
+    y = tfm__decoder_run(tape, op, m->decoder, y, memory,
+                         &(const tfm__masks){tgt_mask, tgt_key_padding_mask, "tgt_mask",
+                                             "tgt_key_padding_mask"},
+                         &(const tfm__masks){memory_mask, memory_key_padding_mask,
+                                             "memory_mask", "memory_key_padding_mask"});
     return tfm__result_within(op, mark, tfm_linear_forward(tape, m->generator, y));
+}
+
+tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
+                             const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
+{
+    return encode(tape, m, "tfm_model_encode", src, src_mask, src_key_padding_mask);
+}
+
+tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
+                             const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                             const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+                             const tfm_tensor *memory_key_padding_mask)
+{
+    return decode(tape, m, "tfm_model_decode", tgt, memory, tgt_mask, memory_mask,
+                  tgt_key_padding_mask, memory_key_padding_mask);
 }
 
 tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
                               const tfm_tensor *tgt, const tfm_tensor *src_mask,
-                              const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask)
+                              const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask,
+                              const tfm_tensor *src_key_padding_mask,
+                              const tfm_tensor *tgt_key_padding_mask,
+                              const tfm_tensor *memory_key_padding_mask)
 {
-    uint64_t mark = tfm__error_mark();
-    tfm_tensor *memory = tfm_model_encode(tape, m, src, src_mask);
-    return tfm__result_within("tfm_model_forward", mark,
-                              tfm_model_decode(tape, m, tgt, memory, tgt_mask, memory_mask));
+    const char *op = "tfm_model_forward";
+    tfm_tensor *memory = encode(tape, m, op, src, src_mask, src_key_padding_mask);
+    return decode(tape, m, op, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                  memory_key_padding_mask);
 }

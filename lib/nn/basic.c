@@ -38,7 +38,7 @@ tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear, const tf
 {
     const char *op = "tfm_linear_forward";
     uint64_t mark = tfm__error_mark();
-    if (tfm__check_layer(op, linear, TFM_LAYER_LINEAR) < 0)
+    if (tfm__check_layer(op, linear, TFM_LAYER_LINEAR) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
     return tfm__result_within(op, mark, tfm_linear(tape, x, linear->weight, linear->bias));
 }
@@ -70,7 +70,7 @@ tfm_tensor *tfm_embedding_forward(tfm_tape *tape, const tfm_layer *embedding,
 {
     const char *op = "tfm_embedding_forward";
     uint64_t mark = tfm__error_mark();
-    if (tfm__check_layer(op, embedding, TFM_LAYER_EMBEDDING) < 0)
+    if (tfm__check_layer(op, embedding, TFM_LAYER_EMBEDDING) < 0 || tfm__check_tensor(op, "ids", ids) < 0)
         return NULL;
     return tfm__result_within(op, mark, tfm_embedding(tape, embedding->weight, ids));
 }
@@ -110,7 +110,7 @@ tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const 
 {
     const char *op = "tfm_layer_norm_forward";
     uint64_t mark = tfm__error_mark();
-    if (tfm__check_layer(op, norm, TFM_LAYER_LAYER_NORM) < 0)
+    if (tfm__check_layer(op, norm, TFM_LAYER_LAYER_NORM) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
     return tfm__result_within(op, mark,
                               tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps));
@@ -141,7 +141,7 @@ tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const 
 {
     const char *op = "tfm_dropout_forward";
     uint64_t mark = tfm__error_mark();
-    if (tfm__check_layer(op, dropout, TFM_LAYER_DROPOUT) < 0)
+    if (tfm__check_layer(op, dropout, TFM_LAYER_DROPOUT) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
     return tfm__result_within(op, mark, tfm_dropout(tape, x, dropout->dropout,
                                                     dropout->training, dropout->rng));
@@ -199,6 +199,8 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
 tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
 {
     uint64_t mark = tfm__error_mark();
+    if (tfm__check_tensor("tfm_feed_forward_forward", "x", x) < 0)
+        return NULL;
     tfm_tensor *h = tfm__feed_forward_hidden(tape, ff, x);
     return tfm__result_within("tfm_feed_forward_forward", mark,
                               h ? tfm_linear_forward(tape, ff->children[TFM__FF_LINEAR2], h)
