@@ -164,16 +164,16 @@ static tfm_model *build_model(const bench_config *c)
     o.share_embeddings = c->share_embeddings;
     o.encoder_layers = o.decoder_layers = (int32_t)c->layers;
     o.final_norm = c->final_norm;
-    o.block.d_model = c->d_model;
-    o.block.heads = (int32_t)c->heads;
-    o.block.d_ff = c->d_ff;
-    o.block.dropout = c->dropout;
+    o.d_model = c->d_model;
+    o.heads = (int32_t)c->heads;
+    o.d_ff = c->d_ff;
+    o.dropout = c->dropout;
     if (c->tutorial_003) {
         o.positions = TFM_POSITIONS_LEARNED;
         o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
-        o.block.fused_qkv = 0;
-        o.block.trainable_scale = 1;
-        o.block.scale_init = sqrtf((float)c->d_model);
+        o.fused_qkv = 0;
+        o.trainable_scale = 1;
+        o.scale_init = sqrtf((float)c->d_model);
     }
     if (c->share_embeddings)
         o.embedding_dropout = 0.0f; /* tutorials 000/001 */

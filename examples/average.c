@@ -406,12 +406,12 @@ int main(int argc, char **argv)
     mo.encoder_layers = (int32_t)c.encoder_layers;
     mo.decoder_layers = (int32_t)c.decoder_layers;
     mo.final_norm = 1;
-    mo.block.d_model = c.d_model;
-    mo.block.heads = (int32_t)c.heads;
-    mo.block.d_ff = c.d_ff;
-    mo.block.dropout = (float)c.dropout;
+    mo.d_model = c.d_model;
+    mo.heads = (int32_t)c.heads;
+    mo.d_ff = c.d_ff;
+    mo.dropout = (float)c.dropout;
     mo.embedding_dropout = 0.0f; /* the tutorials' PositionalEncoding has none */
-    mo.block.norm_first = (int32_t)c.norm_first;
+    mo.norm_first = (int32_t)c.norm_first;
     mo.seed = (uint64_t)c.seed;
 
     tfm_optimizer_options oo;
@@ -454,9 +454,9 @@ int main(int argc, char **argv)
     int64_t steps_per_epoch = (AVG_TRAIN + c.batch - 1) / c.batch;
     printf("%s%s: d_model %lld, %d heads, %d+%d %s layers, FFN %lld, dropout %g; "
            "%lld parameters\n", c.load ? "model from " : "recipe ", c.load ? c.load : c.recipe,
-           (long long)mo.block.d_model, (int)mo.block.heads, (int)mo.encoder_layers,
-           (int)mo.decoder_layers, mo.block.norm_first ? "pre-norm" : "post-norm",
-           (long long)mo.block.d_ff, (double)mo.block.dropout,
+           (long long)mo.d_model, (int)mo.heads, (int)mo.encoder_layers,
+           (int)mo.decoder_layers, mo.norm_first ? "pre-norm" : "post-norm",
+           (long long)mo.d_ff, (double)mo.dropout,
            (long long)tfm_model_parameter_count(model));
     if (epochs > 0)
         printf("Adam lr %g%s, clip %g, batch %lld: %lld epochs x %lld steps\n", c.lr,

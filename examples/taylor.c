@@ -89,15 +89,15 @@ static tfm_model *build_model(const config *c, const taylor_data *d)
     o.encoder_layers = (int32_t)c->layers;
     o.decoder_layers = (int32_t)c->layers;
     o.final_norm = 0;
-    o.block.d_model = c->d_model;
-    o.block.heads = (int32_t)c->heads;
-    o.block.d_ff = c->d_ff;
-    o.block.dropout = (float)c->dropout;
-    o.block.activation = TFM_ACTIVATION_RELU;
-    o.block.norm_first = 0;
-    o.block.fused_qkv = 0;
-    o.block.trainable_scale = 1;
-    o.block.scale_init = sqrtf((float)c->d_model);
+    o.d_model = c->d_model;
+    o.heads = (int32_t)c->heads;
+    o.d_ff = c->d_ff;
+    o.dropout = (float)c->dropout;
+    o.activation = TFM_ACTIVATION_RELU;
+    o.norm_first = 0;
+    o.fused_qkv = 0;
+    o.trainable_scale = 1;
+    o.scale_init = sqrtf((float)c->d_model);
     o.seed = (uint64_t)c->seed;
     tfm_model *model = tfm_model_create(&o);
     if (!model || strcmp(c->init, "tutorial") != 0)
@@ -1004,8 +1004,8 @@ int main(int argc, char **argv)
     tfm_model_get_options(model, &o);
     printf("Model%s%s: d_model %lld, %d+%d layers, %d heads, d_ff %lld, dropout %g; "
            "%lld parameters\n", from_file ? " from " : "", from_file ? from_file : "",
-           (long long)o.block.d_model, (int)o.encoder_layers, (int)o.decoder_layers,
-           (int)o.block.heads, (long long)o.block.d_ff, (double)o.block.dropout,
+           (long long)o.d_model, (int)o.encoder_layers, (int)o.decoder_layers,
+           (int)o.heads, (long long)o.d_ff, (double)o.dropout,
            (long long)tfm_model_parameter_count(model));
     fflush(stdout);
     if (!c.translate) {

@@ -82,9 +82,9 @@ START_TEST(steady_state_decoding_does_not_allocate)
     o.max_tgt_len = 10;
     o.encoder_layers = 1;
     o.decoder_layers = 2;
-    o.block.d_model = 16;
-    o.block.heads = 2;
-    o.block.d_ff = 32;
+    o.d_model = 16;
+    o.heads = 2;
+    o.d_ff = 32;
     tfm_model *model = tfm_model_create(&o);
     ck_assert_ptr_nonnull(model);
     const int32_t ids[12] = {1, 4, 5, 9, 3, 0, 2, 3, 10, 7, 8, 6};

@@ -76,10 +76,10 @@ static tfm_model_options model_options(void)
     o.max_tgt_len = T;
     o.encoder_layers = 1;
     o.decoder_layers = 1;
-    o.block.d_model = 32;
-    o.block.heads = 4;
-    o.block.d_ff = 64;
-    o.block.dropout = 0.1f;
+    o.d_model = 32;
+    o.heads = 4;
+    o.d_ff = 64;
+    o.dropout = 0.1f;
     o.seed = 5;
     return o;
 }

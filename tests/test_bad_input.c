@@ -58,9 +58,9 @@ static tfm_model_options model_options(void)
     o.max_tgt_len = T + 1;
     o.encoder_layers = 1;
     o.decoder_layers = 1;
-    o.block.d_model = D;
-    o.block.heads = HEADS;
-    o.block.d_ff = 16;
+    o.d_model = D;
+    o.heads = HEADS;
+    o.d_ff = 16;
     o.seed = 3;
     return o;
 }
@@ -480,14 +480,14 @@ static tfm_model *model_with(int field, double value)
     case 7: o.embedding_scale = (tfm_embedding_scale)value; break;
     case 8: o.encoder_layers = (int32_t)value; break;
     case 9: o.decoder_layers = (int32_t)value; break;
-    case 10: o.block.heads = (int32_t)value; break;
-    case 11: o.block.d_ff = (int64_t)value; break;
-    case 12: o.block.dropout = (float)value; break;
+    case 10: o.heads = (int32_t)value; break;
+    case 11: o.d_ff = (int64_t)value; break;
+    case 12: o.dropout = (float)value; break;
     case 13: o.embedding_dropout = (float)value; break;
-    case 14: o.block.struct_size = (uint32_t)value; break;
-    case 15: o.block.d_model = (int64_t)value; break;
-    case 16: o.block.activation = (tfm_activation)value; break;
-    case 17: o.block.layer_norm_eps = (float)value; break;
+    case 14: o.trainable_scale = 1; o.scale_init = (float)value; break;
+    case 15: o.d_model = (int64_t)value; break;
+    case 16: o.activation = (tfm_activation)value; break;
+    case 17: o.layer_norm_eps = (float)value; break;
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -768,7 +768,7 @@ static tfm_status training_load_with(int field)
 {
     tfm_rng *rngs[2] = {fx.rng, fx.rng};
     tfm_model_options mo = model_options();
-    mo.block.d_ff = 8; /* another model */
+    mo.d_ff = 8; /* another model */
     tfm_model *other = tfm_model_create(&mo);
     tfm_optimizer_options sgd = optimizer_options(TFM_OPTIMIZER_SGD);
     sgd.momentum = 0.9f;
@@ -1495,7 +1495,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(11, 0));
     NUL(tfm_model_create, E_ARG, model_with(12, 1.0));
     NUL(tfm_model_create, E_ARG, model_with(13, 1.0));
-    NUL(tfm_model_create, E_ARG, model_with(14, 0));
+    NUL(tfm_model_create, E_ARG, model_with(14, NAN));
     NUL(tfm_model_create, E_ARG, model_with(15, 0));
     NUL(tfm_model_create, E_ARG, model_with(16, 9));
     NUL(tfm_model_create, E_ARG, model_with(17, NAN));
@@ -1766,12 +1766,12 @@ START_TEST(freeing_null_is_harmless)
     tfm_safetensors_close(NULL);
     tfm_model_free(NULL);
     tfm_decoding_free(NULL);
-    tfm_attention_options_init(NULL);
-    tfm_block_options_init(NULL);
-    tfm_optimizer_options_init(NULL, TFM_OPTIMIZER_ADAM);
-    tfm_model_options_init(NULL);
-    tfm_decode_options_init(NULL);
-    tfm_load_options_init(NULL);
+    tfm_attention_options_init_sized(NULL, sizeof(tfm_attention_options));
+    tfm_block_options_init_sized(NULL, sizeof(tfm_block_options));
+    tfm_optimizer_options_init_sized(NULL, TFM_OPTIMIZER_ADAM, sizeof(tfm_optimizer_options));
+    tfm_model_options_init_sized(NULL, sizeof(tfm_model_options));
+    tfm_decode_options_init_sized(NULL, sizeof(tfm_decode_options));
+    tfm_load_options_init_sized(NULL, sizeof(tfm_load_options));
     tfm_load_report_free(NULL);
     ck_assert_int_eq(tfm_last_status(), TFM_OK);
     ck_assert_str_eq(tfm_last_error(), "");

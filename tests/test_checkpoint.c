@@ -487,7 +487,7 @@ START_TEST(training_load_checks_everything_first)
     /* another model, streams or optimizer: refused, and nothing changes */
     tfm_model_options o;
     workload_model_options(&o);
-    o.block.d_ff = 20;
+    o.d_ff = 20;
     tfm_model *other = tfm_model_create(&o);
     tfm_optimizer *other_opt = workload_optimizer(other);
     float before = tfm_params_values(tfm_model_params(other))[0];

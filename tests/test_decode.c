@@ -69,21 +69,21 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
     o.max_tgt_len = max_tgt_len;
     o.encoder_layers = 2;
     o.decoder_layers = 2;
-    o.block.d_model = 16;
-    o.block.heads = 2;
-    o.block.d_ff = 32;
-    o.block.dropout = 0.1f; /* decoding must switch it off */
+    o.d_model = 16;
+    o.heads = 2;
+    o.d_ff = 32;
+    o.dropout = 0.1f; /* decoding must switch it off */
     o.seed = 11 + (uint64_t)kind;
     if (kind == TUTORIAL_003) {
         o.positions = TFM_POSITIONS_LEARNED;
         o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
         o.final_norm = 0;
-        o.block.fused_qkv = 0;
-        o.block.trainable_scale = 1;
+        o.fused_qkv = 0;
+        o.trainable_scale = 1;
     } else if (kind == PRE_NORM) {
-        o.block.norm_first = 1;
-        o.block.activation = TFM_ACTIVATION_GELU;
-        o.block.bias = 0;
+        o.norm_first = 1;
+        o.activation = TFM_ACTIVATION_GELU;
+        o.bias = 0;
         o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
         o.share_embeddings = 1;
         o.tgt_vocab = o.src_vocab;
@@ -762,7 +762,7 @@ START_TEST(create_errors)
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     tfm_decoding_free(d);
     tfm_decoding_free(NULL);
-    tfm_decode_options_init(NULL);
+    tfm_decode_options_init_sized(NULL, sizeof(tfm_decode_options));
     tfm_model_free(m);
 }
 END_TEST

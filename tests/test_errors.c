@@ -299,7 +299,9 @@ START_TEST(every_call_refuses_a_stale_tensor)
     mo.src_vocab = mo.tgt_vocab = V;
     mo.max_src_len = mo.max_tgt_len = 8;
     mo.encoder_layers = mo.decoder_layers = 1;
-    mo.block = bo;
+    mo.d_model = bo.d_model;
+    mo.heads = bo.heads;
+    mo.d_ff = bo.d_ff;
     tfm_model *model = tfm_model_create(&mo);
     tfm_decode_options dop;
     tfm_decode_options_init(&dop);

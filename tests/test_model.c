@@ -19,10 +19,10 @@ static void small_options(tfm_model_options *o)
     o->max_tgt_len = 6;
     o->encoder_layers = 2;
     o->decoder_layers = 2;
-    o->block.d_model = 16;
-    o->block.heads = 2;
-    o->block.d_ff = 32;
-    o->block.dropout = 0.1f;
+    o->d_model = 16;
+    o->heads = 2;
+    o->d_ff = 32;
+    o->dropout = 0.1f;
     o->seed = 7;
 }
 
@@ -69,9 +69,9 @@ START_TEST(tutorial_003_options)
     o.positions = TFM_POSITIONS_LEARNED;
     o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
     o.final_norm = 0;
-    o.block.fused_qkv = 0;
-    o.block.trainable_scale = 1;
-    o.block.scale_init = 4.0f;
+    o.fused_qkv = 0;
+    o.trainable_scale = 1;
+    o.scale_init = 4.0f;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_msg(m != NULL, "%s", tfm_last_error());
     tfm_params *p = tfm_model_params(m);
@@ -107,7 +107,7 @@ START_TEST(bad_options)
     ck_assert_ptr_null(tfm_model_create(&o));
     ck_assert_ptr_nonnull(strstr(tfm_last_error(), "shared"));
     small_options(&o);
-    o.block.heads = 3; /* does not divide 16 */
+    o.heads = 3; /* does not divide 16 */
     ck_assert_ptr_null(tfm_model_create(&o));
     small_options(&o);
     o.struct_size = 4;
@@ -238,11 +238,11 @@ START_TEST(gradients_through_the_model)
 {
     tfm_model_options o;
     small_options(&o);
-    o.block.d_model = 8;
-    o.block.d_ff = 8;
+    o.d_model = 8;
+    o.d_ff = 8;
     o.encoder_layers = 1;
     o.decoder_layers = 1;
-    o.block.dropout = 0.0f;
+    o.dropout = 0.0f;
     model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
     tfm_model_set_training(c.model, 0);
     tfm_params *p = tfm_model_params(c.model);
@@ -271,9 +271,9 @@ static void training_step(int32_t threads, float *logits_out, float *grads_out)
     tfm_model_options o;
     small_options(&o);
     o.max_src_len = o.max_tgt_len = 64;
-    o.block.d_model = 128;
-    o.block.heads = 4;
-    o.block.d_ff = 64;
+    o.d_model = 128;
+    o.heads = 4;
+    o.d_ff = 64;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_ptr_nonnull(m);
     int32_t src_ids[4 * 64], tgt_ids[4 * 64];
@@ -411,7 +411,7 @@ START_TEST(damaged_checkpoints_are_rejected)
     /* a model of another shape */
     tfm_model_options other;
     small_options(&other);
-    other.block.d_ff = 48;
+    other.d_ff = 48;
     tfm_model *wrong = tfm_model_create(&other);
     ck_assert_int_ne(tfm_params_load(tfm_model_params(wrong), path), TFM_OK);
     /* the good file still loads */

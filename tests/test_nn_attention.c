@@ -225,7 +225,7 @@ START_TEST(options_defaults)
     ck_assert_float_eq(o.dropout, 0.0f);
     ck_assert_int_eq(o.trainable_scale, 0);
     ck_assert_float_eq(o.scale_init, 0.0f); /* sqrt(d_model) */
-    tfm_attention_options_init(NULL); /* harmless */
+    tfm_attention_options_init_sized(NULL, sizeof(tfm_attention_options)); /* harmless */
 }
 END_TEST
 

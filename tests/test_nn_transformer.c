@@ -277,7 +277,7 @@ START_TEST(options_defaults)
     ck_assert_int_eq(o.bias, 1);
     ck_assert_int_eq(o.fused_qkv, 1);
     ck_assert_int_eq(o.trainable_scale, 0);
-    tfm_block_options_init(NULL);
+    tfm_block_options_init_sized(NULL, sizeof(tfm_block_options));
 }
 END_TEST
 

@@ -568,15 +568,18 @@ static tfm_model *model_open(ctx *c, const char *fixture, int taylor)
     o.max_tgt_len = 5;
     o.encoder_layers = 2;
     o.decoder_layers = 2;
-    o.block = block_options(0);
+    o.d_model = 16; /* the layers as block_options(0) */
+    o.heads = 2;
+    o.d_ff = 32;
+    o.dropout = 0.0f;
     o.seed = 11;
     if (taylor) {
         o.positions = TFM_POSITIONS_LEARNED;
         o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
         o.final_norm = 0;
-        o.block.fused_qkv = 0;
-        o.block.trainable_scale = 1;
-        o.block.scale_init = 4.0f;
+        o.fused_qkv = 0;
+        o.trainable_scale = 1;
+        o.scale_init = 4.0f;
     } else {
         o.positions = TFM_POSITIONS_SINUSOIDAL;
         o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;

@@ -20,10 +20,10 @@ static inline void workload_model_options(tfm_model_options *o)
     o->encoder_layers = 1;
     o->decoder_layers = 2;
     o->positions = TFM_POSITIONS_LEARNED;
-    o->block.d_model = 16;
-    o->block.heads = 4;
-    o->block.d_ff = 24;
-    o->block.dropout = 0.2f;
+    o->d_model = 16;
+    o->heads = 4;
+    o->d_ff = 24;
+    o->dropout = 0.2f;
     o->seed = 11;
 }
 

@@ -47,7 +47,11 @@ typedef struct tfm_decode_options {
 
 /* Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
  * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache. */
-TFM_API void tfm_decode_options_init(tfm_decode_options *options);
+TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
+                                           uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_decode_options_init(options)                                      \
+    tfm_decode_options_init_sized((options), (uint32_t)sizeof *(options))
 
 /* Decoding for up to max_batch sources of up to max_src_len tokens. The
  * model must outlive it. max_length must not exceed the model's

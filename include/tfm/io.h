@@ -76,7 +76,11 @@ typedef struct tfm_load_options {
     int32_t check_finite;      /* a NaN or Inf value is TFM_ERR_NUMERIC */
 } tfm_load_options;
 
-TFM_API void tfm_load_options_init(tfm_load_options *options);
+TFM_API void tfm_load_options_init_sized(tfm_load_options *options,
+                                         uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_load_options_init(options)                                        \
+    tfm_load_options_init_sized((options), (uint32_t)sizeof *(options))
 
 /* What a load did, by name: parameters loaded, file tensors skipped (file
  * names, as written there), parameters missing (left as they were). */

@@ -40,17 +40,34 @@ typedef struct tfm_model_options {
     int32_t encoder_layers;
     int32_t decoder_layers;
     int32_t final_norm;          /* encoder.norm and decoder.norm, as nn.Transformer */
-    tfm_block_options block;     /* d_model, heads, d_ff, dropout, … */
+    /* Every encoder and decoder layer, as tfm_block_options (nn.h) says;
+     * the fields are here rather than a nested struct so that neither
+     * struct's growth can move the other's fields. */
+    int64_t d_model;
+    int32_t heads;
+    int64_t d_ff;
+    float dropout;
+    tfm_activation activation;
+    int32_t norm_first;
+    float layer_norm_eps;
+    int32_t bias;
+    int32_t fused_qkv;
+    int32_t trainable_scale;
+    float scale_init;
     uint64_t seed;               /* initialisation and dropout */
     /* Dropout after embeddings + positions; negative (the default) means
-     * block.dropout. Tutorials 000/001 have none there: 0. */
+     * dropout. Tutorials 000/001 have none there: 0. */
     float embedding_dropout;
 } tfm_model_options;
 
 /* nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
  * relu, post-norm, final norms), sinusoidal positions, no embedding scale,
  * vocabularies and lengths that must still be set. */
-TFM_API void tfm_model_options_init(tfm_model_options *options);
+TFM_API void tfm_model_options_init_sized(tfm_model_options *options,
+                                          uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_model_options_init(options)                                       \
+    tfm_model_options_init_sized((options), (uint32_t)sizeof *(options))
 TFM_API tfm_model *tfm_model_create(const tfm_model_options *options);
 TFM_API void tfm_model_free(tfm_model *model);
 

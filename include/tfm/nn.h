@@ -88,7 +88,11 @@ typedef struct tfm_attention_options {
 
 /* Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale
  * (scale_init 0). */
-TFM_API void tfm_attention_options_init(tfm_attention_options *options);
+TFM_API void tfm_attention_options_init_sized(tfm_attention_options *options,
+                                              uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_attention_options_init(options)                                    \
+    tfm_attention_options_init_sized((options), (uint32_t)sizeof *(options))
 /* Fused: in_proj_weight xavier-uniform, out_proj.weight nn.Linear's
  * default, biases 0, as nn.MultiheadAttention. Separate: nn.Linear's
  * defaults for every projection, as tutorial 003's linears. */
@@ -136,7 +140,11 @@ typedef struct tfm_block_options {
 
 /* Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout
  * 0.1, relu, post-norm, eps 1e-5, biases, fused Q/K/V, fixed scale). */
-TFM_API void tfm_block_options_init(tfm_block_options *options);
+TFM_API void tfm_block_options_init_sized(tfm_block_options *options,
+                                          uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_block_options_init(options)                                        \
+    tfm_block_options_init_sized((options), (uint32_t)sizeof *(options))
 
 /* NAME.self_attn, NAME.linear1, NAME.linear2, NAME.norm1, NAME.norm2.
  * The forwards take masks as tfm_attention_forward, PyTorch's src_mask /

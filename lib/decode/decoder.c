@@ -81,25 +81,25 @@ struct tfm_decoding {
     double *sum_tmp;
 };
 
-void tfm_decode_options_init(tfm_decode_options *o)
+void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->strategy = TFM_DECODE_GREEDY;
-    o->max_length = 100;
-    o->bos_id = 1;
-    o->eos_id = 2;
-    o->src_pad_id = -1;
-    o->temperature = 1.0f;
-    o->top_k = 0;
-    o->top_p = 1.0f;
-    o->seed = 0;
-    o->beam_size = 4;
-    o->length_penalty = 1.0f;
-    o->n_best = 1;
-    o->use_cache = 1;
+    tfm_decode_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.strategy = TFM_DECODE_GREEDY;
+    d.max_length = 100;
+    d.bos_id = 1;
+    d.eos_id = 2;
+    d.src_pad_id = -1;
+    d.temperature = 1.0f;
+    d.top_k = 0;
+    d.top_p = 1.0f;
+    d.seed = 0;
+    d.beam_size = 4;
+    d.length_penalty = 1.0f;
+    d.n_best = 1;
+    d.use_cache = 1;
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options over the defaults, as far as the caller's struct
@@ -222,7 +222,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
         return NULL;
     }
-    const tfm_block_options *b = &model->options.block;
+    const tfm_block_options *b = &model->block;
     d->model = model;
     d->o = o;
     d->max_batch = max_batch;

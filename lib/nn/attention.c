@@ -15,19 +15,19 @@
 
 /* The output projection is always child 0; q/k/v exist when not fused. */
 
-void tfm_attention_options_init(tfm_attention_options *o)
+void tfm_attention_options_init_sized(tfm_attention_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->d_model = 512;
-    o->heads = 8;
-    o->bias = 1;
-    o->fused_qkv = 1;
-    o->dropout = 0.0f;
-    o->trainable_scale = 0;
-    o->scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm_attention_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.d_model = 512;
+    d.heads = 8;
+    d.bias = 1;
+    d.fused_qkv = 1;
+    d.dropout = 0.0f;
+    d.trainable_scale = 0;
+    d.scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options over the defaults; every field is in the first layout. */

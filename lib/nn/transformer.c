@@ -13,23 +13,23 @@
 
 #define MAX_LAYERS 65536
 
-void tfm_block_options_init(tfm_block_options *o)
+void tfm_block_options_init_sized(tfm_block_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->d_model = 512;
-    o->heads = 8;
-    o->d_ff = 2048;
-    o->dropout = 0.1f;
-    o->activation = TFM_ACTIVATION_RELU;
-    o->norm_first = 0;
-    o->layer_norm_eps = 1e-5f;
-    o->bias = 1;
-    o->fused_qkv = 1;
-    o->trainable_scale = 0;
-    o->scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm_block_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.d_model = 512;
+    d.heads = 8;
+    d.d_ff = 2048;
+    d.dropout = 0.1f;
+    d.activation = TFM_ACTIVATION_RELU;
+    d.norm_first = 0;
+    d.layer_norm_eps = 1e-5f;
+    d.bias = 1;
+    d.fused_qkv = 1;
+    d.trainable_scale = 0;
+    d.scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options, checked before any parameter is added so a bad
