@@ -175,7 +175,7 @@ static int batch_make(batch *b, const avg_data *d, const int32_t *rows, int64_t 
 static tfm_tensor *forward(tfm_tape *tape, tfm_model *model, const batch *b)
 {
     tfm_tensor *causal = tfm_mask_causal(tape, tfm_tensor_dim(b->tgt_in, 1), TFM_F32);
-    return tfm_model_forward(tape, model, b->src, b->tgt_in, NULL, causal, NULL);
+    return tfm_model_forward(tape, model, b->src, b->tgt_in, NULL, causal, NULL, NULL, NULL, NULL);
 }
 
 /* --- evaluation -------------------------------------------------------------- */
@@ -218,8 +218,9 @@ static int evaluate(tfm_model *model, tfm_tape *tape, tfm_decoding *decoding, co
         float loss;
         tfm_tensor *ce = tfm_cross_entropy(tape, forward(tape, model, &b), b.tgt_out, -100, 0.0f);
         int ok = ce && tfm_tensor_item(ce, &loss) == TFM_OK &&
-                 tfm_decoding_run(decoding, b.src, tokens + start * AVG_TGT_LEN, lengths + start,
-                                  NULL, NULL, NULL) == TFM_OK;
+                 tfm_decoding_run(decoding, b.src, tokens + start * AVG_TGT_LEN,
+                                  (AVG_TEST - start) * AVG_TGT_LEN, lengths + start,
+                                  AVG_TEST - start, NULL, 0, NULL, 0, NULL, 0) == TFM_OK;
         tfm_tape_reset(tape);
         batch_free(&b);
         if (!ok)
@@ -405,12 +406,12 @@ int main(int argc, char **argv)
     mo.encoder_layers = (int32_t)c.encoder_layers;
     mo.decoder_layers = (int32_t)c.decoder_layers;
     mo.final_norm = 1;
-    mo.block.d_model = c.d_model;
-    mo.block.heads = (int32_t)c.heads;
-    mo.block.d_ff = c.d_ff;
-    mo.block.dropout = (float)c.dropout;
+    mo.d_model = c.d_model;
+    mo.heads = (int32_t)c.heads;
+    mo.d_ff = c.d_ff;
+    mo.dropout = (float)c.dropout;
     mo.embedding_dropout = 0.0f; /* the tutorials' PositionalEncoding has none */
-    mo.block.norm_first = (int32_t)c.norm_first;
+    mo.norm_first = (int32_t)c.norm_first;
     mo.seed = (uint64_t)c.seed;
 
     tfm_optimizer_options oo;
@@ -453,9 +454,9 @@ int main(int argc, char **argv)
     int64_t steps_per_epoch = (AVG_TRAIN + c.batch - 1) / c.batch;
     printf("%s%s: d_model %lld, %d heads, %d+%d %s layers, FFN %lld, dropout %g; "
            "%lld parameters\n", c.load ? "model from " : "recipe ", c.load ? c.load : c.recipe,
-           (long long)mo.block.d_model, (int)mo.block.heads, (int)mo.encoder_layers,
-           (int)mo.decoder_layers, mo.block.norm_first ? "pre-norm" : "post-norm",
-           (long long)mo.block.d_ff, (double)mo.block.dropout,
+           (long long)mo.d_model, (int)mo.heads, (int)mo.encoder_layers,
+           (int)mo.decoder_layers, mo.norm_first ? "pre-norm" : "post-norm",
+           (long long)mo.d_ff, (double)mo.dropout,
            (long long)tfm_model_parameter_count(model));
     if (epochs > 0)
         printf("Adam lr %g%s, clip %g, batch %lld: %lld epochs x %lld steps\n", c.lr,

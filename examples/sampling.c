@@ -159,7 +159,8 @@ int main(int argc, char **argv)
         o.top_p = (float)strategies[s].top_p;
         o.seed = (uint64_t)seed;
         tfm_decoding *d = tfm_decoding_create(model, &o, 1, AVG_SRC_LEN);
-        if (!d || tfm_decoding_run(d, src, tokens[s], &lengths[s], NULL, NULL, probs[s]) != TFM_OK)
+        if (!d || tfm_decoding_run(d, src, tokens[s], AVG_TGT_LEN, &lengths[s], 1, NULL, 0, NULL, 0,
+                                   probs[s], MAX_STEPS * AVG_VOCAB) != TFM_OK)
             status = cli_fail(argv[0], "decoding");
         tfm_decoding_free(d);
     }

@@ -89,15 +89,15 @@ static tfm_model *build_model(const config *c, const taylor_data *d)
     o.encoder_layers = (int32_t)c->layers;
     o.decoder_layers = (int32_t)c->layers;
     o.final_norm = 0;
-    o.block.d_model = c->d_model;
-    o.block.heads = (int32_t)c->heads;
-    o.block.d_ff = c->d_ff;
-    o.block.dropout = (float)c->dropout;
-    o.block.activation = TFM_ACTIVATION_RELU;
-    o.block.norm_first = 0;
-    o.block.fused_qkv = 0;
-    o.block.trainable_scale = 1;
-    o.block.scale_init = sqrtf((float)c->d_model);
+    o.d_model = c->d_model;
+    o.heads = (int32_t)c->heads;
+    o.d_ff = c->d_ff;
+    o.dropout = (float)c->dropout;
+    o.activation = TFM_ACTIVATION_RELU;
+    o.norm_first = 0;
+    o.fused_qkv = 0;
+    o.trainable_scale = 1;
+    o.scale_init = sqrtf((float)c->d_model);
     o.seed = (uint64_t)c->seed;
     tfm_model *model = tfm_model_create(&o);
     if (!model || strcmp(c->init, "tutorial") != 0)
@@ -170,7 +170,8 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const tfm_tensor
         tape, tfm_mask_padding(tape, tgt_in, TAYLOR_PAD, TFM_I32),
         tfm_mask_causal(tape, tfm_tensor_dim(tgt_in, 1), TFM_I32));
     /* The notebook's cross-attention gets src_mask too: pad keys hidden. */
-    tfm_tensor *logits = tfm_model_forward(tape, model, src, tgt_in, src_mask, tgt_mask, src_mask);
+    tfm_tensor *logits =
+        tfm_model_forward(tape, model, src, tgt_in, src_mask, tgt_mask, src_mask, NULL, NULL, NULL);
     return tfm_cross_entropy(tape, logits, tgt_out, TAYLOR_PAD, label_smoothing);
 }
 
@@ -419,8 +420,8 @@ static int32_t last_step(tfm_tape *tape, tfm_model *model, const int32_t *src, i
     tfm_model_set_training(model, 0);
     tfm_tape_set_recording(tape, 0);
     tfm_tensor *src_mask = tfm_mask_padding(tape, s, TAYLOR_PAD, TFM_I32);
-    tfm_tensor *logits = tfm_model_decode(tape, model, t, tfm_model_encode(tape, model, s, src_mask),
-                                          tfm_mask_causal(tape, T, TFM_I32), src_mask);
+    tfm_tensor *logits = tfm_model_decode(tape, model, t, tfm_model_encode(tape, model, s, src_mask, NULL),
+                                          tfm_mask_causal(tape, T, TFM_I32), src_mask, NULL, NULL);
     if (logits) {
         int64_t V = tfm_tensor_dim(logits, 2);
         const float *row = tfm_tensor_data_f32(logits) + (T - 1) * V;
@@ -484,7 +485,8 @@ static int translate(const config *c, tfm_model *model, tfm_tape *tape, const ta
         int64_t n = test.count - first < batch ? test.count - first : batch;
         const int32_t *src_rows = d->src + (test.begin + first) * S;
         tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){n, S}, src_rows);
-        if (!src || tfm_decoding_run(decoding, src, tokens, lengths, NULL, NULL, NULL) != TFM_OK) {
+        if (!src || tfm_decoding_run(decoding, src, tokens, batch * T, lengths, batch, NULL, 0, NULL,
+                                     0, NULL, 0) != TFM_OK) {
             tfm_tensor_free(src);
             cli_fail(program, "decoding");
             goto done;
@@ -1002,8 +1004,8 @@ int main(int argc, char **argv)
     tfm_model_get_options(model, &o);
     printf("Model%s%s: d_model %lld, %d+%d layers, %d heads, d_ff %lld, dropout %g; "
            "%lld parameters\n", from_file ? " from " : "", from_file ? from_file : "",
-           (long long)o.block.d_model, (int)o.encoder_layers, (int)o.decoder_layers,
-           (int)o.block.heads, (long long)o.block.d_ff, (double)o.block.dropout,
+           (long long)o.d_model, (int)o.encoder_layers, (int)o.decoder_layers,
+           (int)o.heads, (long long)o.d_ff, (double)o.dropout,
            (long long)tfm_model_parameter_count(model));
     fflush(stdout);
     if (!c.translate) {

@@ -65,7 +65,7 @@ static void logits_of(tfm_model *m, float *out, int64_t count)
     tfm_tensor *t = tfm_tensor_from_i32(2, (const int64_t[]){2, 4}, tgt);
     tfm_tape *tape = tfm_tape_create();
     tfm_model_set_training(m, 0);
-    tfm_tensor *logits = tfm_model_forward(tape, m, s, t, NULL, NULL, NULL);
+    tfm_tensor *logits = tfm_model_forward(tape, m, s, t, NULL, NULL, NULL, NULL, NULL, NULL);
     ck_assert_msg(logits != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_tensor_read_f32(logits, out, count), TFM_OK);
     tfm_tape_free(tape);
@@ -487,7 +487,7 @@ START_TEST(training_load_checks_everything_first)
     /* another model, streams or optimizer: refused, and nothing changes */
     tfm_model_options o;
     workload_model_options(&o);
-    o.block.d_ff = 20;
+    o.d_ff = 20;
     tfm_model *other = tfm_model_create(&o);
     tfm_optimizer *other_opt = workload_optimizer(other);
     float before = tfm_params_values(tfm_model_params(other))[0];

@@ -208,7 +208,7 @@ START_TEST(defaults_are_pytorchs)
     tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAMW);
     ck_assert_float_eq(o.lr, 1e-3f);
     ck_assert_float_eq(o.weight_decay, 1e-2f);
-    tfm_optimizer_options_init(NULL, TFM_OPTIMIZER_ADAM); /* harmless */
+    tfm_optimizer_options_init_sized(NULL, TFM_OPTIMIZER_ADAM, sizeof(tfm_optimizer_options)); /* harmless */
     /* and the defaults train as the reference with the same values */
     tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAMW);
     run_against_reference(&o, 5);
@@ -828,18 +828,41 @@ START_TEST(struct_size_versions)
     ck_assert_float_eq(tfm_optimizer_lr(opt), 1e-2f);
     tfm_optimizer_free(opt);
 
-    /* a size from a newer header: every known field is read */
-    tfm_optimizer_options_init(&o, TFM_OPTIMIZER_SGD);
-    o.lr = 0.25f;
-    o.schedule = TFM_SCHEDULE_STEP;
-    o.step_size = 1;
-    o.gamma = 0.5f;
-    o.struct_size = sizeof o + 16;
-    opt = tfm_optimizer_create(params, &o);
+    /* a struct from a newer header: every known field is read, and the
+     * fields this library does not know must be left as init made them */
+    struct {
+        tfm_optimizer_options known;
+        uint32_t newer[4];
+    } wide;
+    memset(&wide, 0xEE, sizeof wide);
+    tfm_optimizer_options_init_sized(&wide.known, TFM_OPTIMIZER_SGD, sizeof wide);
+    ck_assert_uint_eq(wide.known.struct_size, sizeof wide);
+    ck_assert_uint_eq(wide.newer[3], 0);
+    wide.known.lr = 0.25f;
+    wide.known.schedule = TFM_SCHEDULE_STEP;
+    wide.known.step_size = 1;
+    wide.known.gamma = 0.5f;
+    opt = tfm_optimizer_create(params, &wide.known);
     ck_assert_ptr_nonnull(opt);
     tfm_optimizer_step(opt);
     ck_assert_float_eq(tfm_optimizer_lr(opt), 0.125f);
     tfm_optimizer_free(opt);
+    wide.newer[2] = 1;
+    ck_assert_ptr_null(tfm_optimizer_create(params, &wide.known));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "built for a newer libtfm"));
+    /* an older program's shorter struct: init writes only its bytes */
+    unsigned char narrow[offsetof(tfm_optimizer_options, eps) + 16];
+    memset(narrow, 0xEE, sizeof narrow);
+    tfm_optimizer_options_init_sized((tfm_optimizer_options *)(void *)narrow, TFM_OPTIMIZER_ADAM,
+                                     offsetof(tfm_optimizer_options, eps));
+    for (size_t i = offsetof(tfm_optimizer_options, eps); i < sizeof narrow; i++)
+        ck_assert_uint_eq(narrow[i], 0xEE);
+    /* absurd sizes are refused, not read */
+    tfm_optimizer_options_init(&o, TFM_OPTIMIZER_SGD);
+    o.struct_size = UINT32_MAX;
+    ck_assert_ptr_null(tfm_optimizer_create(params, &o));
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "absurd"));
     /* 0: the caller never called tfm_optimizer_options_init */
     o.struct_size = 0;
     ck_assert_ptr_null(tfm_optimizer_create(params, &o));

@@ -20,10 +20,10 @@ static inline void workload_model_options(tfm_model_options *o)
     o->encoder_layers = 1;
     o->decoder_layers = 2;
     o->positions = TFM_POSITIONS_LEARNED;
-    o->block.d_model = 16;
-    o->block.heads = 4;
-    o->block.d_ff = 24;
-    o->block.dropout = 0.2f;
+    o->d_model = 16;
+    o->heads = 4;
+    o->d_ff = 24;
+    o->dropout = 0.2f;
     o->seed = 11;
 }
 
@@ -75,7 +75,7 @@ static inline tfm_status workload_steps(tfm_model *model, tfm_optimizer *opt, tf
         if (step == WORKLOAD_STEPS / 2)
             s = tfm_optimizer_set_lr(opt, 2e-3f);
         tfm_tensor *mask = tfm_mask_causal(tape, WORKLOAD_TGT - 1, TFM_F32);
-        tfm_tensor *logits = tfm_model_forward(tape, model, src_ids, in, NULL, mask, NULL);
+        tfm_tensor *logits = tfm_model_forward(tape, model, src_ids, in, NULL, mask, NULL, NULL, NULL, NULL);
         tfm_tensor *loss = tfm_cross_entropy(tape, logits, out, -100, 0.1f);
         float value = 0.0f;
         if (s == TFM_OK && !loss)

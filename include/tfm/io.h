@@ -87,7 +87,11 @@ typedef struct tfm_load_options {
     int32_t check_finite;      /* a NaN or Inf value is TFM_ERR_NUMERIC */
 } tfm_load_options;
 
-TFM_API void tfm_load_options_init(tfm_load_options *options);
+TFM_API void tfm_load_options_init_sized(tfm_load_options *options,
+                                         uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_load_options_init(options)                                        \
+    tfm_load_options_init_sized((options), (uint32_t)sizeof *(options))
 
 /* What a load did, by name: parameters loaded, file tensors skipped (file
  * names, as written there), parameters missing (left as they were). */
@@ -102,7 +106,8 @@ enum { TFM_LOAD_LOADED = 0, TFM_LOAD_SKIPPED = 1, TFM_LOAD_MISSING = 2 };
 TFM_API tfm_status tfm_params_load_with(tfm_params *params, const char *path,
                                         const tfm_load_options *options,
                                         tfm_load_report **report);
-/* -1 (count) or NULL (name) with TFM_ERR_NULL or TFM_ERR_RANGE. Names live
+/* -1 (count) or NULL (name) with TFM_ERR_NULL, TFM_ERR_ARG (an outcome not
+ * listed) or TFM_ERR_RANGE (an index past the count). Names live
  * as long as the report. */
 TFM_API int64_t tfm_load_report_count(const tfm_load_report *report,
                                       tfm_load_outcome outcome);

@@ -40,17 +40,34 @@ typedef struct tfm_model_options {
     int32_t encoder_layers;
     int32_t decoder_layers;
     int32_t final_norm;          /* encoder.norm and decoder.norm, as nn.Transformer */
-    tfm_block_options block;     /* d_model, heads, d_ff, dropout, … */
+    /* Every encoder and decoder layer, as tfm_block_options (nn.h) says;
+     * the fields are here rather than a nested struct so that neither
+     * struct's growth can move the other's fields. */
+    int64_t d_model;
+    int32_t heads;
+    int64_t d_ff;
+    float dropout;
+    tfm_activation activation;
+    int32_t norm_first;
+    float layer_norm_eps;
+    int32_t bias;
+    int32_t fused_qkv;
+    int32_t trainable_scale;
+    float scale_init;
     uint64_t seed;               /* initialisation and dropout */
     /* Dropout after embeddings + positions; negative (the default) means
-     * block.dropout. Tutorials 000/001 have none there: 0. */
+     * dropout. Tutorials 000/001 have none there: 0. */
     float embedding_dropout;
 } tfm_model_options;
 
 /* nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
  * relu, post-norm, final norms), sinusoidal positions, no embedding scale,
  * vocabularies and lengths that must still be set. */
-TFM_API void tfm_model_options_init(tfm_model_options *options);
+TFM_API void tfm_model_options_init_sized(tfm_model_options *options,
+                                          uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_model_options_init(options)                                       \
+    tfm_model_options_init_sized((options), (uint32_t)sizeof *(options))
 TFM_API tfm_model *tfm_model_create(const tfm_model_options *options);
 TFM_API void tfm_model_free(tfm_model *model);
 
@@ -100,23 +117,33 @@ TFM_API tfm_status tfm_model_save_with_metadata(const tfm_model *model,
  * stream as tfm_model_create seeds it. */
 TFM_API tfm_model *tfm_model_load(const char *path);
 
-/* src [B, S] int32 -> memory [B, S, D]. src_mask broadcasts to [B, h, S, S]. */
+/* The masks are nn.Transformer.forward's, each of its declared kind and
+ * either NULL (forms in nn.h: int32 keep-masks are the opposite of
+ * PyTorch's boolean masks):
+ *   src_mask [S, S], tgt_mask [T, T], memory_mask [T, S]: attention masks,
+ *     2-D as given or 4-D with each axis 1 or [B, heads, query, key]'s;
+ *   src_key_padding_mask [B, S], tgt_key_padding_mask [B, T],
+ *     memory_key_padding_mask [B, S]: which keys of each row are attended.
+ * A mask and the key-padding mask of one attention must share a form. */
+/* src [B, S] int32 -> memory [B, S, D]. */
 TFM_API tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *model,
                                      const tfm_tensor *src,
-                                     const tfm_tensor *src_mask);
+                                     const tfm_tensor *src_mask,
+                                     const tfm_tensor *src_key_padding_mask);
 /* tgt [B, T] int32 and memory -> logits [B, T, tgt_vocab]. */
-TFM_API tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *model,
-                                     const tfm_tensor *tgt,
-                                     const tfm_tensor *memory,
-                                     const tfm_tensor *tgt_mask,
-                                     const tfm_tensor *memory_mask);
-/* encode then decode. */
-TFM_API tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *model,
-                                      const tfm_tensor *src,
-                                      const tfm_tensor *tgt,
-                                      const tfm_tensor *src_mask,
-                                      const tfm_tensor *tgt_mask,
-                                      const tfm_tensor *memory_mask);
+TFM_API tfm_tensor *tfm_model_decode(
+    tfm_tape *tape, tfm_model *model, const tfm_tensor *tgt,
+    const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+    const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+    const tfm_tensor *memory_key_padding_mask);
+/* encode then decode, with nn.Transformer.forward's arguments in order. */
+TFM_API tfm_tensor *tfm_model_forward(
+    tfm_tape *tape, tfm_model *model, const tfm_tensor *src,
+    const tfm_tensor *tgt, const tfm_tensor *src_mask,
+    const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask,
+    const tfm_tensor *src_key_padding_mask,
+    const tfm_tensor *tgt_key_padding_mask,
+    const tfm_tensor *memory_key_padding_mask);
 
 #ifdef __cplusplus
 }

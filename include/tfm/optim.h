@@ -47,8 +47,12 @@ typedef struct tfm_optimizer_options {
  * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0, no clipping, constant
  * schedule (step_size 1, gamma 0.1, warmup_steps 4000 when chosen;
  * total_steps has no default: the cosine schedule needs it set). */
-TFM_API void tfm_optimizer_options_init(tfm_optimizer_options *options,
-                                        tfm_optimizer_kind kind);
+TFM_API void tfm_optimizer_options_init_sized(tfm_optimizer_options *options,
+                                              tfm_optimizer_kind kind,
+                                              uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_optimizer_options_init(options, kind)                              \
+    tfm_optimizer_options_init_sized((options), (kind), (uint32_t)sizeof *(options))
 /* The store must not gain parameters afterwards. */
 TFM_API tfm_optimizer *tfm_optimizer_create(tfm_params *params,
                                             const tfm_optimizer_options *options);

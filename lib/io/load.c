@@ -14,12 +14,12 @@ struct tfm_load_report {
     int64_t counts[3];
 };
 
-void tfm_load_options_init(tfm_load_options *o)
+void tfm_load_options_init_sized(tfm_load_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
+    tfm_load_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 tfm_status tfm_params_save(const tfm_params *params, const char *path)

@@ -702,9 +702,12 @@ tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file, const char *name)
         return NULL;
     }
     int is_float = dtypes[e->dtype].is_float;
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *t = tfm_tensor_zeros(is_float ? TFM_F32 : TFM_I32, e->ndim, e->shape);
-    if (!t)
+    if (!t) {
+        tfm__fail_within(op, mark);
         return NULL;
+    }
     const unsigned char *src = file->data + e->begin;
     if (is_float) {
         convert_f32(e, src, tfm__f32(t));
@@ -1023,9 +1026,14 @@ tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t coun
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, names ? "tensors" : "names");
     if (metadata_count > 0 && (!keys || !values))
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, keys ? "values" : "keys");
-    for (int64_t i = 0; i < count; i++)
+    for (int64_t i = 0; i < count; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "tensors[%lld]", (long long)i);
         if (!tensors[i])
-            return tfm__fail(TFM_ERR_NULL, "%s: tensors[%lld] is NULL", op, (long long)i);
+            return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, what);
+        if (tfm__check_tensor(op, what, tensors[i]) < 0)
+            return tfm_last_status();
+    }
     for (int64_t i = 0; i < metadata_count; i++) {
         if (!values[i])
             return tfm__fail(TFM_ERR_NULL, "%s: values[%lld] is NULL", op, (long long)i);

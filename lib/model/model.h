@@ -7,6 +7,7 @@
 
 struct tfm_model {
     tfm_model_options options;
+    tfm_block_options block;        /* every layer's, from the options */
     tfm_params *params;
     tfm_rng *rng;                   /* initialisation, then dropout */
     tfm_layer *src_embedding, *tgt_embedding; /* the same layer when shared */

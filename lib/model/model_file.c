@@ -39,17 +39,17 @@ static const tfm__field fields[] = {
     {"encoder_layers", TFM__FIELD_I32, AT(encoder_layers), 0, MAX_LAYERS, NULL},
     {"decoder_layers", TFM__FIELD_I32, AT(decoder_layers), 0, MAX_LAYERS, NULL},
     {"final_norm", TFM__FIELD_I32, AT(final_norm), 0, 1, NULL},
-    {"d_model", TFM__FIELD_I64, AT(block.d_model), 1, MAX_SIZE, NULL},
-    {"heads", TFM__FIELD_I32, AT(block.heads), 1, MAX_SIZE, NULL},
-    {"d_ff", TFM__FIELD_I64, AT(block.d_ff), 1, MAX_SIZE, NULL},
-    {"dropout", TFM__FIELD_F32, AT(block.dropout), 0, 1, NULL},
-    {"activation", TFM__FIELD_CHOICE, AT(block.activation), 0, 0, activation_names},
-    {"norm_first", TFM__FIELD_I32, AT(block.norm_first), 0, 1, NULL},
-    {"layer_norm_eps", TFM__FIELD_F32, AT(block.layer_norm_eps), 0, 1, NULL},
-    {"bias", TFM__FIELD_I32, AT(block.bias), 0, 1, NULL},
-    {"fused_qkv", TFM__FIELD_I32, AT(block.fused_qkv), 0, 1, NULL},
-    {"trainable_scale", TFM__FIELD_I32, AT(block.trainable_scale), 0, 1, NULL},
-    {"scale_init", TFM__FIELD_F32, AT(block.scale_init), 0, 1e30, NULL},
+    {"d_model", TFM__FIELD_I64, AT(d_model), 1, MAX_SIZE, NULL},
+    {"heads", TFM__FIELD_I32, AT(heads), 1, MAX_SIZE, NULL},
+    {"d_ff", TFM__FIELD_I64, AT(d_ff), 1, MAX_SIZE, NULL},
+    {"dropout", TFM__FIELD_F32, AT(dropout), 0, 1, NULL},
+    {"activation", TFM__FIELD_CHOICE, AT(activation), 0, 0, activation_names},
+    {"norm_first", TFM__FIELD_I32, AT(norm_first), 0, 1, NULL},
+    {"layer_norm_eps", TFM__FIELD_F32, AT(layer_norm_eps), 0, 1, NULL},
+    {"bias", TFM__FIELD_I32, AT(bias), 0, 1, NULL},
+    {"fused_qkv", TFM__FIELD_I32, AT(fused_qkv), 0, 1, NULL},
+    {"trainable_scale", TFM__FIELD_I32, AT(trainable_scale), 0, 1, NULL},
+    {"scale_init", TFM__FIELD_F32, AT(scale_init), 0, 1e30, NULL},
     {"seed", TFM__FIELD_U64, AT(seed), 0, 0, NULL},
     {"embedding_dropout", TFM__FIELD_F32, AT(embedding_dropout), -1, 1, NULL},
 };
@@ -181,12 +181,12 @@ tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
     if (s != TFM_OK)
         return s;
     int64_t tables = o->positions == TFM_POSITIONS_SINUSOIDAL
-                         ? (o->max_src_len + o->max_tgt_len) * o->block.d_model : 0;
+                         ? (o->max_src_len + o->max_tgt_len) * o->d_model : 0;
     if (tables > MAX_SINUSOIDAL_VALUES)
         return tfm__fail(TFM_ERR_FORMAT, "%s: sinusoidal tables of %lld + %lld positions "
                          "of %lld values are absurd (more than %lld values)", ctx,
                          (long long)o->max_src_len, (long long)o->max_tgt_len,
-                         (long long)o->block.d_model, (long long)MAX_SINUSOIDAL_VALUES);
+                         (long long)o->d_model, (long long)MAX_SINUSOIDAL_VALUES);
     return TFM_OK;
 }
 
@@ -308,5 +308,5 @@ int64_t tfm_model_max_tgt_len(const tfm_model *m)
 
 int64_t tfm_model_d_model(const tfm_model *m)
 {
-    return size_of("tfm_model_d_model", m, m ? &m->options.block.d_model : NULL);
+    return size_of("tfm_model_d_model", m, m ? &m->options.d_model : NULL);
 }

@@ -39,22 +39,23 @@ static const char *kind_name(tfm_optimizer_kind kind)
     }
 }
 
-void tfm_optimizer_options_init(tfm_optimizer_options *o, tfm_optimizer_kind kind)
+void tfm_optimizer_options_init_sized(tfm_optimizer_options *o, tfm_optimizer_kind kind,
+                                      uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->kind = kind;
-    o->lr = kind == TFM_OPTIMIZER_SGD ? 1e-2f : 1e-3f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.999f;
-    o->eps = 1e-8f;
-    o->weight_decay = kind == TFM_OPTIMIZER_ADAMW ? 1e-2f : 0.0f;
-    o->schedule = TFM_SCHEDULE_CONSTANT;
-    o->step_size = 1;       /* StepLR has no default; gamma's is 0.1 */
-    o->gamma = 0.1f;
-    o->warmup_steps = 4000; /* "Attention is all you need" */
+    tfm_optimizer_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.kind = kind;
+    d.lr = kind == TFM_OPTIMIZER_SGD ? 1e-2f : 1e-3f;
+    d.beta1 = 0.9f;
+    d.beta2 = 0.999f;
+    d.eps = 1e-8f;
+    d.weight_decay = kind == TFM_OPTIMIZER_ADAMW ? 1e-2f : 0.0f;
+    d.schedule = TFM_SCHEDULE_CONSTANT;
+    d.step_size = 1;       /* StepLR has no default; gamma's is 0.1 */
+    d.gamma = 0.1f;
+    d.warmup_steps = 4000; /* "Attention is all you need" */
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options over the defaults for its kind (tfm__read_options:
@@ -597,7 +598,8 @@ static tfm_tensor *take(const char *ctx, const tfm_safetensors *file, const char
                   full, dtype == TFM_F32 ? "float" : "integer", (long long)numel);
         return NULL;
     }
-    return tfm_safetensors_get(file, full);
+    uint64_t mark = tfm__error_mark();
+    return tfm__result_within(ctx, mark, tfm_safetensors_get(file, full));
 }
 
 static int holds(const tfm_safetensors *file, const char *prefix, const char *name)
