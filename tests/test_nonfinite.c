@@ -175,11 +175,11 @@ static tfm_model *small_model(void)
     o.max_tgt_len = MAXLEN;
     o.encoder_layers = 1;
     o.decoder_layers = 1;
-    o.block.d_model = 16;
-    o.block.heads = 2;
-    o.block.d_ff = 32;
-    o.block.dropout = 0.0f;
-    o.block.activation = TFM_ACTIVATION_GELU;
+    o.d_model = 16;
+    o.heads = 2;
+    o.d_ff = 32;
+    o.dropout = 0.0f;
+    o.activation = TFM_ACTIVATION_GELU;
     o.seed = 5;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_msg(m != NULL, "%s", tfm_last_error());
@@ -202,7 +202,8 @@ static tfm_status train_step(tfm_model *m, float *loss)
     tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
     tfm_optimizer *opt = tfm_optimizer_create(tfm_model_params(m), &oo);
     tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
-                                           tfm_mask_causal(tape, 5, TFM_F32), NULL);
+                                           tfm_mask_causal(tape, 5, TFM_F32), NULL, NULL,
+                                           NULL, NULL);
     tfm_tensor *l = tfm_cross_entropy(tape, logits, out, -100, 0.1f);
     ck_assert_int_eq(tfm_tensor_item(l, loss), TFM_OK);
     ck_assert_int_eq(tfm_tape_backward(tape, l), TFM_OK);
@@ -225,7 +226,8 @@ static tfm_status decode(tfm_model *m, tfm_decode_strategy strategy)
     ck_assert_ptr_nonnull(d);
     tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){BATCH, 6}, src_ids);
     int32_t tokens[BATCH * 4 * MAXLEN], lengths[BATCH * 4];
-    tfm_status s = tfm_decoding_run(d, src, tokens, lengths, NULL, NULL, NULL);
+    tfm_status s = tfm_decoding_run(d, src, tokens, BATCH * 4 * MAXLEN, lengths, BATCH * 4,
+                                    NULL, 0, NULL, 0, NULL, 0);
     tfm_tensor_free(src);
     tfm_decoding_free(d);
     return s;

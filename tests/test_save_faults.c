@@ -54,9 +54,9 @@ static tfm_model *tiny_model(uint64_t seed)
     o.max_tgt_len = 6;
     o.encoder_layers = 1;
     o.decoder_layers = 1;
-    o.block.d_model = 8;
-    o.block.heads = 2;
-    o.block.d_ff = 8;
+    o.d_model = 8;
+    o.heads = 2;
+    o.d_ff = 8;
     o.seed = seed;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_ptr_nonnull(m);

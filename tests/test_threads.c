@@ -27,9 +27,9 @@ static void *train(void *arg)
     o.src_vocab = o.tgt_vocab = VOCAB;
     o.max_src_len = o.max_tgt_len = LEN;
     o.encoder_layers = o.decoder_layers = 1;
-    o.block.d_model = 128;
-    o.block.heads = 4;
-    o.block.d_ff = 64;
+    o.d_model = 128;
+    o.heads = 4;
+    o.d_ff = 64;
     o.seed = t->seed;
     tfm_model *m = tfm_model_create(&o);
     tfm_optimizer_options oo;
@@ -43,7 +43,8 @@ static void *train(void *arg)
     t->status = m && opt && src && tape ? TFM_OK : TFM_ERR_NOMEM;
     for (int s = 0; s < STEPS && t->status == TFM_OK; s++) {
         tfm_tensor *logits = tfm_model_forward(tape, m, src, src, NULL,
-                                               tfm_mask_causal(tape, LEN, TFM_F32), NULL);
+                                               tfm_mask_causal(tape, LEN, TFM_F32), NULL,
+                                               NULL, NULL, NULL);
         tfm_tensor *loss = tfm_cross_entropy(tape, logits, src, 0, 0.1f);
         t->status = tfm_tensor_item(loss, &t->losses[s]);
         if (t->status == TFM_OK)

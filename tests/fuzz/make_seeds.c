@@ -121,9 +121,9 @@ int main(int argc, char **argv)
     mo.max_tgt_len = 4;
     mo.encoder_layers = 1;
     mo.decoder_layers = 1;
-    mo.block.d_model = 4;
-    mo.block.heads = 2;
-    mo.block.d_ff = 4;
+    mo.d_model = 4;
+    mo.heads = 2;
+    mo.d_ff = 4;
     mo.positions = TFM_POSITIONS_LEARNED;
     mo.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
     tfm_model *m = tfm_model_create(&mo);
