@@ -164,16 +164,16 @@ static tfm_model *build_model(const bench_config *c)
     o.share_embeddings = c->share_embeddings;
     o.encoder_layers = o.decoder_layers = (int32_t)c->layers;
     o.final_norm = c->final_norm;
-    o.block.d_model = c->d_model;
-    o.block.heads = (int32_t)c->heads;
-    o.block.d_ff = c->d_ff;
-    o.block.dropout = c->dropout;
+    o.d_model = c->d_model;
+    o.heads = (int32_t)c->heads;
+    o.d_ff = c->d_ff;
+    o.dropout = c->dropout;
     if (c->tutorial_003) {
         o.positions = TFM_POSITIONS_LEARNED;
         o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
-        o.block.fused_qkv = 0;
-        o.block.trainable_scale = 1;
-        o.block.scale_init = sqrtf((float)c->d_model);
+        o.fused_qkv = 0;
+        o.trainable_scale = 1;
+        o.scale_init = sqrtf((float)c->d_model);
     }
     if (c->share_embeddings)
         o.embedding_dropout = 0.0f; /* tutorials 000/001 */
@@ -206,7 +206,7 @@ static tfm_status train_step(tfm_tape *tape, tfm_model *model, tfm_optimizer *ad
                                     tgt_mask);
     }
     tfm_tensor *logits =
-        tfm_model_forward(tape, model, b->src, b->tgt_in, src_mask, tgt_mask, src_mask);
+        tfm_model_forward(tape, model, b->src, b->tgt_in, src_mask, tgt_mask, src_mask, NULL, NULL, NULL);
     tfm_tensor *loss = tfm_cross_entropy(tape, logits, b->labels, c->pad, 0.0f);
     tfm_status s = loss ? tfm_tape_backward(tape, loss) : tfm_last_status();
     if (s == TFM_OK)
@@ -305,7 +305,8 @@ static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call
     if (ok) {
         memcpy(tfm_tensor_data_i32(chunk), tfm_tensor_data_i32(all),
                (size_t)(per_call * c->src_len) * sizeof(int32_t));
-        ok = tfm_decoding_run(decoding, chunk, tokens, lengths, NULL, NULL, NULL) == TFM_OK;
+        ok = tfm_decoding_run(decoding, chunk, tokens, per_call * (c->tgt_len + 1), lengths,
+                              per_call, NULL, 0, NULL, 0, NULL, 0) == TFM_OK;
     }
     /* the sources, per call, made before the clock starts */
     int64_t calls = (sources + per_call - 1) / per_call;
@@ -320,7 +321,8 @@ static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call
     long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();
     double start = now_ms();
     for (int64_t i = 0; ok && i < calls; i++)
-        ok = tfm_decoding_run(decoding, chunks[i], tokens, lengths, NULL, NULL, NULL) == TFM_OK;
+        ok = tfm_decoding_run(decoding, chunks[i], tokens, per_call * (c->tgt_len + 1), lengths,
+                              per_call, NULL, 0, NULL, 0, NULL, 0) == TFM_OK;
     r->median_ms = r->min_ms = now_ms() - start;
     r->steps = 1;
     r->allocs = alloc_counter_total() - allocs;

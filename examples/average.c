@@ -175,7 +175,7 @@ static int batch_make(batch *b, const avg_data *d, const int32_t *rows, int64_t 
 static tfm_tensor *forward(tfm_tape *tape, tfm_model *model, const batch *b)
 {
     tfm_tensor *causal = tfm_mask_causal(tape, tfm_tensor_dim(b->tgt_in, 1), TFM_F32);
-    return tfm_model_forward(tape, model, b->src, b->tgt_in, NULL, causal, NULL);
+    return tfm_model_forward(tape, model, b->src, b->tgt_in, NULL, causal, NULL, NULL, NULL, NULL);
 }
 
 /* --- evaluation -------------------------------------------------------------- */
@@ -218,8 +218,9 @@ static int evaluate(tfm_model *model, tfm_tape *tape, tfm_decoding *decoding, co
         float loss;
         tfm_tensor *ce = tfm_cross_entropy(tape, forward(tape, model, &b), b.tgt_out, -100, 0.0f);
         int ok = ce && tfm_tensor_item(ce, &loss) == TFM_OK &&
-                 tfm_decoding_run(decoding, b.src, tokens + start * AVG_TGT_LEN, lengths + start,
-                                  NULL, NULL, NULL) == TFM_OK;
+                 tfm_decoding_run(decoding, b.src, tokens + start * AVG_TGT_LEN,
+                                  (AVG_TEST - start) * AVG_TGT_LEN, lengths + start,
+                                  AVG_TEST - start, NULL, 0, NULL, 0, NULL, 0) == TFM_OK;
         tfm_tape_reset(tape);
         batch_free(&b);
         if (!ok)
@@ -359,8 +360,9 @@ int main(int argc, char **argv)
          "evaluate the test set every this many epochs (0: only at the end)"},
         {"eval-batch", CLI_INT, &c.eval_batch, 1, AVG_TEST, "test sources decoded at once"},
         {"show", CLI_INT, &c.show, 0, AVG_TEST, "test predictions printed at each evaluation"},
-        {"save", CLI_STRING, &c.save, 0, 0, "write the parameters here after training"},
-        {"load", CLI_STRING, &c.load, 0, 0, "read the parameters from here; skip training"},
+        {"save", CLI_STRING, &c.save, 0, 0, "write the model here after training"},
+        {"load", CLI_STRING, &c.load, 0, 0, "read a saved model from here (its options are "
+         "the file's); skip training"},
     };
     int parsed = cli_parse(argc, argv,
                            "Tutorials 000/001: the average of 10 numbers as digit sequences.\n"
@@ -404,12 +406,12 @@ int main(int argc, char **argv)
     mo.encoder_layers = (int32_t)c.encoder_layers;
     mo.decoder_layers = (int32_t)c.decoder_layers;
     mo.final_norm = 1;
-    mo.block.d_model = c.d_model;
-    mo.block.heads = (int32_t)c.heads;
-    mo.block.d_ff = c.d_ff;
-    mo.block.dropout = (float)c.dropout;
+    mo.d_model = c.d_model;
+    mo.heads = (int32_t)c.heads;
+    mo.d_ff = c.d_ff;
+    mo.dropout = (float)c.dropout;
     mo.embedding_dropout = 0.0f; /* the tutorials' PositionalEncoding has none */
-    mo.block.norm_first = (int32_t)c.norm_first;
+    mo.norm_first = (int32_t)c.norm_first;
     mo.seed = (uint64_t)c.seed;
 
     tfm_optimizer_options oo;
@@ -429,17 +431,16 @@ int main(int argc, char **argv)
     dopt.eos_id = AVG_END;
     dopt.src_pad_id = -1;
 
-    if (!(model = tfm_model_create(&mo)) || !(tape = tfm_tape_create()) ||
+    /* a saved model describes itself: --load needs none of the model flags */
+    model = c.load ? tfm_model_load(c.load) : tfm_model_create(&mo);
+    if (!model || !(tape = tfm_tape_create()) ||
         !(optimizer = tfm_optimizer_create(tfm_model_params(model), &oo)) ||
         !(decoding = tfm_decoding_create(model, &dopt, c.eval_batch, AVG_SRC_LEN)) ||
         !(rng = tfm_rng_create((uint64_t)c.seed ^ 0x5eed5eedu))) {
-        cli_fail(argv[0], "building the model");
+        cli_fail(argv[0], c.load && !model ? c.load : "building the model");
         goto done;
     }
-    if (c.load && tfm_params_load(tfm_model_params(model), c.load) != TFM_OK) {
-        cli_fail(argv[0], "loading the parameters");
-        goto done;
-    }
+    tfm_model_get_options(model, &mo);
 
     double train_mean = 0.0, squares = 0.0;
     for (int i = 0; i < AVG_TRAIN; i++)
@@ -451,11 +452,12 @@ int main(int argc, char **argv)
 
     int64_t epochs = c.load ? 0 : c.epochs;
     int64_t steps_per_epoch = (AVG_TRAIN + c.batch - 1) / c.batch;
-    printf("recipe %s: d_model %lld, %lld heads, %lld+%lld %s layers, FFN %lld, dropout %g; "
-           "%lld parameters\n",
-           c.recipe, (long long)c.d_model, (long long)c.heads, (long long)c.encoder_layers,
-           (long long)c.decoder_layers, c.norm_first ? "pre-norm" : "post-norm",
-           (long long)c.d_ff, c.dropout, (long long)tfm_model_parameter_count(model));
+    printf("%s%s: d_model %lld, %d heads, %d+%d %s layers, FFN %lld, dropout %g; "
+           "%lld parameters\n", c.load ? "model from " : "recipe ", c.load ? c.load : c.recipe,
+           (long long)mo.d_model, (int)mo.heads, (int)mo.encoder_layers,
+           (int)mo.decoder_layers, mo.norm_first ? "pre-norm" : "post-norm",
+           (long long)mo.d_ff, (double)mo.dropout,
+           (long long)tfm_model_parameter_count(model));
     if (epochs > 0)
         printf("Adam lr %g%s, clip %g, batch %lld: %lld epochs x %lld steps\n", c.lr,
                c.warmup ? " (warmup then inverse sqrt)" : "", c.clip, (long long)c.batch,
@@ -484,8 +486,8 @@ int main(int argc, char **argv)
             print_report(&r, baseline);
         }
     }
-    if (c.save && tfm_params_save(tfm_model_params(model), c.save) != TFM_OK) {
-        cli_fail(argv[0], "saving the parameters");
+    if (c.save && tfm_model_save(model, c.save) != TFM_OK) {
+        cli_fail(argv[0], "saving the model");
         goto done;
     }
     if (evaluate(model, tape, decoding, data, &c, &r) < 0) {

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     tfm_layer_set_training(layer, 0);
     tfm_tape_set_recording(tape, 0); /* inference: no gradients */
     tfm_tensor *out = tfm_encoder_layer_forward(tape, layer, tfm_positions_forward(tape, positions, x, 0),
-                                                NULL);
+                                                NULL, NULL);
     if (!out) {
         cli_fail(argv[0], "forward");
         goto done;

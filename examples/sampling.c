@@ -62,11 +62,10 @@ static void print_top(const float *p)
 int main(int argc, char **argv)
 {
     const char *checkpoint = NULL, *numbers = NULL;
-    int64_t row = AVG_TRAIN, d_model = 256, heads = 4, encoder_layers = 3, decoder_layers = 3;
-    int64_t d_ff = 128, norm_first = 0, top_k = 3, steps = 3, seed = 0;
+    int64_t row = AVG_TRAIN, top_k = 3, steps = 3, seed = 0;
     double top_p = 0.9;
     const cli_flag flags[] = {
-        {"checkpoint", CLI_STRING, &checkpoint, 0, 0, "parameters saved by tfm-average --save"},
+        {"checkpoint", CLI_STRING, &checkpoint, 0, 0, "a model saved by tfm-average --save"},
         {"row", CLI_INT, &row, 0, AVG_SAMPLES - 1,
          "the source: this row of the tutorials' data (4000 on are the test rows)"},
         {"numbers", CLI_STRING, &numbers, 0, 0,
@@ -75,17 +74,10 @@ int main(int argc, char **argv)
         {"top-p", CLI_FLOAT, &top_p, 1e-6, 1, "nucleus sampling keeps this much probability"},
         {"steps", CLI_INT, &steps, 0, MAX_STEPS, "steps whose distributions are shown"},
         {"seed", CLI_INT, &seed, 0, 1e15, "sampling seed"},
-        {"d-model", CLI_INT, &d_model, 2, 8192, "the checkpoint's model width"},
-        {"heads", CLI_INT, &heads, 1, 256, "its attention heads"},
-        {"encoder-layers", CLI_INT, &encoder_layers, 0, 64, "its encoder layers"},
-        {"decoder-layers", CLI_INT, &decoder_layers, 1, 64, "its decoder layers"},
-        {"d-ff", CLI_INT, &d_ff, 1, 65536, "its feed-forward width"},
-        {"norm-first", CLI_INT, &norm_first, 0, 1, "1 if it has pre-norm layers"},
     };
     int parsed = cli_parse(argc, argv,
                            "Tutorial 000: greedy, temperature, top-k and nucleus decoding of "
-                           "the digit-average model.\nThe model flags must match the ones "
-                           "tfm-average trained the checkpoint with.",
+                           "the digit-average model (the checkpoint describes it).",
                            flags, (int)(sizeof flags / sizeof flags[0]));
     if (parsed)
         return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
@@ -119,29 +111,20 @@ int main(int argc, char **argv)
         truth = avg_numpy_mean(x, AVG_FEATURES);
     }
 
-    /* tfm-average's model: one shared embedding, sinusoidal positions */
-    tfm_model_options mo;
-    tfm_model_options_init(&mo);
-    mo.src_vocab = mo.tgt_vocab = AVG_VOCAB;
-    mo.max_src_len = mo.max_tgt_len = 100;
-    mo.share_embeddings = 1;
-    mo.encoder_layers = (int32_t)encoder_layers;
-    mo.decoder_layers = (int32_t)decoder_layers;
-    mo.block.d_model = d_model;
-    mo.block.heads = (int32_t)heads;
-    mo.block.d_ff = d_ff;
-    mo.block.norm_first = (int32_t)norm_first;
-    tfm_model *model = tfm_model_create(&mo);
+    tfm_model *model = tfm_model_load(checkpoint);
     tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, AVG_SRC_LEN}, src_ids);
     if (!model || !src) {
         tfm_model_free(model);
         tfm_tensor_free(src);
-        return cli_fail(argv[0], "building the model");
+        return cli_fail(argv[0], checkpoint);
     }
-    if (tfm_params_load(tfm_model_params(model), checkpoint) != TFM_OK) {
+    if (tfm_model_src_vocab(model) != AVG_VOCAB || tfm_model_tgt_vocab(model) != AVG_VOCAB) {
+        fprintf(stderr, "%s: %s is not a digit-average model (vocabularies %lld and %lld, not "
+                "%d)\n", argv[0], checkpoint, (long long)tfm_model_src_vocab(model),
+                (long long)tfm_model_tgt_vocab(model), AVG_VOCAB);
         tfm_model_free(model);
         tfm_tensor_free(src);
-        return cli_fail(argv[0], "loading the checkpoint (do the model flags match it?)");
+        return EXIT_FAILURE;
     }
 
     printf("source:");
@@ -176,7 +159,8 @@ int main(int argc, char **argv)
         o.top_p = (float)strategies[s].top_p;
         o.seed = (uint64_t)seed;
         tfm_decoding *d = tfm_decoding_create(model, &o, 1, AVG_SRC_LEN);
-        if (!d || tfm_decoding_run(d, src, tokens[s], &lengths[s], NULL, NULL, probs[s]) != TFM_OK)
+        if (!d || tfm_decoding_run(d, src, tokens[s], AVG_TGT_LEN, &lengths[s], 1, NULL, 0, NULL, 0,
+                                   probs[s], MAX_STEPS * AVG_VOCAB) != TFM_OK)
             status = cli_fail(argv[0], "decoding");
         tfm_decoding_free(d);
     }

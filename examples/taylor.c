@@ -29,6 +29,7 @@
 #include <math.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "taylor_data.h"
@@ -65,6 +66,14 @@ static void clock_text(double seconds, char *out, size_t size)
         snprintf(out, size, "%ld:%02ld", s / 60, s % 60);
 }
 
+/* The data file the repository carries (data/taylor/) where this program was
+ * built, else the copy installed beside it. */
+static const char *default_data_path(void)
+{
+    return access(TFM_TAYLOR_DATA_SOURCE, R_OK) == 0 ? TFM_TAYLOR_DATA_SOURCE
+                                                      : TFM_TAYLOR_DATA_INSTALLED;
+}
+
 /* --- the model ------------------------------------------------------------------- */
 
 static tfm_model *build_model(const config *c, const taylor_data *d)
@@ -80,15 +89,15 @@ static tfm_model *build_model(const config *c, const taylor_data *d)
     o.encoder_layers = (int32_t)c->layers;
     o.decoder_layers = (int32_t)c->layers;
     o.final_norm = 0;
-    o.block.d_model = c->d_model;
-    o.block.heads = (int32_t)c->heads;
-    o.block.d_ff = c->d_ff;
-    o.block.dropout = (float)c->dropout;
-    o.block.activation = TFM_ACTIVATION_RELU;
-    o.block.norm_first = 0;
-    o.block.fused_qkv = 0;
-    o.block.trainable_scale = 1;
-    o.block.scale_init = sqrtf((float)c->d_model);
+    o.d_model = c->d_model;
+    o.heads = (int32_t)c->heads;
+    o.d_ff = c->d_ff;
+    o.dropout = (float)c->dropout;
+    o.activation = TFM_ACTIVATION_RELU;
+    o.norm_first = 0;
+    o.fused_qkv = 0;
+    o.trainable_scale = 1;
+    o.scale_init = sqrtf((float)c->d_model);
     o.seed = (uint64_t)c->seed;
     tfm_model *model = tfm_model_create(&o);
     if (!model || strcmp(c->init, "tutorial") != 0)
@@ -161,7 +170,8 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const tfm_tensor
         tape, tfm_mask_padding(tape, tgt_in, TAYLOR_PAD, TFM_I32),
         tfm_mask_causal(tape, tfm_tensor_dim(tgt_in, 1), TFM_I32));
     /* The notebook's cross-attention gets src_mask too: pad keys hidden. */
-    tfm_tensor *logits = tfm_model_forward(tape, model, src, tgt_in, src_mask, tgt_mask, src_mask);
+    tfm_tensor *logits =
+        tfm_model_forward(tape, model, src, tgt_in, src_mask, tgt_mask, src_mask, NULL, NULL, NULL);
     return tfm_cross_entropy(tape, logits, tgt_out, TAYLOR_PAD, label_smoothing);
 }
 
@@ -410,8 +420,8 @@ static int32_t last_step(tfm_tape *tape, tfm_model *model, const int32_t *src, i
     tfm_model_set_training(model, 0);
     tfm_tape_set_recording(tape, 0);
     tfm_tensor *src_mask = tfm_mask_padding(tape, s, TAYLOR_PAD, TFM_I32);
-    tfm_tensor *logits = tfm_model_decode(tape, model, t, tfm_model_encode(tape, model, s, src_mask),
-                                          tfm_mask_causal(tape, T, TFM_I32), src_mask);
+    tfm_tensor *logits = tfm_model_decode(tape, model, t, tfm_model_encode(tape, model, s, src_mask, NULL),
+                                          tfm_mask_causal(tape, T, TFM_I32), src_mask, NULL, NULL);
     if (logits) {
         int64_t V = tfm_tensor_dim(logits, 2);
         const float *row = tfm_tensor_data_f32(logits) + (T - 1) * V;
@@ -475,7 +485,8 @@ static int translate(const config *c, tfm_model *model, tfm_tape *tape, const ta
         int64_t n = test.count - first < batch ? test.count - first : batch;
         const int32_t *src_rows = d->src + (test.begin + first) * S;
         tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){n, S}, src_rows);
-        if (!src || tfm_decoding_run(decoding, src, tokens, lengths, NULL, NULL, NULL) != TFM_OK) {
+        if (!src || tfm_decoding_run(decoding, src, tokens, batch * T, lengths, batch, NULL, 0, NULL,
+                                     0, NULL, 0) != TFM_OK) {
             tfm_tensor_free(src);
             cli_fail(program, "decoding");
             goto done;
@@ -528,25 +539,77 @@ done:
 
 /* --- training ----------------------------------------------------------------------- */
 
-/* PATH.safetensors -> PATH.optim.safetensors (else PATH.optim). */
-static void optimizer_path(const char *params_path, char *out, size_t size)
+/* What a checkpoint says of the data beside its model and training state:
+ * the length cap and both vocabularies, so --translate and --resume need
+ * no flags and refuse a data file of other vocabularies. */
+enum { DATA_KEYS = 3 };
+static const char *const data_keys[DATA_KEYS] = {"taylor.max_seq_len", "taylor.src_vocab",
+                                                 "taylor.tgt_vocab"};
+
+/* The vocabulary's tokens, one space between each; NULL without memory. */
+static char *vocab_text(const taylor_vocab *v)
 {
-    static const char ext[] = ".safetensors";
-    size_t n = strlen(params_path), e = sizeof ext - 1;
-    if (n > e && strcmp(params_path + n - e, ext) == 0)
-        snprintf(out, size, "%.*s.optim%s", (int)(n - e), params_path, ext);
-    else
-        snprintf(out, size, "%s.optim", params_path);
+    size_t size = 1;
+    for (int32_t i = 0; i < v->size; i++)
+        size += strlen(v->tokens[i]) + 1;
+    char *text = malloc(size), *at = text;
+    for (int32_t i = 0; text && i < v->size; i++)
+        at += sprintf(at, "%s%s", i ? " " : "", v->tokens[i]);
+    if (text)
+        *at = '\0';
+    return text;
 }
 
-static int save_checkpoint(tfm_model *model, const tfm_optimizer *adam, const char *path)
+static int save_checkpoint(tfm_model *model, const tfm_optimizer *adam, const config *c,
+                           const taylor_data *d, const char *path)
 {
-    char opt[4096];
-    optimizer_path(path, opt, sizeof opt);
-    return tfm_params_save(tfm_model_params(model), path) == TFM_OK &&
-                   tfm_optimizer_save(adam, opt) == TFM_OK
-               ? 0
-               : -1;
+    char max_seq_len[32];
+    snprintf(max_seq_len, sizeof max_seq_len, "%lld", (long long)c->max_seq_len);
+    const char *values[DATA_KEYS] = {max_seq_len, vocab_text(&d->src_vocab),
+                                     vocab_text(&d->tgt_vocab)};
+    int ok = values[1] && values[2] &&
+             tfm_training_save(path, model, adam, 0, NULL, DATA_KEYS, data_keys, values) == TFM_OK;
+    free((char *)values[1]);
+    free((char *)values[2]);
+    return ok ? 0 : -1;
+}
+
+/* The checkpoint's length cap, into c->max_seq_len, before the data loads. */
+static int read_max_seq_len(config *c, const char *path)
+{
+    tfm_safetensors *file = tfm_safetensors_open(path);
+    const char *text = file ? tfm_safetensors_metadata_get(file, data_keys[0]) : NULL;
+    char *end = NULL;
+    long long value = text ? strtoll(text, &end, 10) : 0;
+    int ok = text && *end == '\0' && value >= 3 && value <= 100000;
+    if (ok)
+        c->max_seq_len = value;
+    else if (text)
+        fprintf(stderr, "%s: %s: %s = \"%s\" is not a length cap\n", program, path,
+                data_keys[0], text);
+    else
+        cli_fail(program, path);
+    tfm_safetensors_close(file);
+    return ok ? 0 : -1;
+}
+
+/* The checkpoint's vocabularies must be the data's. */
+static int check_vocabularies(const char *path, const taylor_data *d)
+{
+    tfm_safetensors *file = tfm_safetensors_open(path);
+    int ok = file != NULL;
+    for (int i = 1; ok && i < DATA_KEYS; i++) {
+        const char *saved = tfm_safetensors_metadata_get(file, data_keys[i]);
+        char *ours = vocab_text(i == 1 ? &d->src_vocab : &d->tgt_vocab);
+        ok = saved && ours && strcmp(saved, ours) == 0;
+        if (!ok)
+            fprintf(stderr, "%s: %s was trained on another %s vocabulary than the data's%s%s\n",
+                    program, path, i == 1 ? "source" : "target", saved ? "" : ": ",
+                    saved ? "" : tfm_last_error());
+        free(ours);
+    }
+    tfm_safetensors_close(file);
+    return ok ? 0 : -1;
 }
 
 static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
@@ -664,17 +727,22 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
         goto done;
     }
 
+    for (int64_t i = 0; i < train_split.count; i++)
+        order[i] = train_split.begin + i;
     int64_t done_steps = 0;
     double best = INFINITY, seconds_before = 0;
     if (c->resume) {
-        char opt[4096];
-        optimizer_path(c->resume, opt, sizeof opt);
-        if (tfm_params_load(tfm_model_params(model), c->resume) != TFM_OK ||
-            tfm_optimizer_load(adam, opt) != TFM_OK) {
+        if (tfm_training_load(c->resume, model, adam, 0, NULL) != TFM_OK) {
             cli_fail(program, "resuming");
             goto done;
         }
         done_steps = tfm_optimizer_step_count(adam);
+        /* The data order comes from the seed alone: replaying the epochs
+         * planned so far puts it where the run stopped. */
+        int64_t plans = (done_steps + per_epoch - 1) / per_epoch;
+        for (int64_t e = 0; e < plans; e++)
+            plan_epoch(c, order, train_split.count, batches, per_epoch, lengths, keys, rng);
+        cursor = plans ? done_steps - (plans - 1) * per_epoch : per_epoch;
         if (csv_read(csv_path, done_steps, &h) < 0 || csv_write(csv_path, &h) < 0) {
             fprintf(stderr, "%s: cannot carry over '%s'\n", program, csv_path);
             goto done;
@@ -689,8 +757,6 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
         goto done;
     }
 
-    for (int64_t i = 0; i < train_split.count; i++)
-        order[i] = train_split.begin + i;
     printf("Training: batch %lld (%lld batches an epoch%s), Adam lr %g (%s schedule), "
            "iterations %lld, time limit %s; monitoring every %lld\n",
            (long long)c->batch, (long long)per_epoch,
@@ -755,7 +821,7 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
         int improved = v_loss < best;
         if (improved) {
             best = v_loss;
-            if (save_checkpoint(model, adam, best_path) < 0) {
+            if (save_checkpoint(model, adam, c, d, best_path) < 0) {
                 cli_fail(program, "saving the best checkpoint");
                 goto done;
             }
@@ -772,7 +838,7 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
                1000.0 / rate, took, remaining, improved ? "  *best" : "");
         fflush(stdout);
     }
-    if (save_checkpoint(model, adam, last_path) < 0) {
+    if (save_checkpoint(model, adam, c, d, last_path) < 0) {
         cli_fail(program, "saving the last checkpoint");
         goto done;
     }
@@ -837,7 +903,7 @@ static int check_config(const config *c)
 
 int main(int argc, char **argv)
 {
-    config c = {.data = "../shared/data/taylor/seq2seq_series_2terms.txt", .out = "runs/taylor",
+    config c = {.data = default_data_path(), .out = "runs/taylor",
                 .init = "tutorial", .schedule = "constant",
                 .max_seq_len = TAYLOR_MAX_SEQ_LEN, .d_model = 64, .layers = 2, .heads = 8,
                 .d_ff = 128, .batch = 32, .iterations = 400000, .step = 100, .warmup = 4000,
@@ -876,11 +942,12 @@ int main(int argc, char **argv)
         {"time-limit", CLI_FLOAT, &c.time_limit, 0, 1e7, "stop training after these minutes"},
         {"step", CLI_INT, &c.step, 1, 1e9, "monitor (losses, checkpoint) every this many"},
         {"out", CLI_STRING, &c.out, 0, 0, "folder for losses, plot and checkpoints"},
-        {"resume", CLI_STRING, &c.resume, 0, 0, "continue from a checkpoint (and its .optim)"},
+        {"resume", CLI_STRING, &c.resume, 0, 0, "continue exactly from a checkpoint (its model, "
+         "optimizer state and data order; the model flags are the file's)"},
         {"evaluate", CLI_INT, &c.evaluate, 0, 1, "translate the test set with the best checkpoint "
          "after training"},
         {"translate", CLI_STRING, &c.translate, 0, 0, "only translate the test set with this "
-         "checkpoint"},
+         "checkpoint (its model and length cap are the file's)"},
         {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy, as the notebook)"},
         {"decode-batch", CLI_INT, &c.decode_batch, 1, 100000, "sources decoded at once"},
         {"examples", CLI_INT, &c.examples, 0, 100000, "translations and mistakes to print"},
@@ -895,6 +962,10 @@ int main(int argc, char **argv)
     if (check_config(&c) < 0)
         return EXIT_FAILURE;
 
+    /* --translate and --resume take the model and the length cap from the file */
+    const char *from_file = c.translate ? c.translate : c.resume;
+    if (from_file && read_max_seq_len(&c, from_file) < 0)
+        return EXIT_FAILURE;
     char error[512], best_path[4096];
     taylor_data *d = taylor_data_load(c.data, c.max_seq_len, error, sizeof error);
     if (!d) {
@@ -921,30 +992,35 @@ int main(int argc, char **argv)
            d->tgt_vocab.size, (long long)train_split.count, (long long)val_split.count,
            (long long)test_split.count);
     print_first_rows(d, (const taylor_split *[3]){&train_split, &val_split, &test_split});
-    if (!(model = build_model(&c, d)) || !(tape = tfm_tape_create())) {
-        cli_fail(program, "building the model");
+    if (from_file && check_vocabularies(from_file, d) < 0)
+        goto done;
+    model = from_file ? tfm_model_load(from_file) : build_model(&c, d);
+    if (!model || !(tape = tfm_tape_create())) {
+        cli_fail(program, from_file ? from_file : "building the model");
         goto done;
     }
-    printf("Model: d_model %lld, %lld+%lld layers, %lld heads, d_ff %lld, dropout %g, %s init; "
-           "%lld parameters\n", (long long)c.d_model, (long long)c.layers, (long long)c.layers,
-           (long long)c.heads, (long long)c.d_ff, c.dropout, c.init,
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    tfm_model_get_options(model, &o);
+    printf("Model%s%s: d_model %lld, %d+%d layers, %d heads, d_ff %lld, dropout %g; "
+           "%lld parameters\n", from_file ? " from " : "", from_file ? from_file : "",
+           (long long)o.d_model, (int)o.encoder_layers, (int)o.decoder_layers,
+           (int)o.heads, (long long)o.d_ff, (double)o.dropout,
            (long long)tfm_model_parameter_count(model));
     fflush(stdout);
-    const char *checkpoint = c.translate;
-    if (!checkpoint) {
+    if (!c.translate) {
         if (train(&c, model, tape, d, train_split, val_split, best_path, sizeof best_path) < 0)
             goto done;
         if (!c.evaluate) {
             status = EXIT_SUCCESS;
             goto done;
         }
-        checkpoint = best_path;
+        if (tfm_params_load(tfm_model_params(model), best_path) != TFM_OK) {
+            cli_fail(program, "loading the best checkpoint");
+            goto done;
+        }
+        printf("Parameters from %s\n", best_path);
     }
-    if (tfm_params_load(tfm_model_params(model), checkpoint) != TFM_OK) {
-        cli_fail(program, "loading the checkpoint");
-        goto done;
-    }
-    printf("Parameters from %s\n", checkpoint);
     if (translate(&c, model, tape, d, test_split) == 0)
         status = EXIT_SUCCESS;
 done:

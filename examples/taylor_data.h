@@ -1,5 +1,5 @@
 /* Tutorial 003's Taylor-series data (mlinphysics' SequenceData), exactly as
- * data/taylor/FORMAT.md (in ../shared beside the checkout) specifies it:
+ * data/taylor/FORMAT.md specifies it:
  * "SOURCE|TARGET" lines, the regex tokenizer, byte-ordered vocabularies
  * built over every line, length caps from the mean and spread of the token
  * counts, the length filter, <sos> + codes + <pad>s + <eos> rows (the

@@ -77,12 +77,23 @@ count_step "installed tfm-average reproduces the tutorials' first sample" $?
 checkpoint=$(mktemp -d)
 "$prefix/bin/tfm-average" --epochs 1 --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 \
     --d-ff 16 --save "$checkpoint/average.safetensors" | grep -q "Test RMSE" &&
-    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/average.safetensors" --d-model 16 --heads 2 \
-        --encoder-layers 1 --decoder-layers 1 --d-ff 16 | grep -q "^top-p "
-count_step "installed tfm-average trains and tfm-sampling decodes its checkpoint" $?
-"$prefix/bin/tfm-taylor" --data ../shared/data/taylor/seq2seq_series_2terms.txt --out "$checkpoint/taylor" \
+    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/average.safetensors" | grep -q "^top-p " &&
+    "$prefix/bin/tfm-average" --load "$checkpoint/average.safetensors" | grep -q "Test RMSE"
+count_step "installed tfm-average trains; tfm-sampling and tfm-average --load read its model with no flags" $?
+"$prefix/bin/tfm-taylor" --out "$checkpoint/taylor" \
     --iterations 20 --step 10 --schedule cosine --warmup 5 --decode-batch 250 | grep -q "Accuracy: "
 count_step "installed tfm-taylor trains, checkpoints and translates" $?
+# 20 iterations straight, and 10 then 10 more from the checkpoint: the same bits
+taylor_flags="--batch 1000 --d-model 8 --heads 2 --d-ff 8 --layers 1 --bucket 2 --step 7 --evaluate 0"
+"$prefix/bin/tfm-taylor" $taylor_flags --out "$checkpoint/straight" --iterations 20 >/dev/null &&
+    "$prefix/bin/tfm-taylor" $taylor_flags --out "$checkpoint/halves" --iterations 13 >/dev/null &&
+    "$prefix/bin/tfm-taylor" $taylor_flags --out "$checkpoint/halves" --iterations 20 \
+        --resume "$checkpoint/halves/taylor_last.safetensors" >/dev/null &&
+    cmp "$checkpoint/straight/taylor_last.safetensors" "$checkpoint/halves/taylor_last.safetensors"
+count_step "installed tfm-taylor --resume continues bit for bit" $?
+"$prefix/bin/tfm-taylor" --translate "$checkpoint/straight/taylor_last.safetensors" \
+    --decode-batch 750 | grep -q "^Accuracy: "
+count_step "installed tfm-taylor --translate needs no model flags" $?
 rm -rf "$checkpoint"
 
 echo "$passed passed, $failed failed"

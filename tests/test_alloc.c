@@ -82,9 +82,9 @@ START_TEST(steady_state_decoding_does_not_allocate)
     o.max_tgt_len = 10;
     o.encoder_layers = 1;
     o.decoder_layers = 2;
-    o.block.d_model = 16;
-    o.block.heads = 2;
-    o.block.d_ff = 32;
+    o.d_model = 16;
+    o.heads = 2;
+    o.d_ff = 32;
     tfm_model *model = tfm_model_create(&o);
     ck_assert_ptr_nonnull(model);
     const int32_t ids[12] = {1, 4, 5, 9, 3, 0, 2, 3, 10, 7, 8, 6};
@@ -102,11 +102,13 @@ START_TEST(steady_state_decoding_does_not_allocate)
         d.n_best = strategy == TFM_DECODE_BEAM ? 4 : 1;
         tfm_decoding *decoding = tfm_decoding_create(model, &d, 2, 6);
         ck_assert_msg(decoding != NULL, "%s", tfm_last_error());
-        ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
+        ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, 80, lengths, 8, scores, 8, NULL, 0,
+                                          NULL, 0),
                          TFM_OK);
         long before = alloc_counter_libtfm();
         for (int i = 0; i < 5; i++)
-            ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, lengths, scores, NULL, NULL),
+            ck_assert_int_eq(tfm_decoding_run(decoding, src, tokens, 80, lengths, 8, scores, 8, NULL, 0,
+                                          NULL, 0),
                              TFM_OK);
         ck_assert_int_eq(alloc_counter_libtfm() - before, 0);
         tfm_decoding_free(decoding);

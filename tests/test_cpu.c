@@ -59,10 +59,10 @@ static int64_t workload(float *out)
     o.src_vocab = o.tgt_vocab = VOCAB;
     o.max_src_len = o.max_tgt_len = 32;
     o.encoder_layers = o.decoder_layers = 2;
-    o.block.d_model = 64;
-    o.block.heads = 4;
-    o.block.d_ff = 96;
-    o.block.dropout = 0.1f;
+    o.d_model = 64;
+    o.heads = 4;
+    o.d_ff = 96;
+    o.dropout = 0.1f;
     o.seed = 11;
     tfm_model *m = tfm_model_create(&o);
     need(m != NULL, "tfm_model_create");
@@ -73,7 +73,8 @@ static int64_t workload(float *out)
     tfm_tensor *src = ids(SRC, 1), *tgt = ids(TGT, 2), *targets = ids(TGT, 5);
     tfm_tape *tape = tfm_tape_create();
     tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
-                                           tfm_mask_causal(tape, TGT, TFM_F32), NULL);
+                                           tfm_mask_causal(tape, TGT, TFM_F32), NULL,
+                                           NULL, NULL, NULL);
     tfm_tensor *loss = tfm_cross_entropy(tape, logits, targets, 0, 0.1f);
     append_tensor(out, &n, logits);
     append_tensor(out, &n, loss);
@@ -101,7 +102,8 @@ static int64_t workload(float *out)
     need(dec != NULL, "tfm_decoding_create");
     int32_t tokens[BATCH * 21], lengths[BATCH];
     static float decode_logits[BATCH * 20 * VOCAB];
-    need(tfm_decoding_run(dec, src, tokens, lengths, NULL, decode_logits, NULL) == TFM_OK,
+    need(tfm_decoding_run(dec, src, tokens, BATCH * 21, lengths, BATCH, NULL, 0,
+                            decode_logits, BATCH * 20 * VOCAB, NULL, 0) == TFM_OK,
          "tfm_decoding_run");
     append(out, &n, decode_logits, BATCH * 20 * VOCAB);
 

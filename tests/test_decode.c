@@ -43,7 +43,7 @@ static void center_logits(tfm_model *m, int64_t V, int64_t T)
     tfm_tape_set_recording(tape, 0);
     tfm_model_set_training(m, 0);
     tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
-                                           tfm_mask_causal(tape, T, TFM_I32), NULL);
+                                           tfm_mask_causal(tape, T, TFM_I32), NULL, NULL, NULL, NULL);
     ck_assert_msg(logits != NULL, "%s", tfm_last_error());
     const float *l = tfm_tensor_data_f32(logits);
     float *bias = param(m, "generator.bias");
@@ -69,21 +69,21 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
     o.max_tgt_len = max_tgt_len;
     o.encoder_layers = 2;
     o.decoder_layers = 2;
-    o.block.d_model = 16;
-    o.block.heads = 2;
-    o.block.d_ff = 32;
-    o.block.dropout = 0.1f; /* decoding must switch it off */
+    o.d_model = 16;
+    o.heads = 2;
+    o.d_ff = 32;
+    o.dropout = 0.1f; /* decoding must switch it off */
     o.seed = 11 + (uint64_t)kind;
     if (kind == TUTORIAL_003) {
         o.positions = TFM_POSITIONS_LEARNED;
         o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
         o.final_norm = 0;
-        o.block.fused_qkv = 0;
-        o.block.trainable_scale = 1;
+        o.fused_qkv = 0;
+        o.trainable_scale = 1;
     } else if (kind == PRE_NORM) {
-        o.block.norm_first = 1;
-        o.block.activation = TFM_ACTIVATION_GELU;
-        o.block.bias = 0;
+        o.norm_first = 1;
+        o.activation = TFM_ACTIVATION_GELU;
+        o.bias = 0;
         o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
         o.share_embeddings = 1;
         o.tgt_vocab = o.src_vocab;
@@ -117,6 +117,14 @@ typedef struct result {
     float scores[256], logits[64 * MAXT * 13], probs[64 * MAXT * 13];
 } result;
 
+/* A result's buffers with their sizes, for tfm_decoding_run. */
+#define COUNT(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
+#define TOKENS(r) (r)->tokens, COUNT((r)->tokens), (r)->lengths, COUNT((r)->lengths)
+#define SCORES(r) (r)->scores, COUNT((r)->scores)
+#define LOGITS(r) (r)->logits, COUNT((r)->logits)
+#define PROBS(r) (r)->probs, COUNT((r)->probs)
+#define NONE NULL, 0
+
 static result *new_result(void)
 {
     result *r = calloc(1, sizeof *r);
@@ -130,8 +138,8 @@ static void decode(tfm_model *m, const tfm_decode_options *o, const tfm_tensor *
     tfm_decoding *d = tfm_decoding_create(m, o, tfm_tensor_dim(src, 0), tfm_tensor_dim(src, 1));
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     int beam = o->strategy == TFM_DECODE_BEAM;
-    tfm_status s = tfm_decoding_run(d, src, r->tokens, r->lengths, r->scores,
-                                    beam ? NULL : r->logits, beam ? NULL : r->probs);
+    tfm_status s = tfm_decoding_run(d, src, TOKENS(r), SCORES(r), beam ? NULL : r->logits,
+                                    COUNT(r->logits), beam ? NULL : r->probs, COUNT(r->probs));
     ck_assert_msg(s == TFM_OK, "%s", tfm_last_error());
     tfm_decoding_free(d);
 }
@@ -165,9 +173,9 @@ static void reference_logits(tfm_model *m, tfm_tensor *src, int64_t b,
     tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){1, len}, prefix);
     tfm_tape *tape = tfm_tape_create();
     tfm_tape_set_recording(tape, 0);
-    tfm_tensor *memory = tfm_model_encode(tape, m, one, NULL);
+    tfm_tensor *memory = tfm_model_encode(tape, m, one, NULL, NULL);
     tfm_tensor *out = tfm_model_decode(tape, m, tgt, memory, tfm_mask_causal(tape, len, TFM_I32),
-                                       NULL);
+                                       NULL, NULL, NULL);
     ck_assert_msg(out != NULL, "%s", tfm_last_error());
     memcpy(logits, tfm_tensor_data_f32(out) + (len - 1) * V, (size_t)V * sizeof *logits);
     tfm_tape_free(tape);
@@ -435,7 +443,9 @@ START_TEST(sampling_filters_and_frequencies)
         ck_assert_int_eq(support, cases[c].support);
         tfm_decoding *d = tfm_decoding_create(m, &o, 200, 4);
         ck_assert_msg(d != NULL, "%s", tfm_last_error());
-        ck_assert_int_eq(tfm_decoding_run(d, src, tokens, lengths, NULL, NULL, probs), TFM_OK);
+        ck_assert_int_eq(tfm_decoding_run(d, src, tokens, 200 * MAXT, lengths, 200, NONE, NONE,
+                                          probs, 200 * (MAXT - 1) * 11),
+                         TFM_OK);
         tfm_decoding_free(d);
         /* every step drew from q, renormalised over its support only */
         for (int64_t i = 0; i < 200 * (MAXT - 1); i++)
@@ -624,7 +634,7 @@ static int forward_is_random(tfm_model *m, tfm_tensor *src)
     tfm_tape_set_recording(tape, 0);
     float first[33], second[33];
     for (int k = 0; k < 2; k++) {
-        tfm_tensor *out = tfm_model_forward(tape, m, one, tgt, NULL, NULL, NULL);
+        tfm_tensor *out = tfm_model_forward(tape, m, one, tgt, NULL, NULL, NULL, NULL, NULL, NULL);
         ck_assert_msg(out != NULL, "%s", tfm_last_error());
         tfm_tensor_read_f32(out, k ? second : first, 33);
         tfm_tape_reset(tape);
@@ -652,18 +662,20 @@ START_TEST(steady_state_and_mode)
         result *first = new_result(), *again = new_result(), *eval = new_result();
         /* in training mode, then another batch, then again: the same */
         tfm_model_set_training(m, 1);
-        ck_assert_int_eq(tfm_decoding_run(d, src, first->tokens, first->lengths, first->scores,
-                                          beam ? NULL : first->logits, NULL), TFM_OK);
+        ck_assert_int_eq(tfm_decoding_run(d, src, TOKENS(first), SCORES(first),
+                                          beam ? NULL : first->logits, COUNT(first->logits), NONE),
+                         TFM_OK);
         ck_assert_msg(forward_is_random(m, src), "training mode was not restored");
-        ck_assert_int_eq(tfm_decoding_run(d, other, again->tokens, again->lengths, NULL, NULL,
-                                          NULL), TFM_OK);
-        ck_assert_int_eq(tfm_decoding_run(d, src, again->tokens, again->lengths, again->scores,
-                                          beam ? NULL : again->logits, NULL), TFM_OK);
+        ck_assert_int_eq(tfm_decoding_run(d, other, TOKENS(again), NONE, NONE, NONE), TFM_OK);
+        ck_assert_int_eq(tfm_decoding_run(d, src, TOKENS(again), SCORES(again),
+                                          beam ? NULL : again->logits, COUNT(again->logits), NONE),
+                         TFM_OK);
         ck_assert(memcmp(first, again, offsetof(result, probs)) == 0);
         /* in eval mode: the same, and eval mode stays */
         tfm_model_set_training(m, 0);
-        ck_assert_int_eq(tfm_decoding_run(d, src, eval->tokens, eval->lengths, eval->scores,
-                                          beam ? NULL : eval->logits, NULL), TFM_OK);
+        ck_assert_int_eq(tfm_decoding_run(d, src, TOKENS(eval), SCORES(eval),
+                                          beam ? NULL : eval->logits, COUNT(eval->logits), NONE),
+                         TFM_OK);
         ck_assert(memcmp(first, eval, offsetof(result, probs)) == 0);
         ck_assert_msg(!forward_is_random(m, src), "eval mode was not restored");
         tfm_decoding_free(d);
@@ -750,7 +762,7 @@ START_TEST(create_errors)
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     tfm_decoding_free(d);
     tfm_decoding_free(NULL);
-    tfm_decode_options_init(NULL);
+    tfm_decode_options_init_sized(NULL, sizeof(tfm_decode_options));
     tfm_model_free(m);
 }
 END_TEST
@@ -759,7 +771,8 @@ static void expect_run_error(tfm_decoding *d, const tfm_tensor *src, int32_t *to
                              int32_t *lengths, float *logits, tfm_status status, const char *text)
 {
     tfm_clear_error();
-    tfm_status s = tfm_decoding_run(d, src, tokens, lengths, NULL, logits, NULL);
+    tfm_status s = tfm_decoding_run(d, src, tokens, ROOM, lengths, 256, NONE, logits,
+                                    64 * MAXT * 13, NONE);
     ck_assert_msg(s == status && tfm_last_status() == status, "%s: status %s, message %s", text,
                   tfm_status_name(s), tfm_last_error());
     ck_assert_msg(strstr(tfm_last_error(), text) != NULL, "'%s' not in '%s'", text,
@@ -811,7 +824,7 @@ START_TEST(run_errors)
     o.strategy = TFM_DECODE_BEAM;
     d = tfm_decoding_create(m, &o, 3, 8);
     expect_run_error(d, src, r->tokens, r->lengths, r->logits, TFM_ERR_ARG, "beam search");
-    ck_assert_int_eq(tfm_decoding_run(d, src, r->tokens, r->lengths, NULL, NULL, NULL), TFM_OK);
+    ck_assert_int_eq(tfm_decoding_run(d, src, TOKENS(r), NONE, NONE, NONE), TFM_OK);
     tfm_decoding_free(d);
     tfm_tensor_free(f);
     tfm_tensor_free(flat);
@@ -819,6 +832,73 @@ START_TEST(run_errors)
     tfm_tensor_free(tall);
     tfm_tensor_free(src);
     free(r);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Buffers come with their sizes: one element short is refused before
+ * anything is written, with the count needed; the query gives the counts. */
+START_TEST(run_checks_buffer_sizes)
+{
+    enum { B = 3, L = MAXT - 1, V = 11 };
+    tfm_model *m = make_model(TUTORIAL_003, V, MAXT);
+    tfm_tensor *src = padded_sources();
+    result *r = new_result();
+    for (int strategy = 0; strategy < 3; strategy++) {
+        int beam = strategy == TFM_DECODE_BEAM;
+        tfm_decode_options o;
+        options(&o, strategy, L);
+        o.n_best = beam ? 2 : 1;
+        tfm_decoding *d = tfm_decoding_create(m, &o, 4, 8);
+        ck_assert_msg(d != NULL, "%s", tfm_last_error());
+        int64_t n_tokens, n_lengths, n_scores, n_logits;
+        ck_assert_int_eq(tfm_decoding_buffer_sizes(d, B, &n_tokens, &n_lengths, &n_scores,
+                                                   &n_logits), TFM_OK);
+        int64_t hypotheses = B * o.n_best;
+        ck_assert_int_eq(n_tokens, hypotheses * (L + 1));
+        ck_assert_int_eq(n_lengths, hypotheses);
+        ck_assert_int_eq(n_scores, hypotheses);
+        ck_assert_int_eq(n_logits, beam ? 0 : B * L * V);
+        float *logits = beam ? NULL : r->logits, *probs = beam ? NULL : r->probs;
+        /* each buffer one element short in turn: nothing is written */
+        for (int shorter = 0; shorter < (beam ? 3 : 5); shorter++) {
+            memset(r, 0x7f, sizeof *r);
+            int64_t counts[5] = {n_tokens, n_lengths, n_scores, n_logits, n_logits};
+            counts[shorter]--;
+            tfm_clear_error();
+            ck_assert_int_eq(tfm_decoding_run(d, src, r->tokens, counts[0], r->lengths, counts[1],
+                                              r->scores, counts[2], logits, counts[3], probs,
+                                              counts[4]),
+                             TFM_ERR_SIZE);
+            static const char *const names[5] = {"tokens", "lengths", "scores", "logits",
+                                                  "probs"};
+            char text[128];
+            snprintf(text, sizeof text, "tfm_decoding_run: %s holds %lld elements; this batch "
+                     "needs %lld", names[shorter], (long long)counts[shorter],
+                     (long long)counts[shorter] + 1);
+            ck_assert_msg(strstr(tfm_last_error(), text), "'%s' lacks '%s'", tfm_last_error(),
+                          text);
+            ck_assert_int_eq(r->tokens[0], 0x7f7f7f7f);
+            ck_assert_int_eq(r->lengths[0], 0x7f7f7f7f);
+        }
+        /* exactly the counts, and NULL for what is not wanted (its count unread) */
+        ck_assert_int_eq(tfm_decoding_run(d, src, r->tokens, n_tokens, r->lengths, n_lengths,
+                                          r->scores, n_scores, logits, n_logits, probs, n_logits),
+                         TFM_OK);
+        ck_assert_int_eq(r->tokens[n_tokens], 0x7f7f7f7f); /* nothing past them */
+        ck_assert_int_eq(tfm_decoding_run(d, src, r->tokens, n_tokens, r->lengths, n_lengths, NULL,
+                                          -1, NULL, -1, NULL, -1),
+                         TFM_OK);
+        tfm_clear_error();
+        ck_assert_int_eq(tfm_decoding_buffer_sizes(d, 5, &n_tokens, NULL, NULL, NULL),
+                         TFM_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(tfm_last_error(), "batch 5 is outside the decoding's 1..4"));
+        ck_assert_int_eq(tfm_decoding_buffer_sizes(d, 0, NULL, NULL, NULL, NULL), TFM_ERR_ARG);
+        tfm_decoding_free(d);
+    }
+    ck_assert_int_eq(tfm_decoding_buffer_sizes(NULL, 1, NULL, NULL, NULL, NULL), TFM_ERR_NULL);
+    free(r);
+    tfm_tensor_free(src);
     tfm_model_free(m);
 }
 END_TEST
@@ -839,6 +919,7 @@ static Suite *decode_suite(void)
     tcase_add_test(c, steady_state_and_mode);
     tcase_add_test(c, create_errors);
     tcase_add_test(c, run_errors);
+    tcase_add_test(c, run_checks_buffer_sizes);
     suite_add_tcase(s, c);
     return s;
 }

@@ -597,7 +597,7 @@ START_TEST(params_load_is_strict_and_all_or_nothing)
                           tfm_status status; const char *message; } cases[] = {
         {NULL, 1, 5, 0, TFM_ERR_FORMAT, "holds no tensor \"dec.emb\" for parameter 2"},
         {"enc.extra", 0, 5, 0, TFM_ERR_FORMAT, "holds tensor \"enc.extra\", which is no parameter"},
-        {NULL, 0, 6, 0, TFM_ERR_SHAPE, "tensor \"dec.emb\" has shape [6,2]; the parameter has [5,2]"},
+        {NULL, 0, 6, 0, TFM_ERR_SHAPE, "tensor \"dec.emb\" has shape [6,2]; the parameter \"dec.emb\" has [5,2]"},
         {NULL, 0, 5, 1, TFM_ERR_DTYPE, "tensor \"enc.b\" is I32"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -893,7 +893,7 @@ START_TEST(failed_saves_leave_the_previous_file)
     tfm_clear_error();
     ck_assert_int_eq(tfm_safetensors_write(path, 2, twice, (const tfm_tensor *[]){a, b}),
                      TFM_ERR_ARG);
-    expect_error(TFM_ERR_ARG, "the name \"a\" is given twice (names[0] and names[1])");
+    expect_error(TFM_ERR_ARG, "\"a\" is given twice (names[0] and names[1])");
 
     /* fails at the rename, after the temporary file was written */
     const char *folder = in_dir("folder");

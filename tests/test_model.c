@@ -19,10 +19,10 @@ static void small_options(tfm_model_options *o)
     o->max_tgt_len = 6;
     o->encoder_layers = 2;
     o->decoder_layers = 2;
-    o->block.d_model = 16;
-    o->block.heads = 2;
-    o->block.d_ff = 32;
-    o->block.dropout = 0.1f;
+    o->d_model = 16;
+    o->heads = 2;
+    o->d_ff = 32;
+    o->dropout = 0.1f;
     o->seed = 7;
 }
 
@@ -69,9 +69,9 @@ START_TEST(tutorial_003_options)
     o.positions = TFM_POSITIONS_LEARNED;
     o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
     o.final_norm = 0;
-    o.block.fused_qkv = 0;
-    o.block.trainable_scale = 1;
-    o.block.scale_init = 4.0f;
+    o.fused_qkv = 0;
+    o.trainable_scale = 1;
+    o.scale_init = 4.0f;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_msg(m != NULL, "%s", tfm_last_error());
     tfm_params *p = tfm_model_params(m);
@@ -107,7 +107,7 @@ START_TEST(bad_options)
     ck_assert_ptr_null(tfm_model_create(&o));
     ck_assert_ptr_nonnull(strstr(tfm_last_error(), "shared"));
     small_options(&o);
-    o.block.heads = 3; /* does not divide 16 */
+    o.heads = 3; /* does not divide 16 */
     ck_assert_ptr_null(tfm_model_create(&o));
     small_options(&o);
     o.struct_size = 4;
@@ -126,7 +126,7 @@ START_TEST(forward_shapes_and_modes)
     tfm_tensor *src = ids(2, 5, 13, 1), *tgt = ids(2, 4, 11, 3);
     tfm_tape *tape = tfm_tape_create();
     tfm_tensor *causal = tfm_mask_causal(tape, 4, TFM_F32);
-    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL);
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL, NULL, NULL, NULL);
     ck_assert_msg(logits != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_tensor_ndim(logits), 3);
     ck_assert_int_eq(tfm_tensor_dim(logits, 0), 2);
@@ -135,19 +135,83 @@ START_TEST(forward_shapes_and_modes)
     /* training mode: dropout makes two passes differ; eval: identical */
     float a[88], b[88];
     tfm_tensor_read_f32(logits, a, 88);
-    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL), b, 88);
+    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL, NULL, NULL, NULL), b, 88);
     ck_assert(memcmp(a, b, sizeof a) != 0);
     tfm_model_set_training(m, 0);
-    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL), a, 88);
-    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL), b, 88);
+    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL, NULL, NULL, NULL), a, 88);
+    tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL, NULL, NULL, NULL), b, 88);
     ck_assert_mem_eq(a, b, sizeof a);
     /* too long for the positions; ids of the wrong type */
     tfm_tensor *long_src = ids(1, 9, 13, 0);
-    ck_assert_ptr_null(tfm_model_encode(tape, m, long_src, NULL));
+    ck_assert_ptr_null(tfm_model_encode(tape, m, long_src, NULL, NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_RANGE);
-    ck_assert_ptr_null(tfm_model_encode(tape, m, causal, NULL));
+    ck_assert_ptr_null(tfm_model_encode(tape, m, causal, NULL, NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_DTYPE);
     tfm_tensor_free(long_src);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_model_free(m);
+}
+END_TEST
+
+static void assert_error(tfm_status status, const char *fragment)
+{
+    ck_assert_msg(tfm_last_status() == status, "status %s, wanted %s: %s",
+                  tfm_status_name(tfm_last_status()), tfm_status_name(status), tfm_last_error());
+    ck_assert_msg(strstr(tfm_last_error(), fragment) != NULL, "\"%s\" lacks \"%s\"",
+                  tfm_last_error(), fragment);
+    tfm_clear_error();
+}
+
+/* Each mask argument has its kind: a key-padding mask [B, S] goes in its
+ * own argument (the same as the tutorials' [B, 1, 1, S] attention mask),
+ * and is refused as an attention mask; errors name the call and argument. */
+START_TEST(masks_are_read_as_declared)
+{
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    tfm_model_set_training(m, 0);
+    tfm_tensor *src = ids(2, 5, 13, 1), *tgt = ids(2, 4, 11, 3);
+    int32_t *s = tfm_tensor_data_i32(src);
+    s[3] = s[4] = s[9] = 0; /* padding */
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *causal = tfm_mask_causal(tape, 4, TFM_I32);
+    tfm_tensor *as_4d = tfm_mask_padding(tape, src, 0, TFM_I32);
+    const uint8_t pad[10] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 1};
+    tfm_tensor *key_padding = tfm_mask_from_torch_bool(tape, pad, 2, (const int64_t[]){2, 5},
+                                                       TFM_I32);
+    float a[88], b[88];
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, as_4d, causal, as_4d,
+                                                           NULL, NULL, NULL), a, 88), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL,
+                                                           key_padding, NULL, key_padding),
+                                         b, 88), TFM_OK);
+    ck_assert_mem_eq(a, b, sizeof a);
+
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_model_forward(tape, m, src, tgt, key_padding, causal, NULL, NULL, NULL,
+                                         NULL));
+    assert_error(TFM_ERR_SHAPE, "tfm_model_forward: src_mask [2,5] is not an attention mask");
+    ck_assert_ptr_null(tfm_model_encode(tape, m, src, NULL, causal));
+    assert_error(TFM_ERR_SHAPE, "tfm_model_encode: src_key_padding_mask [4,4] must be "
+                                "[B, S] = [2, 5]");
+    tfm_tensor *memory = tfm_model_encode(tape, m, src, NULL, key_padding);
+    ck_assert_ptr_null(tfm_model_decode(tape, m, tgt, memory, causal, NULL, NULL, as_4d));
+    assert_error(TFM_ERR_SHAPE, "tfm_model_decode: memory_key_padding_mask [2,1,1,5]");
+    ck_assert_ptr_null(tfm_model_decode(tape, m, tgt, memory, tfm_mask_causal(tape, 4, TFM_F32),
+                                        NULL, causal, NULL));
+    assert_error(TFM_ERR_SHAPE, "tgt_key_padding_mask [4,4] must be [B, S] = [2, 4]");
+    tfm_tensor *additive = tfm_mask_causal(tape, 5, TFM_F32);
+    ck_assert_ptr_null(tfm_model_encode(tape, m, src, additive, key_padding));
+    assert_error(TFM_ERR_DTYPE, "src_mask is a float32 additive mask and src_key_padding_mask "
+                                "is an int32 keep-mask");
+    /* a mask from before the reset, in the call the caller made */
+    ck_assert_int_eq(tfm_tape_reset(tape), TFM_OK);
+    ck_assert_ptr_null(tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL, NULL, NULL, NULL));
+    assert_error(TFM_ERR_STATE, "tfm_model_forward: tgt_mask was made on a tape before its "
+                                "last tfm_tape_reset");
     tfm_tape_free(tape);
     tfm_tensor_free(src);
     tfm_tensor_free(tgt);
@@ -166,7 +230,7 @@ static tfm_tensor *model_loss(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
     (void)in; /* the inputs are the model's own parameters */
     model_ctx *c = ctx;
     tfm_tensor *causal = tfm_mask_causal(tape, 3, TFM_I32);
-    tfm_tensor *logits = tfm_model_forward(tape, c->model, c->src, c->tgt, NULL, causal, NULL);
+    tfm_tensor *logits = tfm_model_forward(tape, c->model, c->src, c->tgt, NULL, causal, NULL, NULL, NULL, NULL);
     return tfm_cross_entropy(tape, logits, c->targets, 0, 0.1f);
 }
 
@@ -174,11 +238,11 @@ START_TEST(gradients_through_the_model)
 {
     tfm_model_options o;
     small_options(&o);
-    o.block.d_model = 8;
-    o.block.d_ff = 8;
+    o.d_model = 8;
+    o.d_ff = 8;
     o.encoder_layers = 1;
     o.decoder_layers = 1;
-    o.block.dropout = 0.0f;
+    o.dropout = 0.0f;
     model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
     tfm_model_set_training(c.model, 0);
     tfm_params *p = tfm_model_params(c.model);
@@ -207,9 +271,9 @@ static void training_step(int32_t threads, float *logits_out, float *grads_out)
     tfm_model_options o;
     small_options(&o);
     o.max_src_len = o.max_tgt_len = 64;
-    o.block.d_model = 128;
-    o.block.heads = 4;
-    o.block.d_ff = 64;
+    o.d_model = 128;
+    o.heads = 4;
+    o.d_ff = 64;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_ptr_nonnull(m);
     int32_t src_ids[4 * 64], tgt_ids[4 * 64];
@@ -221,7 +285,7 @@ static void training_step(int32_t threads, float *logits_out, float *grads_out)
     tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){4, 64}, tgt_ids);
     tfm_tape *tape = tfm_tape_create();
     tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
-                                           tfm_mask_causal(tape, 64, TFM_F32), NULL);
+                                           tfm_mask_causal(tape, 64, TFM_F32), NULL, NULL, NULL, NULL);
     ck_assert_int_eq(tfm_tensor_read_f32(logits, logits_out, 4 * 64 * 11), TFM_OK);
     ck_assert_int_eq(tfm_tape_backward(tape, tfm_cross_entropy(tape, logits, tgt, 0, 0.0f)),
                      TFM_OK);
@@ -267,7 +331,7 @@ static void eval_logits(tfm_model *m, float *out, int64_t n)
     tfm_tensor *src = ids(2, 5, 13, 1), *tgt = ids(2, 4, 11, 3);
     tfm_tape *tape = tfm_tape_create();
     tfm_model_set_training(m, 0);
-    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL, tfm_mask_causal(tape, 4, TFM_F32), NULL);
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL, tfm_mask_causal(tape, 4, TFM_F32), NULL, NULL, NULL, NULL);
     ck_assert_int_eq(tfm_tensor_read_f32(logits, out, n), TFM_OK);
     tfm_tape_free(tape);
     tfm_tensor_free(src);
@@ -347,7 +411,7 @@ START_TEST(damaged_checkpoints_are_rejected)
     /* a model of another shape */
     tfm_model_options other;
     small_options(&other);
-    other.block.d_ff = 48;
+    other.d_ff = 48;
     tfm_model *wrong = tfm_model_create(&other);
     ck_assert_int_ne(tfm_params_load(tfm_model_params(wrong), path), TFM_OK);
     /* the good file still loads */
@@ -372,6 +436,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, tutorial_003_options);
     tcase_add_test(tc, bad_options);
     tcase_add_test(tc, forward_shapes_and_modes);
+    tcase_add_test(tc, masks_are_read_as_declared);
     tcase_add_test(tc, gradients_through_the_model);
     tcase_add_test(tc, threads_give_the_same_step);
     tcase_add_test(tc, checkpoint_reloads_bit_identically);

@@ -225,7 +225,7 @@ START_TEST(options_defaults)
     ck_assert_float_eq(o.dropout, 0.0f);
     ck_assert_int_eq(o.trainable_scale, 0);
     ck_assert_float_eq(o.scale_init, 0.0f); /* sqrt(d_model) */
-    tfm_attention_options_init(NULL); /* harmless */
+    tfm_attention_options_init_sized(NULL, sizeof(tfm_attention_options)); /* harmless */
 }
 END_TEST
 
@@ -353,7 +353,7 @@ START_TEST(values_against_reference)
                         const tfm_tensor *mem = cross ? memory : query;
                         tfm_tensor *mask = make_mask(kind, len);
                         tfm_tensor *weights = NULL;
-                        tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask,
+                        tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask, NULL,
                                                                 &weights);
                         ck_assert_msg(out != NULL, "%s", tfm_last_error());
                         ck_assert_int_eq(tfm_tensor_ndim(out), 3);
@@ -398,7 +398,7 @@ START_TEST(weights_respect_masks)
     for (int kind = MASK_PADDING; kind < MASK_KINDS; kind++) {
         tfm_tensor *mask = make_mask(kind, S);
         tfm_tensor *weights;
-        ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, mask, &weights));
+        ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, mask, NULL, &weights));
         const float *w = tfm_tensor_data_f32(weights);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
@@ -424,8 +424,8 @@ START_TEST(weights_respect_masks)
     tfm_tensor *km = tfm_tensor_from_i32(4, (const int64_t[]){B, 1, 1, S}, keep);
     tfm_tensor *am = tfm_tensor_from_f32(4, (const int64_t[]){B, 1, 1, S}, add);
     tfm_tensor *wk, *wa;
-    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, km, &wk));
-    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, am, &wa));
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, km, NULL, &wk));
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, am, NULL, &wa));
     for (int i = H * T * S; i < B * H * T * S; i++) {
         ck_assert_float_eq_tol(tfm_tensor_data_f32(wk)[i], 0.25f, 1e-7f);
         ck_assert_float_eq(tfm_tensor_data_f32(wa)[i], 0.0f);
@@ -452,14 +452,14 @@ START_TEST(fused_self_attention_is_one_product)
     tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 14);
     tfm_tensor *y = gc_random(3, (const int64_t[]){B, T, D}, 15);
     tfm_tape *tape = tfm_tape_create();
-    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, x, NULL, NULL));
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, x, NULL, NULL, NULL));
     int64_t self_nodes = tfm_tape_node_count(tape);
     tfm_tape_reset(tape);
-    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, y, NULL, NULL));
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, y, NULL, NULL, NULL));
     ck_assert_int_eq(tfm_tape_node_count(tape), self_nodes + 1);
     tfm_tape_reset(tape);
     tfm_tape_set_recording(tape, 0);
-    tfm_tensor *out = tfm_attention_forward(tape, layer, x, y, NULL, NULL);
+    tfm_tensor *out = tfm_attention_forward(tape, layer, x, y, NULL, NULL, NULL);
     ck_assert_ptr_nonnull(out);
     ck_assert_int_eq(tfm_tensor_requires_grad(out), 0);
     ck_assert_int_eq(tfm_tape_node_count(tape), 0);
@@ -485,9 +485,9 @@ static tfm_tensor *build_attention(tfm_tape *tape, tfm_tensor *const *in, void *
 {
     const grad_ctx *g = ctx;
     if (g->both)
-        return tfm_add(tape, tfm_attention_forward(tape, g->layer, in[0], in[0], g->mask, NULL),
-                       tfm_attention_forward(tape, g->layer, in[0], in[1], NULL, NULL));
-    return tfm_attention_forward(tape, g->layer, in[0], g->cross ? in[1] : in[0], g->mask,
+        return tfm_add(tape, tfm_attention_forward(tape, g->layer, in[0], in[0], g->mask, NULL, NULL),
+                       tfm_attention_forward(tape, g->layer, in[0], in[1], NULL, NULL, NULL));
+    return tfm_attention_forward(tape, g->layer, in[0], g->cross ? in[1] : in[0], g->mask, NULL,
                                  NULL);
 }
 
@@ -527,7 +527,7 @@ END_TEST
 /* An additive mask that requires grad gets the scores' gradient. */
 static tfm_tensor *build_with_mask(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
 {
-    return tfm_attention_forward(tape, ctx, in[0], in[1], in[2], NULL);
+    return tfm_attention_forward(tape, ctx, in[0], in[1], in[2], NULL, NULL);
 }
 
 START_TEST(gradient_of_additive_mask)
@@ -562,7 +562,7 @@ static tfm_tensor *build_weights(tfm_tape *tape, tfm_tensor *const *in, void *ct
 {
     const weights_ctx *w = ctx;
     tfm_tensor *weights = NULL;
-    tfm_tensor *context = tfm_attention_forward(tape, w->layer, in[0], in[1], in[2], &weights);
+    tfm_tensor *context = tfm_attention_forward(tape, w->layer, in[0], in[1], in[2], NULL, &weights);
     if (!context)
         return NULL;
     tfm_tensor *flat_weights = tfm_reshape(tape, weights, 1, (const int64_t[]){-1});
@@ -612,7 +612,7 @@ static tfm_tensor *build_with_dropout(tfm_tape *tape, tfm_tensor *const *in, voi
 {
     const dropout_ctx *d = ctx;
     tfm_rng_seed(d->rng, 77);
-    return tfm_attention_forward(tape, d->layer, in[0], in[1], d->mask, NULL);
+    return tfm_attention_forward(tape, d->layer, in[0], in[1], d->mask, NULL, NULL);
 }
 
 START_TEST(gradients_with_dropout)
@@ -654,7 +654,7 @@ START_TEST(dropout_in_training_only)
     enum { N = B * T * D };
     float train1[N], train2[N], eval1[N], eval2[N];
     tfm_tensor *w;
-    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, &w),
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL, &w),
                                          train1, N), TFM_OK);
     /* weights_out is before dropout: rows still sum to 1 */
     for (int r = 0; r < B * H * T; r++) {
@@ -663,12 +663,12 @@ START_TEST(dropout_in_training_only)
             sum += tfm_tensor_data_f32(w)[r * T + j];
         ck_assert_double_eq_tol(sum, 1.0, 1e-6);
     }
-    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL),
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL, NULL),
                                          train2, N), TFM_OK);
     ck_assert_int_eq(tfm_layer_set_training(layer, 0), TFM_OK);
-    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL),
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL, NULL),
                                          eval1, N), TFM_OK);
-    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL),
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_attention_forward(tape, layer, x, x, NULL, NULL, NULL),
                                          eval2, N), TFM_OK);
     ck_assert_mem_eq(eval1, eval2, sizeof eval1);
     ck_assert(memcmp(train1, train2, sizeof train1) != 0);
@@ -702,7 +702,7 @@ static void run_with_threads(int32_t threads, int trainable, float *out, float *
     tfm_tensor *mask = make_mask(MASK_PADDING, S);
     tfm_tensor_set_requires_grad(x, 1);
     tfm_tape *tape = tfm_tape_create();
-    tfm_tensor *y = tfm_attention_forward(tape, layer, x, memory, mask, NULL);
+    tfm_tensor *y = tfm_attention_forward(tape, layer, x, memory, mask, NULL, NULL);
     ck_assert_msg(y != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_tensor_read_f32(y, out, B * T * D), TFM_OK);
     ck_assert_int_eq(tfm_tape_backward(tape, tfm_sum(tape, y)), TFM_OK);
@@ -758,7 +758,7 @@ static void large_run(int fused_core, int32_t threads, tfm_params *p, tfm_layer 
     tfm_tensor_zero_grad(memory);
     memset(tfm_params_grads(p), 0, (size_t)tfm_params_numel(p) * sizeof(float));
     tfm_tape *tape = tfm_tape_create();
-    tfm_tensor *y = fused_core ? tfm_attention_forward(tape, layer, x, memory, mask, NULL)
+    tfm_tensor *y = fused_core ? tfm_attention_forward(tape, layer, x, memory, mask, NULL, NULL)
                                : attention_apart(tape, p, x, memory, mask);
     ck_assert_msg(y != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_tensor_read_f32(y, out, LT * LD), TFM_OK);
@@ -923,52 +923,52 @@ START_TEST(forward_errors)
     tfm_tensor *w = (tfm_tensor *)1; /* must come back NULL on failure */
 
     tfm_clear_error();
-    ck_assert_ptr_null(tfm_attention_forward(NULL, layer, x, m, NULL, &w));
+    ck_assert_ptr_null(tfm_attention_forward(NULL, layer, x, m, NULL, NULL, &w));
     assert_error(TFM_ERR_NULL, "tape");
     ck_assert_ptr_null(w);
-    ck_assert_ptr_null(tfm_attention_forward(tape, NULL, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, NULL, x, m, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "layer");
-    ck_assert_ptr_null(tfm_attention_forward(tape, linear, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, linear, x, m, NULL, NULL, NULL));
     assert_error(TFM_ERR_ARG, "got kind linear");
     tfm_clear_error();
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, NULL, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, NULL, m, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "query is NULL");
     tfm_clear_error();
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, NULL, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "memory is NULL");
     /* a failed op upstream keeps its own message */
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, tfm_add(tape, x, m), m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, tfm_add(tape, x, m), m, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "tfm_add");
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, ids, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, ids, m, NULL, NULL, NULL));
     assert_error(TFM_ERR_DTYPE, "query must be float32");
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, wide, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, wide, m, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "query [2,3,6] must be [B, length, 4]");
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, wide, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, wide, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "memory [2,3,6]");
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, flat, flat, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, flat, flat, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "query [3,4]");
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, other_batch, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, other_batch, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "different batch sizes");
 
-    /* masks that do not broadcast to [B, H, T, S] = [2,2,3,4] */
+    /* masks that are not [T, S] nor 4-D broadcasting to [B, H, T, S] = [2,2,3,4] */
     static const struct { int32_t nd; int64_t shape[4]; } bad[] = {
         {2, {T + 1, S}}, {2, {T, S + 1}}, {4, {B, H + 1, T, S}}, {4, {B + 1, 1, 1, S}},
         {3, {H, T, 2}}, {1, {S - 1}}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_tensor *mask = tfm_tensor_zeros(TFM_I32, bad[i].nd, bad[i].shape);
         w = (tfm_tensor *)1;
-        ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, m, mask, &w));
-        assert_error(TFM_ERR_SHAPE, "does not broadcast to the attention scores [2,2,3,4]");
+        ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, m, mask, NULL, &w));
+        assert_error(TFM_ERR_SHAPE, "is not an attention mask for scores [2,2,3,4]");
         ck_assert_ptr_null(w);
         tfm_tensor_free(mask);
     }
     /* a trainable scale driven to 0 */
     tfm_tensor *scale = tfm_params_find(p, "a.scale");
     tfm_tensor_data_f32(scale)[0] = 0.0f;
-    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, layer, x, m, NULL, NULL, NULL));
     assert_error(TFM_ERR_NUMERIC, "scale is 0");
     tfm_tensor_data_f32(scale)[0] = 2.0f;
-    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, m, NULL, NULL));
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, m, NULL, NULL, NULL));
 
     tfm_tape_free(tape);
     tfm_tensor_free(x);

@@ -484,6 +484,63 @@ START_TEST(masks_in_softmax)
 }
 END_TEST
 
+/* Made once without a tape, a mask is the caller's and serves every step. */
+START_TEST(masks_without_a_tape_are_the_callers)
+{
+    const int32_t ids[2 * 3] = {5, 0, 0, 3, 4, 0};
+    tfm_tensor *id_tensor = tfm_tensor_from_i32(2, (const int64_t[]){2, 3}, ids);
+    tfm_tensor *causal = tfm_mask_causal(NULL, 3, TFM_I32);
+    tfm_tensor *padding = tfm_mask_padding(NULL, id_tensor, 0, TFM_I32);
+    tfm_tensor *both = tfm_mask_combine(NULL, padding, causal);
+    ck_assert_msg(causal && padding && both, "%s", tfm_last_error());
+    check_shape(both, 4, (const int64_t[]){2, 1, 3, 3});
+    tfm_tensor *x = tfm_tensor_zeros(TFM_F32, 4, (const int64_t[]){2, 1, 3, 3});
+    tfm_tape *tape = tfm_tape_create();
+    for (int step = 0; step < 3; step++) {
+        tfm_tensor *y = tfm_softmax(tape, x, both);
+        ck_assert_msg(y != NULL, "%s", tfm_last_error());
+        const float *p = tfm_tensor_data_f32(y);
+        /* batch 1, query 2 keeps keys 0 and 1 (key 2 is padding) */
+        ck_assert_float_eq_tol(p[9 + 6 + 0], 0.5f, 1e-6f);
+        ck_assert_float_eq_tol(p[9 + 6 + 2], 0.0f, 1e-6f);
+        ck_assert_int_eq(tfm_tape_reset(tape), TFM_OK);
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(both);
+    tfm_tensor_free(padding);
+    tfm_tensor_free(causal);
+    tfm_tensor_free(id_tensor);
+}
+END_TEST
+
+/* PyTorch's bool masks say True = ignore: the opposite of a keep-mask. */
+START_TEST(torch_bool_masks_flip_polarity)
+{
+    const uint8_t masked_out[2 * 3] = {0, 0, 1, 0, 1, 1};
+    const int64_t shape[2] = {2, 3};
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *keep = tfm_mask_from_torch_bool(tape, masked_out, 2, shape, TFM_I32);
+    tfm_tensor *add = tfm_mask_from_torch_bool(NULL, masked_out, 2, shape, TFM_F32);
+    ck_assert_msg(keep && add, "%s", tfm_last_error());
+    check_shape(keep, 2, shape);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(tfm_tensor_data_i32(keep)[i], !masked_out[i]);
+        float a = tfm_tensor_data_f32(add)[i];
+        ck_assert(masked_out[i] ? isinf(a) && a < 0.0f : a == 0.0f);
+    }
+    tfm_clear_error();
+    ck_assert_ptr_null(tfm_mask_from_torch_bool(tape, NULL, 2, shape, TFM_I32));
+    ck_assert_error(TFM_ERR_NULL, "tfm_mask_from_torch_bool: masked_out is NULL");
+    ck_assert_ptr_null(tfm_mask_from_torch_bool(tape, masked_out, 5, shape, TFM_I32));
+    ck_assert_error(TFM_ERR_ARG, "ndim 5");
+    ck_assert_ptr_null(tfm_mask_from_torch_bool(tape, masked_out, 2, shape, 9));
+    ck_assert_error(TFM_ERR_ARG, "form 9");
+    tfm_tensor_free(add);
+    tfm_tape_free(tape);
+}
+END_TEST
+
 START_TEST(mask_errors)
 {
     tfm_tape *tape = tfm_tape_create();
@@ -492,8 +549,6 @@ START_TEST(mask_errors)
     ck_assert_error(TFM_ERR_ARG, "length 0");
     ck_assert_ptr_null(tfm_mask_causal(tape, 3, 7));
     ck_assert_error(TFM_ERR_ARG, "form 7");
-    ck_assert_ptr_null(tfm_mask_causal(NULL, 3, TFM_I32));
-    ck_assert_error(TFM_ERR_NULL, "tape is NULL");
 
     tfm_tensor *ids = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){2, 3});
     tfm_tensor *fids = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){2, 3});
@@ -506,8 +561,6 @@ START_TEST(mask_errors)
     ck_assert_error(TFM_ERR_ARG, "form -1");
     ck_assert_ptr_null(tfm_mask_padding(tape, NULL, 0, TFM_I32));
     ck_assert_error(TFM_ERR_NULL, "ids is NULL");
-    ck_assert_ptr_null(tfm_mask_padding(NULL, ids, 0, TFM_I32));
-    ck_assert_error(TFM_ERR_NULL, "tape is NULL");
 
     tfm_tensor *keep = tfm_mask_causal(tape, 3, TFM_I32);
     tfm_tensor *add = tfm_mask_causal(tape, 3, TFM_F32);
@@ -520,8 +573,6 @@ START_TEST(mask_errors)
     ck_assert_error(TFM_ERR_NULL, "a is NULL");
     ck_assert_ptr_null(tfm_mask_combine(tape, keep, NULL));
     ck_assert_error(TFM_ERR_NULL, "b is NULL");
-    ck_assert_ptr_null(tfm_mask_combine(NULL, keep, keep));
-    ck_assert_error(TFM_ERR_NULL, "tape is NULL");
     /* a chain keeps the first cause */
     ck_assert_ptr_null(tfm_mask_combine(tape, tfm_mask_causal(tape, -3, TFM_I32), keep));
     ck_assert_error(TFM_ERR_ARG, "length -3");
@@ -553,6 +604,8 @@ static Suite *positions_masks_suite(void)
     tcase_add_test(masks, combine_values);
     tcase_add_test(masks, masks_in_softmax);
     tcase_add_test(masks, mask_errors);
+    tcase_add_test(masks, masks_without_a_tape_are_the_callers);
+    tcase_add_test(masks, torch_bool_masks_flip_polarity);
     suite_add_tcase(s, masks);
     return s;
 }

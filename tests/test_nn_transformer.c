@@ -277,7 +277,7 @@ START_TEST(options_defaults)
     ck_assert_int_eq(o.bias, 1);
     ck_assert_int_eq(o.fused_qkv, 1);
     ck_assert_int_eq(o.trainable_scale, 0);
-    tfm_block_options_init(NULL);
+    tfm_block_options_init_sized(NULL, sizeof(tfm_block_options));
 }
 END_TEST
 
@@ -430,8 +430,8 @@ START_TEST(layer_values_against_reference)
             tfm_layer_set_training(enc, 0);
             tfm_layer_set_training(dec, 0);
             const tfm_tensor *self_mask = masked ? causal : NULL, *mem_mask = masked ? padding : NULL;
-            tfm_tensor *ye = tfm_encoder_layer_forward(tape, enc, x, self_mask);
-            tfm_tensor *yd = tfm_decoder_layer_forward(tape, dec, x, memory, self_mask, mem_mask);
+            tfm_tensor *ye = tfm_encoder_layer_forward(tape, enc, x, self_mask, NULL);
+            tfm_tensor *yd = tfm_decoder_layer_forward(tape, dec, x, memory, self_mask, mem_mask, NULL, NULL);
             ck_assert_msg(ye && yd, "%s", tfm_last_error());
             ck_assert_int_eq(tfm_tensor_ndim(ye), 3);
             ck_assert_int_eq(tfm_tensor_dim(yd, 1), T);
@@ -478,10 +478,10 @@ START_TEST(stack_values_against_reference)
         tfm_layer *dec0 = tfm_decoder_create(p, "dec0", 0, &o, 0, rng);
         ck_assert(enc && dec && enc0 && dec0);
         randomize(p, 60 + (uint64_t)vi);
-        tfm_tensor *ye = tfm_encoder_forward(tape, enc, x, causal);
-        tfm_tensor *yd = tfm_decoder_forward(tape, dec, x, memory, causal, padding);
-        tfm_tensor *ye0 = tfm_encoder_forward(tape, enc0, x, NULL);
-        tfm_tensor *yd0 = tfm_decoder_forward(tape, dec0, x, memory, NULL, NULL);
+        tfm_tensor *ye = tfm_encoder_forward(tape, enc, x, causal, NULL);
+        tfm_tensor *yd = tfm_decoder_forward(tape, dec, x, memory, causal, padding, NULL, NULL);
+        tfm_tensor *ye0 = tfm_encoder_forward(tape, enc0, x, NULL, NULL);
+        tfm_tensor *yd0 = tfm_decoder_forward(tape, dec0, x, memory, NULL, NULL, NULL, NULL);
         ck_assert_msg(ye && yd && ye0 && yd0, "%s", tfm_last_error());
         double xe[B * T * D], xd[B * T * D], mem[B * S * D], norm[B * T * D];
         to_double(x, xe);
@@ -531,11 +531,11 @@ static tfm_tensor *build_block(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
     if (g->dropout_rng)
         tfm_rng_seed(g->dropout_rng, 5);
     switch (g->kind) {
-    case 0: return tfm_encoder_layer_forward(tape, g->layer, in[0], g->self_mask);
+    case 0: return tfm_encoder_layer_forward(tape, g->layer, in[0], g->self_mask, NULL);
     case 1: return tfm_decoder_layer_forward(tape, g->layer, in[0], in[1], g->self_mask,
-                                             g->mem_mask);
-    case 2: return tfm_encoder_forward(tape, g->layer, in[0], g->self_mask);
-    default: return tfm_decoder_forward(tape, g->layer, in[0], in[1], g->self_mask, g->mem_mask);
+                                             g->mem_mask, NULL, NULL);
+    case 2: return tfm_encoder_forward(tape, g->layer, in[0], g->self_mask, NULL);
+    default: return tfm_decoder_forward(tape, g->layer, in[0], in[1], g->self_mask, g->mem_mask, NULL, NULL);
     }
 }
 
@@ -652,8 +652,8 @@ START_TEST(input_gradients_against_reference)
                 rd[i] = r[i] = (float)((i * 37 % 11) - 5) / 5.0f;
             tfm_tape *tape = tfm_tape_create();
             tfm_tensor *y = decoder ? tfm_decoder_layer_forward(tape, layer, x, memory, causal,
-                                                                padding)
-                                    : tfm_encoder_layer_forward(tape, layer, x, causal);
+                                                                padding, NULL, NULL)
+                                    : tfm_encoder_layer_forward(tape, layer, x, causal, NULL);
             ck_assert_int_eq(tfm_tape_backward_with_grad(tape, y, r, B * T * D), TFM_OK);
             to_double(x, xd);
             to_double(memory, md);
@@ -707,8 +707,8 @@ START_TEST(dropout_in_training_only)
             ck_assert_int_eq(tfm_layer_set_training(enc, 0), TFM_OK);
             ck_assert_int_eq(tfm_layer_set_training(dec, 0), TFM_OK);
         }
-        tfm_tensor *ye = tfm_encoder_forward(tape, enc, x, NULL);
-        tfm_tensor *yd = tfm_decoder_layer_forward(tape, dec, x, memory, NULL, NULL);
+        tfm_tensor *ye = tfm_encoder_forward(tape, enc, x, NULL, NULL);
+        tfm_tensor *yd = tfm_decoder_layer_forward(tape, dec, x, memory, NULL, NULL, NULL, NULL);
         ck_assert_int_eq(tfm_tensor_read_f32(ye, e[i], N), TFM_OK);
         ck_assert_int_eq(tfm_tensor_read_f32(yd, d[i], N), TFM_OK);
     }
@@ -857,67 +857,67 @@ START_TEST(forward_errors)
     tfm_tape *tape = tfm_tape_create();
 
     tfm_clear_error();
-    ck_assert_ptr_null(tfm_encoder_layer_forward(NULL, enc_layer, x, NULL));
+    ck_assert_ptr_null(tfm_encoder_layer_forward(NULL, enc_layer, x, NULL, NULL));
     assert_error(TFM_ERR_NULL, "tape");
-    ck_assert_ptr_null(tfm_decoder_layer_forward(NULL, dec_layer, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_layer_forward(NULL, dec_layer, x, m, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "tape");
-    ck_assert_ptr_null(tfm_encoder_forward(NULL, enc, x, NULL));
+    ck_assert_ptr_null(tfm_encoder_forward(NULL, enc, x, NULL, NULL));
     assert_error(TFM_ERR_NULL, "tape");
-    ck_assert_ptr_null(tfm_decoder_forward(NULL, dec, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_forward(NULL, dec, x, m, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "tape");
-    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, NULL, x, NULL));
+    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, NULL, x, NULL, NULL));
     assert_error(TFM_ERR_NULL, "layer is NULL");
-    ck_assert_ptr_null(tfm_decoder_forward(tape, NULL, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_forward(tape, NULL, x, m, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "layer is NULL");
 
     /* the wrong kind of layer */
-    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, dec_layer, x, NULL));
+    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, dec_layer, x, NULL, NULL));
     assert_error(TFM_ERR_ARG, "got kind decoder_layer");
-    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, enc_layer, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, enc_layer, x, m, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_ARG, "got kind encoder_layer");
-    ck_assert_ptr_null(tfm_encoder_forward(tape, enc_layer, x, NULL));
+    ck_assert_ptr_null(tfm_encoder_forward(tape, enc_layer, x, NULL, NULL));
     assert_error(TFM_ERR_ARG, "tfm_encoder_forward");
-    ck_assert_ptr_null(tfm_decoder_forward(tape, enc, x, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_forward(tape, enc, x, m, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_ARG, "tfm_decoder_forward");
     tfm_layer *linear = tfm_linear_create(p, "lin", D, D, 1, rng);
-    ck_assert_ptr_null(tfm_attention_forward(tape, enc_layer, x, x, NULL, NULL));
+    ck_assert_ptr_null(tfm_attention_forward(tape, enc_layer, x, x, NULL, NULL, NULL));
     assert_error(TFM_ERR_ARG, "got kind encoder_layer");
-    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, linear, x, NULL));
+    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, linear, x, NULL, NULL));
     assert_error(TFM_ERR_ARG, "got kind linear");
 
     /* NULL inputs: reported when nothing is pending, kept when something is */
     tfm_clear_error();
-    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, enc_layer, NULL, NULL));
+    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, enc_layer, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "x is NULL");
     tfm_clear_error();
-    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, NULL, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, NULL, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_NULL, "memory is NULL");
-    ck_assert_ptr_null(tfm_encoder_forward(tape, enc, tfm_add(tape, x, m), NULL));
+    ck_assert_ptr_null(tfm_encoder_forward(tape, enc, tfm_add(tape, x, m), NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "tfm_add");
 
     /* widths and batch sizes */
-    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, enc_layer, wide, NULL));
+    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, enc_layer, wide, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "x [2,3,5] must be [B, length, 4]");
-    ck_assert_ptr_null(tfm_encoder_forward(tape, enc, wide, NULL));
+    ck_assert_ptr_null(tfm_encoder_forward(tape, enc, wide, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "tfm_encoder_forward: x [2,3,5]");
-    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, wide, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, wide, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "memory [2,3,5]");
-    ck_assert_ptr_null(tfm_decoder_forward(tape, dec, wide, m, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_forward(tape, dec, wide, m, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "x [2,3,5]");
-    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, other_batch, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, other_batch, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "different batch sizes");
-    ck_assert_ptr_null(tfm_decoder_forward(tape, dec, x, other_batch, NULL, NULL));
+    ck_assert_ptr_null(tfm_decoder_forward(tape, dec, x, other_batch, NULL, NULL, NULL, NULL));
     assert_error(TFM_ERR_SHAPE, "different batch sizes");
 
-    /* masks that do not broadcast to the scores */
-    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, enc_layer, x, bad_mask));
-    assert_error(TFM_ERR_SHAPE, "mask [4,3] does not broadcast");
-    ck_assert_ptr_null(tfm_encoder_forward(tape, enc, x, bad_mask));
-    assert_error(TFM_ERR_SHAPE, "mask [4,3] does not broadcast");
-    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, m, bad_mask, NULL));
-    assert_error(TFM_ERR_SHAPE, "mask [4,3] does not broadcast");
-    ck_assert_ptr_null(tfm_decoder_forward(tape, dec, x, m, NULL, bad_mask));
-    assert_error(TFM_ERR_SHAPE, "mask [4,3] does not broadcast");
+    /* masks that are not attention masks for the scores */
+    ck_assert_ptr_null(tfm_encoder_layer_forward(tape, enc_layer, x, bad_mask, NULL));
+    assert_error(TFM_ERR_SHAPE, "mask [4,3] is not an attention mask");
+    ck_assert_ptr_null(tfm_encoder_forward(tape, enc, x, bad_mask, NULL));
+    assert_error(TFM_ERR_SHAPE, "mask [4,3] is not an attention mask");
+    ck_assert_ptr_null(tfm_decoder_layer_forward(tape, dec_layer, x, m, bad_mask, NULL, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "mask [4,3] is not an attention mask");
+    ck_assert_ptr_null(tfm_decoder_forward(tape, dec, x, m, NULL, bad_mask, NULL, NULL));
+    assert_error(TFM_ERR_SHAPE, "mask [4,3] is not an attention mask");
 
     tfm_tape_free(tape);
     tfm_tensor_free(x);

@@ -208,7 +208,7 @@ START_TEST(defaults_are_pytorchs)
     tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAMW);
     ck_assert_float_eq(o.lr, 1e-3f);
     ck_assert_float_eq(o.weight_decay, 1e-2f);
-    tfm_optimizer_options_init(NULL, TFM_OPTIMIZER_ADAM); /* harmless */
+    tfm_optimizer_options_init_sized(NULL, TFM_OPTIMIZER_ADAM, sizeof(tfm_optimizer_options)); /* harmless */
     /* and the defaults train as the reference with the same values */
     tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAMW);
     run_against_reference(&o, 5);
@@ -564,7 +564,7 @@ START_TEST(state_file_contents)
         assert_i32_tensor(file, "step", (const int32_t[]){3, 0}, 2);
         assert_i32_tensor(file, "numel", (const int32_t[]){N, 0}, 2);
         int blocks = o.kind != TFM_OPTIMIZER_SGD ? 2 : o.momentum > 0 ? 1 : 0;
-        ck_assert_int_eq(tfm_safetensors_count(file), 3 + blocks);
+        ck_assert_int_eq(tfm_safetensors_count(file), 5 + blocks); /* + lr, weight_decay */
         if (o.kind != TFM_OPTIMIZER_SGD) {
             assert_block(file, "m", r.m);
             assert_block(file, "v", r.v);
@@ -664,7 +664,7 @@ START_TEST(load_errors_change_nothing)
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 2, mv, (const int64_t[]){N, N}, -0.5f);
     expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "-0.5");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, -1, N, 2, mv, (const int64_t[]){N, N}, 0.5f);
-    expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "negative step");
+    expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "step count -1, outside");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 3, mv, (const int64_t[]){N, N, 1}, 0.5f);
     expect_load_error(opt, bad_path, TFM_ERR_FORMAT, "\"extra\"");
     write_state(bad_path, TFM_OPTIMIZER_ADAM, 7, N, 1, mv, (const int64_t[]){N}, 0.5f);
@@ -828,18 +828,41 @@ START_TEST(struct_size_versions)
     ck_assert_float_eq(tfm_optimizer_lr(opt), 1e-2f);
     tfm_optimizer_free(opt);
 
-    /* a size from a newer header: every known field is read */
-    tfm_optimizer_options_init(&o, TFM_OPTIMIZER_SGD);
-    o.lr = 0.25f;
-    o.schedule = TFM_SCHEDULE_STEP;
-    o.step_size = 1;
-    o.gamma = 0.5f;
-    o.struct_size = sizeof o + 16;
-    opt = tfm_optimizer_create(params, &o);
+    /* a struct from a newer header: every known field is read, and the
+     * fields this library does not know must be left as init made them */
+    struct {
+        tfm_optimizer_options known;
+        uint32_t newer[4];
+    } wide;
+    memset(&wide, 0xEE, sizeof wide);
+    tfm_optimizer_options_init_sized(&wide.known, TFM_OPTIMIZER_SGD, sizeof wide);
+    ck_assert_uint_eq(wide.known.struct_size, sizeof wide);
+    ck_assert_uint_eq(wide.newer[3], 0);
+    wide.known.lr = 0.25f;
+    wide.known.schedule = TFM_SCHEDULE_STEP;
+    wide.known.step_size = 1;
+    wide.known.gamma = 0.5f;
+    opt = tfm_optimizer_create(params, &wide.known);
     ck_assert_ptr_nonnull(opt);
     tfm_optimizer_step(opt);
     ck_assert_float_eq(tfm_optimizer_lr(opt), 0.125f);
     tfm_optimizer_free(opt);
+    wide.newer[2] = 1;
+    ck_assert_ptr_null(tfm_optimizer_create(params, &wide.known));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "built for a newer libtfm"));
+    /* an older program's shorter struct: init writes only its bytes */
+    unsigned char narrow[offsetof(tfm_optimizer_options, eps) + 16];
+    memset(narrow, 0xEE, sizeof narrow);
+    tfm_optimizer_options_init_sized((tfm_optimizer_options *)(void *)narrow, TFM_OPTIMIZER_ADAM,
+                                     offsetof(tfm_optimizer_options, eps));
+    for (size_t i = offsetof(tfm_optimizer_options, eps); i < sizeof narrow; i++)
+        ck_assert_uint_eq(narrow[i], 0xEE);
+    /* absurd sizes are refused, not read */
+    tfm_optimizer_options_init(&o, TFM_OPTIMIZER_SGD);
+    o.struct_size = UINT32_MAX;
+    ck_assert_ptr_null(tfm_optimizer_create(params, &o));
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "absurd"));
     /* 0: the caller never called tfm_optimizer_options_init */
     o.struct_size = 0;
     ck_assert_ptr_null(tfm_optimizer_create(params, &o));
@@ -880,6 +903,92 @@ START_TEST(misuse)
 }
 END_TEST
 
+/* Runs steps 1..steps on a fresh two-tensor store with the options and a
+ * hook between steps; the final values go to out. */
+static void run_steps(const tfm_optimizer_options *o, int steps, float lr_at_3,
+                      float weight_decay_of_b, float *out)
+{
+    tfm_params *params = two_tensor_store();
+    tfm_optimizer *opt = tfm_optimizer_create(params, o);
+    if (weight_decay_of_b >= 0.0f)
+        ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, 1, weight_decay_of_b), TFM_OK);
+    for (int k = 1; k <= steps; k++) {
+        if (k == 3 && lr_at_3 > 0.0f)
+            ck_assert_int_eq(tfm_optimizer_set_lr(opt, lr_at_3), TFM_OK);
+        set_grads(params, k);
+        ck_assert_int_eq(tfm_optimizer_step(opt), TFM_OK);
+    }
+    memcpy(out, tfm_params_values(params), N * sizeof(float));
+    tfm_optimizer_free(opt);
+    tfm_params_free(params);
+}
+
+/* Setting the rate between steps is the same as a schedule that changes it
+ * there, and a tensor's own weight decay is the same as an optimizer whose
+ * decay is that for every tensor. */
+START_TEST(learning_rate_and_weight_decay_between_steps)
+{
+    for (int kind = TFM_OPTIMIZER_SGD; kind <= TFM_OPTIMIZER_ADAMW; kind++) {
+        tfm_optimizer_options o = options_for(kind, 0.05f);
+        o.weight_decay = 0.1f;
+        float set[N], fresh[N], decayed[N], undecayed[N];
+        /* lr changed after two steps: against a reference built from two runs */
+        tfm_optimizer_options stepped = o;
+        stepped.schedule = TFM_SCHEDULE_STEP;
+        stepped.step_size = 2;
+        stepped.gamma = 0.5f;
+        run_steps(&o, 4, 0.025f, -1.0f, set);
+        run_steps(&stepped, 4, 0.0f, -1.0f, fresh);
+        ck_assert_int_eq(memcmp(set, fresh, sizeof set), 0);
+        /* "w" keeps 0.1, "b" gets 0: each equals a run with that decay everywhere */
+        run_steps(&o, 3, 0.0f, 0.0f, set);
+        run_steps(&o, 3, 0.0f, -1.0f, decayed);
+        tfm_optimizer_options none = o;
+        none.weight_decay = 0.0f;
+        run_steps(&none, 3, 0.0f, -1.0f, undecayed);
+        ck_assert_int_eq(memcmp(set, decayed, 6 * sizeof(float)), 0);
+        ck_assert_int_eq(memcmp(set + 6, undecayed + 6, 3 * sizeof(float)), 0);
+        ck_assert(memcmp(decayed + 6, undecayed + 6, 3 * sizeof(float)) != 0);
+    }
+
+    tfm_params *params = two_tensor_store();
+    tfm_optimizer_options o = options_for(TFM_OPTIMIZER_ADAMW, 0.05f);
+    tfm_optimizer *opt = tfm_optimizer_create(params, &o);
+    ck_assert_float_eq(tfm_optimizer_weight_decay(opt, 1), 1e-2f);
+    ck_assert_int_eq(tfm_optimizer_no_decay_for_vectors(opt), TFM_OK);
+    ck_assert_float_eq(tfm_optimizer_weight_decay(opt, 0), 1e-2f); /* "w" [2, 3] */
+    ck_assert_float_eq(tfm_optimizer_weight_decay(opt, 1), 0.0f);  /* "b" [3] */
+    ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, -1, 0.5f), TFM_OK);
+    ck_assert_float_eq(tfm_optimizer_weight_decay(opt, 1), 0.5f);
+    ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, 2, 0.5f), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, -2, 0.5f), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, 0, -0.5f), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, 0, NAN), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_optimizer_set_lr(opt, INFINITY), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_optimizer_set_lr(opt, -1.0f), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_optimizer_set_lr: lr -1"));
+    ck_assert_float_eq(tfm_optimizer_weight_decay(opt, 5), -1.0f);
+    ck_assert_int_eq(tfm_optimizer_set_lr(NULL, 1.0f), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_optimizer_no_decay_for_vectors(NULL), TFM_ERR_NULL);
+
+    /* both go with the saved state */
+    ck_assert_int_eq(tfm_optimizer_set_lr(opt, 0.125f), TFM_OK);
+    ck_assert_int_eq(tfm_optimizer_set_weight_decay(opt, 0, 0.25f), TFM_OK);
+    char path[256];
+    temp_path(path, sizeof path, "groups");
+    ck_assert_int_eq(tfm_optimizer_save(opt, path), TFM_OK);
+    tfm_optimizer *again = tfm_optimizer_create(params, &o);
+    ck_assert_int_eq(tfm_optimizer_load(again, path), TFM_OK);
+    ck_assert_float_eq(tfm_optimizer_lr(again), 0.125f);
+    ck_assert_float_eq(tfm_optimizer_weight_decay(again, 0), 0.25f);
+    ck_assert_float_eq(tfm_optimizer_weight_decay(again, 1), 0.5f);
+    unlink(path);
+    tfm_optimizer_free(again);
+    tfm_optimizer_free(opt);
+    tfm_params_free(params);
+}
+END_TEST
+
 static Suite *optim_suite(void)
 {
     Suite *s = suite_create("optim");
@@ -893,6 +1002,7 @@ static Suite *optim_suite(void)
     tcase_add_test(updates, non_finite_gradients_refuse_the_step);
     tcase_add_test(updates, frozen_tensors_are_not_updated);
     tcase_add_test(updates, adam_fits_a_line);
+    tcase_add_test(updates, learning_rate_and_weight_decay_between_steps);
     suite_add_tcase(s, updates);
     TCase *files = tcase_create("state file");
     tcase_add_test(files, save_and_load_resume_identically);

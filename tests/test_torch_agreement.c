@@ -341,7 +341,7 @@ START_TEST(both_masks_matter)
     const int64_t shape[3] = {2, 4, 16};
     tfm_tensor *masks[2] = {NULL, tfm_mask_causal(c.tape, 4, TFM_F32)};
     for (int i = 0; i < 2; i++) {
-        tfm_tensor *out = tfm_attention_forward(c.tape, attention, x, x, masks[i], NULL);
+        tfm_tensor *out = tfm_attention_forward(c.tape, attention, x, x, masks[i], NULL, NULL);
         ck_assert_msg(out, "%s", tfm_last_error());
         ck_assert_int_eq(compare_values("output.out", tfm_tensor_data_f32(out),
                                         tfm_tensor_data_f32(want), 3, shape, OUT_TOL, msg),
@@ -413,7 +413,7 @@ START_TEST(attention_self_agrees)
     ctx_load(&c);
     tfm_tensor *x = ctx_input(&c, "input.x"), *weights = NULL;
     tfm_tensor *out = tfm_attention_forward(c.tape, attention, x, x,
-                                            ctx_get(&c, "mask.combined"), &weights);
+                                            ctx_get(&c, "mask.combined"), NULL, &weights);
     expect(&c, out, 0, "output.out", OUT_TOL);
     expect(&c, weights, 0, "output.weights", OUT_TOL);
     backward_seeded(&c, out, "seed.out");
@@ -433,13 +433,69 @@ START_TEST(attention_cross_agrees)
     tfm_tensor *query = ctx_input(&c, "input.query"), *memory = ctx_input(&c, "input.memory");
     tfm_tensor *weights = NULL;
     tfm_tensor *out = tfm_attention_forward(c.tape, attention, query, memory,
-                                            ctx_get(&c, "mask.memory"), &weights);
+                                            ctx_get(&c, "mask.memory"), NULL, &weights);
     expect(&c, out, 0, "output.out", OUT_TOL);
     expect(&c, weights, 0, "output.weights", OUT_TOL);
     backward_seeded(&c, out, "seed.out");
     expect_params(&c, "grad.param", 1, GRAD_TOL);
     expect(&c, query, 1, "grad.input.query", GRAD_TOL);
     expect(&c, memory, 1, "grad.input.memory", GRAD_TOL);
+    tfm_layer_free(attention);
+    ctx_close(&c);
+}
+END_TEST
+
+/* A fixture's PyTorch bool mask (stored as int32, 1 = ignore) in libtfm's
+ * form, through the conversion a caller from PyTorch would use. */
+static tfm_tensor *torch_bool_mask(ctx *c, const char *key, tfm_dtype form)
+{
+    tfm_tensor *t = ctx_get(c, key);
+    uint8_t masked_out[64];
+    int64_t shape[TFM_MAX_DIMS], n = tfm_tensor_numel(t);
+    ck_assert(n <= (int64_t)sizeof masked_out);
+    tfm_tensor_shape(t, shape);
+    for (int64_t i = 0; i < n; i++)
+        masked_out[i] = tfm_tensor_data_i32(t)[i] != 0;
+    tfm_tensor *mask = tfm_mask_from_torch_bool(c->tape, masked_out, tfm_tensor_ndim(t), shape,
+                                                form);
+    ck_assert_msg(mask, "tfm_mask_from_torch_bool: %s", tfm_last_error());
+    return mask;
+}
+
+/* B == S == T: the [B, S] key_padding_mask has the shape of a [T, S]
+ * attn_mask. Given as key padding it is read as key padding (with the
+ * causal attn_mask), given as the attention mask it is read as [T, S], as
+ * PyTorch reads each; in both of libtfm's forms. */
+START_TEST(attention_key_padding_agrees)
+{
+    ctx c;
+    ctx_open(&c, "attention_key_padding", 1);
+    tfm_layer *attention = fused_attention(&c);
+    ctx_load(&c);
+    /* the two readings differ, or this test would prove nothing */
+    tfm_tensor *padded = ctx_get(&c, "output.out"), *as_attn = ctx_get(&c, "output.pad_as_attn_mask");
+    double differ = 0.0;
+    for (int64_t i = 0; i < tfm_tensor_numel(padded); i++)
+        differ = fmax(differ, fabs(tfm_tensor_data_f32(padded)[i] - tfm_tensor_data_f32(as_attn)[i]));
+    ck_assert_msg(differ > 0.1, "the fixture's two readings differ by only %g", differ);
+    tfm_tensor *x = ctx_input(&c, "input.x");
+    const tfm_dtype forms[2] = {TFM_F32, TFM_I32};
+    for (int f = 0; f < 2; f++) {
+        tfm_tensor *causal = torch_bool_mask(&c, "mask.torch_causal", forms[f]);
+        tfm_tensor *padding = torch_bool_mask(&c, "mask.torch_key_padding", forms[f]);
+        tfm_tensor *weights = NULL;
+        tfm_tensor *out = tfm_attention_forward(c.tape, attention, x, x, causal, padding, &weights);
+        expect(&c, out, 0, "output.out", OUT_TOL);
+        expect(&c, weights, 0, "output.weights", OUT_TOL);
+        expect(&c, tfm_attention_forward(c.tape, attention, x, x, padding, NULL, NULL), 0,
+               "output.pad_as_attn_mask", OUT_TOL);
+        if (f == 0) {
+            backward_seeded(&c, out, "seed.out");
+            expect_params(&c, "grad.param", 1, GRAD_TOL);
+            expect(&c, x, 1, "grad.input.x", GRAD_TOL);
+        }
+        ck_assert_int_eq(tfm_tape_reset(c.tape), TFM_OK);
+    }
     tfm_layer_free(attention);
     ctx_close(&c);
 }
@@ -454,7 +510,7 @@ static void check_encoder_layer(const char *fixture, int32_t norm_first)
     ck_assert_msg(layer, "tfm_encoder_layer_create: %s", tfm_last_error());
     ctx_load(&c);
     tfm_tensor *x = ctx_input(&c, "input.x");
-    tfm_tensor *out = tfm_encoder_layer_forward(c.tape, layer, x, ctx_get(&c, "mask.src"));
+    tfm_tensor *out = tfm_encoder_layer_forward(c.tape, layer, x, ctx_get(&c, "mask.src"), NULL);
     expect(&c, out, 0, "output.out", OUT_TOL);
     backward_seeded(&c, out, "seed.out");
     expect_params(&c, "grad.param", 1, GRAD_TOL);
@@ -486,7 +542,7 @@ START_TEST(decoder_layer_agrees)
     tfm_tensor *tgt = ctx_input(&c, "input.tgt"), *memory = ctx_input(&c, "input.memory");
     tfm_tensor *out = tfm_decoder_layer_forward(c.tape, layer, tgt, memory,
                                                 ctx_get(&c, "mask.tgt"),
-                                                ctx_get(&c, "mask.memory"));
+                                                ctx_get(&c, "mask.memory"), NULL, NULL);
     expect(&c, out, 0, "output.out", OUT_TOL);
     backward_seeded(&c, out, "seed.out");
     expect_params(&c, "grad.param", 1, GRAD_TOL);
@@ -512,15 +568,18 @@ static tfm_model *model_open(ctx *c, const char *fixture, int taylor)
     o.max_tgt_len = 5;
     o.encoder_layers = 2;
     o.decoder_layers = 2;
-    o.block = block_options(0);
+    o.d_model = 16; /* the layers as block_options(0) */
+    o.heads = 2;
+    o.d_ff = 32;
+    o.dropout = 0.0f;
     o.seed = 11;
     if (taylor) {
         o.positions = TFM_POSITIONS_LEARNED;
         o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
         o.final_norm = 0;
-        o.block.fused_qkv = 0;
-        o.block.trainable_scale = 1;
-        o.block.scale_init = 4.0f;
+        o.fused_qkv = 0;
+        o.trainable_scale = 1;
+        o.scale_init = 4.0f;
     } else {
         o.positions = TFM_POSITIONS_SINUSOIDAL;
         o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
@@ -533,38 +592,56 @@ static tfm_model *model_open(ctx *c, const char *fixture, int taylor)
     return model;
 }
 
-/* Logits and loss against the fixture, then backward from the loss. */
-static void model_forward_backward(ctx *c, tfm_model *model)
+/* Logits and loss against the fixture, then backward from the loss. The
+ * source padding goes in as 4-D attention masks [B, 1, 1, S], as the
+ * fixture has it, or as the [B, S] key-padding masks PyTorch was given. */
+static void model_forward_backward(ctx *c, tfm_model *model, int key_padding)
 {
-    tfm_tensor *mask_src = ctx_get(c, "mask.src");
-    tfm_tensor *logits = tfm_model_forward(c->tape, model, ctx_get(c, "input.src"),
-                                           ctx_get(c, "input.tgt"), mask_src,
-                                           ctx_get(c, "mask.tgt"), mask_src);
+    tfm_tensor *mask_src = ctx_get(c, "mask.src"), *src = ctx_get(c, "input.src");
+    tfm_tensor *padding = NULL;
+    if (key_padding) {
+        int64_t B = tfm_tensor_dim(src, 0), S = tfm_tensor_dim(src, 1);
+        padding = tfm_tensor_from_i32(2, (const int64_t[]){B, S}, tfm_tensor_data_i32(mask_src));
+        ck_assert(c->n_owned < MAX_OWNED);
+        c->owned[c->n_owned++] = padding;
+        mask_src = NULL;
+    }
+    tfm_tensor *logits = tfm_model_forward(c->tape, model, src, ctx_get(c, "input.tgt"), mask_src,
+                                           ctx_get(c, "mask.tgt"), mask_src, padding, NULL,
+                                           padding);
     expect(c, logits, 0, "output.logits", OUT_TOL);
     tfm_tensor *loss = tfm_cross_entropy(c->tape, logits, ctx_get(c, "input.targets"), 0, 0.1f);
     expect(c, loss, 0, "output.loss", OUT_TOL);
     ck_assert_msg(tfm_tape_backward(c->tape, loss) == TFM_OK, "backward: %s", tfm_last_error());
 }
 
-START_TEST(model_agrees)
+static void check_model(const char *fixture, int taylor, int key_padding)
 {
     ctx c;
-    tfm_model *model = model_open(&c, "model", 0);
-    model_forward_backward(&c, model);
+    tfm_model *model = model_open(&c, fixture, taylor);
+    model_forward_backward(&c, model, key_padding);
     expect_params(&c, "grad.param", 1, GRAD_TOL);
     tfm_model_free(model);
     ctx_close(&c);
+}
+
+START_TEST(model_agrees)
+{
+    check_model("model", 0, 0);
+}
+END_TEST
+
+/* The same with src_key_padding_mask and memory_key_padding_mask, as
+ * nn.Transformer was called. */
+START_TEST(model_agrees_with_key_padding_masks)
+{
+    check_model("model", 0, 1);
 }
 END_TEST
 
 START_TEST(model_taylor_agrees)
 {
-    ctx c;
-    tfm_model *model = model_open(&c, "model_taylor", 1);
-    model_forward_backward(&c, model);
-    expect_params(&c, "grad.param", 1, GRAD_TOL);
-    tfm_model_free(model);
-    ctx_close(&c);
+    check_model("model_taylor", 1, 0);
 }
 END_TEST
 
@@ -637,12 +714,14 @@ static Suite *torch_agreement_suite(void)
     tcase_add_test(layers, embedding_agrees);
     tcase_add_test(layers, attention_self_agrees);
     tcase_add_test(layers, attention_cross_agrees);
+    tcase_add_test(layers, attention_key_padding_agrees);
     tcase_add_test(layers, encoder_layer_agrees);
     tcase_add_test(layers, encoder_layer_prenorm_agrees);
     tcase_add_test(layers, decoder_layer_agrees);
     suite_add_tcase(s, layers);
     TCase *models = tcase_create("models");
     tcase_add_test(models, model_agrees);
+    tcase_add_test(models, model_agrees_with_key_padding_masks);
     tcase_add_test(models, model_taylor_agrees);
     tcase_add_test(models, adam_step_agrees);
     tcase_add_test(models, adamw_step_agrees);

@@ -47,7 +47,11 @@ typedef struct tfm_decode_options {
 
 /* Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
  * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache. */
-TFM_API void tfm_decode_options_init(tfm_decode_options *options);
+TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
+                                           uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_decode_options_init(options)                                      \
+    tfm_decode_options_init_sized((options), (uint32_t)sizeof *(options))
 
 /* Decoding for up to max_batch sources of up to max_src_len tokens. The
  * model must outlive it. max_length must not exceed the model's
@@ -57,8 +61,11 @@ TFM_API tfm_decoding *tfm_decoding_create(tfm_model *model,
                                         int64_t max_batch, int64_t max_src_len);
 TFM_API void tfm_decoding_free(tfm_decoding *decoding);
 
-/* Decodes src [B, S] (int32). For each source b and hypothesis h < n_best
- * (1 unless beam search), writes:
+/* Decodes src [B, S] (int32), B <= max_batch. Each buffer comes with its
+ * size in elements, which must be at least what this batch needs
+ * (tfm_decoding_buffer_sizes gives the counts; TFM_ERR_SIZE, naming the
+ * count needed, when one is smaller); larger buffers are fine. For each
+ * source b and hypothesis h < n_best (1 unless beam search), writes:
  *   tokens[(b * n_best + h) * (max_length + 1) + i]: bos_id, then the
  *     generated tokens (eos_id included when produced), then -1 up to
  *     max_length + 1 entries;
@@ -74,8 +81,21 @@ TFM_API void tfm_decoding_free(tfm_decoding *decoding);
  *   probs: the distribution the token was drawn from (after temperature,
  *     top-k and top-p). */
 TFM_API tfm_status tfm_decoding_run(tfm_decoding *decoding, const tfm_tensor *src,
-                                   int32_t *tokens, int32_t *lengths,
-                                   float *scores, float *logits, float *probs);
+                                    int32_t *tokens, int64_t tokens_count,
+                                    int32_t *lengths, int64_t lengths_count,
+                                    float *scores, int64_t scores_count,
+                                    float *logits, int64_t logits_count,
+                                    float *probs, int64_t probs_count);
+
+/* The element counts tfm_decoding_run needs for a batch of `batch` sources
+ * (1 <= batch <= max_batch): tokens batch * n_best * (max_length + 1);
+ * lengths and scores batch * n_best; logits and probs batch * max_length *
+ * tgt_vocab (0 with beam search, which writes none). Any out pointer may
+ * be NULL. */
+TFM_API tfm_status tfm_decoding_buffer_sizes(const tfm_decoding *decoding,
+                                             int64_t batch, int64_t *tokens,
+                                             int64_t *lengths, int64_t *scores,
+                                             int64_t *logits);
 
 #ifdef __cplusplus
 }

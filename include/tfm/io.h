@@ -33,17 +33,76 @@ TFM_API const char *tfm_safetensors_name(const tfm_safetensors *file,
 TFM_API tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file,
                                         const char *name);
 
+/* The file's "__metadata__": string pairs (a vocabulary, a tokenizer, a
+ * training recipe, or libtfm's own "tfm." keys that describe a model),
+ * sorted by key. The strings belong to the file handle and live until
+ * tfm_safetensors_close. A key that is absent is NULL with TFM_ERR_ARG. */
+TFM_API int64_t tfm_safetensors_metadata_count(const tfm_safetensors *file);
+TFM_API const char *tfm_safetensors_metadata_key(const tfm_safetensors *file,
+                                                 int64_t index);
+TFM_API const char *tfm_safetensors_metadata_get(const tfm_safetensors *file,
+                                                 const char *key);
+
 /* Writes count named tensors (float32 as F32, int32 as I32), atomically. */
 TFM_API tfm_status tfm_safetensors_write(const char *path, int64_t count,
                                          const char *const *names,
                                          const tfm_tensor *const *tensors);
+/* The same with metadata_count key/value string pairs (UTF-8, unique
+ * non-empty keys) as the header's "__metadata__". */
+TFM_API tfm_status tfm_safetensors_write_with_metadata(
+    const char *path, int64_t count, const char *const *names,
+    const tfm_tensor *const *tensors, int64_t metadata_count,
+    const char *const *keys, const char *const *values);
 
-/* A parameter store's values, by name. Loading is strict: every parameter
+/* A parameter store's values, by name. A training state's (training.h)
+ * optimizer tensors are passed over. Loading is strict: every parameter
  * must be in the file (else TFM_ERR_FORMAT) with the same shape (else
  * TFM_ERR_SHAPE) and a float dtype (else TFM_ERR_DTYPE), and the file must
  * hold nothing else (TFM_ERR_FORMAT); on any error no parameter is changed. */
 TFM_API tfm_status tfm_params_save(const tfm_params *params, const char *path);
 TFM_API tfm_status tfm_params_load(tfm_params *params, const char *path);
+
+/* Loading when names differ slightly, as a PyTorch state_dict's often do
+ * (a wrapper module's "transformer." prefix, a registered "pe" buffer).
+ * All zero is tfm_params_load's strict behaviour. */
+typedef struct tfm_load_options {
+    uint32_t struct_size;      /* set by tfm_load_options_init */
+    /* Removed from the start of every file name that has it before names
+     * are compared; NULL or "": none. Two file names that then collide are
+     * TFM_ERR_FORMAT. */
+    const char *strip_prefix;
+    int32_t allow_unexpected;  /* file tensors that are no parameter are skipped */
+    int32_t allow_missing;     /* parameters absent from the file keep their values */
+    int32_t check_finite;      /* a NaN or Inf value is TFM_ERR_NUMERIC */
+} tfm_load_options;
+
+TFM_API void tfm_load_options_init_sized(tfm_load_options *options,
+                                         uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_load_options_init(options)                                        \
+    tfm_load_options_init_sized((options), (uint32_t)sizeof *(options))
+
+/* What a load did, by name: parameters loaded, file tensors skipped (file
+ * names, as written there), parameters missing (left as they were). */
+typedef struct tfm_load_report tfm_load_report;
+typedef int32_t tfm_load_outcome;
+enum { TFM_LOAD_LOADED = 0, TFM_LOAD_SKIPPED = 1, TFM_LOAD_MISSING = 2 };
+
+/* tfm_params_load under options (NULL: strict). Every check runs before
+ * any value is copied: on error no parameter changes. When report is not
+ * NULL, *report receives a new report on success (NULL on error), which
+ * the caller frees with tfm_load_report_free. */
+TFM_API tfm_status tfm_params_load_with(tfm_params *params, const char *path,
+                                        const tfm_load_options *options,
+                                        tfm_load_report **report);
+/* -1 (count) or NULL (name) with TFM_ERR_NULL, TFM_ERR_ARG (an outcome not
+ * listed) or TFM_ERR_RANGE (an index past the count). Names live
+ * as long as the report. */
+TFM_API int64_t tfm_load_report_count(const tfm_load_report *report,
+                                      tfm_load_outcome outcome);
+TFM_API const char *tfm_load_report_name(const tfm_load_report *report,
+                                         tfm_load_outcome outcome, int64_t index);
+TFM_API void tfm_load_report_free(tfm_load_report *report);
 
 #ifdef __cplusplus
 }

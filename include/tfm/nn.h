@@ -88,7 +88,11 @@ typedef struct tfm_attention_options {
 
 /* Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale
  * (scale_init 0). */
-TFM_API void tfm_attention_options_init(tfm_attention_options *options);
+TFM_API void tfm_attention_options_init_sized(tfm_attention_options *options,
+                                              uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_attention_options_init(options)                                    \
+    tfm_attention_options_init_sized((options), (uint32_t)sizeof *(options))
 /* Fused: in_proj_weight xavier-uniform, out_proj.weight nn.Linear's
  * default, biases 0, as nn.MultiheadAttention. Separate: nn.Linear's
  * defaults for every projection, as tutorial 003's linears. */
@@ -96,15 +100,25 @@ TFM_API tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
                                         const tfm_attention_options *options,
                                         tfm_rng *rng);
 /* query [B, T, D] attends over memory [B, S, D] (pass query again for
- * self-attention). mask (NULL, int32 keep or float32 additive) broadcasts to
- * [B, heads, T, S]. When weights_out is not NULL it receives the attention
- * weights [B, heads, T, S] (tape-owned, before dropout; differentiable, as
- * PyTorch's, at the cost of one copy of them when a gradient is wanted). */
+ * self-attention), as nn.MultiheadAttention(q, k, v, attn_mask,
+ * key_padding_mask). Two masks, each of its own kind and either NULL (see
+ * "masks" below for the forms):
+ *   mask: the attention mask, [T, S] (as PyTorch's 2-D attn_mask), or 4-D
+ *     with each axis 1 or the scores' [B, heads, T, S];
+ *   key_padding_mask: [B, S], which keys of each batch row are attended.
+ * A mask's kind is never guessed from its shape: a [B, S] tensor given as
+ * mask is refused unless B == T, and is then read as [T, S]. When both are
+ * given they must be in the same form and are combined (a per-call mask of
+ * [B, 1 or heads, T, S] on the tape). When weights_out is not NULL it
+ * receives the attention weights [B, heads, T, S] (tape-owned, before
+ * dropout; differentiable, as PyTorch's, at the cost of one copy of them
+ * when a gradient is wanted). */
 TFM_API tfm_tensor *tfm_attention_forward(tfm_tape *tape,
                                           const tfm_layer *attention,
                                           const tfm_tensor *query,
                                           const tfm_tensor *memory,
                                           const tfm_tensor *mask,
+                                          const tfm_tensor *key_padding_mask,
                                           tfm_tensor **weights_out);
 
 /* --- encoder and decoder ------------------------------------------------------ */
@@ -126,9 +140,17 @@ typedef struct tfm_block_options {
 
 /* Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout
  * 0.1, relu, post-norm, eps 1e-5, biases, fused Q/K/V, fixed scale). */
-TFM_API void tfm_block_options_init(tfm_block_options *options);
+TFM_API void tfm_block_options_init_sized(tfm_block_options *options,
+                                          uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_block_options_init(options)                                        \
+    tfm_block_options_init_sized((options), (uint32_t)sizeof *(options))
 
-/* NAME.self_attn, NAME.linear1, NAME.linear2, NAME.norm1, NAME.norm2. */
+/* NAME.self_attn, NAME.linear1, NAME.linear2, NAME.norm1, NAME.norm2.
+ * The forwards take masks as tfm_attention_forward, PyTorch's src_mask /
+ * src_key_padding_mask, tgt_mask / tgt_key_padding_mask (self_*) and
+ * memory_mask / memory_key_padding_mask; a stack combines them once for all
+ * its layers. */
 TFM_API tfm_layer *tfm_encoder_layer_create(tfm_params *params,
                                             const char *name,
                                             const tfm_block_options *options,
@@ -136,7 +158,8 @@ TFM_API tfm_layer *tfm_encoder_layer_create(tfm_params *params,
 TFM_API tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape,
                                               const tfm_layer *layer,
                                               const tfm_tensor *x,
-                                              const tfm_tensor *mask);
+                                              const tfm_tensor *mask,
+                                              const tfm_tensor *key_padding_mask);
 
 /* NAME.self_attn, NAME.multihead_attn, NAME.linear1, NAME.linear2,
  * NAME.norm1, NAME.norm2, NAME.norm3. */
@@ -144,12 +167,11 @@ TFM_API tfm_layer *tfm_decoder_layer_create(tfm_params *params,
                                             const char *name,
                                             const tfm_block_options *options,
                                             tfm_rng *rng);
-TFM_API tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape,
-                                              const tfm_layer *layer,
-                                              const tfm_tensor *x,
-                                              const tfm_tensor *memory,
-                                              const tfm_tensor *self_mask,
-                                              const tfm_tensor *memory_mask);
+TFM_API tfm_tensor *tfm_decoder_layer_forward(
+    tfm_tape *tape, const tfm_layer *layer, const tfm_tensor *x,
+    const tfm_tensor *memory, const tfm_tensor *self_mask,
+    const tfm_tensor *memory_mask, const tfm_tensor *self_key_padding_mask,
+    const tfm_tensor *memory_key_padding_mask);
 
 /* Stacks of num_layers layers (NAME.layers.0 …) with an optional final
  * layer norm (NAME.norm), as torch.nn.TransformerEncoder/Decoder. */
@@ -160,17 +182,17 @@ TFM_API tfm_layer *tfm_encoder_create(tfm_params *params, const char *name,
 TFM_API tfm_tensor *tfm_encoder_forward(tfm_tape *tape,
                                         const tfm_layer *encoder,
                                         const tfm_tensor *x,
-                                        const tfm_tensor *mask);
+                                        const tfm_tensor *mask,
+                                        const tfm_tensor *key_padding_mask);
 TFM_API tfm_layer *tfm_decoder_create(tfm_params *params, const char *name,
                                       int32_t num_layers,
                                       const tfm_block_options *options,
                                       int32_t final_norm, tfm_rng *rng);
-TFM_API tfm_tensor *tfm_decoder_forward(tfm_tape *tape,
-                                        const tfm_layer *decoder,
-                                        const tfm_tensor *x,
-                                        const tfm_tensor *memory,
-                                        const tfm_tensor *self_mask,
-                                        const tfm_tensor *memory_mask);
+TFM_API tfm_tensor *tfm_decoder_forward(
+    tfm_tape *tape, const tfm_layer *decoder, const tfm_tensor *x,
+    const tfm_tensor *memory, const tfm_tensor *self_mask,
+    const tfm_tensor *memory_mask, const tfm_tensor *self_key_padding_mask,
+    const tfm_tensor *memory_key_padding_mask);
 
 /* --- positions ------------------------------------------------------------------ */
 /* PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(…), fixed,
@@ -188,15 +210,35 @@ TFM_API tfm_tensor *tfm_positions_forward(tfm_tape *tape,
                                           const tfm_layer *positions,
                                           const tfm_tensor *x, int64_t offset);
 
-/* --- masks (tape-owned, never require grad) --------------------------------- */
-/* The square subsequent mask [T, T]: TFM_I32 gives a keep-mask (1 on and
- * below the diagonal), TFM_F32 an additive one (0 there, -inf above), as
- * nn.Transformer.generate_square_subsequent_mask. */
+/* --- masks (never require grad) ---------------------------------------------- */
+/* A mask has one of two forms, chosen by form / its dtype:
+ *   TFM_I32, a keep-mask: nonzero = attend, 0 = ignore (the tutorials'
+ *     masked_fill(mask == 0, -1e9)). This is the OPPOSITE of PyTorch's
+ *     boolean masks (nn.MultiheadAttention, nn.Transformer), where True =
+ *     ignore: convert those with tfm_mask_from_torch_bool.
+ *   TFM_F32, an additive mask: 0 = attend, -inf = ignore, added to the
+ *     scores; PyTorch's float masks mean the same and pass unchanged.
+ * The constructors return tape-owned masks (valid until tfm_tape_reset), or
+ * with tape NULL caller-owned ones (free with tfm_tensor_free), which a
+ * training loop can make once and use at every step. */
+/* The square subsequent mask [T, T]: 1 on and below the diagonal (keep
+ * form) or 0 there and -inf above (additive form), as
+ * nn.Transformer.generate_square_subsequent_mask. An attention mask. */
 TFM_API tfm_tensor *tfm_mask_causal(tfm_tape *tape, int64_t length,
                                     tfm_dtype form);
-/* Key padding from ids [B, S]: [B, 1, 1, S], dropping positions == pad_id. */
+/* From ids [B, S]: [B, 1, 1, S], dropping the keys == pad_id, as the
+ * tutorials build it: a 4-D attention mask (pass it as a mask, or combine
+ * it with a causal one). */
 TFM_API tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids,
                                      int32_t pad_id, tfm_dtype form);
+/* A PyTorch boolean mask (True = ignore), as bytes (numpy's bool) of the
+ * given shape, in libtfm's form of the same shape: for example a
+ * key_padding_mask [B, S] becomes a key-padding mask with 0 (keep form) or
+ * -inf (additive form) where PyTorch had True. */
+TFM_API tfm_tensor *tfm_mask_from_torch_bool(tfm_tape *tape,
+                                             const uint8_t *masked_out,
+                                             int32_t ndim, const int64_t *shape,
+                                             tfm_dtype form);
 /* Both masks at once, broadcast: keep-masks AND, additive masks add. */
 TFM_API tfm_tensor *tfm_mask_combine(tfm_tape *tape, const tfm_tensor *a,
                                      const tfm_tensor *b);

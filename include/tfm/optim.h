@@ -47,8 +47,12 @@ typedef struct tfm_optimizer_options {
  * eps 1e-8, weight decay 0 (AdamW: 1e-2), momentum 0, no clipping, constant
  * schedule (step_size 1, gamma 0.1, warmup_steps 4000 when chosen;
  * total_steps has no default: the cosine schedule needs it set). */
-TFM_API void tfm_optimizer_options_init(tfm_optimizer_options *options,
-                                        tfm_optimizer_kind kind);
+TFM_API void tfm_optimizer_options_init_sized(tfm_optimizer_options *options,
+                                              tfm_optimizer_kind kind,
+                                              uint32_t struct_size);
+/* The defaults, for a struct of the size this program was compiled with. */
+#define tfm_optimizer_options_init(options, kind)                              \
+    tfm_optimizer_options_init_sized((options), (kind), (uint32_t)sizeof *(options))
 /* The store must not gain parameters afterwards. */
 TFM_API tfm_optimizer *tfm_optimizer_create(tfm_params *params,
                                             const tfm_optimizer_options *options);
@@ -60,6 +64,24 @@ TFM_API tfm_status tfm_optimizer_zero_grad(tfm_optimizer *optimizer);
  * counted. */
 TFM_API tfm_status tfm_optimizer_step(tfm_optimizer *optimizer);
 
+/* Sets the base learning rate between steps (the rate the schedule
+ * scales; with the constant schedule, the rate itself), as assigning a
+ * PyTorch param_group's "lr". Saved and restored with the state. */
+TFM_API tfm_status tfm_optimizer_set_lr(tfm_optimizer *optimizer, float lr);
+
+/* Weight decay per parameter tensor (index as tfm_params_at; -1 sets every
+ * one), as PyTorch's parameter groups: every tensor starts with the
+ * options' weight_decay. Saved and restored with the state. */
+TFM_API tfm_status tfm_optimizer_set_weight_decay(tfm_optimizer *optimizer,
+                                                  int64_t index,
+                                                  float weight_decay);
+/* -1 with TFM_ERR_NULL or TFM_ERR_RANGE. */
+TFM_API float tfm_optimizer_weight_decay(const tfm_optimizer *optimizer,
+                                         int64_t index);
+/* The usual AdamW recipe: no decay for tensors of fewer than two axes
+ * (biases, layer norms' weights, scales); matrices keep theirs. */
+TFM_API tfm_status tfm_optimizer_no_decay_for_vectors(tfm_optimizer *optimizer);
+
 /* The getters return -1 for a NULL optimizer. */
 TFM_API int64_t tfm_optimizer_step_count(const tfm_optimizer *optimizer);
 /* The learning rate the next step will use. */
@@ -67,8 +89,10 @@ TFM_API float tfm_optimizer_lr(const tfm_optimizer *optimizer);
 /* The global gradient norm the last step saw (before clipping). */
 TFM_API float tfm_optimizer_last_grad_norm(const tfm_optimizer *optimizer);
 
-/* The state for resuming training (step count and moments), as
- * safetensors, atomically; loading checks it fits this optimizer. */
+/* The optimizer's state (step count, base learning rate, weight decays,
+ * moments) as safetensors, atomically; loading checks it all fits this
+ * optimizer before changing anything. tfm_training_save (training.h) keeps
+ * it in one file with the model and the random streams. */
 TFM_API tfm_status tfm_optimizer_save(const tfm_optimizer *optimizer,
                                       const char *path);
 TFM_API tfm_status tfm_optimizer_load(tfm_optimizer *optimizer,

@@ -3,7 +3,23 @@
  * Every op takes a tape. The tape owns the memory of the tensors ops return
  * (an arena that grows to the step's high-water mark and is rewound by
  * tfm_tape_reset, so a steady-state step allocates nothing) and, while
- * recording, the record of each op whose inputs require a gradient. */
+ * recording, the record of each op whose inputs require a gradient.
+ *
+ * A tape-owned tensor lives until the next tfm_tape_reset (or
+ * tfm_tape_free). Kept past the reset, its handle is stale, and the
+ * guarantee is: every call given it (ops, layers, the model, decoding,
+ * accessors, backward) returns TFM_ERR_STATE (or NULL / -1 with that
+ * status) with a message naming the call and the reset, when it is used
+ * within 16 resets of its making, whatever the steps in between made. It
+ * never crashes the caller before tfm_tape_free: the tensor's header is
+ * kept apart from the values and is never freed nor overwritten by data
+ * until then. Used later than 16 resets on, the header may have been
+ * reused and the handle then names a newer tensor of the tape. After
+ * tfm_tape_free a handle is dangling, as any freed memory. To keep a
+ * result, copy it with tfm_tensor_clone; masks can be made without a tape
+ * (nn.h). A tape-owned tensor may be used on another tape as a constant;
+ * if it requires grad and that tape records, the op is refused
+ * (TFM_ERR_STATE), as its gradient cannot cross tapes. */
 #ifndef TFM_TAPE_H
 #define TFM_TAPE_H
 
@@ -19,12 +35,14 @@ TFM_API tfm_tape *tfm_tape_create(void);
 TFM_API void tfm_tape_free(tfm_tape *tape);
 
 /* Recording is on after create. Off is no-grad mode: ops still compute and
- * return tape-owned tensors, but record nothing and need no gradients. */
+ * return tape-owned tensors, but record nothing and need no gradients.
+ * tfm_tape_is_recording gives 0 for a NULL tape (TFM_ERR_NULL). */
 TFM_API tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording);
 TFM_API int32_t tfm_tape_is_recording(const tfm_tape *tape);
 
-/* Runs the recorded ops backward from a one-element float32 tensor, seeding
- * its gradient with 1. Gradients accumulate (+=) into the leaf tensors that
+/* Runs the recorded ops backward from a one-element float32 tensor made on
+ * this tape since its last reset (else TFM_ERR_STATE), seeding its
+ * gradient with 1. Gradients accumulate (+=) into the leaf tensors that
  * require grad. As in PyTorch, the gradients of intermediate (tape-owned)
  * tensors are not kept: each is reused once its op has run backward, so
  * backward holds only the live ones. Valid once per recorded step: call
@@ -39,11 +57,13 @@ TFM_API tfm_status tfm_tape_backward_with_grad(tfm_tape *tape,
                                                const float *seed,
                                                int64_t count);
 
-/* Forgets the records and every tape-owned tensor, keeping the memory for
- * the next step. */
+/* Forgets the records and ends every tape-owned tensor (see above),
+ * keeping the memory for the next step. */
 TFM_API tfm_status tfm_tape_reset(tfm_tape *tape);
 
-/* Statistics: ops recorded since the last reset, and bytes the arena holds. */
+/* Statistics: ops recorded since the last reset, and bytes the arena holds
+ * (values, records, gradients; the tensors' headers are apart); -1 for a
+ * NULL tape (TFM_ERR_NULL). */
 TFM_API int64_t tfm_tape_node_count(const tfm_tape *tape);
 TFM_API int64_t tfm_tape_arena_bytes(const tfm_tape *tape);
 

@@ -3,7 +3,10 @@
  * Tensors created here are owned by the caller and freed with
  * tfm_tensor_free(). Tensors returned by ops (ops.h) belong to the tape that
  * made them and live until tfm_tape_reset() or tfm_tape_free(); calling
- * tfm_tensor_free() on them is a harmless no-op. */
+ * tfm_tensor_free() on them is a harmless no-op. Every call given a
+ * tape-owned tensor after the reset that ended it refuses it with
+ * TFM_ERR_STATE (the guarantee is in tape.h); tfm_tensor_clone() keeps a
+ * copy past the reset. */
 #ifndef TFM_TENSOR_H
 #define TFM_TENSOR_H
 
@@ -27,6 +30,8 @@ TFM_API void tfm_rng_free(tfm_rng *rng);
 /* Restarts the stream as tfm_rng_create(seed) began it; layers holding the
  * rng (dropout) then repeat their draws. */
 TFM_API tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed);
+/* Makes dst continue exactly as src would from here (its whole state). */
+TFM_API tfm_status tfm_rng_copy(tfm_rng *dst, const tfm_rng *src);
 TFM_API uint64_t tfm_rng_next_u64(tfm_rng *rng);
 TFM_API float tfm_rng_uniform(tfm_rng *rng);   /* [0, 1) */
 TFM_API float tfm_rng_normal(tfm_rng *rng);    /* N(0, 1) */
@@ -46,6 +51,10 @@ TFM_API tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape,
                                        float low, float high, tfm_rng *rng);
 TFM_API tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape,
                                       float mean, float std, tfm_rng *rng);
+/* A caller-owned copy of any tensor's values (same dtype and shape; no
+ * gradient, requires_grad 0), to keep a tape-owned result past
+ * tfm_tape_reset. Free it with tfm_tensor_free. */
+TFM_API tfm_tensor *tfm_tensor_clone(const tfm_tensor *tensor);
 TFM_API void tfm_tensor_free(tfm_tensor *tensor);
 
 /* --- shape ---------------------------------------------------------------- */
@@ -80,7 +89,7 @@ TFM_API int32_t *tfm_tensor_data_i32(tfm_tensor *tensor);
  * accumulates. The gradient buffer is allocated here, zeroed, once. */
 TFM_API tfm_status tfm_tensor_set_requires_grad(tfm_tensor *tensor,
                                                 int32_t requires_grad);
-TFM_API int32_t tfm_tensor_requires_grad(const tfm_tensor *tensor);
+TFM_API int32_t tfm_tensor_requires_grad(const tfm_tensor *tensor); /* 0 on NULL */
 /* TFM_ERR_STATE when the tensor has no gradient (yet). */
 TFM_API tfm_status tfm_tensor_read_grad(const tfm_tensor *tensor, float *dst,
                                         int64_t count);

@@ -12,6 +12,7 @@
 #include "model.h"
 #include "optim.h"
 #include "io.h"
+#include "training.h"
 #include "decode.h"
 
 #endif

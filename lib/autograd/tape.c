@@ -13,6 +13,7 @@ tfm_tape *tfm_tape_create(void)
         return NULL;
     }
     tfm__arena_init(&tape->arena);
+    tfm__header_ring_init(&tape->headers);
     tape->recording = 1;
     return tape;
 }
@@ -22,6 +23,7 @@ void tfm_tape_free(tfm_tape *tape)
     if (!tape)
         return;
     tfm__arena_release(&tape->arena);
+    tfm__header_ring_release(&tape->headers);
     free(tape);
 }
 
@@ -35,17 +37,18 @@ tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording)
 
 int32_t tfm_tape_is_recording(const tfm_tape *tape)
 {
-    return tape ? tape->recording : 0;
+    return tfm__check_tape("tfm_tape_is_recording", tape) < 0 ? 0 : tape->recording;
 }
 
 int64_t tfm_tape_node_count(const tfm_tape *tape)
 {
-    return tape ? tape->node_count : 0;
+    return tfm__check_tape("tfm_tape_node_count", tape) < 0 ? -1 : tape->node_count;
 }
 
 int64_t tfm_tape_arena_bytes(const tfm_tape *tape)
 {
-    return tape ? (int64_t)tape->arena.capacity : 0;
+    return tfm__check_tape("tfm_tape_arena_bytes", tape) < 0 ? -1
+                                                              : (int64_t)tape->arena.capacity;
 }
 
 tfm_status tfm_tape_reset(tfm_tape *tape)
@@ -57,6 +60,8 @@ tfm_status tfm_tape_reset(tfm_tape *tape)
     tape->backward_done = 0;
     memset(tape->free_grads, 0, sizeof tape->free_grads);
     tfm__arena_reset(&tape->arena);
+    tape->generation++; /* every tensor made so far is stale */
+    tfm__header_ring_reset(&tape->headers);
     return TFM_OK;
 }
 
@@ -77,18 +82,31 @@ void *tfm__scratch(tfm_tape *tape, const char *op, size_t bytes)
     return p;
 }
 
+/* A header from the tape's ring, stamped with the tape's generation. */
+static tfm_tensor *new_header(tfm_tape *tape, const char *op, tfm_dtype dtype, int32_t ndim,
+                              const int64_t *shape, int64_t numel)
+{
+    tfm_tensor *t = tfm__header_ring_take(&tape->headers, tape->generation);
+    if (!t) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a tensor header", op);
+        return NULL;
+    }
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_TAPE);
+    t->tape_generation = &tape->generation;
+    t->generation = tape->generation;
+    return t;
+}
+
 tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
                             int32_t ndim, const int64_t *shape)
 {
     int64_t numel = tfm__checked_numel(op, ndim, shape);
     if (numel < 0)
         return NULL;
-    tfm_tensor *t = tfm__scratch(tape, op, sizeof *t);
-    void *data = t ? tfm__scratch(tape, op, (size_t)numel * tfm__dtype_size(dtype)) : NULL;
-    if (!data)
-        return NULL;
-    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_TAPE);
-    t->data = data;
+    void *data = tfm__scratch(tape, op, (size_t)numel * tfm__dtype_size(dtype));
+    tfm_tensor *t = data ? new_header(tape, op, dtype, ndim, shape, numel) : NULL;
+    if (t)
+        t->data = data;
     return t;
 }
 
@@ -105,11 +123,9 @@ tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
     int64_t numel = tfm__checked_numel(op, ndim, shape);
     if (numel < 0)
         return NULL;
-    tfm_tensor *t = tfm__scratch(tape, op, sizeof *t);
-    if (!t)
-        return NULL;
-    tfm__tensor_init(t, src->dtype, ndim, shape, numel, TFM_STORAGE_TAPE);
-    t->data = src->data;
+    tfm_tensor *t = new_header(tape, op, src->dtype, ndim, shape, numel);
+    if (t)
+        t->data = src->data;
     return t;
 }
 
@@ -130,6 +146,15 @@ int tfm__record(tfm_tape *tape, const char *op, tfm_tensor *out,
     *node = NULL;
     if (!tfm__wants_grad(tape, n_in, in))
         return 0;
+    for (int32_t i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad && in[i]->tape_generation &&
+            in[i]->tape_generation != &tape->generation) {
+            /* its gradient would stop here: the other tape's records lead on */
+            tfm__fail(TFM_ERR_STATE, "%s: an input that requires grad belongs to another "
+                      "tape, and a gradient cannot cross tapes; use one tape per graph (or "
+                      "pass a tfm_tensor_clone of the input as a constant)", op);
+            return -1;
+        }
     tfm_node *n = tfm__scratch(tape, op, sizeof *n + (size_t)n_in * sizeof n->in[0]);
     if (!n)
         return -1;
@@ -219,12 +244,18 @@ static tfm_status prepare_input_grads(const char *op, tfm_tape *tape, tfm_node *
     return TFM_OK;
 }
 
-static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *output,
-                               const float *seed, int64_t count)
+static tfm_status run_backward(const char *op, const char *what, tfm_tape *tape,
+                               tfm_tensor *output, const float *seed, int64_t count)
 {
     if (!tape || !output || !seed)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
-                         !tape ? "tape" : !output ? "output" : "seed");
+                         !tape ? "tape" : !output ? what : "seed");
+    if (tfm__check_tensor(op, what, output) < 0)
+        return tfm_last_status();
+    if (output->tape_generation != &tape->generation)
+        return tfm__fail(TFM_ERR_STATE, "%s: the %s %s; pass a result of this tape's ops", op,
+                         what, output->tape_generation ? "belongs to another tape"
+                                                       : "is not an op's result");
     if (output->dtype != TFM_F32 || count != output->numel)
         return tfm__fail(TFM_ERR_SHAPE, "%s: the seed must give one float per element "
                          "of a float32 tensor (%lld given, %lld needed)", op,
@@ -258,14 +289,14 @@ static tfm_status run_backward(const char *op, tfm_tape *tape, tfm_tensor *outpu
 tfm_status tfm_tape_backward(tfm_tape *tape, tfm_tensor *loss)
 {
     static const float one = 1.0f;
-    if (loss && (loss->dtype != TFM_F32 || loss->numel != 1))
+    if (loss && !tfm__is_stale(loss) && (loss->dtype != TFM_F32 || loss->numel != 1))
         return tfm__fail(TFM_ERR_SHAPE,
                          "tfm_tape_backward: the loss must be a one-element float32 tensor");
-    return run_backward("tfm_tape_backward", tape, loss, &one, 1);
+    return run_backward("tfm_tape_backward", "loss", tape, loss, &one, 1);
 }
 
 tfm_status tfm_tape_backward_with_grad(tfm_tape *tape, tfm_tensor *output,
                                        const float *seed, int64_t count)
 {
-    return run_backward("tfm_tape_backward_with_grad", tape, output, seed, count);
+    return run_backward("tfm_tape_backward_with_grad", "output", tape, output, seed, count);
 }

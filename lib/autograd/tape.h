@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "core/arena.h"
+#include "core/header_ring.h"
 #include "core/tensor.h"
 #include "tfm/tape.h"
 
@@ -39,7 +40,9 @@ typedef struct tfm_grad_free_list {
 } tfm_grad_free_list;
 
 struct tfm_tape {
-    tfm_arena arena;
+    tfm_arena arena;             /* values, scratch, records and gradients */
+    tfm_header_ring headers;     /* the tensors' headers, never overwritten by values */
+    uint64_t generation;         /* resets so far: stamps every header */
     tfm_grad_free_list free_grads[TFM__GRAD_SIZES];
     tfm_node *last;
     int64_t node_count;

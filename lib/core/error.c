@@ -2,9 +2,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local tfm_status last_status = TFM_OK;
 static _Thread_local char last_message[512];
+static _Thread_local uint64_t failures; /* recorded on this thread, for the marks */
 
 tfm_status tfm__fail(tfm_status status, const char *fmt, ...)
 {
@@ -13,6 +15,21 @@ tfm_status tfm__fail(tfm_status status, const char *fmt, ...)
     vsnprintf(last_message, sizeof last_message, fmt, args);
     va_end(args);
     last_status = status;
+    failures++;
+    return status;
+}
+
+tfm_status tfm__fail_because(tfm_status status, const char *fmt, ...)
+{
+    char cause[sizeof last_message];
+    memcpy(cause, last_message, sizeof cause);
+    va_list args;
+    va_start(args, fmt);
+    int n = vsnprintf(last_message, sizeof last_message, fmt, args);
+    va_end(args);
+    if (n >= 0 && (size_t)n < sizeof last_message)
+        snprintf(last_message + n, sizeof last_message - (size_t)n, " (%s)", cause);
+    last_status = status;
     return status;
 }
 
@@ -20,6 +37,27 @@ void tfm__fail_null_input(const char *op, const char *what)
 {
     if (last_status == TFM_OK)
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, what);
+}
+
+uint64_t tfm__error_mark(void) { return failures; }
+
+void tfm__fail_within(const char *op, uint64_t mark)
+{
+    size_t len = strlen(op);
+    if (failures == mark || (strncmp(last_message, op, len) == 0 && last_message[len] == ':'))
+        return;
+    char inner[sizeof last_message];
+    memcpy(inner, last_message, sizeof inner);
+    int n = snprintf(last_message, sizeof last_message, "%s: ", op);
+    if (n > 0 && (size_t)n < sizeof last_message)
+        snprintf(last_message + n, sizeof last_message - (size_t)n, "%s", inner);
+}
+
+void *tfm__result_within(const char *op, uint64_t mark, void *result)
+{
+    if (!result)
+        tfm__fail_within(op, mark);
+    return result;
 }
 
 const char *tfm_last_error(void) { return last_message; }

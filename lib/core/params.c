@@ -20,6 +20,7 @@ struct tfm_params {
     float *values, *grads;
     int64_t numel;
     int64_t values_capacity, grads_capacity;
+    int64_t max_numel;     /* 0: none */
 };
 
 tfm_params *tfm_params_create(void)
@@ -114,6 +115,11 @@ tfm_tensor *tfm_params_add(tfm_params *p, const char *name, int32_t ndim,
     int64_t numel = tfm__checked_numel(op, ndim, shape);
     if (numel < 0)
         return NULL;
+    if (p->max_numel && numel > p->max_numel - p->numel) {
+        tfm__fail(TFM_ERR_SIZE, "%s: \"%s\" would take the store past its limit of %lld "
+                  "values", op, name, (long long)p->max_numel);
+        return NULL;
+    }
     tfm_tensor *t = malloc(sizeof *t);
     char *copy = malloc(len + 1);
     if (!t || !copy || grow_index(p) < 0 ||
@@ -197,6 +203,11 @@ tfm_tensor *tfm_params_find(const tfm_params *p, const char *name)
     if (!t)
         tfm__fail(TFM_ERR_ARG, "tfm_params_find: no parameter is named \"%s\"", name);
     return t;
+}
+
+void tfm__params_limit(tfm_params *p, int64_t max_numel)
+{
+    p->max_numel = max_numel;
 }
 
 void tfm__params_truncate(tfm_params *p, int64_t count)

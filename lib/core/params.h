@@ -8,4 +8,8 @@
  * layer whose creation fails half-way leaves the store as it found it. */
 void tfm__params_truncate(tfm_params *params, int64_t count);
 
+/* At most max_numel scalars (0: no limit) from now on: a later add that
+ * would pass it fails with TFM_ERR_SIZE before it allocates. */
+void tfm__params_limit(tfm_params *params, int64_t max_numel);
+
 #endif

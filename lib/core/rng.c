@@ -1,7 +1,10 @@
 #include "core/rng.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 
@@ -37,6 +40,45 @@ tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed)
 }
 
 void tfm_rng_free(tfm_rng *rng) { free(rng); }
+
+tfm_status tfm_rng_copy(tfm_rng *dst, const tfm_rng *src)
+{
+    if (!dst || !src)
+        return tfm__fail(TFM_ERR_NULL, "tfm_rng_copy: %s is NULL", dst ? "src" : "dst");
+    *dst = *src;
+    return TFM_OK;
+}
+
+void tfm__rng_format(const tfm_rng *rng, char *out, size_t size)
+{
+    uint32_t spare;
+    memcpy(&spare, &rng->spare_normal, sizeof spare);
+    snprintf(out, size, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %d %08" PRIx32,
+             rng->state[0], rng->state[1], rng->state[2], rng->state[3],
+             rng->has_spare_normal ? 1 : 0, spare);
+}
+
+int tfm__rng_parse(const char *text, tfm_rng *rng)
+{
+    tfm_rng parsed;
+    uint32_t spare;
+    int has_spare, consumed = 0;
+    if (strlen(text) != 4 * 17 + 2 + 8 ||
+        sscanf(text, "%16" SCNx64 " %16" SCNx64 " %16" SCNx64 " %16" SCNx64 " %1d %8" SCNx32 "%n",
+               &parsed.state[0], &parsed.state[1], &parsed.state[2], &parsed.state[3],
+               &has_spare, &spare, &consumed) != 6 ||
+        consumed != (int)strlen(text) || (has_spare != 0 && has_spare != 1))
+        return -1;
+    /* xoshiro's all-zero state is a fixed point: no seed produces it */
+    if (!(parsed.state[0] | parsed.state[1] | parsed.state[2] | parsed.state[3]))
+        return -1;
+    parsed.has_spare_normal = has_spare;
+    memcpy(&parsed.spare_normal, &spare, sizeof spare);
+    if (!isfinite(parsed.spare_normal))
+        return -1;
+    *rng = parsed;
+    return 0;
+}
 
 uint64_t tfm_rng_next_u64(tfm_rng *rng)
 {

@@ -4,6 +4,7 @@
 #ifndef TFM_CORE_RNG_H
 #define TFM_CORE_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tfm/tensor.h"
@@ -13,6 +14,13 @@ struct tfm_rng {
     int has_spare_normal;
     float spare_normal;
 };
+
+/* The whole state as text ("s0 s1 s2 s3 spare-flag spare-bits" in hex,
+ * 78 characters), for training states, and back: 0, or -1 for text that
+ * is not one (the state is then unchanged). */
+#define TFM__RNG_TEXT 80
+void tfm__rng_format(const tfm_rng *rng, char *out, size_t size);
+int tfm__rng_parse(const char *text, tfm_rng *rng);
 
 /* 32 random bits that depend only on (key, counter): two rounds of
  * murmur3's finaliser. 32-bit multiplies keep loops over counters

@@ -86,13 +86,26 @@ const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t 
     return tfm__dims_str(index, t->ndim, buf, size);
 }
 
-int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
-                     tfm_dtype dtype)
+int tfm__check_tensor(const char *op, const char *what, const tfm_tensor *t)
 {
     if (!t) {
         tfm__fail_null_input(op, what);
         return -1;
     }
+    if (tfm__is_stale(t)) {
+        tfm__fail(TFM_ERR_STATE, "%s: %s was made on a tape before its last tfm_tape_reset, "
+                  "which ended it; make it after the reset, or keep a copy made before "
+                  "with tfm_tensor_clone", op, what);
+        return -1;
+    }
+    return 0;
+}
+
+int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
+                     tfm_dtype dtype)
+{
+    if (tfm__check_tensor(op, what, t) < 0)
+        return -1;
     if (t->dtype != dtype) {
         tfm__fail(TFM_ERR_DTYPE, "%s: %s must be %s", op, what,
                   dtype == TFM_F32 ? "float32" : "int32");
@@ -103,7 +116,7 @@ int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
 
 /* --- caller-owned tensors ---------------------------------------------------- */
 
-static tfm_tensor *heap_tensor(const char *op, tfm_dtype dtype, int32_t ndim,
+tfm_tensor *tfm__heap_tensor(const char *op, tfm_dtype dtype, int32_t ndim,
                                const int64_t *shape)
 {
     if (dtype != TFM_F32 && dtype != TFM_I32) {
@@ -129,21 +142,26 @@ static tfm_tensor *heap_tensor(const char *op, tfm_dtype dtype, int32_t ndim,
 
 tfm_tensor *tfm_tensor_zeros(tfm_dtype dtype, int32_t ndim, const int64_t *shape)
 {
-    return heap_tensor("tfm_tensor_zeros", dtype, ndim, shape);
+    return tfm__heap_tensor("tfm_tensor_zeros", dtype, ndim, shape);
 }
 
-tfm_tensor *tfm_tensor_full(int32_t ndim, const int64_t *shape, float value)
+static tfm_tensor *filled(const char *op, int32_t ndim, const int64_t *shape, float value)
 {
-    tfm_tensor *t = heap_tensor("tfm_tensor_full", TFM_F32, ndim, shape);
+    tfm_tensor *t = tfm__heap_tensor(op, TFM_F32, ndim, shape);
     if (t)
         for (int64_t i = 0; i < t->numel; i++)
             tfm__f32(t)[i] = value;
     return t;
 }
 
+tfm_tensor *tfm_tensor_full(int32_t ndim, const int64_t *shape, float value)
+{
+    return filled("tfm_tensor_full", ndim, shape, value);
+}
+
 tfm_tensor *tfm_tensor_ones(int32_t ndim, const int64_t *shape)
 {
-    return tfm_tensor_full(ndim, shape, 1.0f);
+    return filled("tfm_tensor_ones", ndim, shape, 1.0f);
 }
 
 tfm_tensor *tfm_tensor_from_f32(int32_t ndim, const int64_t *shape,
@@ -153,7 +171,7 @@ tfm_tensor *tfm_tensor_from_f32(int32_t ndim, const int64_t *shape,
         tfm__fail(TFM_ERR_NULL, "tfm_tensor_from_f32: values is NULL");
         return NULL;
     }
-    tfm_tensor *t = heap_tensor("tfm_tensor_from_f32", TFM_F32, ndim, shape);
+    tfm_tensor *t = tfm__heap_tensor("tfm_tensor_from_f32", TFM_F32, ndim, shape);
     if (t)
         memcpy(t->data, values, (size_t)t->numel * sizeof(float));
     return t;
@@ -166,7 +184,7 @@ tfm_tensor *tfm_tensor_from_i32(int32_t ndim, const int64_t *shape,
         tfm__fail(TFM_ERR_NULL, "tfm_tensor_from_i32: values is NULL");
         return NULL;
     }
-    tfm_tensor *t = heap_tensor("tfm_tensor_from_i32", TFM_I32, ndim, shape);
+    tfm_tensor *t = tfm__heap_tensor("tfm_tensor_from_i32", TFM_I32, ndim, shape);
     if (t)
         memcpy(t->data, values, (size_t)t->numel * sizeof(int32_t));
     return t;
@@ -184,7 +202,7 @@ tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape, float low,
                   (double)low, (double)high);
         return NULL;
     }
-    tfm_tensor *t = heap_tensor("tfm_tensor_uniform", TFM_F32, ndim, shape);
+    tfm_tensor *t = tfm__heap_tensor("tfm_tensor_uniform", TFM_F32, ndim, shape);
     if (t)
         for (int64_t i = 0; i < t->numel; i++)
             tfm__f32(t)[i] = low + (high - low) * tfm_rng_uniform(rng);
@@ -203,7 +221,7 @@ tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape, float mean,
                   (double)std);
         return NULL;
     }
-    tfm_tensor *t = heap_tensor("tfm_tensor_normal", TFM_F32, ndim, shape);
+    tfm_tensor *t = tfm__heap_tensor("tfm_tensor_normal", TFM_F32, ndim, shape);
     if (t)
         for (int64_t i = 0; i < t->numel; i++)
             tfm__f32(t)[i] = mean + std * tfm_rng_normal(rng);
@@ -221,48 +239,46 @@ void tfm_tensor_free(tfm_tensor *t)
 
 /* --- shape ----------------------------------------------------------------- */
 
-tfm_dtype tfm_tensor_dtype(const tfm_tensor *t)
+/* The tensor handle of an accessor: NULL is reported as such even after a
+ * failed chain, since the accessor is the call the caller made. */
+static int check_handle(const char *op, const tfm_tensor *t)
 {
     if (!t) {
-        tfm__fail(TFM_ERR_NULL, "tfm_tensor_dtype: tensor is NULL");
+        tfm__fail(TFM_ERR_NULL, "%s: tensor is NULL", op);
         return -1;
     }
-    return t->dtype;
+    return tfm__check_tensor(op, "tensor", t);
+}
+
+tfm_dtype tfm_tensor_dtype(const tfm_tensor *t)
+{
+    return check_handle("tfm_tensor_dtype", t) < 0 ? -1 : t->dtype;
 }
 
 int32_t tfm_tensor_ndim(const tfm_tensor *t)
 {
-    if (!t) {
-        tfm__fail(TFM_ERR_NULL, "tfm_tensor_ndim: tensor is NULL");
-        return 0;
-    }
-    return t->ndim;
+    return check_handle("tfm_tensor_ndim", t) < 0 ? 0 : t->ndim;
 }
 
 int64_t tfm_tensor_dim(const tfm_tensor *t, int32_t axis)
 {
-    if (!t) {
-        tfm__fail(TFM_ERR_NULL, "tfm_tensor_dim: tensor is NULL");
+    if (check_handle("tfm_tensor_dim", t) < 0)
         return -1;
-    }
     int32_t a = tfm__axis("tfm_tensor_dim", t, axis);
     return a < 0 ? -1 : t->shape[a];
 }
 
 int64_t tfm_tensor_numel(const tfm_tensor *t)
 {
-    if (!t) {
-        tfm__fail(TFM_ERR_NULL, "tfm_tensor_numel: tensor is NULL");
-        return -1;
-    }
-    return t->numel;
+    return check_handle("tfm_tensor_numel", t) < 0 ? -1 : t->numel;
 }
 
 tfm_status tfm_tensor_shape(const tfm_tensor *t, int64_t *shape_out)
 {
-    if (!t || !shape_out)
-        return tfm__fail(TFM_ERR_NULL, "tfm_tensor_shape: %s is NULL",
-                         t ? "shape_out" : "tensor");
+    if (check_handle("tfm_tensor_shape", t) < 0)
+        return tfm_last_status();
+    if (!shape_out)
+        return tfm__fail(TFM_ERR_NULL, "tfm_tensor_shape: shape_out is NULL");
     for (int32_t i = 0; i < t->ndim; i++)
         shape_out[i] = t->shape[i];
     return TFM_OK;
@@ -273,8 +289,10 @@ tfm_status tfm_tensor_shape(const tfm_tensor *t, int64_t *shape_out)
 static tfm_status check_copy(const char *op, const tfm_tensor *t, const void *buf,
                              int64_t count, tfm_dtype dtype)
 {
-    if (!t || !buf)
-        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, t ? "buffer" : "tensor");
+    if (check_handle(op, t) < 0)
+        return tfm_last_status();
+    if (!buf)
+        return tfm__fail(TFM_ERR_NULL, "%s: buffer is NULL", op);
     if (t->dtype != dtype)
         return tfm__fail(TFM_ERR_DTYPE, "%s: tensor holds %s values", op,
                          t->dtype == TFM_F32 ? "float32" : "int32");
@@ -332,16 +350,27 @@ tfm_status tfm_tensor_item(const tfm_tensor *t, float *value)
 
 float *tfm_tensor_data_f32(tfm_tensor *t)
 {
-    if (tfm__check_input("tfm_tensor_data_f32", "tensor", t, TFM_F32) < 0)
+    if (check_handle("tfm_tensor_data_f32", t) < 0 || tfm__check_input("tfm_tensor_data_f32", "tensor", t, TFM_F32) < 0)
         return NULL;
     return tfm__f32(t);
 }
 
 int32_t *tfm_tensor_data_i32(tfm_tensor *t)
 {
-    if (tfm__check_input("tfm_tensor_data_i32", "tensor", t, TFM_I32) < 0)
+    if (check_handle("tfm_tensor_data_i32", t) < 0 || tfm__check_input("tfm_tensor_data_i32", "tensor", t, TFM_I32) < 0)
         return NULL;
     return tfm__i32(t);
+}
+
+tfm_tensor *tfm_tensor_clone(const tfm_tensor *t)
+{
+    const char *op = "tfm_tensor_clone";
+    if (check_handle(op, t) < 0)
+        return NULL;
+    tfm_tensor *copy = tfm__heap_tensor(op, t->dtype, t->ndim, t->shape);
+    if (copy)
+        memcpy(copy->data, t->data, (size_t)t->numel * tfm__dtype_size(t->dtype));
+    return copy;
 }
 
 /* --- gradients --------------------------------------------------------------- */
@@ -349,8 +378,8 @@ int32_t *tfm_tensor_data_i32(tfm_tensor *t)
 tfm_status tfm_tensor_set_requires_grad(tfm_tensor *t, int32_t requires_grad)
 {
     const char *op = "tfm_tensor_set_requires_grad";
-    if (!t)
-        return tfm__fail(TFM_ERR_NULL, "%s: tensor is NULL", op);
+    if (check_handle(op, t) < 0)
+        return tfm_last_status();
     if (t->storage == TFM_STORAGE_TAPE)
         return tfm__fail(TFM_ERR_STATE,
                          "%s: op results get gradients from the tape; only "
@@ -369,7 +398,9 @@ tfm_status tfm_tensor_set_requires_grad(tfm_tensor *t, int32_t requires_grad)
 
 int32_t tfm_tensor_requires_grad(const tfm_tensor *t)
 {
-    return t ? t->requires_grad : 0;
+    if (tfm__check_tensor("tfm_tensor_requires_grad", "tensor", t) < 0)
+        return 0;
+    return t->requires_grad;
 }
 
 tfm_status tfm_tensor_read_grad(const tfm_tensor *t, float *dst, int64_t count)
@@ -386,10 +417,8 @@ tfm_status tfm_tensor_read_grad(const tfm_tensor *t, float *dst, int64_t count)
 
 float *tfm_tensor_grad_f32(tfm_tensor *t)
 {
-    if (!t) {
-        tfm__fail(TFM_ERR_NULL, "tfm_tensor_grad_f32: tensor is NULL");
+    if (check_handle("tfm_tensor_grad_f32", t) < 0)
         return NULL;
-    }
     if (!t->grad)
         tfm__fail(TFM_ERR_STATE, "tfm_tensor_grad_f32: the tensor has no gradient");
     return t->grad;
@@ -397,8 +426,8 @@ float *tfm_tensor_grad_f32(tfm_tensor *t)
 
 tfm_status tfm_tensor_zero_grad(tfm_tensor *t)
 {
-    if (!t)
-        return tfm__fail(TFM_ERR_NULL, "tfm_tensor_zero_grad: tensor is NULL");
+    if (check_handle("tfm_tensor_zero_grad", t) < 0)
+        return tfm_last_status();
     if (t->grad)
         memset(t->grad, 0, (size_t)t->numel * sizeof(float));
     return TFM_OK;

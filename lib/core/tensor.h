@@ -23,7 +23,17 @@ struct tfm_tensor {
     int32_t requires_grad;
     int32_t grad_recycled;    /* grad came from the tape and returns to it */
     struct tfm_node *producer; /* the op record that made it, if recorded */
+    /* Tape-owned: the tape's reset counter and its value when the header was
+     * made; the tensor is live while they agree. NULL when not tape-owned. */
+    const uint64_t *tape_generation;
+    uint64_t generation;
 };
+
+/* A tape-owned tensor whose tape has been reset since it was made. */
+static inline int tfm__is_stale(const tfm_tensor *t)
+{
+    return t->tape_generation && *t->tape_generation != t->generation;
+}
 
 static inline float *tfm__f32(const tfm_tensor *t) { return (float *)t->data; }
 static inline int32_t *tfm__i32(const tfm_tensor *t) { return (int32_t *)t->data; }
@@ -51,8 +61,16 @@ const char *tfm__shape_str(const tfm_tensor *t, char *buf, size_t size);
 /* "[1,2]": the multi-index of a flat element position, for error messages. */
 const char *tfm__index_str(const tfm_tensor *t, int64_t flat, char *buf, size_t size);
 
-/* Checks a tensor argument is non-NULL and of the given dtype; 0 or -1. */
+/* Checks a tensor argument is non-NULL and live (not made before its tape's
+ * last reset); 0, or -1 with the error set. Every call that reads a tensor
+ * handle checks it first. */
+int tfm__check_tensor(const char *op, const char *what, const tfm_tensor *t);
+/* The same, and of the given dtype. */
 int tfm__check_input(const char *op, const char *what, const tfm_tensor *t,
                      tfm_dtype dtype);
+
+/* A caller-owned tensor of zeros; NULL with the error set (in op's name). */
+tfm_tensor *tfm__heap_tensor(const char *op, tfm_dtype dtype, int32_t ndim,
+                             const int64_t *shape);
 
 #endif

@@ -18,6 +18,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,25 +82,25 @@ struct tfm_decoding {
     double *sum_tmp;
 };
 
-void tfm_decode_options_init(tfm_decode_options *o)
+void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->strategy = TFM_DECODE_GREEDY;
-    o->max_length = 100;
-    o->bos_id = 1;
-    o->eos_id = 2;
-    o->src_pad_id = -1;
-    o->temperature = 1.0f;
-    o->top_k = 0;
-    o->top_p = 1.0f;
-    o->seed = 0;
-    o->beam_size = 4;
-    o->length_penalty = 1.0f;
-    o->n_best = 1;
-    o->use_cache = 1;
+    tfm_decode_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.strategy = TFM_DECODE_GREEDY;
+    d.max_length = 100;
+    d.bos_id = 1;
+    d.eos_id = 2;
+    d.src_pad_id = -1;
+    d.temperature = 1.0f;
+    d.top_k = 0;
+    d.top_p = 1.0f;
+    d.seed = 0;
+    d.beam_size = 4;
+    d.length_penalty = 1.0f;
+    d.n_best = 1;
+    d.use_cache = 1;
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options over the defaults, as far as the caller's struct
@@ -196,6 +197,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
                                   int64_t max_batch, int64_t max_src_len)
 {
     const char *op = "tfm_decoding_create";
+    uint64_t mark = tfm__error_mark();
     if (!model || !options) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "options" : "model");
         return NULL;
@@ -221,7 +223,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
         return NULL;
     }
-    const tfm_block_options *b = &model->options.block;
+    const tfm_block_options *b = &model->block;
     d->model = model;
     d->o = o;
     d->max_batch = max_batch;
@@ -281,6 +283,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(fin_score, rows) && BUFFER(hist_tmp, (double)beam * (T + 1)) &&
              BUFFER(sum_tmp, beam);
     if (!ok) {
+        tfm__fail_within(op, mark);
         tfm_decoding_free(d);
         return NULL;
     }
@@ -655,7 +658,8 @@ static tfm_status recomputed_step(tfm_decoding *d, int64_t n, const int32_t *row
         !(memory_mask = tfm_mask_padding(tape, &src, d->o.src_pad_id, TFM_I32)))
         return tfm_last_status();
     tfm_tensor *logits = tfm_model_decode(tape, d->model, &prefix, &memory,
-                                          tfm_mask_causal(tape, len, TFM_I32), memory_mask);
+                                          tfm_mask_causal(tape, len, TFM_I32), memory_mask, NULL,
+                                          NULL);
     if (!logits)
         return tfm_last_status();
     for (int64_t i = 0; i < n; i++)
@@ -1021,8 +1025,57 @@ static tfm_status search_beam(tfm_decoding *d, int64_t B, int64_t S, int32_t *to
 
 /* --- run ------------------------------------------------------------------------------ */
 
+/* What a run over batch sources writes: per hypothesis, per source and step. */
+typedef struct sizes {
+    int64_t tokens, lengths, logits;
+} sizes;
+
+static sizes sizes_for(const tfm_decoding *d, int64_t batch)
+{
+    int64_t hypotheses = batch * (d->o.strategy == TFM_DECODE_BEAM ? d->o.n_best : 1);
+    return (sizes){
+        .tokens = hypotheses * (d->max_len + 1),
+        .lengths = hypotheses,
+        .logits = d->o.strategy == TFM_DECODE_BEAM ? 0 : batch * d->max_len * d->vocab,
+    };
+}
+
+tfm_status tfm_decoding_buffer_sizes(const tfm_decoding *d, int64_t batch, int64_t *tokens,
+                                     int64_t *lengths, int64_t *scores, int64_t *logits)
+{
+    const char *op = "tfm_decoding_buffer_sizes";
+    if (!d)
+        return tfm__fail(TFM_ERR_NULL, "%s: decoding is NULL", op);
+    if (batch < 1 || batch > d->max_batch)
+        return tfm__fail(TFM_ERR_ARG, "%s: batch %lld is outside the decoding's 1..%lld", op,
+                         (long long)batch, (long long)d->max_batch);
+    sizes n = sizes_for(d, batch);
+    if (tokens)
+        *tokens = n.tokens;
+    if (lengths)
+        *lengths = n.lengths;
+    if (scores)
+        *scores = n.lengths;
+    if (logits)
+        *logits = n.logits;
+    return TFM_OK;
+}
+
+/* A buffer given (count elements) must hold what the run writes into it. */
+static tfm_status check_room(const char *what, const void *buffer, int64_t count,
+                             int64_t needed, const char *formula)
+{
+    if (buffer && count < needed)
+        return tfm__fail(TFM_ERR_SIZE, "tfm_decoding_run: %s holds %lld elements; this batch "
+                         "needs %lld (%s; tfm_decoding_buffer_sizes tells)", what,
+                         (long long)count, (long long)needed, formula);
+    return TFM_OK;
+}
+
 static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const int32_t *tokens,
-                            const int32_t *lengths, const float *logits, const float *probs)
+                            int64_t tokens_count, const int32_t *lengths, int64_t lengths_count,
+                            const float *scores, int64_t scores_count, const float *logits,
+                            int64_t logits_count, const float *probs, int64_t probs_count)
 {
     const char *op = "tfm_decoding_run";
     if (!d || !tokens || !lengths)
@@ -1041,6 +1094,19 @@ static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const 
     if (d->o.strategy == TFM_DECODE_BEAM && (logits || probs))
         return tfm__fail(TFM_ERR_ARG, "%s: logits and probs are for greedy decoding and "
                          "sampling; pass NULL with beam search", op);
+    sizes n = sizes_for(d, src->shape[0]);
+    const char *per_hypothesis = d->o.strategy == TFM_DECODE_BEAM ? "batch * n_best" : "batch";
+    char tokens_formula[64];
+    snprintf(tokens_formula, sizeof tokens_formula, "%s * (max_length + 1)", per_hypothesis);
+    tfm_status status;
+    if ((status = check_room("tokens", tokens, tokens_count, n.tokens, tokens_formula)) ||
+        (status = check_room("lengths", lengths, lengths_count, n.lengths, per_hypothesis)) ||
+        (status = check_room("scores", scores, scores_count, n.lengths, per_hypothesis)) ||
+        (status = check_room("logits", logits, logits_count, n.logits,
+                             "batch * max_length * tgt_vocab")) ||
+        (status = check_room("probs", probs, probs_count, n.logits,
+                             "batch * max_length * tgt_vocab")))
+        return status;
     const int32_t *ids = tfm__i32(src);
     for (int64_t i = 0; i < src->numel; i++)
         if (ids[i] < 0 || ids[i] >= d->model->options.src_vocab)
@@ -1063,7 +1129,7 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
     if (d->o.src_pad_id >= 0 &&
         !(mask = tfm_mask_padding(tape, src, d->o.src_pad_id, TFM_I32)))
         return tfm_last_status();
-    tfm_tensor *memory = tfm_model_encode(tape, d->model, src, mask);
+    tfm_tensor *memory = tfm_model_encode(tape, d->model, src, mask, NULL);
     if (!memory)
         return tfm_last_status();
     const int32_t *ids = tfm__i32(src);
@@ -1080,9 +1146,13 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 }
 
 tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
-                            int32_t *lengths, float *scores, float *logits, float *probs)
+                            int64_t tokens_count, int32_t *lengths, int64_t lengths_count,
+                            float *scores, int64_t scores_count, float *logits,
+                            int64_t logits_count, float *probs, int64_t probs_count)
 {
-    tfm_status status = check_run(d, src, tokens, lengths, logits, probs);
+    uint64_t mark = tfm__error_mark();
+    tfm_status status = check_run(d, src, tokens, tokens_count, lengths, lengths_count, scores,
+                                  scores_count, logits, logits_count, probs, probs_count);
     if (status != TFM_OK)
         return status;
     int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
@@ -1108,5 +1178,7 @@ tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tok
     }
     model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
+    if (status != TFM_OK)
+        tfm__fail_within("tfm_decoding_run", mark);
     return status;
 }

@@ -3,6 +3,7 @@
 #include "tfm/io.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "io/json.h"
+#include "io/safetensors.h"
 
 /* The reference implementation's limit; real headers are kilobytes. */
 #define MAX_HEADER_BYTES 100000000ull
@@ -41,10 +43,17 @@ typedef struct entry {
     int64_t begin, end;        /* bytes of the data section */
 } entry;
 
+/* One "__metadata__" pair; both strings live in the file's names buffer. */
+typedef struct metadata_pair {
+    const char *key, *value;
+} metadata_pair;
+
 struct tfm_safetensors {
     entry *entries;            /* sorted by name */
     int64_t count;
-    char *names;
+    metadata_pair *metadata;   /* sorted by key */
+    int64_t metadata_count;
+    char *names;               /* tensor names, metadata keys and values */
     unsigned char *data;
     int64_t data_size;
 };
@@ -85,17 +94,59 @@ static int64_t read_naturals(const tfm__json *doc, int64_t idx, int64_t *out,
     return i;
 }
 
-static tfm_status check_metadata(const char *ctx, const tfm__json *doc, int64_t idx)
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const metadata_pair *)a)->key, ((const metadata_pair *)b)->key);
+}
+
+/* Checks "__metadata__" is an object of strings without NUL characters
+ * (they come back as C strings), unique keys, and adds the bytes its keys
+ * and values need to *bytes. */
+static tfm_status check_metadata(const char *ctx, const tfm__json *doc, int64_t idx,
+                                 size_t *bytes)
 {
     const tfm__json_node *meta = &doc->nodes[idx];
     if (meta->type != TFM__JSON_OBJECT)
         return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" (header byte %zu) "
                          "is not an object", ctx, meta->offset);
-    for (int64_t c = idx + 1; c < meta->next; c = doc->nodes[c].next)
-        if (doc->nodes[c].type != TFM__JSON_STRING)
+    for (int64_t c = idx + 1; c < meta->next; c = doc->nodes[c].next) {
+        const tfm__json_node *pair = &doc->nodes[c];
+        if (pair->type != TFM__JSON_STRING)
             return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" value \"%s\" "
-                             "(header byte %zu) is not a string", ctx,
-                             doc->nodes[c].key, doc->nodes[c].offset);
+                             "(header byte %zu) is not a string", ctx, pair->key,
+                             pair->offset);
+        if (memchr(pair->key, '\0', pair->key_len) ||
+            memchr(pair->string, '\0', pair->string_len))
+            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" entry \"%s\" "
+                             "(header byte %zu) holds a NUL character", ctx, pair->key,
+                             pair->offset);
+        *bytes += pair->key_len + pair->string_len + 2;
+    }
+    return TFM_OK;
+}
+
+/* Copies the checked "__metadata__" pairs into file, sorted by key. */
+static tfm_status copy_metadata(const char *ctx, const tfm__json *doc, int64_t idx,
+                                tfm_safetensors *file, char **out)
+{
+    const tfm__json_node *meta = &doc->nodes[idx];
+    file->metadata = calloc((size_t)meta->count + 1, sizeof *file->metadata);
+    if (!file->metadata)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld metadata entries", ctx,
+                         (long long)meta->count);
+    for (int64_t c = idx + 1; c < meta->next; c = doc->nodes[c].next) {
+        const tfm__json_node *pair = &doc->nodes[c];
+        metadata_pair *m = &file->metadata[file->metadata_count++];
+        m->key = memcpy(*out, pair->key, pair->key_len + 1);
+        *out += pair->key_len + 1;
+        m->value = memcpy(*out, pair->string, pair->string_len + 1);
+        *out += pair->string_len + 1;
+    }
+    qsort(file->metadata, (size_t)file->metadata_count, sizeof *file->metadata, by_key);
+    for (int64_t i = 1; i < file->metadata_count; i++)
+        if (strcmp(file->metadata[i - 1].key, file->metadata[i].key) == 0)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" has the key "
+                             "\"%s\" twice", ctx, file->metadata[i].key);
     return TFM_OK;
 }
 
@@ -225,30 +276,44 @@ static tfm_status check_tiling(const char *ctx, tfm_safetensors *file)
     return s;
 }
 
-/* Builds file->entries and file->names from the parsed header. */
+/* Builds file->entries, file->metadata and file->names from the parsed header. */
 static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safetensors *file)
 {
     const tfm__json_node *root = &doc->nodes[0];
     if (root->type != TFM__JSON_OBJECT)
         return tfm__fail(TFM_ERR_FORMAT, "%s: the header is not a JSON object", ctx);
     size_t names_bytes = 1;
-    for (int64_t c = 1; c < root->next; c = doc->nodes[c].next)
-        names_bytes += doc->nodes[c].key_len + 1;
+    int64_t metadata_at = -1;
+    for (int64_t c = 1; c < root->next; c = doc->nodes[c].next) {
+        const tfm__json_node *node = &doc->nodes[c];
+        if (!key_is(node, METADATA_KEY)) {
+            names_bytes += node->key_len + 1;
+            continue;
+        }
+        if (metadata_at >= 0)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" appears "
+                             "twice (header byte %zu)", ctx, node->offset);
+        metadata_at = c;
+        tfm_status s = check_metadata(ctx, doc, c, &names_bytes);
+        if (s != TFM_OK)
+            return s;
+    }
     file->entries = calloc((size_t)root->count + 1, sizeof *file->entries);
     file->names = malloc(names_bytes);
     if (!file->entries || !file->names)
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld header entries",
                          ctx, (long long)root->count);
     char *out = file->names;
-    int seen_metadata = 0;
+    if (metadata_at >= 0) {
+        tfm_status s = copy_metadata(ctx, doc, metadata_at, file, &out);
+        if (s != TFM_OK)
+            return s;
+    }
     for (int64_t c = 1; c < root->next; c = doc->nodes[c].next) {
         const tfm__json_node *node = &doc->nodes[c];
         tfm_status s = TFM_OK;
-        if (key_is(node, METADATA_KEY)) {
-            if (seen_metadata++)
-                return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" appears "
-                                 "twice (header byte %zu)", ctx, node->offset);
-            s = check_metadata(ctx, doc, c);
+        if (c == metadata_at) {
+            continue;
         } else if (node->key_len == 0) {
             s = tfm__fail(TFM_ERR_FORMAT, "%s: a tensor has an empty name (header "
                           "byte %zu)", ctx, node->offset);
@@ -349,7 +414,7 @@ static tfm_status read_file(const char *ctx, FILE *f, tfm_safetensors *file)
     return read_bytes(ctx, f, file->data, (size_t)file->data_size, "data");
 }
 
-static tfm_safetensors *open_file(const char *op, const char *path)
+tfm_safetensors *tfm__safetensors_open(const char *op, const char *path)
 {
     if (!path) {
         tfm__fail(TFM_ERR_NULL, "%s: path is NULL", op);
@@ -375,7 +440,7 @@ static tfm_safetensors *open_file(const char *op, const char *path)
 
 tfm_safetensors *tfm_safetensors_open(const char *path)
 {
-    return open_file("tfm_safetensors_open", path);
+    return tfm__safetensors_open("tfm_safetensors_open", path);
 }
 
 void tfm_safetensors_close(tfm_safetensors *file)
@@ -383,6 +448,7 @@ void tfm_safetensors_close(tfm_safetensors *file)
     if (!file)
         return;
     free(file->entries);
+    free(file->metadata);
     free(file->names);
     free(file->data);
     free(file);
@@ -409,6 +475,53 @@ const char *tfm_safetensors_name(const tfm_safetensors *file, int64_t index)
         return NULL;
     }
     return file->entries[index].name;
+}
+
+int64_t tfm_safetensors_metadata_count(const tfm_safetensors *file)
+{
+    if (!file) {
+        tfm__fail(TFM_ERR_NULL, "tfm_safetensors_metadata_count: file is NULL");
+        return -1;
+    }
+    return file->metadata_count;
+}
+
+const char *tfm_safetensors_metadata_key(const tfm_safetensors *file, int64_t index)
+{
+    const char *op = "tfm_safetensors_metadata_key";
+    if (!file) {
+        tfm__fail(TFM_ERR_NULL, "%s: file is NULL", op);
+        return NULL;
+    }
+    if (index < 0 || index >= file->metadata_count) {
+        tfm__fail(TFM_ERR_RANGE, "%s: index %lld is outside [0, %lld)", op, (long long)index,
+                  (long long)file->metadata_count);
+        return NULL;
+    }
+    return file->metadata[index].key;
+}
+
+const char *tfm__safetensors_metadata(const tfm_safetensors *file, const char *key)
+{
+    metadata_pair wanted = {.key = key};
+    const metadata_pair *found =
+        file->metadata_count ? bsearch(&wanted, file->metadata, (size_t)file->metadata_count,
+                                       sizeof *file->metadata, by_key)
+                             : NULL;
+    return found ? found->value : NULL;
+}
+
+const char *tfm_safetensors_metadata_get(const tfm_safetensors *file, const char *key)
+{
+    const char *op = "tfm_safetensors_metadata_get";
+    if (!file || !key) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, file ? "key" : "file");
+        return NULL;
+    }
+    const char *value = tfm__safetensors_metadata(file, key);
+    if (!value)
+        tfm__fail(TFM_ERR_ARG, "%s: the file's metadata has no key \"%s\"", op, key);
+    return value;
 }
 
 /* --- reading: conversion ------------------------------------------------------- */
@@ -532,9 +645,12 @@ tfm_tensor *tfm_safetensors_get(const tfm_safetensors *file, const char *name)
         return NULL;
     }
     int is_float = dtypes[e->dtype].is_float;
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *t = tfm_tensor_zeros(is_float ? TFM_F32 : TFM_I32, e->ndim, e->shape);
-    if (!t)
+    if (!t) {
+        tfm__fail_within(op, mark);
         return NULL;
+    }
     const unsigned char *src = file->data + e->begin;
     if (is_float) {
         convert_f32(e, src, tfm__f32(t));
@@ -558,32 +674,43 @@ static int by_ranked_name(const void *a, const void *b)
     return strcmp(((const ranked *)a)->name, ((const ranked *)b)->name);
 }
 
-static tfm_status check_tensors(const char *op, int64_t count, const char *const *names,
-                                const tfm_tensor *const *tensors, ranked *order)
+/* Checks count names (non-empty UTF-8, unique, not "__metadata__" when
+ * they name tensors) and sorts them into order. */
+static tfm_status check_names(const char *op, const char *what, int64_t count,
+                              const char *const *names, int tensors, ranked *order)
 {
     for (int64_t i = 0; i < count; i++) {
-        if (!names[i] || !tensors[i])
-            return tfm__fail(TFM_ERR_NULL, "%s: %s[%lld] is NULL", op,
-                             names[i] ? "tensors" : "names", (long long)i);
+        if (!names[i])
+            return tfm__fail(TFM_ERR_NULL, "%s: %s[%lld] is NULL", op, what, (long long)i);
         size_t len = strlen(names[i]);
         if (len == 0)
-            return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is empty", op, (long long)i);
-        if (strcmp(names[i], METADATA_KEY) == 0)
-            return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is \"" METADATA_KEY "\", "
-                             "which safetensors reserves", op, (long long)i);
+            return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is empty", op, what, (long long)i);
+        if (tensors && strcmp(names[i], METADATA_KEY) == 0)
+            return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is \"" METADATA_KEY "\", "
+                             "which safetensors reserves", op, what, (long long)i);
         if (!tfm__json_utf8_valid(names[i], len))
-            return tfm__fail(TFM_ERR_ARG, "%s: names[%lld] is not valid UTF-8", op,
+            return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is not valid UTF-8", op, what,
                              (long long)i);
         order[i] = (ranked){names[i], i};
     }
     qsort(order, (size_t)count, sizeof *order, by_ranked_name);
     for (int64_t i = 1; i < count; i++)
         if (strcmp(order[i - 1].name, order[i].name) == 0)
-            return tfm__fail(TFM_ERR_ARG, "%s: the name \"%s\" is given twice (names[%lld] "
-                             "and names[%lld])", op, order[i].name,
-                             (long long)order[i - 1].index, (long long)order[i].index);
+            return tfm__fail(TFM_ERR_ARG, "%s: \"%s\" is given twice (%s[%lld] "
+                             "and %s[%lld])", op, order[i].name, what,
+                             (long long)order[i - 1].index, what, (long long)order[i].index);
     return TFM_OK;
 }
+
+/* What one file will hold: tensors and metadata, each in name order. */
+typedef struct write_plan {
+    int64_t count;
+    const tfm_tensor *const *tensors;
+    ranked *order;
+    int64_t metadata_count;
+    const char *const *values;
+    ranked *metadata_order;
+} write_plan;
 
 /* Appends to dst (when not NULL; cap bytes including a final NUL). */
 static void emit(char *dst, size_t cap, size_t *len, const char *fmt, ...)
@@ -598,24 +725,36 @@ static void emit(char *dst, size_t cap, size_t *len, const char *fmt, ...)
     *len += n > 0 ? (size_t)n : 0;
 }
 
-/* The header JSON for the tensors in order, padded with spaces so the data
- * starts 8-byte aligned; into dst when not NULL. Returns its length. */
-static size_t header_text(char *dst, size_t cap, int64_t count, const ranked *order,
-                          const tfm_tensor *const *tensors)
+/* The header JSON, padded with spaces so the data starts 8-byte aligned;
+ * into dst when not NULL. Returns its length. */
+static size_t header_text(char *dst, size_t cap, const write_plan *plan)
 {
     size_t len = 0;
     int64_t offset = 0;
     emit(dst, cap, &len, "{");
-    for (int64_t i = 0; i < count; i++) {
-        const tfm_tensor *t = tensors[order[i].index];
-        len += tfm__json_quote(dst ? dst + len : NULL, order[i].name, strlen(order[i].name));
+    if (plan->metadata_count) {
+        emit(dst, cap, &len, "\"" METADATA_KEY "\":{");
+        for (int64_t i = 0; i < plan->metadata_count; i++) {
+            const ranked *m = &plan->metadata_order[i];
+            const char *value = plan->values[m->index];
+            len += tfm__json_quote(dst ? dst + len : NULL, m->name, strlen(m->name));
+            emit(dst, cap, &len, ":");
+            len += tfm__json_quote(dst ? dst + len : NULL, value, strlen(value));
+            emit(dst, cap, &len, "%s", i + 1 < plan->metadata_count ? "," : "");
+        }
+        emit(dst, cap, &len, "}%s", plan->count ? "," : "");
+    }
+    for (int64_t i = 0; i < plan->count; i++) {
+        const tfm_tensor *t = plan->tensors[plan->order[i].index];
+        len += tfm__json_quote(dst ? dst + len : NULL, plan->order[i].name,
+                               strlen(plan->order[i].name));
         emit(dst, cap, &len, ":{\"dtype\":\"%s\",\"shape\":[",
              t->dtype == TFM_I32 ? "I32" : "F32");
         for (int32_t d = 0; d < t->ndim; d++)
             emit(dst, cap, &len, "%s%lld", d ? "," : "", (long long)t->shape[d]);
         int64_t bytes = t->numel * 4;
         emit(dst, cap, &len, "],\"data_offsets\":[%lld,%lld]}%s", (long long)offset,
-             (long long)(offset + bytes), i + 1 < count ? "," : "");
+             (long long)(offset + bytes), i + 1 < plan->count ? "," : "");
         offset += bytes;
     }
     emit(dst, cap, &len, "}");
@@ -699,10 +838,9 @@ static tfm_status sync_folder(const char *op, const char *path)
     return s;
 }
 
-static tfm_status write_file(const char *op, const char *path, int64_t count,
-                             const ranked *order, const tfm_tensor *const *tensors)
+static tfm_status write_file(const char *op, const char *path, const write_plan *plan)
 {
-    size_t header_len = header_text(NULL, 0, count, order, tensors);
+    size_t header_len = header_text(NULL, 0, plan);
     size_t tmp_size = strlen(path) + 48;
     char *header = malloc(header_len + 1);
     char *tmp = malloc(tmp_size);
@@ -712,7 +850,7 @@ static tfm_status write_file(const char *op, const char *path, int64_t count,
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte header", op,
                          header_len);
     }
-    header_text(header, header_len + 1, count, order, tensors);
+    header_text(header, header_len + 1, plan);
     tfm_status s = TFM_OK;
     FILE *f = create_temp(op, path, tmp, tmp_size);
     if (!f) {
@@ -723,8 +861,8 @@ static tfm_status write_file(const char *op, const char *path, int64_t count,
             prefix[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
         int failed = fwrite(prefix, 1, 8, f) != 8 ||
                      fwrite(header, 1, header_len, f) != header_len;
-        for (int64_t i = 0; i < count && !failed; i++)
-            failed = write_values(f, tensors[order[i].index]) != 0;
+        for (int64_t i = 0; i < plan->count && !failed; i++)
+            failed = write_values(f, plan->tensors[plan->order[i].index]) != 0;
         failed = failed || fflush(f) != 0 || fsync(fileno(f)) != 0;
         if (failed)
             s = tfm__fail(TFM_ERR_IO, "%s: writing \"%s\" failed: %s", op, tmp,
@@ -745,102 +883,110 @@ static tfm_status write_file(const char *op, const char *path, int64_t count,
     return s;
 }
 
-static tfm_status write_tensors(const char *op, const char *path, int64_t count,
-                                const char *const *names, const tfm_tensor *const *tensors)
+tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,
+                                  const char *const *names, const tfm_tensor *const *tensors,
+                                  int64_t metadata_count, const char *const *keys,
+                                  const char *const *values)
 {
     if (!path)
         return tfm__fail(TFM_ERR_NULL, "%s: path is NULL", op);
-    if (count < 0)
-        return tfm__fail(TFM_ERR_ARG, "%s: count %lld is negative", op, (long long)count);
+    if (count < 0 || metadata_count < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: %s %lld is negative", op,
+                         count < 0 ? "count" : "metadata_count",
+                         (long long)(count < 0 ? count : metadata_count));
     if (count > 0 && (!names || !tensors))
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, names ? "tensors" : "names");
-    ranked *order = malloc((size_t)(count ? count : 1) * sizeof *order);
-    if (!order)
-        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld names", op,
-                         (long long)count);
-    tfm_status s = check_tensors(op, count, names, tensors, order);
+    if (metadata_count > 0 && (!keys || !values))
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, keys ? "values" : "keys");
+    for (int64_t i = 0; i < count; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "tensors[%lld]", (long long)i);
+        if (!tensors[i])
+            return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, what);
+        if (tfm__check_tensor(op, what, tensors[i]) < 0)
+            return tfm_last_status();
+    }
+    for (int64_t i = 0; i < metadata_count; i++) {
+        if (!values[i])
+            return tfm__fail(TFM_ERR_NULL, "%s: values[%lld] is NULL", op, (long long)i);
+        if (!tfm__json_utf8_valid(values[i], strlen(values[i])))
+            return tfm__fail(TFM_ERR_ARG, "%s: values[%lld] is not valid UTF-8", op,
+                             (long long)i);
+    }
+    write_plan plan = {count, tensors, malloc((size_t)(count + 1) * sizeof(ranked)),
+                       metadata_count, values,
+                       malloc((size_t)(metadata_count + 1) * sizeof(ranked))};
+    tfm_status s = TFM_OK;
+    if (!plan.order || !plan.metadata_order)
+        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld names", op,
+                      (long long)(count + metadata_count));
     if (s == TFM_OK)
-        s = write_file(op, path, count, order, tensors);
-    free(order);
+        s = check_names(op, "names", count, names, 1, plan.order);
+    if (s == TFM_OK)
+        s = check_names(op, "keys", metadata_count, keys, 0, plan.metadata_order);
+    if (s == TFM_OK)
+        s = write_file(op, path, &plan);
+    free(plan.order);
+    free(plan.metadata_order);
     return s;
 }
 
 tfm_status tfm_safetensors_write(const char *path, int64_t count, const char *const *names,
                                  const tfm_tensor *const *tensors)
 {
-    return write_tensors("tfm_safetensors_write", path, count, names, tensors);
+    return tfm__safetensors_write("tfm_safetensors_write", path, count, names, tensors, 0,
+                                  NULL, NULL);
 }
 
-/* --- parameter stores ------------------------------------------------------------ */
-
-tfm_status tfm_params_save(const tfm_params *params, const char *path)
+tfm_status tfm_safetensors_write_with_metadata(const char *path, int64_t count,
+                                               const char *const *names,
+                                               const tfm_tensor *const *tensors,
+                                               int64_t metadata_count,
+                                               const char *const *keys,
+                                               const char *const *values)
 {
-    const char *op = "tfm_params_save";
-    if (!params)
-        return tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
-    int64_t count = tfm_params_count(params);
-    const char **names = malloc((size_t)(count ? count : 1) * sizeof *names);
-    const tfm_tensor **tensors = malloc((size_t)(count ? count : 1) * sizeof *tensors);
-    tfm_status s = TFM_OK;
-    if (!names || !tensors) {
-        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-    } else {
-        for (int64_t i = 0; i < count; i++) {
-            names[i] = tfm_params_name(params, i);
-            tensors[i] = tfm_params_at(params, i);
-        }
-        s = write_tensors(op, path, count, names, tensors);
-    }
-    free(names);
-    free(tensors);
-    return s;
+    return tfm__safetensors_write("tfm_safetensors_write_with_metadata", path, count, names,
+                                  tensors, metadata_count, keys, values);
 }
 
-/* Every parameter has a float tensor of its shape in the file, and the file
- * has nothing else; then (and only then) the values are copied. */
-static tfm_status load_into(const char *op, const char *path, tfm_params *params,
-                            const tfm_safetensors *file)
+/* --- what the loaders in this folder need -------------------------------------- */
+
+int64_t tfm__safetensors_find(const tfm_safetensors *file, const char *name)
 {
-    int64_t count = tfm_params_count(params);
-    char a[96], b[96];
-    for (int64_t i = 0; i < count; i++) {
-        const char *name = tfm_params_name(params, i);
-        const tfm_tensor *t = tfm_params_at(params, i);
-        const entry *e = find_entry(file, name);
-        if (!e)
-            return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" holds no tensor \"%s\" for "
-                             "parameter %lld", op, path, name, (long long)i);
-        if (!dtypes[e->dtype].is_float)
-            return tfm__fail(TFM_ERR_DTYPE, "%s: \"%s\": tensor \"%s\" is %s; "
-                             "parameters are float32", op, path, name,
-                             dtypes[e->dtype].name);
-        if (e->ndim != t->ndim ||
-            memcmp(e->shape, t->shape, (size_t)t->ndim * sizeof t->shape[0]) != 0)
-            return tfm__fail(TFM_ERR_SHAPE, "%s: \"%s\": tensor \"%s\" has shape %s; "
-                             "the parameter has %s", op, path, name,
-                             tfm__dims_str(e->shape, e->ndim, a, sizeof a),
-                             tfm__shape_str(t, b, sizeof b));
-    }
-    for (int64_t i = 0; i < file->count && file->count != count; i++)
-        if (!tfm_params_find(params, file->entries[i].name))
-            return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" holds tensor \"%s\", which is "
-                             "no parameter", op, path, file->entries[i].name);
-    for (int64_t i = 0; i < count; i++) {
-        const entry *e = find_entry(file, tfm_params_name(params, i));
-        convert_f32(e, file->data + e->begin, tfm__f32(tfm_params_at(params, i)));
-    }
-    return TFM_OK;
+    const entry *e = find_entry(file, name);
+    return e ? e - file->entries : -1;
 }
 
-tfm_status tfm_params_load(tfm_params *params, const char *path)
+void tfm__safetensors_info(const tfm_safetensors *file, int64_t index, tfm__tensor_info *info)
 {
-    const char *op = "tfm_params_load";
-    if (!params)
-        return tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
-    tfm_safetensors *file = open_file(op, path);
-    if (!file)
-        return tfm_last_status();
-    tfm_status s = load_into(op, path, params, file);
-    tfm_safetensors_close(file);
-    return s;
+    const entry *e = &file->entries[index];
+    info->name = e->name;
+    info->dtype_name = dtypes[e->dtype].name;
+    info->is_float = dtypes[e->dtype].is_float;
+    info->ndim = e->ndim;
+    memcpy(info->shape, e->shape, sizeof info->shape);
+    info->numel = e->numel;
+}
+
+void tfm__safetensors_read_f32(const tfm_safetensors *file, int64_t index, float *dst)
+{
+    const entry *e = &file->entries[index];
+    convert_f32(e, file->data + e->begin, dst);
+}
+
+int tfm__safetensors_all_finite(const tfm_safetensors *file, int64_t index, int64_t *where)
+{
+    const entry *e = &file->entries[index];
+    float chunk[1024];
+    entry part = *e;
+    for (int64_t first = 0; first < e->numel; first += 1024) {
+        part.numel = e->numel - first < 1024 ? e->numel - first : 1024;
+        convert_f32(&part, file->data + e->begin + first * dtypes[e->dtype].size, chunk);
+        for (int64_t i = 0; i < part.numel; i++)
+            if (!isfinite(chunk[i])) {
+                *where = first + i;
+                return 0;
+            }
+    }
+    return 1;
 }

@@ -7,24 +7,43 @@
 
 #include "core/error.h"
 #include "core/options.h"
+#include "core/params.h"
 #include "core/tensor.h"
 #include "model/model.h"
 #include "nn/layer.h"
 
-void tfm_model_options_init(tfm_model_options *o)
+/* The fields tfm_model_options has of tfm_block_options, by name. */
+#define BLOCK_FIELDS(X)                                                        \
+    X(d_model) X(heads) X(d_ff) X(dropout) X(activation) X(norm_first)        \
+    X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)
+
+void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->positions = TFM_POSITIONS_SINUSOIDAL;
-    o->embedding_scale = TFM_EMBEDDING_SCALE_NONE;
-    o->encoder_layers = 6;
-    o->decoder_layers = 6;
-    o->final_norm = 1;
-    tfm_block_options_init(&o->block);
-    o->seed = 0;
-    o->embedding_dropout = -1.0f;
+    tfm_model_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.positions = TFM_POSITIONS_SINUSOIDAL;
+    d.embedding_scale = TFM_EMBEDDING_SCALE_NONE;
+    d.encoder_layers = 6;
+    d.decoder_layers = 6;
+    d.final_norm = 1;
+    tfm_block_options block;
+    tfm_block_options_init(&block);
+#define FROM_BLOCK(field) d.field = block.field;
+    BLOCK_FIELDS(FROM_BLOCK)
+#undef FROM_BLOCK
+    d.seed = 0;
+    d.embedding_dropout = -1.0f;
+    tfm__init_options(o, struct_size, &d, sizeof d);
+}
+
+/* The layers' options the model's carry. */
+static void block_of(const tfm_model_options *o, tfm_block_options *b)
+{
+    tfm_block_options_init(b);
+#define TO_BLOCK(field) b->field = o->field;
+    BLOCK_FIELDS(TO_BLOCK)
+#undef TO_BLOCK
 }
 
 /* The caller's options over the defaults, as far as the caller's struct goes. */
@@ -52,12 +71,16 @@ static int read_options(const char *op, const tfm_model_options *given, tfm_mode
         tfm__fail(TFM_ERR_ARG, "%s: layer counts, positions or embedding scale out of range", op);
         return -1;
     }
+    if (o->d_model < 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: d_model %lld is not positive", op, (long long)o->d_model);
+        return -1;
+    }
     return 0;
 }
 
 static tfm_layer *make_positions(tfm_model *m, const char *name, int64_t max_len)
 {
-    int64_t d = m->options.block.d_model;
+    int64_t d = m->options.d_model;
     return m->options.positions == TFM_POSITIONS_LEARNED
                ? tfm_learned_positions_create(m->params, name, max_len, d, m->rng)
                : tfm_sinusoidal_positions_create(max_len, d);
@@ -67,7 +90,7 @@ static tfm_tensor *make_scale(tfm_model *m, const char *name)
 {
     tfm_tensor *scale = tfm_params_add(m->params, name, 1, (const int64_t[]){1});
     if (scale)
-        tfm__f32(scale)[0] = sqrtf((float)m->options.block.d_model);
+        tfm__f32(scale)[0] = sqrtf((float)m->options.d_model);
     return scale;
 }
 
@@ -88,7 +111,13 @@ static int reset_like_nn_transformer(tfm_model *m)
 
 tfm_model *tfm_model_create(const tfm_model_options *options)
 {
-    const char *op = "tfm_model_create";
+    return tfm__model_create("tfm_model_create", options, 0);
+}
+
+tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
+                             int64_t max_params)
+{
+    uint64_t mark = tfm__error_mark();
     tfm_model *m = calloc(1, sizeof *m);
     if (!m) {
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
@@ -99,9 +128,12 @@ tfm_model *tfm_model_create(const tfm_model_options *options)
         return NULL;
     }
     const tfm_model_options *o = &m->options;
-    const tfm_block_options *b = &o->block;
-    int ok = (m->params = tfm_params_create()) && (m->rng = tfm_rng_create(o->seed)) &&
-             (m->src_embedding = tfm_embedding_create(m->params, "src_embedding", o->src_vocab,
+    block_of(o, &m->block);
+    const tfm_block_options *b = &m->block;
+    int ok = (m->params = tfm_params_create()) && (m->rng = tfm_rng_create(o->seed));
+    if (ok)
+        tfm__params_limit(m->params, max_params);
+    ok = ok && (m->src_embedding = tfm_embedding_create(m->params, "src_embedding", o->src_vocab,
                                                       b->d_model, m->rng));
     if (ok && !o->share_embeddings)
         ok = (m->tgt_embedding = tfm_embedding_create(m->params, "tgt_embedding", o->tgt_vocab,
@@ -122,6 +154,7 @@ tfm_model *tfm_model_create(const tfm_model_options *options)
                                            m->rng)) &&
          reset_like_nn_transformer(m) == 0;
     if (!ok) {
+        tfm__fail_within(op, mark);
         tfm_model_free(m);
         return NULL;
     }
@@ -190,7 +223,7 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
     tfm_tensor *x = tfm_embedding_forward(tape, embedding, ids);
     switch (m->options.embedding_scale) {
     case TFM_EMBEDDING_SCALE_SQRT_D:
-        x = tfm_scale(tape, x, sqrtf((float)m->options.block.d_model));
+        x = tfm_scale(tape, x, sqrtf((float)m->options.d_model));
         break;
     case TFM_EMBEDDING_SCALE_TRAINABLE:
         x = tfm_mul(tape, x, scale);
@@ -201,36 +234,65 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
     return tfm__dropout_if_active(tape, m->dropout, tfm_positions_forward(tape, positions, x, 0));
 }
 
-tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
-                             const tfm_tensor *src_mask)
+static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *src,
+                          const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
 {
-    const char *op = "tfm_model_encode";
+    uint64_t mark = tfm__error_mark();
     if (!m) {
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
     tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale);
-    return tfm_encoder_forward(tape, m->encoder, x, src_mask);
+    return tfm__result_within(
+        op, mark,
+        tfm__encoder_run(tape, op, m->encoder, x,
+                         &(const tfm__masks){src_mask, src_key_padding_mask, "src_mask",
+                                             "src_key_padding_mask"}));
 }
 
-tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
-                             const tfm_tensor *memory, const tfm_tensor *tgt_mask,
-                             const tfm_tensor *memory_mask)
+static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
+                          const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                          const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+                          const tfm_tensor *memory_key_padding_mask)
 {
-    const char *op = "tfm_model_decode";
+    uint64_t mark = tfm__error_mark();
     if (!m) {
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
     tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale);
-    y = tfm_decoder_forward(tape, m->decoder, y, memory, tgt_mask, memory_mask);
-    return tfm_linear_forward(tape, m->generator, y);
+    y = tfm__decoder_run(tape, op, m->decoder, y, memory,
+                         &(const tfm__masks){tgt_mask, tgt_key_padding_mask, "tgt_mask",
+                                             "tgt_key_padding_mask"},
+                         &(const tfm__masks){memory_mask, memory_key_padding_mask,
+                                             "memory_mask", "memory_key_padding_mask"});
+    return tfm__result_within(op, mark, tfm_linear_forward(tape, m->generator, y));
+}
+
+tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
+                             const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
+{
+    return encode(tape, m, "tfm_model_encode", src, src_mask, src_key_padding_mask);
+}
+
+tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
+                             const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                             const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+                             const tfm_tensor *memory_key_padding_mask)
+{
+    return decode(tape, m, "tfm_model_decode", tgt, memory, tgt_mask, memory_mask,
+                  tgt_key_padding_mask, memory_key_padding_mask);
 }
 
 tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
                               const tfm_tensor *tgt, const tfm_tensor *src_mask,
-                              const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask)
+                              const tfm_tensor *tgt_mask, const tfm_tensor *memory_mask,
+                              const tfm_tensor *src_key_padding_mask,
+                              const tfm_tensor *tgt_key_padding_mask,
+                              const tfm_tensor *memory_key_padding_mask)
 {
-    tfm_tensor *memory = tfm_model_encode(tape, m, src, src_mask);
-    return tfm_model_decode(tape, m, tgt, memory, tgt_mask, memory_mask);
+    const char *op = "tfm_model_forward";
+    tfm_tensor *memory = encode(tape, m, op, src, src_mask, src_key_padding_mask);
+    return decode(tape, m, op, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                  memory_key_padding_mask);
 }

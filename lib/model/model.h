@@ -7,6 +7,7 @@
 
 struct tfm_model {
     tfm_model_options options;
+    tfm_block_options block;        /* every layer's, from the options */
     tfm_params *params;
     tfm_rng *rng;                   /* initialisation, then dropout */
     tfm_layer *src_embedding, *tgt_embedding; /* the same layer when shared */
@@ -15,5 +16,11 @@ struct tfm_model {
     tfm_layer *dropout;
     tfm_layer *encoder, *decoder, *generator;
 };
+
+/* tfm_model_create for op, with at most max_params parameter values (0:
+ * any number), so a model described by a file cannot allocate more than
+ * the file holds. */
+tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
+                             int64_t max_params);
 
 #endif

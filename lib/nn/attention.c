@@ -15,19 +15,19 @@
 
 /* The output projection is always child 0; q/k/v exist when not fused. */
 
-void tfm_attention_options_init(tfm_attention_options *o)
+void tfm_attention_options_init_sized(tfm_attention_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->d_model = 512;
-    o->heads = 8;
-    o->bias = 1;
-    o->fused_qkv = 1;
-    o->dropout = 0.0f;
-    o->trainable_scale = 0;
-    o->scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm_attention_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.d_model = 512;
+    d.heads = 8;
+    d.bias = 1;
+    d.fused_qkv = 1;
+    d.dropout = 0.0f;
+    d.trainable_scale = 0;
+    d.scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options over the defaults; every field is in the first layout. */
@@ -72,6 +72,8 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     if (read_options(op, options, &o) < 0)
         return NULL;
     int fused = o.fused_qkv != 0;
+    int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_ATTENTION, fused ? 1 : TFM__ATT_CHILDREN);
     if (!layer)
         return NULL;
@@ -104,8 +106,8 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     if (ok)
         ok = (c[TFM__ATT_OUT] = projection(op, params, name, "out_proj", &o, fused, rng)) != NULL;
     if (!ok) {
-        tfm_layer_free(layer);
-        return NULL;
+        tfm__fail_within(op, error_mark);
+        return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
 }
@@ -113,12 +115,13 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
 /* Rows [row0, row0 + rows) of a parameter matrix or vector, sharing its
  * values and its gradient: an op taking it adds (+=) its gradient straight
  * into the parameter's rows, so the slice needs no copy and no record. */
-static tfm_tensor *rows_of(tfm_tape *tape, const tfm_tensor *w, int64_t row0, int64_t rows)
+static tfm_tensor *rows_of(tfm_tape *tape, const char *op, const tfm_tensor *w, int64_t row0,
+                           int64_t rows)
 {
     if (!w)
         return NULL;
     int64_t cols = w->ndim == 2 ? w->shape[1] : 1, offset = row0 * cols;
-    tfm_tensor *t = tfm__new_view(tape, "tfm_attention_forward", w, w->ndim,
+    tfm_tensor *t = tfm__new_view(tape, op, w, w->ndim,
                                   (const int64_t[]){rows, cols});
     if (!t)
         return NULL;
@@ -132,47 +135,13 @@ static tfm_tensor *rows_of(tfm_tape *tape, const tfm_tensor *w, int64_t row0, in
 
 /* --- forward ------------------------------------------------------------------ */
 
-/* The mask must broadcast to the scores [B, heads, T, S] without growing them. */
-static int check_mask(const char *op, const tfm_tensor *mask, const int64_t *scores)
-{
-    int ok = 1;
-    for (int32_t i = 1; ok && i <= mask->ndim; i++) {
-        int64_t m = mask->shape[mask->ndim - i];
-        ok = m == 1 || m == scores[4 - i];
-    }
-    if (!ok) {
-        char ms[64], ss[64];
-        tfm__fail(TFM_ERR_SHAPE, "%s: mask %s does not broadcast to the attention scores "
-                  "%s [B, heads, T, S]", op, tfm__shape_str(mask, ms, sizeof ms),
-                  tfm__dims_str(scores, 4, ss, sizeof ss));
-        return -1;
-    }
-    return 0;
-}
-
-tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
+tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_layer *att,
                                    const tfm_tensor *query, const tfm_tensor *memory,
                                    const tfm_tensor *mask, tfm_tensor **weights_out)
 {
-    const char *op = "tfm_attention_forward";
-    if (weights_out)
-        *weights_out = NULL;
-    if (tfm__check_layer(op, att, TFM_LAYER_ATTENTION) < 0 ||
-        tfm__check_sequence(op, "query", query, att->d_model) < 0 ||
-        tfm__check_sequence(op, "memory", memory, att->d_model) < 0 || tfm__check_tape(op, tape) < 0)
-        return NULL;
+    uint64_t mark = tfm__error_mark();
     int64_t d = att->d_model;
     int32_t h = att->heads;
-    int64_t scores_shape[4] = {query->shape[0], h, query->shape[1], memory->shape[1]};
-    if (memory->shape[0] != query->shape[0]) {
-        char qs[64], ms[64];
-        tfm__fail(TFM_ERR_SHAPE, "%s: query %s and memory %s have different batch sizes", op,
-                  tfm__shape_str(query, qs, sizeof qs), tfm__shape_str(memory, ms, sizeof ms));
-        return NULL;
-    }
-    if (mask && check_mask(op, mask, scores_shape) < 0)
-        return NULL;
-
     tfm_attention_core core = {
         .d_model = d,
         .heads = h,
@@ -192,9 +161,10 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
         v = (tfm_heads){qkv, 2 * d};
     } else if (att->fused) {
         /* cross-attention: Q from the first D rows, K and V from the other 2D */
-        tfm_tensor *w_q = rows_of(tape, att->weight, 0, d), *b_q = rows_of(tape, att->bias, 0, d);
-        tfm_tensor *w_kv = rows_of(tape, att->weight, d, 2 * d);
-        tfm_tensor *b_kv = rows_of(tape, att->bias, d, 2 * d);
+        tfm_tensor *w_q = rows_of(tape, op, att->weight, 0, d);
+        tfm_tensor *b_q = rows_of(tape, op, att->bias, 0, d);
+        tfm_tensor *w_kv = rows_of(tape, op, att->weight, d, 2 * d);
+        tfm_tensor *b_kv = rows_of(tape, op, att->bias, d, 2 * d);
         if (!w_q || !w_kv || (att->bias && (!b_q || !b_kv)))
             return NULL; /* out of tape memory for the views */
         tfm_tensor *kv = tfm_linear(tape, memory, w_kv, b_kv);
@@ -206,18 +176,37 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
         k = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_K], memory), 0};
         v = (tfm_heads){tfm_linear_forward(tape, c[TFM__ATT_V], memory), 0};
     }
-    return tfm__attention(tape, op, q, k, v, &core, weights_out);
+    return tfm__result_within(op, mark, tfm__attention(tape, op, q, k, v, &core, weights_out));
 }
 
 tfm_tensor *tfm_attention_forward(tfm_tape *tape, const tfm_layer *att, const tfm_tensor *query,
                                   const tfm_tensor *memory, const tfm_tensor *mask,
-                                  tfm_tensor **weights_out)
+                                  const tfm_tensor *key_padding_mask, tfm_tensor **weights_out)
 {
-    tfm_tensor *context = tfm__attention_context(tape, att, query, memory, mask, weights_out);
+    const char *op = "tfm_attention_forward";
+    uint64_t mark = tfm__error_mark();
+    if (weights_out)
+        *weights_out = NULL;
+    if (tfm__check_layer(op, att, TFM_LAYER_ATTENTION) < 0 ||
+        tfm__check_sequence(op, "query", query, att->d_model) < 0 ||
+        tfm__check_sequence(op, "memory", memory, att->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        return NULL;
+    if (memory->shape[0] != query->shape[0]) {
+        char qs[64], ms[64];
+        tfm__fail(TFM_ERR_SHAPE, "%s: query %s and memory %s have different batch sizes", op,
+                  tfm__shape_str(query, qs, sizeof qs), tfm__shape_str(memory, ms, sizeof ms));
+        return NULL;
+    }
+    const int64_t scores[4] = {query->shape[0], att->heads, query->shape[1], memory->shape[1]};
+    const tfm_tensor *merged;
+    const tfm__masks given = {mask, key_padding_mask, "mask", "key_padding_mask"};
+    if (tfm__attention_mask(tape, op, &given, scores, &merged) < 0)
+        return NULL;
+    tfm_tensor *context = tfm__attention_context(tape, op, att, query, memory, merged, weights_out);
     if (!context)
         return NULL;
     tfm_tensor *out = tfm_linear_forward(tape, att->children[TFM__ATT_OUT], context);
     if (!out && weights_out)
         *weights_out = NULL;
-    return out;
+    return tfm__result_within(op, mark, out);
 }

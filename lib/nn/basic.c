@@ -36,9 +36,11 @@ tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_fe
 
 tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear, const tfm_tensor *x)
 {
-    if (tfm__check_layer("tfm_linear_forward", linear, TFM_LAYER_LINEAR) < 0)
+    const char *op = "tfm_linear_forward";
+    uint64_t mark = tfm__error_mark();
+    if (tfm__check_layer(op, linear, TFM_LAYER_LINEAR) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
-    return tfm_linear(tape, x, linear->weight, linear->bias);
+    return tfm__result_within(op, mark, tfm_linear(tape, x, linear->weight, linear->bias));
 }
 
 /* --- embedding --------------------------------------------------------------- */
@@ -66,9 +68,11 @@ tfm_layer *tfm_embedding_create(tfm_params *params, const char *name, int64_t vo
 tfm_tensor *tfm_embedding_forward(tfm_tape *tape, const tfm_layer *embedding,
                                   const tfm_tensor *ids)
 {
-    if (tfm__check_layer("tfm_embedding_forward", embedding, TFM_LAYER_EMBEDDING) < 0)
+    const char *op = "tfm_embedding_forward";
+    uint64_t mark = tfm__error_mark();
+    if (tfm__check_layer(op, embedding, TFM_LAYER_EMBEDDING) < 0 || tfm__check_tensor(op, "ids", ids) < 0)
         return NULL;
-    return tfm_embedding(tape, embedding->weight, ids);
+    return tfm__result_within(op, mark, tfm_embedding(tape, embedding->weight, ids));
 }
 
 /* --- layer norm ---------------------------------------------------------------- */
@@ -104,9 +108,12 @@ tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t d
 
 tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const tfm_tensor *x)
 {
-    if (tfm__check_layer("tfm_layer_norm_forward", norm, TFM_LAYER_LAYER_NORM) < 0)
+    const char *op = "tfm_layer_norm_forward";
+    uint64_t mark = tfm__error_mark();
+    if (tfm__check_layer(op, norm, TFM_LAYER_LAYER_NORM) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
-    return tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps);
+    return tfm__result_within(op, mark,
+                              tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps));
 }
 
 /* --- dropout ------------------------------------------------------------------- */
@@ -132,9 +139,12 @@ tfm_layer *tfm_dropout_create(float p, tfm_rng *rng)
 
 tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const tfm_tensor *x)
 {
-    if (tfm__check_layer("tfm_dropout_forward", dropout, TFM_LAYER_DROPOUT) < 0)
+    const char *op = "tfm_dropout_forward";
+    uint64_t mark = tfm__error_mark();
+    if (tfm__check_layer(op, dropout, TFM_LAYER_DROPOUT) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
-    return tfm_dropout(tape, x, dropout->dropout, dropout->training, dropout->rng);
+    return tfm__result_within(op, mark, tfm_dropout(tape, x, dropout->dropout,
+                                                    dropout->training, dropout->rng));
 }
 
 /* --- feed-forward -------------------------------------------------------------- */
@@ -157,6 +167,7 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
         tfm__layer_name(op, name2, name, "linear2") < 0)
         return NULL;
     int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_FEED_FORWARD, TFM__FF_CHILDREN);
     if (!layer)
         return NULL;
@@ -166,6 +177,7 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
     if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
         !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
         !(c[TFM__FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
+        tfm__fail_within(op, error_mark);
         return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
@@ -186,6 +198,11 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
 
 tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)
 {
+    uint64_t mark = tfm__error_mark();
+    if (tfm__check_tensor("tfm_feed_forward_forward", "x", x) < 0)
+        return NULL;
     tfm_tensor *h = tfm__feed_forward_hidden(tape, ff, x);
-    return h ? tfm_linear_forward(tape, ff->children[TFM__FF_LINEAR2], h) : NULL;
+    return tfm__result_within("tfm_feed_forward_forward", mark,
+                              h ? tfm_linear_forward(tape, ff->children[TFM__FF_LINEAR2], h)
+                                : NULL);
 }

@@ -11,11 +11,7 @@ static int check_target(const char *op, tfm_tensor *t, tfm_rng *rng)
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, t ? "rng" : "tensor");
         return -1;
     }
-    if (t->dtype != TFM_F32) {
-        tfm__fail(TFM_ERR_DTYPE, "%s: the tensor must be float32", op);
-        return -1;
-    }
-    return 0;
+    return tfm__check_input(op, "the tensor", t, TFM_F32);
 }
 
 tfm_status tfm_init_uniform(tfm_tensor *t, float low, float high, tfm_rng *rng)

@@ -69,9 +69,10 @@ tfm_tensor *tfm__layer_param(const char *op, tfm_params *params, const char *pre
                              const char *suffix, int32_t ndim, const int64_t *shape)
 {
     char name[TFM_NAME_MAX];
+    uint64_t mark = tfm__error_mark();
     if (tfm__layer_name(op, name, prefix, suffix) < 0 || tfm__checked_numel(op, ndim, shape) < 0)
         return NULL;
-    return tfm_params_add(params, name, ndim, shape);
+    return tfm__result_within(op, mark, tfm_params_add(params, name, ndim, shape));
 }
 
 int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, int64_t d_model)

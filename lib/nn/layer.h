@@ -80,9 +80,30 @@ int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, i
  * what a forward returns. */
 tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm_tensor *x);
 
+/* The one mask attention reads for scores [B, heads, T, S], from an
+ * attention mask (2-D [T, S], or 4-D with each axis 1 or the scores') and a
+ * key-padding mask [B, S], either NULL, each in either form: the mask as it
+ * is, the key padding as a [B, 1, 1, S] view, or both merged on the tape.
+ * Errors name op and the arguments. *out is NULL when both masks are; 0,
+ * or -1 with the error set. */
+typedef struct tfm__masks {
+    const tfm_tensor *mask, *key_padding;   /* as the caller gave them */
+    const char *mask_name, *padding_name;   /* the arguments' names */
+} tfm__masks;
+int tfm__attention_mask(tfm_tape *tape, const char *op, const tfm__masks *given,
+                        const int64_t *scores, const tfm_tensor **out);
+
+/* The encoder and decoder stacks' forwards for op, the public call. */
+tfm_tensor *tfm__encoder_run(tfm_tape *tape, const char *op, const tfm_layer *encoder,
+                             const tfm_tensor *x, const tfm__masks *masks);
+tfm_tensor *tfm__decoder_run(tfm_tape *tape, const char *op, const tfm_layer *decoder,
+                             const tfm_tensor *x, const tfm_tensor *memory,
+                             const tfm__masks *self_masks, const tfm__masks *memory_masks);
+
 /* The sublayers without their last linear (out_proj, linear2), which the
- * transformer layers fuse with dropout and the residual connection. */
-tfm_tensor *tfm__attention_context(tfm_tape *tape, const tfm_layer *att,
+ * transformer layers fuse with dropout and the residual connection. mask
+ * comes from tfm__attention_mask; op is the public call. */
+tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_layer *att,
                                    const tfm_tensor *query, const tfm_tensor *memory,
                                    const tfm_tensor *mask, tfm_tensor **weights_out);
 tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x);

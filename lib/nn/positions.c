@@ -22,11 +22,13 @@ tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len, int64_t d_model)
     const int64_t shape[2] = {max_len, d_model};
     if (check_sizes(op, max_len, d_model) < 0 || tfm__checked_numel(op, 2, shape) < 0)
         return NULL;
+    uint64_t mark = tfm__error_mark();
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_POSITIONS, 0);
     if (!layer)
         return NULL;
     layer->table = tfm_tensor_zeros(TFM_F32, 2, shape);
     if (!layer->table) {
+        tfm__fail_within(op, mark);
         tfm_layer_free(layer);
         return NULL;
     }
@@ -55,15 +57,14 @@ tfm_layer *tfm_learned_positions_create(tfm_params *params, const char *name,
     }
     if (check_sizes(op, max_len, d_model) < 0)
         return NULL;
+    int64_t mark = tfm_params_count(params);
     tfm_layer *layer = tfm__layer_new(op, TFM_LAYER_POSITIONS, 0);
     if (!layer)
         return NULL;
     layer->weight = tfm__layer_param(op, params, name, "weight", 2,
                                      (const int64_t[]){max_len, d_model});
-    if (!layer->weight || tfm_init_normal(layer->weight, 0.0f, 1.0f, rng) != TFM_OK) {
-        tfm_layer_free(layer);
-        return NULL;
-    }
+    if (!layer->weight || tfm_init_normal(layer->weight, 0.0f, 1.0f, rng) != TFM_OK)
+        return tfm__layer_abandon(layer, params, mark);
     layer->d_model = d_model;
     return layer;
 }

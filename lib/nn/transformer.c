@@ -13,23 +13,23 @@
 
 #define MAX_LAYERS 65536
 
-void tfm_block_options_init(tfm_block_options *o)
+void tfm_block_options_init_sized(tfm_block_options *o, uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->d_model = 512;
-    o->heads = 8;
-    o->d_ff = 2048;
-    o->dropout = 0.1f;
-    o->activation = TFM_ACTIVATION_RELU;
-    o->norm_first = 0;
-    o->layer_norm_eps = 1e-5f;
-    o->bias = 1;
-    o->fused_qkv = 1;
-    o->trainable_scale = 0;
-    o->scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm_block_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.d_model = 512;
+    d.heads = 8;
+    d.d_ff = 2048;
+    d.dropout = 0.1f;
+    d.activation = TFM_ACTIVATION_RELU;
+    d.norm_first = 0;
+    d.layer_norm_eps = 1e-5f;
+    d.bias = 1;
+    d.fused_qkv = 1;
+    d.trainable_scale = 0;
+    d.scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options, checked before any parameter is added so a bad
@@ -99,11 +99,14 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
     tfm_block_options o;
     if (read_options(op, options, &o) < 0)
         return NULL;
+    int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *layer = tfm__layer_new(op, cross ? TFM_LAYER_DECODER_LAYER : TFM_LAYER_ENCODER_LAYER,
                                       cross ? TFM__BLK_DECODER_CHILDREN : TFM__BLK_ENCODER_CHILDREN);
     if (!layer)
         return NULL;
     layer->d_model = o.d_model;
+    layer->heads = o.heads;
     layer->norm_first = o.norm_first != 0;
     tfm_layer **c = layer->children;
     int ok = (c[TFM__BLK_SELF_ATTN] = make_attention(op, params, name, "self_attn", &o, rng)) &&
@@ -118,8 +121,8 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
              (c[TFM__BLK_DROP2] = tfm_dropout_create(o.dropout, rng)) &&
              (!cross || (c[TFM__BLK_DROP3] = tfm_dropout_create(o.dropout, rng)));
     if (!ok) {
-        tfm_layer_free(layer);
-        return NULL;
+        tfm__fail_within(op, error_mark);
+        return tfm__layer_abandon(layer, params, mark);
     }
     return layer;
 }
@@ -140,72 +143,114 @@ tfm_layer *tfm_decoder_layer_create(tfm_params *params, const char *name,
 
 /* One residual sublayer around attention (memory NULL: self-attention) or,
  * when attn is NULL, the feed-forward:
- * post-norm norm(x + dropout(f(x))), pre-norm x + dropout(f(norm(x))). */
-static tfm_tensor *sublayer(tfm_tape *tape, const tfm_layer *block, const tfm_layer *attn,
-                            const tfm_layer *norm, const tfm_layer *dropout,
-                            const tfm_tensor *x, const tfm_tensor *memory,
-                            const tfm_tensor *mask)
+ * post-norm norm(x + dropout(f(x))), pre-norm x + dropout(f(norm(x))).
+ * mask is the merged one (tfm__attention_mask); op is the public call. */
+static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *block,
+                            const tfm_layer *attn, const tfm_layer *norm,
+                            const tfm_layer *dropout, const tfm_tensor *x,
+                            const tfm_tensor *memory, const tfm_tensor *mask)
 {
     const tfm_tensor *in = block->norm_first ? tfm_layer_norm_forward(tape, norm, x) : x;
     const tfm_layer *ff = block->children[TFM__BLK_FF];
-    tfm_tensor *h = attn ? tfm__attention_context(tape, attn, in, memory ? memory : in, mask, NULL)
+    tfm_tensor *h = attn ? tfm__attention_context(tape, op, attn, in, memory ? memory : in, mask,
+                                                  NULL)
                          : tfm__feed_forward_hidden(tape, ff, in);
     if (!h)
         return NULL;
     /* the sublayer's last linear, its dropout and the residual: one op */
     const tfm_layer *last = attn ? attn->children[TFM__ATT_OUT] : ff->children[TFM__FF_LINEAR2];
-    tfm_tensor *sum = tfm__linear_residual(tape, block->kind == TFM_LAYER_ENCODER_LAYER
-                                                     ? "tfm_encoder_layer_forward"
-                                                     : "tfm_decoder_layer_forward",
-                                           h, last->weight, last->bias,
+    tfm_tensor *sum = tfm__linear_residual(tape, op, h, last->weight, last->bias,
                                            dropout->training ? dropout->dropout : 0.0f,
                                            dropout->rng, x);
     return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
 }
 
-tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
-                                      const tfm_tensor *x, const tfm_tensor *mask)
+static tfm_tensor *encoder_layer(tfm_tape *tape, const char *op, const tfm_layer *layer,
+                                 const tfm_tensor *x, const tfm_tensor *mask)
 {
-    const char *op = "tfm_encoder_layer_forward";
-    if (tfm__check_layer(op, layer, TFM_LAYER_ENCODER_LAYER) < 0 ||
-        tfm__check_sequence(op, "x", x, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
-        return NULL;
+    uint64_t mark = tfm__error_mark();
     tfm_layer *const *c = layer->children;
-    tfm_tensor *h = sublayer(tape, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1], c[TFM__BLK_DROP1], x, NULL,
-                             mask);
-    return sublayer(tape, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL);
+    tfm_tensor *h = sublayer(tape, op, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1],
+                             c[TFM__BLK_DROP1], x, NULL, mask);
+    h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL)
+          : NULL;
+    return tfm__result_within(op, mark, h);
 }
 
-static int check_memory(const char *op, const tfm_tensor *x, const tfm_tensor *memory,
-                        int64_t d_model)
+static tfm_tensor *decoder_layer(tfm_tape *tape, const char *op, const tfm_layer *layer,
+                                 const tfm_tensor *x, const tfm_tensor *memory,
+                                 const tfm_tensor *self_mask, const tfm_tensor *memory_mask)
 {
-    if (tfm__check_sequence(op, "x", x, d_model) < 0 ||
-        tfm__check_sequence(op, "memory", memory, d_model) < 0)
+    uint64_t mark = tfm__error_mark();
+    tfm_layer *const *c = layer->children;
+    tfm_tensor *h = sublayer(tape, op, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1],
+                             c[TFM__BLK_DROP1], x, NULL, self_mask);
+    h = h ? sublayer(tape, op, layer, c[TFM__BLK_CROSS_ATTN], c[TFM__BLK_NORM2],
+                     c[TFM__BLK_DROP2], h, memory, memory_mask)
+          : NULL;
+    h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL)
+          : NULL;
+    return tfm__result_within(op, mark, h);
+}
+
+/* x [B, T, D] (and memory [B, S, D]) checked for a layer or stack of
+ * d_model with heads, and the masks merged once for all its layers. */
+static int prepare(tfm_tape *tape, const char *op, const tfm_layer *layer, const tfm_tensor *x,
+                   const tfm_tensor *memory, const tfm__masks *self_masks,
+                   const tfm__masks *memory_masks, const tfm_tensor **self_mask,
+                   const tfm_tensor **memory_mask)
+{
+    if (tfm__check_sequence(op, "x", x, layer->d_model) < 0 ||
+        (memory_masks && tfm__check_sequence(op, "memory", memory, layer->d_model) < 0) ||
+        tfm__check_tape(op, tape) < 0)
         return -1;
-    if (x->shape[0] != memory->shape[0]) {
+    int64_t B = x->shape[0], T = x->shape[1];
+    if (memory_masks && memory->shape[0] != B) {
         char xs[64], ms[64];
         tfm__fail(TFM_ERR_SHAPE, "%s: x %s and memory %s have different batch sizes", op,
                   tfm__shape_str(x, xs, sizeof xs), tfm__shape_str(memory, ms, sizeof ms));
         return -1;
     }
-    return 0;
+    if (tfm__attention_mask(tape, op, self_masks, (const int64_t[]){B, layer->heads, T, T},
+                            self_mask) < 0)
+        return -1;
+    return memory_masks ? tfm__attention_mask(tape, op, memory_masks,
+                                              (const int64_t[]){B, layer->heads, T,
+                                                                memory->shape[1]},
+                                              memory_mask)
+                        : 0;
+}
+
+tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
+                                      const tfm_tensor *x, const tfm_tensor *mask,
+                                      const tfm_tensor *key_padding_mask)
+{
+    const char *op = "tfm_encoder_layer_forward";
+    const tfm__masks masks = {mask, key_padding_mask, "mask", "key_padding_mask"};
+    const tfm_tensor *merged;
+    if (tfm__check_layer(op, layer, TFM_LAYER_ENCODER_LAYER) < 0 ||
+        prepare(tape, op, layer, x, NULL, &masks, NULL, &merged, NULL) < 0)
+        return NULL;
+    return encoder_layer(tape, op, layer, x, merged);
 }
 
 tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
                                       const tfm_tensor *x, const tfm_tensor *memory,
                                       const tfm_tensor *self_mask,
-                                      const tfm_tensor *memory_mask)
+                                      const tfm_tensor *memory_mask,
+                                      const tfm_tensor *self_key_padding_mask,
+                                      const tfm_tensor *memory_key_padding_mask)
 {
     const char *op = "tfm_decoder_layer_forward";
+    const tfm__masks self = {self_mask, self_key_padding_mask, "self_mask",
+                             "self_key_padding_mask"};
+    const tfm__masks cross = {memory_mask, memory_key_padding_mask, "memory_mask",
+                              "memory_key_padding_mask"};
+    const tfm_tensor *self_merged, *memory_merged;
     if (tfm__check_layer(op, layer, TFM_LAYER_DECODER_LAYER) < 0 ||
-        check_memory(op, x, memory, layer->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        prepare(tape, op, layer, x, memory, &self, &cross, &self_merged, &memory_merged) < 0)
         return NULL;
-    tfm_layer *const *c = layer->children;
-    tfm_tensor *h = sublayer(tape, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1], c[TFM__BLK_DROP1], x, NULL,
-                             self_mask);
-    h = sublayer(tape, layer, c[TFM__BLK_CROSS_ATTN], c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, memory,
-                 memory_mask);
-    return sublayer(tape, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL);
+    return decoder_layer(tape, op, layer, x, memory, self_merged, memory_merged);
 }
 
 /* --- stacks ------------------------------------------------------------------- */
@@ -228,11 +273,14 @@ static tfm_layer *make_stack(const char *op, int decoder, tfm_params *params, co
     tfm_block_options o;
     if (read_options(op, options, &o) < 0)
         return NULL;
+    int64_t mark = tfm_params_count(params);
+    uint64_t error_mark = tfm__error_mark();
     tfm_layer *stack = tfm__layer_new(op, decoder ? TFM_LAYER_DECODER : TFM_LAYER_ENCODER,
                                       num_layers + 1);
     if (!stack)
         return NULL;
     stack->d_model = o.d_model;
+    stack->heads = o.heads;
     int ok = 1;
     for (int32_t i = 0; ok && i < num_layers; i++) {
         char suffix[32], full[TFM_NAME_MAX];
@@ -245,8 +293,8 @@ static tfm_layer *make_stack(const char *op, int decoder, tfm_params *params, co
     if (ok && final_norm)
         ok = (stack->children[num_layers] = make_norm(op, params, name, "norm", &o)) != NULL;
     if (!ok) {
-        tfm_layer_free(stack);
-        return NULL;
+        tfm__fail_within(op, error_mark);
+        return tfm__layer_abandon(stack, params, mark);
     }
     return stack;
 }
@@ -278,32 +326,56 @@ static tfm_tensor *finish_stack(tfm_tape *tape, const tfm_layer *stack, const tf
     return h ? h : tfm_reshape(tape, x, x->ndim, x->shape);
 }
 
-tfm_tensor *tfm_encoder_forward(tfm_tape *tape, const tfm_layer *encoder, const tfm_tensor *x,
-                                const tfm_tensor *mask)
+tfm_tensor *tfm__encoder_run(tfm_tape *tape, const char *op, const tfm_layer *encoder,
+                             const tfm_tensor *x, const tfm__masks *masks)
 {
-    const char *op = "tfm_encoder_forward";
+    uint64_t mark = tfm__error_mark();
+    const tfm_tensor *mask;
     if (tfm__check_layer(op, encoder, TFM_LAYER_ENCODER) < 0 ||
-        tfm__check_sequence(op, "x", x, encoder->d_model) < 0 || tfm__check_tape(op, tape) < 0)
+        prepare(tape, op, encoder, x, NULL, masks, NULL, &mask, NULL) < 0)
         return NULL;
     tfm_tensor *h = NULL;
     for (int32_t i = 0; i < encoder->n_children - 1; i++)
-        if (!(h = tfm_encoder_layer_forward(tape, encoder->children[i], i ? h : x, mask)))
+        if (!(h = encoder_layer(tape, op, encoder->children[i], i ? h : x, mask)))
             return NULL;
-    return finish_stack(tape, encoder, x, h);
+    return tfm__result_within(op, mark, finish_stack(tape, encoder, x, h));
+}
+
+tfm_tensor *tfm__decoder_run(tfm_tape *tape, const char *op, const tfm_layer *decoder,
+                             const tfm_tensor *x, const tfm_tensor *memory,
+                             const tfm__masks *self_masks, const tfm__masks *memory_masks)
+{
+    uint64_t mark = tfm__error_mark();
+    const tfm_tensor *self_mask, *memory_mask;
+    if (tfm__check_layer(op, decoder, TFM_LAYER_DECODER) < 0 ||
+        prepare(tape, op, decoder, x, memory, self_masks, memory_masks, &self_mask,
+                &memory_mask) < 0)
+        return NULL;
+    tfm_tensor *h = NULL;
+    for (int32_t i = 0; i < decoder->n_children - 1; i++)
+        if (!(h = decoder_layer(tape, op, decoder->children[i], i ? h : x, memory, self_mask,
+                                memory_mask)))
+            return NULL;
+    return tfm__result_within(op, mark, finish_stack(tape, decoder, x, h));
+}
+
+tfm_tensor *tfm_encoder_forward(tfm_tape *tape, const tfm_layer *encoder, const tfm_tensor *x,
+                                const tfm_tensor *mask, const tfm_tensor *key_padding_mask)
+{
+    return tfm__encoder_run(tape, "tfm_encoder_forward", encoder, x,
+                            &(const tfm__masks){mask, key_padding_mask, "mask",
+                                                "key_padding_mask"});
 }
 
 tfm_tensor *tfm_decoder_forward(tfm_tape *tape, const tfm_layer *decoder, const tfm_tensor *x,
                                 const tfm_tensor *memory, const tfm_tensor *self_mask,
-                                const tfm_tensor *memory_mask)
+                                const tfm_tensor *memory_mask,
+                                const tfm_tensor *self_key_padding_mask,
+                                const tfm_tensor *memory_key_padding_mask)
 {
-    const char *op = "tfm_decoder_forward";
-    if (tfm__check_layer(op, decoder, TFM_LAYER_DECODER) < 0 ||
-        check_memory(op, x, memory, decoder->d_model) < 0 || tfm__check_tape(op, tape) < 0)
-        return NULL;
-    tfm_tensor *h = NULL;
-    for (int32_t i = 0; i < decoder->n_children - 1; i++)
-        if (!(h = tfm_decoder_layer_forward(tape, decoder->children[i], i ? h : x, memory,
-                                            self_mask, memory_mask)))
-            return NULL;
-    return finish_stack(tape, decoder, x, h);
+    return tfm__decoder_run(tape, "tfm_decoder_forward", decoder, x, memory,
+                            &(const tfm__masks){self_mask, self_key_padding_mask, "self_mask",
+                                                "self_key_padding_mask"},
+                            &(const tfm__masks){memory_mask, memory_key_padding_mask,
+                                                "memory_mask", "memory_key_padding_mask"});
 }

@@ -22,11 +22,7 @@ tfm_tensor *tfm_reshape(tfm_tape *tape, const tfm_tensor *x, int32_t ndim,
                         const int64_t *shape)
 {
     const char *op = "tfm_reshape";
-    if (!x) {
-        tfm__fail_null_input(op, "x");
-        return NULL;
-    }
-    if (tfm__check_tape(op, tape) < 0)
+    if (tfm__check_tensor(op, "x", x) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     if (!shape) {
         tfm__fail(TFM_ERR_NULL, "%s: shape is NULL", op);

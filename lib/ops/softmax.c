@@ -138,7 +138,8 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
     tfm_broadcast bc;
-    if (mask && tfm__mask_broadcast(op, x, mask, &bc) < 0)
+    if (mask && (tfm__check_tensor(op, "mask", mask) < 0 ||
+                 tfm__mask_broadcast(op, x, mask, &bc) < 0))
         return NULL;
     tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
     if (!out)

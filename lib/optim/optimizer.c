@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,14 +16,17 @@
 #include "core/parallel.h"
 #include "core/options.h"
 #include "core/tensor.h"
-#include "tfm/io.h"
+#include "io/safetensors.h"
+#include "optim/optimizer.h"
 
 struct tfm_optimizer {
     tfm_params *params;
-    tfm_optimizer_options options;  /* resolved and validated */
+    tfm_optimizer_options options;  /* resolved and validated; lr may be set later */
     int64_t numel;                  /* of the store at create */
+    int64_t count;                  /* parameter tensors at create */
     int64_t steps;                  /* taken so far */
     float last_grad_norm;
+    float *weight_decay;            /* per parameter tensor, from options.weight_decay */
     float *state;                   /* one block of state_floats() floats */
 };
 
@@ -36,22 +40,23 @@ static const char *kind_name(tfm_optimizer_kind kind)
     }
 }
 
-void tfm_optimizer_options_init(tfm_optimizer_options *o, tfm_optimizer_kind kind)
+void tfm_optimizer_options_init_sized(tfm_optimizer_options *o, tfm_optimizer_kind kind,
+                                      uint32_t struct_size)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->kind = kind;
-    o->lr = kind == TFM_OPTIMIZER_SGD ? 1e-2f : 1e-3f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.999f;
-    o->eps = 1e-8f;
-    o->weight_decay = kind == TFM_OPTIMIZER_ADAMW ? 1e-2f : 0.0f;
-    o->schedule = TFM_SCHEDULE_CONSTANT;
-    o->step_size = 1;       /* StepLR has no default; gamma's is 0.1 */
-    o->gamma = 0.1f;
-    o->warmup_steps = 4000; /* "Attention is all you need" */
+    tfm_optimizer_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.kind = kind;
+    d.lr = kind == TFM_OPTIMIZER_SGD ? 1e-2f : 1e-3f;
+    d.beta1 = 0.9f;
+    d.beta2 = 0.999f;
+    d.eps = 1e-8f;
+    d.weight_decay = kind == TFM_OPTIMIZER_ADAMW ? 1e-2f : 0.0f;
+    d.schedule = TFM_SCHEDULE_CONSTANT;
+    d.step_size = 1;       /* StepLR has no default; gamma's is 0.1 */
+    d.gamma = 0.1f;
+    d.warmup_steps = 4000; /* "Attention is all you need" */
+    tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
 /* The caller's options over the defaults for its kind (tfm__read_options:
@@ -142,18 +147,24 @@ tfm_optimizer *tfm_optimizer_create(tfm_params *params, const tfm_optimizer_opti
         return NULL;
     }
     tfm_optimizer *o = calloc(1, sizeof *o);
-    int64_t floats = state_per_param(&resolved) * numel;
+    int64_t floats = state_per_param(&resolved) * numel, count = tfm_params_count(params);
     float *state = floats ? calloc((size_t)floats, sizeof(float)) : NULL;
-    if (!o || (floats && !state)) {
+    float *weight_decay = malloc((size_t)count * sizeof(float));
+    if (!o || (floats && !state) || !weight_decay) {
         free(o);
         free(state);
+        free(weight_decay);
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld floats of state", op,
                   (long long)floats);
         return NULL;
     }
+    for (int64_t i = 0; i < count; i++)
+        weight_decay[i] = resolved.weight_decay;
     o->params = params;
     o->options = resolved;
     o->numel = numel;
+    o->count = count;
+    o->weight_decay = weight_decay;
     o->state = state;
     return o;
 }
@@ -163,7 +174,60 @@ void tfm_optimizer_free(tfm_optimizer *o)
     if (!o)
         return;
     free(o->state);
+    free(o->weight_decay);
     free(o);
+}
+
+tfm_status tfm_optimizer_set_lr(tfm_optimizer *o, float lr)
+{
+    const char *op = "tfm_optimizer_set_lr";
+    if (!o)
+        return tfm__fail(TFM_ERR_NULL, "%s: optimizer is NULL", op);
+    if (!nonnegative(lr))
+        return tfm__fail(TFM_ERR_ARG, "%s: lr %g must be finite and >= 0", op, (double)lr);
+    o->options.lr = lr;
+    return TFM_OK;
+}
+
+tfm_status tfm_optimizer_set_weight_decay(tfm_optimizer *o, int64_t index, float weight_decay)
+{
+    const char *op = "tfm_optimizer_set_weight_decay";
+    if (!o)
+        return tfm__fail(TFM_ERR_NULL, "%s: optimizer is NULL", op);
+    if (index < -1 || index >= o->count)
+        return tfm__fail(TFM_ERR_RANGE, "%s: index %lld is outside [-1, %lld)", op,
+                         (long long)index, (long long)o->count);
+    if (!nonnegative(weight_decay))
+        return tfm__fail(TFM_ERR_ARG, "%s: weight_decay %g must be finite and >= 0", op,
+                         (double)weight_decay);
+    for (int64_t i = index < 0 ? 0 : index; i < (index < 0 ? o->count : index + 1); i++)
+        o->weight_decay[i] = weight_decay;
+    return TFM_OK;
+}
+
+float tfm_optimizer_weight_decay(const tfm_optimizer *o, int64_t index)
+{
+    const char *op = "tfm_optimizer_weight_decay";
+    if (!o) {
+        tfm__fail(TFM_ERR_NULL, "%s: optimizer is NULL", op);
+        return -1.0f;
+    }
+    if (index < 0 || index >= o->count) {
+        tfm__fail(TFM_ERR_RANGE, "%s: index %lld is outside [0, %lld)", op, (long long)index,
+                  (long long)o->count);
+        return -1.0f;
+    }
+    return o->weight_decay[index];
+}
+
+tfm_status tfm_optimizer_no_decay_for_vectors(tfm_optimizer *o)
+{
+    if (!o)
+        return tfm__fail(TFM_ERR_NULL, "tfm_optimizer_no_decay_for_vectors: optimizer is NULL");
+    for (int64_t i = 0; i < o->count; i++)
+        if (tfm_params_at(o->params, i)->ndim < 2)
+            o->weight_decay[i] = 0.0f;
+    return TFM_OK;
 }
 
 tfm_status tfm_optimizer_zero_grad(tfm_optimizer *o)
@@ -209,13 +273,13 @@ typedef struct coefficients {
     float bias2_sqrt; /* sqrt(1 - beta2^t) */
 } coefficients;
 
-static coefficients coefficients_for(const tfm_optimizer *o)
+static coefficients coefficients_for(const tfm_optimizer *o, float weight_decay)
 {
     const tfm_optimizer_options *op = &o->options;
     double lr = lr_after(op, o->steps), t = (double)(o->steps + 1);
     coefficients c = {
         .lr = (float)lr,
-        .weight_decay = op->weight_decay,
+        .weight_decay = weight_decay,
         .momentum = op->momentum,
         .beta1 = op->beta1,
         .one_minus_beta1 = (float)(1.0 - op->beta1),
@@ -227,7 +291,7 @@ static coefficients coefficients_for(const tfm_optimizer *o)
         .bias2_sqrt = (float)sqrt(1.0 - pow(op->beta2, t)),
     };
     if (op->kind == TFM_OPTIMIZER_ADAMW)
-        c.decay = (float)(1.0 - lr * op->weight_decay);
+        c.decay = (float)(1.0 - lr * weight_decay);
     return c;
 }
 
@@ -273,7 +337,7 @@ TFM__INLINE void update_part(tfm_optimizer *o, float *values, const float *grads
     float *p = values + begin;
     const float *g = grads + begin;
     int64_t n = end - begin;
-    int l2 = o->options.weight_decay > 0.0f;
+    int l2 = c->weight_decay > 0.0f;
     switch (o->options.kind) {
     case TFM_OPTIMIZER_SGD: {
         float *buf = o->state ? o->state + begin : NULL;
@@ -366,22 +430,24 @@ tfm_status tfm_optimizer_step(tfm_optimizer *o)
     if (s != TFM_OK)
         return s;
 
-    coefficients c = coefficients_for(o);
-    /* Runs of consecutive trainable tensors, so a store where everything
-     * trains is one loop over the whole block. */
-    int64_t count = tfm_params_count(params), begin = -1;
-    for (int64_t i = 0; i < count; i++) {
-        const tfm_tensor *t = tfm_params_at(params, i);
-        int64_t offset = tfm__f32(t) - values;
-        if (t->requires_grad && begin < 0)
-            begin = offset;
-        else if (!t->requires_grad && begin >= 0) {
+    /* Runs of consecutive trainable tensors of one weight decay, so a store
+     * where everything trains alike is one loop over the whole block. */
+    int64_t begin = -1;
+    float decay = 0.0f;
+    for (int64_t i = 0; i <= o->count; i++) {
+        const tfm_tensor *t = i < o->count ? tfm_params_at(params, i) : NULL;
+        int64_t offset = t ? tfm__f32(t) - values : o->numel;
+        int trains = t && t->requires_grad;
+        if (begin >= 0 && (!trains || o->weight_decay[i] != decay)) {
+            coefficients c = coefficients_for(o, decay);
             update_range(o, values, grads, begin, offset, &c);
             begin = -1;
         }
+        if (trains && begin < 0) {
+            begin = offset;
+            decay = o->weight_decay[i];
+        }
     }
-    if (begin >= 0)
-        update_range(o, values, grads, begin, o->numel, &c);
     o->steps++;
     o->last_grad_norm = norm;
     return TFM_OK;
@@ -415,11 +481,18 @@ float tfm_optimizer_last_grad_norm(const tfm_optimizer *o)
 }
 
 /* --- save and load ---------------------------------------------------------
- * The file holds "kind" (int32 [1]), "step" and "numel" (int32 [2]: the low
- * and high 32 bits of the int64), and the state blocks as float32 [numel]:
- * "m" and "v" (Adam, AdamW) or "momentum" (SGD with momentum). */
+ * The state is "kind" (int32 [1]), "step" and "numel" (int32 [2]: the low
+ * and high 32 bits of the int64), "lr" (float32 [1], the base rate, which
+ * tfm_optimizer_set_lr may have changed), "weight_decay" (float32, one per
+ * parameter tensor) and the state blocks as float32 [numel]: "m" and "v"
+ * (Adam, AdamW) or "momentum" (SGD with momentum). A file of its own holds
+ * these names; a training state holds them under a prefix. Files from
+ * libtfm 0.1, without "lr" and "weight_decay", load and keep the
+ * optimizer's own. */
 
-enum { MAX_ENTRIES = 5 };
+/* Step counts past this are forgeries: no run takes 2^53 steps, and the
+ * schedules compute with the count as a double. */
+#define MAX_STEPS ((int64_t)1 << 53)
 
 static void split_i64(int64_t value, int32_t halves[2])
 {
@@ -455,141 +528,217 @@ static int state_blocks(const tfm_optimizer *o, const char *names[2], float *blo
     return o->state ? 1 : 0;
 }
 
+static void add_header(tfm__optimizer_record *r, const char *prefix, const char *name,
+                       tfm_dtype dtype, int64_t numel, void *data)
+{
+    tfm_tensor *t = &r->headers[r->count];
+    tfm__tensor_init(t, dtype, 1, &numel, numel, TFM_STORAGE_PARAM);
+    t->data = data;
+    snprintf(r->name_text[r->count], sizeof r->name_text[0], "%s%s", prefix, name);
+    r->names[r->count] = r->name_text[r->count];
+    r->tensors[r->count] = t;
+    r->count++;
+}
+
+void tfm__optimizer_describe(const tfm_optimizer *o, const char *prefix, tfm__optimizer_record *r)
+{
+    r->count = 0;
+    r->kind = o->options.kind;
+    r->lr = o->options.lr;
+    split_i64(o->steps, r->step);
+    split_i64(o->numel, r->numel);
+    add_header(r, prefix, "kind", TFM_I32, 1, &r->kind);
+    add_header(r, prefix, "step", TFM_I32, 2, r->step);
+    add_header(r, prefix, "numel", TFM_I32, 2, r->numel);
+    add_header(r, prefix, "lr", TFM_F32, 1, &r->lr);
+    add_header(r, prefix, "weight_decay", TFM_F32, o->count, o->weight_decay);
+    const char *names[2];
+    float *blocks[2];
+    int n = state_blocks(o, names, blocks);
+    for (int b = 0; b < n; b++)
+        add_header(r, prefix, names[b], TFM_F32, o->numel, blocks[b]);
+}
+
 tfm_status tfm_optimizer_save(const tfm_optimizer *o, const char *path)
 {
     const char *op = "tfm_optimizer_save";
     if (!o || !path)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, o ? "path" : "optimizer");
-    int32_t kind = o->options.kind, step[2], numel[2];
-    split_i64(o->steps, step);
-    split_i64(o->numel, numel);
-    /* Headers over the optimizer's own memory: nothing is copied or freed. */
-    tfm_tensor headers[MAX_ENTRIES];
-    const tfm_tensor *tensors[MAX_ENTRIES];
-    const char *names[MAX_ENTRIES] = {"kind", "step", "numel"};
-    void *data[MAX_ENTRIES] = {&kind, step, numel};
-    tfm__tensor_init(&headers[0], TFM_I32, 1, (const int64_t[]){1}, 1, TFM_STORAGE_PARAM);
-    tfm__tensor_init(&headers[1], TFM_I32, 1, (const int64_t[]){2}, 2, TFM_STORAGE_PARAM);
-    tfm__tensor_init(&headers[2], TFM_I32, 1, (const int64_t[]){2}, 2, TFM_STORAGE_PARAM);
-    float *blocks[2];
-    int n = 3 + state_blocks(o, names + 3, blocks);
-    for (int i = 3; i < n; i++) {
-        tfm__tensor_init(&headers[i], TFM_F32, 1, &o->numel, o->numel, TFM_STORAGE_PARAM);
-        data[i] = blocks[i - 3];
-    }
-    for (int i = 0; i < n; i++) {
-        headers[i].data = data[i];
-        tensors[i] = &headers[i];
-    }
-    return tfm_safetensors_write(path, n, names, tensors);
+    /* headers over the optimizer's own memory: nothing is copied */
+    tfm__optimizer_record r;
+    tfm__optimizer_describe(o, "", &r);
+    return tfm__safetensors_write(op, path, r.count, r.names, r.tensors, 0, NULL, NULL);
 }
 
-/* Takes one tensor from the file and checks its dtype and element count. */
-static tfm_tensor *take(const char *op, const char *path, const tfm_safetensors *file,
+void tfm__optimizer_loaded_free(tfm__optimizer_loaded *l)
+{
+    tfm_tensor_free(l->blocks[0]);
+    tfm_tensor_free(l->blocks[1]);
+    tfm_tensor_free(l->weight_decay);
+    memset(l, 0, sizeof *l);
+}
+
+/* Takes prefix+name from the file as a 1-D tensor of dtype and numel
+ * values; keeps the reason it cannot (out of memory stays out of memory). */
+static tfm_tensor *take(const char *ctx, const tfm_safetensors *file, const char *prefix,
                         const char *name, tfm_dtype dtype, int64_t numel)
 {
-    tfm_tensor *t = tfm_safetensors_get(file, name);
-    if (!t) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s holds no \"%s\"; it is not this optimizer's state",
-                  op, path, name);
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    int64_t index = tfm__safetensors_find(file, full);
+    if (index < 0) {
+        tfm__fail(TFM_ERR_FORMAT, "%s holds no \"%s\"; it is not this optimizer's state", ctx,
+                  full);
         return NULL;
     }
-    if (t->dtype != dtype || t->ndim != 1) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" in %s must be a 1-D %s tensor", op, name,
-                  path, dtype == TFM_F32 ? "float32" : "int32");
-        tfm_tensor_free(t);
+    tfm__tensor_info info;
+    tfm__safetensors_info(file, index, &info);
+    if (info.is_float != (dtype == TFM_F32) || info.ndim != 1 || info.numel != numel) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" must be a 1-D %s tensor of %lld values", ctx,
+                  full, dtype == TFM_F32 ? "float" : "integer", (long long)numel);
         return NULL;
     }
-    if (t->numel != numel) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" in %s has %lld values, expected %lld", op,
-                  name, path, (long long)t->numel, (long long)numel);
-        tfm_tensor_free(t);
-        return NULL;
-    }
-    return t;
+    uint64_t mark = tfm__error_mark();
+    return tfm__result_within(ctx, mark, tfm_safetensors_get(file, full));
 }
 
-/* Checks the file against this optimizer; fills tensors[] (names as
- * state_blocks) and *steps, or fails with the reason. */
-static tfm_status check_file(const tfm_optimizer *o, const char *path,
-                             const tfm_safetensors *file, int n_blocks,
-                             const char *const *block_names, tfm_tensor **blocks,
-                             int64_t *steps)
+static int holds(const tfm_safetensors *file, const char *prefix, const char *name)
 {
-    const char *op = "tfm_optimizer_load";
-    tfm_tensor *kind = take(op, path, file, "kind", TFM_I32, 1);
-    if (!kind)
-        return tfm_last_status();
-    int32_t file_kind = tfm__i32(kind)[0];
-    tfm_tensor_free(kind);
-    if (file_kind != o->options.kind)
-        return tfm__fail(TFM_ERR_ARG, "%s: %s holds the state of optimizer kind %d (%s); "
-                         "this one is kind %d (%s)", op, path, (int)file_kind,
-                         kind_name(file_kind), (int)o->options.kind,
-                         kind_name(o->options.kind));
-    tfm_tensor *numel = take(op, path, file, "numel", TFM_I32, 2);
-    if (!numel)
-        return tfm_last_status();
-    int64_t file_numel = join_i64(tfm__i32(numel));
-    tfm_tensor_free(numel);
-    if (file_numel != o->numel)
-        return tfm__fail(TFM_ERR_SHAPE, "%s: %s holds state for %lld parameters; this "
-                         "optimizer has %lld", op, path, (long long)file_numel,
-                         (long long)o->numel);
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return tfm__safetensors_find(file, full) >= 0;
+}
+
+/* One integer tensor's values: kind [1], or an int64 as step and numel. */
+static int take_integer(const char *ctx, const tfm_safetensors *file, const char *prefix,
+                        const char *name, int64_t *value)
+{
+    int halves = strcmp(name, "kind") != 0 ? 2 : 1;
+    tfm_tensor *t = take(ctx, file, prefix, name, TFM_I32, halves);
+    if (!t)
+        return -1;
+    *value = halves == 2 ? join_i64(tfm__i32(t)) : tfm__i32(t)[0];
+    tfm_tensor_free(t);
+    return 0;
+}
+
+static tfm_status check_unknown(const char *ctx, const tfm_optimizer *o,
+                                const tfm_safetensors *file, const char *prefix)
+{
+    tfm__optimizer_record r;
+    tfm__optimizer_describe(o, prefix, &r);
+    size_t len = strlen(prefix);
     int64_t count = tfm_safetensors_count(file);
     for (int64_t i = 0; i < count; i++) {
         const char *name = tfm_safetensors_name(file, i);
-        int known = !strcmp(name, "kind") || !strcmp(name, "step") || !strcmp(name, "numel");
-        for (int b = 0; b < n_blocks; b++)
-            known |= !strcmp(name, block_names[b]);
+        int known = strncmp(name, prefix, len) != 0;
+        for (int k = 0; k < r.count && !known; k++)
+            known = strcmp(name, r.names[k]) == 0;
         if (!known)
-            return tfm__fail(TFM_ERR_FORMAT,
-                             "%s: %s holds \"%s\", which this %s optimizer does not keep",
-                             op, path, name, kind_name(o->options.kind));
-    }
-    tfm_tensor *step = take(op, path, file, "step", TFM_I32, 2);
-    if (!step)
-        return tfm_last_status();
-    *steps = join_i64(tfm__i32(step));
-    tfm_tensor_free(step);
-    if (*steps < 0)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: %s holds a negative step count %lld", op,
-                         path, (long long)*steps);
-    for (int b = 0; b < n_blocks; b++) {
-        blocks[b] = take(op, path, file, block_names[b], TFM_F32, o->numel);
-        if (!blocks[b])
-            return tfm_last_status();
-        const float *x = tfm__f32(blocks[b]);
-        int second_moment = !strcmp(block_names[b], "v");
-        for (int64_t i = 0; i < o->numel; i++)
-            if (!isfinite(x[i]) || (second_moment && x[i] < 0.0f))
-                return tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\" in %s holds %g at %lld",
-                                 op, block_names[b], path, (double)x[i], (long long)i);
+            return tfm__fail(TFM_ERR_FORMAT, "%s holds \"%s\", which this %s optimizer does "
+                             "not keep", ctx, name, kind_name(o->options.kind));
     }
     return TFM_OK;
 }
 
-tfm_status tfm_optimizer_load(tfm_optimizer *o, const char *path)
+tfm_status tfm__optimizer_read(const char *ctx, const tfm_optimizer *o,
+                               const tfm_safetensors *file, const char *prefix,
+                               tfm__optimizer_loaded *l)
 {
-    if (!o || !path)
-        return tfm__fail(TFM_ERR_NULL, "tfm_optimizer_load: %s is NULL",
-                         o ? "path" : "optimizer");
-    tfm_safetensors *file = tfm_safetensors_open(path);
-    if (!file)
+    memset(l, 0, sizeof *l);
+    int64_t kind, numel;
+    if (take_integer(ctx, file, prefix, "kind", &kind) < 0)
         return tfm_last_status();
+    if (kind != o->options.kind)
+        return tfm__fail(TFM_ERR_ARG, "%s holds the state of optimizer kind %lld (%s); "
+                         "this one is kind %d (%s)", ctx, (long long)kind,
+                         kind_name((tfm_optimizer_kind)kind), (int)o->options.kind,
+                         kind_name(o->options.kind));
+    if (take_integer(ctx, file, prefix, "numel", &numel) < 0)
+        return tfm_last_status();
+    if (numel != o->numel)
+        return tfm__fail(TFM_ERR_SHAPE, "%s holds state for %lld parameters; this optimizer "
+                         "has %lld", ctx, (long long)numel, (long long)o->numel);
+    tfm_status s = check_unknown(ctx, o, file, prefix);
+    if (s != TFM_OK)
+        return s;
+    if (take_integer(ctx, file, prefix, "step", &l->steps) < 0)
+        return tfm_last_status();
+    if (l->steps < 0 || l->steps > MAX_STEPS)
+        return tfm__fail(TFM_ERR_FORMAT, "%s holds the step count %lld, outside [0, 2^53]",
+                         ctx, (long long)l->steps);
+    l->lr = o->options.lr;
+    if (holds(file, prefix, "lr")) {
+        tfm_tensor *lr = take(ctx, file, prefix, "lr", TFM_F32, 1);
+        if (!lr)
+            return tfm_last_status();
+        l->lr = tfm__f32(lr)[0];
+        tfm_tensor_free(lr);
+        if (!nonnegative(l->lr))
+            return tfm__fail(TFM_ERR_FORMAT, "%s holds the learning rate %g", ctx,
+                             (double)l->lr);
+    }
     const char *names[2];
     float *targets[2];
-    tfm_tensor *blocks[2] = {NULL, NULL};
     int n_blocks = state_blocks(o, names, targets);
-    int64_t steps = 0;
-    tfm_status s = check_file(o, path, file, n_blocks, names, blocks, &steps);
-    if (s == TFM_OK) {
-        for (int b = 0; b < n_blocks; b++)
-            memcpy(targets[b], tfm__f32(blocks[b]), (size_t)o->numel * sizeof(float));
-        o->steps = steps;
+    l->weight_decay = holds(file, prefix, "weight_decay")
+                          ? take(ctx, file, prefix, "weight_decay", TFM_F32, o->count)
+                          : tfm_tensor_from_f32(1, &o->count, o->weight_decay);
+    for (int b = 0; b < n_blocks && l->weight_decay; b++)
+        if (!(l->blocks[b] = take(ctx, file, prefix, names[b], TFM_F32, o->numel)))
+            break;
+    s = tfm_last_status();
+    if (!l->weight_decay || (n_blocks && !l->blocks[n_blocks - 1])) {
+        tfm__optimizer_loaded_free(l);
+        return s;
     }
+    for (int b = -1; b < n_blocks; b++) {
+        const tfm_tensor *t = b < 0 ? l->weight_decay : l->blocks[b];
+        const float *x = tfm__f32(t);
+        int nonnegative_only = b < 0 || strcmp(names[b], "v") == 0;
+        for (int64_t i = 0; i < t->numel; i++)
+            if (!isfinite(x[i]) || (nonnegative_only && x[i] < 0.0f)) {
+                s = tfm__fail(TFM_ERR_FORMAT, "%s: \"%s%s\" holds %g at %lld", ctx, prefix,
+                              b < 0 ? "weight_decay" : names[b], (double)x[i], (long long)i);
+                tfm__optimizer_loaded_free(l);
+                return s;
+            }
+    }
+    return TFM_OK;
+}
+
+void tfm__optimizer_restore(tfm_optimizer *o, tfm__optimizer_loaded *l)
+{
+    const char *names[2];
+    float *targets[2];
+    int n_blocks = state_blocks(o, names, targets);
     for (int b = 0; b < n_blocks; b++)
-        tfm_tensor_free(blocks[b]);
+        memcpy(targets[b], tfm__f32(l->blocks[b]), (size_t)o->numel * sizeof(float));
+    memcpy(o->weight_decay, tfm__f32(l->weight_decay), (size_t)o->count * sizeof(float));
+    o->options.lr = l->lr;
+    o->steps = l->steps;
+    tfm__optimizer_loaded_free(l);
+}
+
+tfm_params *tfm__optimizer_params(const tfm_optimizer *o)
+{
+    return o->params;
+}
+
+tfm_status tfm_optimizer_load(tfm_optimizer *o, const char *path)
+{
+    const char *op = "tfm_optimizer_load";
+    if (!o || !path)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, o ? "path" : "optimizer");
+    tfm_safetensors *file = tfm__safetensors_open(op, path);
+    if (!file)
+        return tfm_last_status();
+    char ctx[600];
+    snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
+    tfm__optimizer_loaded loaded;
+    tfm_status s = tfm__optimizer_read(ctx, o, file, "", &loaded);
+    if (s == TFM_OK)
+        tfm__optimizer_restore(o, &loaded);
     tfm_safetensors_close(file);
     return s;
 }

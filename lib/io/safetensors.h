@@ -1,0 +1,49 @@
+/* What the loaders and writers built on safetensors files (parameter
+ * stores, models, optimizers, training states) need beyond the public API. */
+#ifndef TFM_IO_SAFETENSORS_H
+#define TFM_IO_SAFETENSORS_H
+
+#include "tfm/io.h"
+
+/* libtfm's own files. Metadata keys libtfm writes begin with this; users'
+ * keys may not. */
+#define TFM__MODEL_KEY_PREFIX "tfm."
+/* Raised whenever a model key changes meaning or a new one must be read. */
+#define TFM__MODEL_FORMAT_VERSION 1
+/* A training state says so: its tensors named under
+ * TFM__RESERVED_TENSOR_PREFIX (the optimizer's) are no parameters. */
+#define TFM__STATE_KEY TFM__MODEL_KEY_PREFIX "state"
+#define TFM__RESERVED_TENSOR_PREFIX "tfm."
+
+/* tfm_safetensors_open with op naming the public call in messages. */
+tfm_safetensors *tfm__safetensors_open(const char *op, const char *path);
+
+/* Writes tensors and "__metadata__" string pairs atomically; op names the
+ * public call in messages. */
+tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,
+                                  const char *const *names, const tfm_tensor *const *tensors,
+                                  int64_t metadata_count, const char *const *keys,
+                                  const char *const *values);
+
+/* The metadata value for key, or NULL (no error set) when there is none. */
+const char *tfm__safetensors_metadata(const tfm_safetensors *file, const char *key);
+
+typedef struct tfm__tensor_info {
+    const char *name;
+    const char *dtype_name;    /* "F32", "BF16", … */
+    int32_t is_float;
+    int32_t ndim;              /* a 0-d scalar reads as [1] */
+    int64_t shape[TFM_MAX_DIMS];
+    int64_t numel;
+} tfm__tensor_info;
+
+/* The index of the named tensor, or -1 (no error set). */
+int64_t tfm__safetensors_find(const tfm_safetensors *file, const char *name);
+void tfm__safetensors_info(const tfm_safetensors *file, int64_t index, tfm__tensor_info *info);
+/* A float tensor's values as float32 into dst (numel of them). */
+void tfm__safetensors_read_f32(const tfm_safetensors *file, int64_t index, float *dst);
+/* 1 when a float tensor holds no NaN or Inf; else 0 and the first bad
+ * element's flat index in *where. */
+int tfm__safetensors_all_finite(const tfm_safetensors *file, int64_t index, int64_t *where);
+
+#endif

@@ -1,0 +1,312 @@
+/* Models that describe themselves: the options written as safetensors
+ * "__metadata__" beside the parameters, and a model rebuilt from a file
+ * alone. Every option is one "tfm.<field>" string; the table below is the
+ * one place that knows which fields there are. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/options.h"
+#include "core/params.h"
+#include "io/fields.h"
+#include "io/load.h"
+#include "model/model.h"
+#include "model/model_file.h"
+
+/* Sizes past these are absurd in a file, whatever it claims. */
+#define MAX_SIZE ((int64_t)1 << 31)
+#define MAX_LAYERS 4096
+/* A sinusoidal table is computed, not stored: a forged length must not
+ * make the reader allocate gigabytes. */
+#define MAX_SINUSOIDAL_VALUES ((int64_t)1 << 28)
+
+static const char *const positions_names[] = {"sinusoidal", "learned", NULL};
+static const char *const scale_names[] = {"none", "sqrt_d", "trainable", NULL};
+static const char *const activation_names[] = {"relu", "gelu", NULL};
+
+#define AT(member) offsetof(tfm_model_options, member)
+static const tfm__field fields[] = {
+    {"src_vocab", TFM__FIELD_I64, AT(src_vocab), 1, MAX_SIZE, NULL},
+    {"tgt_vocab", TFM__FIELD_I64, AT(tgt_vocab), 1, MAX_SIZE, NULL},
+    {"max_src_len", TFM__FIELD_I64, AT(max_src_len), 1, MAX_SIZE, NULL},
+    {"max_tgt_len", TFM__FIELD_I64, AT(max_tgt_len), 1, MAX_SIZE, NULL},
+    {"share_embeddings", TFM__FIELD_I32, AT(share_embeddings), 0, 1, NULL},
+    {"positions", TFM__FIELD_CHOICE, AT(positions), 0, 0, positions_names},
+    {"embedding_scale", TFM__FIELD_CHOICE, AT(embedding_scale), 0, 0, scale_names},
+    {"encoder_layers", TFM__FIELD_I32, AT(encoder_layers), 0, MAX_LAYERS, NULL},
+    {"decoder_layers", TFM__FIELD_I32, AT(decoder_layers), 0, MAX_LAYERS, NULL},
+    {"final_norm", TFM__FIELD_I32, AT(final_norm), 0, 1, NULL},
+    {"d_model", TFM__FIELD_I64, AT(d_model), 1, MAX_SIZE, NULL},
+    {"heads", TFM__FIELD_I32, AT(heads), 1, MAX_SIZE, NULL},
+    {"d_ff", TFM__FIELD_I64, AT(d_ff), 1, MAX_SIZE, NULL},
+    {"dropout", TFM__FIELD_F32, AT(dropout), 0, 1, NULL},
+    {"activation", TFM__FIELD_CHOICE, AT(activation), 0, 0, activation_names},
+    {"norm_first", TFM__FIELD_I32, AT(norm_first), 0, 1, NULL},
+    {"layer_norm_eps", TFM__FIELD_F32, AT(layer_norm_eps), 0, 1, NULL},
+    {"bias", TFM__FIELD_I32, AT(bias), 0, 1, NULL},
+    {"fused_qkv", TFM__FIELD_I32, AT(fused_qkv), 0, 1, NULL},
+    {"trainable_scale", TFM__FIELD_I32, AT(trainable_scale), 0, 1, NULL},
+    {"scale_init", TFM__FIELD_F32, AT(scale_init), 0, 1e30, NULL},
+    {"seed", TFM__FIELD_U64, AT(seed), 0, 0, NULL},
+    {"embedding_dropout", TFM__FIELD_F32, AT(embedding_dropout), -1, 1, NULL},
+};
+#undef AT
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0] };
+
+/* --- writing -------------------------------------------------------------------- */
+
+static void model_metadata(const tfm_model *m, tfm__metadata *md)
+{
+    tfm__metadata_add(md, TFM__MODEL_KEY_PREFIX "format_version", "%d",
+                      TFM__MODEL_FORMAT_VERSION);
+    tfm__fields_write(fields, FIELD_COUNT, TFM__MODEL_KEY_PREFIX, &m->options, md);
+}
+
+/* The model's keys followed by the caller's, which must not use libtfm's
+ * prefix; NULL on error. */
+static const char **join_keys(const char *op, const tfm__metadata *md, int64_t user_count,
+                              const char *const *user_keys, const char *const *user_values,
+                              const char ***values_out)
+{
+    if (user_count < 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: metadata_count %lld is negative", op, (long long)user_count);
+        return NULL;
+    }
+    if (user_count > 0 && (!user_keys || !user_values)) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, user_keys ? "values" : "keys");
+        return NULL;
+    }
+    for (int64_t i = 0; i < user_count; i++)
+        if (user_keys[i] && strncmp(user_keys[i], TFM__MODEL_KEY_PREFIX,
+                                    strlen(TFM__MODEL_KEY_PREFIX)) == 0) {
+            tfm__fail(TFM_ERR_ARG, "%s: keys[%lld] \"%s\" starts with \"" TFM__MODEL_KEY_PREFIX
+                      "\", which libtfm keeps for its own keys", op, (long long)i,
+                      user_keys[i]);
+            return NULL;
+        }
+    size_t total = (size_t)(md->count + user_count);
+    const char **keys = malloc(total * sizeof *keys);
+    const char **values = malloc(total * sizeof *values);
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the metadata", op);
+        return NULL;
+    }
+    for (int64_t i = 0; i < md->count; i++) {
+        keys[i] = md->keys[i];
+        values[i] = md->values[i];
+    }
+    for (int64_t i = 0; i < user_count; i++) {
+        keys[md->count + i] = user_keys[i];
+        values[md->count + i] = user_values[i];
+    }
+    *values_out = values;
+    return keys;
+}
+
+tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path,
+                            int64_t extra_count, const char *const *extra_names,
+                            const tfm_tensor *const *extra_tensors, tfm__metadata *md,
+                            int64_t user_count, const char *const *user_keys,
+                            const char *const *user_values)
+{
+    model_metadata(m, md);
+    const char **values = NULL;
+    const char **keys = join_keys(op, md, user_count, user_keys, user_values, &values);
+    if (!keys)
+        return tfm_last_status();
+    int64_t count = tfm_params_count(m->params), total = count + extra_count;
+    const char **names = malloc((size_t)total * sizeof *names);
+    const tfm_tensor **tensors = malloc((size_t)total * sizeof *tensors);
+    tfm_status s;
+    if (!names || !tensors) {
+        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld names", op, (long long)total);
+    } else {
+        for (int64_t i = 0; i < count; i++) {
+            names[i] = tfm_params_name(m->params, i);
+            tensors[i] = tfm_params_at(m->params, i);
+        }
+        for (int64_t i = 0; i < extra_count; i++) {
+            names[count + i] = extra_names[i];
+            tensors[count + i] = extra_tensors[i];
+        }
+        s = tfm__safetensors_write(op, path, total, names, tensors, md->count + user_count,
+                                   keys, values);
+    }
+    free(names);
+    free(tensors);
+    free(keys);
+    free(values);
+    return s;
+}
+
+tfm_status tfm_model_save(const tfm_model *m, const char *path)
+{
+    return tfm_model_save_with_metadata(m, path, 0, NULL, NULL);
+}
+
+tfm_status tfm_model_save_with_metadata(const tfm_model *m, const char *path,
+                                        int64_t metadata_count, const char *const *keys,
+                                        const char *const *values)
+{
+    const char *op = metadata_count ? "tfm_model_save_with_metadata" : "tfm_model_save";
+    if (!m)
+        return tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
+    tfm__metadata md = {0};
+    return tfm__model_write(op, m, path, 0, NULL, NULL, &md, metadata_count, keys, values);
+}
+
+/* --- reading -------------------------------------------------------------------- */
+
+tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
+                                   tfm_model_options *o)
+{
+    tfm_model_options_init(o);
+    const char *version = tfm__safetensors_metadata(file, TFM__MODEL_KEY_PREFIX "format_version");
+    if (!version)
+        return tfm__fail(TFM_ERR_FORMAT, "%s holds no model description (no metadata "
+                         TFM__MODEL_KEY_PREFIX "format_version): a file of parameters alone "
+                         "loads with tfm_params_load into a model made with the options it "
+                         "was trained with", ctx);
+    char expected[16];
+    snprintf(expected, sizeof expected, "%d", TFM__MODEL_FORMAT_VERSION);
+    if (strcmp(version, expected) != 0)
+        return tfm__fail(TFM_ERR_FORMAT, "%s describes its model in format \"%s\"; this "
+                         "libtfm reads format %s", ctx, version, expected);
+    tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, TFM__MODEL_KEY_PREFIX, file, o);
+    if (s != TFM_OK)
+        return s;
+    int64_t tables = o->positions == TFM_POSITIONS_SINUSOIDAL
+                         ? (o->max_src_len + o->max_tgt_len) * o->d_model : 0;
+    if (tables > MAX_SINUSOIDAL_VALUES)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: sinusoidal tables of %lld + %lld positions "
+                         "of %lld values are absurd (more than %lld values)", ctx,
+                         (long long)o->max_src_len, (long long)o->max_tgt_len,
+                         (long long)o->d_model, (long long)MAX_SINUSOIDAL_VALUES);
+    return TFM_OK;
+}
+
+int tfm__model_options_difference(const tfm_model_options *a, const tfm_model_options *b,
+                                  char *out, size_t size)
+{
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        char x[48], y[48];
+        tfm__field_format(&fields[i], a, x, sizeof x);
+        tfm__field_format(&fields[i], b, y, sizeof y);
+        if (strcmp(x, y) != 0) {
+            snprintf(out, size, TFM__MODEL_KEY_PREFIX "%s is %s here, %s there", fields[i].key,
+                     x, y);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The float values the file holds: no model it describes can have more
+ * parameters, so creation stops there instead of allocating what a forged
+ * description asks for. */
+static int64_t float_values(const tfm_safetensors *file)
+{
+    int64_t total = 0, count = tfm_safetensors_count(file);
+    for (int64_t i = 0; i < count; i++) {
+        tfm__tensor_info info;
+        tfm__safetensors_info(file, i, &info);
+        total += info.is_float ? info.numel : 0;
+    }
+    return total;
+}
+
+tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safetensors *file)
+{
+    char ctx[600];
+    snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
+    tfm_model_options o;
+    if (tfm__model_options_read(ctx, file, &o) != TFM_OK)
+        return NULL;
+    tfm_model *m = tfm__model_create(op, &o, float_values(file));
+    if (!m) {
+        if (tfm_last_status() == TFM_ERR_SIZE)
+            tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\": its model description needs more "
+                      "parameters than the %lld values the file holds", op, path,
+                      (long long)float_values(file));
+        else if (tfm_last_status() == TFM_ERR_ARG)
+            tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its model description is not a "
+                              "valid model", op, path);
+        return NULL;
+    }
+    tfm__load_match match;
+    tfm_status s = tfm__load_match_params(op, path, m->params, file, NULL,
+                                          TFM__RESERVED_TENSOR_PREFIX, &match);
+    if (s != TFM_OK) {
+        /* the file contradicts its own description */
+        if (s == TFM_ERR_SHAPE || s == TFM_ERR_DTYPE)
+            tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its tensors do not fit its model "
+                              "description", op, path);
+        tfm_model_free(m);
+        return NULL;
+    }
+    tfm__load_apply(m->params, file, &match, NULL);
+    return m;
+}
+
+tfm_model *tfm_model_load(const char *path)
+{
+    const char *op = "tfm_model_load";
+    tfm_safetensors *file = tfm__safetensors_open(op, path);
+    if (!file)
+        return NULL;
+    tfm_model *m = tfm__model_from_file(op, path, file);
+    tfm_safetensors_close(file);
+    return m;
+}
+
+/* --- the options, read back ------------------------------------------------------- */
+
+tfm_status tfm_model_get_options(const tfm_model *m, tfm_model_options *out)
+{
+    const char *op = "tfm_model_get_options";
+    if (!m || !out)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, m ? "options" : "model");
+    return tfm__write_options(op, "tfm_model_options_init", &m->options, out,
+                              sizeof m->options, offsetof(tfm_model_options, src_vocab)) < 0
+               ? tfm_last_status()
+               : TFM_OK;
+}
+
+static int64_t size_of(const char *op, const tfm_model *m, const int64_t *field)
+{
+    if (!m) {
+        tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
+        return -1;
+    }
+    return *field;
+}
+
+int64_t tfm_model_src_vocab(const tfm_model *m)
+{
+    return size_of("tfm_model_src_vocab", m, m ? &m->options.src_vocab : NULL);
+}
+
+int64_t tfm_model_tgt_vocab(const tfm_model *m)
+{
+    return size_of("tfm_model_tgt_vocab", m, m ? &m->options.tgt_vocab : NULL);
+}
+
+int64_t tfm_model_max_src_len(const tfm_model *m)
+{
+    return size_of("tfm_model_max_src_len", m, m ? &m->options.max_src_len : NULL);
+}
+
+int64_t tfm_model_max_tgt_len(const tfm_model *m)
+{
+    return size_of("tfm_model_max_tgt_len", m, m ? &m->options.max_tgt_len : NULL);
+}
+
+int64_t tfm_model_d_model(const tfm_model *m)
+{
+    return size_of("tfm_model_d_model", m, m ? &m->options.d_model : NULL);
+}
