@@ -415,10 +415,10 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &usage_now);
     printf("{\"impl\":\"libtfm\",\"config\":\"%s\",\"what\":\"%s\",\"batch\":%lld,"
            "\"tfm_threads\":%ld,\"steps\":%d,\"median_ms\":%.3f,\"min_ms\":%.3f,\"peak_rss_mb\":%.1f,"
-           "\"allocs_per_step\":%.1f,\"libtfm_allocs_per_step\":%.1f",
+           "\"allocs_per_step\":%.1f,\"libtfm_allocs_per_step\":%.1f,\"cpu_path\":\"%s\"",
            c->name, what, (long long)c->batch, threads, r.steps, r.median_ms, r.min_ms,
            (double)usage_now.ru_maxrss / 1024.0, (double)r.allocs / r.steps,
-           (double)r.libtfm_allocs / r.steps);
+           (double)r.libtfm_allocs / r.steps, tfm_cpu_path());
     if (train) {
         printf(",\"tape_mb\":%.1f,\"gemm_gflop\":%.4f,\"gemm_shapes\":%d", r.tape_mb,
                gemm_gflop(), shape_count);

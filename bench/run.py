@@ -6,6 +6,8 @@ environment with the issue's targets, met or missed.
   /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
       [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
   /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
+  /usr/bin/python3 bench/run.py --versus DIR [--build DIR] ...
+      (libtfm against libtfm from another build, e.g. -Dnative=true)
 
 Jobs: a training step of each config on 2 threads, tutorial 003's greedy
 decoding on 2 threads, and libtfm's steps on 1 thread (for the 2-thread
@@ -56,13 +58,17 @@ def base_env(name):
     return env
 
 
-def command(impl, env_name, config, what, threads, counts, build):
-    """(argv, env, a shell line that reproduces the run)."""
-    if impl == 'libtfm':
+def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
+    """(argv, env, a shell line that reproduces the run); impl is 'libtfm',
+    'pytorch' or 'versus' (libtfm from the build given as build); sgemm False
+    skips libtfm's timing of the BLAS alone."""
+    if impl in ('libtfm', 'versus'):
         # libtfm's own threads (--threads) and OpenBLAS's (or BLIS's)
         extra = {'OPENBLAS_NUM_THREADS': threads, 'BLIS_NUM_THREADS': threads,
                  'OMP_NUM_THREADS': threads}
         argv = [os.path.join(build, 'bench', 'tfm-bench'), '--threads', str(threads)]
+        if not sgemm:
+            argv += ['--sgemm', '0']
     else:
         # passive: PyTorch's OpenMP threads otherwise spin against OpenBLAS's
         extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}
@@ -116,19 +122,28 @@ def run_all(a, log):
     for env_name in envs:
         for r in range(a.rounds):
             for config, what, threads, with_torch in jobs(a.configs, not a.train_only):
-                if (config == '002' or what == 'decode') and r > 0:
+                if a.versus:
+                    # both builds' training steps only; every round, 002's too
+                    if what != 'train' or threads != 2:
+                        continue
+                elif (config == '002' or what == 'decode') and r > 0:
                     continue
                 counts = counts_for(a, config)
-                for impl in ['libtfm', 'pytorch'] if with_torch else ['libtfm']:
+                impls = ['versus', 'libtfm'] if a.versus else \
+                    ['libtfm', 'pytorch'] if with_torch else ['libtfm']
+                for impl in impls:
+                    build = a.versus if impl == 'versus' else a.build
+                    # the BLAS alone is the same for both builds
                     argv, env, line = command(impl, env_name, config, what, threads, counts,
-                                              a.build)
+                                              build, sgemm=not a.versus)
                     start = time.time()
                     out = run_one(argv, env)
-                    rec = {'env': env_name, 'found_coretype': found,
+                    rec = {'env': env_name, 'found_coretype': found, 'build': build,
                            'coretype': env.get('OPENBLAS_CORETYPE'),
                            'round': r + 1, 'threads': threads, 'impl': impl,
                            'config': config, 'what': what, 'cmd': line}
                     rec.update(out)
+                    rec['impl'] = impl  # the program's own line says 'libtfm' for both builds
                     records.append(rec)
                     log.write(json.dumps(rec) + '\n')
                     log.flush()
@@ -258,7 +273,35 @@ def targets(bests):
     return lines
 
 
+def versus_table(records):
+    """libtfm from one build against another, per environment and config."""
+    print('| environment | config | threads | build | path | versus build | path | '
+          'ms | versus ms | ms / versus ms |')
+    print('| --- | --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: |')
+    keys = []
+    for r in records:
+        k = (r.get('env'), r.get('config'), r.get('threads'))
+        if k not in keys:
+            keys.append(k)
+    for env, config, threads in keys:
+        t = best(records, env, 'libtfm', config, 'train', threads)
+        v = best(records, env, 'versus', config, 'train', threads)
+        if not t or not v:
+            continue
+        print(f"| {env} | {config} | {threads} | {os.path.basename(t['build'])} | "
+              f"{t.get('cpu_path', '?')} | {os.path.basename(v['build'])} | "
+              f"{v.get('cpu_path', '?')} | {t['median_ms']:.1f} | "
+              f"{v['median_ms']:.1f} | {t['median_ms'] / v['median_ms']:.3f} |")
+    for r in records:
+        if 'error' in r:
+            print(f"\nfailed: {r['impl']} {r['config']} {r['threads']}t round "
+                  f"{r.get('round')}: {r['error']}")
+
+
 def report(records):
+    if any(r.get('impl') == 'versus' for r in records):
+        versus_table(records)
+        return
     found = {r.get('found_coretype', '?') for r in records}
     print('OPENBLAS_CORETYPE as found: ' +
           ', '.join('(unset)' if f is None else str(f) for f in found))
@@ -277,6 +320,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--build', default=os.path.join(ROOT, 'build'),
                    help='meson build directory holding bench/tfm-bench (default: build)')
+    p.add_argument('--versus', metavar='DIR',
+                   help='time libtfm from this build too (e.g. -Dnative=true), not PyTorch')
     p.add_argument('--configs', default=','.join(CONFIGS))
     p.add_argument('--train-only', action='store_true', help='no decoding job')
     p.add_argument('--rounds', type=int, default=3, help='002 and decoding always run once')

@@ -1,5 +1,7 @@
 """Loads the built libtfm.so through ctypes, as an FFI user would: builds a
-tiny graph, runs backward, reads a gradient, and reads an error message."""
+tiny graph, runs backward, reads a gradient, and reads an error message.
+
+  test_ctypes.py LIBRARY PROJECT_VERSION"""
 import ctypes
 import math
 import sys
@@ -41,7 +43,7 @@ def check(name, condition, detail=""):
     print(("ok   " if condition else "FAIL ") + name + (f": {detail}" if detail and not condition else ""))
 
 
-check("version", version().decode() == "0.1.0", version())
+check("version", version().decode() == sys.argv[2], version())
 
 # loss = sum(tanh(x * w)); dloss/dw = x * (1 - tanh(x w)^2)
 xs, ws = [0.5, -1.0, 2.0], [1.5, 0.25, -0.5]

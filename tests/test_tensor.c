@@ -1,15 +1,24 @@
 /* Tensors, random numbers, versions and status names. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check_main.h"
 #include <tfm/tfm.h>
 
+/* The header's macros, the loaded library's calls and meson's project
+ * version (TFM_PROJECT_VERSION, from tests/meson.build) agree. */
 START_TEST(version_matches_headers)
 {
+    unsigned major, minor, patch;
+    ck_assert_int_eq(sscanf(TFM_PROJECT_VERSION, "%u.%u.%u", &major, &minor, &patch), 3);
+    ck_assert_uint_eq(TFM_VERSION_MAJOR, major);
+    ck_assert_uint_eq(TFM_VERSION_MINOR, minor);
+    ck_assert_uint_eq(TFM_VERSION_PATCH, patch);
+    ck_assert_uint_eq(TFM_VERSION_NUMBER, major * 10000 + minor * 100 + patch);
     ck_assert_uint_eq(tfm_version_number(), TFM_VERSION_NUMBER);
-    ck_assert_str_eq(tfm_version_string(), "0.1.0");
+    ck_assert_str_eq(tfm_version_string(), TFM_PROJECT_VERSION);
 }
 END_TEST
 

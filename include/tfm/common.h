@@ -63,6 +63,16 @@ TFM_API void tfm_clear_error(void);
 TFM_API tfm_status tfm_set_num_threads(int32_t threads);
 TFM_API int32_t tfm_get_num_threads(void);
 
+/* The instruction set libtfm's own kernels (softmax, layer norm, dropout,
+ * attention, the fused linear's elementwise parts, cross-entropy, Adam) run
+ * with in this process: "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2, FMA) or
+ * "baseline" (any x86-64, or the build's target on other machines); the
+ * best the CPU supports unless the environment variable TFM_CPU, read once
+ * on the first kernel call, names a lower one ("baseline", "x86-64-v3"; any
+ * other name means "baseline"). A build made with -Dnative=true has one
+ * path, "native", and ignores TFM_CPU. A static string; thread-safe. */
+TFM_API const char *tfm_cpu_path(void);
+
 #ifdef __cplusplus
 }
 #endif

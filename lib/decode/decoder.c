@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "autograd/tape.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "ops/layer_norm.h"
@@ -377,9 +378,11 @@ static int64_t tiled(int64_t j, int64_t e, int64_t dk)
  * accumulate in registers a tile at a time (the lanes past len read what
  * the tile holds and are dropped), the context eight of its dk at a time
  * over two interleaved halves of the positions. */
-static void attend(const float *restrict q, const float *restrict kt,
-                   const float *restrict v, int64_t len, int64_t dk,
-                   const int32_t *restrict keep, float *restrict p, float *restrict context)
+static TFM__KERNEL(attend, (const float *restrict q, const float *restrict kt,
+                            const float *restrict v, int64_t len, int64_t dk,
+                            const int32_t *restrict keep, float *restrict p,
+                            float *restrict context),
+                   (q, kt, v, len, dk, keep, p, context))
 {
     float max = -INFINITY;
     for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/rng.h"
@@ -52,7 +53,7 @@ static int64_t scratch_floats(int64_t T, int64_t S, int64_t dk)
 }
 
 /* How many of a GEMM's rows (or depth) fit the one-thread size. */
-static int64_t block_of(int64_t a, int64_t b)
+TFM__INLINE int64_t block_of(int64_t a, int64_t b)
 {
     int64_t rows = (int64_t)(BLAS_ONE_THREAD_MNK / ((double)a * (double)b));
     return rows < 1 ? 1 : rows;
@@ -60,9 +61,9 @@ static int64_t block_of(int64_t a, int64_t b)
 
 /* C = alpha A op(B) + beta C, C [M, N], A [M, K] not transposed: by blocks
  * of A's and C's rows. */
-static void gemm_by_rows(enum CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, float alpha,
-                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                         float *C, int64_t ldc)
+TFM__INLINE void gemm_by_rows(enum CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K,
+                              float alpha, const float *A, int64_t lda, const float *B,
+                              int64_t ldb, float beta, float *C, int64_t ldc)
 {
     int64_t block = block_of(N, K);
     for (int64_t r = 0; r < M; r += block)
@@ -72,8 +73,8 @@ static void gemm_by_rows(enum CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t 
 }
 
 /* C += alpha A^T B, C [M, N], A [K, M], B [K, N]: by blocks of the depth K. */
-static void gemm_tn_by_depth(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                             int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+TFM__INLINE void gemm_tn_by_depth(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                                  int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
 {
     int64_t block = block_of(M, N);
     for (int64_t r = 0; r < K; r += block)
@@ -83,8 +84,8 @@ static void gemm_tn_by_depth(int64_t M, int64_t N, int64_t K, float alpha, const
 }
 
 /* d = dropout(w) for count weights from flat index first on. */
-static void drop_weights(const float *w, float *d, int64_t count, uint64_t key, int64_t first,
-                         float p, float keep_scale)
+TFM__INLINE void drop_weights(const float *w, float *d, int64_t count, uint64_t key,
+                              int64_t first, float p, float keep_scale)
 {
     uint32_t threshold = tfm__counter_threshold(p);
     for (int64_t i = 0; i < count; i++)
@@ -92,7 +93,8 @@ static void drop_weights(const float *w, float *d, int64_t count, uint64_t key, 
                                                                           : 0.0f;
 }
 
-static void forward_range(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(forward_range, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     const plan *a = ctx;
     int64_t T = a->T, S = a->S, dk = a->dk;
@@ -119,7 +121,7 @@ static void forward_range(void *ctx, int64_t begin, int64_t end, int worker)
  * the scores' gradient), adds into the mask's, Q's and K's gradients;
  * returns the head's sum(dScores * scores) for the trainable scale.
  * dq_head [T, dk] is scratch. */
-static double scores_backward(const plan *a, int64_t pair, float *dp, float *dq_head)
+TFM__INLINE double scores_backward(const plan *a, int64_t pair, float *dp, float *dq_head)
 {
     int64_t T = a->T, S = a->S, dk = a->dk;
     int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
@@ -153,7 +155,8 @@ static double scores_backward(const plan *a, int64_t pair, float *dp, float *dq_
     return scores_dot;
 }
 
-static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(backward_range, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     plan *a = ctx;
     int64_t T = a->T, S = a->S, dk = a->dk, width = a->width;
@@ -187,7 +190,8 @@ static void backward_range(void *ctx, int64_t begin, int64_t end, int worker)
 
 /* The weights handed out (weights_out) as an op of their own: their
  * gradient goes straight into the scores' backward. */
-static void weights_backward_range(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(weights_backward_range, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     plan *a = ctx;
     int64_t T = a->T, S = a->S, dk = a->dk;

@@ -6,13 +6,14 @@
 
 #include "autograd/tape.h"
 #include "tfm/ops.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/fastmath.h"
 
 /* dlogits = (softmax - ((1 - eps) * onehot + eps / C)) * g / count, with the
  * softmax rebuilt from the saved log-sum-exp; ignored rows (target -1 in the
  * saved copy) get nothing. */
-static void cross_entropy_backward(tfm_node *node)
+static TFM__KERNEL(cross_entropy_backward, (tfm_node *node), (node))
 {
     const float *x = tfm__f32(node->in[0]);
     float *gx = tfm__grad_of(node->in[0]);

@@ -2,11 +2,12 @@
  * element index, so backward regenerates it instead of storing it. */
 #include "autograd/tape.h"
 #include "tfm/ops.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/rng.h"
 
 /* The identity (eval mode, p == 0) passes the gradient through. */
-static void identity_backward(tfm_node *node)
+static TFM__KERNEL(identity_backward, (tfm_node *node), (node))
 {
     float *gx = tfm__grad_of(node->in[0]);
     const float *g = node->out->grad;
@@ -14,16 +15,26 @@ static void identity_backward(tfm_node *node)
         gx[i] += g[i];
 }
 
+/* y = x, or y += x when accumulating, where the mask of key keeps an
+ * element (scaled by 1/(1-p)), else 0. */
+static TFM__KERNEL(masked, (const float *x, float *y, int64_t n, uint64_t key, float p,
+                            float scale, int accumulate),
+                   (x, y, n, key, p, scale, accumulate))
+{
+    uint32_t threshold = tfm__counter_threshold(p);
+    if (accumulate)
+        for (int64_t i = 0; i < n; i++)
+            y[i] += tfm__counter_bits(key, (uint32_t)i) >= threshold ? x[i] * scale : 0.0f;
+    else
+        for (int64_t i = 0; i < n; i++)
+            y[i] = tfm__counter_bits(key, (uint32_t)i) >= threshold ? x[i] * scale : 0.0f;
+}
+
 /* ints[0] is the key, floats[0] p and floats[1] the scale 1/(1-p). */
 static void dropout_backward(tfm_node *node)
 {
-    float *gx = tfm__grad_of(node->in[0]);
-    const float *g = node->out->grad;
-    uint64_t key = (uint64_t)node->ints[0];
-    uint32_t threshold = tfm__counter_threshold(node->floats[0]);
-    float scale = node->floats[1];
-    for (int64_t i = 0; i < node->out->numel; i++)
-        gx[i] += tfm__counter_bits(key, (uint32_t)i) >= threshold ? g[i] * scale : 0.0f;
+    masked(node->out->grad, tfm__grad_of(node->in[0]), node->out->numel,
+           (uint64_t)node->ints[0], node->floats[0], node->floats[1], 1);
 }
 
 tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t training,
@@ -53,11 +64,7 @@ tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t tr
         return NULL;
     uint64_t key = tfm_rng_next_u64(rng);
     float scale = 1.0f / (1.0f - p);
-    const float *xv = tfm__f32(x);
-    float *o = tfm__f32(out);
-    uint32_t threshold = tfm__counter_threshold(p);
-    for (int64_t i = 0; i < x->numel; i++)
-        o[i] = tfm__counter_bits(key, (uint32_t)i) >= threshold ? xv[i] * scale : 0.0f;
+    masked(tfm__f32(x), tfm__f32(out), x->numel, key, p, scale, 0);
     if (tfm__record(tape, op, out, dropout_backward, 1, (const tfm_tensor *[]){x}, &node) < 0)
         return NULL;
     if (node) {

@@ -6,6 +6,7 @@
 #include "autograd/tape.h"
 #include "ops/layer_norm.h"
 #include "tfm/ops.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -19,7 +20,8 @@ typedef struct rows_job {
 } rows_job;
 
 /* dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) for rows [begin, end). */
-static void input_grad_rows(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(input_grad_rows, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     (void)worker;
     const rows_job *j = ctx;
@@ -43,6 +45,25 @@ static void input_grad_rows(void *ctx, int64_t begin, int64_t end, int worker)
     }
 }
 
+/* The parameters' gradients sum over rows: on this thread. */
+static TFM__KERNEL(param_grads, (const rows_job *j, int64_t rows, float *gw, float *gb),
+                   (j, rows, gw, gb))
+{
+    int64_t n = j->n;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = j->x + r * n, *gr = j->g + r * n;
+        float mu = j->mean_in[r], rs = j->rstd_in[r];
+        if (gw)
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++)
+                gw[i] += gr[i] * (xr[i] - mu) * rs;
+        if (gb)
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++)
+                gb[i] += gr[i];
+    }
+}
+
 static void layer_norm_backward(tfm_node *node)
 {
     const tfm_tensor *x = node->in[0];
@@ -53,21 +74,10 @@ static void layer_norm_backward(tfm_node *node)
     float *gw = weight ? tfm__grad_of(weight) : NULL;
     float *gb = bias ? tfm__grad_of(bias) : NULL;
     int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
-    /* the parameters' gradients sum over rows: on this thread */
-    for (int64_t r = 0; r < rows && (gw || gb); r++) {
-        const float *xr = xv + r * n, *gr = g + r * n;
-        float mu = mean[r], rs = rstd[r];
-        if (gw)
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++)
-                gw[i] += gr[i] * (xr[i] - mu) * rs;
-        if (gb)
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++)
-                gb[i] += gr[i];
-    }
     rows_job j = {.x = xv, .w = weight ? tfm__f32(weight) : NULL, .g = g, .mean_in = mean,
                   .rstd_in = rstd, .gx = tfm__grad_of(x), .n = n};
+    if (gw || gb)
+        param_grads(&j, rows, gw, gb);
     if (j.gx)
         tfm__parallel_for(rows, tfm__workers_for(x->numel), input_grad_rows, &j);
 }
@@ -88,7 +98,8 @@ static int check_param(const char *op, const char *what, const tfm_tensor *p,
     return 0;
 }
 
-static void normalise_rows(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(normalise_rows, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     (void)worker;
     const rows_job *j = ctx;

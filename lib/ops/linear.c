@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tfm/ops.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/rng.h"
@@ -34,7 +35,8 @@ typedef struct elementwise_job {
     float *g_residual;      /* backward: the residual's gradient, or NULL */
 } elementwise_job;
 
-static void finish_output(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(finish_output, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     (void)worker;
     const elementwise_job *j = ctx;
@@ -59,7 +61,8 @@ static void finish_output(void *ctx, int64_t begin, int64_t end, int worker)
             y[i] += j->residual[i];
 }
 
-static void gradient_of_product(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(gradient_of_product, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     (void)worker;
     const elementwise_job *j = ctx;
@@ -78,6 +81,18 @@ static void gradient_of_product(void *ctx, int64_t begin, int64_t end, int worke
         const float *y = j->y;
         for (int64_t i = begin; i < end; i++)
             g[i] = y[i] > 0.0f ? g[i] * j->keep_scale : 0.0f;
+    }
+}
+
+/* gb += the sum of g's rows. */
+static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float *gb),
+                   (g, rows, out, gb))
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const float *gr = g + r * out;
+#pragma omp simd
+        for (int64_t i = 0; i < out; i++)
+            gb[i] += gr[i];
     }
 }
 
@@ -105,12 +120,7 @@ static void linear_backward(tfm_node *node)
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0f, g, out,
                     tfm__f32(x), in, 1.0f, gw, in);
     if (gb)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *gr = g + r * out;
-#pragma omp simd
-            for (int i = 0; i < out; i++)
-                gb[i] += gr[i];
-        }
+        bias_grad(g, rows, out, gb);
 }
 
 static void fill_bias(void *ctx, int64_t begin, int64_t end, int worker)

@@ -7,6 +7,7 @@
 
 #include "autograd/tape.h"
 #include "tfm/ops.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/fastmath.h"
 
@@ -28,16 +29,8 @@ int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *m
     return 0;
 }
 
-int64_t tfm__mask_row(const tfm_broadcast *bc, int64_t r)
-{
-    int64_t d2 = r % bc->shape[2];
-    int64_t d1 = (r / bc->shape[2]) % bc->shape[1];
-    int64_t d0 = r / (bc->shape[2] * bc->shape[1]);
-    return d0 * bc->stride_b[0] + d1 * bc->stride_b[1] + d2 * bc->stride_b[2];
-}
-
 /* A row with nothing left (all -inf) is zeros rather than NaN. */
-static void softmax_row(const float *s, float *y, int64_t n)
+TFM__INLINE void softmax_row(const float *s, float *y, int64_t n)
 {
     float max = s[0];
 #pragma omp simd reduction(max : max)
@@ -53,34 +46,36 @@ static void softmax_row(const float *s, float *y, int64_t n)
         y[j] *= inv;
 }
 
-void tfm__softmax_row(const float *x, float *y, int64_t n, const tfm_tensor *mask,
-                      const tfm_broadcast *bc, int64_t r)
+TFM__KERNEL(tfm__softmax_row, (const float *x, float *y, int64_t n, const tfm_tensor *mask,
+                                const tfm_broadcast *bc, int64_t r),
+            (x, y, n, mask, bc, r))
 {
-    if (!mask) {
-        softmax_row(x, y, n);
-        return;
-    }
-    /* the masked scores go into y, then softmax in place */
-    int64_t off = tfm__mask_row(bc, r), step = bc->stride_b[3];
-    if (mask->dtype == TFM_I32) {
-        const int32_t *m = tfm__i32(mask) + off;
+    if (mask) {
+        /* the masked scores go into y, then softmax in place */
+        int64_t off = tfm__mask_row(bc, r), step = bc->stride_b[3];
+        if (mask->dtype == TFM_I32) {
+            const int32_t *m = tfm__i32(mask) + off;
 #pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            y[j] = m[j * step] ? x[j] : KEEP_MASK_FILL;
-    } else {
-        const float *m = tfm__f32(mask) + off;
+            for (int64_t j = 0; j < n; j++)
+                y[j] = m[j * step] ? x[j] : KEEP_MASK_FILL;
+        } else {
+            const float *m = tfm__f32(mask) + off;
 #pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            y[j] = x[j] + m[j * step];
+            for (int64_t j = 0; j < n; j++)
+                y[j] = x[j] + m[j * step];
+        }
+        x = y;
     }
-    softmax_row(y, y, n);
+    softmax_row(x, y, n);
 }
 
 /* A keep-mask replaced the dropped scores by a constant, so they get no
  * gradient even in a fully dropped (uniform) row; an additive mask passes
  * the same gradient as x. */
-void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, const tfm_tensor *mask,
-                           const tfm_broadcast *bc, int64_t r, float *dx, int accumulate)
+TFM__KERNEL(tfm__softmax_grad_row, (const float *y, const float *g, int64_t n,
+                                     const tfm_tensor *mask, const tfm_broadcast *bc, int64_t r,
+                                     float *dx, int accumulate),
+            (y, g, n, mask, bc, r, dx, accumulate))
 {
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
@@ -171,11 +166,10 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
 /* --- log_softmax ------------------------------------------------------------- */
 
 /* dx = g - softmax(x) * sum(g) per row, with softmax(x) = exp(y). */
-static void log_softmax_backward(tfm_node *node)
+static TFM__KERNEL(log_softmax_grad_rows,
+                   (const float *y, const float *g, float *gx, int64_t rows, int64_t n),
+                   (y, g, gx, rows, n))
 {
-    const float *y = tfm__f32(node->out), *g = node->out->grad;
-    float *gx = tfm__grad_of(node->in[0]);
-    int64_t n = node->out->shape[node->out->ndim - 1], rows = node->out->numel / n;
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * n, *gr = g + r * n;
         float sum = 0.0f;
@@ -188,17 +182,18 @@ static void log_softmax_backward(tfm_node *node)
     }
 }
 
-tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x)
+static void log_softmax_backward(tfm_node *node)
 {
-    const char *op = "tfm_log_softmax";
-    tfm_tensor *out = tfm__new_like(tape, op, x);
-    if (!out)
-        return NULL;
-    const float *xv = tfm__f32(x);
-    float *y = tfm__f32(out);
-    int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
+    int64_t n = node->out->shape[node->out->ndim - 1];
+    log_softmax_grad_rows(tfm__f32(node->out), node->out->grad, tfm__grad_of(node->in[0]),
+                          node->out->numel / n, n);
+}
+
+static TFM__KERNEL(log_softmax_rows, (const float *x, float *y, int64_t rows, int64_t n),
+                   (x, y, rows, n))
+{
     for (int64_t r = 0; r < rows; r++) {
-        const float *xr = xv + r * n;
+        const float *xr = x + r * n;
         float *yr = y + r * n;
         float max = xr[0];
 #pragma omp simd reduction(max : max)
@@ -210,6 +205,16 @@ tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x)
         for (int64_t j = 0; j < n; j++)
             yr[j] = (xr[j] - max) - log_sum;
     }
+}
+
+tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x)
+{
+    const char *op = "tfm_log_softmax";
+    tfm_tensor *out = tfm__new_like(tape, op, x);
+    if (!out)
+        return NULL;
+    int64_t n = x->shape[x->ndim - 1];
+    log_softmax_rows(tfm__f32(x), tfm__f32(out), x->numel / n, n);
     tfm_node *node;
     if (tfm__record(tape, op, out, log_softmax_backward, 1, (const tfm_tensor *[]){x},
                     &node) < 0)

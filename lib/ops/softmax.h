@@ -9,8 +9,14 @@
 int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *mask,
                         tfm_broadcast *bc);
 /* Offset of the mask row that row r of x reads; within the row the mask
- * advances by bc->stride_b[3] (0 or 1). */
-int64_t tfm__mask_row(const tfm_broadcast *bc, int64_t r);
+ * advances by bc->stride_b[3] (0 or 1). Inline: the kernels call it. */
+static inline int64_t tfm__mask_row(const tfm_broadcast *bc, int64_t r)
+{
+    int64_t d2 = r % bc->shape[2];
+    int64_t d1 = (r / bc->shape[2]) % bc->shape[1];
+    int64_t d0 = r / (bc->shape[2] * bc->shape[1]);
+    return d0 * bc->stride_b[0] + d1 * bc->stride_b[1] + d2 * bc->stride_b[2];
+}
 /* y = softmax(x masked) for row r of x (n values); x may alias y. mask may
  * be NULL; otherwise int32 keep or float32 additive, as tfm_softmax. */
 void tfm__softmax_row(const float *x, float *y, int64_t n, const tfm_tensor *mask,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/options.h"
@@ -298,9 +299,8 @@ static coefficients coefficients_for(const tfm_optimizer *o, float weight_decay)
  * variant compiles to its own branch-free loop. Operation order follows
  * torch: m.mul_(b1).add_(g, 1-b1); v.mul_(b2).addcmul_(g, g, 1-b2);
  * p.addcdiv_(m, sqrt(v) / sqrt(bc2) + eps, -step_size). */
-static inline void adam_run(float *restrict p, const float *restrict g,
-                            float *restrict m, float *restrict v, int64_t n,
-                            const coefficients *c, int l2)
+TFM__INLINE void adam_run(float *restrict p, const float *restrict g, float *restrict m,
+                          float *restrict v, int64_t n, const coefficients *c, int l2)
 {
     const coefficients k = *c;
     for (int64_t i = 0; i < n; i++) {
@@ -316,9 +316,8 @@ static inline void adam_run(float *restrict p, const float *restrict g,
 
 /* torch keeps no buffer before the first step and starts it as a copy of
  * the gradient; a zeroed buffer gives exactly that, 0 * momentum + g == g. */
-static inline void sgd_run(float *restrict p, const float *restrict g,
-                           float *restrict buf, int64_t n, const coefficients *c,
-                           int l2, int with_momentum)
+TFM__INLINE void sgd_run(float *restrict p, const float *restrict g, float *restrict buf,
+                         int64_t n, const coefficients *c, int l2, int with_momentum)
 {
     const coefficients k = *c;
     for (int64_t i = 0; i < n; i++) {
@@ -332,8 +331,8 @@ static inline void sgd_run(float *restrict p, const float *restrict g,
 }
 
 /* Updates the scalars [begin, end) of the store. */
-static void update_part(tfm_optimizer *o, float *values, const float *grads,
-                        int64_t begin, int64_t end, const coefficients *c)
+TFM__INLINE void update_part(tfm_optimizer *o, float *values, const float *grads, int64_t begin,
+                             int64_t end, const coefficients *c)
 {
     float *p = values + begin;
     const float *g = grads + begin;
@@ -372,7 +371,8 @@ typedef struct update_job {
     const coefficients *c;
 } update_job;
 
-static void update_part_of_range(void *ctx, int64_t begin, int64_t end, int worker)
+static TFM__KERNEL(update_part_of_range, (void *ctx, int64_t begin, int64_t end, int worker),
+                   (ctx, begin, end, worker))
 {
     (void)worker;
     const update_job *j = ctx;

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The portable library's instruction sets, from its disassembly.
+
+  check_isa.py LIBRARY [--vectorised]
+
+Everything but the kernels' x86-64-v3 and x86-64-v4 copies (lib/core/cpu.h)
+runs on any x86-64: no AVX (VEX or EVEX encodings, ymm/zmm/mask registers),
+no BMI, LZCNT, POPCNT, MOVBE or SSE3-and-later instructions. Every kernel has
+its three copies, and a copy calls only the PLT, itself or other kernels'
+dispatchers, never a helper left out of line at the baseline. With
+--vectorised (an optimised build), each x86-64-v4 copy uses zmm registers and
+each x86-64-v3 copy ymm registers and no zmm.
+"""
+import re
+import subprocess
+import sys
+
+COPIES = ('__baseline', '__x86_64_v3', '__x86_64_v4')
+# Beyond the x86-64 baseline (SSE2) without a 'v' prefix or ymm/zmm operand.
+LATER = set('''andn bextr blsi blsmsk blsr bzhi mulx pdep pext rorx sarx shlx shrx lzcnt tzcnt
+popcnt movbe addsubps addsubpd haddps haddpd hsubps hsubpd lddqu movddup movshdup movsldup
+pabsb pabsw pabsd palignr phaddw phaddd phaddsw phsubw phsubd phsubsw pmaddubsw pmulhrsw
+pshufb psignb psignw psignd blendps blendpd blendvps blendvpd dpps dppd extractps insertps
+movntdqa mpsadbw packusdw pblendvb pblendw pcmpeqq pextrb pextrd pextrq phminposuw pinsrb
+pinsrd pinsrq pmaxsb pmaxsd pmaxud pmaxuw pminsb pminsd pminud pminuw pmovsxbw pmovsxbd
+pmovsxbq pmovsxwd pmovsxwq pmovsxdq pmovzxbw pmovzxbd pmovzxbq pmovzxwd pmovzxwq pmovzxdq
+pmuldq pmulld ptest roundps roundpd roundss roundsd pcmpgtq pcmpestri pcmpestrm pcmpistri
+pcmpistrm crc32'''.split())
+
+
+def functions(library):
+    """{name: [(mnemonic, operands)]} from objdump -d."""
+    text = subprocess.run(['objdump', '-d', '--no-show-raw-insn', library], check=True,
+                          capture_output=True, text=True).stdout
+    out, current = {}, None
+    for line in text.splitlines():
+        head = re.match(r'^[0-9a-f]+ <(.+)>:$', line)
+        if head:
+            current = out.setdefault(head.group(1), [])
+            continue
+        insn = re.match(r'^\s+[0-9a-f]+:\t(\S+)\s*(.*)$', line)
+        if insn and current is not None:
+            current.append((insn.group(1), insn.group(2)))
+    return out
+
+
+def beyond_baseline(mnemonic, operands):
+    name = mnemonic.split('.')[0]
+    return ((name.startswith('v') and name not in ('verr', 'verw'))
+            or re.search(r'%[yz]mm|%k[0-7]', operands) is not None or name in LATER)
+
+
+def main():
+    library, vectorised = sys.argv[1], '--vectorised' in sys.argv[2:]
+    funcs = functions(library)
+    kernels = {name[:-len('__baseline')] for name in funcs if name.endswith('__baseline')}
+    rules = {'baseline elsewhere': [], 'three copies': [], 'helpers inlined': []}
+    if vectorised:
+        rules['copies vectorised'] = []
+    if not kernels:
+        rules['three copies'].append('no kernel copies (a -Dnative=true build?)')
+    for name, insns in funcs.items():
+        wide = sorted({m for m, ops in insns if beyond_baseline(m, ops)})
+        if wide and not name.endswith(COPIES[1:]):
+            rules['baseline elsewhere'].append(f'{name}: {" ".join(wide[:8])}')
+    for kernel in sorted(kernels):
+        for suffix in COPIES:
+            if kernel + suffix not in funcs:
+                rules['three copies'].append(f'{kernel}: no {suffix} copy')
+            for mnemonic, operands in funcs.get(kernel + suffix, []):
+                target = re.search(r'<([^>+]+)>$', operands)
+                callee = target and target.group(1)
+                if (mnemonic.startswith(('call', 'jmp')) and callee and
+                        not (callee.endswith('@plt') or callee in kernels)):
+                    rules['helpers inlined'].append(f'{kernel}{suffix} calls {callee}')
+        if vectorised:
+            v4 = ' '.join(ops for _, ops in funcs.get(kernel + '__x86_64_v4', []))
+            v3 = ' '.join(ops for _, ops in funcs.get(kernel + '__x86_64_v3', []))
+            if '%zmm' not in v4:
+                rules['copies vectorised'].append(f'{kernel}__x86_64_v4 uses no zmm register')
+            if '%ymm' not in v3 or '%zmm' in v3:
+                rules['copies vectorised'].append(f'{kernel}__x86_64_v3: no ymm, or zmm')
+    failed = 0
+    for rule, problems in rules.items():
+        for p in problems:
+            print(f'{rule}: {p}')
+        failed += bool(problems)
+    print(f'{len(kernels)} kernels in three copies; {len(funcs)} functions checked')
+    print(f'{len(rules) - failed} passed, {failed} failed')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
