@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then: the release build's suites; the same
-# suites under AddressSanitizer + UBSan; an installed copy used out of tree
-# through pkg-config. Ends with one "N passed, N failed" line counting every
-# Check test case, script check and step.
+# suites under AddressSanitizer + UBSan; the fuzzers (scripts/fuzz.sh); an
+# installed copy used out of tree through pkg-config. Ends with one
+# "N passed, N failed" line counting every Check test case, fuzzer, script
+# check and step.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -47,6 +48,20 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 meson_status=${PIPESTATUS[0]}
 count_log build-asan/meson-logs/testlog.txt
 [ "$meson_status" -eq 0 ] || count_step "sanitizer suites" 1
+
+# CI runs each harness briefly (its time limit is 10 minutes in all);
+# docs/reliability.md has the long runs.
+fuzz_seconds=${TFM_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 20 || echo 60)}
+echo "== fuzzing (libFuzzer, $fuzz_seconds s per harness, two at a time)"
+fuzz_log=$(mktemp)
+scripts/fuzz.sh "$fuzz_seconds" 2 >"$fuzz_log" 2>&1
+fuzz_status=$?
+cat "$fuzz_log"
+read -r p f < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$fuzz_log")
+passed=$((passed + p))
+failed=$((failed + f))
+[ "$fuzz_status" -eq 0 ] || [ "$f" -gt 0 ] || count_step "fuzzing" 1
+rm -f "$fuzz_log"
 
 echo "== installed copy, out of tree, through pkg-config"
 rm -rf "$prefix"

@@ -9,7 +9,7 @@
  * build), leave no temporary file behind, and, when the library absorbed
  * the failure, give the reference's results bit for bit. Each run starts
  * from nothing, so they all run in this one process. TFM_ALLOC_SITES=1
- * lists each run's failing site (docs/reliability-alloc-badinput.md). */
+ * lists each run's failing site (docs/reliability.md). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>

@@ -38,7 +38,10 @@ enum {
     TFM_ERR_STATE = 8,     /* the call is not valid in the object's state */
     TFM_ERR_IO = 9,        /* a file could not be read or written */
     TFM_ERR_FORMAT = 10,   /* a file is corrupt or not in the expected format */
-    TFM_ERR_NUMERIC = 11   /* NaN or Inf where a finite value is required */
+    TFM_ERR_NUMERIC = 11,  /* NaN or Inf where a finite value is required */
+    /* a save put the new file in place, complete, but syncing its folder
+     * failed: it may not survive a crash; the save need not be retried */
+    TFM_ERR_SYNC = 12
 };
 
 /* "TFM_ERR_SHAPE" etc.; "TFM_UNKNOWN_STATUS" for a value not listed. */

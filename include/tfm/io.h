@@ -2,7 +2,18 @@
  * exchange: an 8-byte little-endian header length, a JSON header of
  * name -> {dtype, shape, data_offsets}, then the raw little-endian data).
  * Writes are atomic: a temporary file in the same folder, flushed, synced
- * and renamed over the target, so a crash never destroys the previous file. */
+ * and renamed over the target, so a crash never destroys the previous file.
+ * The temporary of folder/NAME is folder/.NAME.tfm-tmp.PID.N (NAME cut to
+ * 200 bytes); a save killed before its rename leaves it, and the next save
+ * of the same target removes those whose PID is no running process (it
+ * cannot tell a writer in another PID namespace or on another host sharing
+ * the folder: such a writer's save may then fail, never corrupt). A save
+ * replaces only a regular file: a device, FIFO or folder at the path is
+ * TFM_ERR_IO and nothing is written. A save that fails after the rename
+ * (syncing the folder) is TFM_ERR_SYNC: the new file is complete and in
+ * place, only its durability across a crash is in doubt; any other failure
+ * leaves the previous file as it was. Reading refuses anything but a regular
+ * file (TFM_ERR_IO) before it reads, so a FIFO cannot block it. */
 #ifndef TFM_IO_H
 #define TFM_IO_H
 

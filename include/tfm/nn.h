@@ -248,6 +248,7 @@ TFM_API tfm_tensor *tfm_mask_combine(tfm_tape *tape, const tfm_tensor *a,
  * them (2-D [out, in]; more axes multiply the receptive field into both). */
 TFM_API tfm_status tfm_init_xavier_uniform(tfm_tensor *tensor, float gain,
                                            tfm_rng *rng);
+/* Bounds, mean and std as tfm_tensor_uniform and tfm_tensor_normal check them. */
 TFM_API tfm_status tfm_init_uniform(tfm_tensor *tensor, float low, float high,
                                     tfm_rng *rng);
 TFM_API tfm_status tfm_init_normal(tfm_tensor *tensor, float mean, float std,

@@ -81,7 +81,8 @@ TFM_API tfm_tensor *tfm_concat(tfm_tape *tape, const tfm_tensor *const *xs,
  * (0 drops the position, as masked_fill(mask == 0, -1e9) does, so a fully
  * dropped row is uniform); a float32 mask is added to x (0 or -inf, as
  * torch.nn.Transformer's masks; a row that is all -inf gives zeros). The mask
- * broadcasts to x. */
+ * broadcasts to x. A row holding NaN or +inf gives NaN across the row (as
+ * PyTorch), in log_softmax too; NaN passes through every other op. */
 TFM_API tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x,
                                 const tfm_tensor *mask);
 TFM_API tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x);

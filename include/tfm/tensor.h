@@ -47,6 +47,9 @@ TFM_API tfm_tensor *tfm_tensor_from_f32(int32_t ndim, const int64_t *shape,
                                         const float *values);
 TFM_API tfm_tensor *tfm_tensor_from_i32(int32_t ndim, const int64_t *shape,
                                         const int32_t *values);
+/* U(low, high) and N(mean, std^2) draws; the bounds, mean and std must be
+ * finite, low <= high and std >= 0 (else TFM_ERR_ARG), as tfm_init_uniform
+ * and tfm_init_normal require. */
 TFM_API tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape,
                                        float low, float high, tfm_rng *rng);
 TFM_API tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape,

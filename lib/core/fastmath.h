@@ -1,9 +1,11 @@
 /* exp for float kernels that the compiler can vectorise (libm's expf is a
  * call per element, with an errno path on underflow). Cephes' expf: round
  * x / ln 2 to n, reduce r = x - n ln 2 in two parts, a degree-6 polynomial
- * for e^r, and 2^n through the exponent bits. Within 2 ulp of expf; inputs
- * below -87.3 (including -inf) give exactly 0, above 88.7 the largest
- * float (softmax and log-sum-exp subtract the maximum first). */
+ * for e^r, and 2^n through the exponent bits. Within 2 ulp of expf up to
+ * 88.37; inputs below -87.3 (including -inf) give exactly 0, above 88.37
+ * (including +inf) +inf (softmax and log-sum-exp subtract the maximum
+ * first, so callers pass x <= 0), NaN gives NaN. Defined for every input:
+ * NaN is clamped like a large value before the conversion to int. */
 #ifndef TFM_CORE_FASTMATH_H
 #define TFM_CORE_FASTMATH_H
 
@@ -12,7 +14,8 @@
 
 static inline float tfm__expf(float x)
 {
-    const float clamped = x > 88.7f ? 88.7f : x < -87.3f ? -87.3f : x;
+    /* NaN fails x < 88.7f: the clamp makes it 88.7 */
+    const float clamped = x < 88.7f ? (x > -87.3f ? x : -87.3f) : 88.7f;
     const float n = __builtin_floorf(clamped * 1.44269504088896341f + 0.5f);
     float r = clamped - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
@@ -25,7 +28,7 @@ static inline float tfm__expf(float x)
     p = p * r * r + r + 1.0f;
     union { int32_t bits; float value; } scale;
     scale.bits = ((int32_t)n + 127) << 23;
-    return x < -87.3f ? 0.0f : p * scale.value;
+    return x != x ? x : x < -87.3f ? 0.0f : p * scale.value;
 }
 
 /* y[j] = exp(x[j] - shift) for a row, returning the sum of y. Whole blocks

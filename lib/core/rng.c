@@ -126,3 +126,19 @@ float tfm_rng_normal(tfm_rng *rng)
     rng->has_spare_normal = 1;
     return (float)(radius * cos(angle));
 }
+
+tfm_status tfm__check_uniform_bounds(const char *op, float low, float high)
+{
+    if (!(low <= high) || !isfinite(low) || !isfinite(high))
+        return tfm__fail(TFM_ERR_ARG, "%s: bounds [%g, %g] must be finite and ordered", op,
+                         (double)low, (double)high);
+    return TFM_OK;
+}
+
+tfm_status tfm__check_normal_params(const char *op, float mean, float std)
+{
+    if (!(std >= 0.0f) || !isfinite(std) || !isfinite(mean))
+        return tfm__fail(TFM_ERR_ARG, "%s: mean %g and std %g must be finite, std not negative",
+                         op, (double)mean, (double)std);
+    return TFM_OK;
+}

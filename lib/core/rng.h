@@ -45,4 +45,10 @@ static inline uint32_t tfm__counter_threshold(float p)
     return t >= 4294967295.0 ? 4294967295u : (uint32_t)t;
 }
 
+/* The parameters of the tensor fillers' distributions, checked alike by
+ * tfm_tensor_uniform/normal and tfm_init_uniform/normal: TFM_OK, or
+ * TFM_ERR_ARG naming op. */
+tfm_status tfm__check_uniform_bounds(const char *op, float low, float high);
+tfm_status tfm__check_normal_params(const char *op, float mean, float std);
+
 #endif

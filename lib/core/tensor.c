@@ -197,11 +197,8 @@ tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape, float low,
         tfm__fail(TFM_ERR_NULL, "tfm_tensor_uniform: rng is NULL");
         return NULL;
     }
-    if (!(low <= high)) {
-        tfm__fail(TFM_ERR_ARG, "tfm_tensor_uniform: low %g is above high %g",
-                  (double)low, (double)high);
+    if (tfm__check_uniform_bounds("tfm_tensor_uniform", low, high) != TFM_OK)
         return NULL;
-    }
     tfm_tensor *t = tfm__heap_tensor("tfm_tensor_uniform", TFM_F32, ndim, shape);
     if (t)
         for (int64_t i = 0; i < t->numel; i++)
@@ -216,11 +213,8 @@ tfm_tensor *tfm_tensor_normal(int32_t ndim, const int64_t *shape, float mean,
         tfm__fail(TFM_ERR_NULL, "tfm_tensor_normal: rng is NULL");
         return NULL;
     }
-    if (!(std >= 0.0f)) {
-        tfm__fail(TFM_ERR_ARG, "tfm_tensor_normal: std %g is negative",
-                  (double)std);
+    if (tfm__check_normal_params("tfm_tensor_normal", mean, std) != TFM_OK)
         return NULL;
-    }
     tfm_tensor *t = tfm__heap_tensor("tfm_tensor_normal", TFM_F32, ndim, shape);
     if (t)
         for (int64_t i = 0; i < t->numel; i++)

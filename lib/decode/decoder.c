@@ -507,7 +507,7 @@ static void feed_forward(tfm_decoding *d, const tfm_layer *ff, const float *in, 
             hv[i] = 0.5f * hv[i] * (1.0f + erff(hv[i] * INV_SQRT2));
     } else {
         for (int64_t i = 0; i < n * width; i++)
-            hv[i] = hv[i] > 0.0f ? hv[i] : 0.0f;
+            hv[i] = hv[i] <= 0.0f ? 0.0f : hv[i]; /* NaN passes on */
     }
     linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }

@@ -14,6 +14,7 @@ typedef struct parser {
     size_t len, pos;
     tfm__json *doc;
     int64_t capacity;   /* of doc->nodes */
+    int64_t max_values; /* the caller's limit of nodes */
     char *out;          /* next free byte of doc->strings */
 } parser;
 
@@ -287,8 +288,15 @@ static tfm_status parse_literal(parser *p, const char *word, tfm__json_type type
 static int64_t new_node(parser *p)
 {
     tfm__json *doc = p->doc;
+    if (doc->count == p->max_values) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: more than %lld values in %zu bytes (at byte %zu)",
+                  p->context, (long long)p->max_values, p->len, p->pos);
+        return -1;
+    }
     if (doc->count == p->capacity) {
         int64_t capacity = p->capacity ? p->capacity * 2 : 16;
+        if (capacity > p->max_values)
+            capacity = p->max_values;
         tfm__json_node *grown = realloc(doc->nodes, (size_t)capacity * sizeof *grown);
         if (!grown) {
             tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON values",
@@ -357,7 +365,7 @@ static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_
         return unexpected(p, "a value");
     int64_t idx = new_node(p);
     if (idx < 0)
-        return TFM_ERR_NOMEM;
+        return tfm_last_status();
     tfm__json_node *node = &p->doc->nodes[idx]; /* only until the next new_node */
     node->key = key;
     node->key_len = key_len;
@@ -383,10 +391,10 @@ static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_
 }
 
 tfm_status tfm__json_parse(const char *context, const char *text, size_t len,
-                           tfm__json *doc)
+                           int64_t max_values, tfm__json *doc)
 {
     memset(doc, 0, sizeof *doc);
-    parser p = {context, (const unsigned char *)text, len, 0, doc, 0, NULL};
+    parser p = {context, (const unsigned char *)text, len, 0, doc, 0, max_values, NULL};
     doc->strings = malloc(len + 1);
     if (!doc->strings)
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte JSON text",

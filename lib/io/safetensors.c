@@ -2,9 +2,12 @@
  * and parameter stores saved and loaded by name. */
 #include "tfm/io.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <math.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,13 @@
 
 /* The reference implementation's limit; real headers are kilobytes. */
 #define MAX_HEADER_BYTES 100000000ull
+/* A valid header spends at least 5 bytes per JSON value: the densest are an
+ * entry with four one-digit dimensions (58 bytes for 10 values) and a
+ * metadata pair `"k":"",` (7 bytes for 1; keys are unique). So the parser
+ * is given header / 5 + 2 nodes (56 bytes each): junk is refused within
+ * about 12 bytes of memory per header byte. */
+#define MIN_BYTES_PER_VALUE 5
+#define READ_CHUNK ((size_t)1 << 30)
 #define METADATA_KEY "__metadata__"
 
 /* Float dtypes are read as float32, the others as int32. */
@@ -279,9 +289,7 @@ static tfm_status check_tiling(const char *ctx, tfm_safetensors *file)
 /* Builds file->entries, file->metadata and file->names from the parsed header. */
 static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safetensors *file)
 {
-    const tfm__json_node *root = &doc->nodes[0];
-    if (root->type != TFM__JSON_OBJECT)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: the header is not a JSON object", ctx);
+    const tfm__json_node *root = &doc->nodes[0]; /* an object: read_file checked */
     size_t names_bytes = 1;
     int64_t metadata_at = -1;
     for (int64_t c = 1; c < root->next; c = doc->nodes[c].next) {
@@ -340,14 +348,23 @@ static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safeten
 
 /* --- reading: the file --------------------------------------------------------- */
 
-static tfm_status read_bytes(const char *ctx, FILE *f, void *buf, size_t n,
+/* Reads exactly n bytes, however many read() calls it takes. */
+static tfm_status read_bytes(const char *ctx, int fd, void *buf, size_t n,
                              const char *what)
 {
-    if (n && fread(buf, 1, n, f) != n)
-        return ferror(f) ? tfm__fail(TFM_ERR_IO, "%s: reading the %s failed: %s", ctx,
-                                     what, strerror(errno))
-                         : tfm__fail(TFM_ERR_FORMAT, "%s: the file ends inside the %s",
-                                     ctx, what);
+    unsigned char *at = buf;
+    while (n > 0) {
+        ssize_t got = read(fd, at, n < READ_CHUNK ? n : READ_CHUNK);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return tfm__fail(TFM_ERR_IO, "%s: reading the %s failed: %s", ctx, what,
+                             strerror(errno));
+        if (got == 0)
+            return tfm__fail(TFM_ERR_FORMAT, "%s: the file ends inside the %s", ctx, what);
+        at += got;
+        n -= (size_t)got;
+    }
     return TFM_OK;
 }
 
@@ -364,18 +381,14 @@ static uint64_t le64(const unsigned char *p)
     return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
-static tfm_status read_file(const char *ctx, FILE *f, tfm_safetensors *file)
+/* Reads the file whose size fstat gave. */
+static tfm_status read_file(const char *ctx, int fd, off_t size, tfm_safetensors *file)
 {
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0)
-        return tfm__fail(TFM_ERR_IO, "%s: cannot stat the file: %s", ctx, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return tfm__fail(TFM_ERR_IO, "%s: not a regular file", ctx);
-    if (st.st_size < 8)
+    if (size < 8)
         return tfm__fail(TFM_ERR_FORMAT, "%s: the file has %lld bytes, fewer than the "
-                         "8-byte header length", ctx, (long long)st.st_size);
+                         "8-byte header length", ctx, (long long)size);
     unsigned char prefix[8];
-    tfm_status s = read_bytes(ctx, f, prefix, 8, "header length");
+    tfm_status s = read_bytes(ctx, fd, prefix, 8, "header length");
     if (s != TFM_OK)
         return s;
     uint64_t header_size = le64(prefix);
@@ -383,21 +396,29 @@ static tfm_status read_file(const char *ctx, FILE *f, tfm_safetensors *file)
         return tfm__fail(TFM_ERR_FORMAT, "%s: header length %llu is absurd (the limit "
                          "is %llu bytes)", ctx, (unsigned long long)header_size,
                          MAX_HEADER_BYTES);
-    if (header_size > (uint64_t)st.st_size - 8)
+    if (header_size > (uint64_t)size - 8)
         return tfm__fail(TFM_ERR_FORMAT, "%s: header length %llu exceeds the %lld "
                          "bytes after it", ctx, (unsigned long long)header_size,
-                         (long long)st.st_size - 8);
-    file->data_size = st.st_size - 8 - (int64_t)header_size;
+                         (long long)size - 8);
+    file->data_size = size - 8 - (int64_t)header_size;
     char *header = malloc((size_t)header_size + 1);
     if (!header)
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %llu-byte header", ctx,
                          (unsigned long long)header_size);
-    s = read_bytes(ctx, f, header, (size_t)header_size, "header");
+    s = read_bytes(ctx, fd, header, (size_t)header_size, "header");
+    /* A header is an object: junk is refused at its first byte, before the
+     * parser spends memory on it. A NUL stops strspn, and is no '{' either. */
+    header[header_size] = '\0';
+    size_t first = strspn(header, " \t\n\r");
+    if (s == TFM_OK && first < header_size && header[first] != '{')
+        s = tfm__fail(TFM_ERR_FORMAT, "%s: the header is not a JSON object (byte %zu is "
+                      "0x%02x, not '{')", ctx, first, (unsigned char)header[first]);
     char json_ctx[600];
     snprintf(json_ctx, sizeof json_ctx, "%s: the header", ctx);
     tfm__json doc;
     if (s == TFM_OK)
-        s = tfm__json_parse(json_ctx, header, (size_t)header_size, &doc);
+        s = tfm__json_parse(json_ctx, header, (size_t)header_size,
+                            (int64_t)(header_size / MIN_BYTES_PER_VALUE) + 2, &doc);
     free(header);
     if (s != TFM_OK)
         return s;
@@ -411,7 +432,44 @@ static tfm_status read_file(const char *ctx, FILE *f, tfm_safetensors *file)
             return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld data bytes",
                              ctx, (long long)file->data_size);
     }
-    return read_bytes(ctx, f, file->data, (size_t)file->data_size, "data");
+    return read_bytes(ctx, fd, file->data, (size_t)file->data_size, "data");
+}
+
+/* "a directory", "a FIFO", ... for a file that is not a regular one. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+/* Opens path for reading if it is a regular file: a FIFO or a device is
+ * refused before a read (or the open itself) could block on it. */
+static int open_regular(const char *ctx, const char *path, off_t *size)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        tfm__fail(TFM_ERR_IO, "%s: cannot open: %s", ctx, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    int flags;
+    if (fstat(fd, &st) != 0)
+        tfm__fail(TFM_ERR_IO, "%s: cannot stat the file: %s", ctx, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        tfm__fail(TFM_ERR_IO, "%s: not a regular file (%s)", ctx, file_kind(st.st_mode));
+    else if ((flags = fcntl(fd, F_GETFL)) < 0 ||
+             fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        tfm__fail(TFM_ERR_IO, "%s: cannot make reads blocking: %s", ctx, strerror(errno));
+    else {
+        *size = st.st_size;
+        return fd;
+    }
+    close(fd);
+    return -1;
 }
 
 tfm_safetensors *tfm__safetensors_open(const char *op, const char *path)
@@ -422,15 +480,14 @@ tfm_safetensors *tfm__safetensors_open(const char *op, const char *path)
     }
     char ctx[520];
     snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tfm__fail(TFM_ERR_IO, "%s: cannot open: %s", ctx, strerror(errno));
+    off_t size = 0;
+    int fd = open_regular(ctx, path, &size);
+    if (fd < 0)
         return NULL;
-    }
     tfm_safetensors *file = calloc(1, sizeof *file);
-    tfm_status s = file ? read_file(ctx, f, file)
+    tfm_status s = file ? read_file(ctx, fd, size, file)
                         : tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", ctx);
-    fclose(f);
+    close(fd);
     if (s != TFM_OK) {
         tfm_safetensors_close(file);
         return NULL;
@@ -763,8 +820,27 @@ static size_t header_text(char *dst, size_t cap, const write_plan *plan)
     return len;
 }
 
+/* Writes all n bytes, however many write() calls it takes; -1 with errno. */
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const unsigned char *at = buf;
+    while (n > 0) {
+        ssize_t done = write(fd, at, n);
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done <= 0) {
+            if (done == 0)
+                errno = EIO; /* no progress and no reason: do not spin */
+            return -1;
+        }
+        at += done;
+        n -= (size_t)done;
+    }
+    return 0;
+}
+
 /* The values little-endian, through a small buffer whatever the host order. */
-static int write_values(FILE *f, const tfm_tensor *t)
+static int write_values(int fd, const tfm_tensor *t)
 {
     unsigned char buf[16384];
     const unsigned char *src = t->data;
@@ -779,107 +855,159 @@ static int write_values(FILE *f, const tfm_tensor *t)
             buf[4 * i + 2] = (unsigned char)(v >> 16);
             buf[4 * i + 3] = (unsigned char)(v >> 24);
         }
-        if (fwrite(buf, 4, (size_t)n, f) != (size_t)n)
+        if (write_all(fd, buf, 4 * (size_t)n) != 0)
             return -1;
     }
     return 0;
 }
 
-/* A new file "<path>.tmp.<pid>.<n>" beside the target (O_EXCL: never one
- * another writer is using), with the usual permissions after umask. */
-static FILE *create_temp(const char *op, const char *path, char *tmp, size_t size)
+/* --- writing: the target, its temporaries and its folder -----------------------
+ * A save of folder/NAME writes folder/.NAME.tfm-tmp.PID.N (NAME cut to
+ * TEMP_NAME_BYTES), then renames it over the target. A save killed before
+ * the rename leaves its temporary; the next save of the same target removes
+ * those whose PID is no running process. */
+
+#define TEMP_TAG ".tfm-tmp."
+enum { TEMP_NAME_BYTES = 200, TEMP_SUFFIX_BYTES = 48 };
+
+/* A save replaces only a regular file (or creates one): never a device, a
+ * FIFO or a folder, which rename would replace or fail on late. */
+static tfm_status check_target(const char *op, const char *path)
 {
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, size, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno == EEXIST)
-            continue;
-        if (fd < 0) {
-            tfm__fail(TFM_ERR_IO, "%s: cannot create \"%s\": %s", op, tmp, strerror(errno));
-            return NULL;
-        }
-        FILE *f = fdopen(fd, "wb");
-        if (!f) {
-            tfm__fail(TFM_ERR_IO, "%s: cannot open \"%s\": %s", op, tmp, strerror(errno));
-            close(fd);
-            unlink(tmp);
-        }
-        return f;
-    }
-    tfm__fail(TFM_ERR_IO, "%s: temporary files \"%s.tmp.%ld.*\" all exist", op, path,
-              (long)getpid());
-    return NULL;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return tfm__fail(TFM_ERR_IO, "%s: \"%s\" is %s; a save replaces only a regular "
+                         "file, so nothing was written", op, path, file_kind(st.st_mode));
+    return TFM_OK;
 }
 
-/* Makes the rename durable; a file system that cannot sync folders says EINVAL. */
-static tfm_status sync_folder(const char *op, const char *path)
+/* Removes the temporaries of earlier saves of name (in folder) whose
+ * writer is dead: kill(PID, 0) says no such process. A live writer's
+ * temporary (another process's, or this process's own: another thread may
+ * be saving) stays. Best effort: a folder that cannot be listed is left. */
+static void remove_stale_temps(const char *folder, const char *name)
 {
-    const char *slash = strrchr(path, '/');
-    size_t len = slash ? (size_t)(slash - path) : 1;
-    char *folder = malloc(len + 2);
-    if (!folder)
-        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-    if (!slash)
-        strcpy(folder, ".");
-    else if (len == 0)
-        strcpy(folder, "/");
-    else {
-        memcpy(folder, path, len);
-        folder[len] = '\0';
+    char prefix[TEMP_NAME_BYTES + 16];
+    int prefix_len = snprintf(prefix, sizeof prefix, ".%.*s" TEMP_TAG, TEMP_NAME_BYTES, name);
+    DIR *d = opendir(folder);
+    if (!d)
+        return;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        if (strncmp(ent->d_name, prefix, (size_t)prefix_len) != 0)
+            continue;
+        const char *digits = ent->d_name + prefix_len;
+        char *end;
+        long pid = strtol(digits, &end, 10);
+        if (end == digits || *end != '.' || pid <= 0 || pid > INT_MAX || pid == (long)getpid() ||
+            strspn(end + 1, "0123456789") != strlen(end + 1) || end[1] == '\0')
+            continue;
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            unlinkat(dirfd(d), ent->d_name, 0);
     }
-    tfm_status s = TFM_OK;
+    closedir(d);
+}
+
+/* A new temporary beside the target, named as above into tmp (O_EXCL: never
+ * one another writer is using), with the usual permissions after umask.
+ * dir_len bytes of path are its folder, name the rest. */
+static int create_temp(const char *op, const char *path, size_t dir_len, const char *name,
+                       char *tmp, size_t size)
+{
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(tmp, size, "%.*s.%.*s" TEMP_TAG "%ld.%d", (int)dir_len, path,
+                 TEMP_NAME_BYTES, name, (long)getpid(), attempt);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST) {
+            tfm__fail(TFM_ERR_IO, "%s: cannot create \"%s\": %s", op, tmp, strerror(errno));
+            return -1;
+        }
+    }
+    tfm__fail(TFM_ERR_IO, "%s: temporary files \"%s\" and 99 others all exist", op, tmp);
+    return -1;
+}
+
+/* Makes the rename durable; a file system that cannot sync folders says
+ * EINVAL. Past the rename, a failure is TFM_ERR_SYNC: the new file is in
+ * place, so the caller must not take it for a failed write. */
+static tfm_status sync_folder(const char *op, const char *path, const char *folder)
+{
     int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        s = tfm__fail(TFM_ERR_IO, "%s: \"%s\" was written, but syncing its folder "
-                      "\"%s\" failed: %s", op, path, folder, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    free(folder);
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL)) {
+        tfm__fail(TFM_ERR_SYNC, "%s: \"%s\" is written and in place, but syncing its folder "
+                  "\"%s\" failed (%s): a crash could still bring back the previous file",
+                  op, path, folder, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return TFM_ERR_SYNC;
+    }
+    close(fd);
+    return TFM_OK;
+}
+
+/* Writes the temporary and renames it over path; the temporary is removed
+ * on any failure. */
+static tfm_status write_temp(const char *op, const char *path, const char *tmp, int fd,
+                             const char *header, size_t header_len, const write_plan *plan)
+{
+    tfm_status s = TFM_OK;
+    unsigned char prefix[8];
+    for (int i = 0; i < 8; i++)
+        prefix[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+    int failed = write_all(fd, prefix, 8) != 0 || write_all(fd, header, header_len) != 0;
+    for (int64_t i = 0; i < plan->count && !failed; i++)
+        failed = write_values(fd, plan->tensors[plan->order[i].index]) != 0;
+    if (failed || fsync(fd) != 0)
+        s = tfm__fail(TFM_ERR_IO, "%s: writing \"%s\" failed: %s", op, tmp, strerror(errno));
+    if (close(fd) != 0 && s == TFM_OK)
+        s = tfm__fail(TFM_ERR_IO, "%s: closing \"%s\" failed: %s", op, tmp, strerror(errno));
+    if (s == TFM_OK && rename(tmp, path) != 0)
+        s = tfm__fail(TFM_ERR_IO, "%s: cannot rename \"%s\" to \"%s\": %s", op, tmp, path,
+                      strerror(errno));
+    if (s != TFM_OK)
+        unlink(tmp);
     return s;
 }
 
 static tfm_status write_file(const char *op, const char *path, const write_plan *plan)
 {
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    size_t dir_len = (size_t)(name - path);
+    if (!*name)
+        return tfm__fail(TFM_ERR_ARG, "%s: path \"%s\" names no file", op, path);
+    tfm_status s = check_target(op, path);
+    if (s != TFM_OK)
+        return s;
     size_t header_len = header_text(NULL, 0, plan);
-    size_t tmp_size = strlen(path) + 48;
+    size_t tmp_size = dir_len + TEMP_NAME_BYTES + TEMP_SUFFIX_BYTES;
     char *header = malloc(header_len + 1);
     char *tmp = malloc(tmp_size);
-    if (!header || !tmp) {
+    char *folder = malloc(dir_len + 2);
+    if (!header || !tmp || !folder) {
         free(header);
         free(tmp);
+        free(folder);
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte header", op,
                          header_len);
     }
     header_text(header, header_len + 1, plan);
-    tfm_status s = TFM_OK;
-    FILE *f = create_temp(op, path, tmp, tmp_size);
-    if (!f) {
+    /* path up to its last slash; "/" at the root, "." for a bare name */
+    snprintf(folder, dir_len + 2, "%.*s", (int)(dir_len > 1 ? dir_len - 1 : 1),
+             dir_len ? path : ".");
+    remove_stale_temps(folder, name);
+    int fd = create_temp(op, path, dir_len, name, tmp, tmp_size);
+    if (fd < 0)
         s = tfm_last_status();
-    } else {
-        unsigned char prefix[8];
-        for (int i = 0; i < 8; i++)
-            prefix[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
-        int failed = fwrite(prefix, 1, 8, f) != 8 ||
-                     fwrite(header, 1, header_len, f) != header_len;
-        for (int64_t i = 0; i < plan->count && !failed; i++)
-            failed = write_values(f, plan->tensors[plan->order[i].index]) != 0;
-        failed = failed || fflush(f) != 0 || fsync(fileno(f)) != 0;
-        if (failed)
-            s = tfm__fail(TFM_ERR_IO, "%s: writing \"%s\" failed: %s", op, tmp,
-                          strerror(errno));
-        if (fclose(f) != 0 && s == TFM_OK)
-            s = tfm__fail(TFM_ERR_IO, "%s: closing \"%s\" failed: %s", op, tmp,
-                          strerror(errno));
-        if (s == TFM_OK && rename(tmp, path) != 0)
-            s = tfm__fail(TFM_ERR_IO, "%s: cannot rename \"%s\" to \"%s\": %s", op, tmp,
-                          path, strerror(errno));
-        if (s != TFM_OK)
-            unlink(tmp);
-        else
-            s = sync_folder(op, path);
-    }
+    else
+        s = write_temp(op, path, tmp, fd, header, header_len, plan);
+    if (s == TFM_OK)
+        s = sync_folder(op, path, folder);
     free(header);
     free(tmp);
+    free(folder);
     return s;
 }
 

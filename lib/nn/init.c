@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/tensor.h"
 #include "tfm/nn.h"
 
@@ -19,9 +20,8 @@ tfm_status tfm_init_uniform(tfm_tensor *t, float low, float high, tfm_rng *rng)
     const char *op = "tfm_init_uniform";
     if (check_target(op, t, rng) < 0)
         return tfm_last_status();
-    if (!(low <= high) || !isfinite(low) || !isfinite(high))
-        return tfm__fail(TFM_ERR_ARG, "%s: bounds [%g, %g] must be finite and ordered", op,
-                         (double)low, (double)high);
+    if (tfm__check_uniform_bounds(op, low, high) != TFM_OK)
+        return TFM_ERR_ARG;
     float *v = tfm__f32(t);
     for (int64_t i = 0; i < t->numel; i++)
         v[i] = low + (high - low) * tfm_rng_uniform(rng);
@@ -33,9 +33,8 @@ tfm_status tfm_init_normal(tfm_tensor *t, float mean, float std, tfm_rng *rng)
     const char *op = "tfm_init_normal";
     if (check_target(op, t, rng) < 0)
         return tfm_last_status();
-    if (!(std >= 0.0f) || !isfinite(std) || !isfinite(mean))
-        return tfm__fail(TFM_ERR_ARG, "%s: mean %g and std %g must be finite, std not negative",
-                         op, (double)mean, (double)std);
+    if (tfm__check_normal_params(op, mean, std) != TFM_OK)
+        return TFM_ERR_ARG;
     float *v = tfm__f32(t);
     for (int64_t i = 0; i < t->numel; i++)
         v[i] = mean + std * tfm_rng_normal(rng);

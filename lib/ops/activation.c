@@ -49,7 +49,7 @@ static tfm_tensor *activation(const char *op, int kind, tfm_tape *tape, const tf
     switch (kind) {
     case ACT_RELU:
         for (int64_t i = 0; i < x->numel; i++)
-            o[i] = xv[i] > 0.0f ? xv[i] : 0.0f;
+            o[i] = xv[i] <= 0.0f ? 0.0f : xv[i]; /* NaN passes on, as in PyTorch */
         break;
     case ACT_GELU:
         for (int64_t i = 0; i < x->numel; i++)

@@ -42,14 +42,15 @@ static TFM__KERNEL(finish_output, (void *ctx, int64_t begin, int64_t end, int wo
     const elementwise_job *j = ctx;
     float *y = j->y;
     uint32_t threshold = tfm__counter_threshold(j->p);
+    /* relu as !(y <= 0): NaN fails the test and passes on, as in PyTorch */
     if (j->mode == RELU && j->p > 0.0f)
         for (int64_t i = begin; i < end; i++)
-            y[i] = y[i] > 0.0f && tfm__counter_bits(j->key, (uint32_t)i) >= threshold
+            y[i] = !(y[i] <= 0.0f) && tfm__counter_bits(j->key, (uint32_t)i) >= threshold
                        ? y[i] * j->keep_scale
                        : 0.0f;
     else if (j->mode == RELU)
         for (int64_t i = begin; i < end; i++)
-            y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+            y[i] = y[i] <= 0.0f ? 0.0f : y[i];
     else if (j->mode == RESIDUAL && j->p > 0.0f)
         for (int64_t i = begin; i < end; i++)
             y[i] = j->residual[i] +

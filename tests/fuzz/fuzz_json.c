@@ -1,0 +1,26 @@
+/* The internal JSON reader on raw text, with the largest value limit a
+ * text can need, then a walk over every node as the readers walk them
+ * (strlen lets ASan check every string ends inside its buffer). */
+#include <string.h>
+
+#include "fuzz.h"
+#include "io/json.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tfm__json doc;
+    if (tfm__json_parse("fuzz", (const char *)data, size, (int64_t)(size / 2 + 1), &doc) != TFM_OK)
+        return 0;
+    static volatile size_t bytes;
+    for (int64_t i = 0; i < doc.count; i++) {
+        const tfm__json_node *n = &doc.nodes[i];
+        if (n->key)
+            bytes += strlen(n->key);
+        if (n->type == TFM__JSON_STRING)
+            bytes += strlen(n->string) + n->string_len;
+        if (n->next <= i || n->next > doc.count)
+            __builtin_trap(); /* a subtree must end after its node */
+    }
+    tfm__json_free(&doc);
+    return 0;
+}

@@ -1,0 +1,167 @@
+/* Writes the fuzzers' seed corpus with the library itself: into
+ * FOLDER/files/ small valid files of every kind libtfm reads (parameters,
+ * optimizer states, a model with metadata, a training state, every dtype
+ * by hand) and into FOLDER/json/ their headers and a few JSON texts. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fuzz.h"
+
+static char folder[512];
+
+static const char *in(const char *kind, const char *name)
+{
+    static char path[600];
+    snprintf(path, sizeof path, "%s/%s/%s", folder, kind, name);
+    return path;
+}
+
+static int check(tfm_status s, const char *what)
+{
+    if (s != TFM_OK)
+        fprintf(stderr, "make_seeds: %s: %s\n", what, tfm_last_error());
+    return s != TFM_OK;
+}
+
+static void write_bytes(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(bytes, 1, n, f);
+        fclose(f);
+    }
+}
+
+/* The JSON header of a safetensors file, as a seed of its own. */
+static void header_of(const char *name)
+{
+    FILE *f = fopen(in("files", name), "rb");
+    unsigned char prefix[8];
+    char header[65536];
+    if (!f || fread(prefix, 1, 8, f) != 8) {
+        if (f)
+            fclose(f);
+        return;
+    }
+    size_t len = 0;
+    for (int i = 7; i >= 0; i--)
+        len = len << 8 | prefix[i];
+    if (len <= sizeof header && fread(header, 1, len, f) == len)
+        write_bytes(in("json", name), header, len);
+    fclose(f);
+}
+
+/* One tensor of every dtype the reader converts, built by hand. */
+static void every_dtype(void)
+{
+    static const struct { const char *dtype; int size; } d[] = {
+        {"F32", 4}, {"I32", 4}, {"F64", 8}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I16", 2},
+        {"I8", 1},  {"U8", 1},  {"U16", 2}, {"U32", 4}, {"U64", 8},  {"BOOL", 1},
+    };
+    char header[2048];
+    size_t len = 1, offset = 0;
+    header[0] = '{';
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        len += (size_t)snprintf(header + len, sizeof header - len,
+                                "%s\"t%zu\":{\"dtype\":\"%s\",\"shape\":[2],\"data_offsets\":"
+                                "[%zu,%zu]}", i ? "," : "", i, d[i].dtype, offset,
+                                offset + 2 * (size_t)d[i].size);
+        offset += 2 * (size_t)d[i].size;
+    }
+    len += (size_t)snprintf(header + len, sizeof header - len,
+                            ",\"__metadata__\":{\"format\":\"pt\"}}");
+    unsigned char file[4096] = {0};
+    for (int i = 0; i < 8; i++)
+        file[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    memcpy(file + 8, header, len);
+    for (size_t i = 0; i < offset; i++)
+        file[8 + len + i] = (unsigned char)(i * 37 + 1);
+    write_bytes(in("files", "dtypes.safetensors"), file, 8 + len + offset);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_seeds FOLDER\n");
+        return 2;
+    }
+    snprintf(folder, sizeof folder, "%s", argv[1]);
+    mkdir(folder, 0755);
+    mkdir(in("files", ""), 0755);
+    mkdir(in("json", ""), 0755);
+    int failed = 0;
+
+    tfm_params *p = fuzz_store();
+    float *v = tfm_params_values(p);
+    for (int64_t i = 0; i < tfm_params_numel(p); i++)
+        v[i] = 0.5f * (float)i - 2.0f;
+    failed |= check(tfm_params_save(p, in("files", "params.safetensors")), "params");
+    for (int k = 0; k < 2; k++) {
+        tfm_optimizer_options o;
+        tfm_optimizer_options_init(&o, k ? TFM_OPTIMIZER_SGD : TFM_OPTIMIZER_ADAM);
+        o.momentum = 0.9f;
+        tfm_optimizer *opt = tfm_optimizer_create(p, &o);
+        float *g = tfm_params_grads(p);
+        for (int64_t i = 0; i < tfm_params_numel(p); i++)
+            g[i] = 0.1f * (float)(i % 3);
+        failed |= check(tfm_optimizer_step(opt), "step");
+        failed |= check(tfm_optimizer_save(opt, in("files", k ? "sgd.safetensors"
+                                                              : "adam.safetensors")),
+                        "optimizer");
+        tfm_optimizer_free(opt);
+    }
+    tfm_params_free(p);
+
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = 6;
+    mo.tgt_vocab = 6;
+    mo.max_src_len = 4;
+    mo.max_tgt_len = 4;
+    mo.encoder_layers = 1;
+    mo.decoder_layers = 1;
+    mo.d_model = 4;
+    mo.heads = 2;
+    mo.d_ff = 4;
+    mo.positions = TFM_POSITIONS_LEARNED;
+    mo.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
+    tfm_model *m = tfm_model_create(&mo);
+    failed |= m == NULL;
+    const char *keys[1] = {"vocabulary"}, *values[1] = {"<pad> <s> </s> a b c"};
+    failed |= check(tfm_model_save_with_metadata(m, in("files", "model.safetensors"), 1, keys,
+                                                 values), "model");
+    tfm_optimizer_options oo;
+    tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAMW);
+    tfm_optimizer *opt = tfm_optimizer_create(tfm_model_params(m), &oo);
+    tfm_rng *rng = tfm_rng_create(7);
+    failed |= check(tfm_training_save(in("files", "training.safetensors"), m, opt, 1,
+                                      (const tfm_rng *const[]){rng}, 1, keys, values),
+                    "training");
+    tfm_rng_free(rng);
+    tfm_optimizer_free(opt);
+    tfm_model_free(m);
+
+    failed |= check(tfm_safetensors_write_with_metadata(in("files", "empty.safetensors"), 0,
+                                                        NULL, NULL, 1, keys, values), "empty");
+    every_dtype();
+
+    const char *names[] = {"params.safetensors", "adam.safetensors", "sgd.safetensors",
+                           "model.safetensors", "training.safetensors", "empty.safetensors",
+                           "dtypes.safetensors"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        header_of(names[i]);
+    const char *texts[] = {
+        "{\"a\":[1,-2.5e+3,0,true,false,null],\"b\":{\"c\":\"\\u00e9\\ud83d\\ude00\\n\"}}",
+        "[[[[[[[[[[]]]]]]]]]]",
+        "  \"\\\"\\\\\\/\\b\\f\\n\\r\\t\"  ",
+        "-9223372036854775808",
+        "18446744073709551616",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "text%zu.json", i);
+        write_bytes(in("json", name), texts[i], strlen(texts[i]));
+    }
+    return failed;
+}

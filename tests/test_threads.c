@@ -1,0 +1,99 @@
+/* Two trainings in two program threads at once, each on libtfm's pool of
+ * 2 threads: the same losses and parameters, bit for bit, as the same two
+ * trainings one after the other. Sizes where layer norm, attention and
+ * Adam split their loops. Meant for ThreadSanitizer too
+ * (docs/reliability.md). */
+#include <check.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "reliability.h"
+
+enum { STEPS = 3, BATCH = 4, LEN = 64, VOCAB = 11 };
+
+typedef struct training {
+    uint64_t seed;
+    float losses[STEPS];
+    double parameter_sum;
+    tfm_status status;
+} training;
+
+static void *train(void *arg)
+{
+    training *t = arg;
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = o.tgt_vocab = VOCAB;
+    o.max_src_len = o.max_tgt_len = LEN;
+    o.encoder_layers = o.decoder_layers = 1;
+    o.d_model = 128;
+    o.heads = 4;
+    o.d_ff = 64;
+    o.seed = t->seed;
+    tfm_model *m = tfm_model_create(&o);
+    tfm_optimizer_options oo;
+    tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
+    tfm_optimizer *opt = tfm_optimizer_create(tfm_model_params(m), &oo);
+    int32_t ids[BATCH * LEN];
+    for (int i = 0; i < BATCH * LEN; i++)
+        ids[i] = 1 + (int32_t)((i * 7 + t->seed) % (VOCAB - 1));
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){BATCH, LEN}, ids);
+    tfm_tape *tape = tfm_tape_create();
+    t->status = m && opt && src && tape ? TFM_OK : TFM_ERR_NOMEM;
+    for (int s = 0; s < STEPS && t->status == TFM_OK; s++) {
+        tfm_tensor *logits = tfm_model_forward(tape, m, src, src, NULL,
+                                               tfm_mask_causal(tape, LEN, TFM_F32), NULL,
+                                               NULL, NULL, NULL);
+        tfm_tensor *loss = tfm_cross_entropy(tape, logits, src, 0, 0.1f);
+        t->status = tfm_tensor_item(loss, &t->losses[s]);
+        if (t->status == TFM_OK)
+            t->status = tfm_tape_backward(tape, loss);
+        if (t->status == TFM_OK)
+            t->status = tfm_optimizer_step(opt);
+        tfm_optimizer_zero_grad(opt);
+        tfm_tape_reset(tape);
+    }
+    const float *v = m ? tfm_params_values(tfm_model_params(m)) : NULL;
+    for (int64_t i = 0; v && i < tfm_params_numel(tfm_model_params(m)); i++)
+        t->parameter_sum += v[i] * (double)(1 + i % 13);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_optimizer_free(opt);
+    tfm_model_free(m);
+    return NULL;
+}
+
+START_TEST(two_trainings_at_once_match_one_after_the_other)
+{
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    training alone[2] = {{.seed = 1}, {.seed = 2}}, together[2] = {{.seed = 1}, {.seed = 2}};
+    train(&alone[0]);
+    train(&alone[1]);
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, train, &together[i]), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(alone[i].status, TFM_OK);
+        ck_assert_int_eq(together[i].status, TFM_OK);
+        ck_assert_mem_eq(together[i].losses, alone[i].losses, sizeof alone[i].losses);
+        ck_assert(together[i].parameter_sum == alone[i].parameter_sum);
+    }
+    ck_assert(alone[0].losses[STEPS - 1] != alone[1].losses[STEPS - 1]);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+}
+END_TEST
+
+static Suite *threads_suite(void)
+{
+    Suite *s = suite_create("threads");
+    TCase *tc = tcase_create("threads");
+    tcase_add_test(tc, two_trainings_at_once_match_one_after_the_other);
+    tcase_set_timeout(tc, 600);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TFM_CHECK_MAIN(threads_suite)
