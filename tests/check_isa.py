@@ -6,10 +6,11 @@
 Everything but the kernels' x86-64-v3 and x86-64-v4 copies (lib/core/cpu.h)
 runs on any x86-64: no AVX (VEX or EVEX encodings, ymm/zmm/mask registers),
 no BMI, LZCNT, POPCNT, MOVBE or SSE3-and-later instructions. Every kernel has
-its three copies, and a copy calls only the PLT, itself or other kernels'
-dispatchers, never a helper left out of line at the baseline. With
---vectorised (an optimised build), each x86-64-v4 copy uses zmm registers and
-each x86-64-v3 copy ymm registers and no zmm.
+its three copies. With --vectorised (a release build: -O2 and the sanitizers
+leave helpers out of line), a copy calls only the PLT, itself or other
+kernels' dispatchers, never a helper compiled for the baseline, each
+x86-64-v4 copy uses zmm registers and each x86-64-v3 copy ymm registers and
+no zmm. A copy's cold part (NAME.cold) belongs to the copy.
 """
 import re
 import subprocess
@@ -54,19 +55,22 @@ def main():
     library, vectorised = sys.argv[1], '--vectorised' in sys.argv[2:]
     funcs = functions(library)
     kernels = {name[:-len('__baseline')] for name in funcs if name.endswith('__baseline')}
-    rules = {'baseline elsewhere': [], 'three copies': [], 'helpers inlined': []}
+    rules = {'baseline elsewhere': [], 'three copies': []}
     if vectorised:
+        rules['helpers inlined'] = []
         rules['copies vectorised'] = []
     if not kernels:
         rules['three copies'].append('no kernel copies (a -Dnative=true build?)')
     for name, insns in funcs.items():
         wide = sorted({m for m, ops in insns if beyond_baseline(m, ops)})
-        if wide and not name.endswith(COPIES[1:]):
+        if wide and not name.split('.')[0].endswith(COPIES[1:]):
             rules['baseline elsewhere'].append(f'{name}: {" ".join(wide[:8])}')
     for kernel in sorted(kernels):
         for suffix in COPIES:
             if kernel + suffix not in funcs:
                 rules['three copies'].append(f'{kernel}: no {suffix} copy')
+            if not vectorised:
+                continue
             for mnemonic, operands in funcs.get(kernel + suffix, []):
                 target = re.search(r'<([^>+]+)>$', operands)
                 callee = target and target.group(1)
