@@ -19,7 +19,7 @@ dir=${TFM_FUZZ_DIR:-build-fuzz}
 if [ -d "$dir" ]; then
     meson setup --reconfigure "$dir" >/dev/null
 else
-    CC=clang meson setup "$dir" -Dfuzz=true -Dtests=false -Dnative=false \
+    CC=clang meson setup "$dir" -Dfuzz=true -Dtests=false -Ddefault_library=static -Dnative=false \
         -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi || { echo "0 passed, 1 failed"; exit 1; }
 ninja -C "$dir" >/dev/null || { echo "FAILED: fuzz build"; echo "0 passed, 1 failed"; exit 1; }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then: the release build's suites; the same
-# suites under AddressSanitizer + UBSan; the fuzzers (scripts/fuzz.sh); an
-# installed copy used out of tree through pkg-config. Ends with one
+# suites under AddressSanitizer + UBSan; the fuzzers (scripts/fuzz.sh); the
+# installed copy used as users use it (scripts/check_consumers.sh) and its
+# ABI against the baseline (scripts/check_abi.sh); the installed programs.
+# Ends with one
 # "N passed, N failed" line counting every Check test case, fuzzer, script
 # check and step.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-tfm_install_deps || exit 1
+tfm_install_deps cmake abigail-tools libtfm-dev || exit 1
 
 passed=0
 failed=0
@@ -24,6 +26,21 @@ count_log() {
     passed=$((passed + p))
     failed=$((failed + f))
 }
+# Runs a script that ends with "N passed, N failed" and adds its counts
+# (a script that fails without that line counts as one failure).
+run_script() { # name, command...
+    local name=$1 log p f status
+    shift
+    log=$(mktemp)
+    "$@" >"$log" 2>&1
+    status=$?
+    cat "$log"
+    read -r p f < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$log")
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$status" -eq 0 ] || [ "$f" -gt 0 ] || count_step "$name" 1
+    rm -f "$log"
+}
 setup() { # dir, options...
     dir=$1; shift
     if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
@@ -32,7 +49,7 @@ setup() { # dir, options...
 
 echo "== release build"
 prefix=$PWD/build-test/prefix
-setup build-test --prefix="$prefix" && ninja -C build-test >/dev/null
+setup build-test --prefix="$prefix" -Ddebug=true && ninja -C build-test >/dev/null
 count_step "release build" $?
 meson test -C build-test --print-errorlogs --num-processes 2 | tail -n 12
 meson_status=${PIPESTATUS[0]}
@@ -53,32 +70,15 @@ count_log build-asan/meson-logs/testlog.txt
 # docs/reliability.md has the long runs.
 fuzz_seconds=${TFM_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 20 || echo 60)}
 echo "== fuzzing (libFuzzer, $fuzz_seconds s per harness, two at a time)"
-fuzz_log=$(mktemp)
-scripts/fuzz.sh "$fuzz_seconds" 2 >"$fuzz_log" 2>&1
-fuzz_status=$?
-cat "$fuzz_log"
-read -r p f < <(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { print p + 0, f + 0 }' "$fuzz_log")
-passed=$((passed + p))
-failed=$((failed + f))
-[ "$fuzz_status" -eq 0 ] || [ "$f" -gt 0 ] || count_step "fuzzing" 1
-rm -f "$fuzz_log"
+run_script fuzzing scripts/fuzz.sh "$fuzz_seconds" 2
 
-echo "== installed copy, out of tree, through pkg-config"
+echo "== installed copy: pkg-config, CMake, beside TomsFastMath; as a meson subproject"
 rm -rf "$prefix"
 meson install -C build-test --no-rebuild >/dev/null
-libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while read -r d; do
-    [ -f "$d/pkgconfig/tfm.pc" ] && echo "$d"; done | head -n 1)
-scratch=$(mktemp -d)
-cp examples/fit_line.c "$scratch/"
-(
-    export PKG_CONFIG_PATH="$libdir/pkgconfig"
-    cd "$scratch" &&
-        cc -std=c11 -Wall -Werror fit_line.c $(pkg-config --cflags --libs tfm) \
-            -Wl,-rpath,"$libdir" -o fit-line &&
-        ./fit-line | tail -n 1
-)
-count_step "installed copy fits y = 3x + 2" $?
-rm -rf "$scratch"
+run_script "consumers" scripts/check_consumers.sh "$prefix"
+
+echo "== ABI against the committed baseline (abidiff)"
+run_script "ABI check" scripts/check_abi.sh build-test/lib/libtfm.so.*.*.*
 # (not tee /dev/stderr: reopening it truncates a log file that captures both)
 shape=$("$prefix/bin/tfm-encoder-layer")
 echo "$shape"

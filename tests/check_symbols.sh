@@ -1,13 +1,17 @@
 #!/bin/sh
 # The shared library exports exactly the functions the public headers
-# declare with TFM_API: nothing else leaks out, and nothing declared is hidden.
+# declare with TFM_API: nothing else leaks out, nothing declared is hidden,
+# and each carries a version node of lib/libtfm.map (TFM_0 ...).
 set -u
 lib=$1
 headers=$2
 exported=$(mktemp)
 declared=$(mktemp)
-trap 'rm -f "$exported" "$declared"' EXIT
-nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u > "$exported"
+versioned=$(mktemp)
+trap 'rm -f "$exported" "$declared" "$versioned"' EXIT
+# "tfm_add@@TFM_0"; the nodes themselves are absolute symbols (type A)
+nm -D --defined-only "$lib" | awk '$2 != "A" {print $NF}' | sort -u > "$versioned"
+sed 's/@.*//' "$versioned" > "$exported"
 grep -ho 'TFM_API[^(]*[ *]tfm_[a-z0-9_]*(' "$headers"/*.h |
     sed 's/.*[ *]\(tfm_[a-z0-9_]*\)(/\1/' | sort -u > "$declared"
 passed=0
@@ -19,6 +23,10 @@ else passed=$((passed + 1)); fi
 undeclared=$(comm -23 "$exported" "$declared")
 if [ -n "$undeclared" ]; then
     echo "exported but not in the public headers:"; echo "$undeclared"; failed=$((failed + 1))
+else passed=$((passed + 1)); fi
+unversioned=$(grep -v '@@\?TFM_[0-9.]*$' "$versioned")
+if [ -n "$unversioned" ]; then
+    echo "exported without a TFM_ version node:"; echo "$unversioned"; failed=$((failed + 1))
 else passed=$((passed + 1)); fi
 hidden=$(comm -13 "$exported" "$declared")
 if [ -n "$hidden" ]; then

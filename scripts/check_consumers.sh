@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Programs built against libtfm the ways its users build them, from the
+# installed copy in PREFIX (pkg-config, CMake, beside Debian's TomsFastMath)
+# and from the source tree as a meson subproject. Ends with
+# "N passed, N failed".
+#   usage: scripts/check_consumers.sh PREFIX
+set -u
+cd "$(dirname "$0")/.."
+source=$PWD
+prefix=$1
+libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while read -r d; do
+    [ -f "$d/pkgconfig/tfm.pc" ] && echo "${d%/}"; done | head -n 1)
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+consumers=$source/tests/consumers
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+passed=0
+failed=0
+step() { # name, exit status
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
+    else failed=$((failed + 1)); echo "FAILED: $1"; fi
+}
+
+(cd "$scratch" &&
+    cc -std=c11 -Wall -Werror "$source/examples/fit_line.c" $(pkg-config --cflags --libs tfm) \
+        -Wl,-rpath,"$libdir" -o fit-line && ./fit-line | tail -n 1)
+step "pkg-config: the installed copy fits y = 3x + 2" $?
+
+(cd "$scratch" &&
+    cc -std=c11 -Wall -Werror "$consumers/beside_tomsfastmath.c" \
+        $(pkg-config --cflags --libs tfm tomsfastmath) -Wl,-rpath,"$libdir" -o both &&
+    ./both | grep -x "TomsFastMath 6 x 7 = 42; libtfm $(pkg-config --modversion tfm)" &&
+    readelf -d both | grep -q 'NEEDED.*\[libtfm\.so\.1\]' &&
+    readelf -d both | grep -q 'NEEDED.*\[libtfm\.so\.0\]')
+step "pkg-config: one program uses TomsFastMath (-ltfm) and libtfm, each its own" $?
+
+meson setup "$scratch/usr" "$source" --prefix=/usr >"$scratch/usr.log" 2>&1
+[ $? -ne 0 ] && grep -q "TomsFastMath" "$scratch/usr.log"
+step "meson refuses to install over TomsFastMath's libtfm.so in /usr" $?
+
+(cmake -S "$consumers/cmake" -B "$scratch/cmake" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+    cmake --build "$scratch/cmake" >/dev/null && "$scratch/cmake/version")
+step "CMake: find_package(tfm) and tfm::tfm" $?
+
+mkdir -p "$scratch/parent/subprojects"
+cp "$consumers/subproject/meson.build" "$consumers/version.c" "$scratch/parent/"
+ln -s "$source" "$scratch/parent/subprojects/libtfm"
+(cd "$scratch/parent" &&
+    meson setup build --force-fallback-for=tfm --prefix=/usr/local >/dev/null &&
+    ninja -C build >/dev/null && ./build/version &&
+    meson install -C build --destdir "$scratch/staged" >/dev/null &&
+    [ ! -d build/subprojects/libtfm/examples ] && [ ! -d build/subprojects/libtfm/tests ] &&
+    ! find "$scratch/staged" -name 'tfm-*' -o -name 'libtfm.a' | grep -q . &&
+    find "$scratch/staged" -name 'libtfm.so.0' | grep -q .)
+step "meson subproject: the library alone is built and installed" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
