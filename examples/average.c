@@ -34,24 +34,42 @@ typedef struct config {
     double lr, dropout, clip;
 } config;
 
-static int set_recipe(config *c, const char *recipe)
+/* The tutorials' values; the flags start from these. */
+static config tutorial_recipe(void)
 {
-    *c = (config){.recipe = recipe, .threads = 1, .epochs = 25, .batch = 32, .d_model = 256,
-                  .heads = 4,
-                  .encoder_layers = 3, .decoder_layers = 3, .d_ff = 128, .norm_first = 0,
-                  .warmup = 0, .seed = 0, .eval_every = 5, .eval_batch = 100, .show = 5,
-                  .lr = 1e-3, .dropout = 0.1, .clip = 0.0};
-    if (strcmp(recipe, "tutorial") == 0)
+    return (config){.recipe = "tutorial", .threads = 1, .epochs = 25, .batch = 32,
+                    .d_model = 256, .heads = 4, .encoder_layers = 3, .decoder_layers = 3,
+                    .d_ff = 128, .norm_first = 0, .warmup = 0, .seed = 0, .eval_every = 5,
+                    .eval_batch = 100, .show = 5, .lr = 1e-3, .dropout = 0.1, .clip = 0.0};
+}
+
+/* Whether the command line named the flag that writes to value. */
+static int flag_given(const cli_flag *flags, const unsigned char *given, int n,
+                      const void *value)
+{
+    for (int i = 0; i < n; i++)
+        if (flags[i].value == value)
+            return given[i];
+    return 0;
+}
+
+/* Applies the tuned recipe to the values the command line left alone, so
+ * that given flags win whatever their order; -1 for an unknown recipe. */
+static int apply_recipe(config *c, const cli_flag *flags, const unsigned char *given, int n)
+{
+    if (strcmp(c->recipe, "tutorial") == 0)
         return 0;
-    if (strcmp(recipe, "tuned") == 0) {
+    if (strcmp(c->recipe, "tuned") != 0)
+        return -1;
+    if (!flag_given(flags, given, n, &c->norm_first))
         c->norm_first = 1;
+    if (!flag_given(flags, given, n, &c->dropout))
         c->dropout = 0.0;
-        c->lr = 1e-3;
+    if (!flag_given(flags, given, n, &c->warmup))
         c->warmup = 400;
+    if (!flag_given(flags, given, n, &c->clip))
         c->clip = 1.0;
-        return 0;
-    }
-    return -1;
+    return 0;
 }
 
 static double seconds_now(void)
@@ -306,40 +324,15 @@ static int train_epoch(tfm_model *model, tfm_tape *tape, tfm_optimizer *optimize
     return 0;
 }
 
-/* --print-first takes no value, unlike cli.h's flags; --recipe must be
- * known before the other flags override it. Both are taken out here. */
-static int take_early_flags(int *argc, char **argv, int *print_first, const char **recipe)
-{
-    int kept = 1;
-    for (int a = 1; a < *argc; a++) {
-        if (strcmp(argv[a], "--print-first") == 0) {
-            *print_first = 1;
-        } else if (strcmp(argv[a], "--recipe") == 0) {
-            if (a + 1 >= *argc) {
-                fprintf(stderr, "%s: --recipe needs a value (tutorial or tuned)\n", argv[0]);
-                return -1;
-            }
-            *recipe = argv[++a];
-        } else {
-            argv[kept++] = argv[a];
-        }
-    }
-    *argc = kept;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
-    int print_first_only = 0;
-    const char *recipe = "tutorial";
-    config c;
-    if (take_early_flags(&argc, argv, &print_first_only, &recipe) < 0)
-        return EXIT_FAILURE;
-    if (set_recipe(&c, recipe) < 0) {
-        fprintf(stderr, "%s: --recipe is tutorial or tuned, not '%s'\n", argv[0], recipe);
-        return EXIT_FAILURE;
-    }
+    int64_t print_first_only = 0;
+    config c = tutorial_recipe();
     const cli_flag flags[] = {
+        {"recipe", CLI_STRING, &c.recipe, 0, 0,
+         "tutorial, or tuned: pre-norm, no dropout, warmup 400, clip 1 (given flags win)"},
+        {"print-first", CLI_SWITCH, &print_first_only, 0, 0,
+         "print the first training sample and its tokens, then exit"},
         {"epochs", CLI_INT, &c.epochs, 0, 1e6, "passes over the 4000 training rows (0: none)"},
         {"batch", CLI_INT, &c.batch, 1, AVG_TRAIN, "training batch size"},
         {"lr", CLI_FLOAT, &c.lr, 0, 10, "Adam learning rate (peak, with warmup)"},
@@ -364,14 +357,18 @@ int main(int argc, char **argv)
         {"load", CLI_STRING, &c.load, 0, 0, "read a saved model from here (its options are "
          "the file's); skip training"},
     };
-    int parsed = cli_parse(argc, argv,
-                           "Tutorials 000/001: the average of 10 numbers as digit sequences.\n"
-                           "Also: --recipe tutorial|tuned (defaults for the flags below; given "
-                           "flags override them),\n      --print-first (print the first training "
-                           "sample and its tokens, then exit).",
-                           flags, (int)(sizeof flags / sizeof flags[0]));
-    if (parsed)
-        return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    enum { N_FLAGS = sizeof flags / sizeof flags[0] };
+    unsigned char given[N_FLAGS] = {0};
+    int exit_now = cli_parse(argc, argv,
+                             "Tutorials 000/001: the average of 10 numbers as digit sequences.\n"
+                             "The defaults below are the tutorial recipe's.",
+                             flags, N_FLAGS, given);
+    if (exit_now != CLI_CONTINUE)
+        return exit_now;
+    if (apply_recipe(&c, flags, given, N_FLAGS) < 0) {
+        fprintf(stderr, "%s: --recipe is tutorial or tuned, not '%s'\n", argv[0], c.recipe);
+        return cli_usage_error(argv[0]);
+    }
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (c.d_model % c.heads) {
         fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],

@@ -226,11 +226,11 @@ int main(int argc, char **argv)
         {"threads", CLI_INT, &c.threads, 1, 64,
          "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
     };
-    int parsed = cli_parse(argc, argv,
-                           "Tutorial 002's CausalTransformer trained on random tokens.", flags,
-                           (int)(sizeof flags / sizeof flags[0]));
-    if (parsed)
-        return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    int exit_now = cli_parse(argc, argv,
+                             "Tutorial 002's CausalTransformer trained on random tokens.", flags,
+                             (int)(sizeof flags / sizeof flags[0]), NULL);
+    if (exit_now != CLI_CONTINUE)
+        return exit_now;
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (c.d_model % c.heads) {
         fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],

@@ -17,10 +17,10 @@ int main(int argc, char **argv)
         {"ff", CLI_INT, &d_ff, 1, 65536, "feed-forward width"},
         {"seed", CLI_INT, &seed, 0, 1e15, "random seed"},
     };
-    int parsed = cli_parse(argc, argv, "Sinusoidal positions + one transformer encoder layer.",
-                           flags, (int)(sizeof flags / sizeof flags[0]));
-    if (parsed)
-        return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    int exit_now = cli_parse(argc, argv, "Sinusoidal positions + one transformer encoder layer.",
+                             flags, (int)(sizeof flags / sizeof flags[0]), NULL);
+    if (exit_now != CLI_CONTINUE)
+        return exit_now;
 
     int status = EXIT_FAILURE;
     tfm_rng *rng = tfm_rng_create((uint64_t)seed);

@@ -3,28 +3,22 @@
  *
  *   cc fit_line.c $(pkg-config --cflags --libs tfm) -o fit-line
  */
-#include <stdio.h>
-#include <stdlib.h>
-
-#include <tfm/tfm.h>
+#include "cli.h"
 
 #define POINTS 64
 #define STEPS 400
 #define LEARNING_RATE 0.1f
 
-static int fail(const char *what)
+int main(int argc, char **argv)
 {
-    fprintf(stderr, "tfm-fit-line: %s: %s (%s)\n", what, tfm_last_error(),
-            tfm_status_name(tfm_last_status()));
-    return EXIT_FAILURE;
-}
-
-int main(void)
-{
+    int exit_now = cli_parse(argc, argv, "Fits y = 3x + 2 by gradient descent through the tape.",
+                             NULL, 0, NULL);
+    if (exit_now != CLI_CONTINUE)
+        return exit_now;
     float xs[POINTS], ys[POINTS];
     tfm_rng *rng = tfm_rng_create(2024);
     if (!rng)
-        return fail("rng");
+        return cli_fail(argv[0], "rng");
     for (int i = 0; i < POINTS; i++) {
         xs[i] = 2.0f * tfm_rng_uniform(rng) - 1.0f;
         ys[i] = 3.0f * xs[i] + 2.0f + 0.01f * tfm_rng_normal(rng);
@@ -38,7 +32,7 @@ int main(void)
     int status = EXIT_FAILURE;
     if (!x || !y || !w || !b || !tape || tfm_tensor_set_requires_grad(w, 1) != TFM_OK ||
         tfm_tensor_set_requires_grad(b, 1) != TFM_OK) {
-        fail("setup");
+        cli_fail(argv[0], "setup");
         goto done;
     }
     float loss_value = 0.0f;
@@ -46,7 +40,7 @@ int main(void)
         tfm_tensor *error = tfm_sub(tape, tfm_add(tape, tfm_mul(tape, x, w), b), y);
         tfm_tensor *loss = tfm_mean(tape, tfm_mul(tape, error, error));
         if (!loss || tfm_tape_backward(tape, loss) != TFM_OK) {
-            fail("step");
+            cli_fail(argv[0], "step");
             goto done;
         }
         tfm_tensor_item(loss, &loss_value);
@@ -64,7 +58,7 @@ int main(void)
                  ? EXIT_SUCCESS
                  : EXIT_FAILURE;
     if (status != EXIT_SUCCESS)
-        fprintf(stderr, "tfm-fit-line: the fit did not converge\n");
+        fprintf(stderr, "%s: the fit did not converge\n", argv[0]);
 done:
     tfm_tape_free(tape);
     tfm_tensor_free(x);

@@ -75,12 +75,12 @@ int main(int argc, char **argv)
         {"steps", CLI_INT, &steps, 0, MAX_STEPS, "steps whose distributions are shown"},
         {"seed", CLI_INT, &seed, 0, 1e15, "sampling seed"},
     };
-    int parsed = cli_parse(argc, argv,
-                           "Tutorial 000: greedy, temperature, top-k and nucleus decoding of "
-                           "the digit-average model (the checkpoint describes it).",
-                           flags, (int)(sizeof flags / sizeof flags[0]));
-    if (parsed)
-        return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    int exit_now = cli_parse(argc, argv,
+                             "Tutorial 000: greedy, temperature, top-k and nucleus decoding of "
+                             "the digit-average model (the checkpoint describes it).",
+                             flags, (int)(sizeof flags / sizeof flags[0]), NULL);
+    if (exit_now != CLI_CONTINUE)
+        return exit_now;
     if (!checkpoint) {
         fprintf(stderr, "%s: needs a trained model: --checkpoint FILE.\nMake one with\n"
                 "  tfm-average --save average.safetensors\n(the tutorial's 25 epochs; "

@@ -952,12 +952,12 @@ int main(int argc, char **argv)
         {"decode-batch", CLI_INT, &c.decode_batch, 1, 100000, "sources decoded at once"},
         {"examples", CLI_INT, &c.examples, 0, 100000, "translations and mistakes to print"},
     };
-    int parsed = cli_parse(argc, argv,
-                           "Tutorial 003: a transformer learns Taylor expansions "
-                           "(seq2seq_series_2terms.txt), then translates the test set.",
-                           flags, (int)(sizeof flags / sizeof flags[0]));
-    if (parsed)
-        return parsed == 2 ? EXIT_SUCCESS : EXIT_FAILURE;
+    int exit_now = cli_parse(argc, argv,
+                             "Tutorial 003: a transformer learns Taylor expansions "
+                             "(seq2seq_series_2terms.txt), then translates the test set.",
+                             flags, (int)(sizeof flags / sizeof flags[0]), NULL);
+    if (exit_now != CLI_CONTINUE)
+        return exit_now;
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (check_config(&c) < 0)
         return EXIT_FAILURE;

@@ -89,6 +89,21 @@ count_step "installed tfm-encoder-layer prints tutorial 004's shape" $?
 count_step "installed tfm-causal trains (small flags)" $?
 "$prefix/bin/tfm-average" --print-first | grep -q "raw output: 0.544199352975335"
 count_step "installed tfm-average reproduces the tutorials' first sample" $?
+# Command-line conventions: --help and --version on stdout with status 0,
+# an unknown flag or a bad value on stderr with status 2.
+version=$(meson introspect --projectinfo build-test | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+conventions=0
+for program in "$prefix"/bin/tfm-*; do
+    "$program" --help 2>/dev/null | grep -q "^usage: " &&
+        "$program" --version 2>/dev/null | grep -q "(libtfm $version)" &&
+        { "$program" --no-such-flag >/dev/null 2>&1; [ $? -eq 2 ]; } &&
+        [ -z "$("$program" --no-such-flag 2>/dev/null)" ] &&
+        "$program" --no-such-flag 2>&1 | grep -q "no-such-flag" || {
+        echo "$program does not follow the command-line conventions"
+        conventions=1
+    }
+done
+count_step "installed programs answer --help and --version, refuse unknown flags with status 2" $conventions
 checkpoint=$(mktemp -d)
 "$prefix/bin/tfm-average" --epochs 1 --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 \
     --d-ff 16 --save "$checkpoint/average.safetensors" | grep -q "Test RMSE" &&
