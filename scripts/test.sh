@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need, then: the release build's suites; the same
+# Installs what the tests need, then: the API reference (Doxygen, warnings
+# are errors); the release build's suites; the same
 # suites under AddressSanitizer + UBSan; the fuzzers (scripts/fuzz.sh); the
 # installed copy used as users use it (scripts/check_consumers.sh) and its
 # ABI against the baseline (scripts/check_abi.sh); the installed programs.
@@ -9,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-tfm_install_deps cmake abigail-tools libtfm-dev || exit 1
+tfm_install_deps cmake abigail-tools doxygen libtfm-dev || exit 1
 
 passed=0
 failed=0
@@ -46,6 +47,10 @@ setup() { # dir, options...
     if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
     else meson setup "$dir" "$@" >/dev/null; fi
 }
+
+echo "== API reference (Doxygen: an undocumented public symbol fails it)"
+setup build-docs -Ddocs=true -Dtests=false && ninja -C build-docs docs/reference/html
+count_step "API reference" $?
 
 echo "== release build"
 prefix=$PWD/build-test/prefix

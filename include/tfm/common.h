@@ -1,4 +1,8 @@
-/* libtfm: export macro, version, status codes and the last-error call. */
+/** @file
+ * Export macro, version, status codes, the last-error call and threads.
+ *
+ * Everything here is thread-safe. The error state (tfm_last_error(),
+ * tfm_last_status()) is kept per thread; the thread count is process-wide. */
 #ifndef TFM_COMMON_H
 #define TFM_COMMON_H
 
@@ -8,62 +12,86 @@
 extern "C" {
 #endif
 
+/** Marks the functions libtfm exports; empty outside the library's build. */
 #if defined(TFM_BUILDING_LIBRARY) && defined(__GNUC__)
 #define TFM_API __attribute__((visibility("default")))
 #else
 #define TFM_API
 #endif
 
+/** Major version of the headers: changes with an incompatible ABI. */
 #define TFM_VERSION_MAJOR 0
+/** Minor version of the headers: changes when the API grows. */
 #define TFM_VERSION_MINOR 2
+/** Patch version of the headers: fixes only. */
 #define TFM_VERSION_PATCH 0
+/** The headers' version as one number, 10000 * major + 100 * minor + patch,
+ * to compare with tfm_version_number(). */
 #define TFM_VERSION_NUMBER \
     (TFM_VERSION_MAJOR * 10000 + TFM_VERSION_MINOR * 100 + TFM_VERSION_PATCH)
 
-/* Version of the library actually loaded, to compare with the macros. */
+/** Version of the library actually loaded, to compare with
+ * TFM_VERSION_NUMBER (a program built against newer headers than the
+ * library it runs with sees a smaller number here). Never fails. */
 TFM_API uint32_t tfm_version_number(void);
+/** The loaded library's version as "MAJOR.MINOR.PATCH": a static string,
+ * never freed, never NULL. */
 TFM_API const char *tfm_version_string(void);
 
-/* Status codes. The values are part of the ABI and never change. */
+/** What a call returns: TFM_OK or one of the TFM_ERR_ codes. The values
+ * are part of the ABI and never change. A call that fails also records a
+ * message for tfm_last_error(). */
 typedef int32_t tfm_status;
+/** The status codes. */
 enum {
-    TFM_OK = 0,
-    TFM_ERR_NULL = 1,      /* a required handle or pointer was NULL */
-    TFM_ERR_ARG = 2,       /* an argument is out of its documented range */
-    TFM_ERR_SHAPE = 3,     /* tensor shapes do not fit together */
-    TFM_ERR_DTYPE = 4,     /* wrong element type (float32 vs int32) */
-    TFM_ERR_RANGE = 5,     /* an index or token id is out of range */
-    TFM_ERR_SIZE = 6,      /* a size is absurd or overflows */
-    TFM_ERR_NOMEM = 7,     /* an allocation failed */
-    TFM_ERR_STATE = 8,     /* the call is not valid in the object's state */
-    TFM_ERR_IO = 9,        /* a file could not be read or written */
-    TFM_ERR_FORMAT = 10,   /* a file is corrupt or not in the expected format */
-    TFM_ERR_NUMERIC = 11,  /* NaN or Inf where a finite value is required */
-    /* a save put the new file in place, complete, but syncing its folder
+    TFM_OK = 0,            /**< success */
+    TFM_ERR_NULL = 1,      /**< a required handle or pointer was NULL */
+    TFM_ERR_ARG = 2,       /**< an argument is out of its documented range */
+    TFM_ERR_SHAPE = 3,     /**< tensor shapes do not fit together */
+    TFM_ERR_DTYPE = 4,     /**< wrong element type (float32 vs int32) */
+    TFM_ERR_RANGE = 5,     /**< an index or token id is out of range */
+    TFM_ERR_SIZE = 6,      /**< a size is absurd or overflows */
+    TFM_ERR_NOMEM = 7,     /**< an allocation failed */
+    TFM_ERR_STATE = 8,     /**< the call is not valid in the object's state */
+    TFM_ERR_IO = 9,        /**< a file could not be read or written */
+    TFM_ERR_FORMAT = 10,   /**< a file is corrupt or not in the expected format */
+    TFM_ERR_NUMERIC = 11,  /**< NaN or Inf where a finite value is required */
+    /** a save put the new file in place, complete, but syncing its folder
      * failed: it may not survive a crash; the save need not be retried */
     TFM_ERR_SYNC = 12
 };
 
-/* "TFM_ERR_SHAPE" etc.; "TFM_UNKNOWN_STATUS" for a value not listed. */
+/** The code's name, "TFM_ERR_SHAPE" etc.; "TFM_UNKNOWN_STATUS" for a value
+ * not listed. A static string; never fails and leaves the error state
+ * alone. */
 TFM_API const char *tfm_status_name(tfm_status status);
 
-/* The message and status of the last failed call on this thread. Successful
- * calls do not clear them (like errno); tfm_clear_error() does. The message
- * is "" when no error is pending. The pointer stays valid until the next
- * libtfm call on this thread. */
+/** The message of the last failed call on this thread. Successful calls do
+ * not clear it (like errno); tfm_clear_error() does. The message is "" when
+ * no error is pending. The string belongs to the library and stays valid
+ * until the next libtfm call on this thread. */
 TFM_API const char *tfm_last_error(void);
+/** The status of the last failed call on this thread, TFM_OK when none is
+ * pending; cleared as tfm_last_error()'s message is. */
 TFM_API tfm_status tfm_last_status(void);
+/** Forgets this thread's pending error: tfm_last_status() is TFM_OK and
+ * tfm_last_error() "" until the next failure. */
 TFM_API void tfm_clear_error(void);
 
-/* libtfm's own threads for its kernels (attention heads, …), between 1
+/** libtfm's own threads for its kernels (attention heads, …), between 1
  * (the default: none started) and 64. BLAS keeps its own threads, set by its
  * variables (OPENBLAS_NUM_THREADS, BLIS_NUM_THREADS); libtfm runs a BLAS
  * call from its threads only when it is small enough for OpenBLAS to run it
- * on one thread, so the two never oversubscribe the cores. */
+ * on one thread, so the two never oversubscribe the cores. A count outside
+ * 1..64 is TFM_ERR_ARG and changes nothing. Process-wide and safe from
+ * any thread: a kernel already running finishes with the count it began
+ * with. */
 TFM_API tfm_status tfm_set_num_threads(int32_t threads);
+/** libtfm's own thread count, as tfm_set_num_threads() last set it (1 by
+ * default). Never fails. */
 TFM_API int32_t tfm_get_num_threads(void);
 
-/* The instruction set libtfm's own kernels (softmax, layer norm, dropout,
+/** The instruction set libtfm's own kernels (softmax, layer norm, dropout,
  * attention, the fused linear's elementwise parts, cross-entropy, Adam) run
  * with in this process: "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2, FMA) or
  * "baseline" (any x86-64, or the build's target on other machines); the

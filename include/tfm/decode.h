@@ -1,4 +1,5 @@
-/* libtfm decoding: greedy, temperature sampling with top-k and nucleus
+/** @file
+ * libtfm decoding: greedy, temperature sampling with top-k and nucleus
  * (top-p) filtering, and beam search, over a tfm_model, for a batch of
  * sources at once. Decoding is incremental: the decoder's self-attention
  * keys and values are cached and the cross-attention keys and values are
@@ -7,7 +8,13 @@
  * allocates nothing after creation. The model is run without dropout and
  * without recording gradients; its layers' training flags are switched off
  * for the run and restored after it, so a model must not be decoded in two
- * threads at once, nor while it trains. */
+ * threads at once, nor while it trains.
+ *
+ * Ownership: a decoding is caller-owned (tfm_decoding_free()) and refers
+ * to its model without owning it; the output buffers are the caller's, and
+ * nothing the run writes is kept by the library. Errors: a status and
+ * message (common.h); a run refused for its arguments or buffer sizes
+ * writes nothing into the buffers. */
 #ifndef TFM_DECODE_H
 #define TFM_DECODE_H
 
@@ -17,51 +24,64 @@
 extern "C" {
 #endif
 
+/** A decoder run's buffers and caches for a model; opaque. */
 typedef struct tfm_decoding tfm_decoding;
 
+/** How tokens are chosen: one of the TFM_DECODE_ values. */
 typedef int32_t tfm_decode_strategy;
-enum { TFM_DECODE_GREEDY = 0, TFM_DECODE_SAMPLE = 1, TFM_DECODE_BEAM = 2 };
+/** The strategies. */
+enum {
+    TFM_DECODE_GREEDY = 0, /**< the most likely token at each step */
+    TFM_DECODE_SAMPLE = 1, /**< drawn, with temperature, top-k and top-p */
+    TFM_DECODE_BEAM = 2    /**< beam search */
+};
 
+/** A decoding's options. Fill with tfm_decode_options_init(), then change
+ * fields; the library reads only the fields of the size the caller
+ * compiled with. */
 typedef struct tfm_decode_options {
-    uint32_t struct_size;         /* set by tfm_decode_options_init */
-    tfm_decode_strategy strategy;
-    int32_t max_length;           /* tokens generated after bos_id */
-    int32_t bos_id;               /* the first decoder input */
-    int32_t eos_id;               /* ends a sequence; -1: none, run max_length */
-    int32_t src_pad_id;           /* masks these source keys; -1: no padding */
-    /* SAMPLE: logits / temperature, then the top_k most likely (0: all),
+    uint32_t struct_size;         /**< set by tfm_decode_options_init */
+    tfm_decode_strategy strategy; /**< greedy, sample or beam */
+    int32_t max_length;           /**< tokens generated after bos_id */
+    int32_t bos_id;               /**< the first decoder input */
+    int32_t eos_id;               /**< ends a sequence; -1: none, run max_length */
+    int32_t src_pad_id;           /**< masks these source keys; -1: no padding */
+    /** SAMPLE: logits / temperature, then the top_k most likely (0: all),
      * then the smallest set whose probability reaches top_p (1: all). */
     float temperature;
-    int32_t top_k;
-    float top_p;
-    uint64_t seed;                /* SAMPLE: the same seed gives the same tokens */
-    /* BEAM: beam_size hypotheses per source, ranked by sum of log
+    int32_t top_k;                /**< SAMPLE: keep the k most likely; 0: all */
+    float top_p;                  /**< SAMPLE: nucleus mass in (0, 1]; 1: all */
+    uint64_t seed;                /**< SAMPLE: the same seed gives the same tokens */
+    /** BEAM: beam_size hypotheses per source, ranked by sum of log
      * probabilities / length^length_penalty; n_best <= beam_size returned. */
     int32_t beam_size;
-    float length_penalty;
-    int32_t n_best;
-    /* 0 recomputes the whole prefix at every step (the tutorials' way),
+    float length_penalty;         /**< BEAM: the length's exponent in the ranking */
+    int32_t n_best;               /**< BEAM: hypotheses returned per source */
+    /** 0 recomputes the whole prefix at every step (the tutorials' way),
      * for reference and testing; 1 (default) uses the caches. */
     int32_t use_cache;
 } tfm_decode_options;
 
-/* Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
+/** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
  * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
-/* The defaults, for a struct of the size this program was compiled with. */
+/** The defaults, for a struct of the size this program was compiled with. */
 #define tfm_decode_options_init(options)                                      \
     tfm_decode_options_init_sized((options), (uint32_t)sizeof *(options))
 
-/* Decoding for up to max_batch sources of up to max_src_len tokens. The
+/** Decoding for up to max_batch sources of up to max_src_len tokens. The
  * model must outlive it. max_length must not exceed the model's
- * max_tgt_len - 1. */
+ * max_tgt_len - 1. Caller-owned: free with tfm_decoding_free(). NULL with
+ * TFM_ERR_NULL, TFM_ERR_ARG (an option out of range, named) or
+ * TFM_ERR_NOMEM. */
 TFM_API tfm_decoding *tfm_decoding_create(tfm_model *model,
                                         const tfm_decode_options *options,
                                         int64_t max_batch, int64_t max_src_len);
+/** Frees the decoding and its buffers (not the model); NULL is a no-op. */
 TFM_API void tfm_decoding_free(tfm_decoding *decoding);
 
-/* Decodes src [B, S] (int32), B <= max_batch. Each buffer comes with its
+/** Decodes src [B, S] (int32), B <= max_batch. Each buffer comes with its
  * size in elements, which must be at least what this batch needs
  * (tfm_decoding_buffer_sizes gives the counts; TFM_ERR_SIZE, naming the
  * count needed, when one is smaller); larger buffers are fine. For each
@@ -87,7 +107,7 @@ TFM_API tfm_status tfm_decoding_run(tfm_decoding *decoding, const tfm_tensor *sr
                                     float *logits, int64_t logits_count,
                                     float *probs, int64_t probs_count);
 
-/* The element counts tfm_decoding_run needs for a batch of `batch` sources
+/** The element counts tfm_decoding_run needs for a batch of `batch` sources
  * (1 <= batch <= max_batch): tokens batch * n_best * (max_length + 1);
  * lengths and scores batch * n_best; logits and probs batch * max_length *
  * tgt_vocab (0 with beam search, which writes none). Any out pointer may

@@ -1,4 +1,5 @@
-/* libtfm training states: everything a training run needs to go on
+/** @file
+ * libtfm training states: everything a training run needs to go on
  * exactly where it stopped, in one file and one call each way. The file
  * is a model file (model.h: parameters and options, so tfm_model_load
  * reads it) plus the optimizer's state (step count, so the schedule's
@@ -10,7 +11,12 @@
  * Resuming is exact: N steps, tfm_training_save, a new process that makes
  * the same model and optimizer (tfm_model_load and tfm_optimizer_create
  * with the same options), tfm_training_load, N more steps: the same bits
- * as 2N steps without a stop. */
+ * as 2N steps without a stop.
+ *
+ * Errors and threads: as for the model and the optimizer (model.h,
+ * optim.h): one thread at a time for the model, optimizer and streams
+ * given; a failed save leaves the previous file, a failed load changes
+ * nothing. */
 #ifndef TFM_TRAINING_H
 #define TFM_TRAINING_H
 
@@ -21,7 +27,7 @@
 extern "C" {
 #endif
 
-/* optimizer must be over tfm_model_params(model). rngs: rng_count streams
+/** optimizer must be over tfm_model_params(model). rngs: rng_count streams
  * of the caller's (may be 0 and NULL), restored in the same order. The
  * metadata pairs are the caller's (keys starting with "tfm." are
  * libtfm's: TFM_ERR_ARG). Written atomically (io.h). */
@@ -32,7 +38,7 @@ TFM_API tfm_status tfm_training_save(const char *path, const tfm_model *model,
                                      const char *const *keys,
                                      const char *const *values);
 
-/* Restores the parameters, the optimizer's state, the model's dropout
+/** Restores the parameters, the optimizer's state, the model's dropout
  * stream and the caller's streams from a tfm_training_save file. Checked
  * whole first: the model's options must equal the file's (TFM_ERR_ARG
  * naming the first that differs), the optimizer's kind and size must fit,
