@@ -2,15 +2,17 @@
 # Installs what the tests need, then: the API reference (Doxygen, warnings
 # are errors); the release build's suites; the same
 # suites under AddressSanitizer + UBSan; the fuzzers (scripts/fuzz.sh); the
-# installed copy used as users use it (scripts/check_consumers.sh) and its
-# ABI against the baseline (scripts/check_abi.sh); the installed programs.
+# installed copy used as users use it (scripts/check_consumers.sh), from
+# Python (scripts/test_python.sh), and its ABI against the baseline
+# (scripts/check_abi.sh); the installed programs.
 # Ends with one
 # "N passed, N failed" line counting every Check test case, fuzzer, script
 # check and step.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-tfm_install_deps cmake abigail-tools doxygen libtfm-dev || exit 1
+tfm_install_deps cmake abigail-tools doxygen libtfm-dev \
+    python3-cffi python3-numpy python3-pytest python3-venv || exit 1
 
 passed=0
 failed=0
@@ -81,6 +83,9 @@ echo "== installed copy: pkg-config, CMake, beside TomsFastMath; as a meson subp
 rm -rf "$prefix"
 meson install -C build-test --no-rebuild >/dev/null
 run_script "consumers" scripts/check_consumers.sh "$prefix"
+
+echo "== Python package: pip install, pytest, the README's snippet, examples"
+run_script "Python package" scripts/test_python.sh "$prefix"
 
 echo "== ABI against the committed baseline (abidiff)"
 run_script "ABI check" scripts/check_abi.sh build-test/lib/libtfm.so.*.*.*

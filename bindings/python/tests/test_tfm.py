@@ -1,0 +1,302 @@
+"""The Python package against the C library: round trips, every exception
+path, lifetimes, and gradients equal to PyTorch's (the fixture the C suite
+uses) and to the C library's own calls."""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import tfm
+from tfm import ffi, lib
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'tests', 'fixtures')
+MODEL_FIXTURE = os.path.join(FIXTURES, 'model.safetensors')
+
+
+def small_model(**changes):
+    fields = dict(src_vocab=13, tgt_vocab=11, max_src_len=6, max_tgt_len=5, d_model=16,
+                  heads=2, encoder_layers=2, decoder_layers=2, d_ff=32, dropout=0.0,
+                  embedding_scale='sqrt_d', seed=11)
+    fields.update(changes)
+    return tfm.Model(**fields)
+
+
+# --- round trips --------------------------------------------------------------------
+def test_tensor_round_trip_keeps_values_shape_and_dtype():
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = tfm.tensor(values)
+    assert t.shape == (2, 3, 4) and t.dtype == np.float32
+    np.testing.assert_array_equal(t.numpy(), values)
+    ids = tfm.tensor(np.array([[1, 2], [3, 4]], dtype=np.int32))
+    assert ids.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(ids), [[1, 2], [3, 4]])
+
+
+def test_int64_ids_are_converted_when_they_fit_and_refused_when_not():
+    t = tfm.tensor(np.array([0, 5, 2**31 - 1], dtype=np.int64))
+    np.testing.assert_array_equal(t.numpy(), [0, 5, 2**31 - 1])
+    with pytest.raises(OverflowError):
+        tfm.tensor(np.array([2**31], dtype=np.int64))
+    with pytest.raises(OverflowError):
+        tfm.tensor(np.array([-2**31 - 1], dtype=np.int64))
+
+
+def test_other_dtypes_are_refused_or_converted_explicitly():
+    with pytest.raises(TypeError):
+        tfm.tensor(np.array(['a', 'b']))
+    with pytest.raises(TypeError):
+        tfm.as_array(np.array([0.5]), np.int32)  # floats are never read as ids
+    np.testing.assert_array_equal(tfm.tensor(np.array([0.25, 1.5])).numpy(), [0.25, 1.5])
+
+
+def test_model_file_round_trip_with_metadata(tmp_path):
+    model = small_model()
+    path = tmp_path / 'model.safetensors'
+    model.save(path, {'vocabulary': 'a b c'})
+    again = tfm.Model.load(path)
+    assert again.options == model.options
+    assert tfm.metadata(path)['vocabulary'] == 'a b c'
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(again.state_dict()[name], value)
+
+
+def test_state_dict_moves_between_models_and_is_checked_before_writing():
+    a, b = small_model(seed=1), small_model(seed=2)
+    before = b.state_dict()
+    state = a.state_dict()
+    state['generator.bias'] = np.zeros(3, np.float32)  # wrong shape
+    with pytest.raises(ValueError, match='generator.bias'):
+        b.load_state_dict(state)
+    for name, value in b.state_dict().items():  # nothing was written
+        np.testing.assert_array_equal(value, before[name])
+    with pytest.raises(KeyError):
+        b.load_state_dict({'nope': np.zeros(1)})
+    b.load_state_dict(a.state_dict())
+    for name, value in a.state_dict().items():
+        np.testing.assert_array_equal(b.state_dict()[name], value)
+
+
+def test_training_state_resumes_bit_for_bit(tmp_path):
+    def run(model, adam, rng, steps):
+        tape = tfm.Tape()
+        for _ in range(steps):
+            src = np.frombuffer(bytes(int(rng.uniform() * 13) for _ in range(12)),
+                                np.uint8).reshape(2, 6)
+            tgt = src[:, :5] % 11
+            with tape:
+                loss = tfm.cross_entropy(model.forward(src, tgt, tgt_mask=tfm.causal_mask(5)),
+                                         tgt)
+                adam.zero_grad()
+                loss.backward()
+                adam.step()
+
+    straight = small_model(dropout=0.1)
+    adam = tfm.Adam(straight, lr=1e-2)
+    data = tfm.Rng(5)
+    run(straight, adam, data, 6)
+
+    first = small_model(dropout=0.1)
+    adam1 = tfm.Adam(first, lr=1e-2)
+    data1 = tfm.Rng(5)
+    run(first, adam1, data1, 3)
+    tfm.save_training(tmp_path / 'state.safetensors', first, adam1, [data1])
+    resumed = tfm.Model.load(tmp_path / 'state.safetensors')
+    adam2 = tfm.Adam(resumed, lr=1e-2)
+    data2 = tfm.Rng(0)
+    tfm.load_training(tmp_path / 'state.safetensors', resumed, adam2, [data2])
+    run(resumed, adam2, data2, 3)
+    for name, value in straight.state_dict().items():
+        np.testing.assert_array_equal(resumed.state_dict()[name], value)
+
+
+def test_decoding_greedy_beam_and_sampling():
+    model = small_model().eval()
+    src = np.array([[3, 7, 12, 5, 9, 1], [4, 11, 2, 1, 1, 1]])
+    greedy = model.greedy(src, max_length=4)
+    assert greedy.shape == (2, 5) and (greedy[:, 0] == 1).all()
+    tokens, scores = model.beam(src, beam_size=3, n_best=2, max_length=4)
+    assert tokens.shape == (2, 2, 5) and scores.shape == (2, 2)
+    assert (scores[:, 0] >= scores[:, 1]).all()
+    one = model.sample(src, temperature=0.7, top_k=5, seed=3, max_length=4)
+    again = model.sample(src, temperature=0.7, top_k=5, seed=3, max_length=4)
+    np.testing.assert_array_equal(one, again)
+
+
+def test_encoder_layer_as_tutorial_004():
+    params = tfm.Params()
+    layer = tfm.EncoderLayer(params, 'layer', rng=tfm.Rng(0), d_model=128, heads=8, d_ff=512,
+                             dropout=0.0).eval()
+    positions = tfm.SinusoidalPositions(5000, 128)
+    with tfm.Tape(recording=False):
+        out = layer(positions(np.zeros((2, 10, 128), np.float32)))
+        assert out.shape == (2, 10, 128)
+
+
+# --- every exception path -----------------------------------------------------------
+def test_statuses_become_exceptions_with_libtfm_messages(tmp_path):
+    tape = tfm.Tape()
+    with tape:
+        with pytest.raises(tfm.ShapeError, match='tfm_add') as caught:
+            tfm.add(np.ones((2, 3)), np.ones((4, 5)))
+        assert caught.value.status == lib.TFM_ERR_SHAPE
+        assert caught.value.status_name == 'TFM_ERR_SHAPE'
+        with pytest.raises(tfm.DtypeError):
+            tfm.embedding(tfm.tensor(np.ones((4, 2))), tfm.tensor(np.ones(3, np.float32)))
+        with pytest.raises(tfm.RangeError):
+            tfm.embedding(tfm.tensor(np.ones((4, 2))), np.array([7]))
+    with pytest.raises(tfm.ArgumentError, match='heads'):
+        small_model(heads=3)
+    with pytest.raises(tfm.SizeError):
+        tfm.Params().add('huge', [2**40, 2**40])
+    with pytest.raises(tfm.FileError):
+        tfm.Model.load(tmp_path / 'absent.safetensors')
+    corrupt = tmp_path / 'corrupt.safetensors'
+    corrupt.write_bytes(b'\x10' + b'\0' * 7 + b'{"x": not json} ')
+    with pytest.raises(tfm.FormatError):
+        tfm.Model.load(corrupt)
+    with pytest.raises(tfm.NullError):
+        tfm.Tensor(ffi.NULL).numpy()  # a NULL handle reaches C's own check
+    with pytest.raises(TypeError, match='no_such_field'):
+        small_model(no_such_field=1)
+    with pytest.raises(ValueError, match='positions'):
+        small_model(positions='spiral')
+    with pytest.raises(tfm.StateError, match='no current tape'):
+        tfm.relu(np.ones(3))
+    assert lib.tfm_last_status() == lib.TFM_OK  # every error was taken
+
+
+def test_non_finite_gradient_refuses_the_step():
+    params = tfm.Params()
+    w = params.add('w', [2])
+    adam = tfm.Adam(params, lr=0.1)
+    with tfm.Tape():
+        loss = tfm.sum(tfm.scale(w, float('inf')))
+        loss.backward()
+    before = w.numpy()
+    with pytest.raises(tfm.NumericError):
+        adam.step()
+    np.testing.assert_array_equal(w.numpy(), before)
+    assert adam.step_count == 0
+
+
+# --- lifetimes ----------------------------------------------------------------------
+def test_tape_owned_tensors_end_at_reset_and_close():
+    tape = tfm.Tape()
+    with tape:
+        y = tfm.relu(np.array([-1.0, 2.0]))
+        kept = y.clone()
+    with pytest.raises(tfm.StaleError):
+        y.numpy()
+    np.testing.assert_array_equal(kept.numpy(), [0.0, 2.0])
+    with tape:
+        z = tfm.relu(np.array([1.0]))
+    tape.close()
+    with pytest.raises(tfm.ClosedError):
+        z.numpy()
+    with pytest.raises(tfm.ClosedError):
+        with tape:
+            pass
+
+
+def test_closing_a_model_closes_what_depends_on_it():
+    model = small_model()
+    adam = tfm.Adam(model)
+    weight = model.params['generator.weight']
+    decoding = tfm.Decoding(model, 2, 6, max_length=3)
+    model.close()
+    for handle in (adam, weight, decoding):
+        with pytest.raises(tfm.ClosedError):
+            handle._ptr()
+    with pytest.raises(tfm.ClosedError):
+        adam.step()
+    with pytest.raises(tfm.ClosedError):
+        weight.numpy()
+    model.close()  # twice is harmless
+
+
+def test_owners_stay_alive_while_used_and_collection_does_not_crash():
+    adam = tfm.Adam(small_model())  # the only reference to the model is the optimizer's
+    gc.collect()
+    adam.step()
+    with tfm.Tape() as tape:
+        y = tfm.relu(np.ones(2))
+    del tape
+    gc.collect()
+    with pytest.raises(tfm.StaleError):
+        y.numpy()
+    with small_model() as model:
+        assert model.parameter_count() > 0
+    assert model.closed
+
+
+# --- gradients ----------------------------------------------------------------------
+def fixture_model():
+    model = small_model()
+    outcome = model.params.load(MODEL_FIXTURE, strip_prefix='param.', allow_unexpected=True)
+    assert outcome['missing'] == [] and len(outcome['loaded']) == len(model.params)
+    return model
+
+
+def fixture(name):
+    with open(MODEL_FIXTURE, 'rb'):
+        pass
+    pointer = lib.tfm_safetensors_open(MODEL_FIXTURE.encode())
+    try:
+        return tfm.Tensor(tfm._core.check_pointer(lib.tfm_safetensors_get(pointer, name.encode())))
+    finally:
+        lib.tfm_safetensors_close(pointer)
+
+
+def test_gradients_equal_pytorchs_and_the_c_librarys():
+    model = fixture_model()
+    src, tgt, targets = fixture('input.src'), fixture('input.tgt'), fixture('input.targets')
+    src_keep, tgt_additive = fixture('mask.src'), fixture('mask.tgt')
+    with tfm.Tape():
+        logits = model.forward(src, tgt, src_mask=src_keep, tgt_mask=tgt_additive,
+                               memory_mask=src_keep)
+        np.testing.assert_allclose(logits.numpy(), fixture('output.logits').numpy(), atol=1e-5)
+        loss = tfm.cross_entropy(logits, targets, ignore_index=0, label_smoothing=0.1)
+        loss.backward()
+    python_grads = {n: model.params[n].grad for n in model.params.names()}
+    for name, grad in python_grads.items():
+        np.testing.assert_allclose(grad, fixture('grad.param.' + name).numpy(), atol=1e-5,
+                                   err_msg=name)
+
+    # The same step through the C calls alone gives the same bits.
+    model.params.zero_grad()
+    tape = lib.tfm_tape_create()
+    p = model._ptr()
+    logits = lib.tfm_model_forward(tape, p, src._ptr(), tgt._ptr(), src_keep._ptr(),
+                                   tgt_additive._ptr(), src_keep._ptr(), ffi.NULL, ffi.NULL,
+                                   ffi.NULL)
+    loss = lib.tfm_cross_entropy(tape, logits, targets._ptr(), 0, 0.1)
+    assert lib.tfm_tape_backward(tape, loss) == lib.TFM_OK
+    lib.tfm_tape_free(tape)
+    for name, grad in python_grads.items():
+        np.testing.assert_array_equal(model.params[name].grad, grad, err_msg=name)
+
+
+def test_pytorch_boolean_masks_are_converted_not_misread():
+    model = fixture_model().eval()
+    src, tgt = fixture('input.src').numpy(), fixture('input.tgt').numpy()
+    padded = src == 0  # PyTorch's src_key_padding_mask: True = ignore
+    with tfm.Tape(recording=False):
+        by_bool = model.forward(src, tgt, tgt_mask=tfm.causal_mask(tgt.shape[1]),
+                                src_key_padding_mask=padded,
+                                memory_key_padding_mask=padded).numpy()
+        by_keep = model.forward(src, tgt, src_mask=tfm.padding_mask(src, 0),
+                                tgt_mask=tfm.causal_mask(tgt.shape[1]),
+                                memory_mask=tfm.padding_mask(src, 0)).numpy()
+    np.testing.assert_allclose(by_bool, by_keep, atol=1e-6)
+
+
+def test_inputs_live_until_backward_even_without_python_references():
+    w = tfm.tensor(np.ones(4096, np.float32), requires_grad=True)
+    with tfm.Tape():
+        y = tfm.mul(w, tfm.tensor(np.full(4096, 3.0)))  # no reference kept to the factor
+        gc.collect()
+        clutter = [tfm.tensor(np.full(4096, -7.0)) for _ in range(8)]  # reuse freed memory
+        tfm.sum(y).backward()
+        del clutter
+    np.testing.assert_array_equal(w.grad, np.full(4096, 3.0, np.float32))

@@ -1,0 +1,43 @@
+"""libtfm from Python: encoder-decoder transformers over the C library.
+
+    import numpy as np, tfm
+    model = tfm.Model(src_vocab=13, tgt_vocab=13, max_src_len=6, max_tgt_len=8,
+                      d_model=32, heads=4, encoder_layers=1, decoder_layers=1,
+                      d_ff=64, dropout=0.0)
+    adam = tfm.Adam(model, lr=3e-3)
+    tape = tfm.Tape()
+    with tape:                                   # ops record here; reset at the end
+        logits = model.forward(src, tgt_in, tgt_mask=tfm.causal_mask(7))
+        loss = tfm.cross_entropy(logits, tgt_out)
+        adam.zero_grad(); loss.backward(); adam.step()
+    tokens = model.greedy(src)
+
+Errors raise tfm.Error subclasses carrying libtfm's message; handles are
+freed by their Python owners (close(), `with`, or collection), and a
+handle used after its owner was closed or its tape reset raises instead of
+reaching C. The C library itself is tfm.lib (every public call, through
+cffi) with tfm.ffi.
+"""
+from ._binding import ffi, lib, library_path
+from ._core import (ArgumentError, ClosedError, DtypeError, Error, FileError, FormatError,
+                    NullError, NumericError, OutOfMemoryError, RangeError, Rng, ShapeError,
+                    SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array,
+                    concat, cross_entropy, current_tape, dropout, embedding, gelu, layer_norm,
+                    linear, log_softmax, masked_fill, matmul, mean, merge_heads, mul, relu,
+                    reshape, scale, softmax, split_heads, sub, sum, tanh, tensor, transpose)
+from ._model import (SGD, Adam, AdamW, Attention, Decoding, DecoderLayer, Dropout, Embedding,
+                     EncoderLayer, FeedForward, Layer, LayerNorm, LearnedPositions, Linear,
+                     Model, Optimizer, Params, SinusoidalPositions, causal_mask, from_torch_bool,
+                     load_training, metadata, padding_mask, save_training)
+
+__version__ = ffi.string(lib.tfm_version_string()).decode()
+
+
+def set_num_threads(threads):
+    """libtfm's own kernel threads (1 to 64); BLAS keeps its own."""
+    from ._core import check
+    check(lib.tfm_set_num_threads(threads))
+
+
+def get_num_threads():
+    return lib.tfm_get_num_threads()

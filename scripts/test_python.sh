@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Python package as its users get it: `pip install ./bindings/python`
+# into a fresh virtual environment (with the system's numpy and cffi),
+# finding the library installed in PREFIX through pkg-config; then its
+# pytest suite, the README's Python snippet as written, and the Python
+# examples. Ends with "N passed, N failed".
+#   usage: scripts/test_python.sh PREFIX
+set -u
+cd "$(dirname "$0")/.."
+source=$PWD
+prefix=$1
+libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while read -r d; do
+    [ -f "$d/pkgconfig/tfm.pc" ] && echo "${d%/}"; done | head -n 1)
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+passed=0
+failed=0
+step() { # name, exit status
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
+    else failed=$((failed + 1)); echo "FAILED: $1"; fi
+}
+
+# Debian's interpreter: its numpy, cffi and pytest (another python3 may come
+# first on PATH).
+/usr/bin/python3 -m venv --system-site-packages "$scratch/venv" &&
+    "$scratch/venv/bin/pip" install --quiet --no-index "$source/bindings/python"
+step "pip install ./bindings/python into a virtual environment" $?
+python=$scratch/venv/bin/python
+
+# Outside the source tree, so that `import tfm` is the installed package.
+cd "$scratch"
+"$python" -c 'import tfm, sys; print("tfm", tfm.__version__, "from", tfm.__file__, "over", tfm.library_path)'
+log=$scratch/pytest.log
+"$python" -m pytest -q -p no:cacheprovider "$source/bindings/python/tests" >"$log" 2>&1
+status=$?
+tail -n 15 "$log"
+read -r p f < <(awk '/ passed| failed/ {
+        for (i = 1; i < NF; i++) { if ($(i + 1) ~ /^passed/) p = $i; if ($(i + 1) ~ /^failed/) f = $i }
+    } END { print p + 0, f + 0 }' "$log")
+passed=$((passed + p))
+failed=$((failed + f))
+[ "$status" -eq 0 ] || [ "$f" -gt 0 ] || step "pytest ran" 1
+
+awk '/^```python$/ { inside = 1; next } /^```$/ { inside = 0 } inside' "$source/README.md" \
+    >"$scratch/readme_snippet.py"
+[ -s "$scratch/readme_snippet.py" ] && "$python" "$scratch/readme_snippet.py"
+step "the README's Python snippet runs as written" $?
+
+"$python" "$source/bindings/python/examples/encoder_layer.py" | grep -qx "Output shape: (2, 10, 128)"
+step "examples/encoder_layer.py prints tutorial 004's shape" $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
