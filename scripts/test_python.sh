@@ -50,5 +50,18 @@ step "the README's Python snippet runs as written" $?
 "$python" "$source/bindings/python/examples/encoder_layer.py" | grep -qx "Output shape: (2, 10, 128)"
 step "examples/encoder_layer.py prints tutorial 004's shape" $?
 
+# Tutorial 003 from Python follows the C example's loss curve exactly.
+data=$source/data/taylor/seq2seq_series_2terms.txt
+losses() { awk '$2 == "train" && $4 == "val" { print $1, $3, $5 }'; }
+OPENBLAS_NUM_THREADS=1 "$python" "$source/bindings/python/examples/taylor.py" --data "$data" \
+    --iterations 20 --step 10 --translate 100 | tee "$scratch/taylor_python.txt" | tail -n 2
+OPENBLAS_NUM_THREADS=1 "$prefix/bin/tfm-taylor" --data "$data" --iterations 20 --step 10 \
+    --evaluate 0 --out "$scratch/taylor" >"$scratch/taylor_c.txt"
+losses <"$scratch/taylor_python.txt" >"$scratch/python_losses"
+losses <"$scratch/taylor_c.txt" >"$scratch/c_losses"
+[ "$(wc -l <"$scratch/python_losses")" -eq 2 ] && cmp "$scratch/python_losses" "$scratch/c_losses" &&
+    grep -q "^Accuracy: " "$scratch/taylor_python.txt"
+step "examples/taylor.py trains with the C example's very losses, then translates" $?
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -21,13 +21,14 @@ cffi) with tfm.ffi.
 from ._binding import ffi, lib, library_path
 from ._core import (ArgumentError, ClosedError, DtypeError, Error, FileError, FormatError,
                     NullError, NumericError, OutOfMemoryError, RangeError, Rng, ShapeError,
-                    SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array,
+                    SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array, check,
                     concat, cross_entropy, current_tape, dropout, embedding, gelu, layer_norm,
                     linear, log_softmax, masked_fill, matmul, mean, merge_heads, mul, relu,
                     reshape, scale, softmax, split_heads, sub, sum, tanh, tensor, transpose)
 from ._model import (SGD, Adam, AdamW, Attention, Decoding, DecoderLayer, Dropout, Embedding,
                      EncoderLayer, FeedForward, Layer, LayerNorm, LearnedPositions, Linear,
-                     Model, Optimizer, Params, SinusoidalPositions, causal_mask, from_torch_bool,
+                     Model, Optimizer, Params, SinusoidalPositions, causal_mask, combine_masks,
+                     from_torch_bool,
                      load_training, metadata, padding_mask, save_training)
 
 __version__ = ffi.string(lib.tfm_version_string()).decode()
@@ -35,7 +36,6 @@ __version__ = ffi.string(lib.tfm_version_string()).decode()
 
 def set_num_threads(threads):
     """libtfm's own kernel threads (1 to 64); BLAS keeps its own."""
-    from ._core import check
     check(lib.tfm_set_num_threads(threads))
 
 

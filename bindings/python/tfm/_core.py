@@ -137,6 +137,9 @@ class Rng(Handle):
     def seed(self, seed):
         check(lib.tfm_rng_seed(self._ptr(), seed))
 
+    def next_u64(self):
+        return lib.tfm_rng_next_u64(self._ptr())
+
     def uniform(self):
         return lib.tfm_rng_uniform(self._ptr())
 

@@ -311,6 +311,12 @@ def from_torch_bool(mask, additive=False):
         ffi.new('int64_t[]', array.shape), _form(additive))))
 
 
+def combine_masks(a, b):
+    """Both masks at once, broadcast (keep-masks AND, additive masks add)."""
+    with Inputs() as inputs:
+        return Tensor(check_pointer(lib.tfm_mask_combine(ffi.NULL, inputs(a), inputs(b))))
+
+
 def _mask(inputs, mask):
     """Masks given to models and layers: a numpy bool array is PyTorch's
     (True = ignore) and is converted; other values pass as they are."""
