@@ -6,20 +6,8 @@
 #   usage: scripts/check_consumers.sh PREFIX
 set -u
 cd "$(dirname "$0")/.."
-source=$PWD
-prefix=$1
-libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while read -r d; do
-    [ -f "$d/pkgconfig/tfm.pc" ] && echo "${d%/}"; done | head -n 1)
-export PKG_CONFIG_PATH="$libdir/pkgconfig"
+. scripts/installed.sh "$1"
 consumers=$source/tests/consumers
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-passed=0
-failed=0
-step() { # name, exit status
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
-    else failed=$((failed + 1)); echo "FAILED: $1"; fi
-}
 
 (cd "$scratch" &&
     cc -std=c11 -Wall -Werror "$source/examples/fit_line.c" $(pkg-config --cflags --libs tfm) \

@@ -7,19 +7,7 @@
 #   usage: scripts/test_python.sh PREFIX
 set -u
 cd "$(dirname "$0")/.."
-source=$PWD
-prefix=$1
-libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while read -r d; do
-    [ -f "$d/pkgconfig/tfm.pc" ] && echo "${d%/}"; done | head -n 1)
-export PKG_CONFIG_PATH="$libdir/pkgconfig"
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-passed=0
-failed=0
-step() { # name, exit status
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
-    else failed=$((failed + 1)); echo "FAILED: $1"; fi
-}
+. scripts/installed.sh "$1"
 
 # Debian's interpreter: its numpy, cffi and pytest (another python3 may come
 # first on PATH).
