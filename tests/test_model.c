@@ -2,6 +2,7 @@
  * modes, gradients, and checkpoints that reload bit-identically and reject
  * damaged files. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,69 @@ START_TEST(forward_shapes_and_modes)
     tfm_tape_free(tape);
     tfm_tensor_free(src);
     tfm_tensor_free(tgt);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Logits [rows, 4, 11] of rows 0..rows of a fixed batch, in training mode,
+ * with the model's stream as seeded and its slice set; and the loss's
+ * gradient, summed over the rows, into grad (the tensors' first block). */
+static void sharded_logits(int64_t first, int64_t rows, int64_t index, int64_t count,
+                           float *logits, float *grad, int64_t grad_count)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.dropout = 0.3f;
+    o.embedding_dropout = 0.3f;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_model_set_shard(m, index, count), TFM_OK);
+    tfm_tensor *all_src = ids(4, 5, 13, 1), *all_tgt = ids(4, 4, 11, 3);
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){rows, 5},
+                                          tfm_tensor_data_i32(all_src) + first * 5);
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){rows, 4},
+                                          tfm_tensor_data_i32(all_tgt) + first * 4);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *causal = tfm_mask_causal(tape, 4, TFM_F32);
+    tfm_tensor *out = tfm_model_forward(tape, m, src, tgt, NULL, causal, NULL, NULL, NULL, NULL);
+    ck_assert_msg(out && tfm_tensor_read_f32(out, logits, rows * 44) == TFM_OK, "%s",
+                  tfm_last_error());
+    ck_assert_int_eq(tfm_tape_backward(tape, tfm_sum(tape, out)), TFM_OK);
+    memcpy(grad, tfm_params_grads(tfm_model_params(m)), (size_t)grad_count * sizeof *grad);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_tensor_free(all_src);
+    tfm_tensor_free(all_tgt);
+    tfm_model_free(m);
+}
+
+/* Two processes each running half the batch with their slice set draw the
+ * whole batch's dropout masks (embedding, attention weights, feed-forward,
+ * residuals): their logits are the whole batch's, bit for bit, and their
+ * gradients add up to its. */
+START_TEST(shards_draw_the_whole_batchs_dropout)
+{
+    enum { GRADS = 4096 };
+    static float whole[4 * 44], half[2][2 * 44], g_whole[GRADS], g_half[2][GRADS];
+    sharded_logits(0, 4, 0, 1, whole, g_whole, GRADS);
+    sharded_logits(0, 2, 0, 2, half[0], g_half[0], GRADS);
+    sharded_logits(2, 2, 1, 2, half[1], g_half[1], GRADS);
+    ck_assert_mem_eq(half[0], whole, sizeof half[0]);
+    ck_assert_mem_eq(half[1], whole + 2 * 44, sizeof half[1]);
+    for (int i = 0; i < GRADS; i++)
+        ck_assert_msg(fabsf(g_half[0][i] + g_half[1][i] - g_whole[i]) <=
+                          1e-4f * (1.0f + fabsf(g_whole[i])),
+                      "gradient %d: %g + %g vs %g", i, g_half[0][i], g_half[1][i], g_whole[i]);
+    /* without the slice, the second half draws the first half's masks */
+    float unsliced[2 * 44], g[GRADS];
+    sharded_logits(2, 2, 0, 1, unsliced, g, GRADS);
+    ck_assert_int_ne(memcmp(unsliced, half[1], sizeof unsliced), 0);
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_model_set_shard(m, 2, 2), TFM_ERR_ARG);
+    ck_assert_msg(strstr(tfm_last_error(), "tfm_model_set_shard") != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_set_shard(NULL, 0, 1), TFM_ERR_NULL);
     tfm_model_free(m);
 }
 END_TEST
@@ -441,6 +505,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, threads_give_the_same_step);
     tcase_add_test(tc, checkpoint_reloads_bit_identically);
     tcase_add_test(tc, damaged_checkpoints_are_rejected);
+    tcase_add_test(tc, shards_draw_the_whole_batchs_dropout);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -127,6 +127,12 @@ TFM_API int64_t tfm_model_parameter_count(const tfm_model *model);
 /** Training (1: dropout on, as after create) or evaluation (0) mode for
  * every layer. */
 TFM_API tfm_status tfm_model_set_training(tfm_model *model, int32_t training);
+/** Data-parallel training: this process runs slice index of count equal
+ * slices of every batch (along the batch axis), and the model's dropout
+ * masks become that slice's part of the whole batch's masks
+ * (tfm_rng_set_shard() on the model's stream). (0, 1), the default, is the
+ * whole batch. Not saved with the model. */
+TFM_API tfm_status tfm_model_set_shard(tfm_model *model, int64_t index, int64_t count);
 
 /** The options the model was made with, into the caller's struct as far as
  * its struct_size goes (call tfm_model_options_init on it first). */

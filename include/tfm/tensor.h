@@ -52,7 +52,17 @@ TFM_API void tfm_rng_free(tfm_rng *rng);
 /** Restarts the stream as tfm_rng_create(seed) began it; layers holding the
  * rng (dropout) then repeat their draws. */
 TFM_API tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed);
-/** Makes dst continue exactly as src would from here (its whole state). */
+/** Data-parallel dropout: count processes each run one of count equal
+ * slices of a batch (along its first axis; this one runs slice index), and
+ * dropout masks drawn from rng are then the slice's part of the mask one
+ * process would draw for the whole batch, so that the processes together
+ * train as one would (distributed.h). Every dropped tensor must have the
+ * batch as its first axis, as the layers' and the model's do. (0, 1), the
+ * default, is the whole batch. index outside [0, count) is TFM_ERR_ARG.
+ * Not part of the state that tfm_training_save keeps. */
+TFM_API tfm_status tfm_rng_set_shard(tfm_rng *rng, int64_t index, int64_t count);
+/** Makes dst continue exactly as src would from here (its whole state,
+ * its slice included). */
 TFM_API tfm_status tfm_rng_copy(tfm_rng *dst, const tfm_rng *src);
 /** The next 64 random bits; 0 with TFM_ERR_NULL on a NULL rng. */
 TFM_API uint64_t tfm_rng_next_u64(tfm_rng *rng);

@@ -25,6 +25,7 @@ tfm_rng *tfm_rng_create(uint64_t seed)
         tfm__fail(TFM_ERR_NOMEM, "tfm_rng_create: out of memory");
         return NULL;
     }
+    rng->shard_count = 1;
     tfm_rng_seed(rng, seed);
     return rng;
 }
@@ -40,6 +41,18 @@ tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed)
 }
 
 void tfm_rng_free(tfm_rng *rng) { free(rng); }
+
+tfm_status tfm_rng_set_shard(tfm_rng *rng, int64_t index, int64_t count)
+{
+    if (!rng)
+        return tfm__fail(TFM_ERR_NULL, "tfm_rng_set_shard: rng is NULL");
+    if (count < 1 || index < 0 || index >= count)
+        return tfm__fail(TFM_ERR_ARG, "tfm_rng_set_shard: slice %lld of %lld is not one of them",
+                         (long long)index, (long long)count);
+    rng->shard_index = index;
+    rng->shard_count = count;
+    return TFM_OK;
+}
 
 tfm_status tfm_rng_copy(tfm_rng *dst, const tfm_rng *src)
 {
@@ -76,6 +89,9 @@ int tfm__rng_parse(const char *text, tfm_rng *rng)
     memcpy(&parsed.spare_normal, &spare, sizeof spare);
     if (!isfinite(parsed.spare_normal))
         return -1;
+    /* the slice is this process's, not the stream's state */
+    parsed.shard_index = rng->shard_index;
+    parsed.shard_count = rng->shard_count;
     *rng = parsed;
     return 0;
 }

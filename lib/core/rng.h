@@ -13,6 +13,8 @@ struct tfm_rng {
     uint64_t state[4];
     int has_spare_normal;
     float spare_normal;
+    int64_t shard_index;   /* tfm_rng_set_shard: this process's slice of */
+    int64_t shard_count;   /* the batch, for dropout masks; (0, 1): whole */
 };
 
 /* The whole state as text ("s0 s1 s2 s3 spare-flag spare-bits" in hex,
@@ -36,6 +38,21 @@ static inline uint32_t tfm__counter_bits(uint64_t key, uint32_t counter)
         h ^= h >> 16;
     }
     return h;
+}
+
+/* A dropout mask: its key, and the counter of its first element, which is
+ * not 0 when the process holds slice shard_index of shard_count equal
+ * slices of the whole batch's tensor (so the slices' masks together are
+ * the mask of the whole). Counters wrap at 2^32, as tfm__counter_bits'. */
+typedef struct tfm__mask_key {
+    uint64_t key;
+    uint32_t first;
+} tfm__mask_key;
+
+/* Draws the mask of a tensor of numel elements (this process's slice). */
+static inline tfm__mask_key tfm__rng_mask_key(tfm_rng *rng, int64_t numel)
+{
+    return (tfm__mask_key){tfm_rng_next_u64(rng), (uint32_t)(rng->shard_index * numel)};
 }
 
 /* The threshold below which tfm__counter_bits has probability p. */

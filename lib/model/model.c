@@ -207,6 +207,17 @@ tfm_status tfm_model_set_training(tfm_model *m, int32_t training)
     return TFM_OK;
 }
 
+tfm_status tfm_model_set_shard(tfm_model *m, int64_t index, int64_t count)
+{
+    if (!m)
+        return tfm__fail(TFM_ERR_NULL, "tfm_model_set_shard: model is NULL");
+    uint64_t mark = tfm__error_mark();
+    tfm_status status = tfm_rng_set_shard(m->rng, index, count);
+    if (status != TFM_OK)
+        tfm__fail_within("tfm_model_set_shard", mark);
+    return status;
+}
+
 /* embedding * scale + positions, then dropout: [B, T] ids -> [B, T, D]. */
 static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *ids,
                          const tfm_layer *embedding, const tfm_layer *positions,

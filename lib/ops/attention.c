@@ -34,7 +34,7 @@ typedef struct plan {
     int64_t q_col, k_col, v_col, wq, wk, wv; /* column offsets, row widths */
     int64_t heads, T, S, dk, width;
     float alpha, p, keep_scale;
-    uint64_t key;
+    tfm__mask_key drop;              /* the weights' dropout mask */
     const tfm_tensor *mask;
     const tfm_broadcast *bc;
     float *weights;                  /* [B, heads, T, S] */
@@ -83,14 +83,14 @@ TFM__INLINE void gemm_tn_by_depth(int64_t M, int64_t N, int64_t K, float alpha, 
                     B + r * ldb, (int)ldb, 1.0f, C, (int)ldc);
 }
 
-/* d = dropout(w) for count weights from flat index first on. */
-TFM__INLINE void drop_weights(const float *w, float *d, int64_t count, uint64_t key,
-                              int64_t first, float p, float keep_scale)
+/* d = dropout(w) for count weights from flat index offset on. */
+TFM__INLINE void drop_weights(const float *w, float *d, int64_t count, tfm__mask_key drop,
+                              int64_t offset, float p, float keep_scale)
 {
-    uint32_t threshold = tfm__counter_threshold(p);
+    uint32_t threshold = tfm__counter_threshold(p), first = drop.first + (uint32_t)offset;
     for (int64_t i = 0; i < count; i++)
-        d[i] = tfm__counter_bits(key, (uint32_t)(first + i)) >= threshold ? w[i] * keep_scale
-                                                                          : 0.0f;
+        d[i] = tfm__counter_bits(drop.key, first + (uint32_t)i) >= threshold ? w[i] * keep_scale
+                                                                             : 0.0f;
 }
 
 static TFM__KERNEL(forward_range, (void *ctx, int64_t begin, int64_t end, int worker),
@@ -108,7 +108,7 @@ static TFM__KERNEL(forward_range, (void *ctx, int64_t begin, int64_t end, int wo
         for (int64_t t = 0; t < T; t++)
             tfm__softmax_row(w + t * S, w + t * S, S, a->mask, a->bc, row0 + t);
         if (a->p > 0.0f) {
-            drop_weights(w, dropped, T * S, a->key, row0 * S, a->p, a->keep_scale);
+            drop_weights(w, dropped, T * S, a->drop, row0 * S, a->p, a->keep_scale);
             used = dropped;
         }
         gemm_by_rows(CblasNoTrans, T, dk, S, 1.0f, used, S,
@@ -169,7 +169,7 @@ static TFM__KERNEL(backward_range, (void *ctx, int64_t begin, int64_t end, int w
         const float *gh = a->g + b * T * width + h * dk;
         const float *vh = a->v + b * S * a->wv + a->v_col + h * dk;
         if (a->p > 0.0f) {
-            drop_weights(w, dropped, T * S, a->key, row0 * S, a->p, a->keep_scale);
+            drop_weights(w, dropped, T * S, a->drop, row0 * S, a->p, a->keep_scale);
             used = dropped;
         }
         if (a->gv)
@@ -203,8 +203,9 @@ static TFM__KERNEL(weights_backward_range, (void *ctx, int64_t begin, int64_t en
 }
 
 /* What both records share: in q, k, v, scale, weights, mask (v NULL for
- * the weights' own record); ints q_col, k_col, v_col, heads, dropout key,
- * workers; floats alpha, p, 1/(1-p); saved the mask's broadcast, the
+ * the weights' own record); ints q_col, k_col, v_col, heads, the dropout
+ * mask's key, and the workers with the mask's first counter in the high
+ * 32 bits; floats alpha, p, 1/(1-p); saved the mask's broadcast, the
  * scratch. */
 static plan plan_of(const tfm_node *node, int64_t dk)
 {
@@ -217,7 +218,7 @@ static plan plan_of(const tfm_node *node, int64_t dk)
         .heads = node->ints[3], .T = q->shape[1], .S = k->shape[1], .dk = dk,
         .width = dk * node->ints[3],
         .alpha = node->floats[0], .p = node->floats[1], .keep_scale = node->floats[2],
-        .key = (uint64_t)node->ints[4],
+        .drop = {(uint64_t)node->ints[4], (uint32_t)((uint64_t)node->ints[5] >> 32)},
         .mask = mask, .bc = node->saved[0],
         .gq = tfm__grad_of(q), .gk = tfm__grad_of(k), .gv = v ? tfm__grad_of(v) : NULL,
         .gm = mask ? tfm__grad_of(mask) : NULL, /* an additive mask that requires grad */
@@ -232,7 +233,7 @@ static plan plan_of(const tfm_node *node, int64_t dk)
 static void run_backward(const tfm_node *node, plan *a, tfm__range_fn fn)
 {
     /* a mask's gradient is shared by every head: one worker then */
-    int workers = a->gm ? 1 : (int)node->ints[5];
+    int workers = a->gm ? 1 : (int)(node->ints[5] & 0xffffffff);
     tfm__parallel_for(node->in[IN_Q]->shape[0] * a->heads, workers, fn, a);
     const tfm_tensor *scale = node->in[IN_SCALE];
     if (a->scale_grad) {
@@ -355,7 +356,8 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         .wq = q.x->shape[2], .wk = k.x->shape[2], .wv = v.x->shape[2],
         .heads = heads, .T = T, .S = S, .dk = dk, .width = d,
         .alpha = alpha, .p = p, .keep_scale = 1.0f / (1.0f - p),
-        .key = p > 0.0f ? tfm_rng_next_u64(core->rng) : 0,
+        .drop = p > 0.0f ? tfm__rng_mask_key(core->rng, batch * heads * T * S)
+                         : (tfm__mask_key){0, 0},
         .mask = core->mask, .bc = &bc,
         .weights = tfm__f32(weights), .out = tfm__f32(out),
         .scratch = scratch,
@@ -373,7 +375,8 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
             *saved = bc;
         node->saved[0] = saved;
         node->saved[1] = scratch; /* the forward is done with it */
-        const int64_t ints[6] = {q.col, k.col, v.col, heads, (int64_t)a.key, workers};
+        const int64_t ints[6] = {q.col, k.col, v.col, heads, (int64_t)a.drop.key,
+                                 (int64_t)((uint64_t)a.drop.first << 32 | (uint32_t)workers)};
         for (int i = 0; i < 6; i++)
             node->ints[i] = ints[i];
         node->floats[0] = alpha;

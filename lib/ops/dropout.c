@@ -15,26 +15,28 @@ static TFM__KERNEL(identity_backward, (tfm_node *node), (node))
         gx[i] += g[i];
 }
 
-/* y = x, or y += x when accumulating, where the mask of key keeps an
- * element (scaled by 1/(1-p)), else 0. */
-static TFM__KERNEL(masked, (const float *x, float *y, int64_t n, uint64_t key, float p,
-                            float scale, int accumulate),
-                   (x, y, n, key, p, scale, accumulate))
+/* y = x, or y += x when accumulating, where the mask keeps an element
+ * (scaled by 1/(1-p)), else 0. */
+static TFM__KERNEL(masked, (const float *x, float *y, int64_t n, uint64_t key, uint32_t first,
+                            float p, float scale, int accumulate),
+                   (x, y, n, key, first, p, scale, accumulate))
 {
     uint32_t threshold = tfm__counter_threshold(p);
     if (accumulate)
         for (int64_t i = 0; i < n; i++)
-            y[i] += tfm__counter_bits(key, (uint32_t)i) >= threshold ? x[i] * scale : 0.0f;
+            y[i] += tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? x[i] * scale
+                                                                             : 0.0f;
     else
         for (int64_t i = 0; i < n; i++)
-            y[i] = tfm__counter_bits(key, (uint32_t)i) >= threshold ? x[i] * scale : 0.0f;
+            y[i] = tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? x[i] * scale
+                                                                            : 0.0f;
 }
 
-/* ints[0] is the key, floats[0] p and floats[1] the scale 1/(1-p). */
+/* ints: the mask's key and first counter; floats: p, the scale 1/(1-p). */
 static void dropout_backward(tfm_node *node)
 {
     masked(node->out->grad, tfm__grad_of(node->in[0]), node->out->numel,
-           (uint64_t)node->ints[0], node->floats[0], node->floats[1], 1);
+           (uint64_t)node->ints[0], (uint32_t)node->ints[1], node->floats[0], node->floats[1], 1);
 }
 
 tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t training,
@@ -62,13 +64,14 @@ tfm_tensor *tfm_dropout(tfm_tape *tape, const tfm_tensor *x, float p, int32_t tr
     tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
     if (!out)
         return NULL;
-    uint64_t key = tfm_rng_next_u64(rng);
+    tfm__mask_key mask = tfm__rng_mask_key(rng, x->numel);
     float scale = 1.0f / (1.0f - p);
-    masked(tfm__f32(x), tfm__f32(out), x->numel, key, p, scale, 0);
+    masked(tfm__f32(x), tfm__f32(out), x->numel, mask.key, mask.first, p, scale, 0);
     if (tfm__record(tape, op, out, dropout_backward, 1, (const tfm_tensor *[]){x}, &node) < 0)
         return NULL;
     if (node) {
-        node->ints[0] = (int64_t)key;
+        node->ints[0] = (int64_t)mask.key;
+        node->ints[1] = mask.first;
         node->floats[0] = p;
         node->floats[1] = scale;
     }

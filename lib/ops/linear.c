@@ -26,7 +26,7 @@ enum { PLAIN, RELU, RESIDUAL };
 typedef struct elementwise_job {
     int mode;
     float p, keep_scale;
-    uint64_t key;
+    tfm__mask_key mask;
     float *y;               /* forward: the output, holding the GEMM's result */
     const float *bias;      /* forward: copied into every row of y first */
     int64_t out;            /* forward: y's row length */
@@ -41,11 +41,12 @@ static TFM__KERNEL(finish_output, (void *ctx, int64_t begin, int64_t end, int wo
     (void)worker;
     const elementwise_job *j = ctx;
     float *y = j->y;
-    uint32_t threshold = tfm__counter_threshold(j->p);
+    uint32_t threshold = tfm__counter_threshold(j->p), first = j->mask.first;
+    uint64_t key = j->mask.key;
     /* relu as !(y <= 0): NaN fails the test and passes on, as in PyTorch */
     if (j->mode == RELU && j->p > 0.0f)
         for (int64_t i = begin; i < end; i++)
-            y[i] = !(y[i] <= 0.0f) && tfm__counter_bits(j->key, (uint32_t)i) >= threshold
+            y[i] = !(y[i] <= 0.0f) && tfm__counter_bits(key, first + (uint32_t)i) >= threshold
                        ? y[i] * j->keep_scale
                        : 0.0f;
     else if (j->mode == RELU)
@@ -54,8 +55,8 @@ static TFM__KERNEL(finish_output, (void *ctx, int64_t begin, int64_t end, int wo
     else if (j->mode == RESIDUAL && j->p > 0.0f)
         for (int64_t i = begin; i < end; i++)
             y[i] = j->residual[i] +
-                   (tfm__counter_bits(j->key, (uint32_t)i) >= threshold ? y[i] * j->keep_scale
-                                                                         : 0.0f);
+                   (tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? y[i] * j->keep_scale
+                                                                             : 0.0f);
     else if (j->mode == RESIDUAL)
         for (int64_t i = begin; i < end; i++)
             y[i] += j->residual[i];
@@ -72,10 +73,11 @@ static TFM__KERNEL(gradient_of_product, (void *ctx, int64_t begin, int64_t end, 
             for (int64_t i = begin; i < end; i++)
                 j->g_residual[i] += g[i];
         if (j->p > 0.0f) {
-            uint32_t threshold = tfm__counter_threshold(j->p);
+            uint32_t threshold = tfm__counter_threshold(j->p), first = j->mask.first;
             for (int64_t i = begin; i < end; i++)
-                g[i] = tfm__counter_bits(j->key, (uint32_t)i) >= threshold ? g[i] * j->keep_scale
-                                                                            : 0.0f;
+                g[i] = tfm__counter_bits(j->mask.key, first + (uint32_t)i) >= threshold
+                           ? g[i] * j->keep_scale
+                           : 0.0f;
         }
     } else if (j->mode == RELU) {
         const float *y = j->y;
@@ -96,8 +98,8 @@ static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float 
     }
 }
 
-/* node->in: x, weight, bias, residual. ints: rows, in, out, mode, dropout
- * key; floats: p, 1 / (1 - p). */
+/* node->in: x, weight, bias, residual. ints: rows, in, out, mode, the
+ * dropout mask's key and first counter; floats: p, 1 / (1 - p). */
 static void linear_backward(tfm_node *node)
 {
     const tfm_tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
@@ -106,7 +108,8 @@ static void linear_backward(tfm_node *node)
     /* the output's gradient is this op's own: rewritten in place as dL/dy */
     elementwise_job j = {
         .mode = (int)node->ints[3], .p = node->floats[0], .keep_scale = node->floats[1],
-        .key = (uint64_t)node->ints[4], .y = tfm__f32(node->out), .g = node->out->grad,
+        .mask = {(uint64_t)node->ints[4], (uint32_t)node->ints[5]},
+        .y = tfm__f32(node->out), .g = node->out->grad,
         .g_residual = node->in[3] ? tfm__grad_of(node->in[3]) : NULL,
     };
     if (j.mode != PLAIN)
@@ -183,7 +186,8 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
     /* the mask tfm_dropout would draw from the same rng */
     elementwise_job j = {
         .mode = mode, .p = p, .keep_scale = 1.0f / (1.0f - p),
-        .key = p > 0.0f ? tfm_rng_next_u64(rng) : 0, .y = yv, .bias = b ? tfm__f32(b) : NULL,
+        .mask = p > 0.0f ? tfm__rng_mask_key(rng, rows * out_features) : (tfm__mask_key){0, 0},
+        .y = yv, .bias = b ? tfm__f32(b) : NULL,
         .out = out_features, .residual = residual ? tfm__f32(residual) : NULL,
     };
     if (b)
@@ -198,8 +202,9 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                     (const tfm_tensor *[]){x, w, b, mode == RESIDUAL ? residual : NULL}, &node) < 0)
         return NULL;
     if (node) {
-        const int64_t ints[5] = {rows, in, out_features, mode, (int64_t)j.key};
-        for (int i = 0; i < 5; i++)
+        const int64_t ints[6] = {rows, in, out_features, mode, (int64_t)j.mask.key,
+                                 j.mask.first};
+        for (int i = 0; i < 6; i++)
             node->ints[i] = ints[i];
         node->floats[0] = p;
         node->floats[1] = j.keep_scale;
