@@ -16,6 +16,20 @@
                       (fragment));                                             \
     } while (0)
 
+/* A library layered on libtfm reports through the same error state. */
+START_TEST(layered_libraries_report_errors)
+{
+    ck_assert_int_eq(tfm_report_error(TFM_ERR_IO, "libtfm_mpi: rank 1 is gone"), TFM_ERR_IO);
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_IO);
+    ck_assert_str_eq(tfm_last_error(), "libtfm_mpi: rank 1 is gone");
+    ck_assert_int_eq(tfm_report_error(TFM_ERR_ARG, NULL), TFM_ERR_ARG);
+    ck_assert_str_eq(tfm_last_error(), "");
+    ck_assert_int_eq(tfm_report_error(TFM_OK, "ignored"), TFM_OK);
+    ck_assert_int_eq(tfm_last_status(), TFM_OK);
+    ck_assert_str_eq(tfm_last_error(), "");
+}
+END_TEST
+
 START_TEST(null_handles)
 {
     tfm_clear_error();
@@ -338,6 +352,7 @@ static Suite *errors_suite(void)
     Suite *s = suite_create("errors");
     TCase *tc = tcase_create("errors");
     tcase_add_test(tc, null_handles);
+    tcase_add_test(tc, layered_libraries_report_errors);
     tcase_add_test(tc, absurd_and_invalid_shapes);
     tcase_add_test(tc, shape_mismatch);
     tcase_add_test(tc, token_id_out_of_range);

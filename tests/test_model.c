@@ -219,6 +219,36 @@ START_TEST(shards_draw_the_whole_batchs_dropout)
 }
 END_TEST
 
+/* The options as text, as a model file writes them. */
+START_TEST(options_as_text)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.positions = TFM_POSITIONS_LEARNED;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_int_ge(tfm_model_option_count(), 20);
+    int seen = 0;
+    for (int32_t i = 0; i < tfm_model_option_count(); i++) {
+        const char *name = NULL;
+        char value[96];
+        ck_assert_int_eq(tfm_model_option(m, i, &name, value, sizeof value), TFM_OK);
+        if (strcmp(name, "d_model") == 0)
+            seen += strcmp(value, "16") == 0;
+        if (strcmp(name, "positions") == 0)
+            seen += strcmp(value, "learned") == 0;
+        if (strcmp(name, "dropout") == 0)
+            seen += strtof(value, NULL) == 0.1f;
+    }
+    ck_assert_int_eq(seen, 3);
+    const char *name = NULL;
+    char small[2];
+    ck_assert_int_eq(tfm_model_option(m, tfm_model_option_count(), &name, small, 2), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_model_option(m, 0, &name, small, 2), TFM_ERR_SIZE); /* "13" */
+    ck_assert_int_eq(tfm_model_option(NULL, 0, &name, small, 2), TFM_ERR_NULL);
+    tfm_model_free(m);
+}
+END_TEST
+
 static void assert_error(tfm_status status, const char *fragment)
 {
     ck_assert_msg(tfm_last_status() == status, "status %s, wanted %s: %s",
@@ -506,6 +536,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, checkpoint_reloads_bit_identically);
     tcase_add_test(tc, damaged_checkpoints_are_rejected);
     tcase_add_test(tc, shards_draw_the_whole_batchs_dropout);
+    tcase_add_test(tc, options_as_text);
     suite_add_tcase(s, tc);
     return s;
 }

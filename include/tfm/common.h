@@ -78,6 +78,13 @@ TFM_API tfm_status tfm_last_status(void);
  * tfm_last_error() "" until the next failure. */
 TFM_API void tfm_clear_error(void);
 
+/** Records status and message as this thread's last error, as a failing
+ * libtfm call does, and returns status; TFM_OK clears the error instead.
+ * For libraries layered on libtfm (libtfm_mpi's distributed.h) so that
+ * their callers read one error state. The message is copied (up to 511
+ * bytes); NULL is "". */
+TFM_API tfm_status tfm_report_error(tfm_status status, const char *message);
+
 /** libtfm's own threads for its kernels (attention heads, …), between 1
  * (the default: none started) and 64. BLAS keeps its own threads, set by its
  * variables (OPENBLAS_NUM_THREADS, BLIS_NUM_THREADS); libtfm runs a BLAS

@@ -138,6 +138,16 @@ TFM_API tfm_status tfm_model_set_shard(tfm_model *model, int64_t index, int64_t 
  * its struct_size goes (call tfm_model_options_init on it first). */
 TFM_API tfm_status tfm_model_get_options(const tfm_model *model,
                                          tfm_model_options *options);
+/** How many options tfm_model_option() describes. */
+TFM_API int32_t tfm_model_option_count(void);
+/** The index-th option of the model (0 to tfm_model_option_count() - 1)
+ * as a model file writes it: *name is its field's name (a static string),
+ * value receives its text (numbers in full precision, enumerations by
+ * name: "learned", "gelu"). For logging a configuration, or comparing two
+ * models' (distributed.h). TFM_ERR_RANGE past the last, TFM_ERR_SIZE when
+ * value_size bytes cannot hold the text (96 always can). */
+TFM_API tfm_status tfm_model_option(const tfm_model *model, int32_t index, const char **name,
+                                    char *value, int64_t value_size);
 /** The source vocabulary, to size a caller's buffers; -1 for a NULL model
  * (as every size getter here). */
 TFM_API int64_t tfm_model_src_vocab(const tfm_model *model);

@@ -19,6 +19,15 @@ tfm_status tfm__fail(tfm_status status, const char *fmt, ...)
     return status;
 }
 
+tfm_status tfm_report_error(tfm_status status, const char *message)
+{
+    if (status == TFM_OK) {
+        tfm_clear_error();
+        return TFM_OK;
+    }
+    return tfm__fail(status, "%s", message ? message : "");
+}
+
 tfm_status tfm__fail_because(tfm_status status, const char *fmt, ...)
 {
     char cause[sizeof last_message];

@@ -277,6 +277,31 @@ tfm_status tfm_model_get_options(const tfm_model *m, tfm_model_options *out)
                : TFM_OK;
 }
 
+int32_t tfm_model_option_count(void)
+{
+    return FIELD_COUNT;
+}
+
+tfm_status tfm_model_option(const tfm_model *m, int32_t index, const char **name, char *value,
+                            int64_t value_size)
+{
+    const char *op = "tfm_model_option";
+    if (!m || !name || !value)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !m ? "model" : !name ? "name" : "value");
+    if (index < 0 || index >= FIELD_COUNT)
+        return tfm__fail(TFM_ERR_RANGE, "%s: index %d is outside [0, %d)", op, (int)index,
+                         FIELD_COUNT);
+    char text[96];
+    tfm__field_format(&fields[index], &m->options, text, sizeof text);
+    if (value_size <= (int64_t)strlen(text))
+        return tfm__fail(TFM_ERR_SIZE, "%s: \"%s\" needs %zu bytes, value_size is %lld", op,
+                         fields[index].key, strlen(text) + 1, (long long)value_size);
+    memcpy(value, text, strlen(text) + 1);
+    *name = fields[index].key;
+    return TFM_OK;
+}
+
 static int64_t size_of(const char *op, const tfm_model *m, const int64_t *field)
 {
     if (!m) {
