@@ -131,6 +131,9 @@ tfm_status tfm_training_load(const char *path, tfm_model *model, tfm_optimizer *
     char ctx[600];
     snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
     tfm_rng streams[MAX_RNGS + 1]; /* the caller's, then the model's */
+    for (int32_t i = 0; i < rng_count; i++)
+        streams[i] = *rngs[i]; /* each keeps its slice: the file holds the states */
+    streams[rng_count] = *model->rng;
     tfm__optimizer_loaded loaded;
     tfm__load_match match;
     s = read_streams(ctx, file, model, rng_count, streams);
