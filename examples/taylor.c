@@ -32,13 +32,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ranks.h"
 #include "taylor_data.h"
 
 typedef struct config {
     const char *data, *out, *resume, *translate, *init, *schedule;
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
-    int64_t bucket, eos_label, beam, decode_batch, examples, threads;
+    int64_t bucket, eos_label, beam, decode_batch, examples, threads, distributed;
     double dropout, lr, beta2, gamma, clip, label_smoothing, time_limit;
 } config;
 
@@ -671,23 +672,37 @@ static void plan_epoch(const config *c, int64_t *order, int64_t n, int64_t *batc
     shuffle(batches, per_epoch, rng);
 }
 
-static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor_data *d,
-                 taylor_split train_split, taylor_split val_split, char *best_path,
-                 size_t best_size)
+/* The labels of a batch that its loss counts (not <pad>). */
+static int64_t counted_labels(const tfm_tensor *labels)
+{
+    const int32_t *v = tfm_tensor_data_i32((tfm_tensor *)labels);
+    int64_t n = 0;
+    for (int64_t i = 0; i < tfm_tensor_numel(labels); i++)
+        n += v[i] != TAYLOR_PAD;
+    return n;
+}
+
+/* Training; on several ranks each runs its slice of every batch and rank 0
+ * alone monitors, writes the loss files and checkpoints. */
+static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
+                 const taylor_data *d, taylor_split train_split, taylor_split val_split,
+                 char *best_path, size_t best_size)
 {
     char csv_path[4096], svg_path[4096], last_path[4096];
     snprintf(csv_path, sizeof csv_path, "%s/taylor_losses.csv", c->out);
     snprintf(svg_path, sizeof svg_path, "%s/taylor_losses.svg", c->out);
     snprintf(best_path, best_size, "%s/taylor_best.safetensors", c->out);
     snprintf(last_path, sizeof last_path, "%s/taylor_last.safetensors", c->out);
-    if (mkdir(c->out, 0777) != 0 && errno != EEXIST) {
+    if (r->rank == 0 && mkdir(c->out, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "%s: cannot create the folder '%s'\n", program, c->out);
         return -1;
     }
     int status = -1;
     history h = {0};
     eval_set train_eval = {0}, val_eval = {0};
-    tfm_tensor *src = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){c->batch, d->src_len});
+    int64_t slice_first, slice_rows;
+    ranks_slice(r, c->batch, &slice_first, &slice_rows);
+    tfm_tensor *src = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){slice_rows, d->src_len});
     tfm_tensor *tgt_in = NULL, *tgt_out = NULL;
     int64_t per_epoch = train_split.count / c->batch, cursor = per_epoch;
     int64_t *order = malloc((size_t)train_split.count * sizeof *order);
@@ -743,7 +758,7 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
         for (int64_t e = 0; e < plans; e++)
             plan_epoch(c, order, train_split.count, batches, per_epoch, lengths, keys, rng);
         cursor = plans ? done_steps - (plans - 1) * per_epoch : per_epoch;
-        if (csv_read(csv_path, done_steps, &h) < 0 || csv_write(csv_path, &h) < 0) {
+        if (r->rank == 0 && (csv_read(csv_path, done_steps, &h) < 0 || csv_write(csv_path, &h) < 0)) {
             fprintf(stderr, "%s: cannot carry over '%s'\n", program, csv_path);
             goto done;
         }
@@ -752,7 +767,7 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
         seconds_before = h.count ? h.seconds[h.count - 1] : 0;
         printf("Resumed from %s at iteration %lld (%lld loss rows kept, best validation %.4f)\n",
                c->resume, (long long)done_steps, (long long)h.count, best);
-    } else if (csv_write(csv_path, &h) < 0) {
+    } else if (r->rank == 0 && csv_write(csv_path, &h) < 0) {
         fprintf(stderr, "%s: cannot write '%s'\n", program, csv_path);
         goto done;
     }
@@ -785,27 +800,30 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
         }
         tfm_tensor_free(tgt_in);
         tfm_tensor_free(tgt_out);
-        tgt_in = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){c->batch, width});
-        tgt_out = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){c->batch, width});
+        tgt_in = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){slice_rows, width});
+        tgt_out = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){slice_rows, width});
         if (!tgt_in || !tgt_out) {
             cli_fail(program, "batch");
             goto done;
         }
-        fill_batch(d, batch_rows, c->batch, width, &rule, src, tgt_in, tgt_out);
+        fill_batch(d, batch_rows + slice_first, slice_rows, width, &rule, src, tgt_in, tgt_out);
         tfm_optimizer_zero_grad(adam);
         tfm_tensor *loss = batch_loss(tape, model, src, tgt_in, tgt_out, (float)c->label_smoothing);
         float lr = tfm_optimizer_lr(adam);
-        if (!loss || tfm_tape_backward(tape, loss) != TFM_OK || tfm_optimizer_step(adam) != TFM_OK) {
+        /* A failed step still joins the average, saying so: no rank waits */
+        int stepped = loss && tfm_tape_backward(tape, loss) == TFM_OK;
+        if (ranks_average_gradients(r, stepped ? (double)counted_labels(tgt_out) : -1.0) !=
+                TFM_OK ||
+            !stepped || tfm_optimizer_step(adam) != TFM_OK) {
             cli_fail(program, "training step");
             goto done;
         }
         tfm_tape_reset(tape);
         done_steps++;
         double elapsed = seconds_now() - start;
-        out_of_time = limit > 0 && elapsed >= limit;
-        if (done_steps % c->step && done_steps != c->iterations && !out_of_time)
+        out_of_time = ranks_decide(r, limit > 0 && elapsed >= limit);
+        if ((done_steps % c->step && done_steps != c->iterations && !out_of_time) || r->rank)
             continue;
-
         double t_loss = eval_loss(tape, model, &train_eval);
         double v_loss = eval_loss(tape, model, &val_eval);
         if (!isfinite(t_loss) || !isfinite(v_loss)) {
@@ -838,7 +856,7 @@ static int train(const config *c, tfm_model *model, tfm_tape *tape, const taylor
                1000.0 / rate, took, remaining, improved ? "  *best" : "");
         fflush(stdout);
     }
-    if (save_checkpoint(model, adam, c, d, last_path) < 0) {
+    if (r->rank == 0 && save_checkpoint(model, adam, c, d, last_path) < 0) {
         cli_fail(program, "saving the last checkpoint");
         goto done;
     }
@@ -951,6 +969,9 @@ int main(int argc, char **argv)
         {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy, as the notebook)"},
         {"decode-batch", CLI_INT, &c.decode_batch, 1, 100000, "sources decoded at once"},
         {"examples", CLI_INT, &c.examples, 0, 100000, "translations and mistakes to print"},
+        {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
+         "`mpirun -np N`: each rank runs --batch/N rows of every batch; rank 0 prints, writes "
+         "the files and translates"},
     };
     int exit_now = cli_parse(argc, argv,
                              "Tutorial 003: a transformer learns Taylor expansions "
@@ -961,7 +982,17 @@ int main(int argc, char **argv)
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (check_config(&c) < 0)
         return EXIT_FAILURE;
-
+    ranks r;
+    if (ranks_start(&r, (int)c.distributed, &argc, &argv, program) < 0)
+        return EXIT_FAILURE;
+    if (c.batch % r.size) {
+        fprintf(stderr, "%s: --batch %lld does not split into %d equal slices\n", program,
+                (long long)c.batch, r.size);
+        ranks_stop(&r);
+        return EXIT_FAILURE;
+    }
+    if (r.rank && !freopen("/dev/null", "w", stdout)) /* rank 0 speaks for all */
+        fprintf(stderr, "%s: rank %d: cannot silence standard output\n", program, r.rank);
     /* --translate and --resume take the model and the length cap from the file */
     const char *from_file = c.translate ? c.translate : c.resume;
     if (from_file && read_max_seq_len(&c, from_file) < 0)
@@ -970,6 +1001,7 @@ int main(int argc, char **argv)
     taylor_data *d = taylor_data_load(c.data, c.max_seq_len, error, sizeof error);
     if (!d) {
         fprintf(stderr, "%s: %s: %s\n", program, c.data, error);
+        ranks_stop(&r);
         return EXIT_FAILURE;
     }
     int status = EXIT_FAILURE;
@@ -1009,9 +1041,14 @@ int main(int argc, char **argv)
            (long long)tfm_model_parameter_count(model));
     fflush(stdout);
     if (!c.translate) {
-        if (train(&c, model, tape, d, train_split, val_split, best_path, sizeof best_path) < 0)
+        if (ranks_share_model(&r, model) != TFM_OK) {
+            cli_fail(program, "sharing the model among the ranks");
             goto done;
-        if (!c.evaluate) {
+        }
+        if (train(&c, &r, model, tape, d, train_split, val_split, best_path,
+                  sizeof best_path) < 0)
+            goto done;
+        if (!c.evaluate || r.rank) {
             status = EXIT_SUCCESS;
             goto done;
         }
@@ -1027,5 +1064,6 @@ done:
     tfm_tape_free(tape);
     tfm_model_free(model);
     taylor_data_free(d);
+    ranks_stop(&r);
     return status;
 }

@@ -1,0 +1,114 @@
+/* Data-parallel runs of the example programs (--distributed, under
+ * `mpirun -np N`): one rank or many behind the same few calls, so the
+ * programs read the same either way. Built with MPI when meson found it
+ * (TFM_EXAMPLES_MPI); otherwise --distributed says so and single-process
+ * runs are unchanged. */
+#ifndef TFM_EXAMPLES_RANKS_H
+#define TFM_EXAMPLES_RANKS_H
+
+#include <stdio.h>
+
+#include <tfm/tfm.h>
+#ifdef TFM_EXAMPLES_MPI
+#include <tfm/distributed.h>
+#endif
+
+typedef struct ranks {
+    int rank, size;
+    int started; /* MPI was initialised here */
+#ifdef TFM_EXAMPLES_MPI
+    tfm_distributed *distributed;
+#endif
+} ranks;
+
+/* Starts MPI when distributed (call first, before anything prints); 0, or
+ * -1 after a message. */
+static int ranks_start(ranks *r, int distributed, int *argc, char ***argv, const char *program)
+{
+    r->rank = 0;
+    r->size = 1;
+    r->started = 0;
+#ifdef TFM_EXAMPLES_MPI
+    r->distributed = NULL;
+    if (!distributed)
+        return 0;
+    if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+        fprintf(stderr, "%s: MPI_Init failed\n", program);
+        return -1;
+    }
+    r->started = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &r->size);
+    return 0;
+#else
+    (void)argc;
+    (void)argv;
+    if (!distributed)
+        return 0;
+    fprintf(stderr, "%s: --distributed needs libtfm built with MPI (meson -Dmpi=enabled, "
+            "Debian's libopenmpi-dev)\n", program);
+    return -1;
+#endif
+}
+
+/* Every rank's model starts as rank 0's, and draws its slice's dropout. */
+static tfm_status ranks_share_model(ranks *r, tfm_model *model)
+{
+#ifdef TFM_EXAMPLES_MPI
+    if (r->started) {
+        r->distributed = tfm_distributed_create_for_model(MPI_COMM_WORLD, model);
+        return r->distributed ? TFM_OK : tfm_last_status();
+    }
+#else
+    (void)r;
+    (void)model;
+#endif
+    return TFM_OK;
+}
+
+/* This rank's rows of a global batch of batch rows. */
+static void ranks_slice(const ranks *r, int64_t batch, int64_t *first, int64_t *count)
+{
+    *count = batch / r->size;
+    *first = r->rank * *count;
+}
+
+/* The global batch's gradient on every rank; weight: the items this rank's
+ * loss averaged over. */
+static tfm_status ranks_average_gradients(ranks *r, double weight)
+{
+#ifdef TFM_EXAMPLES_MPI
+    if (r->distributed)
+        return tfm_distributed_average_gradients(r->distributed, weight);
+#else
+    (void)r;
+    (void)weight;
+#endif
+    return TFM_OK;
+}
+
+/* Rank 0's flag, on every rank (a decision only rank 0 may take alone,
+ * such as a time limit, must be the same everywhere). */
+static int ranks_decide(const ranks *r, int flag)
+{
+#ifdef TFM_EXAMPLES_MPI
+    if (r->distributed)
+        MPI_Bcast(&flag, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#else
+    (void)r;
+#endif
+    return flag;
+}
+
+static void ranks_stop(ranks *r)
+{
+#ifdef TFM_EXAMPLES_MPI
+    tfm_distributed_free(r->distributed);
+    r->distributed = NULL;
+    if (r->started)
+        MPI_Finalize();
+#endif
+    r->started = 0;
+}
+
+#endif
