@@ -24,13 +24,14 @@
 
 #include "average_data.h"
 #include "cli.h"
+#include "ranks.h"
 
 enum { DATA_SEED = 123, MAX_POSITIONS = 100 /* the tutorial's PositionalEncoding */ };
 
 typedef struct config {
     const char *recipe, *save, *load;
     int64_t epochs, batch, d_model, heads, encoder_layers, decoder_layers, d_ff;
-    int64_t norm_first, warmup, seed, eval_every, eval_batch, show, threads;
+    int64_t norm_first, warmup, seed, eval_every, eval_batch, show, threads, distributed;
     double lr, dropout, clip;
 } config;
 
@@ -292,7 +293,7 @@ static void print_report(const report *r, double baseline)
 /* One epoch over the training rows in a fresh random order (DataLoader with
  * shuffle=True; the last batch keeps what is left); the sum of batch losses
  * in *total. */
-static int train_epoch(tfm_model *model, tfm_tape *tape, tfm_optimizer *optimizer,
+static int train_epoch(ranks *r, tfm_model *model, tfm_tape *tape, tfm_optimizer *optimizer,
                        const avg_data *d, const config *c, tfm_rng *rng, double *total)
 {
     int32_t order[AVG_TRAIN];
@@ -307,19 +308,23 @@ static int train_epoch(tfm_model *model, tfm_tape *tape, tfm_optimizer *optimize
     *total = 0.0;
     for (int64_t start = 0; start < AVG_TRAIN; start += c->batch) {
         int64_t n = AVG_TRAIN - start < c->batch ? AVG_TRAIN - start : c->batch;
+        /* on several ranks, this rank's slice of the batch; every label counts */
+        int64_t first, rows;
+        ranks_slice(r, n, &first, &rows);
         batch b;
-        if (batch_make(&b, d, order + start, n) < 0)
+        if (batch_make(&b, d, order + start + first, rows) < 0)
             return -1;
-        float loss;
+        float loss = 0.0f;
         tfm_tensor *ce = tfm_cross_entropy(tape, forward(tape, model, &b), b.tgt_out, -100, 0.0f);
         int ok = ce && tfm_optimizer_zero_grad(optimizer) == TFM_OK &&
-                 tfm_tape_backward(tape, ce) == TFM_OK && tfm_tensor_item(ce, &loss) == TFM_OK &&
-                 tfm_optimizer_step(optimizer) == TFM_OK;
+                 tfm_tape_backward(tape, ce) == TFM_OK && tfm_tensor_item(ce, &loss) == TFM_OK;
+        ok = ranks_average_gradients(r, ok ? (double)rows : -1.0) == TFM_OK && ok &&
+             tfm_optimizer_step(optimizer) == TFM_OK;
         tfm_tape_reset(tape);
         batch_free(&b);
         if (!ok)
             return -1;
-        *total += loss;
+        *total += ranks_mean(r, loss, (double)rows);
     }
     return 0;
 }
@@ -333,6 +338,9 @@ int main(int argc, char **argv)
          "tutorial, or tuned: pre-norm, no dropout, warmup 400, clip 1 (given flags win)"},
         {"print-first", CLI_SWITCH, &print_first_only, 0, 0,
          "print the first training sample and its tokens, then exit"},
+        {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
+         "`mpirun -np N`: each rank runs its slice of every batch; rank 0 prints, evaluates "
+         "and saves"},
         {"epochs", CLI_INT, &c.epochs, 0, 1e6, "passes over the 4000 training rows (0: none)"},
         {"batch", CLI_INT, &c.batch, 1, AVG_TRAIN, "training batch size"},
         {"lr", CLI_FLOAT, &c.lr, 0, 10, "Adam learning rate (peak, with warmup)"},
@@ -392,7 +400,13 @@ int main(int argc, char **argv)
         free(data);
         return EXIT_SUCCESS;
     }
-
+    ranks peers;
+    if (ranks_start(&peers, (int)c.distributed, &argc, &argv, argv[0]) < 0) {
+        free(data);
+        return EXIT_FAILURE;
+    }
+    if (peers.rank && !freopen("/dev/null", "w", stdout)) /* rank 0 speaks for all */
+        fprintf(stderr, "%s: rank %d: cannot silence standard output\n", argv[0], peers.rank);
     tfm_model_options mo;
     tfm_model_options_init(&mo);
     mo.src_vocab = mo.tgt_vocab = AVG_VOCAB;
@@ -438,7 +452,10 @@ int main(int argc, char **argv)
         goto done;
     }
     tfm_model_get_options(model, &mo);
-
+    if (!c.load && ranks_share_model(&peers, model) != TFM_OK) {
+        cli_fail(argv[0], "sharing the model among the ranks");
+        goto done;
+    }
     double train_mean = 0.0, squares = 0.0;
     for (int i = 0; i < AVG_TRAIN; i++)
         train_mean += data->y[i];
@@ -465,7 +482,7 @@ int main(int argc, char **argv)
     double start = seconds_now();
     for (int64_t epoch = 0; epoch < epochs; epoch++) {
         double total, epoch_start = seconds_now();
-        if (train_epoch(model, tape, optimizer, data, &c, rng, &total) < 0) {
+        if (train_epoch(&peers, model, tape, optimizer, data, &c, rng, &total) < 0) {
             cli_fail(argv[0], "training");
             goto done;
         }
@@ -475,13 +492,17 @@ int main(int argc, char **argv)
                1000.0 * (now - epoch_start) / (double)steps_per_epoch,
                (now - start) / (double)(epoch + 1) * (double)(epochs - epoch - 1));
         fflush(stdout);
-        if (c.eval_every && (epoch + 1) % c.eval_every == 0 && epoch + 1 < epochs) {
+        if (c.eval_every && (epoch + 1) % c.eval_every == 0 && epoch + 1 < epochs && !peers.rank) {
             if (evaluate(model, tape, decoding, data, &c, &r) < 0) {
                 cli_fail(argv[0], "evaluating");
                 goto done;
             }
             print_report(&r, baseline);
         }
+    }
+    if (peers.rank) { /* rank 0 saves and evaluates */
+        status = EXIT_SUCCESS;
+        goto done;
     }
     if (c.save && tfm_model_save(model, c.save) != TFM_OK) {
         cli_fail(argv[0], "saving the model");
@@ -502,5 +523,6 @@ done:
     tfm_model_free(model);
     tfm_rng_free(rng);
     free(data);
+    ranks_stop(&peers);
     return status;
 }

@@ -23,7 +23,8 @@ typedef struct ranks {
 
 /* Starts MPI when distributed (call first, before anything prints); 0, or
  * -1 after a message. */
-static int ranks_start(ranks *r, int distributed, int *argc, char ***argv, const char *program)
+static inline int ranks_start(ranks *r, int distributed, int *argc, char ***argv,
+                              const char *program)
 {
     r->rank = 0;
     r->size = 1;
@@ -52,7 +53,7 @@ static int ranks_start(ranks *r, int distributed, int *argc, char ***argv, const
 }
 
 /* Every rank's model starts as rank 0's, and draws its slice's dropout. */
-static tfm_status ranks_share_model(ranks *r, tfm_model *model)
+static inline tfm_status ranks_share_model(ranks *r, tfm_model *model)
 {
 #ifdef TFM_EXAMPLES_MPI
     if (r->started) {
@@ -66,16 +67,18 @@ static tfm_status ranks_share_model(ranks *r, tfm_model *model)
     return TFM_OK;
 }
 
-/* This rank's rows of a global batch of batch rows. */
-static void ranks_slice(const ranks *r, int64_t batch, int64_t *first, int64_t *count)
+/* This rank's rows of a global batch of batch rows: equal slices when
+ * batch divides by the ranks (as the dropout slices require), else as
+ * near equal as can be. */
+static inline void ranks_slice(const ranks *r, int64_t batch, int64_t *first, int64_t *count)
 {
-    *count = batch / r->size;
-    *first = r->rank * *count;
+    *first = batch * r->rank / r->size;
+    *count = batch * (r->rank + 1) / r->size - *first;
 }
 
 /* The global batch's gradient on every rank; weight: the items this rank's
  * loss averaged over. */
-static tfm_status ranks_average_gradients(ranks *r, double weight)
+static inline tfm_status ranks_average_gradients(ranks *r, double weight)
 {
 #ifdef TFM_EXAMPLES_MPI
     if (r->distributed)
@@ -87,9 +90,26 @@ static tfm_status ranks_average_gradients(ranks *r, double weight)
     return TFM_OK;
 }
 
+/* The mean over every rank's items of a value each rank averaged over
+ * weight items of its own (a slice's loss), on every rank. */
+static inline double ranks_mean(const ranks *r, double value, double weight)
+{
+#ifdef TFM_EXAMPLES_MPI
+    if (r->distributed) {
+        double sums[2] = {value * weight, weight};
+        MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        return sums[0] / sums[1];
+    }
+#else
+    (void)r;
+    (void)weight;
+#endif
+    return value;
+}
+
 /* Rank 0's flag, on every rank (a decision only rank 0 may take alone,
  * such as a time limit, must be the same everywhere). */
-static int ranks_decide(const ranks *r, int flag)
+static inline int ranks_decide(const ranks *r, int flag)
 {
 #ifdef TFM_EXAMPLES_MPI
     if (r->distributed)
@@ -100,7 +120,7 @@ static int ranks_decide(const ranks *r, int flag)
     return flag;
 }
 
-static void ranks_stop(ranks *r)
+static inline void ranks_stop(ranks *r)
 {
 #ifdef TFM_EXAMPLES_MPI
     tfm_distributed_free(r->distributed);
