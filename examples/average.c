@@ -500,6 +500,10 @@ int main(int argc, char **argv)
             print_report(&r, baseline);
         }
     }
+    if (peers.size > 1)
+        printf("%d ranks: averaging gradients took %.2f s of the %.2f s of training (%.1f%%)\n",
+               peers.size, peers.reduce_seconds, seconds_now() - start,
+               100.0 * peers.reduce_seconds / (seconds_now() - start));
     if (peers.rank) { /* rank 0 saves and evaluates */
         status = EXIT_SUCCESS;
         goto done;

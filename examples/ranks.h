@@ -15,7 +15,8 @@
 
 typedef struct ranks {
     int rank, size;
-    int started; /* MPI was initialised here */
+    int started;           /* MPI was initialised here */
+    double reduce_seconds; /* spent averaging gradients */
 #ifdef TFM_EXAMPLES_MPI
     tfm_distributed *distributed;
 #endif
@@ -29,6 +30,7 @@ static inline int ranks_start(ranks *r, int distributed, int *argc, char ***argv
     r->rank = 0;
     r->size = 1;
     r->started = 0;
+    r->reduce_seconds = 0.0;
 #ifdef TFM_EXAMPLES_MPI
     r->distributed = NULL;
     if (!distributed)
@@ -81,8 +83,12 @@ static inline void ranks_slice(const ranks *r, int64_t batch, int64_t *first, in
 static inline tfm_status ranks_average_gradients(ranks *r, double weight)
 {
 #ifdef TFM_EXAMPLES_MPI
-    if (r->distributed)
-        return tfm_distributed_average_gradients(r->distributed, weight);
+    if (r->distributed) {
+        double start = MPI_Wtime();
+        tfm_status status = tfm_distributed_average_gradients(r->distributed, weight);
+        r->reduce_seconds += MPI_Wtime() - start;
+        return status;
+    }
 #else
     (void)r;
     (void)weight;

@@ -864,6 +864,10 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
            "%s, losses in %s and %s\n", (long long)done_steps,
            out_of_time ? "time limit" : "all iterations done", best, best_path, last_path,
            csv_path, svg_path);
+    if (r->size > 1)
+        printf("%d ranks: averaging gradients took %.2f s of the %.2f s of training (%.1f%%)\n",
+               r->size, r->reduce_seconds, seconds_now() - start,
+               100.0 * r->reduce_seconds / (seconds_now() - start));
     status = 0;
 done:
     history_free(&h);
