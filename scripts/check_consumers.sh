@@ -38,7 +38,7 @@ ln -s "$source" "$scratch/parent/subprojects/libtfm"
     ninja -C build >/dev/null && ./build/version &&
     meson install -C build --destdir "$scratch/staged" >/dev/null &&
     [ ! -d build/subprojects/libtfm/examples ] && [ ! -d build/subprojects/libtfm/tests ] &&
-    ! find "$scratch/staged" -name 'tfm-*' -o -name 'libtfm.a' | grep -q . &&
+    ! find "$scratch/staged" -path '*/bin/tfm-*' -o -name 'libtfm.a' | grep -q . &&
     find "$scratch/staged" -name 'libtfm.so.0' | grep -q .)
 step "meson subproject: the library alone is built and installed" $?
 
