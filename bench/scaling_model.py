@@ -30,15 +30,11 @@ RANKS = (8, 64, 512)
 
 
 def fit(path):
-    """alpha and bandwidth of the 2-rank allreduce: least squares of
-    seconds = alpha + bytes / bandwidth (ring, N = 2: 2(N-1)/N = 1)."""
-    points = [tuple(map(float, line.split()[:2])) for line in open(path)
-              if line.strip() and not line.startswith('#')]
-    n = len(points)
-    mx = sum(b for b, _ in points) / n
-    my = sum(t for _, t in points) / n
-    slope = sum((b - mx) * (t - my) for b, t in points) / sum((b - mx) ** 2 for b, _ in points)
-    return my - slope * mx, 1.0 / slope, points
+    """The 2-rank allreduce's latency (the smallest message's time) and
+    bandwidth (the best bytes per second of the large messages)."""
+    points = sorted(tuple(map(float, line.split()[:2])) for line in open(path)
+                    if line.strip() and not line.startswith('#'))
+    return points[0][1], max(b / t for b, t in points[len(points) // 2:])
 
 
 def allreduce_seconds(ranks, nbytes, bandwidth, alpha):
@@ -51,7 +47,7 @@ def main():
     parser.add_argument('--step', action='append', required=True,
                         help='CONFIG=MS/BATCH: one core\'s step time at that batch')
     a = parser.parse_args()
-    alpha, bandwidth, points = fit(a.allreduce)
+    alpha, bandwidth = fit(a.allreduce)
     print('Loopback (2 ranks, this machine): alpha %.1f us, %.2f GB/s' % (alpha * 1e6,
                                                                         bandwidth / 1e9))
     per_sample = {}
