@@ -188,10 +188,20 @@ static void sharded_logits(int64_t first, int64_t rows, int64_t index, int64_t c
     tfm_model_free(m);
 }
 
+/* The largest |a - b| / (1 + |b|) over n values. */
+static float largest_difference(const float *a, const float *b, int n)
+{
+    float worst = 0.0f;
+    for (int i = 0; i < n; i++)
+        worst = fmaxf(worst, fabsf(a[i] - b[i]) / (1.0f + fabsf(b[i])));
+    return worst;
+}
+
 /* Two processes each running half the batch with their slice set draw the
  * whole batch's dropout masks (embedding, attention weights, feed-forward,
- * residuals): their logits are the whole batch's, bit for bit, and their
- * gradients add up to its. */
+ * residuals): their logits are the whole batch's (up to the GEMMs'
+ * rounding for other row counts, where a wrong mask differs by O(1)), and
+ * their gradients add up to its. */
 START_TEST(shards_draw_the_whole_batchs_dropout)
 {
     enum { GRADS = 4096 };
@@ -199,8 +209,8 @@ START_TEST(shards_draw_the_whole_batchs_dropout)
     sharded_logits(0, 4, 0, 1, whole, g_whole, GRADS);
     sharded_logits(0, 2, 0, 2, half[0], g_half[0], GRADS);
     sharded_logits(2, 2, 1, 2, half[1], g_half[1], GRADS);
-    ck_assert_mem_eq(half[0], whole, sizeof half[0]);
-    ck_assert_mem_eq(half[1], whole + 2 * 44, sizeof half[1]);
+    ck_assert_float_le(largest_difference(half[0], whole, 2 * 44), 1e-5f);
+    ck_assert_float_le(largest_difference(half[1], whole + 2 * 44, 2 * 44), 1e-5f);
     for (int i = 0; i < GRADS; i++)
         ck_assert_msg(fabsf(g_half[0][i] + g_half[1][i] - g_whole[i]) <=
                           1e-4f * (1.0f + fabsf(g_whole[i])),
@@ -208,7 +218,7 @@ START_TEST(shards_draw_the_whole_batchs_dropout)
     /* without the slice, the second half draws the first half's masks */
     float unsliced[2 * 44], g[GRADS];
     sharded_logits(2, 2, 0, 1, unsliced, g, GRADS);
-    ck_assert_int_ne(memcmp(unsliced, half[1], sizeof unsliced), 0);
+    ck_assert_float_gt(largest_difference(unsliced, half[1], 2 * 44), 1e-2f);
     tfm_model_options o;
     small_options(&o);
     tfm_model *m = tfm_model_create(&o);
