@@ -181,6 +181,11 @@ def _shape_of(array):
     return ffi.new('int64_t[]', array.shape)
 
 
+# Each element type's C buffer type, reader and writer.
+_ACCESS = {np.dtype(np.int32): ('int32_t[]', lib.tfm_tensor_read_i32, lib.tfm_tensor_write_i32),
+           np.dtype(np.float32): ('float[]', lib.tfm_tensor_read_f32, lib.tfm_tensor_write_f32)}
+
+
 class Tensor(Handle):
     """A libtfm tensor. Made from numpy (tfm.tensor) it is the caller's;
     returned by an op, a layer or a model it belongs to the tape that was
@@ -236,24 +241,18 @@ class Tensor(Handle):
     def numpy(self):
         """A copy of the values."""
         out = np.empty(self.shape, self.dtype)
-        if out.dtype == np.int32:
-            check(lib.tfm_tensor_read_i32(self._ptr(), ffi.from_buffer('int32_t[]', out), out.size))
-        else:
-            check(lib.tfm_tensor_read_f32(self._ptr(), ffi.from_buffer('float[]', out), out.size))
+        ctype, read, _ = _ACCESS[out.dtype]
+        check(read(self._ptr(), ffi.from_buffer(ctype, out), out.size))
         return out
 
-    __array__ = lambda self, dtype=None: self.numpy() if dtype is None else \
-        self.numpy().astype(dtype)
+    def __array__(self, dtype=None):
+        return self.numpy() if dtype is None else self.numpy().astype(dtype)
 
     def write(self, values):
         """Overwrites every value (same number of values; the dtype's)."""
         array = as_array(values, self.dtype).reshape(-1)
-        if self.dtype == np.int32:
-            check(lib.tfm_tensor_write_i32(self._ptr(), ffi.from_buffer('int32_t[]', array),
-                                           array.size))
-        else:
-            check(lib.tfm_tensor_write_f32(self._ptr(), ffi.from_buffer('float[]', array),
-                                           array.size))
+        ctype, _, write = _ACCESS[array.dtype]
+        check(write(self._ptr(), ffi.from_buffer(ctype, array), array.size))
 
     def item(self):
         value = ffi.new('float *')
