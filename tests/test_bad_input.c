@@ -804,6 +804,16 @@ typedef struct bad_case {
         return returns((__VA_ARGS__));                                 \
     }
 #define NUL(function, status, ...) BAD(function, status, RETURNS_NULL, #__VA_ARGS__, __VA_ARGS__)
+/* tfm_model_option into a 96-byte buffer declared value_size bytes long,
+ * with or without somewhere for the name. */
+static tfm_status option_of(const tfm_model *model, int32_t index, int with_name,
+                            int64_t value_size)
+{
+    const char *name = NULL;
+    char value[96];
+    return tfm_model_option(model, index, with_name ? &name : NULL, value, value_size);
+}
+
 #define ST(function, status, ...) BAD(function, status, RETURNS_STATUS, #__VA_ARGS__, __VA_ARGS__)
 #define NEG(function, status, ...)                                             \
     BAD(function, status, RETURNS_MINUS_ONE, #__VA_ARGS__, __VA_ARGS__)
@@ -1628,6 +1638,21 @@ static int run_case(int index, bad_case *c)
     ST(tfm_model_get_options, E_NULL, tfm_model_get_options(NULL, &(tfm_model_options){0}));
     ST(tfm_model_get_options, E_NULL, tfm_model_get_options(f->model, NULL));
     ST(tfm_model_get_options, E_ARG, tfm_model_get_options(f->model, &(tfm_model_options){0}));
+    /* calls added with data-parallel training */
+    ST(tfm_rng_set_shard, E_NULL, tfm_rng_set_shard(NULL, 0, 1));
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 2, 2));
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, -1, 2));
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 0, 0));
+    ST(tfm_model_set_shard, E_NULL, tfm_model_set_shard(NULL, 0, 1));
+    ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, 1, 1));
+    ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, 0, INT64_MIN));
+    ST(tfm_model_option, E_NULL, option_of(NULL, 0, 1, 96));
+    ST(tfm_model_option, E_NULL, option_of(f->model, 0, 0, 96));
+    ST(tfm_model_option, E_NULL, tfm_model_option(f->model, 0, &(const char *){0}, NULL, 96));
+    ST(tfm_model_option, E_RANGE, option_of(f->model, -1, 1, 96));
+    ST(tfm_model_option, E_RANGE, option_of(f->model, tfm_model_option_count(), 1, 96));
+    ST(tfm_model_option, E_SIZE, option_of(f->model, 0, 1, 1));
+    ST(tfm_model_option, E_SIZE, option_of(f->model, 0, 1, -5));
     NEG(tfm_model_src_vocab, E_NULL, tfm_model_src_vocab(NULL));
     NEG(tfm_model_tgt_vocab, E_NULL, tfm_model_tgt_vocab(NULL));
     NEG(tfm_model_max_src_len, E_NULL, tfm_model_max_src_len(NULL));
