@@ -283,9 +283,11 @@ static int bench_train(const bench_config *c, int steps, int warmup, result *r)
     return ok ? 0 : -1;
 }
 
-/* Greedy decoding of `sources` random sources, `per_call` at a time, always
- * generating the full tgt_len tokens (no <eos>), as the PyTorch twin. */
-static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call, result *r)
+/* Greedy (beam 1) or beam decoding of `sources` random sources, `per_call`
+ * at a time, always generating the full tgt_len tokens (no <eos>), as the
+ * PyTorch twin. */
+static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call, int32_t beam,
+                        result *r)
 {
     tfm_rng *rng = tfm_rng_create(11);
     tfm_model *model = build_model(c);
@@ -296,6 +298,10 @@ static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call
     o.bos_id = 1;
     o.eos_id = -1;
     o.src_pad_id = c->pad;
+    if (beam > 1) {
+        o.strategy = TFM_DECODE_BEAM;
+        o.beam_size = beam;
+    }
     tfm_decoding *decoding = model ? tfm_decoding_create(model, &o, per_call, c->src_len) : NULL;
     int32_t *tokens = malloc((size_t)(per_call * (c->tgt_len + 1)) * sizeof *tokens);
     int32_t *lengths = malloc((size_t)per_call * sizeof *lengths);
@@ -346,7 +352,7 @@ static void usage(const char *program)
 {
     fprintf(stderr,
             "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
-            "[--sources N] [--decode-batch N] [--batch N] [--threads N] [--sgemm 0|1]\n",
+            "[--sources N] [--decode-batch N] [--beam N] [--batch N] [--threads N] [--sgemm 0|1]\n",
             program);
 }
 
@@ -354,7 +360,7 @@ int main(int argc, char **argv)
 {
     const char *config_name = "003", *what = "train";
     long steps = 10, warmup = 3, sources = 750, decode_batch = 250, batch = 0, time_sgemm = 1;
-    long threads = 1;
+    long threads = 1, beam = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *flag = argv[i], *value = argv[i + 1];
         if (!strcmp(flag, "--config"))
@@ -373,6 +379,8 @@ int main(int argc, char **argv)
             time_sgemm = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--batch"))
             batch = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--beam"))
+            beam = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--decode-batch"))
             decode_batch = strtol(value, NULL, 10);
         else {
@@ -392,7 +400,7 @@ int main(int argc, char **argv)
         c->batch = decode_batch < sources ? decode_batch : sources;
     int train = !strcmp(what, "train");
     if (!c || (!train && strcmp(what, "decode")) || steps < 1 || steps > 100000 || warmup < 1 ||
-        sources < 1 || decode_batch < 1 || (argc - 1) % 2) {
+        sources < 1 || decode_batch < 1 || beam < 1 || beam > 64 || (argc - 1) % 2) {
         usage(argv[0]);
         return 2;
     }
@@ -408,7 +416,7 @@ int main(int argc, char **argv)
     result r = {0};
     int failed = train ? bench_train(c, (int)steps, (int)warmup, &r)
                        : bench_decode(c, sources, decode_batch < sources ? decode_batch : sources,
-                                      &r);
+                                      (int32_t)beam, &r);
     if (failed)
         return 1;
     struct rusage usage_now;
@@ -427,7 +435,7 @@ int main(int argc, char **argv)
         if (shapes_overflowed)
             printf(",\"shapes_overflowed\":true");
     } else {
-        printf(",\"sources\":%ld", sources);
+        printf(",\"sources\":%ld,\"beam\":%ld", sources, beam);
     }
     printf("}\n");
     return 0;

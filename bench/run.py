@@ -10,7 +10,7 @@ environment with the issue's targets, met or missed.
       (libtfm against libtfm from another build, e.g. -Dnative=true)
 
 Jobs: a training step of each config on 2 threads, tutorial 003's greedy
-decoding on 2 threads, and libtfm's steps on 1 thread (for the 2-thread
+decoding on 2 threads (and libtfm's beam 4 decoding, against its greedy), and libtfm's steps on 1 thread (for the 2-thread
 speed-up). Each round runs, job by job, libtfm then the PyTorch anchors (the
 tutorials' code, and --style fast for training), each in its own process;
 each keeps its best (lowest) median over the rounds, and ratios are taken
@@ -35,13 +35,22 @@ ENVS = ['found', 'unset', 'haswell']
 # Issue 14's targets: the fastest PyTorch anchor's time / libtfm's, at least.
 TRAIN_RATIO = {'003': 4.0, 'avg': 2.5, '002': 1.5}
 DECODE_RATIO = 150.0
+BEAM = 4               # beam 4 decoding's time / greedy's, at most BEAM_COST
+BEAM_COST = 3.0
 SGEMM_FRACTION = 0.85  # of the 002 step
 MEMORY_RATIO = 0.5     # libtfm / PyTorch peak RSS, 002 step, at most
 SPEEDUP = 1.8          # libtfm's 002 step, 2 threads over 1
-# The PyTorch anchors: the tutorials' code, and the same work written with
-# PyTorch's fast modules (bench/torch/bench.py --style fast); ratios are
-# taken against the faster of the two.
-ANCHORS = ['pytorch', 'pytorch-fast']
+# The PyTorch anchors: the tutorials' code, the same work written with
+# PyTorch's fast modules (bench/torch/bench.py --style fast), and in C++ on
+# libtorch (BUILD/bench/tfm-bench-libtorch, built with
+# -Dlibtorch_bench=enabled); ratios are taken against the fastest.
+ANCHORS = ['pytorch', 'pytorch-fast', 'libtorch']
+
+
+def anchors_in(build):
+    """The anchors this build can run."""
+    have = os.path.exists(os.path.join(build, 'bench', 'tfm-bench-libtorch'))
+    return [a for a in ANCHORS if a != 'libtorch' or have]
 
 
 def jobs(configs, decode=True):
@@ -49,6 +58,7 @@ def jobs(configs, decode=True):
     out = [(c, 'train', 2, True) for c in configs]
     if '003' in configs and decode:
         out.append(('003', 'decode', 2, True))
+        out.append(('003', f'beam{BEAM}', 2, False))  # libtfm's beam against its greedy
     # libtfm alone on 1 thread: its 2-thread scaling (the target is 002's)
     out += [(c, 'train', 1, False) for c in configs]
     return out
@@ -78,7 +88,8 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
     else:
         # passive: PyTorch's OpenMP threads otherwise spin against OpenBLAS's
         extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}
-        argv = [PYTHON, TWIN, '--threads', str(threads)]
+        argv = [os.path.join(build, 'bench', 'tfm-bench-libtorch'), '--threads', str(threads)] \
+            if impl == 'libtorch' else [PYTHON, TWIN, '--threads', str(threads)]
         if impl == 'pytorch-fast':
             argv += ['--style', 'fast']
     argv += ['--config', config, '--what', what]
@@ -86,6 +97,9 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
         argv += ['--steps', str(counts['steps']), '--warmup', str(counts['warmup'])]
     else:
         argv += ['--sources', str(counts['sources'])]
+    if what.startswith('beam'):  # libtfm's decoding with --beam N
+        argv[argv.index(what)] = 'decode'
+        argv += ['--beam', what[len('beam'):]]
     env = base_env(env_name)
     env.update({k: str(v) for k, v in extra.items()})
     prefix = ['env'] + (['-u', 'OPENBLAS_CORETYPE'] if 'OPENBLAS_CORETYPE' not in env else
@@ -134,12 +148,12 @@ def run_all(a, log):
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
                         continue
-                elif (config == '002' or what == 'decode') and r > 0:
+                elif (config == '002' or what != 'train') and r > 0:
                     continue
                 counts = counts_for(a, config)
                 impls = ['versus', 'libtfm'] if a.versus else \
-                    ['libtfm'] + (ANCHORS if what == 'train' else ['pytorch']) if with_torch \
-                    else ['libtfm']
+                    ['libtfm'] + (anchors_in(a.build) if what == 'train' else ['pytorch']) \
+                    if with_torch else ['libtfm']
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
@@ -152,7 +166,8 @@ def run_all(a, log):
                            'round': r + 1, 'threads': threads, 'impl': impl,
                            'config': config, 'what': what, 'cmd': line}
                     rec.update(out)
-                    rec['impl'] = impl  # the program's own line says 'libtfm' for both builds
+                    # the program's own line says 'libtfm' for both builds, 'decode' for beams
+                    rec.update(impl=impl, what=what)
                     records.append(rec)
                     log.write(json.dumps(rec) + '\n')
                     log.flush()
@@ -263,6 +278,12 @@ def targets(bests):
         lines.append(verdict('003 decode ratio (2 threads)',
                              ratio(p and p['median_ms'], t and t['median_ms']),
                              DECODE_RATIO, True))
+    t, _ = get('003', 'decode', 2)
+    b, _ = get('003', f'beam{BEAM}', 2)
+    if t or b:
+        lines.append(verdict(f'003 beam {BEAM} decoding time / greedy (2 threads)',
+                             ratio(b and b['median_ms'], t and t['median_ms']), BEAM_COST, False,
+                             unit=''))
     t, p = get('002', 'train', 2)
     if t or p:
         frac = None
