@@ -356,7 +356,7 @@ int main(int argc, char **argv)
         {"d-ff", CLI_INT, &c.d_ff, 1, 65536, "feed-forward width"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and shuffling seed"},
         {"threads", CLI_INT, &c.threads, 1, 64,
-         "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
+         "libtfm's threads, which above 1 also run the matrix products (at 1 the BLAS's own: OPENBLAS_NUM_THREADS)"},
         {"eval-every", CLI_INT, &c.eval_every, 0, 1e6,
          "evaluate the test set every this many epochs (0: only at the end)"},
         {"eval-batch", CLI_INT, &c.eval_batch, 1, AVG_TEST, "test sources decoded at once"},

@@ -224,7 +224,7 @@ int main(int argc, char **argv)
         {"lr", CLI_FLOAT, &c.lr, 0, 10, "Adam learning rate"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "random seed"},
         {"threads", CLI_INT, &c.threads, 1, 64,
-         "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
+         "libtfm's threads, which above 1 also run the matrix products (at 1 the BLAS's own: OPENBLAS_NUM_THREADS)"},
     };
     int exit_now = cli_parse(argc, argv,
                              "Tutorial 002's CausalTransformer trained on random tokens.", flags,

@@ -943,7 +943,7 @@ int main(int argc, char **argv)
         {"init", CLI_STRING, &c.init, 0, 0, "'tutorial' (nn.Linear defaults) or 'xavier'"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and shuffling"},
         {"threads", CLI_INT, &c.threads, 1, 64,
-         "libtfm's own threads (BLAS's: OPENBLAS_NUM_THREADS)"},
+         "libtfm's threads, which above 1 also run the matrix products (at 1 the BLAS's own: OPENBLAS_NUM_THREADS)"},
         {"batch", CLI_INT, &c.batch, 1, 11000, "training batch size"},
         {"bucket", CLI_INT, &c.bucket, 0, 11000, "batches of similar target length, sorted in "
          "pools of this many batches and cut after their longest target (0: the notebook's)"},

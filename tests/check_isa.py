@@ -7,8 +7,9 @@ Everything but the kernels' x86-64-v3 and x86-64-v4 copies (lib/core/cpu.h)
 runs on any x86-64: no AVX (VEX or EVEX encodings, ymm/zmm/mask registers),
 no BMI, LZCNT, POPCNT, MOVBE or SSE3-and-later instructions. Every kernel has
 its three copies. With --vectorised (a release build: -O2 and the sanitizers
-leave helpers out of line), a copy calls only the PLT, itself or other
-kernels' dispatchers, never a helper compiled for the baseline, each
+leave helpers out of line), a copy calls only the PLT, itself, other
+kernels' dispatchers or libtfm's BLAS call (tfm__sgemm, which only splits
+the product among threads), never a helper compiled for the baseline, each
 x86-64-v4 copy uses zmm registers and each x86-64-v3 copy ymm registers and
 no zmm. A copy's cold part (NAME.cold) belongs to the copy.
 """
@@ -17,6 +18,7 @@ import subprocess
 import sys
 
 COPIES = ('__baseline', '__x86_64_v3', '__x86_64_v4')
+BLAS_CALLS = {'tfm__sgemm'}  # lib/core/gemm.h: cblas_sgemm split among threads
 # Beyond the x86-64 baseline (SSE2) without a 'v' prefix or ymm/zmm operand.
 LATER = set('''andn bextr blsi blsmsk blsr bzhi mulx pdep pext rorx sarx shlx shrx lzcnt tzcnt
 popcnt movbe addsubps addsubpd haddps haddpd hsubps hsubpd lddqu movddup movshdup movsldup
@@ -75,7 +77,8 @@ def main():
                 target = re.search(r'<([^>+]+)>$', operands)
                 callee = target and target.group(1)
                 if (mnemonic.startswith(('call', 'jmp')) and callee and
-                        not (callee.endswith('@plt') or callee in kernels)):
+                        not (callee.endswith('@plt') or callee in kernels or
+                             callee in BLAS_CALLS)):
                     rules['helpers inlined'].append(f'{kernel}{suffix} calls {callee}')
         if vectorised:
             v4 = ' '.join(ops for _, ops in funcs.get(kernel + '__x86_64_v4', []))

@@ -524,6 +524,57 @@ START_TEST(gradients)
 }
 END_TEST
 
+/* Heads of 8 and 16 columns take the attention core's own loops instead of
+ * the BLAS (lib/ops/attention.c): self- and cross-attention with a mask
+ * and a trainable scale, 3 queries against 4, 11 and 37 keys (rows of keys
+ * shorter than a vector, of a vector and a tail, of four vectors and a
+ * tail). */
+START_TEST(gradients_of_narrow_heads)
+{
+    tfm_rng *rng = tfm_rng_create(12);
+    for (int dk = 8; dk <= 16; dk += 8)
+        for (int k = 0; k < 3; k++) {
+            int64_t d = 2 * dk, keys = (int64_t[]){S, 11, 37}[k];
+            tfm_params *p = tfm_params_create();
+            tfm_attention_options o;
+            tfm_attention_options_init(&o);
+            o.d_model = d;
+            o.heads = 2;
+            o.trainable_scale = 1;
+            o.scale_init = 1.7f;
+            grad_ctx g = {tfm_attention_create(p, "a", &o, rng), NULL, 0, 1};
+            ck_assert_msg(g.layer != NULL, "%s", tfm_last_error());
+            randomize(p, 300 + (uint64_t)dk);
+            /* the scores' spread as at D = 4: the steps stay small against
+             * the softmax's curvature */
+            for (int64_t i = 0; i < tfm_params_count(p); i++) {
+                tfm_tensor *t = tfm_params_at(p, i);
+                for (int64_t j = 0; j < tfm_tensor_numel(t); j++)
+                    tfm_tensor_data_f32(t)[j] *= sqrtf((float)D / (float)d);
+            }
+            g.mask = make_mask(MASK_CAUSAL, T);
+            tfm_tensor *in[16] = {gc_random(3, (const int64_t[]){B, T, d}, 31),
+                                  gc_random(3, (const int64_t[]){B, keys, d}, 32)};
+            int n = 2;
+            for (int i = 0; i < n; i++)
+                tfm_tensor_set_requires_grad(in[i], 1);
+            for (int64_t i = 0; i < tfm_params_count(p); i++)
+                in[n++] = tfm_params_at(p, i);
+            gc_options go = gc_default_options(); /* 1e-2 is too coarse at 37 keys */
+            go.step = 2e-3;
+            char report[512];
+            ck_assert_msg(gradcheck(build_attention, &g, in, n, go, report, sizeof report), "%s",
+                          report);
+            tfm_tensor_free(in[0]);
+            tfm_tensor_free(in[1]);
+            tfm_tensor_free((tfm_tensor *)g.mask);
+            tfm_layer_free(g.layer);
+            tfm_params_free(p);
+        }
+    tfm_rng_free(rng);
+}
+END_TEST
+
 /* An additive mask that requires grad gets the scores' gradient. */
 static tfm_tensor *build_with_mask(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
 {
@@ -996,6 +1047,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, gradients_through_the_weights);
     tcase_add_test(tc, fused_self_attention_is_one_product);
     tcase_add_test(tc, gradients);
+    tcase_add_test(tc, gradients_of_narrow_heads);
     tcase_add_test(tc, gradient_of_additive_mask);
     tcase_add_test(tc, dropout_in_training_only);
     tcase_add_test(tc, gradients_with_dropout);

@@ -4,7 +4,10 @@
  * Adam split their loops. Meant for ThreadSanitizer too
  * (docs/reliability.md). */
 #include <check.h>
+#include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_main.h"
@@ -86,11 +89,81 @@ START_TEST(two_trainings_at_once_match_one_after_the_other)
 }
 END_TEST
 
+/* y = x W^T + b and its three gradients, with libtfm on `threads`; a
+ * product this size is split among the threads. */
+enum { ROWS = 300, IN = 256, OUT = 384 };
+static void linear_step(int threads, float *out)
+{
+    ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+    tfm_rng *rng = tfm_rng_create(5);
+    tfm_tensor *x = tfm_tensor_uniform(2, (const int64_t[]){ROWS, IN}, -1, 1, rng);
+    tfm_tensor *w = tfm_tensor_uniform(2, (const int64_t[]){OUT, IN}, -1, 1, rng);
+    tfm_tensor *b = tfm_tensor_uniform(1, (const int64_t[]){OUT}, -1, 1, rng);
+    tfm_tensor *leaves[] = {x, w, b};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tfm_tensor_set_requires_grad(leaves[i], 1), TFM_OK);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *y = tfm_linear(tape, x, w, b);
+    ck_assert_int_eq(tfm_tensor_read_f32(y, out, ROWS * OUT), TFM_OK);
+    out += ROWS * OUT;
+    /* a loss whose gradient is not uniform: sum(y * y) */
+    ck_assert_int_eq(tfm_tape_backward(tape, tfm_sum(tape, tfm_mul(tape, y, y))), TFM_OK);
+    for (int i = 0; i < 3; i++) {
+        int64_t n = tfm_tensor_numel(leaves[i]);
+        ck_assert_int_eq(tfm_tensor_read_grad(leaves[i], out, n), TFM_OK);
+        out += n;
+        tfm_tensor_free(leaves[i]);
+    }
+    tfm_tape_free(tape);
+    tfm_rng_free(rng);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+}
+
+START_TEST(products_split_among_threads_agree)
+{
+    enum { VALUES = ROWS * OUT + ROWS * IN + OUT * IN + OUT };
+    float *one = malloc(VALUES * sizeof(float)), *two = malloc(VALUES * sizeof(float));
+    linear_step(1, one);
+    linear_step(2, two);
+    /* each piece sums over the whole depth, but the BLAS may pick another
+     * kernel for a piece's edge, which rounds differently */
+    for (int i = 0; i < VALUES; i++)
+        ck_assert_float_le(fabsf(one[i] - two[i]), 1e-5f * (1.0f + fabsf(one[i])));
+    free(one);
+    free(two);
+}
+END_TEST
+
+/* With several libtfm threads the BLAS runs on one; back at one libtfm
+ * thread it has its own count again. */
+START_TEST(the_blas_runs_on_one_thread_under_libtfms)
+{
+    int (*get)(void) = NULL;
+    void (*set)(int) = NULL;
+    const char *names[][2] = {{"openblas_get_num_threads", "openblas_set_num_threads"},
+                              {"bli_thread_get_num_threads", "bli_thread_set_num_threads"}};
+    for (int i = 0; i < 2 && !(get && set); i++) {
+        *(void **)&get = dlsym(RTLD_DEFAULT, names[i][0]);
+        *(void **)&set = dlsym(RTLD_DEFAULT, names[i][1]);
+    }
+    ck_assert_msg(get && set, "neither OpenBLAS's nor BLIS's thread calls are linked");
+    set(2);
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    ck_assert_int_eq(get(), 1);
+    ck_assert_int_eq(tfm_set_num_threads(3), TFM_OK);
+    ck_assert_int_eq(get(), 1);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    ck_assert_int_eq(get(), 2);
+}
+END_TEST
+
 static Suite *threads_suite(void)
 {
     Suite *s = suite_create("threads");
     TCase *tc = tcase_create("threads");
     tcase_add_test(tc, two_trainings_at_once_match_one_after_the_other);
+    tcase_add_test(tc, products_split_among_threads_agree);
+    tcase_add_test(tc, the_blas_runs_on_one_thread_under_libtfms);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     return s;

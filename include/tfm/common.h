@@ -85,14 +85,16 @@ TFM_API void tfm_clear_error(void);
  * bytes); NULL is "". */
 TFM_API tfm_status tfm_report_error(tfm_status status, const char *message);
 
-/** libtfm's own threads for its kernels (attention heads, …), between 1
- * (the default: none started) and 64. BLAS keeps its own threads, set by its
- * variables (OPENBLAS_NUM_THREADS, BLIS_NUM_THREADS); libtfm runs a BLAS
- * call from its threads only when it is small enough for OpenBLAS to run it
- * on one thread, so the two never oversubscribe the cores. A count outside
- * 1..64 is TFM_ERR_ARG and changes nothing. Process-wide and safe from
- * any thread: a kernel already running finishes with the count it began
- * with. */
+/** libtfm's own threads for its kernels and matrix products, between 1
+ * (the default: none started) and 64. With more than one, libtfm splits
+ * its matrix products among its threads, each calling the BLAS on one
+ * thread: it sets OpenBLAS's (or BLIS's) own thread count to 1,
+ * process-wide, and gives back the count it found when set to 1 again.
+ * With one, the BLAS keeps its own threads (OPENBLAS_NUM_THREADS,
+ * BLIS_NUM_THREADS). Either way the two never oversubscribe the cores. A
+ * count outside 1..64 is TFM_ERR_ARG and changes nothing. Process-wide
+ * and safe from any thread: a kernel already running finishes with the
+ * count it began with. */
 TFM_API tfm_status tfm_set_num_threads(int32_t threads);
 /** libtfm's own thread count, as tfm_set_num_threads() last set it (1 by
  * default). Never fails. */

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "core/error.h"
+#include "core/gemm.h"
 #include "tfm/common.h"
 
 typedef struct pool {
@@ -153,6 +154,7 @@ tfm_status tfm_set_num_threads(int32_t threads)
         return tfm__fail(TFM_ERR_ARG, "tfm_set_num_threads: %d threads is outside [1, %d]",
                          (int)threads, TFM__MAX_THREADS);
     __atomic_store_n(&requested_threads, threads, __ATOMIC_RELAXED);
+    tfm__blas_follow_threads(threads);
     return TFM_OK;
 }
 

@@ -15,7 +15,6 @@
  * tested against). Rows are sources (greedy, sampling) or a source's beam
  * hypotheses; only the rows still decoding are computed, so finished
  * sequences cost nothing. */
-#include <cblas.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "autograd/tape.h"
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/gemm.h"
 #include "core/options.h"
 #include "ops/layer_norm.h"
 #include "core/fastmath.h"
@@ -319,8 +319,7 @@ static void project(const float *in, int64_t n, int64_t in_f, const float *w, co
     if (b)
         for (int64_t i = 0; i < n; i++)
             memcpy(out + i * ldc, b, (size_t)out_f * sizeof *out);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out_f, (int)in_f, 1.0f,
-                in, (int)in_f, w, (int)in_f, b ? 1.0f : 0.0f, out, (int)ldc);
+    tfm__sgemm(0, 1, n, out_f, in_f, 1.0f, in, in_f, w, in_f, b ? 1.0f : 0.0f, out, ldc);
 }
 
 static void linear(const tfm_layer *linear, const float *in, int64_t n, float *out, int64_t ldc)

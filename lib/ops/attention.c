@@ -5,25 +5,24 @@
  * no separate scores, dropped weights or unmerged context are kept: the
  * backward regenerates the dropout mask from its counter-based hash and
  * needs only the weights and the projections. The (batch, head) pairs are
- * independent, so they are split among libtfm's threads; each head's GEMMs
- * are cut into calls small enough for OpenBLAS to run on one thread, so
- * BLAS's threads never stack on libtfm's. */
+ * independent, so they are split among libtfm's threads, each calling a
+ * single-threaded BLAS (core/gemm.h). Heads of 8 or 16 columns skip the
+ * BLAS: their products are too small for its call and packing to
+ * pay (d_k = 8 in tutorial 003), and the loops below keep a row's sums in
+ * registers. */
 #include "ops/attention.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/gemm.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "ops/softmax.h"
 
-/* OpenBLAS runs a GEMM of m * n * k at most this on one thread
- * (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in interface/gemm.c). */
-#define BLAS_ONE_THREAD_MNK 262144.0
 
 /* The records' inputs; plan_of lists what else they keep. */
 enum { IN_Q, IN_K, IN_V, IN_SCALE, IN_WEIGHTS, IN_MASK, IN_COUNT };
@@ -47,40 +46,149 @@ typedef struct plan {
     double scores_dot[TFM__MAX_THREADS]; /* per worker: sum(dScores * scores) */
 } plan;
 
+/* Per worker: two [T, S] blocks, a head's [T, dk] and a head's transpose
+ * [dk, S]. */
 static int64_t scratch_floats(int64_t T, int64_t S, int64_t dk)
 {
-    return 2 * T * S + T * dk;
+    return 2 * T * S + T * dk + dk * S;
 }
 
-/* How many of a GEMM's rows (or depth) fit the one-thread size. */
-TFM__INLINE int64_t block_of(int64_t a, int64_t b)
+/* The three products of a head, each through the BLAS or, for heads of 8
+ * or 16 columns, through loops on vectors of 8 floats that keep a row's
+ * sums in registers (d_k is a compile-time 1 or 2 vectors there). */
+typedef float vec8 __attribute__((vector_size(32)));
+/* The baseline copy warns that passing vec8 by value would change the ABI;
+ * these helpers are always inlined, so no call passes one. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+TFM__INLINE vec8 load8(const float *p)
 {
-    int64_t rows = (int64_t)(BLAS_ONE_THREAD_MNK / ((double)a * (double)b));
-    return rows < 1 ? 1 : rows;
+    vec8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
-/* C = alpha A op(B) + beta C, C [M, N], A [M, K] not transposed: by blocks
- * of A's and C's rows. */
-TFM__INLINE void gemm_by_rows(enum CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K,
-                              float alpha, const float *A, int64_t lda, const float *B,
-                              int64_t ldb, float beta, float *C, int64_t ldc)
+TFM__INLINE void store8(float *p, vec8 v)
 {
-    int64_t block = block_of(N, K);
-    for (int64_t r = 0; r < M; r += block)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (int)(M - r < block ? M - r : block), (int)N,
-                    (int)K, alpha, A + r * lda, (int)lda, B, (int)ldb, beta, C + r * ldc,
-                    (int)ldc);
+    memcpy(p, &v, sizeof v);
 }
 
-/* C += alpha A^T B, C [M, N], A [K, M], B [K, N]: by blocks of the depth K. */
-TFM__INLINE void gemm_tn_by_depth(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                                  int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+TFM__INLINE int narrow(int64_t dk)
 {
-    int64_t block = block_of(M, N);
-    for (int64_t r = 0; r < K; r += block)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N,
-                    (int)(K - r < block ? K - r : block), alpha, A + r * lda, (int)lda,
-                    B + r * ldb, (int)ldb, 1.0f, C, (int)ldc);
+    return dk == 8 || dk == 16;
+}
+
+/* Rows i .. i + rows - 1 of narrow_nn: up to ROWS chains of sums at once,
+ * as one chain alone waits on each addition's latency. */
+enum { ROWS = 4 };
+TFM__INLINE void narrow_rows(int64_t i, const int rows, const int nv, int64_t K, int64_t step_i,
+                             int64_t step_p, float alpha, const float *A, const float *B,
+                             int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    vec8 sum[ROWS][2] = {{{0}}};
+    for (int64_t p = 0; p < K; p++)
+        for (int v = 0; v < nv; v++) {
+            vec8 b = load8(B + p * ldb + 8 * v);
+            for (int r = 0; r < rows; r++)
+                sum[r][v] += (alpha * A[(i + r) * step_i + p * step_p]) * b;
+        }
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < nv; v++) {
+            float *c = C + (i + r) * ldc + 8 * v;
+            store8(c, beta == 0.0f ? sum[r][v] : sum[r][v] + beta * load8(c));
+        }
+}
+
+/* C [M, 8 nv] = alpha A [M, K] B [K, 8 nv] + beta C (beta 0: C not read);
+ * transpose_a: A is stored [K, M] instead. */
+TFM__INLINE void narrow_nn(int64_t M, const int nv, int64_t K, int transpose_a, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                           float *C, int64_t ldc)
+{
+    int64_t step_i = transpose_a ? 1 : lda, step_p = transpose_a ? lda : 1, i = 0;
+    for (; i + ROWS <= M; i += ROWS)
+        narrow_rows(i, ROWS, nv, K, step_i, step_p, alpha, A, B, ldb, beta, C, ldc);
+    for (; i < M; i++)
+        narrow_rows(i, 1, nv, K, step_i, step_p, alpha, A, B, ldb, beta, C, ldc);
+}
+
+/* C [M, N] = alpha A [M, 8 nv] Bt [8 nv, N] + beta C, 8 of C's columns at
+ * a time. */
+TFM__INLINE void narrow_depth(int64_t M, int64_t N, const int nv, float alpha, const float *A,
+                              int64_t lda, const float *Bt, float beta, float *C, int64_t ldc)
+{
+    const int k = 8 * nv;
+    for (int64_t i = 0; i < M; i++) {
+        const float *a = A + i * lda;
+        float *c = C + i * ldc;
+        int64_t j = 0;
+        for (; j + 32 <= N; j += 32) { /* four chains of sums at once */
+            vec8 sum[4] = {{0}};
+            for (int p = 0; p < k; p++)
+                for (int v = 0; v < 4; v++)
+                    sum[v] += a[p] * load8(Bt + p * N + j + 8 * v);
+            for (int v = 0; v < 4; v++) {
+                float *cv = c + j + 8 * v;
+                store8(cv, beta == 0.0f ? alpha * sum[v] : alpha * sum[v] + beta * load8(cv));
+            }
+        }
+        for (; j + 8 <= N; j += 8) {
+            vec8 sum = {0};
+            for (int p = 0; p < k; p++)
+                sum += a[p] * load8(Bt + p * N + j);
+            store8(c + j, beta == 0.0f ? alpha * sum : alpha * sum + beta * load8(c + j));
+        }
+        for (; j < N; j++) {
+            float sum = 0.0f;
+            for (int p = 0; p < k; p++)
+                sum += a[p] * Bt[p * N + j];
+            c[j] = beta == 0.0f ? alpha * sum : alpha * sum + beta * c[j];
+        }
+    }
+}
+
+/* C [M, N] = alpha A [M, dk] B^T + beta C with B [N, dk]; bt: [dk, N]
+ * scratch for B's transpose on the narrow path. */
+TFM__INLINE void head_nt(int64_t M, int64_t N, int64_t dk, float alpha, const float *A,
+                         int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                         int64_t ldc, float *bt)
+{
+    if (!narrow(dk)) {
+        tfm__sgemm(0, 1, M, N, dk, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t p = 0; p < dk; p++)
+            bt[p * N + j] = B[j * ldb + p];
+    if (dk == 8)
+        narrow_depth(M, N, 1, alpha, A, lda, bt, beta, C, ldc);
+    else
+        narrow_depth(M, N, 2, alpha, A, lda, bt, beta, C, ldc);
+}
+
+/* C [M, dk] = alpha A [M, K] B [K, dk] + beta C. */
+TFM__INLINE void head_nn(int64_t M, int64_t dk, int64_t K, float alpha, const float *A,
+                         int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                         int64_t ldc)
+{
+    if (!narrow(dk))
+        tfm__sgemm(0, 0, M, dk, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else if (dk == 8)
+        narrow_nn(M, 1, K, 0, alpha, A, lda, B, ldb, beta, C, ldc);
+    else
+        narrow_nn(M, 2, K, 0, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* C [M, dk] += alpha A^T B, A [K, M], B [K, dk]. */
+TFM__INLINE void head_tn(int64_t M, int64_t dk, int64_t K, float alpha, const float *A,
+                         int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc)
+{
+    if (!narrow(dk))
+        tfm__sgemm(1, 0, M, dk, K, alpha, A, lda, B, ldb, 1.0f, C, ldc);
+    else if (dk == 8)
+        narrow_nn(M, 1, K, 1, alpha, A, lda, B, ldb, 1.0f, C, ldc);
+    else
+        narrow_nn(M, 2, K, 1, alpha, A, lda, B, ldb, 1.0f, C, ldc);
 }
 
 /* d = dropout(w) for count weights from flat index offset on. */
@@ -99,21 +207,21 @@ static TFM__KERNEL(forward_range, (void *ctx, int64_t begin, int64_t end, int wo
     const plan *a = ctx;
     int64_t T = a->T, S = a->S, dk = a->dk;
     float *dropped = a->scratch + worker * scratch_floats(T, S, dk);
+    float *kt = dropped + 2 * T * S + T * dk; /* [dk, S] */
     for (int64_t pair = begin; pair < end; pair++) {
         int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
         float *w = a->weights + row0 * S;
         const float *used = w;
-        gemm_by_rows(CblasTrans, T, S, dk, a->alpha, a->q + b * T * a->wq + a->q_col + h * dk,
-                     a->wq, a->k + b * S * a->wk + a->k_col + h * dk, a->wk, 0.0f, w, S);
+        head_nt(T, S, dk, a->alpha, a->q + b * T * a->wq + a->q_col + h * dk, a->wq,
+                a->k + b * S * a->wk + a->k_col + h * dk, a->wk, 0.0f, w, S, kt);
         for (int64_t t = 0; t < T; t++)
             tfm__softmax_row(w + t * S, w + t * S, S, a->mask, a->bc, row0 + t);
         if (a->p > 0.0f) {
             drop_weights(w, dropped, T * S, a->drop, row0 * S, a->p, a->keep_scale);
             used = dropped;
         }
-        gemm_by_rows(CblasNoTrans, T, dk, S, 1.0f, used, S,
-                     a->v + b * S * a->wv + a->v_col + h * dk, a->wv, 0.0f,
-                     a->out + b * T * a->width + h * dk, a->width);
+        head_nn(T, dk, S, 1.0f, used, S, a->v + b * S * a->wv + a->v_col + h * dk, a->wv, 0.0f,
+                a->out + b * T * a->width + h * dk, a->width);
     }
 }
 
@@ -139,7 +247,7 @@ TFM__INLINE double scores_backward(const plan *a, int64_t pair, float *dp, float
     }
     float *gqh = a->gq ? a->gq + b * T * a->wq + a->q_col + h * dk : NULL;
     if (a->scale_grad) {
-        gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 0.0f, dq_head, dk);
+        head_nn(T, dk, S, a->alpha, dp, S, kh, a->wk, 0.0f, dq_head, dk);
         for (int64_t t = 0; t < T; t++)
             for (int64_t j = 0; j < dk; j++) {
                 scores_dot += (double)qh[t * a->wq + j] * dq_head[t * dk + j];
@@ -147,11 +255,11 @@ TFM__INLINE double scores_backward(const plan *a, int64_t pair, float *dp, float
                     gqh[t * a->wq + j] += dq_head[t * dk + j];
             }
     } else if (gqh) {
-        gemm_by_rows(CblasNoTrans, T, dk, S, a->alpha, dp, S, kh, a->wk, 1.0f, gqh, a->wq);
+        head_nn(T, dk, S, a->alpha, dp, S, kh, a->wk, 1.0f, gqh, a->wq);
     }
     if (a->gk)
-        gemm_tn_by_depth(S, dk, T, a->alpha, dp, S, qh, a->wq,
-                         a->gk + b * S * a->wk + a->k_col + h * dk, a->wk);
+        head_tn(S, dk, T, a->alpha, dp, S, qh, a->wq, a->gk + b * S * a->wk + a->k_col + h * dk,
+                a->wk);
     return scores_dot;
 }
 
@@ -162,6 +270,7 @@ static TFM__KERNEL(backward_range, (void *ctx, int64_t begin, int64_t end, int w
     int64_t T = a->T, S = a->S, dk = a->dk, width = a->width;
     float *dp = a->scratch + worker * scratch_floats(T, S, dk); /* [T, S] */
     float *dropped = dp + T * S, *dq_head = dropped + T * S;   /* [T, S], [T, dk] */
+    float *vt = dq_head + T * dk;                               /* [dk, S] */
     double scores_dot = 0.0;
     for (int64_t pair = begin; pair < end; pair++) {
         int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
@@ -173,16 +282,19 @@ static TFM__KERNEL(backward_range, (void *ctx, int64_t begin, int64_t end, int w
             used = dropped;
         }
         if (a->gv)
-            gemm_tn_by_depth(S, dk, T, 1.0f, used, S, gh, width,
-                             a->gv + b * S * a->wv + a->v_col + h * dk, a->wv);
+            head_tn(S, dk, T, 1.0f, used, S, gh, width, a->gv + b * S * a->wv + a->v_col + h * dk,
+                    a->wv);
         if (!a->gq && !a->gk && !a->gm && !a->scale_grad)
             continue;
-        gemm_by_rows(CblasTrans, T, S, dk, 1.0f, gh, width, vh, a->wv, 0.0f, dp, S);
+        head_nt(T, S, dk, 1.0f, gh, width, vh, a->wv, 0.0f, dp, S, vt);
         /* dropped is 0 where the mask dropped or the weight is 0; at a zero
          * weight the softmax's backward ignores dp anyway */
-        if (a->p > 0.0f)
+        if (a->p > 0.0f) {
+            float keep = a->keep_scale;
+#pragma omp simd
             for (int64_t i = 0; i < T * S; i++)
-                dp[i] = dropped[i] != 0.0f ? dp[i] * a->keep_scale : 0.0f;
+                dp[i] = dropped[i] != 0.0f ? dp[i] * keep : 0.0f;
+        }
         scores_dot += scores_backward(a, pair, dp, dq_head);
     }
     a->scores_dot[worker] += scores_dot;

@@ -10,13 +10,13 @@
  * Each keeps one tape tensor where the ops apart would keep up to four. */
 #include "ops/linear.h"
 
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
 #include "tfm/ops.h"
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/gemm.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 
@@ -117,11 +117,9 @@ static void linear_backward(tfm_node *node)
     const float *g = j.g;
     float *gx = tfm__grad_of(x), *gw = tfm__grad_of(w), *gb = b ? tfm__grad_of(b) : NULL;
     if (gx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, in, out, 1.0f, g, out,
-                    tfm__f32(w), in, 1.0f, gx, in);
+        tfm__sgemm(0, 0, rows, in, out, 1.0f, g, out, tfm__f32(w), in, 1.0f, gx, in);
     if (gw)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0f, g, out,
-                    tfm__f32(x), in, 1.0f, gw, in);
+        tfm__sgemm(1, 0, out, in, rows, 1.0f, g, out, tfm__f32(x), in, 1.0f, gw, in);
     if (gb)
         bias_grad(g, rows, out, gb);
 }
@@ -192,9 +190,8 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
     };
     if (b)
         tfm__parallel_for(rows, tfm__workers_for(y->numel), fill_bias, &j);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out_features, (int)in,
-                1.0f, tfm__f32(x), (int)in, tfm__f32(w), (int)in, b ? 1.0f : 0.0f, yv,
-                (int)out_features);
+    tfm__sgemm(0, 1, rows, out_features, in, 1.0f, tfm__f32(x), in, tfm__f32(w), in,
+               b ? 1.0f : 0.0f, yv, out_features);
     if (mode != PLAIN)
         tfm__parallel_for(y->numel, tfm__workers_for(y->numel), finish_output, &j);
     tfm_node *node;

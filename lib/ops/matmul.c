@@ -1,19 +1,14 @@
-/* Batched matrix product through cblas_sgemm, forward then backward.
+/* Batched matrix product through tfm__sgemm (core/gemm.h), forward then backward.
  *
  * The product is C[i] = op(A[i]) @ op(B[i]) for i < batch, with op(A[i]) of
  * m x k and op(B[i]) of k x n; a 2-D side is shared by the batch (stride 0).
  * node->ints holds batch, m, n, k, transpose_a, transpose_b. */
-#include <cblas.h>
 #include <limits.h>
 
 #include "autograd/tape.h"
 #include "tfm/ops.h"
 #include "core/error.h"
-
-static enum CBLAS_TRANSPOSE cblas_op(int transpose)
-{
-    return transpose ? CblasTrans : CblasNoTrans;
-}
+#include "core/gemm.h"
 
 /* dA = G op(B)^T and dB = op(A)^T G, stored transposed when the input was
  * used transposed; beta = 1 because gradients accumulate, which also sums a
@@ -31,17 +26,13 @@ static void matmul_backward(tfm_node *node)
     for (int64_t i = 0; i < batch; i++) {
         const float *gi = g + i * m * n, *ai = av + i * sa, *bi = bv + i * sb;
         if (ga && !ta)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, cblas_op(!tb), m, k, n, 1.0f, gi, n,
-                        bi, ldb, 1.0f, ga + i * sa, k);
+            tfm__sgemm(0, !tb, m, k, n, 1.0f, gi, n, bi, ldb, 1.0f, ga + i * sa, k);
         else if (ga)
-            cblas_sgemm(CblasRowMajor, cblas_op(tb), CblasTrans, k, m, n, 1.0f, bi, ldb,
-                        gi, n, 1.0f, ga + i * sa, m);
+            tfm__sgemm(tb, 1, k, m, n, 1.0f, bi, ldb, gi, n, 1.0f, ga + i * sa, m);
         if (gb && !tb)
-            cblas_sgemm(CblasRowMajor, cblas_op(!ta), CblasNoTrans, k, n, m, 1.0f, ai, lda,
-                        gi, n, 1.0f, gb + i * sb, n);
+            tfm__sgemm(!ta, 0, k, n, m, 1.0f, ai, lda, gi, n, 1.0f, gb + i * sb, n);
         else if (gb)
-            cblas_sgemm(CblasRowMajor, CblasTrans, cblas_op(ta), n, k, m, 1.0f, gi, n, ai,
-                        lda, 1.0f, gb + i * sb, k);
+            tfm__sgemm(1, ta, n, k, m, 1.0f, gi, n, ai, lda, 1.0f, gb + i * sb, k);
     }
 }
 
@@ -101,9 +92,8 @@ tfm_tensor *tfm_matmul(tfm_tape *tape, const tfm_tensor *a, const tfm_tensor *b,
     const float *av = tfm__f32(a), *bv = tfm__f32(b);
     float *o = tfm__f32(out);
     for (int64_t i = 0; i < batch; i++)
-        cblas_sgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), (int)m, (int)n, (int)k, 1.0f,
-                    av + i * sa, (int)(ta ? m : k), bv + i * sb, (int)(tb ? k : n), 0.0f,
-                    o + i * m * n, (int)n);
+        tfm__sgemm(ta, tb, m, n, k, 1.0f, av + i * sa, ta ? m : k, bv + i * sb, tb ? k : n, 0.0f,
+                   o + i * m * n, n);
     tfm_node *node;
     if (tfm__record(tape, op, out, matmul_backward, 2, (const tfm_tensor *[]){a, b}, &node) < 0)
         return NULL;

@@ -1,0 +1,120 @@
+#include "core/gemm.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "core/parallel.h"
+
+/* A piece below this many multiply-adds (~0.1 ms on one core) is not
+ * worth waking a thread for. */
+#define MIN_MNK_PER_WORKER (1 << 21)
+/* Pieces are cut at multiples of the kernels' register blocks. */
+#define PIECE_ALIGN 16
+
+typedef struct gemm_job {
+    int ta, tb, split_rows;
+    int64_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+} gemm_job;
+
+static enum CBLAS_TRANSPOSE op(int transpose)
+{
+    return transpose ? CblasTrans : CblasNoTrans;
+}
+
+/* Blocks [begin, end) of C's rows (split_rows) or columns. */
+static void gemm_piece(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const gemm_job *j = ctx;
+    int64_t extent = j->split_rows ? j->m : j->n;
+    int64_t first = begin * PIECE_ALIGN, last = end * PIECE_ALIGN;
+    if (last > extent)
+        last = extent;
+    if (j->split_rows) {
+        const float *a = j->a + (j->ta ? first : first * j->lda);
+        cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)(last - first), (int)j->n,
+                    (int)j->k, j->alpha, a, (int)j->lda, j->b, (int)j->ldb, j->beta,
+                    j->c + first * j->ldc, (int)j->ldc);
+    } else {
+        const float *b = j->b + (j->tb ? first * j->ldb : first);
+        cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)j->m, (int)(last - first),
+                    (int)j->k, j->alpha, j->a, (int)j->lda, b, (int)j->ldb, j->beta,
+                    j->c + first, (int)j->ldc);
+    }
+}
+
+void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                int64_t ldc)
+{
+    double mnk = (double)m * (double)n * (double)k;
+    int workers = tfm__threads();
+    if (workers > 1 && mnk < (double)MIN_MNK_PER_WORKER * workers)
+        workers = (int)(mnk / MIN_MNK_PER_WORKER);
+    if (workers <= 1) {
+        cblas_sgemm(CblasRowMajor, op(transpose_a), op(transpose_b), (int)m, (int)n, (int)k,
+                    alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+        return;
+    }
+    /* the longer side of C, so that each piece keeps a full kernel's width */
+    gemm_job j = {transpose_a, transpose_b, m >= n, m, n, k, lda, ldb, ldc,
+                  alpha, beta, a, b, c};
+    int64_t blocks = ((j.split_rows ? m : n) + PIECE_ALIGN - 1) / PIECE_ALIGN;
+    tfm__parallel_for(blocks, workers, gemm_piece, &j);
+}
+
+/* --- the BLAS's own threads ---------------------------------------------- */
+
+typedef void (*set_threads_fn)(int);
+typedef int (*get_threads_fn)(void);
+
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int blas_set_to_one;  /* by libtfm, which restores ... */
+static int blas_found = 1;   /* ... the count it found */
+
+/* OpenBLAS's or BLIS's thread calls, looked up in the running process
+ * (libtfm links whichever CBLAS it was built with). */
+static int blas_calls(set_threads_fn *set, get_threads_fn *get)
+{
+    static const char *names[][2] = {
+        {"openblas_set_num_threads", "openblas_get_num_threads"},
+        {"bli_thread_set_num_threads", "bli_thread_get_num_threads"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        *(void **)set = dlsym(RTLD_DEFAULT, names[i][0]); /* POSIX's way */
+        *(void **)get = dlsym(RTLD_DEFAULT, names[i][1]);
+        if (*set && *get)
+            return 1;
+    }
+    return 0;
+}
+
+int tfm__blas_threads(void)
+{
+    set_threads_fn set;
+    get_threads_fn get;
+    return blas_calls(&set, &get) ? get() : 0;
+}
+
+void tfm__blas_follow_threads(int libtfm_threads)
+{
+    set_threads_fn set;
+    get_threads_fn get;
+    if (!blas_calls(&set, &get))
+        return;
+    pthread_mutex_lock(&blas_lock);
+    if (libtfm_threads > 1 && !blas_set_to_one) {
+        int found = get();
+        blas_found = found > 1 ? found : 1;
+        blas_set_to_one = 1;
+        set(1);
+    } else if (libtfm_threads == 1 && blas_set_to_one) {
+        set(blas_found);
+        blas_set_to_one = 0;
+    }
+    pthread_mutex_unlock(&blas_lock);
+}
