@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* dladdr */
 #include "core/gemm.h"
 
 #include <cblas.h>
@@ -76,21 +77,30 @@ static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 static int blas_set_to_one;  /* by libtfm, which restores ... */
 static int blas_found = 1;   /* ... the count it found */
 
-/* OpenBLAS's or BLIS's thread calls, looked up in the running process
- * (libtfm links whichever CBLAS it was built with). */
+/* OpenBLAS's or BLIS's thread calls, looked up at run time in the library
+ * whose cblas_sgemm libtfm calls (another BLAS may be preloaded over the
+ * one libtfm was linked with), else anywhere in the process. */
 static int blas_calls(set_threads_fn *set, get_threads_fn *get)
 {
     static const char *names[][2] = {
         {"openblas_set_num_threads", "openblas_get_num_threads"},
         {"bli_thread_set_num_threads", "bli_thread_get_num_threads"},
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        *(void **)set = dlsym(RTLD_DEFAULT, names[i][0]); /* POSIX's way */
-        *(void **)get = dlsym(RTLD_DEFAULT, names[i][1]);
-        if (*set && *get)
-            return 1;
-    }
-    return 0;
+    Dl_info info;
+    void *blas = NULL, *sgemm = dlsym(RTLD_DEFAULT, "cblas_sgemm");
+    if (sgemm && dladdr(sgemm, &info) && info.dli_fname)
+        blas = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    int found = 0;
+    for (int scope = blas ? 0 : 1; scope < 2 && !found; scope++)
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && !found; i++) {
+            void *where = scope ? RTLD_DEFAULT : blas;
+            *(void **)set = dlsym(where, names[i][0]); /* POSIX's way */
+            *(void **)get = dlsym(where, names[i][1]);
+            found = *set && *get;
+        }
+    if (blas)
+        dlclose(blas); /* only drops the count dlopen added */
+    return found;
 }
 
 int tfm__blas_threads(void)
