@@ -6,8 +6,10 @@
  *   gemm_gflop: the FLOPs of the step's cblas_sgemm calls, recorded by
  *     interposing cblas_sgemm during one step;
  *   sgemm_ms: the time cblas_sgemm alone takes for those calls, timed here
- *     on the same shapes, so libtfm's step can be read as a fraction of
- *     the BLAS rate;
+ *     on the same shapes with the BLAS's own threads, so libtfm's step can
+ *     be read as a fraction of the BLAS rate (the recorded step runs on
+ *     one libtfm thread, whose products are whole: with more, libtfm
+ *     splits them and sets the BLAS to one thread);
  *   peak RSS, and malloc-family calls per steady-state step (all callers,
  *     and libtfm's own).
  *
@@ -250,8 +252,13 @@ static int bench_train(const bench_config *c, int steps, int warmup, result *r)
     double *times = calloc((size_t)steps, sizeof *times);
     int ok = rng && model && tape && adam && b.src && b.tgt_in && b.labels && times;
     for (int i = 0; ok && i < warmup; i++) {
-        recording = i == warmup - 1; /* the last warm-up step shows the GEMMs */
+        /* the last warm-up step shows the GEMMs, whole */
+        recording = i == warmup - 1;
+        int threads = tfm_get_num_threads();
+        if (recording)
+            tfm_set_num_threads(1);
         ok = train_step(tape, model, adam, c, &b) == TFM_OK;
+        tfm_set_num_threads(threads);
         recording = 0;
     }
     long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();
@@ -430,7 +437,8 @@ int main(int argc, char **argv)
     if (train) {
         printf(",\"tape_mb\":%.1f,\"gemm_gflop\":%.4f,\"gemm_shapes\":%d", r.tape_mb,
                gemm_gflop(), shape_count);
-        if (time_sgemm)
+        /* the BLAS on its own threads (OPENBLAS_NUM_THREADS) */
+        if (time_sgemm && tfm_set_num_threads(1) == TFM_OK)
             printf(",\"sgemm_ms\":%.3f", sgemm_ms());
         if (shapes_overflowed)
             printf(",\"shapes_overflowed\":true");

@@ -16,7 +16,7 @@ typedef struct pool {
     int stopping;
     uint64_t generation;       /* bumped per loop: wakes the workers */
     int active;                /* workers in the current loop, caller included */
-    int pending;               /* of those, still working (the caller excluded) */
+    uint64_t pending;          /* of those, still working (the caller excluded) */
     tfm__range_fn fn;
     void *ctx;
     int64_t n;
@@ -37,6 +37,33 @@ static void run_range(pool *p, int worker)
         p->fn(p->ctx, begin, end, worker);
 }
 
+/* A worker, and the caller waiting for its workers, first poll for this
+ * many pauses (~50 us) before sleeping: a training step runs hundreds of
+ * short loops, and a sleeping thread takes tens of microseconds to wake,
+ * longer when the host has descheduled the core. The BLAS runs on one
+ * thread while libtfm has several (core/gemm.h), so no other pool needs
+ * the core meanwhile. */
+#define SPIN_PAUSES 2000
+
+static void pause_briefly(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Polls *value (read atomically) until it differs from `from`; whether it
+ * did before the spin ran out. */
+static int spin_while_equal(const uint64_t *value, uint64_t from)
+{
+    for (int i = 0; i < SPIN_PAUSES; i++) {
+        if (__atomic_load_n(value, __ATOMIC_ACQUIRE) != from)
+            return 1;
+        pause_briefly();
+    }
+    return 0;
+}
+
 static void *worker_main(void *arg)
 {
     pool *p = &the_pool;
@@ -44,17 +71,22 @@ static void *worker_main(void *arg)
     uint64_t seen = 0;
     pthread_mutex_lock(&p->state);
     for (;;) {
-        while (!p->stopping && p->generation == seen)
+        if (!p->stopping && __atomic_load_n(&p->generation, __ATOMIC_RELAXED) == seen) {
+            pthread_mutex_unlock(&p->state);
+            spin_while_equal(&p->generation, seen);
+            pthread_mutex_lock(&p->state);
+        }
+        while (!p->stopping && __atomic_load_n(&p->generation, __ATOMIC_RELAXED) == seen)
             pthread_cond_wait(&p->wake, &p->state);
         if (p->stopping)
             break;
-        seen = p->generation;
+        seen = __atomic_load_n(&p->generation, __ATOMIC_RELAXED);
         if (worker >= p->active)
             continue;
         pthread_mutex_unlock(&p->state);
         run_range(p, worker);
         pthread_mutex_lock(&p->state);
-        if (--p->pending == 0)
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_RELEASE) == 0)
             pthread_cond_signal(&p->done);
     }
     pthread_mutex_unlock(&p->state);
@@ -136,13 +168,17 @@ void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx)
     p->ctx = ctx;
     p->n = n;
     p->active = count;
-    p->pending = count - 1;
-    p->generation++;
+    __atomic_store_n(&p->pending, (uint64_t)(count - 1), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->generation, 1, __ATOMIC_RELEASE); /* spinning workers go */
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->state);
     run_range(p, 0);
+    /* pending only falls: the spin waits for it to leave its last value */
+    for (uint64_t left; (left = __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE)) > 0;)
+        if (!spin_while_equal(&p->pending, left))
+            break;
     pthread_mutex_lock(&p->state);
-    while (p->pending > 0)
+    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0)
         pthread_cond_wait(&p->done, &p->state);
     pthread_mutex_unlock(&p->state);
     pthread_mutex_unlock(&p->lock);
