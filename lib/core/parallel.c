@@ -30,11 +30,17 @@ static pool the_pool = {
 };
 static int requested_threads = 1; /* tfm_set_num_threads */
 
+/* Worker `worker`'s share of [0, n) split `count` ways. */
+static void run_share(tfm__range_fn fn, void *ctx, int64_t n, int count, int worker)
+{
+    int64_t begin = n * worker / count, end = n * (worker + 1) / count;
+    if (begin < end)
+        fn(ctx, begin, end, worker);
+}
+
 static void run_range(pool *p, int worker)
 {
-    int64_t begin = p->n * worker / p->active, end = p->n * (worker + 1) / p->active;
-    if (begin < end)
-        p->fn(p->ctx, begin, end, worker);
+    run_share(p->fn, p->ctx, p->n, p->active, worker);
 }
 
 /* A worker, and the caller waiting for its workers, first poll for this
@@ -155,14 +161,20 @@ void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx)
         count = max_workers;
     if (count > n)
         count = (int)n;
-    if (count <= 1 || pthread_mutex_trylock(&p->lock) != 0) {
-        if (n > 0)
-            fn(ctx, 0, n, 0);
+    /* When the pool is busy or short of workers, the caller runs every
+     * share itself, as the workers would have: a kernel's rounding depends
+     * on its shares (a split product, per-worker partial sums), so the
+     * result must not depend on what else the program runs at the time. */
+    int pool_taken = count > 1 && pthread_mutex_trylock(&p->lock) == 0;
+    if (pool_taken && start_workers(p, count) < count) {
+        pthread_mutex_unlock(&p->lock);
+        pool_taken = 0;
+    }
+    if (!pool_taken) {
+        for (int worker = 0; worker < count; worker++)
+            run_share(fn, ctx, n, count, worker);
         return;
     }
-    int running = start_workers(p, count);
-    if (running < count)
-        count = running;
     pthread_mutex_lock(&p->state);
     p->fn = fn;
     p->ctx = ctx;

@@ -1,9 +1,9 @@
 /* libtfm's own threads: a small pool that splits a loop's range among the
- * calling thread and its workers. Workers sleep on a condition variable
- * between loops (they never spin, so they do not take cores from BLAS's
- * threads), and a loop runs on the calling thread alone when libtfm has one
- * thread, when the pool is busy (another thread of the program, or a loop
- * inside a loop), or when the workers cannot be started. */
+ * calling thread and its workers. Workers poll briefly, then sleep on a
+ * condition variable between loops. When the pool is busy (another thread
+ * of the program, or a loop inside a loop) or its workers cannot be
+ * started, the calling thread runs every worker's share itself, one after
+ * the other, so that a result never depends on contention. */
 #ifndef TFM_CORE_PARALLEL_H
 #define TFM_CORE_PARALLEL_H
 
