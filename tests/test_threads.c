@@ -143,6 +143,79 @@ START_TEST(products_split_among_threads_agree)
 }
 END_TEST
 
+/* Greedy and beam decoding of enough sources that the rows' attention is
+ * split among the threads (and a beam's hypotheses share cache rows): the
+ * same sequences as on one thread, scores within rounding (the encoder's
+ * products are split too). */
+enum { SOURCES = 48, SRC_LEN = 20, MAX_LEN = 14, BEAM = 4 };
+typedef struct decoded {
+    int32_t tokens[SOURCES * BEAM * (MAX_LEN + 1)], lengths[SOURCES * BEAM];
+    float scores[SOURCES * BEAM];
+} decoded;
+
+static void decode_with(int threads, tfm_decode_strategy strategy, decoded *out)
+{
+    ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = mo.tgt_vocab = VOCAB;
+    mo.max_src_len = SRC_LEN;
+    mo.max_tgt_len = MAX_LEN + 1;
+    mo.encoder_layers = mo.decoder_layers = 2;
+    mo.d_model = 64;
+    mo.heads = 8;
+    mo.d_ff = 64;
+    mo.seed = 3;
+    tfm_model *m = tfm_model_create(&mo);
+    ck_assert_ptr_nonnull(m);
+    int32_t ids[SOURCES * SRC_LEN];
+    for (int i = 0; i < SOURCES * SRC_LEN; i++)
+        ids[i] = 3 + (int32_t)((i * 7 + i / SRC_LEN * 5) % (VOCAB - 3));
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, SRC_LEN}, ids);
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    o.strategy = strategy;
+    o.max_length = MAX_LEN;
+    o.beam_size = BEAM;
+    o.n_best = BEAM;
+    /* a token this seeded model never chooses greedily, and chooses for
+     * some beam hypotheses after 1 to 13 others */
+    o.eos_id = 5;
+    tfm_decoding *d = tfm_decoding_create(m, &o, SOURCES, SRC_LEN);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    int64_t rows = strategy == TFM_DECODE_BEAM ? SOURCES * BEAM : SOURCES;
+    ck_assert_int_eq(tfm_decoding_run(d, src, out->tokens, rows * (MAX_LEN + 1), out->lengths,
+                                      rows, out->scores, rows, NULL, 0, NULL, 0), TFM_OK);
+    tfm_decoding_free(d);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+}
+
+START_TEST(decoding_on_two_threads_matches_one)
+{
+    tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    decoded *one = calloc(1, sizeof *one), *two = calloc(1, sizeof *two);
+    decode_with(1, strategy, one);
+    decode_with(2, strategy, two);
+    int64_t rows = strategy == TFM_DECODE_BEAM ? SOURCES * BEAM : SOURCES;
+    int32_t shortest = MAX_LEN + 1, longest = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        ck_assert_int_eq(two->lengths[r], one->lengths[r]);
+        shortest = one->lengths[r] < shortest ? one->lengths[r] : shortest;
+        longest = one->lengths[r] > longest ? one->lengths[r] : longest;
+        ck_assert_float_le(fabsf(two->scores[r] - one->scores[r]),
+                           1e-5f * (1.0f + fabsf(one->scores[r])));
+    }
+    ck_assert_mem_eq(two->tokens, one->tokens, sizeof one->tokens);
+    /* hypotheses leave the step while others go on */
+    if (strategy == TFM_DECODE_BEAM)
+        ck_assert_int_lt(shortest, longest);
+    free(one);
+    free(two);
+}
+END_TEST
+
 /* With several libtfm threads the BLAS runs on one; back at one libtfm
  * thread it has its own count again. The BLAS is the library whose
  * cblas_sgemm the process calls (BLIS may be preloaded over OpenBLAS). */
@@ -180,6 +253,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, two_trainings_at_once_match_one_after_the_other);
     tcase_add_test(tc, products_split_among_threads_agree);
     tcase_add_test(tc, the_blas_runs_on_one_thread_under_libtfms);
+    tcase_add_loop_test(tc, decoding_on_two_threads_matches_one, 0, 2);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     return s;

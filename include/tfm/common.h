@@ -91,7 +91,9 @@ TFM_API tfm_status tfm_report_error(tfm_status status, const char *message);
  * thread: it sets OpenBLAS's (or BLIS's) own thread count to 1,
  * process-wide, and gives back the count it found when set to 1 again.
  * With one, the BLAS keeps its own threads (OPENBLAS_NUM_THREADS,
- * BLIS_NUM_THREADS). Either way the two never oversubscribe the cores. A
+ * BLIS_NUM_THREADS). Either way the two never oversubscribe the cores.
+ * The count does not change a result's bits on OpenBLAS's x86-64 kernels
+ * when the BLAS runs on one thread at a count of 1. A
  * count outside 1..64 is TFM_ERR_ARG and changes nothing. Process-wide
  * and safe from any thread: a kernel already running finishes with the
  * count it began with. */

@@ -10,11 +10,15 @@
 /* A piece below this many multiply-adds (~0.1 ms on one core) is not
  * worth waking a thread for. */
 #define MIN_MNK_PER_WORKER (1 << 21)
-/* Pieces are cut at multiples of the kernels' register blocks. */
-#define PIECE_ALIGN 16
+/* Pieces are whole blocks of this many rows of C. OpenBLAS's x86-64
+ * kernels (Haswell/Zen, SkylakeX/Cooperlake, Sandybridge, Nehalem) round
+ * such a piece exactly as they round the whole product, so the thread
+ * count does not change a result; a cut between columns, or between rows
+ * at multiples of 4, 8 or 16, does on Haswell's and Zen's kernels. */
+#define PIECE_ROWS 24
 
 typedef struct gemm_job {
-    int ta, tb, split_rows;
+    int ta, tb;
     int64_t m, n, k, lda, ldb, ldc;
     float alpha, beta;
     const float *a, *b;
@@ -26,26 +30,18 @@ static enum CBLAS_TRANSPOSE op(int transpose)
     return transpose ? CblasTrans : CblasNoTrans;
 }
 
-/* Blocks [begin, end) of C's rows (split_rows) or columns. */
+/* Blocks [begin, end) of C's rows. */
 static void gemm_piece(void *ctx, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
     const gemm_job *j = ctx;
-    int64_t extent = j->split_rows ? j->m : j->n;
-    int64_t first = begin * PIECE_ALIGN, last = end * PIECE_ALIGN;
-    if (last > extent)
-        last = extent;
-    if (j->split_rows) {
-        const float *a = j->a + (j->ta ? first : first * j->lda);
-        cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)(last - first), (int)j->n,
-                    (int)j->k, j->alpha, a, (int)j->lda, j->b, (int)j->ldb, j->beta,
-                    j->c + first * j->ldc, (int)j->ldc);
-    } else {
-        const float *b = j->b + (j->tb ? first * j->ldb : first);
-        cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)j->m, (int)(last - first),
-                    (int)j->k, j->alpha, j->a, (int)j->lda, b, (int)j->ldb, j->beta,
-                    j->c + first, (int)j->ldc);
-    }
+    int64_t first = begin * PIECE_ROWS, last = end * PIECE_ROWS;
+    if (last > j->m)
+        last = j->m;
+    const float *a = j->a + (j->ta ? first : first * j->lda);
+    cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)(last - first), (int)j->n, (int)j->k,
+                j->alpha, a, (int)j->lda, j->b, (int)j->ldb, j->beta, j->c + first * j->ldc,
+                (int)j->ldc);
 }
 
 void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -61,11 +57,8 @@ void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t 
                     alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
         return;
     }
-    /* the longer side of C, so that each piece keeps a full kernel's width */
-    gemm_job j = {transpose_a, transpose_b, m >= n, m, n, k, lda, ldb, ldc,
-                  alpha, beta, a, b, c};
-    int64_t blocks = ((j.split_rows ? m : n) + PIECE_ALIGN - 1) / PIECE_ALIGN;
-    tfm__parallel_for(blocks, workers, gemm_piece, &j);
+    gemm_job j = {transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
+    tfm__parallel_for((m + PIECE_ROWS - 1) / PIECE_ROWS, workers, gemm_piece, &j);
 }
 
 /* --- the BLAS's own threads ---------------------------------------------- */

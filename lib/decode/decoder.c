@@ -14,7 +14,10 @@
  * tfm_model_decode over the whole prefix (the reference the cached path is
  * tested against). Rows are sources (greedy, sampling) or a source's beam
  * hypotheses; only the rows still decoding are computed, so finished
- * sequences cost nothing. */
+ * sequences cost nothing. A row's self-attention caches sit in the cache
+ * row its slot names: a beam hypothesis keeps its parent's cache row, and
+ * only a parent's second and later children copy its cache. The rows'
+ * attention runs on libtfm's threads. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,10 +28,11 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/gemm.h"
-#include "core/options.h"
-#include "ops/layer_norm.h"
 #include "core/fastmath.h"
+#include "core/options.h"
+#include "core/parallel.h"
 #include "core/rng.h"
+#include "ops/layer_norm.h"
 #include "model/model.h"
 #include "nn/layer.h"
 #include "tfm/decode.h"
@@ -57,12 +61,15 @@ struct tfm_decoding {
     int64_t n_layers;
 
     /* one step over n rows: residual stream, normed input, sublayer output,
-     * projections [n, 3D], attention context, feed-forward hidden, logits */
+     * projections [n, 3D], attention context, feed-forward hidden, logits,
+     * and per thread, one query's attention weights [weights_stride] */
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
-    /* caches (use_cache), see self_keys and the like; the cross
+    int64_t weights_stride;
+    /* caches (use_cache), see self_keys and the like, and the cross
      * projections of the memory [batch * S, 2D] before their split into
-     * heads, and room for one source's beam rows while they are reordered */
-    float *self_k, *self_v, *cross_k, *cross_v, *kv, *reorder;
+     * heads; each row's cache row (its slot) */
+    float *self_k, *self_v, *cross_k, *cross_v, *kv;
+    int32_t *slot;
     int32_t *keep;         /* [batch][max_src_len]: 0 for a padded source key */
     /* reference path: the memory [batch][S][D], and the step's inputs */
     float *memory, *memory_rows;
@@ -77,6 +84,7 @@ struct tfm_decoding {
      * best candidates of one source, and the finished ones
      * [batch][beam][max_len + 1] */
     int32_t *live, *done, *cand_parent, *cand_token, *fin_tokens, *fin_length, *rank;
+    int32_t *slot_next, *slot_taken; /* [beam]: one source's slots while reordered */
     double *cand_score, *fin_score;
     int32_t *hist_tmp;
     double *sum_tmp;
@@ -239,6 +247,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rows = max_batch * beam;
     d->self_tiled = (d->max_len + BLOCK - 1) / BLOCK * BLOCK;
     d->cross_tiled = (max_src_len + BLOCK - 1) / BLOCK * BLOCK;
+    d->weights_stride = d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled;
     d->n_layers = model_flags(model, NULL, 0);
 
     double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
@@ -269,8 +278,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         ok = BUFFER(self_k, self_keys) && BUFFER(self_v, self_values) &&
              BUFFER(cross_k, cross_keys) && BUFFER(cross_v, cross_values) &&
              BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * S) &&
-             BUFFER(weights, Tp > Sp ? Tp : Sp) &&
-             (o.strategy != TFM_DECODE_BEAM || BUFFER(reorder, (double)beam * D * (Tp + T)));
+             BUFFER(slot, rows) &&
+             BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
     else if (ok)
         ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
              BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
@@ -281,7 +290,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(cand_score, beam) && BUFFER(rank, beam) &&
              BUFFER(fin_tokens, rows * (T + 1)) && BUFFER(fin_length, rows) &&
              BUFFER(fin_score, rows) && BUFFER(hist_tmp, (double)beam * (T + 1)) &&
-             BUFFER(sum_tmp, beam);
+             BUFFER(sum_tmp, beam) && BUFFER(slot_next, beam) && BUFFER(slot_taken, beam);
     if (!ok) {
         tfm__fail_within(op, mark);
         tfm_decoding_free(d);
@@ -299,10 +308,11 @@ void tfm_decoding_free(tfm_decoding *d)
     tfm_rng_free(d->rng);
     void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits,
                        d->weights, d->self_k, d->self_v, d->cross_k, d->cross_v, d->kv,
-                       d->reorder, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
+                       d->slot, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
                        d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
-                       d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp};
+                       d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
+                       d->slot_next, d->slot_taken};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -439,12 +449,65 @@ static TFM__KERNEL(attend, (const float *restrict q, const float *restrict kt,
     }
 }
 
-/* Self-attention of the newest position: its key and value join the
- * layer's cache at position t, its query attends over positions 0..t. */
+/* The attention of one step's rows [begin, end) in one layer, after the
+ * projections into d->qkv: self-attention over positions 0..t, or
+ * cross-attention over the source's S positions. */
+typedef struct attend_job {
+    tfm_decoding *d;
+    int32_t l;
+    const int32_t *rows;
+    int64_t t, S;
+    float factor;
+} attend_job;
+
+/* The newest position's key and value join the row's cache at position t;
+ * its query attends over positions 0..t. */
+static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const attend_job *j = ctx;
+    tfm_decoding *d = j->d;
+    int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
+    float *weights = d->weights + worker * d->weights_stride;
+    for (int64_t i = begin; i < end; i++) {
+        float *row = d->qkv + i * 3 * D;
+        int32_t slot = d->slot[j->rows[i]];
+        for (int64_t h = 0; h < H; h++) {
+            float *kt = self_keys(d, j->l, slot, h), *v = self_values(d, j->l, slot, h);
+            float *q = row + h * dk;
+            const float *k = row + D + h * dk;
+            for (int64_t e = 0; e < dk; e++) {
+                kt[tiled(t, e, dk)] = k[e];
+                q[e] *= j->factor;
+            }
+            memcpy(v + t * dk, row + 2 * D + h * dk, (size_t)dk * sizeof *v);
+            attend(q, kt, v, t + 1, dk, NULL, weights, d->ctx + i * D + h * dk);
+        }
+    }
+}
+
+static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const attend_job *j = ctx;
+    tfm_decoding *d = j->d;
+    int64_t D = d->d, H = d->heads, dk = d->dk;
+    float *weights = d->weights + worker * d->weights_stride;
+    for (int64_t i = begin; i < end; i++) {
+        int64_t b = j->rows[i] / d->beam;
+        const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->max_src_len : NULL;
+        for (int64_t h = 0; h < H; h++) {
+            float *q = d->qkv + i * D + h * dk;
+            for (int64_t e = 0; e < dk; e++)
+                q[e] *= j->factor;
+            attend(q, cross_keys(d, j->l, b, h), cross_values(d, j->l, b, h), j->S, dk, keep,
+                   weights, d->ctx + i * D + h * dk);
+        }
+    }
+}
+
 static void self_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, const float *in,
                            int64_t n, const int32_t *rows, int64_t t, float *out)
 {
-    int64_t D = d->d, H = d->heads, dk = d->dk;
+    int64_t D = d->d;
     tfm_layer *const *c = att->children;
     if (att->fused) {
         project(in, n, D, tfm__f32(att->weight), values(att->bias), 3 * D, d->qkv, 3 * D);
@@ -453,45 +516,21 @@ static void self_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, con
         linear(c[TFM__ATT_K], in, n, d->qkv + D, 3 * D);
         linear(c[TFM__ATT_V], in, n, d->qkv + 2 * D, 3 * D);
     }
-    float factor = query_factor(d, att);
-    for (int64_t i = 0; i < n; i++) {
-        float *row = d->qkv + i * 3 * D;
-        for (int64_t h = 0; h < H; h++) {
-            float *kt = self_keys(d, l, rows[i], h), *v = self_values(d, l, rows[i], h);
-            float *q = row + h * dk;
-            const float *k = row + D + h * dk;
-            for (int64_t e = 0; e < dk; e++) {
-                kt[tiled(t, e, dk)] = k[e];
-                q[e] *= factor;
-            }
-            memcpy(v + t * dk, row + 2 * D + h * dk, (size_t)dk * sizeof *v);
-            attend(q, kt, v, t + 1, dk, NULL, d->weights, d->ctx + i * D + h * dk);
-        }
-    }
+    attend_job j = {d, l, rows, t, 0, query_factor(d, att)};
+    tfm__parallel_for(n, tfm__workers_for(n * (t + 1) * D), self_attend_rows, &j);
     linear(c[TFM__ATT_OUT], d->ctx, n, out, D);
 }
 
-/* Cross-attention of the newest position over its source's keys and values. */
 static void cross_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, const float *in,
                             int64_t n, const int32_t *rows, int64_t S, float *out)
 {
-    int64_t D = d->d, H = d->heads, dk = d->dk;
+    int64_t D = d->d;
     if (att->fused)
         project(in, n, D, tfm__f32(att->weight), values(att->bias), D, d->qkv, D);
     else
         linear(att->children[TFM__ATT_Q], in, n, d->qkv, D);
-    float factor = query_factor(d, att);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t b = rows[i] / d->beam;
-        const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->max_src_len : NULL;
-        for (int64_t h = 0; h < H; h++) {
-            float *q = d->qkv + i * D + h * dk;
-            for (int64_t e = 0; e < dk; e++)
-                q[e] *= factor;
-            attend(q, cross_keys(d, l, b, h), cross_values(d, l, b, h), S, dk, keep, d->weights,
-                   d->ctx + i * D + h * dk);
-        }
-    }
+    attend_job j = {d, l, rows, 0, S, query_factor(d, att)};
+    tfm__parallel_for(n, tfm__workers_for(n * S * D), cross_attend_rows, &j);
     linear(att->children[TFM__ATT_OUT], d->ctx, n, out, D);
 }
 
@@ -886,27 +925,42 @@ static void consider(tfm_decoding *d, int64_t *count, int64_t width, double scor
     d->cand_token[pos] = token;
 }
 
-/* Source b's new hypotheses j < n_new, whose rows begin at base, take the
- * cached keys and values (positions 0..t) of their parents: those that
- * move are gathered first, then scattered. */
-static void reorder_caches(tfm_decoding *d, int64_t base, int64_t n_new, int64_t t)
+/* Cache row `to` takes cache row `from`'s keys and values of positions 0..t. */
+static void copy_cache(tfm_decoding *d, int32_t from, int32_t to, int64_t t)
 {
     int64_t H = d->heads, dk = d->dk, len = t + 1;
     size_t keys = (size_t)((len + BLOCK - 1) / BLOCK * BLOCK * dk), vals = (size_t)(len * dk);
     for (int32_t l = 0; l < d->layers; l++)
-        for (int scatter = 0; scatter < 2; scatter++)
-            for (int64_t j = 0; j < n_new; j++) {
-                if (d->cand_parent[j] == j)
-                    continue;
-                int64_t row = base + (scatter ? j : d->cand_parent[j]);
-                for (int64_t h = 0; h < H; h++) {
-                    float *kt = self_keys(d, l, row, h), *v = self_values(d, l, row, h);
-                    float *saved = d->reorder + (size_t)(j * H + h) * (keys + vals);
-                    memcpy(scatter ? kt : saved, scatter ? saved : kt, keys * sizeof(float));
-                    memcpy(scatter ? v : saved + keys, scatter ? saved + keys : v,
-                           vals * sizeof(float));
-                }
-            }
+        for (int64_t h = 0; h < H; h++) {
+            memcpy(self_keys(d, l, to, h), self_keys(d, l, from, h), keys * sizeof(float));
+            memcpy(self_values(d, l, to, h), self_values(d, l, from, h), vals * sizeof(float));
+        }
+}
+
+/* Source b's new hypotheses j < n_new, whose rows begin at base, take
+ * their parents' caches (positions 0..t): a parent's first child takes
+ * its cache row as it is; a later child, a copy in a cache row no child
+ * took. */
+static void reorder_caches(tfm_decoding *d, int64_t base, int64_t n_new, int64_t t)
+{
+    int64_t K = d->beam;
+    int32_t *next = d->slot_next, *taken = d->slot_taken;
+    memset(taken, 0, (size_t)K * sizeof *taken);
+    for (int64_t j = 0; j < n_new; j++) {
+        int32_t parent = d->slot[base + d->cand_parent[j]];
+        next[j] = taken[parent - base] ? -1 : parent;
+        taken[parent - base] = 1;
+    }
+    int32_t free_slot = 0;
+    for (int64_t j = 0; j < n_new; j++)
+        if (next[j] < 0) {
+            while (taken[free_slot])
+                free_slot++;
+            taken[free_slot] = 1;
+            next[j] = (int32_t)base + free_slot;
+            copy_cache(d, d->slot[base + d->cand_parent[j]], next[j], t);
+        }
+    memcpy(d->slot + base, next, (size_t)n_new * sizeof *next);
 }
 
 /* Source b's live rows take the hypotheses of their parents (cache rows and
@@ -1161,6 +1215,8 @@ tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tok
     if (probs)
         memset(probs, 0, outputs);
     *d->rng = d->rng_seeded;
+    for (int64_t r = 0; d->slot && r < B * d->beam; r++)
+        d->slot[r] = (int32_t)r;
     model_flags(d->model, d->training, 1);
     tfm_model_set_training(d->model, 0);
     status = encode(d, src);
