@@ -232,10 +232,15 @@ typedef struct result {
     double tape_mb; /* the tape's arena after the steps */
 } result;
 
-static int bench_train(const bench_config *c, int steps, int warmup, result *r)
+static int bench_train(const bench_config *c, int steps, int warmup, uint32_t recompute,
+                       result *r)
 {
     tfm_rng *rng = tfm_rng_create(7);
     tfm_model *model = build_model(c);
+    if (model && tfm_model_set_recompute(model, recompute) != TFM_OK) {
+        tfm_model_free(model);
+        model = NULL;
+    }
     tfm_tape *tape = tfm_tape_create();
     tfm_optimizer_options oo;
     tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
@@ -359,7 +364,8 @@ static void usage(const char *program)
 {
     fprintf(stderr,
             "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
-            "[--sources N] [--decode-batch N] [--beam N] [--batch N] [--threads N] [--sgemm 0|1]\n",
+            "[--sources N] [--decode-batch N] [--beam N] [--batch N] [--threads N] [--sgemm 0|1] "
+            "[--recompute FLAGS]\n",
             program);
 }
 
@@ -367,7 +373,7 @@ int main(int argc, char **argv)
 {
     const char *config_name = "003", *what = "train";
     long steps = 10, warmup = 3, sources = 750, decode_batch = 250, batch = 0, time_sgemm = 1;
-    long threads = 1, beam = 1;
+    long threads = 1, beam = 1, recompute = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *flag = argv[i], *value = argv[i + 1];
         if (!strcmp(flag, "--config"))
@@ -388,6 +394,8 @@ int main(int argc, char **argv)
             batch = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--beam"))
             beam = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--recompute")) /* TFM_RECOMPUTE_* flags: 1, the weights */
+            recompute = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--decode-batch"))
             decode_batch = strtol(value, NULL, 10);
         else {
@@ -421,7 +429,7 @@ int main(int argc, char **argv)
         return 1;
     }
     result r = {0};
-    int failed = train ? bench_train(c, (int)steps, (int)warmup, &r)
+    int failed = train ? bench_train(c, (int)steps, (int)warmup, (uint32_t)recompute, &r)
                        : bench_decode(c, sources, decode_batch < sources ? decode_batch : sources,
                                       (int32_t)beam, &r);
     if (failed)
@@ -435,8 +443,8 @@ int main(int argc, char **argv)
            (double)usage_now.ru_maxrss / 1024.0, (double)r.allocs / r.steps,
            (double)r.libtfm_allocs / r.steps, tfm_cpu_path());
     if (train) {
-        printf(",\"tape_mb\":%.1f,\"gemm_gflop\":%.4f,\"gemm_shapes\":%d", r.tape_mb,
-               gemm_gflop(), shape_count);
+        printf(",\"tape_mb\":%.1f,\"gemm_gflop\":%.4f,\"gemm_shapes\":%d,\"recompute\":%ld",
+               r.tape_mb, gemm_gflop(), shape_count, recompute);
         /* the BLAS on its own threads (OPENBLAS_NUM_THREADS) */
         if (time_sgemm && tfm_set_num_threads(1) == TFM_OK)
             printf(",\"sgemm_ms\":%.3f", sgemm_ms());

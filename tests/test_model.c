@@ -369,7 +369,8 @@ END_TEST
 
 /* Logits and every gradient of one training step (dropout on, the same
  * seed), sizes where layer norm and attention split their rows. */
-static void training_step(int32_t threads, float *logits_out, float *grads_out)
+static void training_step(int32_t threads, uint32_t recompute, float *logits_out,
+                          float *grads_out)
 {
     ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
     tfm_model_options o;
@@ -380,6 +381,7 @@ static void training_step(int32_t threads, float *logits_out, float *grads_out)
     o.d_ff = 64;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(tfm_model_set_recompute(m, recompute), TFM_OK);
     int32_t src_ids[4 * 64], tgt_ids[4 * 64];
     for (int i = 0; i < 4 * 64; i++) {
         src_ids[i] = 1 + (i * 7) % 12;
@@ -405,18 +407,28 @@ static void training_step(int32_t threads, float *logits_out, float *grads_out)
 
 /* Rows, heads and matrix products (along C's rows: lib/core/gemm.c) are
  * split, never a sum: the same bits on 1, 2 and 3 threads, with the BLAS
- * on one thread at one libtfm thread (meson sets OPENBLAS_NUM_THREADS=1). */
+ * on one thread at one libtfm thread (meson sets OPENBLAS_NUM_THREADS=1);
+ * and with the attention weights recomputed in the backward. */
 START_TEST(threads_give_the_same_step)
 {
     enum { LOGITS = 4 * 64 * 11, GRADS = 1 << 20 };
     float *l1 = malloc(LOGITS * sizeof(float)), *ln = malloc(LOGITS * sizeof(float));
     float *g1 = calloc(GRADS, sizeof(float)), *gn = calloc(GRADS, sizeof(float));
-    training_step(1, l1, g1);
-    for (int32_t threads = 2; threads <= 3; threads++) {
-        training_step(threads, ln, gn);
+    training_step(1, 0, l1, g1);
+    for (int32_t threads = 1; threads <= 3; threads++) {
+        training_step(threads, threads == 1 ? TFM_RECOMPUTE_ATTENTION_WEIGHTS : 0, ln, gn);
         ck_assert_mem_eq(l1, ln, LOGITS * sizeof(float));
         ck_assert_mem_eq(g1, gn, GRADS * sizeof(float));
     }
+    training_step(2, TFM_RECOMPUTE_ATTENTION_WEIGHTS, ln, gn);
+    ck_assert_mem_eq(g1, gn, GRADS * sizeof(float));
+    ck_assert_int_eq(tfm_model_set_recompute(NULL, 0), TFM_ERR_NULL);
+    tfm_model_options o;
+    small_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_model_set_recompute(m, 2), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "TFM_RECOMPUTE_"));
+    tfm_model_free(m);
     free(l1);
     free(ln);
     free(g1);

@@ -529,12 +529,14 @@ END_TEST
  * and a trainable scale, 3 queries against 4, 11 and 37 keys (rows of keys
  * shorter than a vector, of a vector and a tail, of four vectors and a
  * tail). */
+/* Kept and recomputed weights (TFM_RECOMPUTE_ATTENTION_WEIGHTS) alike. */
 START_TEST(gradients_of_narrow_heads)
 {
     tfm_rng *rng = tfm_rng_create(12);
     for (int dk = 8; dk <= 16; dk += 8)
-        for (int k = 0; k < 3; k++) {
-            int64_t d = 2 * dk, keys = (int64_t[]){S, 11, 37}[k];
+        for (int k = 0; k < 6; k++) {
+            uint32_t recompute = k >= 3 ? TFM_RECOMPUTE_ATTENTION_WEIGHTS : 0;
+            int64_t d = 2 * dk, keys = (int64_t[]){S, 11, 37}[k % 3];
             tfm_params *p = tfm_params_create();
             tfm_attention_options o;
             tfm_attention_options_init(&o);
@@ -544,6 +546,7 @@ START_TEST(gradients_of_narrow_heads)
             o.scale_init = 1.7f;
             grad_ctx g = {tfm_attention_create(p, "a", &o, rng), NULL, 0, 1};
             ck_assert_msg(g.layer != NULL, "%s", tfm_last_error());
+            ck_assert_int_eq(tfm_layer_set_recompute(g.layer, recompute), TFM_OK);
             randomize(p, 300 + (uint64_t)dk);
             /* the scores' spread as at D = 4: the steps stay small against
              * the softmax's curvature */
@@ -739,14 +742,15 @@ END_TEST
 /* --- libtfm's threads -------------------------------------------------------------- */
 
 /* Outputs and gradients with the heads split among threads, for one layout. */
-static void run_with_threads(int32_t threads, int trainable, float *out, float *grads,
-                             int64_t grads_count)
+static void run_with_threads(int32_t threads, int trainable, uint32_t recompute, float *out,
+                             float *grads, int64_t grads_count)
 {
     ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
     ck_assert_int_eq(tfm_get_num_threads(), threads);
     tfm_rng *rng = tfm_rng_create(31);
     tfm_params *p = tfm_params_create();
     tfm_layer *layer = make_attention(p, "a", !trainable, trainable, 1, 0.25f, rng);
+    ck_assert_int_eq(tfm_layer_set_recompute(layer, recompute), TFM_OK);
     randomize(p, 32);
     tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 33);
     tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 34);
@@ -875,12 +879,21 @@ START_TEST(threads_give_the_same_results)
     enum { GRADS = 512 };
     for (int trainable = 0; trainable <= 1; trainable++) {
         float out1[B * T * D], out3[B * T * D], grads1[GRADS] = {0}, grads3[GRADS] = {0};
-        run_with_threads(1, trainable, out1, grads1, GRADS);
-        run_with_threads(3, trainable, out3, grads3, GRADS);
+        run_with_threads(1, trainable, 0, out1, grads1, GRADS);
+        run_with_threads(3, trainable, 0, out3, grads3, GRADS);
         ck_assert_mem_eq(out1, out3, sizeof out1);
         /* heads are computed alike; only the scale's sum is split */
         for (int i = 0; i < GRADS; i++)
             ck_assert_float_eq_tol(grads1[i], grads3[i], 1e-6f);
+        /* recomputed weights (with dropout, a padding mask and, trainable,
+         * the scale's gradient): the kept ones' bits */
+        for (int32_t threads = 1; threads <= 3; threads += 2) {
+            float out_r[B * T * D], grads_r[GRADS] = {0};
+            run_with_threads(threads, trainable, TFM_RECOMPUTE_ATTENTION_WEIGHTS, out_r, grads_r,
+                             GRADS);
+            ck_assert_mem_eq(out_r, threads == 1 ? out1 : out3, sizeof out_r);
+            ck_assert_mem_eq(grads_r, threads == 1 ? grads1 : grads3, sizeof grads_r);
+        }
     }
     ck_assert_int_eq(tfm_set_num_threads(0), TFM_ERR_ARG);
     ck_assert_int_eq(tfm_set_num_threads(65), TFM_ERR_ARG);
@@ -889,6 +902,32 @@ START_TEST(threads_give_the_same_results)
 END_TEST
 
 /* --- errors --------------------------------------------------------------------------- */
+
+START_TEST(recompute_flags)
+{
+    tfm_rng *rng = tfm_rng_create(30);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.0f, rng);
+    ck_assert_int_eq(tfm_layer_set_recompute(NULL, 0), TFM_ERR_NULL);
+    assert_error(TFM_ERR_NULL, "layer");
+    ck_assert_int_eq(tfm_layer_set_recompute(layer, TFM_RECOMPUTE_ATTENTION_WEIGHTS | 4),
+                     TFM_ERR_ARG);
+    assert_error(TFM_ERR_ARG, "TFM_RECOMPUTE_");
+    ck_assert_int_eq(tfm_layer_set_recompute(layer, TFM_RECOMPUTE_NOTHING), TFM_OK);
+    ck_assert_int_eq(tfm_layer_set_recompute(layer, TFM_RECOMPUTE_ATTENTION_WEIGHTS), TFM_OK);
+    /* weights asked for are still handed out */
+    tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 23), *w = NULL;
+    tfm_tape *tape = tfm_tape_create();
+    ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, x, x, NULL, NULL, &w));
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(tfm_tensor_numel(w), B * H * T * T);
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+END_TEST
 
 START_TEST(create_errors)
 {
@@ -1053,6 +1092,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, gradients_with_dropout);
     tcase_add_test(tc, threads_give_the_same_results);
     tcase_add_test(tc, large_heads_match_the_ops_apart);
+    tcase_add_test(tc, recompute_flags);
     tcase_add_test(tc, create_errors);
     tcase_add_test(tc, forward_errors);
     suite_add_tcase(s, tc);

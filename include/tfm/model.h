@@ -127,6 +127,9 @@ TFM_API int64_t tfm_model_parameter_count(const tfm_model *model);
 /** Training (1: dropout on, as after create) or evaluation (0) mode for
  * every layer. */
 TFM_API tfm_status tfm_model_set_training(tfm_model *model, int32_t training);
+/** What every layer's backward recomputes rather than keeps
+ * (TFM_RECOMPUTE_* in nn.h): memory for time. Not saved with the model. */
+TFM_API tfm_status tfm_model_set_recompute(tfm_model *model, uint32_t what);
 /** Data-parallel training: this process runs slice index of count equal
  * slices of every batch (along the batch axis), and the model's dropout
  * masks become that slice's part of the whole batch's masks

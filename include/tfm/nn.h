@@ -58,6 +58,22 @@ enum {
 TFM_API void tfm_layer_free(tfm_layer *layer);
 /** Training (1) or evaluation (0) mode for the layer and its sublayers. */
 TFM_API tfm_status tfm_layer_set_training(tfm_layer *layer, int32_t training);
+
+/** What the backward may recompute rather than keep on the tape: flags
+ * for tfm_layer_set_recompute() and tfm_model_set_recompute(). */
+enum {
+    TFM_RECOMPUTE_NOTHING = 0,
+    /** Attention weights [B, heads, T, S]: the backward runs Q K^T and the
+     * softmax again per head (about 1.1x tutorial 003's step time; saves
+     * B heads T S floats per attention layer). Weights a caller asks for
+     * (weights_out) are kept regardless. */
+    TFM_RECOMPUTE_ATTENTION_WEIGHTS = 1
+};
+/** Sets what the layer and its sublayers recompute (TFM_RECOMPUTE_*
+ * flags; nothing, the default, keeps everything). Results and gradients
+ * are the same bits either way. Unknown flags are TFM_ERR_ARG and change
+ * nothing. Like tfm_layer_set_training, not while a forward runs. */
+TFM_API tfm_status tfm_layer_set_recompute(tfm_layer *layer, uint32_t what);
 /** "linear", "attention", …: what the layer is. */
 TFM_API const char *tfm_layer_kind(const tfm_layer *layer);
 

@@ -144,6 +144,33 @@ tfm_status tfm_layer_set_training(tfm_layer *layer, int32_t training)
     return TFM_OK;
 }
 
+static void set_recompute(tfm_layer *layer, uint32_t what)
+{
+    layer->recompute = what;
+    for (int32_t i = 0; i < layer->n_children; i++)
+        if (layer->children[i])
+            set_recompute(layer->children[i], what);
+}
+
+tfm_status tfm__check_recompute(const char *op, uint32_t what)
+{
+    if (what & ~(uint32_t)TFM_RECOMPUTE_ATTENTION_WEIGHTS)
+        return tfm__fail(TFM_ERR_ARG, "%s: what %#x has flags other than TFM_RECOMPUTE_*", op,
+                         (unsigned)what);
+    return TFM_OK;
+}
+
+tfm_status tfm_layer_set_recompute(tfm_layer *layer, uint32_t what)
+{
+    const char *op = "tfm_layer_set_recompute";
+    if (!layer)
+        return tfm__fail(TFM_ERR_NULL, "%s: layer is NULL", op);
+    tfm_status status = tfm__check_recompute(op, what);
+    if (status == TFM_OK)
+        set_recompute(layer, what);
+    return status;
+}
+
 const char *tfm_layer_kind(const tfm_layer *layer)
 {
     if (!layer) {

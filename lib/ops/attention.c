@@ -2,9 +2,10 @@
  * it runs Q K^T as one GEMM into the weights, the masked softmax in place,
  * the dropout into a scratch row block, and weights times V as one GEMM
  * straight into the head's columns of the merged context. No head copies,
- * no separate scores, dropped weights or unmerged context are kept: the
- * backward regenerates the dropout mask from its counter-based hash and
- * needs only the weights and the projections. The (batch, head) pairs are
+ * no scores, dropped weights or unmerged context are kept, and the weights
+ * not either when the layer recomputes them (TFM_RECOMPUTE_ATTENTION_WEIGHTS):
+ * the backward then runs a head's Q K^T and softmax again, the same bits.
+ * It regenerates the dropout mask from its counter-based hash. The (batch, head) pairs are
  * independent, so they are split among libtfm's threads, each calling a
  * single-threaded BLAS (core/gemm.h). Heads of 8 or 16 columns skip the
  * BLAS: their products are too small for its call and packing to
@@ -36,21 +37,21 @@ typedef struct plan {
     tfm__mask_key drop;              /* the weights' dropout mask */
     const tfm_tensor *mask;
     const tfm_broadcast *bc;
-    float *weights;                  /* [B, heads, T, S] */
+    float *weights;                  /* [B, heads, T, S], or NULL: recomputed */
     float *out;                      /* forward: the context [B, T, width] */
     const float *g;                  /* backward: the context's gradient */
     float *gq, *gk, *gv, *gm;        /* backward: the inputs' gradients, or NULL */
     float *gw;                       /* backward: the handed-out weights' gradient */
     int scale_grad;                  /* backward: the trainable scale wants one */
-    float *scratch;                  /* per worker: 2 T S + T dk floats */
+    float *scratch;                  /* per worker: scratch_floats */
     double scores_dot[TFM__MAX_THREADS]; /* per worker: sum(dScores * scores) */
 } plan;
 
-/* Per worker: two [T, S] blocks, a head's [T, dk] and a head's transpose
- * [dk, S]. */
+/* Per worker: three [T, S] blocks, a head's [T, dk] and a head's
+ * transpose [dk, S]. */
 static int64_t scratch_floats(int64_t T, int64_t S, int64_t dk)
 {
-    return 2 * T * S + T * dk + dk * S;
+    return 3 * T * S + T * dk + dk * S;
 }
 
 /* The three products of a head, each through the BLAS or, for heads of 8
@@ -201,21 +202,30 @@ TFM__INLINE void drop_weights(const float *w, float *d, int64_t count, tfm__mask
                                                                              : 0.0f;
 }
 
+/* One head's weights [T, S]: softmax(alpha Q K^T, masked); kt [dk, S] is
+ * scratch. */
+TFM__INLINE void head_weights(const plan *a, int64_t pair, float *w, float *kt)
+{
+    int64_t T = a->T, S = a->S, dk = a->dk, b = pair / a->heads, h = pair % a->heads;
+    head_nt(T, S, dk, a->alpha, a->q + b * T * a->wq + a->q_col + h * dk, a->wq,
+            a->k + b * S * a->wk + a->k_col + h * dk, a->wk, 0.0f, w, S, kt);
+    for (int64_t t = 0; t < T; t++)
+        tfm__softmax_row(w + t * S, w + t * S, S, a->mask, a->bc, pair * T + t);
+}
+
 static TFM__KERNEL(forward_range, (void *ctx, int64_t begin, int64_t end, int worker),
                    (ctx, begin, end, worker))
 {
     const plan *a = ctx;
     int64_t T = a->T, S = a->S, dk = a->dk;
     float *dropped = a->scratch + worker * scratch_floats(T, S, dk);
-    float *kt = dropped + 2 * T * S + T * dk; /* [dk, S] */
+    float *head = dropped + T * S;                /* [T, S] when not kept */
+    float *kt = dropped + 3 * T * S + T * dk;     /* [dk, S] */
     for (int64_t pair = begin; pair < end; pair++) {
         int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
-        float *w = a->weights + row0 * S;
+        float *w = a->weights ? a->weights + row0 * S : head;
         const float *used = w;
-        head_nt(T, S, dk, a->alpha, a->q + b * T * a->wq + a->q_col + h * dk, a->wq,
-                a->k + b * S * a->wk + a->k_col + h * dk, a->wk, 0.0f, w, S, kt);
-        for (int64_t t = 0; t < T; t++)
-            tfm__softmax_row(w + t * S, w + t * S, S, a->mask, a->bc, row0 + t);
+        head_weights(a, pair, w, kt);
         if (a->p > 0.0f) {
             drop_weights(w, dropped, T * S, a->drop, row0 * S, a->p, a->keep_scale);
             used = dropped;
@@ -225,15 +235,15 @@ static TFM__KERNEL(forward_range, (void *ctx, int64_t begin, int64_t end, int wo
     }
 }
 
-/* From dp, the gradient of one head's weights [T, S] (rewritten in place as
- * the scores' gradient), adds into the mask's, Q's and K's gradients;
+/* From dp, the gradient of one head's weights w [T, S] (rewritten in place
+ * as the scores' gradient), adds into the mask's, Q's and K's gradients;
  * returns the head's sum(dScores * scores) for the trainable scale.
  * dq_head [T, dk] is scratch. */
-TFM__INLINE double scores_backward(const plan *a, int64_t pair, float *dp, float *dq_head)
+TFM__INLINE double scores_backward(const plan *a, int64_t pair, const float *w, float *dp,
+                                   float *dq_head)
 {
     int64_t T = a->T, S = a->S, dk = a->dk;
     int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
-    const float *w = a->weights + row0 * S;
     const float *qh = a->q + b * T * a->wq + a->q_col + h * dk;
     const float *kh = a->k + b * S * a->wk + a->k_col + h * dk;
     double scores_dot = 0.0;
@@ -269,12 +279,14 @@ static TFM__KERNEL(backward_range, (void *ctx, int64_t begin, int64_t end, int w
     plan *a = ctx;
     int64_t T = a->T, S = a->S, dk = a->dk, width = a->width;
     float *dp = a->scratch + worker * scratch_floats(T, S, dk); /* [T, S] */
-    float *dropped = dp + T * S, *dq_head = dropped + T * S;   /* [T, S], [T, dk] */
-    float *vt = dq_head + T * dk;                               /* [dk, S] */
+    float *dropped = dp + T * S, *head = dropped + T * S;      /* [T, S], [T, S] */
+    float *dq_head = head + T * S, *vt = dq_head + T * dk;     /* [T, dk], [dk, S] */
     double scores_dot = 0.0;
     for (int64_t pair = begin; pair < end; pair++) {
         int64_t b = pair / a->heads, h = pair % a->heads, row0 = pair * T;
-        const float *w = a->weights + row0 * S, *used = w;
+        const float *w = a->weights ? a->weights + row0 * S : head, *used = w;
+        if (!a->weights)
+            head_weights(a, pair, head, vt);
         const float *gh = a->g + b * T * width + h * dk;
         const float *vh = a->v + b * S * a->wv + a->v_col + h * dk;
         if (a->p > 0.0f) {
@@ -295,7 +307,7 @@ static TFM__KERNEL(backward_range, (void *ctx, int64_t begin, int64_t end, int w
             for (int64_t i = 0; i < T * S; i++)
                 dp[i] = dropped[i] != 0.0f ? dp[i] * keep : 0.0f;
         }
-        scores_dot += scores_backward(a, pair, dp, dq_head);
+        scores_dot += scores_backward(a, pair, w, dp, dq_head);
     }
     a->scores_dot[worker] += scores_dot;
 }
@@ -310,7 +322,8 @@ static TFM__KERNEL(weights_backward_range, (void *ctx, int64_t begin, int64_t en
     float *dq_head = a->scratch + worker * scratch_floats(T, S, dk);
     double scores_dot = 0.0;
     for (int64_t pair = begin; pair < end; pair++)
-        scores_dot += scores_backward(a, pair, a->gw + pair * T * S, dq_head);
+        scores_dot += scores_backward(a, pair, a->weights + pair * T * S, a->gw + pair * T * S,
+                                      dq_head);
     a->scores_dot[worker] += scores_dot;
 }
 
@@ -359,7 +372,7 @@ static void run_backward(const tfm_node *node, plan *a, tfm__range_fn fn)
 static void attention_backward(tfm_node *node)
 {
     plan a = plan_of(node, node->out->shape[2] / node->ints[3]);
-    a.weights = tfm__f32(node->in[IN_WEIGHTS]);
+    a.weights = node->in[IN_WEIGHTS] ? tfm__f32(node->in[IN_WEIGHTS]) : NULL;
     a.g = node->out->grad;
     run_backward(node, &a, backward_range);
 }
@@ -446,13 +459,19 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         }
         alpha /= s;
     }
-    tfm_tensor *weights = tfm__new_output(tape, op, TFM_F32, 4,
-                                          (const int64_t[]){batch, heads, T, S});
-    tfm_tensor *out = weights ? tfm__new_output(tape, op, TFM_F32, 3,
-                                                (const int64_t[]){batch, T, d})
-                              : NULL;
+    /* kept for the caller or the backward; else the backward recomputes them */
+    const int64_t weights_shape[4] = {batch, heads, T, S};
+    int64_t weights_numel = tfm__checked_numel(op, 4, weights_shape);
+    if (weights_numel < 0)
+        return NULL;
+    tfm_tensor shape_only, *weights = NULL;
+    tfm__tensor_init(&shape_only, TFM_F32, 4, weights_shape, weights_numel, TFM_STORAGE_HEAP);
+    if ((weights_out || !core->recompute_weights) &&
+        !(weights = tfm__new_output(tape, op, TFM_F32, 4, weights_shape)))
+        return NULL;
+    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, 3, (const int64_t[]){batch, T, d});
     tfm_broadcast bc;
-    if (!out || (core->mask && tfm__mask_broadcast(op, weights, core->mask, &bc) < 0))
+    if (!out || (core->mask && tfm__mask_broadcast(op, &shape_only, core->mask, &bc) < 0))
         return NULL;
     int workers = tfm__threads();
     if (workers > batch * heads)
@@ -471,7 +490,7 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         .drop = p > 0.0f ? tfm__rng_mask_key(core->rng, batch * heads * T * S)
                          : (tfm__mask_key){0, 0},
         .mask = core->mask, .bc = &bc,
-        .weights = tfm__f32(weights), .out = tfm__f32(out),
+        .weights = weights ? tfm__f32(weights) : NULL, .out = tfm__f32(out),
         .scratch = scratch,
     };
     tfm__parallel_for(batch * heads, workers, forward_range, &a);

@@ -21,11 +21,12 @@ typedef struct tfm_attention_core {
     const tfm_tensor *mask;   /* NULL, int32 keep or float32 additive */
     float dropout;            /* on the weights; 0 when not training */
     tfm_rng *rng;
+    int recompute_weights;    /* the backward recomputes the weights */
 } tfm_attention_core;
 
 /* q, k, v -> context [B, T, heads * d_k], keys and values of length S.
  * The weights [B, heads, T, S] (before dropout) go to *weights when it is
- * not NULL. NULL with the error set on failure; op names the caller. */
+ * not NULL, and are kept for the backward unless recompute_weights. NULL with the error set on failure; op names the caller. */
 tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_heads k,
                            tfm_heads v, const tfm_attention_core *core, tfm_tensor **weights);
 
