@@ -408,7 +408,9 @@ static void training_step(int32_t threads, uint32_t recompute, float *logits_out
 /* Rows, heads and matrix products (along C's rows: lib/core/gemm.c) are
  * split, never a sum: the same bits on 1, 2 and 3 threads, with the BLAS
  * on one thread at one libtfm thread (meson sets OPENBLAS_NUM_THREADS=1);
- * and with the attention weights recomputed in the backward. */
+ * and with the attention weights and feed-forward hidden layers recomputed
+ * in the backward. */
+enum { RECOMPUTE_ALL = TFM_RECOMPUTE_ATTENTION_WEIGHTS | TFM_RECOMPUTE_FEED_FORWARD_HIDDEN };
 START_TEST(threads_give_the_same_step)
 {
     enum { LOGITS = 4 * 64 * 11, GRADS = 1 << 20 };
@@ -416,17 +418,20 @@ START_TEST(threads_give_the_same_step)
     float *g1 = calloc(GRADS, sizeof(float)), *gn = calloc(GRADS, sizeof(float));
     training_step(1, 0, l1, g1);
     for (int32_t threads = 1; threads <= 3; threads++) {
-        training_step(threads, threads == 1 ? TFM_RECOMPUTE_ATTENTION_WEIGHTS : 0, ln, gn);
+        training_step(threads, threads == 1 ? RECOMPUTE_ALL : 0, ln, gn);
         ck_assert_mem_eq(l1, ln, LOGITS * sizeof(float));
         ck_assert_mem_eq(g1, gn, GRADS * sizeof(float));
     }
     training_step(2, TFM_RECOMPUTE_ATTENTION_WEIGHTS, ln, gn);
     ck_assert_mem_eq(g1, gn, GRADS * sizeof(float));
+    training_step(2, TFM_RECOMPUTE_FEED_FORWARD_HIDDEN, ln, gn);
+    ck_assert_mem_eq(l1, ln, LOGITS * sizeof(float));
+    ck_assert_mem_eq(g1, gn, GRADS * sizeof(float));
     ck_assert_int_eq(tfm_model_set_recompute(NULL, 0), TFM_ERR_NULL);
     tfm_model_options o;
     small_options(&o);
     tfm_model *m = tfm_model_create(&o);
-    ck_assert_int_eq(tfm_model_set_recompute(m, 2), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_model_set_recompute(m, RECOMPUTE_ALL | 4), TFM_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(tfm_last_error(), "TFM_RECOMPUTE_"));
     tfm_model_free(m);
     free(l1);

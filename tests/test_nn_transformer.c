@@ -628,12 +628,18 @@ static double ref_projected(tfm_params *p, int decoder, variant v, const double 
 }
 
 /* The gradients of x and memory for every variant (ReLU included) against
- * central differences of the double reference, whose step can be tiny. */
+ * central differences of the double reference, whose step can be tiny;
+ * with the attention weights and feed-forward hidden layers kept and
+ * recomputed in the backward. */
 START_TEST(input_gradients_against_reference)
 {
     tfm_tensor *causal = causal_mask(), *padding = padding_mask();
     for (int vi = 0; vi < N_VARIANTS; vi++)
-        for (int decoder = 0; decoder <= 1; decoder++) {
+        for (int run = 0; run < 4; run++) {
+            int decoder = run & 1;
+            uint32_t recompute = run >> 1 ? TFM_RECOMPUTE_ATTENTION_WEIGHTS |
+                                                TFM_RECOMPUTE_FEED_FORWARD_HIDDEN
+                                          : TFM_RECOMPUTE_NOTHING;
             variant v = variants[vi];
             tfm_rng *rng = tfm_rng_create(400 + (uint64_t)vi);
             tfm_params *p = tfm_params_create();
@@ -641,6 +647,7 @@ START_TEST(input_gradients_against_reference)
             tfm_layer *layer = decoder ? tfm_decoder_layer_create(p, "l", &o, rng)
                                        : tfm_encoder_layer_create(p, "l", &o, rng);
             ck_assert_ptr_nonnull(layer);
+            ck_assert_int_eq(tfm_layer_set_recompute(layer, recompute), TFM_OK);
             randomize(p, 410 + (uint64_t)vi);
             tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 420 + (uint64_t)vi);
             tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 430 + (uint64_t)vi);
@@ -670,8 +677,9 @@ START_TEST(input_gradients_against_reference)
                     in[i] = saved;
                     double want = (f[0] - f[1]) / (2 * h);
                     ck_assert_msg(fabs(g[i] - want) <= 1e-4 + 1e-4 * fabs(want),
-                                  "variant %d decoder %d input %d [%d]: %g vs %g", vi, decoder,
-                                  which, i, (double)g[i], want);
+                                  "variant %d decoder %d recompute %u input %d [%d]: %g vs %g",
+                                  vi, decoder, (unsigned)recompute, which, i, (double)g[i],
+                                  want);
                 }
             }
             tfm_tape_free(tape);

@@ -67,7 +67,12 @@ enum {
      * softmax again per head (about 1.1x tutorial 003's step time; saves
      * B heads T S floats per attention layer). Weights a caller asks for
      * (weights_out) are kept regardless. */
-    TFM_RECOMPUTE_ATTENTION_WEIGHTS = 1
+    TFM_RECOMPUTE_ATTENTION_WEIGHTS = 1,
+    /** The hidden layer [rows, d_ff] of the encoder and decoder layers'
+     * ReLU feed-forwards: the backward runs the first linear again (about
+     * 1.04x tutorial 002's step); all layers share one block of the
+     * largest. GELU feed-forwards keep theirs. */
+    TFM_RECOMPUTE_FEED_FORWARD_HIDDEN = 2
 };
 /** Sets what the layer and its sublayers recompute (TFM_RECOMPUTE_*
  * flags; nothing, the default, keeps everything). Results and gradients

@@ -74,7 +74,8 @@ TFM_API tfm_status tfm_tape_reset(tfm_tape *tape);
 
 /** Ops recorded since the last reset; -1 for a NULL tape (TFM_ERR_NULL). */
 TFM_API int64_t tfm_tape_node_count(const tfm_tape *tape);
-/** Bytes the arena holds (values, records, gradients; the tensors' headers
+/** Bytes the arena holds (values, records, gradients, and the block that
+ * recomputed values share: tfm_model_set_recompute; the tensors' headers
  * are kept apart and not counted); -1 for a NULL tape (TFM_ERR_NULL). */
 TFM_API int64_t tfm_tape_arena_bytes(const tfm_tape *tape);
 

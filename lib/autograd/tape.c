@@ -24,6 +24,7 @@ void tfm_tape_free(tfm_tape *tape)
         return;
     tfm__arena_release(&tape->arena);
     tfm__header_ring_release(&tape->headers);
+    free(tape->recompute_block);
     free(tape);
 }
 
@@ -47,8 +48,9 @@ int64_t tfm_tape_node_count(const tfm_tape *tape)
 
 int64_t tfm_tape_arena_bytes(const tfm_tape *tape)
 {
-    return tfm__check_tape("tfm_tape_arena_bytes", tape) < 0 ? -1
-                                                              : (int64_t)tape->arena.capacity;
+    return tfm__check_tape("tfm_tape_arena_bytes", tape) < 0
+               ? -1
+               : (int64_t)(tape->arena.capacity + tape->recompute_bytes);
 }
 
 tfm_status tfm_tape_reset(tfm_tape *tape)
@@ -107,6 +109,29 @@ tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
     tfm_tensor *t = data ? new_header(tape, op, dtype, ndim, shape, numel) : NULL;
     if (t)
         t->data = data;
+    return t;
+}
+
+tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int32_t ndim,
+                                const int64_t *shape)
+{
+    int64_t numel = tfm__checked_numel(op, ndim, shape);
+    if (numel < 0)
+        return NULL;
+    size_t bytes = (size_t)numel * sizeof(float);
+    if (bytes > tape->recompute_bytes) {
+        void *grown = malloc(bytes);
+        if (!grown) {
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory (%zu bytes)", op, bytes);
+            return NULL;
+        }
+        free(tape->recompute_block);
+        tape->recompute_block = grown;
+        tape->recompute_bytes = bytes;
+    }
+    tfm_tensor *t = new_header(tape, op, TFM_F32, ndim, shape, numel);
+    if (t)
+        t->data = tape->recompute_block;
     return t;
 }
 

@@ -48,6 +48,10 @@ struct tfm_tape {
     int64_t node_count;
     int32_t recording;
     int32_t backward_done;
+    /* values a backward recomputes (TFM_RECOMPUTE_*): one block, reused by
+     * every such tensor, grown to the largest and kept across resets */
+    void *recompute_block;
+    size_t recompute_bytes;
 };
 
 /* A tape-owned result with uninitialised values; NULL with the error set. */
@@ -61,6 +65,12 @@ tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
                           int32_t ndim, const int64_t *shape);
 /* Arena memory that lives until reset; NULL with the error set. */
 void *tfm__scratch(tfm_tape *tape, const char *op, size_t bytes);
+/* A float32 result whose values sit in the tape's recompute block, which
+ * the next such result overwrites: an op reading it later must recompute
+ * it first (into tape->recompute_block, which only grows, so it may have
+ * moved). NULL with the error set. */
+tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int32_t ndim,
+                                const int64_t *shape);
 
 /* Whether a record would be kept: recording, and some input requires grad. */
 int tfm__wants_grad(const tfm_tape *tape, int32_t n_in,

@@ -154,7 +154,7 @@ static void set_recompute(tfm_layer *layer, uint32_t what)
 
 tfm_status tfm__check_recompute(const char *op, uint32_t what)
 {
-    if (what & ~(uint32_t)TFM_RECOMPUTE_ATTENTION_WEIGHTS)
+    if (what & ~(uint32_t)(TFM_RECOMPUTE_ATTENTION_WEIGHTS | TFM_RECOMPUTE_FEED_FORWARD_HIDDEN))
         return tfm__fail(TFM_ERR_ARG, "%s: what %#x has flags other than TFM_RECOMPUTE_*", op,
                          (unsigned)what);
     return TFM_OK;

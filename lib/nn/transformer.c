@@ -152,6 +152,20 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
 {
     const tfm_tensor *in = block->norm_first ? tfm_layer_norm_forward(tape, norm, x) : x;
     const tfm_layer *ff = block->children[TFM__BLK_FF];
+    if (!attn && (ff->recompute & TFM_RECOMPUTE_FEED_FORWARD_HIDDEN) &&
+        ff->activation == TFM_ACTIVATION_RELU) {
+        if (!in)
+            return NULL;
+        tfm_layer *const *c = ff->children;
+        const tfm_layer *first = c[TFM__FF_LINEAR1], *second = c[TFM__FF_LINEAR2];
+        const tfm_layer *inner = c[TFM__FF_DROPOUT];
+        tfm__linear_params a = {first->weight, first->bias, inner->dropout, inner->training,
+                                inner->rng};
+        tfm__linear_params b = {second->weight, second->bias, dropout->dropout,
+                                dropout->training, dropout->rng};
+        tfm_tensor *sum = tfm__feed_forward_residual(tape, op, in, &a, &b, x);
+        return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
+    }
     tfm_tensor *h = attn ? tfm__attention_context(tape, op, attn, in, memory ? memory : in, mask,
                                                   NULL)
                          : tfm__feed_forward_hidden(tape, ff, in);

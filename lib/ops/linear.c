@@ -98,10 +98,50 @@ static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float 
     }
 }
 
+static void fill_bias(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const elementwise_job *j = ctx;
+    for (int64_t r = begin; r < end; r++)
+        memcpy(j->y + r * j->out, j->bias, (size_t)j->out * sizeof(float));
+}
+
+/* j->y [rows, j->out] = the op's output for x [rows, in], weight w. */
+static void compute_output(const elementwise_job *j, const float *x, const float *w,
+                           int64_t rows, int64_t in)
+{
+    int64_t n = rows * j->out;
+    if (j->bias)
+        tfm__parallel_for(rows, tfm__workers_for(n), fill_bias, (void *)j);
+    tfm__sgemm(0, 1, rows, j->out, in, 1.0f, x, in, w, in, j->bias ? 1.0f : 0.0f, j->y, j->out);
+    if (j->mode != PLAIN)
+        tfm__parallel_for(n, tfm__workers_for(n), finish_output, (void *)j);
+}
+
+/* A feed-forward's hidden layer kept in the tape's recompute block
+ * (saved[1]: the tape), computed again as in its forward. */
+static void recompute_hidden(tfm_node *hidden)
+{
+    tfm_tape *tape = hidden->saved[1];
+    const tfm_tensor *b = hidden->in[2];
+    hidden->out->data = tape->recompute_block;
+    elementwise_job j = {
+        .mode = (int)hidden->ints[3], .p = hidden->floats[0], .keep_scale = hidden->floats[1],
+        .mask = {(uint64_t)hidden->ints[4], (uint32_t)hidden->ints[5]},
+        .y = tfm__f32(hidden->out), .bias = b ? tfm__f32(b) : NULL, .out = hidden->ints[2],
+    };
+    compute_output(&j, tfm__f32(hidden->in[0]), tfm__f32(hidden->in[1]), hidden->ints[0],
+                   hidden->ints[1]);
+}
+
 /* node->in: x, weight, bias, residual. ints: rows, in, out, mode, the
- * dropout mask's key and first counter; floats: p, 1 / (1 - p). */
+ * dropout mask's key and first counter; floats: p, 1 / (1 - p). saved[0]:
+ * the node of a recomputed x (a feed-forward's second linear); saved[1]:
+ * the tape whose recompute block holds the output. */
 static void linear_backward(tfm_node *node)
 {
+    if (node->saved[0])
+        recompute_hidden(node->saved[0]);
     const tfm_tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
     int rows = (int)node->ints[0], in = (int)node->ints[1], out = (int)node->ints[2];
     int64_t n = node->out->numel;
@@ -124,19 +164,14 @@ static void linear_backward(tfm_node *node)
         bias_grad(g, rows, out, gb);
 }
 
-static void fill_bias(void *ctx, int64_t begin, int64_t end, int worker)
-{
-    (void)worker;
-    const elementwise_job *j = ctx;
-    for (int64_t r = begin; r < end; r++)
-        memcpy(j->y + r * j->out, j->bias, (size_t)j->out * sizeof(float));
-}
-
 /* Dropout with probability p from rng follows the activation in training;
- * p is checked either way, as tfm_dropout checks it. */
+ * p is checked either way, as tfm_dropout checks it. recomputed: the
+ * output goes to the tape's recompute block, and *node (if kept) is the
+ * record that can compute it again. */
 static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                           const tfm_tensor *w, const tfm_tensor *b, int mode, float p,
-                          int training, tfm_rng *rng, const tfm_tensor *residual)
+                          int training, tfm_rng *rng, const tfm_tensor *residual,
+                          int recomputed, tfm_node **node_out)
 {
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 ||
         tfm__check_input(op, "weight", w, TFM_F32) < 0 ||
@@ -177,23 +212,18 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                   tfm__shape_str(residual, xs, sizeof xs));
         return NULL;
     }
-    tfm_tensor *y = tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
+    tfm_tensor *y = recomputed ? tfm__new_recomputed(tape, op, x->ndim, shape)
+                               : tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
     if (!y)
         return NULL;
-    float *yv = tfm__f32(y);
     /* the mask tfm_dropout would draw from the same rng */
     elementwise_job j = {
         .mode = mode, .p = p, .keep_scale = 1.0f / (1.0f - p),
         .mask = p > 0.0f ? tfm__rng_mask_key(rng, rows * out_features) : (tfm__mask_key){0, 0},
-        .y = yv, .bias = b ? tfm__f32(b) : NULL,
+        .y = tfm__f32(y), .bias = b ? tfm__f32(b) : NULL,
         .out = out_features, .residual = residual ? tfm__f32(residual) : NULL,
     };
-    if (b)
-        tfm__parallel_for(rows, tfm__workers_for(y->numel), fill_bias, &j);
-    tfm__sgemm(0, 1, rows, out_features, in, 1.0f, tfm__f32(x), in, tfm__f32(w), in,
-               b ? 1.0f : 0.0f, yv, out_features);
-    if (mode != PLAIN)
-        tfm__parallel_for(y->numel, tfm__workers_for(y->numel), finish_output, &j);
+    compute_output(&j, tfm__f32(x), tfm__f32(w), rows, in);
     tfm_node *node;
     if (tfm__record(tape, op, y, linear_backward, 4,
                     (const tfm_tensor *[]){x, w, b, mode == RESIDUAL ? residual : NULL}, &node) < 0)
@@ -205,32 +235,54 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
             node->ints[i] = ints[i];
         node->floats[0] = p;
         node->floats[1] = j.keep_scale;
+        node->saved[0] = NULL;
+        node->saved[1] = recomputed ? tape : NULL;
     }
+    if (node_out)
+        *node_out = node;
     return y;
 }
 
 tfm_tensor *tfm_linear(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                        const tfm_tensor *bias)
 {
-    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, 0, NULL, NULL);
+    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, 0, NULL, NULL, 0, NULL);
 }
 
 tfm_tensor *tfm_linear_relu(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                             const tfm_tensor *bias)
 {
-    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, 0, NULL, NULL);
+    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, 0, NULL, NULL, 0, NULL);
 }
 
 tfm_tensor *tfm_linear_relu_dropout(tfm_tape *tape, const tfm_tensor *x,
                                     const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                     int32_t training, tfm_rng *rng)
 {
-    return linear("tfm_linear_relu_dropout", tape, x, weight, bias, RELU, p, training, rng, NULL);
+    return linear("tfm_linear_relu_dropout", tape, x, weight, bias, RELU, p, training, rng, NULL,
+                  0, NULL);
 }
 
 tfm_tensor *tfm__linear_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
                                  const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                  tfm_rng *rng, const tfm_tensor *residual)
 {
-    return linear(op, tape, x, weight, bias, RESIDUAL, p, 1, rng, residual);
+    return linear(op, tape, x, weight, bias, RESIDUAL, p, 1, rng, residual, 0, NULL);
+}
+
+tfm_tensor *tfm__feed_forward_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
+                                       const tfm__linear_params *first,
+                                       const tfm__linear_params *second,
+                                       const tfm_tensor *residual)
+{
+    tfm_node *hidden_node = NULL, *sum_node = NULL;
+    tfm_tensor *hidden = linear(op, tape, x, first->weight, first->bias, RELU, first->p,
+                                first->training, first->rng, NULL, 1, &hidden_node);
+    tfm_tensor *sum = hidden ? linear(op, tape, hidden, second->weight, second->bias, RESIDUAL,
+                                      second->p, second->training, second->rng, residual, 0,
+                                      &sum_node)
+                             : NULL;
+    if (sum_node)
+        sum_node->saved[0] = hidden_node; /* adjacent on the tape: nothing runs between */
+    return sum;
 }

@@ -10,4 +10,23 @@ tfm_tensor *tfm__linear_residual(tfm_tape *tape, const char *op, const tfm_tenso
                                  const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                  tfm_rng *rng, const tfm_tensor *residual);
 
+/* One linear of a fused pair: weight, bias (or NULL), and the dropout
+ * after it (p, applied when training, drawn from rng). */
+typedef struct tfm__linear_params {
+    const tfm_tensor *weight, *bias;
+    float p;
+    int training;
+    tfm_rng *rng;
+} tfm__linear_params;
+
+/* residual + dropout2(dropout1(relu(x W1^T + b1)) W2^T + b2), the ReLU
+ * feed-forward sublayer, with its hidden layer in the tape's recompute
+ * block instead of the arena: the second linear's backward computes it
+ * again (one more x W1^T). The same bits as tfm_linear_relu_dropout and
+ * tfm__linear_residual apart. */
+tfm_tensor *tfm__feed_forward_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
+                                       const tfm__linear_params *first,
+                                       const tfm__linear_params *second,
+                                       const tfm_tensor *residual);
+
 #endif
