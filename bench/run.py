@@ -40,6 +40,10 @@ BEAM_COST = 3.0
 SGEMM_FRACTION = 0.85  # of the 002 step
 MEMORY_RATIO = 0.5     # libtfm / PyTorch peak RSS, 002 step, at most
 SPEEDUP = 1.8          # libtfm's 002 step, 2 threads over 1
+# libtfm's training step with tfm_model_set_recompute(attention weights |
+# feed-forward hidden): tfm-bench --recompute 3
+RECOMPUTED = 'train-recompute'
+RECOMPUTE_FLAGS = 3
 # The PyTorch anchors: the tutorials' code, the same work written with
 # PyTorch's fast modules (bench/torch/bench.py --style fast), and in C++ on
 # libtorch (BUILD/bench/tfm-bench-libtorch, built with
@@ -56,6 +60,8 @@ def anchors_in(build):
 def jobs(configs, decode=True):
     """(config, what, threads, with PyTorch) in run order."""
     out = [(c, 'train', 2, True) for c in configs]
+    if '002' in configs:  # libtfm's 002 step recomputing what it may (its memory)
+        out.append(('002', RECOMPUTED, 2, False))
     if '003' in configs and decode:
         out.append(('003', 'decode', 2, True))
         out.append(('003', f'beam{BEAM}', 2, False))  # libtfm's beam against its greedy
@@ -93,8 +99,11 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
         if impl == 'pytorch-fast':
             argv += ['--style', 'fast']
     argv += ['--config', config, '--what', what]
-    if what == 'train':
+    if what.startswith('train'):
         argv += ['--steps', str(counts['steps']), '--warmup', str(counts['warmup'])]
+    if what == RECOMPUTED:
+        argv[argv.index(what)] = 'train'
+        argv += ['--recompute', str(RECOMPUTE_FLAGS)]
     else:
         argv += ['--sources', str(counts['sources'])]
     if what.startswith('beam'):  # libtfm's decoding with --beam N
@@ -247,7 +256,7 @@ def table(records, env):
         t_rss, p_rss = t and t.get('peak_rss_mb'), p and p.get('peak_rss_mb')
         allocs = '-' if not t else (f"{t.get('allocs_per_step', float('nan')):g} "
                                     f"({t.get('libtfm_allocs_per_step', float('nan')):g})")
-        label = what if what == 'train' else \
+        label = what if what.startswith('train') else \
             f"{what}, {(t or p).get('sources', '?')} sources (ms: all)"
         print(f'| {config} | {label} | {threads} | {fmt(t_ms, ".1f")} | {fmt(p_ms, ".1f")} | '
               f'{p["impl"] if p else "-"} | '
@@ -297,6 +306,14 @@ def targets(bests):
         lines.append(verdict('002 train peak RSS libtfm / PyTorch',
                              ratio(t and t.get('peak_rss_mb'), p and p.get('peak_rss_mb')),
                              MEMORY_RATIO, False, unit=''))
+        r, _ = get('002', RECOMPUTED, 2)
+        if r:
+            lines.append(verdict('002 train, recomputing, peak RSS libtfm / PyTorch',
+                                 ratio(r.get('peak_rss_mb'), p and p.get('peak_rss_mb')),
+                                 MEMORY_RATIO, False, unit=''))
+            lines.append(verdict('002 train, recomputing, ratio (2 threads)',
+                                 ratio(p and p['median_ms'], r['median_ms']),
+                                 TRAIN_RATIO['002'], True))
     t1, _ = get('002', 'train', 1)
     if t or t1:
         lines.append(verdict('002 train libtfm speed-up of 2 threads over 1',
@@ -305,7 +322,7 @@ def targets(bests):
         if t and 'allocs_per_step' in t:
             n = t['allocs_per_step']
             lines.append(f"{config} {what} ({threads}t) allocations per "
-                         f"{'step' if what == 'train' else 'run'}: {n:g} "
+                         f"{'step' if what.startswith('train') else 'run'}: {n:g} "
                          f"(libtfm's own {t.get('libtfm_allocs_per_step', float('nan')):g}), "
                          f"target 0: {'met' if n == 0 else f'missed by {n:g}'}")
     return lines
