@@ -209,15 +209,10 @@ tfm_status tfm_model_set_training(tfm_model *m, int32_t training)
 
 tfm_status tfm_model_set_recompute(tfm_model *m, uint32_t what)
 {
-    const char *op = "tfm_model_set_recompute";
     if (!m)
-        return tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
-    tfm_status status = tfm__check_recompute(op, what);
-    tfm_layer *layers[] = {m->encoder, m->decoder};
-    for (size_t i = 0; status == TFM_OK && i < sizeof layers / sizeof layers[0]; i++)
-        if (layers[i])
-            tfm_layer_set_recompute(layers[i], what);
-    return status;
+        return tfm__fail(TFM_ERR_NULL, "tfm_model_set_recompute: model is NULL");
+    tfm_layer *const stacks[] = {m->encoder, m->decoder};
+    return tfm__set_recompute("tfm_model_set_recompute", stacks, 2, what);
 }
 
 tfm_status tfm_model_set_shard(tfm_model *m, int64_t index, int64_t count)

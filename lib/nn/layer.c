@@ -152,23 +152,22 @@ static void set_recompute(tfm_layer *layer, uint32_t what)
             set_recompute(layer->children[i], what);
 }
 
-tfm_status tfm__check_recompute(const char *op, uint32_t what)
+tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, uint32_t what)
 {
     if (what & ~(uint32_t)(TFM_RECOMPUTE_ATTENTION_WEIGHTS | TFM_RECOMPUTE_FEED_FORWARD_HIDDEN))
         return tfm__fail(TFM_ERR_ARG, "%s: what %#x has flags other than TFM_RECOMPUTE_*", op,
                          (unsigned)what);
+    for (int i = 0; i < n; i++)
+        if (layers[i])
+            set_recompute(layers[i], what);
     return TFM_OK;
 }
 
 tfm_status tfm_layer_set_recompute(tfm_layer *layer, uint32_t what)
 {
-    const char *op = "tfm_layer_set_recompute";
     if (!layer)
-        return tfm__fail(TFM_ERR_NULL, "%s: layer is NULL", op);
-    tfm_status status = tfm__check_recompute(op, what);
-    if (status == TFM_OK)
-        set_recompute(layer, what);
-    return status;
+        return tfm__fail(TFM_ERR_NULL, "tfm_layer_set_recompute: layer is NULL");
+    return tfm__set_recompute("tfm_layer_set_recompute", &layer, 1, what);
 }
 
 const char *tfm_layer_kind(const tfm_layer *layer)

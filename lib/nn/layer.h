@@ -63,9 +63,10 @@ int tfm__layer_name(const char *op, char *out, const char *prefix, const char *s
 /* Checks the layer handle passed to a forward call; 0 or -1 with the error set. */
 int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kind);
 
-/* TFM_OK, or TFM_ERR_ARG with the error set for flags other than
- * TFM_RECOMPUTE_*. */
-tfm_status tfm__check_recompute(const char *op, uint32_t what);
+/* Sets what the layers (NULL ones skipped) and their sublayers recompute;
+ * TFM_ERR_ARG with the error set, and nothing changed, for flags other
+ * than TFM_RECOMPUTE_*. */
+tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, uint32_t what);
 
 /* The attention options that attention and encoder/decoder layers share:
  * heads dividing d_model, dropout in [0, 1), a usable scale_init. 0 or -1

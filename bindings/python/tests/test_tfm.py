@@ -77,20 +77,22 @@ def test_state_dict_moves_between_models_and_is_checked_before_writing():
         np.testing.assert_array_equal(b.state_dict()[name], value)
 
 
+def fit(model, adam, sources):
+    """A training step per source batch [2, 6], on targets made from it."""
+    tape = tfm.Tape()
+    for src in sources:
+        tgt = src[:, :5] % 11
+        with tape:
+            loss = tfm.cross_entropy(model.forward(src, tgt, tgt_mask=tfm.causal_mask(5)), tgt)
+            adam.zero_grad()
+            loss.backward()
+            adam.step()
+
+
 def test_recomputing_in_the_backward_changes_no_bit():
     def trained(**recompute):
         model = small_model(dropout=0.1).recompute(**recompute)
-        adam = tfm.Adam(model, lr=1e-2)
-        src = np.arange(12, dtype=np.int32).reshape(2, 6) % 13
-        tgt = src[:, :5] % 11
-        tape = tfm.Tape()
-        for _ in range(3):
-            with tape:
-                loss = tfm.cross_entropy(model.forward(src, tgt, tgt_mask=tfm.causal_mask(5)),
-                                         tgt)
-                adam.zero_grad()
-                loss.backward()
-                adam.step()
+        fit(model, tfm.Adam(model, lr=1e-2), [np.arange(12, dtype=np.int32).reshape(2, 6) % 13] * 3)
         return model.state_dict()
     kept = trained()
     recomputed = trained(attention_weights=True, feed_forward_hidden=True)
@@ -100,17 +102,8 @@ def test_recomputing_in_the_backward_changes_no_bit():
 
 def test_training_state_resumes_bit_for_bit(tmp_path):
     def run(model, adam, rng, steps):
-        tape = tfm.Tape()
-        for _ in range(steps):
-            src = np.frombuffer(bytes(int(rng.uniform() * 13) for _ in range(12)),
-                                np.uint8).reshape(2, 6)
-            tgt = src[:, :5] % 11
-            with tape:
-                loss = tfm.cross_entropy(model.forward(src, tgt, tgt_mask=tfm.causal_mask(5)),
-                                         tgt)
-                adam.zero_grad()
-                loss.backward()
-                adam.step()
+        fit(model, adam, (np.frombuffer(bytes(int(rng.uniform() * 13) for _ in range(12)),
+                                        np.uint8).reshape(2, 6) for _ in range(steps)))
 
     straight = small_model(dropout=0.1)
     adam = tfm.Adam(straight, lr=1e-2)
