@@ -1,6 +1,8 @@
 /* In a steady-state training step libtfm makes no malloc calls: calls made
  * from libtfm's own code are counted (alloc_counter.c) while steps run. */
 #include <check.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "alloc_counter.h"
 #include "check_main.h"
@@ -59,8 +61,13 @@ START_TEST(steady_state_step_does_not_allocate)
     long before = alloc_counter_libtfm();
     for (int i = 0; i < 20; i++)
         step(tape, &n);
-    ck_assert_int_eq(alloc_counter_libtfm() - before, 0);
-    ck_assert_int_gt(before, 0); /* the counter does see libtfm's allocations */
+    /* valgrind replaces malloc where the counter would see it: under
+     * memcheck the steps run, uncounted */
+    const char *preload = getenv("LD_PRELOAD");
+    if (!(preload && strstr(preload, "vgpreload"))) {
+        ck_assert_int_eq(alloc_counter_libtfm() - before, 0);
+        ck_assert_int_gt(before, 0); /* the counter does see libtfm's allocations */
+    }
     tfm_tape_free(tape);
     for (int i = 0; i < 5; i++)
         tfm_tensor_free(params[i]);
