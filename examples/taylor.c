@@ -39,7 +39,7 @@ typedef struct config {
     const char *data, *out, *resume, *translate, *init, *schedule;
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
-    int64_t bucket, eos_label, beam, decode_batch, examples, threads, distributed;
+    int64_t bucket, eos_label, norm_first, beam, decode_batch, examples, threads, distributed;
     double dropout, lr, beta2, gamma, clip, label_smoothing, time_limit;
 } config;
 
@@ -89,13 +89,15 @@ static tfm_model *build_model(const config *c, const taylor_data *d)
     o.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
     o.encoder_layers = (int32_t)c->layers;
     o.decoder_layers = (int32_t)c->layers;
-    o.final_norm = 0;
+    /* Pre-norm layers leave the residual stream unnormalised: a final norm
+     * closes each stack, as nn.Transformer's norm_first models have. */
+    o.final_norm = (int32_t)c->norm_first;
     o.d_model = c->d_model;
     o.heads = (int32_t)c->heads;
     o.d_ff = c->d_ff;
     o.dropout = (float)c->dropout;
     o.activation = TFM_ACTIVATION_RELU;
-    o.norm_first = 0;
+    o.norm_first = (int32_t)c->norm_first;
     o.fused_qkv = 0;
     o.trainable_scale = 1;
     o.scale_init = sqrtf((float)c->d_model);
@@ -941,6 +943,7 @@ int main(int argc, char **argv)
         {"d-ff", CLI_INT, &c.d_ff, 1, 65536, "feed-forward hidden dimension"},
         {"dropout", CLI_FLOAT, &c.dropout, 0, 0.99, "dropout probability"},
         {"init", CLI_STRING, &c.init, 0, 0, "'tutorial' (nn.Linear defaults) or 'xavier'"},
+        {"norm-first", CLI_INT, &c.norm_first, 0, 1, "1: pre-norm layers (with a final norm), 0: the notebook's post-norm"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and shuffling"},
         {"threads", CLI_INT, &c.threads, 1, 64,
          "libtfm's threads, which above 1 also run the matrix products (at 1 the BLAS's own: OPENBLAS_NUM_THREADS)"},
@@ -1038,10 +1041,11 @@ int main(int argc, char **argv)
     tfm_model_options o;
     tfm_model_options_init(&o);
     tfm_model_get_options(model, &o);
-    printf("Model%s%s: d_model %lld, %d+%d layers, %d heads, d_ff %lld, dropout %g; "
+    printf("Model%s%s: d_model %lld, %d+%d layers, %d heads, d_ff %lld, dropout %g, %s; "
            "%lld parameters\n", from_file ? " from " : "", from_file ? from_file : "",
            (long long)o.d_model, (int)o.encoder_layers, (int)o.decoder_layers,
            (int)o.heads, (long long)o.d_ff, (double)o.dropout,
+           o.norm_first ? "pre-norm" : "post-norm",
            (long long)tfm_model_parameter_count(model));
     fflush(stdout);
     if (!c.translate) {
