@@ -52,10 +52,9 @@ static void run_share(tfm__range_fn fn, void *ctx, int64_t n, int count, int wor
  * slower) before sleeping: a training step runs hundreds of short loops
  * with serial work between them, and a sleeping thread takes tens of
  * microseconds to wake, longer when the host has descheduled the core.
- * Tutorial 003's bucketed steps: 37 sleeps a step instead of 104, 10%
- * more steps a second. The BLAS runs on one
- * thread while libtfm has several (core/gemm.h), so no other pool needs
- * the core meanwhile. */
+ * Tutorial 003's bucketed steps: 37 sleeps a step instead of 104, ~9%
+ * more steps a second. The BLAS runs on one thread while libtfm has
+ * several (core/gemm.h), so no other pool needs the core meanwhile. */
 #define SPIN_PAUSES 20000
 
 static void pause_briefly(void)
