@@ -197,6 +197,7 @@ TFM__INLINE void drop_weights(const float *w, float *d, int64_t count, tfm__mask
                               int64_t offset, float p, float keep_scale)
 {
     uint32_t threshold = tfm__counter_threshold(p), first = drop.first + (uint32_t)offset;
+#pragma omp simd
     for (int64_t i = 0; i < count; i++)
         d[i] = tfm__counter_bits(drop.key, first + (uint32_t)i) >= threshold ? w[i] * keep_scale
                                                                              : 0.0f;

@@ -23,10 +23,12 @@ static TFM__KERNEL(masked, (const float *x, float *y, int64_t n, uint64_t key, u
 {
     uint32_t threshold = tfm__counter_threshold(p);
     if (accumulate)
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             y[i] += tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? x[i] * scale
                                                                              : 0.0f;
     else
+#pragma omp simd
         for (int64_t i = 0; i < n; i++)
             y[i] = tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? x[i] * scale
                                                                             : 0.0f;

@@ -39,50 +39,56 @@ static TFM__KERNEL(finish_output, (void *ctx, int64_t begin, int64_t end, int wo
                    (ctx, begin, end, worker))
 {
     (void)worker;
+    /* The job's fields in locals: read through j, a store to y could
+     * change them, and the hash's loops would stay scalar. */
     const elementwise_job *j = ctx;
-    float *y = j->y;
+    float *y = j->y, keep_scale = j->keep_scale;
+    const float *residual = j->residual;
     uint32_t threshold = tfm__counter_threshold(j->p), first = j->mask.first;
     uint64_t key = j->mask.key;
     /* relu as !(y <= 0): NaN fails the test and passes on, as in PyTorch */
     if (j->mode == RELU && j->p > 0.0f)
+#pragma omp simd
         for (int64_t i = begin; i < end; i++)
             y[i] = !(y[i] <= 0.0f) && tfm__counter_bits(key, first + (uint32_t)i) >= threshold
-                       ? y[i] * j->keep_scale
+                       ? y[i] * keep_scale
                        : 0.0f;
     else if (j->mode == RELU)
         for (int64_t i = begin; i < end; i++)
             y[i] = y[i] <= 0.0f ? 0.0f : y[i];
     else if (j->mode == RESIDUAL && j->p > 0.0f)
+#pragma omp simd
         for (int64_t i = begin; i < end; i++)
-            y[i] = j->residual[i] +
-                   (tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? y[i] * j->keep_scale
+            y[i] = residual[i] +
+                   (tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? y[i] * keep_scale
                                                                              : 0.0f);
     else if (j->mode == RESIDUAL)
         for (int64_t i = begin; i < end; i++)
-            y[i] += j->residual[i];
+            y[i] += residual[i];
 }
 
 static TFM__KERNEL(gradient_of_product, (void *ctx, int64_t begin, int64_t end, int worker),
                    (ctx, begin, end, worker))
 {
     (void)worker;
-    const elementwise_job *j = ctx;
-    float *g = j->g;
+    const elementwise_job *j = ctx; /* its fields in locals, as finish_output's */
+    float *g = j->g, *g_residual = j->g_residual, keep_scale = j->keep_scale;
     if (j->mode == RESIDUAL) {
-        if (j->g_residual)
+        if (g_residual)
             for (int64_t i = begin; i < end; i++)
-                j->g_residual[i] += g[i];
+                g_residual[i] += g[i];
         if (j->p > 0.0f) {
             uint32_t threshold = tfm__counter_threshold(j->p), first = j->mask.first;
+            uint64_t key = j->mask.key;
+#pragma omp simd
             for (int64_t i = begin; i < end; i++)
-                g[i] = tfm__counter_bits(j->mask.key, first + (uint32_t)i) >= threshold
-                           ? g[i] * j->keep_scale
-                           : 0.0f;
+                g[i] = tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? g[i] * keep_scale
+                                                                                : 0.0f;
         }
     } else if (j->mode == RELU) {
         const float *y = j->y;
         for (int64_t i = begin; i < end; i++)
-            g[i] = y[i] > 0.0f ? g[i] * j->keep_scale : 0.0f;
+            g[i] = y[i] > 0.0f ? g[i] * keep_scale : 0.0f;
     }
 }
 
