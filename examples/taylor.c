@@ -40,7 +40,7 @@ typedef struct config {
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
     int64_t bucket, eos_label, norm_first, beam, decode_batch, examples, threads, distributed;
-    double dropout, lr, beta2, gamma, clip, label_smoothing, time_limit;
+    double dropout, lr, beta2, weight_decay, gamma, clip, label_smoothing, time_limit;
 } config;
 
 typedef struct history {
@@ -618,9 +618,10 @@ static int check_vocabularies(const char *path, const taylor_data *d)
 static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
 {
     tfm_optimizer_options o;
-    tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAM);
+    tfm_optimizer_options_init(&o, c->weight_decay > 0 ? TFM_OPTIMIZER_ADAMW : TFM_OPTIMIZER_ADAM);
     o.lr = (float)c->lr;
     o.beta2 = (float)c->beta2;
+    o.weight_decay = (float)c->weight_decay;
     o.clip_norm = (float)c->clip;
     if (strcmp(c->schedule, "invsqrt") == 0) {
         o.schedule = TFM_SCHEDULE_WARMUP_INVSQRT;
@@ -954,6 +955,8 @@ int main(int argc, char **argv)
          "rather than the notebook's <pad> there (0)"},
         {"lr", CLI_FLOAT, &c.lr, 0, 1, "Adam learning rate (the peak, with warmup)"},
         {"beta2", CLI_FLOAT, &c.beta2, 0, 0.999999, "Adam beta2"},
+        {"weight-decay", CLI_FLOAT, &c.weight_decay, 0, 1, "> 0: AdamW with this decoupled "
+         "weight decay (0: the notebook's Adam)"},
         {"schedule", CLI_STRING, &c.schedule, 0, 0,
          "'constant', 'invsqrt' (lr * min(s/warmup, sqrt(warmup/s))), 'cosine' (warmup, then "
          "half a cosine to 0 at --iterations) or 'step'"},

@@ -431,7 +431,7 @@ START_TEST(threads_give_the_same_step)
     tfm_model_options o;
     small_options(&o);
     tfm_model *m = tfm_model_create(&o);
-    ck_assert_int_eq(tfm_model_set_recompute(m, RECOMPUTE_ALL | 4), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_model_set_recompute(m, RECOMPUTE_ALL | 16), TFM_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(tfm_last_error(), "TFM_RECOMPUTE_"));
     tfm_model_free(m);
     free(l1);

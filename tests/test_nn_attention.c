@@ -885,12 +885,16 @@ START_TEST(threads_give_the_same_results)
         /* heads are computed alike; only the scale's sum is split */
         for (int i = 0; i < GRADS; i++)
             ck_assert_float_eq_tol(grads1[i], grads3[i], 1e-6f);
-        /* recomputed weights (with dropout, a padding mask and, trainable,
-         * the scale's gradient): the kept ones' bits */
-        for (int32_t threads = 1; threads <= 3; threads += 2) {
+        /* recomputed weights or context (with dropout, a padding mask and,
+         * trainable, the scale's gradient): the kept ones' bits */
+        const uint32_t recompute[] = {TFM_RECOMPUTE_ATTENTION_WEIGHTS,
+                                      TFM_RECOMPUTE_ATTENTION_CONTEXT,
+                                      TFM_RECOMPUTE_ATTENTION_WEIGHTS |
+                                          TFM_RECOMPUTE_ATTENTION_CONTEXT};
+        for (int run = 0; run < 6; run++) {
+            int32_t threads = run % 2 ? 3 : 1;
             float out_r[B * T * D], grads_r[GRADS] = {0};
-            run_with_threads(threads, trainable, TFM_RECOMPUTE_ATTENTION_WEIGHTS, out_r, grads_r,
-                             GRADS);
+            run_with_threads(threads, trainable, recompute[run / 2], out_r, grads_r, GRADS);
             ck_assert_mem_eq(out_r, threads == 1 ? out1 : out3, sizeof out_r);
             ck_assert_mem_eq(grads_r, threads == 1 ? grads1 : grads3, sizeof grads_r);
         }
@@ -910,7 +914,7 @@ START_TEST(recompute_flags)
     tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.0f, rng);
     ck_assert_int_eq(tfm_layer_set_recompute(NULL, 0), TFM_ERR_NULL);
     assert_error(TFM_ERR_NULL, "layer");
-    ck_assert_int_eq(tfm_layer_set_recompute(layer, TFM_RECOMPUTE_ATTENTION_WEIGHTS | 4),
+    ck_assert_int_eq(tfm_layer_set_recompute(layer, TFM_RECOMPUTE_ATTENTION_WEIGHTS | 16),
                      TFM_ERR_ARG);
     assert_error(TFM_ERR_ARG, "TFM_RECOMPUTE_");
     ck_assert_int_eq(tfm_layer_set_recompute(layer, TFM_RECOMPUTE_NOTHING), TFM_OK);

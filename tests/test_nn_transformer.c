@@ -12,6 +12,8 @@
 
 enum { B = 2, T = 3, S = 4, D = 4, H = 2, DK = D / H, F = 8 };
 #define EPS 1e-5f
+enum { ALL_RECOMPUTED = TFM_RECOMPUTE_ATTENTION_WEIGHTS | TFM_RECOMPUTE_FEED_FORWARD_HIDDEN |
+                        TFM_RECOMPUTE_NORM_OUTPUTS | TFM_RECOMPUTE_ATTENTION_CONTEXT };
 
 /* --- helpers -------------------------------------------------------------------- */
 
@@ -637,9 +639,7 @@ START_TEST(input_gradients_against_reference)
     for (int vi = 0; vi < N_VARIANTS; vi++)
         for (int run = 0; run < 4; run++) {
             int decoder = run & 1;
-            uint32_t recompute = run >> 1 ? TFM_RECOMPUTE_ATTENTION_WEIGHTS |
-                                                TFM_RECOMPUTE_FEED_FORWARD_HIDDEN
-                                          : TFM_RECOMPUTE_NOTHING;
+            uint32_t recompute = run >> 1 ? ALL_RECOMPUTED : TFM_RECOMPUTE_NOTHING;
             variant v = variants[vi];
             tfm_rng *rng = tfm_rng_create(400 + (uint64_t)vi);
             tfm_params *p = tfm_params_create();
@@ -691,6 +691,82 @@ START_TEST(input_gradients_against_reference)
         }
     tfm_tensor_free(causal);
     tfm_tensor_free(padding);
+}
+END_TEST
+
+/* One training step through an encoder stack (final norm) into a decoder
+ * stack (none) and a lone decoder layer, dropout on: the output read after
+ * the backward and every gradient. frozen: every
+ * parameter but the feed-forwards' second linears, and the input, want no
+ * gradient (so no record keeps the hidden layer's input). */
+typedef struct step_result {
+    float out[B * T * D], x_grad[B * T * D], grads[8192];
+} step_result;
+
+static void stacks_step(variant v, uint32_t recompute, int frozen, step_result *r)
+{
+    tfm_rng *rng = tfm_rng_create(77);
+    tfm_params *p = tfm_params_create();
+    tfm_block_options o = block_options(v, 0.2f);
+    tfm_layer *enc = tfm_encoder_create(p, "enc", 2, &o, 1, rng);
+    tfm_layer *dec = tfm_decoder_create(p, "dec", 2, &o, 0, rng);
+    tfm_layer *last = tfm_decoder_layer_create(p, "last", &o, rng);
+    ck_assert(enc && dec && last);
+    randomize(p, 78);
+    ck_assert_int_le(tfm_params_numel(p), 8192);
+    for (int64_t i = 0; frozen && i < tfm_params_count(p); i++)
+        if (!strstr(tfm_params_name(p, i), "linear2"))
+            tfm_tensor_set_requires_grad(tfm_params_at(p, i), 0);
+    tfm_layer *layers[] = {enc, dec, last};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tfm_layer_set_recompute(layers[i], recompute), TFM_OK);
+    tfm_tensor *x = gc_random(3, (const int64_t[]){B, T, D}, 79);
+    tfm_tensor_set_requires_grad(x, !frozen);
+    tfm_tensor *causal = causal_mask(), *padding = padding_mask();
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *memory = tfm_encoder_forward(tape, enc, x, NULL, NULL);
+    tfm_tensor *h = memory ? tfm_decoder_forward(tape, dec, x, memory, causal, NULL, NULL, NULL)
+                           : NULL;
+    tfm_tensor *y = h ? tfm_decoder_layer_forward(tape, last, h, memory, causal, NULL, NULL, NULL)
+                      : NULL;
+    ck_assert_msg(y != NULL, "%s", tfm_last_error());
+    float seed[B * T * D];
+    for (int i = 0; i < B * T * D; i++)
+        seed[i] = (float)((i * 37 % 11) - 5) / 5.0f;
+    ck_assert_int_eq(tfm_tape_backward_with_grad(tape, y, seed, B * T * D), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_f32(y, r->out, B * T * D), TFM_OK);
+    memset(r->x_grad, 0, sizeof r->x_grad);
+    if (!frozen)
+        memcpy(r->x_grad, tfm_tensor_grad_f32(x), sizeof r->x_grad);
+    memset(r->grads, 0, sizeof r->grads);
+    memcpy(r->grads, tfm_params_grads(p), (size_t)tfm_params_numel(p) * sizeof(float));
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(causal);
+    tfm_tensor_free(padding);
+    for (int i = 0; i < 3; i++)
+        tfm_layer_free(layers[i]);
+    tfm_params_free(p);
+    tfm_rng_free(rng);
+}
+
+/* Whatever is recomputed, the same bits: outputs handed out stay kept, a
+ * norm's output is rebuilt where a later record reads it, and a hidden
+ * layer whose record is not kept is kept. (What it saves: bench/.) */
+START_TEST(recomputed_values_give_the_same_bits)
+{
+    static step_result kept, recomputed;
+    for (int vi = 0; vi < N_VARIANTS; vi++)
+        for (int frozen = 0; frozen < 2; frozen++) {
+            stacks_step(variants[vi], TFM_RECOMPUTE_NOTHING, frozen, &kept);
+            const uint32_t flags[] = {TFM_RECOMPUTE_NORM_OUTPUTS, TFM_RECOMPUTE_ATTENTION_CONTEXT,
+                                      TFM_RECOMPUTE_FEED_FORWARD_HIDDEN, ALL_RECOMPUTED};
+            for (int f = 0; f < 4; f++) {
+                stacks_step(variants[vi], flags[f], frozen, &recomputed);
+                ck_assert_msg(memcmp(&kept, &recomputed, sizeof kept) == 0,
+                              "variant %d, frozen %d, flags %u", vi, frozen, (unsigned)flags[f]);
+            }
+        }
 }
 END_TEST
 
@@ -958,6 +1034,7 @@ static Suite *transformer_suite(void)
     tcase_add_test(tc, layer_gradients_with_dropout);
     tcase_add_test(tc, stack_gradients);
     tcase_add_test(tc, input_gradients_against_reference);
+    tcase_add_test(tc, recomputed_values_give_the_same_bits);
     tcase_add_test(tc, dropout_in_training_only);
     tcase_add_test(tc, create_errors);
     tcase_add_test(tc, forward_errors);

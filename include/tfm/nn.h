@@ -72,7 +72,17 @@ enum {
      * ReLU feed-forwards: the backward runs the first linear again (about
      * 1.04x tutorial 002's step); all layers share one block of the
      * largest. GELU feed-forwards keep theirs. */
-    TFM_RECOMPUTE_FEED_FORWARD_HIDDEN = 2
+    TFM_RECOMPUTE_FEED_FORWARD_HIDDEN = 2,
+    /** The outputs [rows, d_model] of the layer norms inside encoder and
+     * decoder stacks: the backward normalises the kept input again (a few
+     * percent of tutorial 002's step); all share one block. A layer's or
+     * stack's own result (what a *_forward call returns) is kept. */
+    TFM_RECOMPUTE_NORM_OUTPUTS = 4,
+    /** The attention layers' context [B, T, d_model] before the output
+     * projection: the backward runs the attention (Q K^T, softmax,
+     * dropout, times V) again before the projection's; all share one
+     * block. */
+    TFM_RECOMPUTE_ATTENTION_CONTEXT = 8
 };
 /** Sets what the layer and its sublayers recompute (TFM_RECOMPUTE_*
  * flags; nothing, the default, keeps everything). Results and gradients

@@ -24,7 +24,8 @@ void tfm_tape_free(tfm_tape *tape)
         return;
     tfm__arena_release(&tape->arena);
     tfm__header_ring_release(&tape->headers);
-    free(tape->recompute_block);
+    for (int k = 0; k < TFM__RECOMPUTE_KINDS; k++)
+        free(tape->recompute[k].block);
     free(tape);
 }
 
@@ -48,9 +49,12 @@ int64_t tfm_tape_node_count(const tfm_tape *tape)
 
 int64_t tfm_tape_arena_bytes(const tfm_tape *tape)
 {
-    return tfm__check_tape("tfm_tape_arena_bytes", tape) < 0
-               ? -1
-               : (int64_t)(tape->arena.capacity + tape->recompute_bytes);
+    if (tfm__check_tape("tfm_tape_arena_bytes", tape) < 0)
+        return -1;
+    size_t bytes = tape->arena.capacity;
+    for (int k = 0; k < TFM__RECOMPUTE_KINDS; k++)
+        bytes += tape->recompute[k].bytes;
+    return (int64_t)bytes;
 }
 
 tfm_status tfm_tape_reset(tfm_tape *tape)
@@ -62,6 +66,8 @@ tfm_status tfm_tape_reset(tfm_tape *tape)
     tape->backward_done = 0;
     memset(tape->free_grads, 0, sizeof tape->free_grads);
     tfm__arena_reset(&tape->arena);
+    for (int k = 0; k < TFM__RECOMPUTE_KINDS; k++)
+        tape->recompute[k].holder = NULL;
     tape->generation++; /* every tensor made so far is stale */
     tfm__header_ring_reset(&tape->headers);
     return TFM_OK;
@@ -112,26 +118,29 @@ tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
     return t;
 }
 
-tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int32_t ndim,
+tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t ndim,
                                 const int64_t *shape)
 {
     int64_t numel = tfm__checked_numel(op, ndim, shape);
     if (numel < 0)
         return NULL;
     size_t bytes = (size_t)numel * sizeof(float);
-    if (bytes > tape->recompute_bytes) {
+    if (bytes > tape->recompute[kind].bytes) {
         void *grown = malloc(bytes);
         if (!grown) {
             tfm__fail(TFM_ERR_NOMEM, "%s: out of memory (%zu bytes)", op, bytes);
             return NULL;
         }
-        free(tape->recompute_block);
-        tape->recompute_block = grown;
-        tape->recompute_bytes = bytes;
+        free(tape->recompute[kind].block);
+        tape->recompute[kind].block = grown;
+        tape->recompute[kind].bytes = bytes;
     }
     tfm_tensor *t = new_header(tape, op, TFM_F32, ndim, shape, numel);
-    if (t)
-        t->data = tape->recompute_block;
+    if (t) {
+        t->data = tape->recompute[kind].block;
+        t->recomputed = 1 + kind;
+        tape->recompute[kind].holder = t;
+    }
     return t;
 }
 
@@ -269,6 +278,20 @@ static tfm_status prepare_input_grads(const char *op, tfm_tape *tape, tfm_node *
     return TFM_OK;
 }
 
+/* Puts t's values back in its recompute block, if it is a recomputed
+ * tensor another has displaced there: its record's inputs first. */
+static void restore_values(tfm_tape *tape, tfm_tensor *t)
+{
+    if (!t || !t->recomputed || tape->recompute[t->recomputed - 1].holder == t)
+        return;
+    tfm_node *producer = t->producer;
+    for (int32_t i = 0; i < producer->n_in; i++)
+        restore_values(tape, producer->in[i]);
+    t->data = tape->recompute[t->recomputed - 1].block;
+    producer->recompute(producer);
+    tape->recompute[t->recomputed - 1].holder = t;
+}
+
 static tfm_status run_backward(const char *op, const char *what, tfm_tape *tape,
                                tfm_tensor *output, const float *seed, int64_t count)
 {
@@ -305,6 +328,9 @@ static tfm_status run_backward(const char *op, const char *what, tfm_tape *tape,
         tfm_status s = prepare_input_grads(op, tape, node);
         if (s != TFM_OK)
             return s;
+        restore_values(tape, node->out);
+        for (int32_t i = 0; i < node->n_in; i++)
+            restore_values(tape, node->in[i]);
         node->backward(node);
         recycle_grad(tape, node->out);
     }

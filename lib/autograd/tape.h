@@ -17,11 +17,14 @@ typedef struct tfm_node tfm_node;
  * Called only when out->grad exists; every input that requires grad has a
  * zeroed or accumulating grad buffer by then. Must not allocate. */
 typedef void (*tfm_backward_fn)(tfm_node *node);
+/* Writes node->out's values again, as the forward did, into out->data. */
+typedef void (*tfm_recompute_fn)(tfm_node *node);
 
 struct tfm_node {
     tfm_node *prev;
     tfm_backward_fn backward;
     tfm_tensor *out;
+    tfm_recompute_fn recompute; /* set when out's values are recomputed */
     int64_t ints[6];     /* op-specific saved sizes, axes, flags */
     float floats[4];     /* op-specific saved scalars */
     void *saved[2];      /* op-specific arena buffers (statistics, masks) */
@@ -34,6 +37,16 @@ struct tfm_node {
  * serves the next gradient of that size, so backward holds only the live
  * gradients, not one per tensor. */
 #define TFM__GRAD_SIZES 128
+/* The kinds of recomputed values, one block each, as a record may read one
+ * of each at once (the output projection: a context and the residual, a
+ * norm's output; a hidden layer is computed from a norm's output). */
+enum {
+    TFM__RECOMPUTED_HIDDEN,
+    TFM__RECOMPUTED_NORM,
+    TFM__RECOMPUTED_CONTEXT,
+    TFM__RECOMPUTE_KINDS
+};
+
 typedef struct tfm_grad_free_list {
     size_t bytes;         /* 0: slot unused */
     void *head;           /* each free buffer starts with the next pointer */
@@ -48,10 +61,14 @@ struct tfm_tape {
     int64_t node_count;
     int32_t recording;
     int32_t backward_done;
-    /* values a backward recomputes (TFM_RECOMPUTE_*): one block, reused by
-     * every such tensor, grown to the largest and kept across resets */
-    void *recompute_block;
-    size_t recompute_bytes;
+    /* values a backward recomputes (TFM_RECOMPUTE_*): per kind one block,
+     * shared by every such tensor, grown to the largest and kept across
+     * resets; holder: the tensor whose values it holds now */
+    struct {
+        void *block;
+        size_t bytes;
+        const tfm_tensor *holder;
+    } recompute[TFM__RECOMPUTE_KINDS];
 };
 
 /* A tape-owned result with uninitialised values; NULL with the error set. */
@@ -65,11 +82,13 @@ tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
                           int32_t ndim, const int64_t *shape);
 /* Arena memory that lives until reset; NULL with the error set. */
 void *tfm__scratch(tfm_tape *tape, const char *op, size_t bytes);
-/* A float32 result whose values sit in the tape's recompute block, which
- * the next such result overwrites: an op reading it later must recompute
- * it first (into tape->recompute_block, which only grows, so it may have
- * moved). NULL with the error set. */
-tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int32_t ndim,
+/* A float32 result whose values sit in the tape's recompute block of the
+ * kind (TFM__RECOMPUTED_*), which the next such result overwrites. Only
+ * for a result that is recorded (tfm__wants_grad) and read by nothing past
+ * the next result of its kind in the forward; the op sets its record's
+ * recompute, and the backward computes the values again before a record
+ * that reads them runs. NULL with the error set. */
+tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t ndim,
                                 const int64_t *shape);
 
 /* Whether a record would be kept: recording, and some input requires grad. */

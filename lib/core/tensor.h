@@ -23,6 +23,7 @@ struct tfm_tensor {
     int32_t requires_grad;
     int32_t grad_recycled;    /* grad came from the tape and returns to it */
     struct tfm_node *producer; /* the op record that made it, if recorded */
+    int32_t recomputed;       /* 1 + the tape's recompute block (kind) holding the values */
     /* Tape-owned: the tape's reset counter and its value when the header was
      * made; the tensor is live while they agree. NULL when not tape-owned. */
     const uint64_t *tape_generation;

@@ -151,6 +151,7 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_lay
         .dropout = att->training ? att->dropout : 0.0f,
         .rng = att->rng,
         .recompute_weights = (att->recompute & TFM_RECOMPUTE_ATTENTION_WEIGHTS) != 0,
+        .recompute_context = (att->recompute & TFM_RECOMPUTE_ATTENTION_CONTEXT) != 0,
     };
     tfm_layer *const *c = att->children;
     tfm_heads q, k, v;

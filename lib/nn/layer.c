@@ -154,7 +154,8 @@ static void set_recompute(tfm_layer *layer, uint32_t what)
 
 tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, uint32_t what)
 {
-    if (what & ~(uint32_t)(TFM_RECOMPUTE_ATTENTION_WEIGHTS | TFM_RECOMPUTE_FEED_FORWARD_HIDDEN))
+    if (what & ~(uint32_t)(TFM_RECOMPUTE_ATTENTION_WEIGHTS | TFM_RECOMPUTE_FEED_FORWARD_HIDDEN |
+                           TFM_RECOMPUTE_NORM_OUTPUTS | TFM_RECOMPUTE_ATTENTION_CONTEXT))
         return tfm__fail(TFM_ERR_ARG, "%s: what %#x has flags other than TFM_RECOMPUTE_*", op,
                          (unsigned)what);
     for (int i = 0; i < n; i++)

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "nn/layer.h"
+#include "ops/layer_norm.h"
 #include "ops/linear.h"
 
 #define MAX_LAYERS 65536
@@ -141,16 +142,28 @@ tfm_layer *tfm_decoder_layer_create(tfm_params *params, const char *name,
 
 /* --- layer forwards ------------------------------------------------------------ */
 
+/* norm(x); internal: read by nothing past the stack's next norm, so that
+ * with TFM_RECOMPUTE_NORM_OUTPUTS the backward may compute it again. */
+static tfm_tensor *norm_output(tfm_tape *tape, const char *op, const tfm_layer *norm,
+                               const tfm_tensor *x, int internal)
+{
+    if (internal && (norm->recompute & TFM_RECOMPUTE_NORM_OUTPUTS))
+        return tfm__layer_norm_recomputed(tape, op, x, norm->weight, norm->bias, norm->eps);
+    return tfm_layer_norm_forward(tape, norm, x);
+}
+
 /* One residual sublayer around attention (memory NULL: self-attention) or,
  * when attn is NULL, the feed-forward:
  * post-norm norm(x + dropout(f(x))), pre-norm x + dropout(f(norm(x))).
- * mask is the merged one (tfm__attention_mask); op is the public call. */
+ * mask is the merged one (tfm__attention_mask); op is the public call;
+ * output_internal: the result is read only up to the stack's next norm. */
 static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *block,
                             const tfm_layer *attn, const tfm_layer *norm,
                             const tfm_layer *dropout, const tfm_tensor *x,
-                            const tfm_tensor *memory, const tfm_tensor *mask)
+                            const tfm_tensor *memory, const tfm_tensor *mask,
+                            int output_internal)
 {
-    const tfm_tensor *in = block->norm_first ? tfm_layer_norm_forward(tape, norm, x) : x;
+    const tfm_tensor *in = block->norm_first ? norm_output(tape, op, norm, x, 1) : x;
     const tfm_layer *ff = block->children[TFM__BLK_FF];
     if (!attn && (ff->recompute & TFM_RECOMPUTE_FEED_FORWARD_HIDDEN) &&
         ff->activation == TFM_ACTIVATION_RELU) {
@@ -164,7 +177,7 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
         tfm__linear_params b = {second->weight, second->bias, dropout->dropout,
                                 dropout->training, dropout->rng};
         tfm_tensor *sum = tfm__feed_forward_residual(tape, op, in, &a, &b, x);
-        return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
+        return block->norm_first || !sum ? sum : norm_output(tape, op, norm, sum, output_internal);
     }
     tfm_tensor *h = attn ? tfm__attention_context(tape, op, attn, in, memory ? memory : in, mask,
                                                   NULL)
@@ -176,33 +189,38 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
     tfm_tensor *sum = tfm__linear_residual(tape, op, h, last->weight, last->bias,
                                            dropout->training ? dropout->dropout : 0.0f,
                                            dropout->rng, x);
-    return block->norm_first ? sum : tfm_layer_norm_forward(tape, norm, sum);
+    return block->norm_first || !sum ? sum : norm_output(tape, op, norm, sum, output_internal);
 }
 
+/* output_internal: the layer's output is read only by the next layer of
+ * its stack or the stack's final norm. */
 static tfm_tensor *encoder_layer(tfm_tape *tape, const char *op, const tfm_layer *layer,
-                                 const tfm_tensor *x, const tfm_tensor *mask)
+                                 const tfm_tensor *x, const tfm_tensor *mask, int output_internal)
 {
     uint64_t mark = tfm__error_mark();
     tfm_layer *const *c = layer->children;
     tfm_tensor *h = sublayer(tape, op, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1],
-                             c[TFM__BLK_DROP1], x, NULL, mask);
-    h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL)
+                             c[TFM__BLK_DROP1], x, NULL, mask, 1);
+    h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL,
+                     output_internal)
           : NULL;
     return tfm__result_within(op, mark, h);
 }
 
 static tfm_tensor *decoder_layer(tfm_tape *tape, const char *op, const tfm_layer *layer,
                                  const tfm_tensor *x, const tfm_tensor *memory,
-                                 const tfm_tensor *self_mask, const tfm_tensor *memory_mask)
+                                 const tfm_tensor *self_mask, const tfm_tensor *memory_mask,
+                                 int output_internal)
 {
     uint64_t mark = tfm__error_mark();
     tfm_layer *const *c = layer->children;
     tfm_tensor *h = sublayer(tape, op, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1],
-                             c[TFM__BLK_DROP1], x, NULL, self_mask);
+                             c[TFM__BLK_DROP1], x, NULL, self_mask, 1);
     h = h ? sublayer(tape, op, layer, c[TFM__BLK_CROSS_ATTN], c[TFM__BLK_NORM2],
-                     c[TFM__BLK_DROP2], h, memory, memory_mask)
+                     c[TFM__BLK_DROP2], h, memory, memory_mask, 1)
           : NULL;
-    h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL)
+    h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL,
+                     output_internal)
           : NULL;
     return tfm__result_within(op, mark, h);
 }
@@ -245,7 +263,7 @@ tfm_tensor *tfm_encoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
     if (tfm__check_layer(op, layer, TFM_LAYER_ENCODER_LAYER) < 0 ||
         prepare(tape, op, layer, x, NULL, &masks, NULL, &merged, NULL) < 0)
         return NULL;
-    return encoder_layer(tape, op, layer, x, merged);
+    return encoder_layer(tape, op, layer, x, merged, 0);
 }
 
 tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
@@ -264,7 +282,7 @@ tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
     if (tfm__check_layer(op, layer, TFM_LAYER_DECODER_LAYER) < 0 ||
         prepare(tape, op, layer, x, memory, &self, &cross, &self_merged, &memory_merged) < 0)
         return NULL;
-    return decoder_layer(tape, op, layer, x, memory, self_merged, memory_merged);
+    return decoder_layer(tape, op, layer, x, memory, self_merged, memory_merged, 0);
 }
 
 /* --- stacks ------------------------------------------------------------------- */
@@ -340,6 +358,13 @@ static tfm_tensor *finish_stack(tfm_tape *tape, const tfm_layer *stack, const tf
     return h ? h : tfm_reshape(tape, x, x->ndim, x->shape);
 }
 
+/* Whether layer i's output is read only inside the stack: by the next
+ * layer or the final norm. */
+static int output_internal(const tfm_layer *stack, int32_t i)
+{
+    return i + 2 < stack->n_children || stack->children[stack->n_children - 1] != NULL;
+}
+
 tfm_tensor *tfm__encoder_run(tfm_tape *tape, const char *op, const tfm_layer *encoder,
                              const tfm_tensor *x, const tfm__masks *masks)
 {
@@ -350,7 +375,8 @@ tfm_tensor *tfm__encoder_run(tfm_tape *tape, const char *op, const tfm_layer *en
         return NULL;
     tfm_tensor *h = NULL;
     for (int32_t i = 0; i < encoder->n_children - 1; i++)
-        if (!(h = encoder_layer(tape, op, encoder->children[i], i ? h : x, mask)))
+        if (!(h = encoder_layer(tape, op, encoder->children[i], i ? h : x, mask,
+                                output_internal(encoder, i))))
             return NULL;
     return tfm__result_within(op, mark, finish_stack(tape, encoder, x, h));
 }
@@ -368,7 +394,7 @@ tfm_tensor *tfm__decoder_run(tfm_tape *tape, const char *op, const tfm_layer *de
     tfm_tensor *h = NULL;
     for (int32_t i = 0; i < decoder->n_children - 1; i++)
         if (!(h = decoder_layer(tape, op, decoder->children[i], i ? h : x, memory, self_mask,
-                                memory_mask)))
+                                memory_mask, output_internal(decoder, i))))
             return NULL;
     return tfm__result_within(op, mark, finish_stack(tape, decoder, x, h));
 }

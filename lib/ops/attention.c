@@ -387,6 +387,16 @@ static void weights_backward(tfm_node *node)
     run_backward(node, &a, weights_backward_range);
 }
 
+/* The context not kept (recompute_context), computed again as in the
+ * forward, its head weights in the scratch as when they are recomputed. */
+static void recompute_context(tfm_node *node)
+{
+    plan a = plan_of(node, node->out->shape[2] / node->ints[3]);
+    a.out = tfm__f32(node->out);
+    tfm__parallel_for(node->in[IN_Q]->shape[0] * a.heads, (int)(node->ints[5] & 0xffffffff),
+                      forward_range, &a);
+}
+
 static int check_heads(const char *op, const char *what, tfm_heads side, int64_t d_model)
 {
     if (tfm__check_input(op, what, side.x, TFM_F32) < 0)
@@ -470,7 +480,11 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
     if ((weights_out || !core->recompute_weights) &&
         !(weights = tfm__new_output(tape, op, TFM_F32, 4, weights_shape)))
         return NULL;
-    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, 3, (const int64_t[]){batch, T, d});
+    const tfm_tensor *in[IN_COUNT] = {q.x, k.x, v.x, core->scale, weights, core->mask};
+    const int64_t out_shape[3] = {batch, T, d};
+    tfm_tensor *out = core->recompute_context && tfm__wants_grad(tape, IN_COUNT, in)
+                          ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_CONTEXT, 3, out_shape)
+                          : tfm__new_output(tape, op, TFM_F32, 3, out_shape);
     tfm_broadcast bc;
     if (!out || (core->mask && tfm__mask_broadcast(op, &shape_only, core->mask, &bc) < 0))
         return NULL;
@@ -496,7 +510,6 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
     };
     tfm__parallel_for(batch * heads, workers, forward_range, &a);
     tfm_node *node;
-    const tfm_tensor *in[IN_COUNT] = {q.x, k.x, v.x, core->scale, weights, core->mask};
     if (tfm__record(tape, op, out, attention_backward, IN_COUNT, in, &node) < 0)
         return NULL;
     if (node) {
@@ -514,6 +527,8 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         node->floats[0] = alpha;
         node->floats[1] = p;
         node->floats[2] = a.keep_scale;
+        if (out->recomputed)
+            node->recompute = recompute_context;
     }
     if (weights_out && !(*weights_out = weights_for_caller(tape, op, weights, node)))
         return NULL;

@@ -22,6 +22,9 @@ typedef struct tfm_attention_core {
     float dropout;            /* on the weights; 0 when not training */
     tfm_rng *rng;
     int recompute_weights;    /* the backward recomputes the weights */
+    /* a recorded context is not kept but computed again in the backward:
+     * for a context read only by the output projection */
+    int recompute_context;
 } tfm_attention_core;
 
 /* q, k, v -> context [B, T, heads * d_k], keys and values of length S.

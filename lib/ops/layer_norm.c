@@ -136,10 +136,24 @@ void tfm__layer_norm_rows(const float *x, int64_t rows, int64_t n, const float *
     tfm__parallel_for(rows, tfm__workers_for(rows * n), normalise_rows, &j);
 }
 
-tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
-                           const tfm_tensor *bias, float eps)
+/* The output not kept (TFM_RECOMPUTE_NORM_OUTPUTS), computed again from the
+ * input as in the forward; the same bits, as a row's values do not depend
+ * on the split among threads. */
+static void recompute_output(tfm_node *node)
 {
-    const char *op = "tfm_layer_norm";
+    const tfm_tensor *x = node->in[0];
+    const tfm_tensor *weight = node->ints[0] ? node->in[1] : NULL;
+    const tfm_tensor *bias = node->ints[1] ? node->in[1 + node->ints[0]] : NULL;
+    int64_t n = x->shape[x->ndim - 1];
+    tfm__layer_norm_rows(tfm__f32(x), x->numel / n, n, weight ? tfm__f32(weight) : NULL,
+                         bias ? tfm__f32(bias) : NULL, node->floats[0], tfm__f32(node->out),
+                         NULL, NULL);
+}
+
+static tfm_tensor *layer_norm(const char *op, tfm_tape *tape, const tfm_tensor *x,
+                              const tfm_tensor *weight, const tfm_tensor *bias, float eps,
+                              int recomputed)
+{
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0 ||
         (weight && check_param(op, "weight", weight, x) < 0) ||
         (bias && check_param(op, "bias", bias, x) < 0))
@@ -155,11 +169,15 @@ tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor
     if (bias)
         in[n_in++] = bias;
     int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
-    tfm_tensor *out = tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
+    int wants_grad = tfm__wants_grad(tape, n_in, in);
+    tfm_tensor *out =
+        recomputed && wants_grad
+            ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_NORM, x->ndim, x->shape)
+            : tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
     if (!out)
         return NULL;
     float *mean = NULL, *rstd = NULL;
-    if (tfm__wants_grad(tape, n_in, in)) {
+    if (wants_grad) {
         mean = tfm__scratch(tape, op, 2 * (size_t)rows * sizeof *mean);
         if (!mean)
             return NULL;
@@ -177,6 +195,22 @@ tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor
         node->ints[1] = bias != NULL;
         node->saved[0] = mean;
         node->saved[1] = rstd;
+        node->floats[0] = eps;
+        if (out->recomputed)
+            node->recompute = recompute_output;
     }
     return out;
+}
+
+tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
+                           const tfm_tensor *bias, float eps)
+{
+    return layer_norm("tfm_layer_norm", tape, x, weight, bias, eps, 0);
+}
+
+tfm_tensor *tfm__layer_norm_recomputed(tfm_tape *tape, const char *op, const tfm_tensor *x,
+                                       const tfm_tensor *weight, const tfm_tensor *bias,
+                                       float eps)
+{
+    return layer_norm(op, tape, x, weight, bias, eps, 1);
 }

@@ -124,13 +124,11 @@ static void compute_output(const elementwise_job *j, const float *x, const float
         tfm__parallel_for(n, tfm__workers_for(n), finish_output, (void *)j);
 }
 
-/* A feed-forward's hidden layer kept in the tape's recompute block
- * (saved[1]: the tape), computed again as in its forward. */
-static void recompute_hidden(tfm_node *hidden)
+/* The output not kept (a feed-forward's hidden layer), computed again as in
+ * the forward. */
+static void recompute_output(tfm_node *hidden)
 {
-    tfm_tape *tape = hidden->saved[1];
     const tfm_tensor *b = hidden->in[2];
-    hidden->out->data = tape->recompute_block;
     elementwise_job j = {
         .mode = (int)hidden->ints[3], .p = hidden->floats[0], .keep_scale = hidden->floats[1],
         .mask = {(uint64_t)hidden->ints[4], (uint32_t)hidden->ints[5]},
@@ -141,13 +139,9 @@ static void recompute_hidden(tfm_node *hidden)
 }
 
 /* node->in: x, weight, bias, residual. ints: rows, in, out, mode, the
- * dropout mask's key and first counter; floats: p, 1 / (1 - p). saved[0]:
- * the node of a recomputed x (a feed-forward's second linear); saved[1]:
- * the tape whose recompute block holds the output. */
+ * dropout mask's key and first counter; floats: p, 1 / (1 - p). */
 static void linear_backward(tfm_node *node)
 {
-    if (node->saved[0])
-        recompute_hidden(node->saved[0]);
     const tfm_tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
     int rows = (int)node->ints[0], in = (int)node->ints[1], out = (int)node->ints[2];
     int64_t n = node->out->numel;
@@ -171,13 +165,13 @@ static void linear_backward(tfm_node *node)
 }
 
 /* Dropout with probability p from rng follows the activation in training;
- * p is checked either way, as tfm_dropout checks it. recomputed: the
- * output goes to the tape's recompute block, and *node (if kept) is the
- * record that can compute it again. */
+ * p is checked either way, as tfm_dropout checks it. recomputed: a
+ * recorded output is not kept but computed again in the backward (a
+ * feed-forward's hidden layer, read only by the next linear). */
 static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                           const tfm_tensor *w, const tfm_tensor *b, int mode, float p,
                           int training, tfm_rng *rng, const tfm_tensor *residual,
-                          int recomputed, tfm_node **node_out)
+                          int recomputed)
 {
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 ||
         tfm__check_input(op, "weight", w, TFM_F32) < 0 ||
@@ -218,8 +212,10 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                   tfm__shape_str(residual, xs, sizeof xs));
         return NULL;
     }
-    tfm_tensor *y = recomputed ? tfm__new_recomputed(tape, op, x->ndim, shape)
-                               : tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
+    const tfm_tensor *inputs[4] = {x, w, b, mode == RESIDUAL ? residual : NULL};
+    tfm_tensor *y = recomputed && tfm__wants_grad(tape, 4, inputs)
+                        ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_HIDDEN, x->ndim, shape)
+                        : tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
     if (!y)
         return NULL;
     /* the mask tfm_dropout would draw from the same rng */
@@ -231,8 +227,7 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
     };
     compute_output(&j, tfm__f32(x), tfm__f32(w), rows, in);
     tfm_node *node;
-    if (tfm__record(tape, op, y, linear_backward, 4,
-                    (const tfm_tensor *[]){x, w, b, mode == RESIDUAL ? residual : NULL}, &node) < 0)
+    if (tfm__record(tape, op, y, linear_backward, 4, inputs, &node) < 0)
         return NULL;
     if (node) {
         const int64_t ints[6] = {rows, in, out_features, mode, (int64_t)j.mask.key,
@@ -241,24 +236,22 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
             node->ints[i] = ints[i];
         node->floats[0] = p;
         node->floats[1] = j.keep_scale;
-        node->saved[0] = NULL;
-        node->saved[1] = recomputed ? tape : NULL;
+        if (y->recomputed)
+            node->recompute = recompute_output;
     }
-    if (node_out)
-        *node_out = node;
     return y;
 }
 
 tfm_tensor *tfm_linear(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                        const tfm_tensor *bias)
 {
-    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, 0, NULL, NULL, 0, NULL);
+    return linear("tfm_linear", tape, x, weight, bias, PLAIN, 0.0f, 0, NULL, NULL, 0);
 }
 
 tfm_tensor *tfm_linear_relu(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                             const tfm_tensor *bias)
 {
-    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, 0, NULL, NULL, 0, NULL);
+    return linear("tfm_linear_relu", tape, x, weight, bias, RELU, 0.0f, 0, NULL, NULL, 0);
 }
 
 tfm_tensor *tfm_linear_relu_dropout(tfm_tape *tape, const tfm_tensor *x,
@@ -266,14 +259,14 @@ tfm_tensor *tfm_linear_relu_dropout(tfm_tape *tape, const tfm_tensor *x,
                                     int32_t training, tfm_rng *rng)
 {
     return linear("tfm_linear_relu_dropout", tape, x, weight, bias, RELU, p, training, rng, NULL,
-                  0, NULL);
+                  0);
 }
 
 tfm_tensor *tfm__linear_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
                                  const tfm_tensor *weight, const tfm_tensor *bias, float p,
                                  tfm_rng *rng, const tfm_tensor *residual)
 {
-    return linear(op, tape, x, weight, bias, RESIDUAL, p, 1, rng, residual, 0, NULL);
+    return linear(op, tape, x, weight, bias, RESIDUAL, p, 1, rng, residual, 0);
 }
 
 tfm_tensor *tfm__feed_forward_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
@@ -281,14 +274,9 @@ tfm_tensor *tfm__feed_forward_residual(tfm_tape *tape, const char *op, const tfm
                                        const tfm__linear_params *second,
                                        const tfm_tensor *residual)
 {
-    tfm_node *hidden_node = NULL, *sum_node = NULL;
     tfm_tensor *hidden = linear(op, tape, x, first->weight, first->bias, RELU, first->p,
-                                first->training, first->rng, NULL, 1, &hidden_node);
-    tfm_tensor *sum = hidden ? linear(op, tape, hidden, second->weight, second->bias, RESIDUAL,
-                                      second->p, second->training, second->rng, residual, 0,
-                                      &sum_node)
-                             : NULL;
-    if (sum_node)
-        sum_node->saved[0] = hidden_node; /* adjacent on the tape: nothing runs between */
-    return sum;
+                                first->training, first->rng, NULL, 1);
+    return hidden ? linear(op, tape, hidden, second->weight, second->bias, RESIDUAL, second->p,
+                           second->training, second->rng, residual, 0)
+                  : NULL;
 }

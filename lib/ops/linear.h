@@ -21,9 +21,9 @@ typedef struct tfm__linear_params {
 
 /* residual + dropout2(dropout1(relu(x W1^T + b1)) W2^T + b2), the ReLU
  * feed-forward sublayer, with its hidden layer in the tape's recompute
- * block instead of the arena: the second linear's backward computes it
- * again (one more x W1^T). The same bits as tfm_linear_relu_dropout and
- * tfm__linear_residual apart. */
+ * block instead of the arena: the backward computes it again (one more
+ * x W1^T) before the second linear's. The same bits as
+ * tfm_linear_relu_dropout and tfm__linear_residual apart. */
 tfm_tensor *tfm__feed_forward_residual(tfm_tape *tape, const char *op, const tfm_tensor *x,
                                        const tfm__linear_params *first,
                                        const tfm__linear_params *second,

@@ -95,7 +95,8 @@ def test_recomputing_in_the_backward_changes_no_bit():
         fit(model, tfm.Adam(model, lr=1e-2), [np.arange(12, dtype=np.int32).reshape(2, 6) % 13] * 3)
         return model.state_dict()
     kept = trained()
-    recomputed = trained(attention_weights=True, feed_forward_hidden=True)
+    recomputed = trained(attention_weights=True, feed_forward_hidden=True, norm_outputs=True,
+                         attention_context=True)
     for name, value in kept.items():
         np.testing.assert_array_equal(recomputed[name], value)
 

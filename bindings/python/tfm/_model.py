@@ -372,11 +372,14 @@ class Model(Handle):
         check(lib.tfm_model_set_training(self._ptr(), int(training)))
         return self
 
-    def recompute(self, attention_weights=False, feed_forward_hidden=False):
+    def recompute(self, attention_weights=False, feed_forward_hidden=False, norm_outputs=False,
+                  attention_context=False):
         """What the backward computes again instead of keeping on the tape:
         memory for time, the same results."""
         what = (lib.TFM_RECOMPUTE_ATTENTION_WEIGHTS if attention_weights else 0) | \
-               (lib.TFM_RECOMPUTE_FEED_FORWARD_HIDDEN if feed_forward_hidden else 0)
+               (lib.TFM_RECOMPUTE_FEED_FORWARD_HIDDEN if feed_forward_hidden else 0) | \
+               (lib.TFM_RECOMPUTE_NORM_OUTPUTS if norm_outputs else 0) | \
+               (lib.TFM_RECOMPUTE_ATTENTION_CONTEXT if attention_context else 0)
         check(lib.tfm_model_set_recompute(self._ptr(), what))
         return self
 
