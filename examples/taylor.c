@@ -775,10 +775,13 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
         goto done;
     }
 
-    printf("Training: batch %lld (%lld batches an epoch%s), Adam lr %g (%s schedule), "
+    char optimizer[64] = "Adam";
+    if (c->weight_decay > 0)
+        snprintf(optimizer, sizeof optimizer, "AdamW (weight decay %g)", c->weight_decay);
+    printf("Training: batch %lld (%lld batches an epoch%s), %s lr %g (%s schedule), "
            "iterations %lld, time limit %s; monitoring every %lld\n",
            (long long)c->batch, (long long)per_epoch,
-           c->bucket ? ", bucketed by target length" : "", c->lr, c->schedule,
+           c->bucket ? ", bucketed by target length" : "", optimizer, c->lr, c->schedule,
            (long long)c->iterations, c->time_limit > 0 ? "on" : "none", (long long)c->step);
     fflush(stdout);
     tfm_model_set_training(model, 1);
