@@ -41,9 +41,10 @@ SGEMM_FRACTION = 0.85  # of the 002 step
 MEMORY_RATIO = 0.5     # libtfm / PyTorch peak RSS, 002 step, at most
 SPEEDUP = 1.8          # libtfm's 002 step, 2 threads over 1
 # libtfm's training step with tfm_model_set_recompute(attention weights |
-# feed-forward hidden): tfm-bench --recompute 3
+# feed-forward hidden | norm outputs | attention context): tfm-bench
+# --recompute 15
 RECOMPUTED = 'train-recompute'
-RECOMPUTE_FLAGS = 3
+RECOMPUTE_FLAGS = 15
 # The PyTorch anchors: the tutorials' code, the same work written with
 # PyTorch's fast modules (bench/torch/bench.py --style fast), and in C++ on
 # libtorch (BUILD/bench/tfm-bench-libtorch, built with
