@@ -62,6 +62,15 @@ static inline uint32_t tfm__counter_threshold(float p)
     return t >= 4294967295.0 ? 4294967295u : (uint32_t)t;
 }
 
+/* Dropout of one element: x * keep_scale where the mask (key, threshold
+ * from tfm__counter_threshold) keeps the element at counter, else 0.
+ * Inlined into loops that stay vectorised. */
+static inline float tfm__dropped(uint64_t key, uint32_t counter, uint32_t threshold, float x,
+                                 float keep_scale)
+{
+    return tfm__counter_bits(key, counter) >= threshold ? x * keep_scale : 0.0f;
+}
+
 /* The parameters of the tensor fillers' distributions, checked alike by
  * tfm_tensor_uniform/normal and tfm_init_uniform/normal: TFM_OK, or
  * TFM_ERR_ARG naming op. */

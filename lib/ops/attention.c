@@ -199,8 +199,7 @@ TFM__INLINE void drop_weights(const float *w, float *d, int64_t count, tfm__mask
     uint32_t threshold = tfm__counter_threshold(p), first = drop.first + (uint32_t)offset;
 #pragma omp simd
     for (int64_t i = 0; i < count; i++)
-        d[i] = tfm__counter_bits(drop.key, first + (uint32_t)i) >= threshold ? w[i] * keep_scale
-                                                                             : 0.0f;
+        d[i] = tfm__dropped(drop.key, first + (uint32_t)i, threshold, w[i], keep_scale);
 }
 
 /* One head's weights [T, S]: softmax(alpha Q K^T, masked); kt [dk, S] is

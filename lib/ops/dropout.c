@@ -25,13 +25,11 @@ static TFM__KERNEL(masked, (const float *x, float *y, int64_t n, uint64_t key, u
     if (accumulate)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
-            y[i] += tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? x[i] * scale
-                                                                             : 0.0f;
+            y[i] += tfm__dropped(key, first + (uint32_t)i, threshold, x[i], scale);
     else
 #pragma omp simd
         for (int64_t i = 0; i < n; i++)
-            y[i] = tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? x[i] * scale
-                                                                            : 0.0f;
+            y[i] = tfm__dropped(key, first + (uint32_t)i, threshold, x[i], scale);
 }
 
 /* ints: the mask's key and first counter; floats: p, the scale 1/(1-p). */

@@ -50,18 +50,17 @@ static TFM__KERNEL(finish_output, (void *ctx, int64_t begin, int64_t end, int wo
     if (j->mode == RELU && j->p > 0.0f)
 #pragma omp simd
         for (int64_t i = begin; i < end; i++)
-            y[i] = !(y[i] <= 0.0f) && tfm__counter_bits(key, first + (uint32_t)i) >= threshold
-                       ? y[i] * keep_scale
-                       : 0.0f;
+            y[i] = !(y[i] <= 0.0f) ? tfm__dropped(key, first + (uint32_t)i, threshold, y[i],
+                                                  keep_scale)
+                                   : 0.0f;
     else if (j->mode == RELU)
         for (int64_t i = begin; i < end; i++)
             y[i] = y[i] <= 0.0f ? 0.0f : y[i];
     else if (j->mode == RESIDUAL && j->p > 0.0f)
 #pragma omp simd
         for (int64_t i = begin; i < end; i++)
-            y[i] = residual[i] +
-                   (tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? y[i] * keep_scale
-                                                                             : 0.0f);
+            y[i] = residual[i] + tfm__dropped(key, first + (uint32_t)i, threshold, y[i],
+                                              keep_scale);
     else if (j->mode == RESIDUAL)
         for (int64_t i = begin; i < end; i++)
             y[i] += residual[i];
@@ -82,8 +81,7 @@ static TFM__KERNEL(gradient_of_product, (void *ctx, int64_t begin, int64_t end, 
             uint64_t key = j->mask.key;
 #pragma omp simd
             for (int64_t i = begin; i < end; i++)
-                g[i] = tfm__counter_bits(key, first + (uint32_t)i) >= threshold ? g[i] * keep_scale
-                                                                                : 0.0f;
+                g[i] = tfm__dropped(key, first + (uint32_t)i, threshold, g[i], keep_scale);
         }
     } else if (j->mode == RELU) {
         const float *y = j->y;
