@@ -118,9 +118,12 @@ tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
     return t;
 }
 
-tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t ndim,
+tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t n_in,
+                                const tfm_tensor *const *in, int32_t ndim,
                                 const int64_t *shape)
 {
+    if (!tfm__wants_grad(tape, n_in, in))
+        return tfm__new_output(tape, op, TFM_F32, ndim, shape);
     int64_t numel = tfm__checked_numel(op, ndim, shape);
     if (numel < 0)
         return NULL;

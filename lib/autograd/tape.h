@@ -82,13 +82,16 @@ tfm_tensor *tfm__new_view(tfm_tape *tape, const char *op, const tfm_tensor *src,
                           int32_t ndim, const int64_t *shape);
 /* Arena memory that lives until reset; NULL with the error set. */
 void *tfm__scratch(tfm_tape *tape, const char *op, size_t bytes);
-/* A float32 result whose values sit in the tape's recompute block of the
- * kind (TFM__RECOMPUTED_*), which the next such result overwrites. Only
- * for a result that is recorded (tfm__wants_grad) and read by nothing past
- * the next result of its kind in the forward; the op sets its record's
- * recompute, and the backward computes the values again before a record
- * that reads them runs. NULL with the error set. */
-tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t ndim,
+/* A float32 result of an op of inputs in[n_in] whose values sit in the
+ * tape's recompute block of the kind (TFM__RECOMPUTED_*), which the next
+ * such result overwrites: for a result read by nothing past that point in
+ * the forward. The op sets its record's recompute, and the backward
+ * computes the values again before a record that reads them runs. A
+ * result that will not be recorded (no input requires grad) cannot be
+ * recomputed, and is kept as tfm__new_output's: a later record may read
+ * it. NULL with the error set. */
+tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t n_in,
+                                const tfm_tensor *const *in, int32_t ndim,
                                 const int64_t *shape);
 
 /* Whether a record would be kept: recording, and some input requires grad. */

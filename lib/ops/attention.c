@@ -481,9 +481,10 @@ tfm_tensor *tfm__attention(tfm_tape *tape, const char *op, tfm_heads q, tfm_head
         return NULL;
     const tfm_tensor *in[IN_COUNT] = {q.x, k.x, v.x, core->scale, weights, core->mask};
     const int64_t out_shape[3] = {batch, T, d};
-    tfm_tensor *out = core->recompute_context && tfm__wants_grad(tape, IN_COUNT, in)
-                          ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_CONTEXT, 3, out_shape)
-                          : tfm__new_output(tape, op, TFM_F32, 3, out_shape);
+    tfm_tensor *out =
+        core->recompute_context
+            ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_CONTEXT, IN_COUNT, in, 3, out_shape)
+            : tfm__new_output(tape, op, TFM_F32, 3, out_shape);
     tfm_broadcast bc;
     if (!out || (core->mask && tfm__mask_broadcast(op, &shape_only, core->mask, &bc) < 0))
         return NULL;

@@ -169,15 +169,13 @@ static tfm_tensor *layer_norm(const char *op, tfm_tape *tape, const tfm_tensor *
     if (bias)
         in[n_in++] = bias;
     int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
-    int wants_grad = tfm__wants_grad(tape, n_in, in);
     tfm_tensor *out =
-        recomputed && wants_grad
-            ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_NORM, x->ndim, x->shape)
-            : tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
+        recomputed ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_NORM, n_in, in, x->ndim, x->shape)
+                   : tfm__new_output(tape, op, TFM_F32, x->ndim, x->shape);
     if (!out)
         return NULL;
     float *mean = NULL, *rstd = NULL;
-    if (wants_grad) {
+    if (tfm__wants_grad(tape, n_in, in)) {
         mean = tfm__scratch(tape, op, 2 * (size_t)rows * sizeof *mean);
         if (!mean)
             return NULL;

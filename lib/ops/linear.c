@@ -211,9 +211,9 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
         return NULL;
     }
     const tfm_tensor *inputs[4] = {x, w, b, mode == RESIDUAL ? residual : NULL};
-    tfm_tensor *y = recomputed && tfm__wants_grad(tape, 4, inputs)
-                        ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_HIDDEN, x->ndim, shape)
-                        : tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
+    tfm_tensor *y =
+        recomputed ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_HIDDEN, 4, inputs, x->ndim, shape)
+                   : tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
     if (!y)
         return NULL;
     /* the mask tfm_dropout would draw from the same rng */
