@@ -260,10 +260,14 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
         /* the last warm-up step shows the GEMMs, whole */
         recording = i == warmup - 1;
         int threads = tfm_get_num_threads();
-        if (recording)
+        tfm_matmul_precision precision = tfm_get_matmul_precision();
+        if (recording) { /* every product through cblas_sgemm, on one thread */
             tfm_set_num_threads(1);
+            tfm_set_matmul_precision(TFM_MATMUL_FLOAT32);
+        }
         ok = train_step(tape, model, adam, c, &b) == TFM_OK;
         tfm_set_num_threads(threads);
+        tfm_set_matmul_precision(precision);
         recording = 0;
     }
     long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();
@@ -365,7 +369,7 @@ static void usage(const char *program)
     fprintf(stderr,
             "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
             "[--sources N] [--decode-batch N] [--beam N] [--batch N] [--threads N] [--sgemm 0|1] "
-            "[--recompute FLAGS]\n",
+            "[--recompute FLAGS] [--precision float32|bfloat16]\n",
             program);
 }
 
@@ -374,6 +378,7 @@ int main(int argc, char **argv)
     const char *config_name = "003", *what = "train";
     long steps = 10, warmup = 3, sources = 750, decode_batch = 250, batch = 0, time_sgemm = 1;
     long threads = 1, beam = 1, recompute = 0;
+    const char *precision = "float32";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *flag = argv[i], *value = argv[i + 1];
         if (!strcmp(flag, "--config"))
@@ -396,6 +401,8 @@ int main(int argc, char **argv)
             beam = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--recompute")) /* TFM_RECOMPUTE_* flags: 1, the weights */
             recompute = strtol(value, NULL, 10);
+        else if (!strcmp(flag, "--precision"))
+            precision = value;
         else if (!strcmp(flag, "--decode-batch"))
             decode_batch = strtol(value, NULL, 10);
         else {
@@ -420,7 +427,13 @@ int main(int argc, char **argv)
         return 2;
     }
     *(void **)&real_sgemm = dlsym(RTLD_NEXT, "cblas_sgemm"); /* POSIX's way */
-    if (tfm_set_num_threads((int32_t)threads) != TFM_OK) {
+    int bf16 = !strcmp(precision, "bfloat16");
+    if (!bf16 && strcmp(precision, "float32")) {
+        usage(argv[0]);
+        return 2;
+    }
+    if (tfm_set_num_threads((int32_t)threads) != TFM_OK ||
+        (bf16 && tfm_set_matmul_precision(TFM_MATMUL_BFLOAT16) != TFM_OK)) {
         fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
         return 2;
     }
@@ -438,10 +451,11 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &usage_now);
     printf("{\"impl\":\"libtfm\",\"config\":\"%s\",\"what\":\"%s\",\"batch\":%lld,"
            "\"tfm_threads\":%ld,\"steps\":%d,\"median_ms\":%.3f,\"min_ms\":%.3f,\"peak_rss_mb\":%.1f,"
-           "\"allocs_per_step\":%.1f,\"libtfm_allocs_per_step\":%.1f,\"cpu_path\":\"%s\"",
+           "\"allocs_per_step\":%.1f,\"libtfm_allocs_per_step\":%.1f,\"cpu_path\":\"%s\","
+           "\"precision\":\"%s\"",
            c->name, what, (long long)c->batch, threads, r.steps, r.median_ms, r.min_ms,
            (double)usage_now.ru_maxrss / 1024.0, (double)r.allocs / r.steps,
-           (double)r.libtfm_allocs / r.steps, tfm_cpu_path());
+           (double)r.libtfm_allocs / r.steps, tfm_cpu_path(), precision);
     if (train) {
         printf(",\"tape_mb\":%.1f,\"gemm_gflop\":%.4f,\"gemm_shapes\":%d,\"recompute\":%ld",
                r.tape_mb, gemm_gflop(), shape_count, recompute);

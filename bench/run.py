@@ -50,6 +50,19 @@ RECOMPUTE_FLAGS = 15
 # libtorch (BUILD/bench/tfm-bench-libtorch, built with
 # -Dlibtorch_bench=enabled); ratios are taken against the fastest.
 ANCHORS = ['pytorch', 'pytorch-fast', 'libtorch']
+# libtfm's step with bfloat16 products (tfm-bench --precision bfloat16, on
+# CPUs with AVX512_BF16), against the float32 anchors and PyTorch's own
+# mixed precision: the fast twin under CPU autocast to bfloat16.
+BF16 = 'train-bf16'
+BF16_ANCHOR = 'pytorch-fast-bf16'
+
+
+def cpu_has_bf16():
+    try:
+        with open('/proc/cpuinfo') as f:
+            return ' avx512_bf16' in f.read()
+    except OSError:
+        return False
 
 
 def anchors_in(build):
@@ -58,9 +71,11 @@ def anchors_in(build):
     return [a for a in ANCHORS if a != 'libtorch' or have]
 
 
-def jobs(configs, decode=True):
+def jobs(configs, decode=True, bf16=False):
     """(config, what, threads, with PyTorch) in run order."""
     out = [(c, 'train', 2, True) for c in configs]
+    if bf16:
+        out += [(c, BF16, 2, True) for c in configs]
     if '002' in configs:  # libtfm's 002 step recomputing what it may (its memory)
         out.append(('002', RECOMPUTED, 2, False))
     if '003' in configs and decode:
@@ -97,9 +112,12 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
         extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}
         argv = [os.path.join(build, 'bench', 'tfm-bench-libtorch'), '--threads', str(threads)] \
             if impl == 'libtorch' else [PYTHON, TWIN, '--threads', str(threads)]
-        if impl == 'pytorch-fast':
+        if impl in ('pytorch-fast', BF16_ANCHOR):
             argv += ['--style', 'fast']
     argv += ['--config', config, '--what', what]
+    if what == BF16:
+        argv[argv.index(what)] = 'train'
+        argv += ['--precision', 'bfloat16']
     if what.startswith('train'):
         argv += ['--steps', str(counts['steps']), '--warmup', str(counts['warmup'])]
     if what == RECOMPUTED:
@@ -153,7 +171,8 @@ def run_all(a, log):
     records = []
     for env_name in envs:
         for r in range(a.rounds):
-            for config, what, threads, with_torch in jobs(a.configs, not a.train_only):
+            for config, what, threads, with_torch in jobs(a.configs, not a.train_only,
+                                                          a.bf16):
                 if a.versus:
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
@@ -161,9 +180,10 @@ def run_all(a, log):
                 elif (config == '002' or what != 'train') and r > 0:
                     continue
                 counts = counts_for(a, config)
+                anchors = anchors_in(a.build) if what == 'train' else \
+                    [BF16_ANCHOR] if what == BF16 else ['pytorch']
                 impls = ['versus', 'libtfm'] if a.versus else \
-                    ['libtfm'] + (anchors_in(a.build) if what == 'train' else ['pytorch']) \
-                    if with_torch else ['libtfm']
+                    ['libtfm'] + anchors if with_torch else ['libtfm']
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
@@ -200,8 +220,12 @@ def best(records, env, impl, config, what, threads):
 
 
 def fastest_anchor(records, env, config, what, threads):
-    """The fastest PyTorch anchor's best record, or None."""
-    found = [best(records, env, impl, config, what, threads) for impl in ANCHORS]
+    """The fastest PyTorch anchor's best record, or None; libtfm's bfloat16
+    step is held against the float32 anchors and PyTorch's bfloat16 one."""
+    found = [best(records, env, impl, config, 'train' if what == BF16 else what, threads)
+             for impl in ANCHORS]
+    if what == BF16:
+        found.append(best(records, env, BF16_ANCHOR, config, what, threads))
     return min((r for r in found if r), key=lambda r: r['median_ms'], default=None)
 
 
@@ -279,10 +303,13 @@ def targets(bests):
     def get(*key):
         return bests.get(key, (None, None))
     for config, target in TRAIN_RATIO.items():
-        t, p = get(config, 'train', 2)
-        if t or p:
-            lines.append(verdict(f'{config} train ratio (2 threads)',
-                                 ratio(p and p['median_ms'], t and t['median_ms']), target, True))
+        for what, name in (('train', ''), (BF16, ', bfloat16 products')):
+            t, p = get(config, what, 2)
+            if t or p:
+                lines.append(verdict(f'{config} train ratio{name} (2 threads, against '
+                                     f'{p["impl"] if p else "-"})',
+                                     ratio(p and p['median_ms'], t and t['median_ms']), target,
+                                     True))
     t, p = get('003', 'decode', 2)
     if t or p:
         lines.append(verdict('003 decode ratio (2 threads)',
@@ -380,6 +407,9 @@ def main():
                    help='time libtfm from this build too (e.g. -Dnative=true), not PyTorch')
     p.add_argument('--configs', default=','.join(CONFIGS))
     p.add_argument('--train-only', action='store_true', help='no decoding job')
+    p.add_argument('--bf16', choices=['auto', 'yes', 'no'], default='auto',
+                   help='also time training with bfloat16 products (auto: if the CPU has '
+                        'AVX512_BF16)')
     p.add_argument('--rounds', type=int, default=3, help='002 and decoding always run once')
     p.add_argument('--envs', default=','.join(ENVS))
     p.add_argument('--quick', action='store_true',
@@ -395,6 +425,7 @@ def main():
         with open(a.from_file) as f:
             report([json.loads(x) for x in f if x.strip()])
         return
+    a.bf16 = a.bf16 == 'yes' or (a.bf16 == 'auto' and cpu_has_bf16())
     a.configs = a.configs.split(',')
     a.envs = a.envs.split(',')
     if set(a.configs) - set(CONFIGS) or set(a.envs) - set(ENVS) or a.rounds < 1:

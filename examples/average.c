@@ -29,7 +29,7 @@
 enum { DATA_SEED = 123, MAX_POSITIONS = 100 /* the tutorial's PositionalEncoding */ };
 
 typedef struct config {
-    const char *recipe, *save, *load;
+    const char *recipe, *save, *load, *precision;
     int64_t epochs, batch, d_model, heads, encoder_layers, decoder_layers, d_ff;
     int64_t norm_first, warmup, seed, eval_every, eval_batch, show, threads, distributed;
     double lr, dropout, clip;
@@ -38,7 +38,8 @@ typedef struct config {
 /* The tutorials' values; the flags start from these. */
 static config tutorial_recipe(void)
 {
-    return (config){.recipe = "tutorial", .threads = 1, .epochs = 25, .batch = 32,
+    return (config){.recipe = "tutorial", .precision = "float32", .threads = 1, .epochs = 25,
+                    .batch = 32,
                     .d_model = 256, .heads = 4, .encoder_layers = 3, .decoder_layers = 3,
                     .d_ff = 128, .norm_first = 0, .warmup = 0, .seed = 0, .eval_every = 5,
                     .eval_batch = 100, .show = 5, .lr = 1e-3, .dropout = 0.1, .clip = 0.0};
@@ -357,6 +358,7 @@ int main(int argc, char **argv)
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and shuffling seed"},
         {"threads", CLI_INT, &c.threads, 1, 64,
          "libtfm's threads, which above 1 also run the matrix products (at 1 the BLAS's own: OPENBLAS_NUM_THREADS)"},
+        {"precision", CLI_STRING, &c.precision, 0, 0, CLI_PRECISION_HELP},
         {"eval-every", CLI_INT, &c.eval_every, 0, 1e6,
          "evaluate the test set every this many epochs (0: only at the end)"},
         {"eval-batch", CLI_INT, &c.eval_batch, 1, AVG_TEST, "test sources decoded at once"},
@@ -378,6 +380,8 @@ int main(int argc, char **argv)
         return cli_usage_error(argv[0]);
     }
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
+    if (cli_set_precision(argv[0], c.precision) < 0)
+        return cli_usage_error(argv[0]);
     if (c.d_model % c.heads) {
         fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],
                 (long long)c.heads, (long long)c.d_model);
@@ -473,9 +477,9 @@ int main(int argc, char **argv)
            (long long)mo.d_ff, (double)mo.dropout,
            (long long)tfm_model_parameter_count(model));
     if (epochs > 0)
-        printf("Adam lr %g%s, clip %g, batch %lld: %lld epochs x %lld steps\n", c.lr,
-               c.warmup ? " (warmup then inverse sqrt)" : "", c.clip, (long long)c.batch,
-               (long long)epochs, (long long)steps_per_epoch);
+        printf("Adam lr %g%s, clip %g, batch %lld, %s products: %lld epochs x %lld steps\n",
+               c.lr, c.warmup ? " (warmup then inverse sqrt)" : "", c.clip, (long long)c.batch,
+               c.precision, (long long)epochs, (long long)steps_per_epoch);
     fflush(stdout);
 
     report r;

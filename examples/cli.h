@@ -144,6 +144,28 @@ static int cli_parse(int argc, char **argv, const char *summary, const cli_flag 
     return CLI_CONTINUE;
 }
 
+/* The help of every program's --precision flag. */
+#define CLI_PRECISION_HELP \
+    "matrix products: float32, or bfloat16 (mixed precision, on CPUs with AVX512_BF16)"
+
+/* Applies --precision (tfm_set_matmul_precision): 0, or -1 after saying
+ * why not. */
+static inline int cli_set_precision(const char *program, const char *name)
+{
+    tfm_matmul_precision precision = TFM_MATMUL_FLOAT32;
+    if (!strcmp(name, "bfloat16")) {
+        precision = TFM_MATMUL_BFLOAT16;
+    } else if (strcmp(name, "float32")) {
+        fprintf(stderr, "%s: --precision is float32 or bfloat16, not '%s'\n", program, name);
+        return -1;
+    }
+    if (tfm_set_matmul_precision(precision) != TFM_OK) {
+        fprintf(stderr, "%s: %s\n", program, tfm_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 /* Prints what failed with libtfm's message; returns EXIT_FAILURE. */
 static int cli_fail(const char *program, const char *what)
 {

@@ -36,7 +36,7 @@
 #include "taylor_data.h"
 
 typedef struct config {
-    const char *data, *out, *resume, *translate, *init, *schedule;
+    const char *data, *out, *resume, *translate, *init, *schedule, *precision;
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
     int64_t bucket, eos_label, norm_first, beam, decode_batch, examples, threads, distributed;
@@ -779,10 +779,11 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
     if (c->weight_decay > 0)
         snprintf(optimizer, sizeof optimizer, "AdamW (weight decay %g)", c->weight_decay);
     printf("Training: batch %lld (%lld batches an epoch%s), %s lr %g (%s schedule), "
-           "iterations %lld, time limit %s; monitoring every %lld\n",
+           "%s products, iterations %lld, time limit %s; monitoring every %lld\n",
            (long long)c->batch, (long long)per_epoch,
            c->bucket ? ", bucketed by target length" : "", optimizer, c->lr, c->schedule,
-           (long long)c->iterations, c->time_limit > 0 ? "on" : "none", (long long)c->step);
+           c->precision, (long long)c->iterations, c->time_limit > 0 ? "on" : "none",
+           (long long)c->step);
     fflush(stdout);
     tfm_model_set_training(model, 1);
     double start = seconds_now(), limit = c->time_limit * 60.0;
@@ -937,7 +938,7 @@ int main(int argc, char **argv)
                 .d_ff = 128, .batch = 32, .iterations = 400000, .step = 100, .warmup = 4000,
                 .step_size = 100000, .seed = 1, .evaluate = 1, .beam = 1, .decode_batch = 250,
                 .examples = 5, .threads = 1, .dropout = 0.1, .lr = 2e-4, .beta2 = 0.999,
-                .gamma = 0.5};
+                .gamma = 0.5, .precision = "float32"};
     const cli_flag flags[] = {
         {"data", CLI_STRING, &c.data, 0, 0, "the Taylor-series file"},
         {"max-seq-len", CLI_INT, &c.max_seq_len, 3, 100000, "the tutorial's MAX_SEQ_LEN"},
@@ -972,6 +973,7 @@ int main(int argc, char **argv)
         {"iterations", CLI_INT, &c.iterations, 0, 1e12, "training iterations in all"},
         {"time-limit", CLI_FLOAT, &c.time_limit, 0, 1e7, "stop training after these minutes"},
         {"step", CLI_INT, &c.step, 1, 1e9, "monitor (losses, checkpoint) every this many"},
+        {"precision", CLI_STRING, &c.precision, 0, 0, CLI_PRECISION_HELP},
         {"out", CLI_STRING, &c.out, 0, 0, "folder for losses, plot and checkpoints"},
         {"resume", CLI_STRING, &c.resume, 0, 0, "continue exactly from a checkpoint (its model, "
          "optimizer state and data order; the model flags are the file's)"},
@@ -993,6 +995,8 @@ int main(int argc, char **argv)
     if (exit_now != CLI_CONTINUE)
         return exit_now;
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
+    if (cli_set_precision(program, c.precision) < 0)
+        return cli_usage_error(program);
     if (check_config(&c) < 0)
         return EXIT_FAILURE;
     ranks r;

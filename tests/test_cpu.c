@@ -172,6 +172,11 @@ START_TEST(tfm_cpu_is_obeyed)
         ck_assert_str_eq(path, "baseline");
     if (wanted && !strcmp(wanted, "x86-64-v3"))
         ck_assert_msg(strcmp(path, "x86-64-v4"), "TFM_CPU=x86-64-v3 ran x86-64-v4");
+    /* bfloat16 products are AVX-512 code: a lower path refuses them */
+    if (!strcmp(path, "x86-64-v3") || !strcmp(path, "baseline")) {
+        ck_assert_int_eq(tfm_set_matmul_precision(TFM_MATMUL_BFLOAT16), TFM_ERR_STATE);
+        ck_assert_int_eq(tfm_get_matmul_precision(), TFM_MATMUL_FLOAT32);
+    }
 }
 END_TEST
 

@@ -510,7 +510,7 @@ class FastSeq2Seq(nn.Module):
         return self.generator(y)
 
 
-def setup_fast(config):
+def setup_fast(config, precision='float32'):
     c = FAST[config]
     model = FastSeq2Seq(c)
     optimizer = torch.optim.Adam(model.parameters(), lr=c['lr'], betas=(0.9, c['beta2']),
@@ -524,10 +524,15 @@ def setup_fast(config):
     src_padding = (src == pad) if pad is not None else None
     tgt_padding = (tgt_in == pad) if pad is not None else None
 
+    # bfloat16: CPU autocast, PyTorch's mixed precision (its matrix products
+    # on bfloat16 through oneDNN, parameters and optimizer in float32)
+    autocast = torch.autocast('cpu', dtype=torch.bfloat16, enabled=precision == 'bfloat16')
+
     def step():
         model.train()
-        logits = model(src, tgt_in, tgt_mask, src_padding, tgt_padding)
-        loss = criterion(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        with autocast:
+            logits = model(src, tgt_in, tgt_mask, src_padding, tgt_padding)
+            loss = criterion(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -537,8 +542,8 @@ def setup_fast(config):
 SETUPS = {'003': setup_003, 'avg': setup_avg, '002': setup_002}
 
 
-def bench_train(config, steps, warmup, style='tutorial'):
-    _, step = SETUPS[config]() if style == 'tutorial' else setup_fast(config)
+def bench_train(config, steps, warmup, style='tutorial', precision='float32'):
+    _, step = SETUPS[config]() if style == 'tutorial' else setup_fast(config, precision)
     for _ in range(warmup):
         step()
     times = []
@@ -574,16 +579,21 @@ def main():
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--style', choices=['tutorial', 'fast'], default='tutorial',
                    help="the tutorials' code, or PyTorch's fast modules (training only)")
+    p.add_argument('--precision', choices=['float32', 'bfloat16'], default='float32',
+                   help='bfloat16: --style fast under CPU autocast')
     a = p.parse_args()
+    if a.precision == 'bfloat16' and a.style != 'fast':
+        p.error('--precision bfloat16 needs --style fast')
     if a.what == 'decode' and a.config != '003':
         p.error('--what decode is tutorial 003 only')
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     if a.what == 'train':
-        r = bench_train(a.config, a.steps, a.warmup, a.style)
+        r = bench_train(a.config, a.steps, a.warmup, a.style, a.precision)
     else:
         r = bench_decode(a.sources)
-    out = {'impl': 'pytorch' if a.style == 'tutorial' else 'pytorch-fast', 'config': a.config,
+    impl = 'pytorch' if a.style == 'tutorial' else 'pytorch-fast'
+    out = {'impl': impl + ('-bf16' if a.precision == 'bfloat16' else ''), 'config': a.config,
            'what': a.what, 'threads': a.threads}
     out.update(r)
     out['peak_rss_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -102,6 +102,37 @@ TFM_API tfm_status tfm_set_num_threads(int32_t threads);
  * default). Never fails. */
 TFM_API int32_t tfm_get_num_threads(void);
 
+/** How libtfm's matrix products compute: every product of a linear layer,
+ * of attention (projections, and the heads' scores and contexts where
+ * heads are wider than 16 columns) and of tfm_matmul, forward and backward. */
+typedef enum tfm_matmul_precision {
+    /** float32 inputs and sums, on the BLAS (the default). */
+    TFM_MATMUL_FLOAT32 = 0,
+    /** Inputs rounded to bfloat16 (8 bits of mantissa, to nearest even),
+     * products summed in float32, on libtfm's own kernel for CPUs with
+     * AVX512_BF16: up to twice the multiply-adds a second of float32, as
+     * PyTorch's autocast to bfloat16 on CPU does for its matrix products.
+     * Parameters, gradients, optimizer state and every other op stay
+     * float32 (mixed precision). Results differ from float32's by about
+     * 2^-8 of each product's terms, and do not depend on the thread count;
+     * a product with a side under 32 (a decoding step's few rows, say)
+     * runs in float32. Each thread that runs products keeps a buffer for
+     * the packed operands, as large as the largest product's right-hand
+     * side in bfloat16 (6.5 MB at tutorial 002), until it ends. */
+    TFM_MATMUL_BFLOAT16 = 1
+} tfm_matmul_precision;
+
+/** Sets the precision of libtfm's matrix products from now on, process-wide
+ * (a product already running finishes as it began). TFM_ERR_ARG for a
+ * value not in tfm_matmul_precision; TFM_ERR_STATE for
+ * TFM_MATMUL_BFLOAT16 on a CPU without AVX512_BF16, or with TFM_CPU
+ * below x86-64-v4, or in a build for another architecture; either
+ * changes nothing. Safe from any thread. */
+TFM_API tfm_status tfm_set_matmul_precision(tfm_matmul_precision precision);
+/** The precision tfm_set_matmul_precision() last set (TFM_MATMUL_FLOAT32
+ * by default). Never fails. */
+TFM_API tfm_matmul_precision tfm_get_matmul_precision(void);
+
 /** The instruction set libtfm's own kernels (softmax, layer norm, dropout,
  * attention, the fused linear's elementwise parts, cross-entropy, Adam) run
  * with in this process: "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2, FMA) or

@@ -5,6 +5,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/gemm_bf16.h"
 #include "core/parallel.h"
 
 /* A piece below this many multiply-adds (~0.1 ms on one core) is not
@@ -44,6 +47,12 @@ static void gemm_piece(void *ctx, int64_t begin, int64_t end, int worker)
                 (int)j->ldc);
 }
 
+static int matmul_precision = TFM_MATMUL_FLOAT32; /* tfm_set_matmul_precision */
+
+/* Below this on any side a bfloat16 product would mostly multiply its
+ * tiles' padding (12 x 32), or be too short to pay for packing. */
+#define MIN_BF16_SIDE 32
+
 void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                 int64_t ldc)
@@ -52,13 +61,43 @@ void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t 
     int workers = tfm__threads();
     if (workers > 1 && mnk < (double)MIN_MNK_PER_WORKER * workers)
         workers = (int)(mnk / MIN_MNK_PER_WORKER);
-    if (workers <= 1) {
+    if (workers < 1)
+        workers = 1;
+    /* a product whose buffers cannot be had is made in float32 instead */
+    if (__atomic_load_n(&matmul_precision, __ATOMIC_RELAXED) == TFM_MATMUL_BFLOAT16 &&
+        m >= MIN_BF16_SIDE && n >= MIN_BF16_SIDE && k >= MIN_BF16_SIDE &&
+        tfm__sgemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                        workers) == 0)
+        return;
+    if (workers == 1) {
         cblas_sgemm(CblasRowMajor, op(transpose_a), op(transpose_b), (int)m, (int)n, (int)k,
                     alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
         return;
     }
     gemm_job j = {transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
     tfm__parallel_for((m + PIECE_ROWS - 1) / PIECE_ROWS, workers, gemm_piece, &j);
+}
+
+tfm_status tfm_set_matmul_precision(tfm_matmul_precision precision)
+{
+    if (precision != TFM_MATMUL_FLOAT32 && precision != TFM_MATMUL_BFLOAT16)
+        return tfm__fail(TFM_ERR_ARG, "tfm_set_matmul_precision: %d is not a tfm_matmul_precision",
+                         (int)precision);
+    if (precision == TFM_MATMUL_BFLOAT16 && !tfm__cpu_has_bf16())
+        return tfm__fail(TFM_ERR_STATE, "tfm_set_matmul_precision: bfloat16 products need a CPU "
+                         "with AVX512_BF16, and this one has none");
+#if TFM__CPU_DISPATCH
+    if (precision == TFM_MATMUL_BFLOAT16 && tfm__cpu_level() < TFM__CPU_X86_64_V4)
+        return tfm__fail(TFM_ERR_STATE, "tfm_set_matmul_precision: bfloat16 products run on the "
+                         "x86-64-v4 path, and TFM_CPU chose %s", tfm_cpu_path());
+#endif
+    __atomic_store_n(&matmul_precision, (int)precision, __ATOMIC_RELAXED);
+    return TFM_OK;
+}
+
+tfm_matmul_precision tfm_get_matmul_precision(void)
+{
+    return (tfm_matmul_precision)__atomic_load_n(&matmul_precision, __ATOMIC_RELAXED);
 }
 
 /* --- the BLAS's own threads ---------------------------------------------- */

@@ -1,0 +1,319 @@
+/* bfloat16 products (core/gemm_bf16.h), blocked as GotoBLAS/BLIS block
+ * theirs: op(B) is packed whole, once per product and shared by the
+ * threads, into panels of NR columns; each thread packs its rows of op(A)
+ * a block of MC x KC at a time into panels of MR rows, and a micro-kernel
+ * keeps an MR x NR tile of C in 24 registers while it runs down one A
+ * panel and one B panel. A packed element is a pair of bfloat16 (two
+ * consecutive k) in 32 bits, the operand VDPBF16PS multiplies. */
+#include "core/gemm_bf16.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parallel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_BF16_KERNEL 1
+#include <immintrin.h>
+#else
+#define HAVE_BF16_KERNEL 0
+#endif
+
+#define MR 12          /* rows of a C tile */
+#define NV 2           /* its columns: NV vectors of 16 floats, MR x NV accumulators */
+#define NR (16 * NV)
+#define KC 256         /* k per block: a B panel is KC/2 x NR pairs, 16 KB, in L1 */
+#define MC (12 * MR)   /* rows per A block: 72 KB, in L2 */
+#define PIECE_ROWS MR  /* threads split C's rows in whole tiles */
+#define A_BLOCK_WORDS (MC * KC / 2)
+
+#if HAVE_BF16_KERNEL
+/* Only for CPUs with AVX512_BF16, checked before any product: the names
+ * end in __avx512_bf16 for tests/check_isa.py. */
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+/* Row i of w becomes column i (32-bit elements): two rounds of unpacking
+ * within 128-bit lanes, two of shuffling the lanes. */
+BF16_TARGET static inline void transpose_16x16__avx512_bf16(__m512i w[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(w[i], w[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(w[i], w[i + 1]);
+    }
+    /* u[4g + j], lane L: element 4L + j of rows 4g .. 4g + 3 */
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+        u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+        u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+        u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512i low_a = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44);
+        __m512i low_b = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44);
+        __m512i high_a = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
+        __m512i high_b = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
+        w[j] = _mm512_shuffle_i32x4(low_a, low_b, 0x88);
+        w[4 + j] = _mm512_shuffle_i32x4(low_a, low_b, 0xdd);
+        w[8 + j] = _mm512_shuffle_i32x4(high_a, high_b, 0x88);
+        w[12 + j] = _mm512_shuffle_i32x4(high_a, high_b, 0xdd);
+    }
+}
+
+/* Packs a panel of `width` lanes (rows of op(A), or columns of op(B)), of
+ * which `valid` exist, over k in [k0, k0 + kc): dst[p * width + lane]
+ * holds k0 + 2p (low half) and k0 + 2p + 1 of that lane, rounded to
+ * bfloat16 to nearest even. Elements past k or past the valid lanes are
+ * zeros. The source holds lane r's k-th element at src[r * ld + k] when k
+ * runs along its rows (along_rows), else at src[k * ld + r]. */
+BF16_TARGET static void pack_panel__avx512_bf16(uint32_t *dst, int width, int valid, const float *src,
+                                   int64_t ld, int along_rows, int64_t k0, int64_t kc)
+{
+    int64_t pairs = (kc + 1) / 2;
+    if (along_rows) { /* a lane's pairs lie side by side: 16 lanes x 16 pairs, transposed */
+        for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+            int64_t left = kc - 2 * p0; /* floats of each lane still to pack */
+            __mmask16 first = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+            __mmask16 second = (__mmask16)(left >= 32 ? 0xffff
+                                           : left > 16 ? (1u << (left - 16)) - 1 : 0);
+            int n = (int)(pairs - p0 < 16 ? pairs - p0 : 16);
+            for (int r0 = 0; r0 < width; r0 += 16) {
+                __m512i words[16];
+                for (int r = 0; r < 16; r++) {
+                    words[r] = _mm512_setzero_si512();
+                    if (r0 + r < valid) {
+                        const float *row = src + (r0 + r) * ld + k0 + 2 * p0;
+                        __m512 lo = _mm512_maskz_loadu_ps(first, row);
+                        __m512 hi = _mm512_maskz_loadu_ps(second, row + 16);
+                        words[r] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+                    }
+                }
+                transpose_16x16__avx512_bf16(words);
+                int lanes = width - r0 < 16 ? width - r0 : 16;
+                for (int i = 0; i < n; i++)
+                    _mm512_mask_storeu_epi32(dst + (p0 + i) * width + r0,
+                                             (__mmask16)((1u << lanes) - 1), words[i]);
+            }
+        }
+        return;
+    }
+    /* a pair's two halves lie in two rows of the source: interleaved */
+    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10,
+                                                25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3,
+                                                18, 2, 17, 1, 16, 0);
+    for (int64_t p = 0; p < pairs; p++) {
+        int64_t k_lo = k0 + 2 * p;
+        const float *lo = src + k_lo * ld;
+        int has_hi = 2 * p + 1 < kc;
+        for (int r0 = 0; r0 < width; r0 += 16) {
+            int in_lanes = valid - r0, out_lanes = width - r0;
+            __mmask16 load = (__mmask16)(in_lanes >= 16 ? 0xffff
+                                         : in_lanes > 0 ? (1u << in_lanes) - 1 : 0);
+            __mmask16 store = (__mmask16)(out_lanes >= 16 ? 0xffff : (1u << out_lanes) - 1);
+            __m512 l = _mm512_maskz_loadu_ps(load, lo + r0);
+            __m512 h = has_hi ? _mm512_maskz_loadu_ps(load, lo + ld + r0) : _mm512_setzero_ps();
+            __m512i words = _mm512_permutexvar_epi16(interleave,
+                                                     (__m512i)_mm512_cvtne2ps_pbh(h, l));
+            _mm512_mask_storeu_epi32(dst + p * width + r0, store, words);
+        }
+    }
+}
+
+typedef struct product {
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t lda, ldb;
+    int a_along_rows, b_along_rows; /* k runs along the source's rows */
+    float *c;
+    int64_t ldc;
+    uint32_t *packed_b; /* pairs(k) x panels, each panel's pairs together */
+    uint32_t *packed_a; /* A_BLOCK_WORDS per worker */
+} product;
+
+static int64_t pairs_of(int64_t k)
+{
+    return (k + 1) / 2;
+}
+
+/* Panels [begin, end) of op(B), each over the whole of k. */
+static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const product *p = ctx;
+    for (int64_t panel = begin; panel < end; panel++) {
+        int64_t j0 = panel * NR;
+        int valid = (int)(p->n - j0 < NR ? p->n - j0 : NR);
+        const float *src = p->b_along_rows ? p->b + j0 * p->ldb : p->b + j0;
+        pack_panel__avx512_bf16(p->packed_b + panel * pairs_of(p->k) * NR, NR, valid, src, p->ldb,
+                   p->b_along_rows, 0, p->k);
+    }
+}
+
+/* C tile [rows, cols] (at most MR x NR) = alpha * A panel x B panel over
+ * `pairs` pairs, plus beta * C (C unread when beta is 0). */
+BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t *a, const uint32_t *b,
+                                     float *c, int64_t ldc, int rows, int cols, float alpha,
+                                     float beta)
+{
+    __m512 acc[MR][NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < pairs; p++) {
+        __m512bh bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            bv[v] = (__m512bh)_mm512_loadu_si512(b + p * NR + 16 * v);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; r++) {
+            __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[p * MR + r]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
+        }
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int v = 0; v < NV; v++) {
+        int left = cols - 16 * v;
+        __mmask16 mask = (__mmask16)(left >= 16 ? 0xffff : left > 0 ? (1u << left) - 1 : 0);
+        for (int r = 0; r < rows; r++) {
+            float *cr = c + r * ldc + 16 * v;
+            __m512 y = _mm512_mul_ps(va, acc[r][v]);
+            if (beta != 0.0f)
+                y = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, cr), y);
+            _mm512_mask_storeu_ps(cr, mask, y);
+        }
+    }
+}
+
+/* Rows [begin, end) of C, in whole tiles; each worker packs its A blocks
+ * into its own part of packed_a. */
+static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const product *p = ctx;
+    uint32_t *packed_a = p->packed_a + (size_t)worker * A_BLOCK_WORDS;
+    int64_t first = begin * PIECE_ROWS, last = end * PIECE_ROWS;
+    if (last > p->m)
+        last = p->m;
+    int64_t all_pairs = pairs_of(p->k);
+    for (int64_t k0 = 0; k0 < p->k; k0 += KC) {
+        int64_t kc = p->k - k0 < KC ? p->k - k0 : KC, pairs = pairs_of(kc);
+        float beta = k0 == 0 ? p->beta : 1.0f;
+        for (int64_t i0 = first; i0 < last; i0 += MC) {
+            int64_t mc = last - i0 < MC ? last - i0 : MC;
+            for (int64_t r0 = 0; r0 < mc; r0 += MR) {
+                int valid = (int)(mc - r0 < MR ? mc - r0 : MR);
+                int64_t row = i0 + r0;
+                const float *src = p->a_along_rows ? p->a + row * p->lda : p->a + row;
+                pack_panel__avx512_bf16(packed_a + r0 * (KC / 2), MR, valid, src, p->lda, p->a_along_rows,
+                           k0, kc);
+            }
+            for (int64_t j0 = 0; j0 < p->n; j0 += NR) {
+                const uint32_t *b = p->packed_b + (j0 / NR) * all_pairs * NR + (k0 / 2) * NR;
+                int cols = (int)(p->n - j0 < NR ? p->n - j0 : NR);
+                for (int64_t r0 = 0; r0 < mc; r0 += MR)
+                    micro_kernel__avx512_bf16(pairs, packed_a + r0 * (KC / 2), b,
+                                 p->c + (i0 + r0) * p->ldc + j0, p->ldc,
+                                 (int)(mc - r0 < MR ? mc - r0 : MR), cols, p->alpha, beta);
+            }
+        }
+    }
+}
+#endif
+
+/* The packed operands: one buffer per calling thread (its workers' A
+ * blocks, then the shared op(B)), grown as needed and kept, freed when the
+ * thread ends. */
+static pthread_key_t buffer_key;
+static pthread_once_t buffer_once = PTHREAD_ONCE_INIT;
+static int buffer_key_made;
+
+typedef struct grown {
+    uint32_t *data;
+    size_t words;
+} grown;
+
+static void free_grown(void *p)
+{
+    grown *g = p;
+    if (g) {
+        free(g->data);
+        free(g);
+    }
+}
+
+static void make_key(void)
+{
+    buffer_key_made = pthread_key_create(&buffer_key, free_grown) == 0;
+}
+
+/* The calling thread's buffer, at least `words` long, or NULL. */
+static uint32_t *packed_buffer(size_t words)
+{
+    pthread_once(&buffer_once, make_key);
+    if (!buffer_key_made)
+        return NULL;
+    grown *g = pthread_getspecific(buffer_key);
+    if (!g) {
+        g = calloc(1, sizeof *g);
+        if (!g || pthread_setspecific(buffer_key, g) != 0) {
+            free(g);
+            return NULL;
+        }
+    }
+    if (g->words < words) {
+        void *data = NULL;
+        if (posix_memalign(&data, 64, words * sizeof(uint32_t)) != 0)
+            return NULL;
+        free(g->data);
+        g->data = data;
+        g->words = words;
+    }
+    return g->data;
+}
+
+/* The calling thread's buffer goes with the library (the main thread's
+ * end runs no key destructor). */
+__attribute__((destructor)) static void free_own_buffer(void)
+{
+    if (buffer_key_made) {
+        free_grown(pthread_getspecific(buffer_key));
+        pthread_setspecific(buffer_key, NULL);
+    }
+}
+
+int tfm__cpu_has_bf16(void)
+{
+#if HAVE_BF16_KERNEL
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+int tfm__sgemm_bf16(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                    float beta, float *c, int64_t ldc, int workers)
+{
+#if HAVE_BF16_KERNEL
+    int64_t panels = (n + NR - 1) / NR;
+    size_t a_words = (size_t)workers * A_BLOCK_WORDS;
+    uint32_t *packed = packed_buffer(a_words + (size_t)(panels * pairs_of(k) * NR));
+    if (!packed)
+        return -1;
+    product p = {m, n, k, alpha, beta, a, b, lda, ldb, !transpose_a, transpose_b, c, ldc,
+                 packed + a_words, packed};
+    tfm__parallel_for(panels, workers, pack_b_panels, &p);
+    tfm__parallel_for((m + PIECE_ROWS - 1) / PIECE_ROWS, workers, multiply_rows, &p);
+    return 0;
+#else
+    (void)transpose_a, (void)transpose_b, (void)m, (void)n, (void)k, (void)alpha, (void)a,
+        (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc, (void)workers;
+    return -1;
+#endif
+}
