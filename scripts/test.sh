@@ -77,6 +77,11 @@ TFM_CPU=baseline ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 meson_status=${PIPESTATUS[0]}
 count_log build-asan/meson-logs/testlog.txt
 [ "$meson_status" -eq 0 ] || count_step "sanitizer suites" 1
+# ... and the bfloat16 products, AVX-512 only, on the best path (where the
+# CPU has AVX512_BF16; elsewhere the suite checks the refusal)
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    CK_FORK=no build-asan/tests/test_matmul_precision 2>&1 | tail -n 3
+count_step "bfloat16 products under the sanitizers" "${PIPESTATUS[0]}"
 
 # CI runs each harness briefly (its time limit is 10 minutes in all);
 # docs/reliability.md has the long runs.

@@ -101,6 +101,31 @@ def test_recomputing_in_the_backward_changes_no_bit():
         np.testing.assert_array_equal(recomputed[name], value)
 
 
+def test_bfloat16_products_where_the_cpu_has_them():
+    assert tfm.get_matmul_precision() == 'float32'
+    with pytest.raises(tfm.ArgumentError):
+        tfm.set_matmul_precision('float16')
+    x = tfm.tensor(np.linspace(-1, 1, 64 * 48, dtype=np.float32).reshape(64, 48))
+
+    def product():
+        with tfm.Tape():
+            return tfm.matmul(x, x, False, True).numpy()
+    single = product()
+    try:
+        tfm.set_matmul_precision('bfloat16')
+    except tfm.StateError as e:
+        assert 'bfloat16 products' in str(e)
+        assert tfm.get_matmul_precision() == 'float32'
+        return
+    try:
+        assert tfm.get_matmul_precision() == 'bfloat16'
+        half = product()
+    finally:
+        tfm.set_matmul_precision('float32')
+    assert not np.array_equal(half, single)
+    np.testing.assert_allclose(half, single, rtol=0, atol=1e-2 * np.abs(single).max())
+
+
 def test_training_state_resumes_bit_for_bit(tmp_path):
     def run(model, adam, rng, steps):
         fit(model, adam, (np.frombuffer(bytes(int(rng.uniform() * 13) for _ in range(12)),

@@ -41,3 +41,19 @@ def set_num_threads(threads):
 
 def get_num_threads():
     return lib.tfm_get_num_threads()
+
+
+_PRECISIONS = {'float32': 0, 'bfloat16': 1}  # tfm_matmul_precision
+
+
+def set_matmul_precision(precision):
+    """'float32' (the default) or 'bfloat16': libtfm's matrix products on
+    bfloat16 inputs with float32 sums, on CPUs with AVX512_BF16 (StateError
+    elsewhere, and nothing changes)."""
+    if precision not in _PRECISIONS:
+        raise ArgumentError(f"precision is 'float32' or 'bfloat16', not {precision!r}")
+    check(lib.tfm_set_matmul_precision(_PRECISIONS[precision]))
+
+
+def get_matmul_precision():
+    return {v: k for k, v in _PRECISIONS.items()}[lib.tfm_get_matmul_precision()]
