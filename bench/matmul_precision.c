@@ -5,8 +5,11 @@
  * (g^T x). One line per shape: GFLOP/s each and their ratio, the best of
  * --repeats runs of each.
  *
- *   tfm-bench-matmul [--threads N] [--repeats N]
+ *   OPENBLAS_NUM_THREADS=1 tfm-bench-matmul [--threads N] [--repeats N]
  *
+ * (At --threads 1, the default, the BLAS keeps its own threads: without
+ * OPENBLAS_NUM_THREADS=1 float32 would run on all cores against bfloat16's
+ * one. Above 1, libtfm splits both kinds of product among its threads.)
  * The rates include tfm_matmul's own cost (a tape tensor), negligible at
  * these sizes. Needs a CPU with AVX512_BF16. */
 #define _POSIX_C_SOURCE 200809L
