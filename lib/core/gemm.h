@@ -10,7 +10,9 @@
 
 /* C = alpha op(A) op(B) + beta C, row-major, C [m, n], op(A) [m, k],
  * op(B) [k, n]; transpose_a / transpose_b: 0 or 1. The sizes and leading
- * dimensions fit in int (callers check). */
+ * dimensions fit in int (callers check). With TFM_MATMUL_BFLOAT16 set,
+ * a product with every side at least 32 runs on core/gemm_bf16.h's
+ * kernel instead. */
 void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                 int64_t ldc);
