@@ -276,13 +276,12 @@ static uint32_t *packed_buffer(size_t words)
     return g->data;
 }
 
-/* The calling thread's buffer goes with the library (the main thread's
- * end runs no key destructor). */
-__attribute__((destructor)) static void free_own_buffer(void)
+void tfm__bf16_release(void)
 {
     if (buffer_key_made) {
         free_grown(pthread_getspecific(buffer_key));
-        pthread_setspecific(buffer_key, NULL);
+        buffer_key_made = 0; /* a product after this runs in float32 */
+        pthread_key_delete(buffer_key);
     }
 }
 

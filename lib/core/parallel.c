@@ -1,5 +1,7 @@
 #include "core/parallel.h"
 
+#include "core/gemm_bf16.h"
+
 #include <pthread.h>
 
 #include "core/error.h"
@@ -156,6 +158,7 @@ __attribute__((destructor)) static void stop_workers(void)
     for (int i = 1; i <= p->started; i++)
         pthread_join(p->workers[i], NULL);
     p->started = 0; /* loops after this (later destructors) run on the caller */
+    tfm__bf16_release(); /* after the workers, whose buffers their ends freed */
 }
 
 int tfm__threads(void)
