@@ -256,20 +256,22 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
     }
     double *times = calloc((size_t)steps, sizeof *times);
     int ok = rng && model && tape && adam && b.src && b.tgt_in && b.labels && times;
-    /* bfloat16: one more warm-up step, as the recording runs in float32 */
-    int untimed = warmup + (tfm_get_matmul_precision() == TFM_MATMUL_BFLOAT16);
+    /* The first warm-up step shows the GEMMs, whole: every product through
+     * cblas_sgemm, on one thread. bfloat16 then gets one more warm-up. */
+    int threads = tfm_get_num_threads();
+    tfm_matmul_precision precision = tfm_get_matmul_precision();
+    int untimed = warmup + (precision == TFM_MATMUL_BFLOAT16);
     for (int i = 0; ok && i < untimed; i++) {
-        /* the first warm-up step shows the GEMMs, whole */
         recording = i == 0;
-        int threads = tfm_get_num_threads();
-        tfm_matmul_precision precision = tfm_get_matmul_precision();
-        if (recording) { /* every product through cblas_sgemm, on one thread */
+        if (recording) {
             tfm_set_num_threads(1);
             tfm_set_matmul_precision(TFM_MATMUL_FLOAT32);
         }
         ok = train_step(tape, model, adam, c, &b) == TFM_OK;
-        tfm_set_num_threads(threads);
-        tfm_set_matmul_precision(precision);
+        if (recording) {
+            tfm_set_num_threads(threads);
+            tfm_set_matmul_precision(precision);
+        }
         recording = 0;
     }
     long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();

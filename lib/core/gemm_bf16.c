@@ -33,6 +33,13 @@
  * end in __avx512_bf16 for tests/check_isa.py. */
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
+/* The pairs of k a packed panel holds for k values (an odd last one is
+ * paired with a zero). */
+static int64_t pairs_of(int64_t k)
+{
+    return (k + 1) / 2;
+}
+
 /* Row i of w becomes column i (32-bit elements): two rounds of unpacking
  * within 128-bit lanes, two of shuffling the lanes. */
 BF16_TARGET static inline void transpose_16x16__avx512_bf16(__m512i w[16])
@@ -67,10 +74,11 @@ BF16_TARGET static inline void transpose_16x16__avx512_bf16(__m512i w[16])
  * bfloat16 to nearest even. Elements past k or past the valid lanes are
  * zeros. The source holds lane r's k-th element at src[r * ld + k] when k
  * runs along its rows (along_rows), else at src[k * ld + r]. */
-BF16_TARGET static void pack_panel__avx512_bf16(uint32_t *dst, int width, int valid, const float *src,
-                                   int64_t ld, int along_rows, int64_t k0, int64_t kc)
+BF16_TARGET static void pack_panel__avx512_bf16(uint32_t *dst, int width, int valid,
+                                                const float *src, int64_t ld, int along_rows,
+                                                int64_t k0, int64_t kc)
 {
-    int64_t pairs = (kc + 1) / 2;
+    int64_t pairs = pairs_of(kc);
     if (along_rows) { /* a lane's pairs lie side by side: 16 lanes x 16 pairs, transposed */
         for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
             int64_t left = kc - 2 * p0; /* floats of each lane still to pack */
@@ -132,11 +140,6 @@ typedef struct product {
     uint32_t *packed_a; /* A_BLOCK_WORDS per worker */
 } product;
 
-static int64_t pairs_of(int64_t k)
-{
-    return (k + 1) / 2;
-}
-
 /* Panels [begin, end) of op(B), each over the whole of k. */
 static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int worker)
 {
@@ -146,16 +149,16 @@ static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int worker)
         int64_t j0 = panel * NR;
         int valid = (int)(p->n - j0 < NR ? p->n - j0 : NR);
         const float *src = p->b_along_rows ? p->b + j0 * p->ldb : p->b + j0;
-        pack_panel__avx512_bf16(p->packed_b + panel * pairs_of(p->k) * NR, NR, valid, src, p->ldb,
-                   p->b_along_rows, 0, p->k);
+        pack_panel__avx512_bf16(p->packed_b + panel * pairs_of(p->k) * NR, NR, valid, src,
+                                p->ldb, p->b_along_rows, 0, p->k);
     }
 }
 
 /* C tile [rows, cols] (at most MR x NR) = alpha * A panel x B panel over
  * `pairs` pairs, plus beta * C (C unread when beta is 0). */
-BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t *a, const uint32_t *b,
-                                     float *c, int64_t ldc, int rows, int cols, float alpha,
-                                     float beta)
+BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t *a,
+                                                  const uint32_t *b, float *c, int64_t ldc,
+                                                  int rows, int cols, float alpha, float beta)
 {
     __m512 acc[MR][NV];
 #pragma GCC unroll 16
@@ -190,6 +193,12 @@ BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t 
     }
 }
 
+/* The rows of a block of mc the tile at r0 covers. */
+static int tile_rows(int64_t mc, int64_t r0)
+{
+    return (int)(mc - r0 < MR ? mc - r0 : MR);
+}
+
 /* Rows [begin, end) of C, in whole tiles; each worker packs its A blocks
  * into its own part of packed_a. */
 static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
@@ -206,19 +215,18 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
         for (int64_t i0 = first; i0 < last; i0 += MC) {
             int64_t mc = last - i0 < MC ? last - i0 : MC;
             for (int64_t r0 = 0; r0 < mc; r0 += MR) {
-                int valid = (int)(mc - r0 < MR ? mc - r0 : MR);
                 int64_t row = i0 + r0;
                 const float *src = p->a_along_rows ? p->a + row * p->lda : p->a + row;
-                pack_panel__avx512_bf16(packed_a + r0 * (KC / 2), MR, valid, src, p->lda, p->a_along_rows,
-                           k0, kc);
+                pack_panel__avx512_bf16(packed_a + r0 * (KC / 2), MR, tile_rows(mc, r0), src,
+                                        p->lda, p->a_along_rows, k0, kc);
             }
             for (int64_t j0 = 0; j0 < p->n; j0 += NR) {
                 const uint32_t *b = p->packed_b + (j0 / NR) * all_pairs * NR + (k0 / 2) * NR;
                 int cols = (int)(p->n - j0 < NR ? p->n - j0 : NR);
                 for (int64_t r0 = 0; r0 < mc; r0 += MR)
                     micro_kernel__avx512_bf16(pairs, packed_a + r0 * (KC / 2), b,
-                                 p->c + (i0 + r0) * p->ldc + j0, p->ldc,
-                                 (int)(mc - r0 < MR ? mc - r0 : MR), cols, p->alpha, beta);
+                                              p->c + (i0 + r0) * p->ldc + j0, p->ldc,
+                                              tile_rows(mc, r0), cols, p->alpha, beta);
             }
         }
     }
