@@ -167,6 +167,12 @@ BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t 
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
     for (int64_t p = 0; p < pairs; p++) {
+        /* C's rows lie far apart, out of cache for a large C: asked for one
+         * per pair, they arrive while the loop runs */
+        if (p < rows) {
+            _mm_prefetch((const char *)(c + p * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(c + p * ldc + cols - 1), _MM_HINT_T0);
+        }
         __m512bh bv[NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++)
