@@ -68,62 +68,104 @@ BF16_TARGET static inline void transpose_16x16__avx512_bf16(__m512i w[16])
     }
 }
 
-/* Packs a panel of `width` lanes (rows of op(A), or columns of op(B)), of
- * which `valid` exist, over k in [k0, k0 + kc): dst[p * width + lane]
- * holds k0 + 2p (low half) and k0 + 2p + 1 of that lane, rounded to
- * bfloat16 to nearest even. Elements past k or past the valid lanes are
- * zeros. The source holds lane r's k-th element at src[r * ld + k] when k
- * runs along its rows (along_rows), else at src[k * ld + r]. */
-BF16_TARGET static void pack_panel__avx512_bf16(uint32_t *dst, int width, int valid,
-                                                const float *src, int64_t ld, int along_rows,
-                                                int64_t k0, int64_t kc)
+/* Packs `panels` panels of `width` lanes each (rows of op(A), or columns
+ * of op(B)), of which `valid` lanes exist in all, over k in [k0, k0 + kc):
+ * panel q's dst[q * panel_words + p * width + lane] holds k0 + 2p (low
+ * half) and k0 + 2p + 1 of that lane, rounded to bfloat16 to nearest even.
+ * Elements past k or past the valid lanes are zeros. The source holds
+ * lane r's k-th element at src[r * ld + k] when k runs along its rows
+ * (along_rows), else at src[k * ld + r]. */
+BF16_TARGET static void pack_panels__avx512_bf16(uint32_t *dst, int width, int64_t panel_words,
+                                                 int64_t panels, int64_t valid, const float *src,
+                                                 int64_t ld, int along_rows, int64_t k0,
+                                                 int64_t kc)
 {
     int64_t pairs = pairs_of(kc);
     if (along_rows) { /* a lane's pairs lie side by side: 16 lanes x 16 pairs, transposed */
-        for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
-            int64_t left = kc - 2 * p0; /* floats of each lane still to pack */
-            __mmask16 first = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
-            __mmask16 second = (__mmask16)(left >= 32 ? 0xffff
-                                           : left > 16 ? (1u << (left - 16)) - 1 : 0);
-            int n = (int)(pairs - p0 < 16 ? pairs - p0 : 16);
-            for (int r0 = 0; r0 < width; r0 += 16) {
-                __m512i words[16];
-                for (int r = 0; r < 16; r++) {
-                    words[r] = _mm512_setzero_si512();
-                    if (r0 + r < valid) {
-                        const float *row = src + (r0 + r) * ld + k0 + 2 * p0;
-                        __m512 lo = _mm512_maskz_loadu_ps(first, row);
-                        __m512 hi = _mm512_maskz_loadu_ps(second, row + 16);
-                        words[r] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+        for (int64_t q = 0; q < panels; q++) {
+            uint32_t *panel = dst + q * panel_words;
+            int64_t first_lane = q * width;
+            for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+                int64_t left = kc - 2 * p0; /* floats of each lane still to pack */
+                __mmask16 first = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+                __mmask16 second = (__mmask16)(left >= 32 ? 0xffff
+                                               : left > 16 ? (1u << (left - 16)) - 1 : 0);
+                int n = (int)(pairs - p0 < 16 ? pairs - p0 : 16);
+                for (int r0 = 0; r0 < width; r0 += 16) {
+                    __m512i words[16];
+                    for (int r = 0; r < 16; r++) {
+                        words[r] = _mm512_setzero_si512();
+                        int64_t lane = first_lane + r0 + r;
+                        if (r0 + r < width && lane < valid) {
+                            const float *row = src + lane * ld + k0 + 2 * p0;
+                            __m512 lo = _mm512_maskz_loadu_ps(first, row);
+                            __m512 hi = _mm512_maskz_loadu_ps(second, row + 16);
+                            words[r] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+                        }
                     }
+                    transpose_16x16__avx512_bf16(words);
+                    int lanes = width - r0 < 16 ? width - r0 : 16;
+                    for (int i = 0; i < n; i++)
+                        _mm512_mask_storeu_epi32(panel + (p0 + i) * width + r0,
+                                                 (__mmask16)((1u << lanes) - 1), words[i]);
                 }
-                transpose_16x16__avx512_bf16(words);
-                int lanes = width - r0 < 16 ? width - r0 : 16;
-                for (int i = 0; i < n; i++)
-                    _mm512_mask_storeu_epi32(dst + (p0 + i) * width + r0,
-                                             (__mmask16)((1u << lanes) - 1), words[i]);
             }
         }
         return;
     }
-    /* a pair's two halves lie in two rows of the source: interleaved */
+    /* a pair's two halves lie in two rows of the source, read front to back
+     * across all the panels: interleaved */
     const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10,
                                                 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3,
                                                 18, 2, 17, 1, 16, 0);
     for (int64_t p = 0; p < pairs; p++) {
-        int64_t k_lo = k0 + 2 * p;
-        const float *lo = src + k_lo * ld;
+        const float *lo = src + (k0 + 2 * p) * ld;
         int has_hi = 2 * p + 1 < kc;
-        for (int r0 = 0; r0 < width; r0 += 16) {
-            int in_lanes = valid - r0, out_lanes = width - r0;
-            __mmask16 load = (__mmask16)(in_lanes >= 16 ? 0xffff
-                                         : in_lanes > 0 ? (1u << in_lanes) - 1 : 0);
-            __mmask16 store = (__mmask16)(out_lanes >= 16 ? 0xffff : (1u << out_lanes) - 1);
-            __m512 l = _mm512_maskz_loadu_ps(load, lo + r0);
-            __m512 h = has_hi ? _mm512_maskz_loadu_ps(load, lo + ld + r0) : _mm512_setzero_ps();
-            __m512i words = _mm512_permutexvar_epi16(interleave,
-                                                     (__m512i)_mm512_cvtne2ps_pbh(h, l));
-            _mm512_mask_storeu_epi32(dst + p * width + r0, store, words);
+        for (int64_t q = 0; q < panels; q++) {
+            for (int r0 = 0; r0 < width; r0 += 16) {
+                int64_t lane = q * width + r0, in_lanes = valid - lane, out_lanes = width - r0;
+                __mmask16 load = (__mmask16)(in_lanes >= 16 ? 0xffff
+                                             : in_lanes > 0 ? (1u << in_lanes) - 1 : 0);
+                __mmask16 store = (__mmask16)(out_lanes >= 16 ? 0xffff : (1u << out_lanes) - 1);
+                load &= store;
+                __m512 l = _mm512_maskz_loadu_ps(load, lo + lane);
+                __m512 h = has_hi ? _mm512_maskz_loadu_ps(load, lo + ld + lane)
+                                  : _mm512_setzero_ps();
+                __m512i words = _mm512_permutexvar_epi16(interleave,
+                                                         (__m512i)_mm512_cvtne2ps_pbh(h, l));
+                _mm512_mask_storeu_epi32(dst + q * panel_words + p * width + r0, store, words);
+            }
+        }
+    }
+}
+
+/* Rows [0, rows) of a block of op(A) whose k runs along the source's
+ * rows, over k in [k0, k0 + kc): dst[r * stride + p] holds row r's pair p,
+ * as pack_panels rounds it; rows past `valid` are zeros. Rows need no
+ * transposing: the micro-kernel broadcasts each element from where it
+ * lies. */
+BF16_TARGET static void convert_rows__avx512_bf16(uint32_t *dst, int64_t stride, int64_t rows,
+                                                  int64_t valid, const float *src, int64_t ld,
+                                                  int64_t k0, int64_t kc)
+{
+    int64_t pairs = pairs_of(kc);
+    for (int64_t r = 0; r < rows; r++) {
+        uint32_t *out = dst + r * stride;
+        if (r >= valid) {
+            memset(out, 0, (size_t)pairs * sizeof *out);
+            continue;
+        }
+        const float *row = src + r * ld + k0;
+        for (int64_t j = 0; j < kc; j += 32) {
+            int64_t left = kc - j, words = (left + 1) / 2;
+            __mmask16 first = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
+            __mmask16 second = (__mmask16)(left >= 32 ? 0xffff
+                                           : left > 16 ? (1u << (left - 16)) - 1 : 0);
+            __m512 lo = _mm512_maskz_loadu_ps(first, row + j);
+            __m512 hi = _mm512_maskz_loadu_ps(second, row + j + 16);
+            _mm512_mask_storeu_epi32(out + j / 2,
+                                     (__mmask16)(words >= 16 ? 0xffff : (1u << words) - 1),
+                                     (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
         }
     }
 }
@@ -145,20 +187,19 @@ static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
     const product *p = ctx;
-    for (int64_t panel = begin; panel < end; panel++) {
-        int64_t j0 = panel * NR;
-        int valid = (int)(p->n - j0 < NR ? p->n - j0 : NR);
-        const float *src = p->b_along_rows ? p->b + j0 * p->ldb : p->b + j0;
-        pack_panel__avx512_bf16(p->packed_b + panel * pairs_of(p->k) * NR, NR, valid, src,
-                                p->ldb, p->b_along_rows, 0, p->k);
-    }
+    int64_t j0 = begin * NR, words = pairs_of(p->k) * NR;
+    const float *src = p->b_along_rows ? p->b + j0 * p->ldb : p->b + j0;
+    pack_panels__avx512_bf16(p->packed_b + begin * words, NR, words, end - begin, p->n - j0, src,
+                             p->ldb, p->b_along_rows, 0, p->k);
 }
 
-/* C tile [rows, cols] (at most MR x NR) = alpha * A panel x B panel over
- * `pairs` pairs, plus beta * C (C unread when beta is 0). */
-BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t *a,
-                                                  const uint32_t *b, float *c, int64_t ldc,
-                                                  int rows, int cols, float alpha, float beta)
+/* C tile [rows, cols] (at most MR x NR) = alpha * A x B panel over
+ * `pairs` pairs, plus beta * C (C unread when beta is 0); row r's pair p of
+ * A is a[p * a_pair + r * a_row]. */
+BF16_TARGET static inline __attribute__((always_inline)) void
+tile_product__avx512_bf16(int64_t pairs, const uint32_t *a, int64_t a_row, int64_t a_pair,
+                          const uint32_t *b, float *c, int64_t ldc, int rows, int cols,
+                          float alpha, float beta)
 {
     __m512 acc[MR][NV];
 #pragma GCC unroll 16
@@ -179,7 +220,7 @@ BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t 
             bv[v] = (__m512bh)_mm512_loadu_si512(b + p * NR + 16 * v);
 #pragma GCC unroll 16
         for (int r = 0; r < MR; r++) {
-            __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[p * MR + r]);
+            __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[p * a_pair + r * a_row]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++)
                 acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
@@ -197,6 +238,24 @@ BF16_TARGET static void micro_kernel__avx512_bf16(int64_t pairs, const uint32_t 
             _mm512_mask_storeu_ps(cr, mask, y);
         }
     }
+}
+
+/* The tile's A as a panel of MR rows, pair by pair (pack_panels). */
+BF16_TARGET static void micro_kernel_panel__avx512_bf16(int64_t pairs, const uint32_t *a,
+                                                        const uint32_t *b, float *c, int64_t ldc,
+                                                        int rows, int cols, float alpha,
+                                                        float beta)
+{
+    tile_product__avx512_bf16(pairs, a, 1, MR, b, c, ldc, rows, cols, alpha, beta);
+}
+
+/* The tile's A as rows of KC / 2 pairs each (convert_rows). */
+BF16_TARGET static void micro_kernel_rows__avx512_bf16(int64_t pairs, const uint32_t *a,
+                                                       const uint32_t *b, float *c, int64_t ldc,
+                                                       int rows, int cols, float alpha,
+                                                       float beta)
+{
+    tile_product__avx512_bf16(pairs, a, KC / 2, 1, b, c, ldc, rows, cols, alpha, beta);
 }
 
 /* The rows of a block of mc the tile at r0 covers. */
@@ -220,19 +279,21 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
         float beta = k0 == 0 ? p->beta : 1.0f;
         for (int64_t i0 = first; i0 < last; i0 += MC) {
             int64_t mc = last - i0 < MC ? last - i0 : MC;
-            for (int64_t r0 = 0; r0 < mc; r0 += MR) {
-                int64_t row = i0 + r0;
-                const float *src = p->a_along_rows ? p->a + row * p->lda : p->a + row;
-                pack_panel__avx512_bf16(packed_a + r0 * (KC / 2), MR, tile_rows(mc, r0), src,
-                                        p->lda, p->a_along_rows, k0, kc);
-            }
+            int64_t tiles = (mc + MR - 1) / MR;
+            if (p->a_along_rows)
+                convert_rows__avx512_bf16(packed_a, KC / 2, tiles * MR, mc, p->a + i0 * p->lda,
+                                          p->lda, k0, kc);
+            else
+                pack_panels__avx512_bf16(packed_a, MR, MR * (KC / 2), tiles, mc, p->a + i0,
+                                         p->lda, 0, k0, kc);
             for (int64_t j0 = 0; j0 < p->n; j0 += NR) {
                 const uint32_t *b = p->packed_b + (j0 / NR) * all_pairs * NR + (k0 / 2) * NR;
                 int cols = (int)(p->n - j0 < NR ? p->n - j0 : NR);
                 for (int64_t r0 = 0; r0 < mc; r0 += MR)
-                    micro_kernel__avx512_bf16(pairs, packed_a + r0 * (KC / 2), b,
-                                              p->c + (i0 + r0) * p->ldc + j0, p->ldc,
-                                              tile_rows(mc, r0), cols, p->alpha, beta);
+                    (p->a_along_rows ? micro_kernel_rows__avx512_bf16
+                                     : micro_kernel_panel__avx512_bf16)(
+                        pairs, packed_a + r0 * (KC / 2), b, p->c + (i0 + r0) * p->ldc + j0,
+                        p->ldc, tile_rows(mc, r0), cols, p->alpha, beta);
             }
         }
     }
