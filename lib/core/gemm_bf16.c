@@ -27,6 +27,7 @@
 #define MC (12 * MR)   /* rows per A block: 72 KB, in L2 */
 #define PIECE_ROWS MR  /* threads split C's rows in whole tiles */
 #define A_BLOCK_WORDS (MC * KC / 2)
+#define PREFETCH_PAIRS 4 /* how far ahead interleaved packing asks for its rows */
 
 #if HAVE_BF16_KERNEL
 /* Only for CPUs with AVX512_BF16, checked before any product: the names
@@ -128,6 +129,11 @@ BF16_TARGET static void pack_panels__avx512_bf16(uint32_t *dst, int width, int64
                                              : in_lanes > 0 ? (1u << in_lanes) - 1 : 0);
                 __mmask16 store = (__mmask16)(out_lanes >= 16 ? 0xffff : (1u << out_lanes) - 1);
                 load &= store;
+                if (2 * p + 2 * PREFETCH_PAIRS + 1 < kc) { /* rows far apart: ask ahead */
+                    _mm_prefetch((const char *)(lo + 2 * PREFETCH_PAIRS * ld + lane), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(lo + (2 * PREFETCH_PAIRS + 1) * ld + lane),
+                                 _MM_HINT_T0);
+                }
                 __m512 l = _mm512_maskz_loadu_ps(load, lo + lane);
                 __m512 h = has_hi ? _mm512_maskz_loadu_ps(load, lo + ld + lane)
                                   : _mm512_setzero_ps();
