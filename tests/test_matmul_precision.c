@@ -71,14 +71,16 @@ START_TEST(setting_and_errors)
 }
 END_TEST
 
-/* Sizes that leave partial tiles (12 x 32), partial k blocks (256) and an
- * odd k; every transpose. Each element is within float32 rounding of the
- * exact sum of the rounded inputs' products, and not float32's result. */
+/* Sizes that leave partial tiles (12 x 32), partial k blocks (256), a
+ * partial row block (144) and an odd k; every transpose. Each element is
+ * within float32 rounding of the exact sum of the rounded inputs'
+ * products, and not float32's result. */
 START_TEST(products_match_the_rounded_inputs)
 {
     if (!bf16_here())
         return;
-    static const int64_t sizes[][3] = {{33, 65, 35}, {100, 70, 300}, {37, 129, 513}, {64, 32, 32}};
+    static const int64_t sizes[][3] = {{33, 65, 35}, {100, 70, 300}, {37, 129, 513},
+                                       {64, 32, 32}, {157, 47, 77}};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int t = 0; t < 4; t++) {
             int ta = t & 1, tb = t >> 1;
