@@ -256,11 +256,13 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
     }
     double *times = calloc((size_t)steps, sizeof *times);
     int ok = rng && model && tape && adam && b.src && b.tgt_in && b.labels && times;
-    /* The first warm-up step shows the GEMMs, whole: every product through
-     * cblas_sgemm, on one thread. bfloat16 then gets one more warm-up. */
+    /* An extra first step shows the GEMMs, whole: every product through
+     * cblas_sgemm, on one thread. It warms up nothing of the timed
+     * configuration (its threads, its precision's buffers): `warmup` more
+     * steps do. */
     int threads = tfm_get_num_threads();
     tfm_matmul_precision precision = tfm_get_matmul_precision();
-    int untimed = warmup + (precision == TFM_MATMUL_BFLOAT16);
+    int untimed = warmup + 1;
     for (int i = 0; ok && i < untimed; i++) {
         recording = i == 0;
         if (recording) {

@@ -177,7 +177,7 @@ def run_all(a, log):
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
                         continue
-                elif (config == '002' or what != 'train') and r > 0:
+                elif (config == '002' or what not in ('train', BF16)) and r > 0:
                     continue
                 counts = counts_for(a, config)
                 anchors = anchors_in(a.build) if what == 'train' else \

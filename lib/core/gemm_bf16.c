@@ -1,10 +1,11 @@
 /* bfloat16 products (core/gemm_bf16.h), blocked as GotoBLAS/BLIS block
  * theirs: op(B) is packed whole, once per product and shared by the
  * threads, into panels of NR columns; each thread packs its rows of op(A)
- * a block of MC x KC at a time into panels of MR rows, and a micro-kernel
- * keeps an MR x NR tile of C in 24 registers while it runs down one A
- * panel and one B panel. A packed element is a pair of bfloat16 (two
- * consecutive k) in 32 bits, the operand VDPBF16PS multiplies. */
+ * a block of MC x KC at a time (into panels of MR rows, or only converted
+ * when its k runs along its rows), and a micro-kernel keeps an MR x NR
+ * tile of C in 24 registers while it runs down MR rows of A and one B
+ * panel. A packed element is a pair of bfloat16 (two consecutive k) in 32
+ * bits, the operand VDPBF16PS multiplies. */
 #include "core/gemm_bf16.h"
 
 #include <pthread.h>
@@ -130,9 +131,9 @@ BF16_TARGET static void pack_panels__avx512_bf16(uint32_t *dst, int width, int64
                 __mmask16 store = (__mmask16)(out_lanes >= 16 ? 0xffff : (1u << out_lanes) - 1);
                 load &= store;
                 if (2 * p + 2 * PREFETCH_PAIRS + 1 < kc) { /* rows far apart: ask ahead */
-                    _mm_prefetch((const char *)(lo + 2 * PREFETCH_PAIRS * ld + lane), _MM_HINT_T0);
-                    _mm_prefetch((const char *)(lo + (2 * PREFETCH_PAIRS + 1) * ld + lane),
-                                 _MM_HINT_T0);
+                    const float *ahead = lo + 2 * PREFETCH_PAIRS * ld + lane;
+                    _mm_prefetch((const char *)ahead, _MM_HINT_T0);
+                    _mm_prefetch((const char *)(ahead + ld), _MM_HINT_T0);
                 }
                 __m512 l = _mm512_maskz_loadu_ps(load, lo + lane);
                 __m512 h = has_hi ? _mm512_maskz_loadu_ps(load, lo + ld + lane)
