@@ -262,20 +262,17 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
      * steps do. */
     int threads = tfm_get_num_threads();
     tfm_matmul_precision precision = tfm_get_matmul_precision();
-    int untimed = warmup + 1;
-    for (int i = 0; ok && i < untimed; i++) {
-        recording = i == 0;
-        if (recording) {
-            tfm_set_num_threads(1);
-            tfm_set_matmul_precision(TFM_MATMUL_FLOAT32);
-        }
+    if (ok) {
+        recording = 1;
+        tfm_set_num_threads(1);
+        tfm_set_matmul_precision(TFM_MATMUL_FLOAT32);
         ok = train_step(tape, model, adam, c, &b) == TFM_OK;
-        if (recording) {
-            tfm_set_num_threads(threads);
-            tfm_set_matmul_precision(precision);
-        }
+        tfm_set_num_threads(threads);
+        tfm_set_matmul_precision(precision);
         recording = 0;
     }
+    for (int i = 0; ok && i < warmup; i++)
+        ok = train_step(tape, model, adam, c, &b) == TFM_OK;
     long allocs = alloc_counter_total(), libtfm_allocs = alloc_counter_libtfm();
     for (int i = 0; ok && i < steps; i++) {
         double start = now_ms();

@@ -42,6 +42,22 @@ static int64_t pairs_of(int64_t k)
     return (k + 1) / 2;
 }
 
+/* The first n of 16 lanes (none for n <= 0, all for n >= 16). */
+static inline __mmask16 first_lanes(int64_t n)
+{
+    return (__mmask16)(n >= 16 ? 0xffff : n > 0 ? (1u << n) - 1 : 0);
+}
+
+/* The next 16 pairs of a row whose k runs along it, `left` floats of it
+ * still to take (past them: zeros), rounded to bfloat16 to nearest even:
+ * word p holds the row's floats 2p (low half) and 2p + 1. */
+BF16_TARGET static inline __m512i row_pairs__avx512_bf16(const float *row, int64_t left)
+{
+    __m512 lo = _mm512_maskz_loadu_ps(first_lanes(left), row);
+    __m512 hi = _mm512_maskz_loadu_ps(first_lanes(left - 16), row + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
 /* Row i of w becomes column i (32-bit elements): two rounds of unpacking
  * within 128-bit lanes, two of shuffling the lanes. */
 BF16_TARGET static inline void transpose_16x16__avx512_bf16(__m512i w[16])
@@ -89,27 +105,19 @@ BF16_TARGET static void pack_panels__avx512_bf16(uint32_t *dst, int width, int64
             int64_t first_lane = q * width;
             for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
                 int64_t left = kc - 2 * p0; /* floats of each lane still to pack */
-                __mmask16 first = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
-                __mmask16 second = (__mmask16)(left >= 32 ? 0xffff
-                                               : left > 16 ? (1u << (left - 16)) - 1 : 0);
                 int n = (int)(pairs - p0 < 16 ? pairs - p0 : 16);
                 for (int r0 = 0; r0 < width; r0 += 16) {
                     __m512i words[16];
                     for (int r = 0; r < 16; r++) {
                         words[r] = _mm512_setzero_si512();
                         int64_t lane = first_lane + r0 + r;
-                        if (r0 + r < width && lane < valid) {
-                            const float *row = src + lane * ld + k0 + 2 * p0;
-                            __m512 lo = _mm512_maskz_loadu_ps(first, row);
-                            __m512 hi = _mm512_maskz_loadu_ps(second, row + 16);
-                            words[r] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-                        }
+                        if (r0 + r < width && lane < valid)
+                            words[r] = row_pairs__avx512_bf16(src + lane * ld + k0 + 2 * p0, left);
                     }
                     transpose_16x16__avx512_bf16(words);
-                    int lanes = width - r0 < 16 ? width - r0 : 16;
                     for (int i = 0; i < n; i++)
                         _mm512_mask_storeu_epi32(panel + (p0 + i) * width + r0,
-                                                 (__mmask16)((1u << lanes) - 1), words[i]);
+                                                 first_lanes(width - r0), words[i]);
                 }
             }
         }
@@ -125,11 +133,8 @@ BF16_TARGET static void pack_panels__avx512_bf16(uint32_t *dst, int width, int64
         int has_hi = 2 * p + 1 < kc;
         for (int64_t q = 0; q < panels; q++) {
             for (int r0 = 0; r0 < width; r0 += 16) {
-                int64_t lane = q * width + r0, in_lanes = valid - lane, out_lanes = width - r0;
-                __mmask16 load = (__mmask16)(in_lanes >= 16 ? 0xffff
-                                             : in_lanes > 0 ? (1u << in_lanes) - 1 : 0);
-                __mmask16 store = (__mmask16)(out_lanes >= 16 ? 0xffff : (1u << out_lanes) - 1);
-                load &= store;
+                int64_t lane = q * width + r0;
+                __mmask16 store = first_lanes(width - r0), load = first_lanes(valid - lane) & store;
                 if (2 * p + 2 * PREFETCH_PAIRS + 1 < kc) { /* rows far apart: ask ahead */
                     const float *ahead = lo + 2 * PREFETCH_PAIRS * ld + lane;
                     _mm_prefetch((const char *)ahead, _MM_HINT_T0);
@@ -163,17 +168,9 @@ BF16_TARGET static void convert_rows__avx512_bf16(uint32_t *dst, int64_t stride,
             continue;
         }
         const float *row = src + r * ld + k0;
-        for (int64_t j = 0; j < kc; j += 32) {
-            int64_t left = kc - j, words = (left + 1) / 2;
-            __mmask16 first = (__mmask16)(left >= 16 ? 0xffff : (1u << left) - 1);
-            __mmask16 second = (__mmask16)(left >= 32 ? 0xffff
-                                           : left > 16 ? (1u << (left - 16)) - 1 : 0);
-            __m512 lo = _mm512_maskz_loadu_ps(first, row + j);
-            __m512 hi = _mm512_maskz_loadu_ps(second, row + j + 16);
-            _mm512_mask_storeu_epi32(out + j / 2,
-                                     (__mmask16)(words >= 16 ? 0xffff : (1u << words) - 1),
-                                     (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-        }
+        for (int64_t j = 0; j < kc; j += 32)
+            _mm512_mask_storeu_epi32(out + j / 2, first_lanes(pairs - j / 2),
+                                     row_pairs__avx512_bf16(row + j, kc - j));
     }
 }
 
@@ -235,8 +232,7 @@ tile_product__avx512_bf16(int64_t pairs, const uint32_t *a, int64_t a_row, int64
     }
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int v = 0; v < NV; v++) {
-        int left = cols - 16 * v;
-        __mmask16 mask = (__mmask16)(left >= 16 ? 0xffff : left > 0 ? (1u << left) - 1 : 0);
+        __mmask16 mask = first_lanes(cols - 16 * v);
         for (int r = 0; r < rows; r++) {
             float *cr = c + r * ldc + 16 * v;
             __m512 y = _mm512_mul_ps(va, acc[r][v]);
@@ -281,6 +277,9 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
     if (last > p->m)
         last = p->m;
     int64_t all_pairs = pairs_of(p->k);
+    void (*kernel)(int64_t, const uint32_t *, const uint32_t *, float *, int64_t, int, int, float,
+                   float) = p->a_along_rows ? micro_kernel_rows__avx512_bf16
+                                            : micro_kernel_panel__avx512_bf16;
     for (int64_t k0 = 0; k0 < p->k; k0 += KC) {
         int64_t kc = p->k - k0 < KC ? p->k - k0 : KC, pairs = pairs_of(kc);
         float beta = k0 == 0 ? p->beta : 1.0f;
@@ -297,10 +296,8 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
                 const uint32_t *b = p->packed_b + (j0 / NR) * all_pairs * NR + (k0 / 2) * NR;
                 int cols = (int)(p->n - j0 < NR ? p->n - j0 : NR);
                 for (int64_t r0 = 0; r0 < mc; r0 += MR)
-                    (p->a_along_rows ? micro_kernel_rows__avx512_bf16
-                                     : micro_kernel_panel__avx512_bf16)(
-                        pairs, packed_a + r0 * (KC / 2), b, p->c + (i0 + r0) * p->ldc + j0,
-                        p->ldc, tile_rows(mc, r0), cols, p->alpha, beta);
+                    kernel(pairs, packed_a + r0 * (KC / 2), b, p->c + (i0 + r0) * p->ldc + j0,
+                           p->ldc, tile_rows(mc, r0), cols, p->alpha, beta);
             }
         }
     }

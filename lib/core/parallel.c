@@ -1,11 +1,10 @@
 #include "core/parallel.h"
 
-#include "core/gemm_bf16.h"
-
 #include <pthread.h>
 
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/gemm_bf16.h"
 #include "tfm/common.h"
 
 /* A loop's ticket is its number times TICKET_LOOP plus the workers it runs
