@@ -16,8 +16,17 @@
  * hypotheses; only the rows still decoding are computed, so finished
  * sequences cost nothing. A row's self-attention caches sit in the cache
  * row its slot names: a beam hypothesis keeps its parent's cache row, and
- * only a parent's second and later children copy its cache. The rows'
- * attention runs on libtfm's threads. */
+ * only a parent's second and later children copy its cache.
+ *
+ * A batch is decoded in groups of sources whose caches fit in a core's L2
+ * (at least GROUP_MIN_ROWS rows), each group all its steps on one thread,
+ * the threads taking the next group as they finish: a step's products
+ * are too small to share among threads, and a whole batch's caches, read
+ * at every step, would come from memory. The groups depend on the batch
+ * and the model only, so the thread count never changes a result.
+ * Sampling draws from one generator in the order of the rows, and the
+ * reference path shares one tape: both run the batch as one group, whose
+ * rows' attention runs on libtfm's threads. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -44,6 +53,11 @@
 /* Scores are computed for tiles of this many positions; the key caches
  * hold whole tiles, so that a tile never reads past its head's keys. */
 #define BLOCK 16
+/* A group's caches stay within this many bytes, the L2 of most x86 cores,
+ * but it keeps at least GROUP_MIN_ROWS rows, below which its products
+ * would run mostly on their edges. */
+#define GROUP_CACHE_BYTES (1 << 20)
+#define GROUP_MIN_ROWS 16
 
 struct tfm_decoding {
     tfm_model *model;
@@ -53,6 +67,7 @@ struct tfm_decoding {
     int64_t d, heads, dk, d_ff, vocab;
     int64_t rows;          /* max_batch * beam */
     int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
+    int64_t group_sources; /* sources a group decodes on one thread */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
     tfm_rng *rng;
@@ -61,8 +76,9 @@ struct tfm_decoding {
     int64_t n_layers;
 
     /* one step over n rows: residual stream, normed input, sublayer output,
-     * projections [n, 3D], attention context, feed-forward hidden, logits,
-     * and per thread, one query's attention weights [weights_stride] */
+     * projections [n, 3D], attention context, feed-forward hidden, logits
+     * (each group has its rows' part, see group_of), and per thread, one
+     * query's attention weights [weights_stride] */
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
     int64_t weights_stride;
     /* caches (use_cache), see self_keys and the like, and the cross
@@ -80,9 +96,9 @@ struct tfm_decoding {
     int32_t *hist, *active, *order;
     double *sum;
     float *probs;
-    /* beam search: live and finished hypotheses per source, this step's
-     * best candidates of one source, and the finished ones
-     * [batch][beam][max_len + 1] */
+    /* beam search: live and finished hypotheses per source; per source,
+     * this step's best candidates [beam], the finished hypotheses
+     * [beam][max_len + 1] and the scratch to reorder its rows */
     int32_t *live, *done, *cand_parent, *cand_token, *fin_tokens, *fin_length, *rank;
     int32_t *slot_next, *slot_taken; /* [beam]: one source's slots while reordered */
     double *cand_score, *fin_score;
@@ -286,17 +302,25 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(prefix, rows * T);
     if (ok && o.strategy == TFM_DECODE_BEAM)
         ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
-             BUFFER(cand_parent, beam) && BUFFER(cand_token, beam) &&
-             BUFFER(cand_score, beam) && BUFFER(rank, beam) &&
+             BUFFER(cand_parent, rows) && BUFFER(cand_token, rows) &&
+             BUFFER(cand_score, rows) && BUFFER(rank, rows) &&
              BUFFER(fin_tokens, rows * (T + 1)) && BUFFER(fin_length, rows) &&
-             BUFFER(fin_score, rows) && BUFFER(hist_tmp, (double)beam * (T + 1)) &&
-             BUFFER(sum_tmp, beam) && BUFFER(slot_next, beam) && BUFFER(slot_taken, beam);
+             BUFFER(fin_score, rows) && BUFFER(hist_tmp, rows * (T + 1)) &&
+             BUFFER(sum_tmp, rows) && BUFFER(slot_next, rows) && BUFFER(slot_taken, rows);
     if (!ok) {
         tfm__fail_within(op, mark);
         tfm_decoding_free(d);
         return NULL;
     }
     d->rng_seeded = *d->rng;
+    d->group_sources = max_batch;
+    if (o.use_cache && o.strategy != TFM_DECODE_SAMPLE) {
+        double per_source = (self_keys + self_values + cross_keys + cross_values) /
+                            (double)max_batch * sizeof(float);
+        int64_t fitting = (int64_t)(GROUP_CACHE_BYTES / per_source);
+        int64_t fewest = (GROUP_MIN_ROWS + beam - 1) / beam;
+        d->group_sources = fitting > fewest ? fitting : fewest;
+    }
     return d;
 }
 
@@ -449,11 +473,32 @@ static TFM__KERNEL(attend, (const float *restrict q, const float *restrict kt,
     }
 }
 
+/* A group of sources [first, first + count) decoded on one thread: its
+ * rows' part of the step buffers, and that thread's attention scratch. */
+typedef struct group {
+    int64_t first, count;
+    float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
+    int32_t *active;
+    int split;        /* its rows' attention may run on libtfm's threads */
+    int64_t bad_step; /* the first step whose logits were not finite, or -1 */
+} group;
+
+static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int worker,
+                      int split)
+{
+    int64_t row = first * d->beam, D = d->d;
+    return (group){first, count, d->x + row * D, d->h + row * D, d->y + row * D,
+                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
+                   d->logits + row * d->vocab, d->weights + worker * d->weights_stride,
+                   d->active + row, split, -1};
+}
+
 /* The attention of one step's rows [begin, end) in one layer, after the
- * projections into d->qkv: self-attention over positions 0..t, or
+ * projections into g->qkv: self-attention over positions 0..t, or
  * cross-attention over the source's S positions. */
 typedef struct attend_job {
     tfm_decoding *d;
+    const group *g;
     int32_t l;
     const int32_t *rows;
     int64_t t, S;
@@ -467,9 +512,9 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
-    float *weights = d->weights + worker * d->weights_stride;
+    float *weights = j->g->weights + worker * d->weights_stride;
     for (int64_t i = begin; i < end; i++) {
-        float *row = d->qkv + i * 3 * D;
+        float *row = j->g->qkv + i * 3 * D;
         int32_t slot = d->slot[j->rows[i]];
         for (int64_t h = 0; h < H; h++) {
             float *kt = self_keys(d, j->l, slot, h), *v = self_values(d, j->l, slot, h);
@@ -480,7 +525,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
                 q[e] *= j->factor;
             }
             memcpy(v + t * dk, row + 2 * D + h * dk, (size_t)dk * sizeof *v);
-            attend(q, kt, v, t + 1, dk, NULL, weights, d->ctx + i * D + h * dk);
+            attend(q, kt, v, t + 1, dk, NULL, weights, j->g->ctx + i * D + h * dk);
         }
     }
 }
@@ -490,56 +535,66 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk;
-    float *weights = d->weights + worker * d->weights_stride;
+    float *weights = j->g->weights + worker * d->weights_stride;
     for (int64_t i = begin; i < end; i++) {
         int64_t b = j->rows[i] / d->beam;
         const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->max_src_len : NULL;
         for (int64_t h = 0; h < H; h++) {
-            float *q = d->qkv + i * D + h * dk;
+            float *q = j->g->qkv + i * D + h * dk;
             for (int64_t e = 0; e < dk; e++)
                 q[e] *= j->factor;
             attend(q, cross_keys(d, j->l, b, h), cross_values(d, j->l, b, h), j->S, dk, keep,
-                   weights, d->ctx + i * D + h * dk);
+                   weights, j->g->ctx + i * D + h * dk);
         }
     }
 }
 
-static void self_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, const float *in,
-                           int64_t n, const int32_t *rows, int64_t t, float *out)
+/* Runs a step's attention over its n rows, split among libtfm's threads
+ * when the group may and the work is worth it. */
+static void attend_rows(const attend_job *j, int64_t n, int64_t floats, tfm__range_fn rows)
+{
+    if (j->g->split)
+        tfm__parallel_for(n, tfm__workers_for(floats), rows, (void *)j);
+    else
+        rows((void *)j, 0, n, 0);
+}
+
+static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
+                           const float *in, int64_t n, const int32_t *rows, int64_t t, float *out)
 {
     int64_t D = d->d;
     tfm_layer *const *c = att->children;
     if (att->fused) {
-        project(in, n, D, tfm__f32(att->weight), values(att->bias), 3 * D, d->qkv, 3 * D);
+        project(in, n, D, tfm__f32(att->weight), values(att->bias), 3 * D, g->qkv, 3 * D);
     } else {
-        linear(c[TFM__ATT_Q], in, n, d->qkv, 3 * D);
-        linear(c[TFM__ATT_K], in, n, d->qkv + D, 3 * D);
-        linear(c[TFM__ATT_V], in, n, d->qkv + 2 * D, 3 * D);
+        linear(c[TFM__ATT_Q], in, n, g->qkv, 3 * D);
+        linear(c[TFM__ATT_K], in, n, g->qkv + D, 3 * D);
+        linear(c[TFM__ATT_V], in, n, g->qkv + 2 * D, 3 * D);
     }
-    attend_job j = {d, l, rows, t, 0, query_factor(d, att)};
-    tfm__parallel_for(n, tfm__workers_for(n * (t + 1) * D), self_attend_rows, &j);
-    linear(c[TFM__ATT_OUT], d->ctx, n, out, D);
+    attend_job j = {d, g, l, rows, t, 0, query_factor(d, att)};
+    attend_rows(&j, n, n * (t + 1) * D, self_attend_rows);
+    linear(c[TFM__ATT_OUT], g->ctx, n, out, D);
 }
 
-static void cross_attention(tfm_decoding *d, int32_t l, const tfm_layer *att, const float *in,
-                            int64_t n, const int32_t *rows, int64_t S, float *out)
+static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
+                            const float *in, int64_t n, const int32_t *rows, int64_t S, float *out)
 {
     int64_t D = d->d;
     if (att->fused)
-        project(in, n, D, tfm__f32(att->weight), values(att->bias), D, d->qkv, D);
+        project(in, n, D, tfm__f32(att->weight), values(att->bias), D, g->qkv, D);
     else
-        linear(att->children[TFM__ATT_Q], in, n, d->qkv, D);
-    attend_job j = {d, l, rows, 0, S, query_factor(d, att)};
-    tfm__parallel_for(n, tfm__workers_for(n * S * D), cross_attend_rows, &j);
-    linear(att->children[TFM__ATT_OUT], d->ctx, n, out, D);
+        linear(att->children[TFM__ATT_Q], in, n, g->qkv, D);
+    attend_job j = {d, g, l, rows, 0, S, query_factor(d, att)};
+    attend_rows(&j, n, n * S * D, cross_attend_rows);
+    linear(att->children[TFM__ATT_OUT], g->ctx, n, out, D);
 }
 
-static void feed_forward(tfm_decoding *d, const tfm_layer *ff, const float *in, int64_t n,
-                         float *out)
+static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, const float *in,
+                         int64_t n, float *out)
 {
     int64_t width = d->d_ff;
-    linear(ff->children[TFM__FF_LINEAR1], in, n, d->ff, width);
-    float *hv = d->ff;
+    linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
+    float *hv = g->ff;
     if (ff->activation == TFM_ACTIVATION_GELU) {
         for (int64_t i = 0; i < n * width; i++)
             hv[i] = 0.5f * hv[i] * (1.0f + erff(hv[i] * INV_SQRT2));
@@ -558,35 +613,36 @@ static void add_into(float *x, const float *y, int64_t count)
 
 /* One residual sublayer on the stream x: pre-norm x += f(norm(x)),
  * post-norm x = norm(x + f(x)). kind: 0 self-, 1 cross-attention, 2 FF. */
-static void sublayer(tfm_decoding *d, int32_t l, const tfm_layer *block, int kind,
-                     int64_t n, const int32_t *rows, int64_t t, int64_t S)
+static void sublayer(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *block,
+                     int kind, int64_t n, const int32_t *rows, int64_t t, int64_t S)
 {
     static const int child[3] = {TFM__BLK_SELF_ATTN, TFM__BLK_CROSS_ATTN, TFM__BLK_FF};
     static const int norm_of[3] = {TFM__BLK_NORM1, TFM__BLK_NORM2, TFM__BLK_NORM3};
     const tfm_layer *f = block->children[child[kind]], *norm = block->children[norm_of[kind]];
     int64_t D = d->d;
-    const float *in = d->x;
+    const float *in = g->x;
     if (block->norm_first) {
-        layer_norm(norm, d->x, n, D, d->h);
-        in = d->h;
+        layer_norm(norm, g->x, n, D, g->h);
+        in = g->h;
     }
     if (kind == 0)
-        self_attention(d, l, f, in, n, rows, t, d->y);
+        self_attention(d, g, l, f, in, n, rows, t, g->y);
     else if (kind == 1)
-        cross_attention(d, l, f, in, n, rows, S, d->y);
+        cross_attention(d, g, l, f, in, n, rows, S, g->y);
     else
-        feed_forward(d, f, in, n, d->y);
+        feed_forward(d, g, f, in, n, g->y);
     if (block->norm_first) {
-        add_into(d->x, d->y, n * D);
+        add_into(g->x, g->y, n * D);
     } else {
-        add_into(d->y, d->x, n * D);
-        layer_norm(norm, d->y, n, D, d->x);
+        add_into(g->y, g->x, n * D);
+        layer_norm(norm, g->y, n, D, g->x);
     }
 }
 
-/* Logits [n, vocab] of position t for the rows listed, whose input tokens
- * are their hist[t]. */
-static void cached_step(tfm_decoding *d, int64_t n, const int32_t *rows, int64_t t, int64_t S)
+/* Logits [n, vocab] of position t for the group's rows listed, whose input
+ * tokens are their hist[t]. */
+static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_t *rows,
+                        int64_t t, int64_t S)
 {
     const tfm_model *m = d->model;
     int64_t D = d->d, T1 = d->max_len + 1;
@@ -598,21 +654,21 @@ static void cached_step(tfm_decoding *d, int64_t n, const int32_t *rows, int64_t
     int scaled = m->options.embedding_scale != TFM_EMBEDDING_SCALE_NONE;
     for (int64_t i = 0; i < n; i++) {
         const float *e = table + (int64_t)d->hist[rows[i] * T1 + t] * D;
-        float *x = d->x + i * D;
+        float *x = g->x + i * D;
         for (int64_t j = 0; j < D; j++)
             x[j] = (scaled ? e[j] * scale : e[j]) + pos[j];
     }
     const tfm_layer *decoder = m->decoder;
     for (int32_t l = 0; l < d->layers; l++)
         for (int kind = 0; kind < 3; kind++)
-            sublayer(d, l, decoder->children[l], kind, n, rows, t, S);
+            sublayer(d, g, l, decoder->children[l], kind, n, rows, t, S);
     const tfm_layer *final_norm = decoder->children[decoder->n_children - 1];
-    const float *out = d->x;
+    const float *out = g->x;
     if (final_norm) {
-        layer_norm(final_norm, d->x, n, D, d->h);
-        out = d->h;
+        layer_norm(final_norm, g->x, n, D, g->h);
+        out = g->h;
     }
-    linear(m->generator, out, n, d->logits, d->vocab);
+    linear(m->generator, out, n, g->logits, d->vocab);
 }
 
 /* Each decoder layer's cross-attention keys and values of the memory
@@ -675,8 +731,8 @@ static void header(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *
     t->data = data;
 }
 
-static tfm_status recomputed_step(tfm_decoding *d, int64_t n, const int32_t *rows, int64_t t,
-                                  int64_t S)
+static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
+                                  const int32_t *rows, int64_t t, int64_t S)
 {
     int64_t D = d->d, T1 = d->max_len + 1, len = t + 1, V = d->vocab;
     for (int64_t i = 0; i < n; i++) {
@@ -701,17 +757,18 @@ static tfm_status recomputed_step(tfm_decoding *d, int64_t n, const int32_t *row
     if (!logits)
         return tfm_last_status();
     for (int64_t i = 0; i < n; i++)
-        memcpy(d->logits + i * V, tfm__f32(logits) + (i * len + t) * V, (size_t)V * sizeof(float));
+        memcpy(g->logits + i * V, tfm__f32(logits) + (i * len + t) * V, (size_t)V * sizeof(float));
     return TFM_OK;
 }
 
-static tfm_status step(tfm_decoding *d, int64_t n, int64_t t, int64_t S)
+/* The logits of the group's n rows listed in g->active at step t. */
+static tfm_status step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S)
 {
     if (d->o.use_cache) {
-        cached_step(d, n, d->active, t, S);
+        cached_step(d, g, n, g->active, t, S);
         return TFM_OK;
     }
-    return recomputed_step(d, n, d->active, t, S);
+    return recomputed_step(d, g, n, g->active, t, S);
 }
 
 /* --- choosing tokens -------------------------------------------------------------- */
@@ -841,28 +898,32 @@ static int32_t argmax(const float *l, int64_t V)
 
 /* --- greedy and sampling ------------------------------------------------------------- */
 
-static tfm_status search_one(tfm_decoding *d, int64_t B, int64_t S, int32_t *lengths,
+/* The group's sources, one row each. */
+static tfm_status search_one(tfm_decoding *d, group *g, int64_t S, int32_t *lengths,
                              float *out_logits, float *out_probs)
 {
     int64_t V = d->vocab, T = d->max_len, T1 = T + 1;
-    int64_t n = B;
-    for (int64_t b = 0; b < B; b++) {
-        d->active[b] = (int32_t)b;
+    int64_t n = g->count;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = g->first + i;
+        g->active[i] = (int32_t)b;
         d->hist[b * T1] = d->o.bos_id;
         d->sum[b] = 0.0;
         lengths[b] = 1;
     }
     for (int64_t t = 0; t < T && n > 0; t++) {
-        tfm_status status = step(d, n, t, S);
+        tfm_status status = step(d, g, n, t, S);
         if (status != TFM_OK)
             return status;
         int64_t still = 0;
         for (int64_t i = 0; i < n; i++) {
-            int32_t r = d->active[i];
-            const float *l = d->logits + i * V;
+            int32_t r = g->active[i];
+            const float *l = g->logits + i * V;
             double lse = log_sum_exp(l, V);
-            if (!isfinite(lse))
-                return not_finite(t);
+            if (!isfinite(lse)) {
+                g->bad_step = t;
+                return TFM_ERR_NUMERIC;
+            }
             if (out_logits)
                 memcpy(out_logits + (r * T + t) * V, l, (size_t)V * sizeof *l);
             float *p = out_probs ? out_probs + (r * T + t) * V : d->probs;
@@ -879,7 +940,7 @@ static tfm_status search_one(tfm_decoding *d, int64_t B, int64_t S, int32_t *len
             d->hist[r * T1 + t + 1] = token;
             lengths[r] = (int32_t)(t + 2);
             if (token != d->o.eos_id)
-                d->active[still++] = r;
+                g->active[still++] = r;
         }
         n = still;
     }
@@ -907,22 +968,34 @@ static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t le
     d->fin_score[f] = normalised(d, score, len - 1);
 }
 
-/* Inserts a candidate into the best `width` of the step, kept sorted; an
- * equal score ranks after the earlier candidates. */
-static void consider(tfm_decoding *d, int64_t *count, int64_t width, double score,
+/* One source's best candidates of a step, kept sorted [beam]. */
+typedef struct candidates {
+    double *score;
+    int32_t *parent, *token;
+} candidates;
+
+static candidates candidates_of(const tfm_decoding *d, int64_t b)
+{
+    int64_t at = b * d->beam;
+    return (candidates){d->cand_score + at, d->cand_parent + at, d->cand_token + at};
+}
+
+/* Inserts a candidate into the best `width` of the step; an equal score
+ * ranks after the earlier candidates. */
+static void consider(const candidates *c, int64_t *count, int64_t width, double score,
                      int32_t parent, int32_t token)
 {
-    if (*count == width && !(score > d->cand_score[width - 1]))
+    if (*count == width && !(score > c->score[width - 1]))
         return;
     int64_t pos = *count < width ? (*count)++ : width - 1;
-    for (; pos > 0 && score > d->cand_score[pos - 1]; pos--) {
-        d->cand_score[pos] = d->cand_score[pos - 1];
-        d->cand_parent[pos] = d->cand_parent[pos - 1];
-        d->cand_token[pos] = d->cand_token[pos - 1];
+    for (; pos > 0 && score > c->score[pos - 1]; pos--) {
+        c->score[pos] = c->score[pos - 1];
+        c->parent[pos] = c->parent[pos - 1];
+        c->token[pos] = c->token[pos - 1];
     }
-    d->cand_score[pos] = score;
-    d->cand_parent[pos] = parent;
-    d->cand_token[pos] = token;
+    c->score[pos] = score;
+    c->parent[pos] = parent;
+    c->token[pos] = token;
 }
 
 /* Cache row `to` takes cache row `from`'s keys and values of positions 0..t. */
@@ -941,13 +1014,14 @@ static void copy_cache(tfm_decoding *d, int32_t from, int32_t to, int64_t t)
  * their parents' caches (positions 0..t): a parent's first child takes
  * its cache row as it is; a later child, a copy in a cache row no child
  * took. */
-static void reorder_caches(tfm_decoding *d, int64_t base, int64_t n_new, int64_t t)
+static void reorder_caches(tfm_decoding *d, const candidates *c, int64_t base, int64_t n_new,
+                           int64_t t)
 {
     int64_t K = d->beam;
-    int32_t *next = d->slot_next, *taken = d->slot_taken;
+    int32_t *next = d->slot_next + base, *taken = d->slot_taken + base;
     memset(taken, 0, (size_t)K * sizeof *taken);
     for (int64_t j = 0; j < n_new; j++) {
-        int32_t parent = d->slot[base + d->cand_parent[j]];
+        int32_t parent = d->slot[base + c->parent[j]];
         next[j] = taken[parent - base] ? -1 : parent;
         taken[parent - base] = 1;
     }
@@ -958,28 +1032,30 @@ static void reorder_caches(tfm_decoding *d, int64_t base, int64_t n_new, int64_t
                 free_slot++;
             taken[free_slot] = 1;
             next[j] = (int32_t)base + free_slot;
-            copy_cache(d, d->slot[base + d->cand_parent[j]], next[j], t);
+            copy_cache(d, d->slot[base + c->parent[j]], next[j], t);
         }
     memcpy(d->slot + base, next, (size_t)n_new * sizeof *next);
 }
 
 /* Source b's live rows take the hypotheses of their parents (cache rows and
  * tokens 0..t), then the new tokens at t + 1. */
-static void reorder(tfm_decoding *d, int64_t b, int64_t n_new, int64_t t)
+static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_new, int64_t t)
 {
     int64_t K = d->beam, T1 = d->max_len + 1, base = b * K;
+    int32_t *hist_tmp = d->hist_tmp + base * T1;
+    double *sum_tmp = d->sum_tmp + base;
     for (int64_t j = 0; j < n_new; j++) {
-        memcpy(d->hist_tmp + j * T1, d->hist + (base + d->cand_parent[j]) * T1,
+        memcpy(hist_tmp + j * T1, d->hist + (base + c->parent[j]) * T1,
                (size_t)(t + 1) * sizeof(int32_t));
-        d->hist_tmp[j * T1 + t + 1] = d->cand_token[j];
-        d->sum_tmp[j] = d->cand_score[j];
+        hist_tmp[j * T1 + t + 1] = c->token[j];
+        sum_tmp[j] = c->score[j];
     }
     for (int64_t j = 0; j < n_new; j++) {
-        memcpy(d->hist + (base + j) * T1, d->hist_tmp + j * T1, (size_t)(t + 2) * sizeof(int32_t));
-        d->sum[base + j] = d->sum_tmp[j];
+        memcpy(d->hist + (base + j) * T1, hist_tmp + j * T1, (size_t)(t + 2) * sizeof(int32_t));
+        d->sum[base + j] = sum_tmp[j];
     }
     if (d->o.use_cache)
-        reorder_caches(d, base, n_new, t);
+        reorder_caches(d, c, base, n_new, t);
 }
 
 /* One step of source b, whose live rows' log probabilities start at logp:
@@ -988,33 +1064,36 @@ static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
 {
     int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1, width = K - d->done[b];
     int64_t count = 0;
+    candidates c = candidates_of(d, b);
     for (int32_t j = 0; j < d->live[b]; j++) {
         double base = d->sum[b * K + j];
         for (int64_t v = 0; v < V; v++)
-            consider(d, &count, width, base + logp[j * V + v], j, (int32_t)v);
+            consider(&c, &count, width, base + logp[j * V + v], j, (int32_t)v);
     }
     int64_t n_new = 0;
-    for (int64_t c = 0; c < count; c++) {
-        if (d->cand_token[c] == d->o.eos_id) {
-            int32_t *tokens = d->hist + (b * K + d->cand_parent[c]) * T1;
+    for (int64_t i = 0; i < count; i++) {
+        if (c.token[i] == d->o.eos_id) {
+            int32_t *tokens = d->hist + (b * K + c.parent[i]) * T1;
             tokens[t + 1] = d->o.eos_id; /* past the parent's tokens, rewritten if kept */
-            finish(d, b, tokens, t + 2, d->cand_score[c]);
+            finish(d, b, tokens, t + 2, c.score[i]);
         } else {
-            d->cand_score[n_new] = d->cand_score[c];
-            d->cand_parent[n_new] = d->cand_parent[c];
-            d->cand_token[n_new] = d->cand_token[c];
+            c.score[n_new] = c.score[i];
+            c.parent[n_new] = c.parent[i];
+            c.token[n_new] = c.token[i];
             n_new++;
         }
     }
-    reorder(d, b, n_new, t);
+    reorder(d, &c, b, n_new, t);
     d->live[b] = (int32_t)n_new;
 }
 
-static tfm_status search_beam(tfm_decoding *d, int64_t B, int64_t S, int32_t *tokens,
+/* The group's sources, a row per live hypothesis. */
+static tfm_status search_beam(tfm_decoding *d, group *g, int64_t S, int32_t *tokens,
                               int32_t *lengths, float *scores)
 {
     int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
-    for (int64_t b = 0; b < B; b++) {
+    int64_t first = g->first, last = g->first + g->count;
+    for (int64_t b = first; b < last; b++) {
         d->live[b] = 1;
         d->done[b] = 0;
         d->hist[b * K * T1] = d->o.bos_id;
@@ -1022,45 +1101,48 @@ static tfm_status search_beam(tfm_decoding *d, int64_t B, int64_t S, int32_t *to
     }
     for (int64_t t = 0; t < T; t++) {
         int64_t n = 0;
-        for (int64_t b = 0; b < B; b++)
+        for (int64_t b = first; b < last; b++)
             for (int32_t j = 0; j < d->live[b]; j++)
-                d->active[n++] = (int32_t)(b * K + j);
+                g->active[n++] = (int32_t)(b * K + j);
         if (n == 0)
             break;
-        tfm_status status = step(d, n, t, S);
+        tfm_status status = step(d, g, n, t, S);
         if (status != TFM_OK)
             return status;
         for (int64_t i = 0; i < n; i++) {
-            float *l = d->logits + i * V;
+            float *l = g->logits + i * V;
             double lse = log_sum_exp(l, V);
-            if (!isfinite(lse))
-                return not_finite(t);
+            if (!isfinite(lse)) {
+                g->bad_step = t;
+                return TFM_ERR_NUMERIC;
+            }
             for (int64_t v = 0; v < V; v++)
                 l[v] = (float)(l[v] - lse);
         }
-        const float *logp = d->logits;
-        for (int64_t b = 0; b < B; b++) {
+        const float *logp = g->logits;
+        for (int64_t b = first; b < last; b++) {
             int32_t live = d->live[b];
             if (live > 0)
                 advance(d, b, logp, t);
             logp += live * V;
         }
     }
-    for (int64_t b = 0; b < B; b++) {
+    for (int64_t b = first; b < last; b++) {
         /* hypotheses still live at max_length end there */
         for (int32_t j = 0; j < d->live[b]; j++)
             finish(d, b, d->hist + (b * K + j) * T1, T1, d->sum[b * K + j]);
         /* best first; an equal score keeps the order of finishing */
         int32_t found = d->done[b];
         const double *score = d->fin_score + b * K;
+        int32_t *rank = d->rank + b * K;
         for (int32_t i = 0; i < found; i++) {
             int32_t pos = i;
-            for (; pos > 0 && score[i] > score[d->rank[pos - 1]]; pos--)
-                d->rank[pos] = d->rank[pos - 1];
-            d->rank[pos] = i;
+            for (; pos > 0 && score[i] > score[rank[pos - 1]]; pos--)
+                rank[pos] = rank[pos - 1];
+            rank[pos] = i;
         }
         for (int64_t h = 0; h < N; h++) {
-            int64_t out = b * N + h, f = b * K + (h < found ? d->rank[h] : 0);
+            int64_t out = b * N + h, f = b * K + (h < found ? rank[h] : 0);
             if (h < found) {
                 memcpy(tokens + out * T1, d->fin_tokens + f * T1, (size_t)T1 * sizeof *tokens);
                 lengths[out] = d->fin_length[f];
@@ -1074,6 +1156,64 @@ static tfm_status search_beam(tfm_decoding *d, int64_t B, int64_t S, int32_t *to
         }
     }
     return TFM_OK;
+}
+
+/* --- groups ---------------------------------------------------------------------------- */
+
+/* A run's groups, which the threads take in turn. */
+typedef struct decode_run {
+    tfm_decoding *d;
+    int64_t batch, S;
+    int32_t *tokens, *lengths;
+    float *scores, *logits, *probs;
+    int64_t groups, next; /* next: the next group to take */
+    /* per worker, the first step with logits not finite in its groups, or -1 */
+    int64_t bad_step[TFM__MAX_THREADS];
+} decode_run;
+
+static tfm_status search(group *g, const decode_run *run)
+{
+    if (run->d->o.strategy == TFM_DECODE_BEAM)
+        return search_beam(run->d, g, run->S, run->tokens, run->lengths, run->scores);
+    return search_one(run->d, g, run->S, run->lengths, run->logits, run->probs);
+}
+
+static void search_some_groups(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)begin, (void)end;
+    decode_run *run = ctx;
+    int64_t per_group = run->d->group_sources, *bad = &run->bad_step[worker];
+    *bad = -1;
+    for (int64_t i; (i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED)) < run->groups;) {
+        int64_t first = i * per_group;
+        group g = group_of(run->d, first, first + per_group < run->batch ? per_group
+                                                                         : run->batch - first,
+                           worker, 0);
+        /* in a group of cached steps only logits can fail */
+        if (search(&g, run) != TFM_OK && (*bad < 0 || g.bad_step < *bad))
+            *bad = g.bad_step;
+    }
+}
+
+/* Decodes the batch: a lone group on the calling thread, its attention on
+ * libtfm's threads; groups on the threads, one thread each. */
+static tfm_status search_groups(decode_run *run)
+{
+    int64_t bad = -1;
+    if (run->groups == 1) {
+        group g = group_of(run->d, 0, run->batch, 0, 1);
+        tfm_status status = search(&g, run);
+        if (status != TFM_OK && g.bad_step < 0)
+            return status; /* the reference path's own error */
+        bad = g.bad_step;
+    } else {
+        int threads = tfm__threads();
+        tfm__parallel_for(threads, threads, search_some_groups, run);
+        for (int w = 0; w < threads; w++)
+            if (run->bad_step[w] >= 0 && (bad < 0 || run->bad_step[w] < bad))
+                bad = run->bad_step[w];
+    }
+    return bad >= 0 ? not_finite(bad) : TFM_OK;
 }
 
 /* --- run ------------------------------------------------------------------------------ */
@@ -1220,11 +1360,13 @@ tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tok
     model_flags(d->model, d->training, 1);
     tfm_model_set_training(d->model, 0);
     status = encode(d, src);
-    if (status == TFM_OK && d->o.strategy == TFM_DECODE_BEAM) {
-        status = search_beam(d, B, S, tokens, lengths, scores);
-    } else if (status == TFM_OK) {
-        status = search_one(d, B, S, lengths, logits, probs);
-        for (int64_t b = 0; status == TFM_OK && b < B; b++) {
+    if (status == TFM_OK) {
+        decode_run run = {d, B, S, tokens, lengths, scores, logits, probs,
+                          (B + d->group_sources - 1) / d->group_sources, 0, {0}};
+        status = search_groups(&run);
+    }
+    if (status == TFM_OK && d->o.strategy != TFM_DECODE_BEAM) {
+        for (int64_t b = 0; b < B; b++) {
             for (int64_t i = 0; i < T1; i++)
                 tokens[b * T1 + i] = i < lengths[b] ? d->hist[b * T1 + i] : -1;
             if (scores)
