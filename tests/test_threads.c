@@ -153,7 +153,10 @@ typedef struct decoded {
     float scores[SOURCES * BEAM];
 } decoded;
 
-static void decode_with(int threads, tfm_decode_strategy strategy, decoded *out)
+/* Decodes the sources; with nan_from_step >= 0, the generator's output is
+ * made NaN from that step on, through the learned position it reads. */
+static tfm_status decode_with(int threads, tfm_decode_strategy strategy, decoded *out,
+                              int nan_from_step)
 {
     ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
     tfm_model_options mo;
@@ -166,8 +169,15 @@ static void decode_with(int threads, tfm_decode_strategy strategy, decoded *out)
     mo.heads = 8;
     mo.d_ff = 64;
     mo.seed = 3;
+    if (nan_from_step >= 0)
+        mo.positions = TFM_POSITIONS_LEARNED;
     tfm_model *m = tfm_model_create(&mo);
     ck_assert_ptr_nonnull(m);
+    if (nan_from_step >= 0) {
+        tfm_tensor *positions = tfm_params_find(tfm_model_params(m), "tgt_positions.weight");
+        ck_assert_ptr_nonnull(positions);
+        tfm_tensor_data_f32(positions)[nan_from_step * mo.d_model] = NAN;
+    }
     int32_t ids[SOURCES * SRC_LEN];
     for (int i = 0; i < SOURCES * SRC_LEN; i++)
         ids[i] = 3 + (int32_t)((i * 7 + i / SRC_LEN * 5) % (VOCAB - 3));
@@ -184,20 +194,21 @@ static void decode_with(int threads, tfm_decode_strategy strategy, decoded *out)
     tfm_decoding *d = tfm_decoding_create(m, &o, SOURCES, SRC_LEN);
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     int64_t rows = strategy == TFM_DECODE_BEAM ? SOURCES * BEAM : SOURCES;
-    ck_assert_int_eq(tfm_decoding_run(d, src, out->tokens, rows * (MAX_LEN + 1), out->lengths,
-                                      rows, out->scores, rows, NULL, 0, NULL, 0), TFM_OK);
+    tfm_status status = tfm_decoding_run(d, src, out->tokens, rows * (MAX_LEN + 1),
+                                         out->lengths, rows, out->scores, rows, NULL, 0, NULL, 0);
     tfm_decoding_free(d);
     tfm_tensor_free(src);
     tfm_model_free(m);
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    return status;
 }
 
 START_TEST(decoding_on_two_threads_matches_one)
 {
     tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
     decoded *one = calloc(1, sizeof *one), *two = calloc(1, sizeof *two);
-    decode_with(1, strategy, one);
-    decode_with(2, strategy, two);
+    ck_assert_int_eq(decode_with(1, strategy, one, -1), TFM_OK);
+    ck_assert_int_eq(decode_with(2, strategy, two, -1), TFM_OK);
     int64_t rows = strategy == TFM_DECODE_BEAM ? SOURCES * BEAM : SOURCES;
     int32_t shortest = MAX_LEN + 1, longest = 0;
     for (int64_t r = 0; r < rows; r++) {
@@ -213,6 +224,21 @@ START_TEST(decoding_on_two_threads_matches_one)
         ck_assert_int_lt(shortest, longest);
     free(one);
     free(two);
+}
+END_TEST
+
+/* Logits that are not finite in groups of sources decoded on libtfm's
+ * threads are reported by the calling thread, at the first such step. */
+START_TEST(decoding_reports_logits_not_finite_from_the_threads)
+{
+    tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    decoded *out = calloc(1, sizeof *out);
+    for (int threads = 1; threads <= 2; threads++) {
+        ck_assert_int_eq(decode_with(threads, strategy, out, 3), TFM_ERR_NUMERIC);
+        ck_assert_msg(strstr(tfm_last_error(), "at step 3 are not finite") != NULL, "%s",
+                      tfm_last_error());
+    }
+    free(out);
 }
 END_TEST
 
@@ -254,6 +280,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, products_split_among_threads_agree);
     tcase_add_test(tc, the_blas_runs_on_one_thread_under_libtfms);
     tcase_add_loop_test(tc, decoding_on_two_threads_matches_one, 0, 2);
+    tcase_add_loop_test(tc, decoding_reports_logits_not_finite_from_the_threads, 0, 2);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     return s;
