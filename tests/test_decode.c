@@ -245,6 +245,41 @@ START_TEST(cached_equals_recomputed)
 }
 END_TEST
 
+/* Sequences longer than a cache tile (16 positions): beam hypotheses share
+ * their parents' tiles, copy the one they write into if a sibling shares
+ * it, and free the tiles of the hypotheses dropped; greedy rows fill tiles
+ * of their own. eos is made unlikely, so that sequences go on. */
+START_TEST(cached_equals_recomputed_past_a_tile)
+{
+    enum { LONG = 40 };
+    tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    tfm_model *m = make_model(TUTORIAL_003, 11, LONG + 1);
+    param(m, "generator.bias")[EOS] -= 1.5f;
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, strategy, LONG);
+    o.beam_size = o.n_best = 4;
+    o.length_penalty = 0.7f;
+    result *cached = new_result(), *recomputed = new_result();
+    decode(m, &o, src, cached);
+    o.use_cache = 0;
+    decode(m, &o, src, recomputed);
+    int64_t rows = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1), T1 = LONG + 1;
+    int32_t longest = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        ck_assert_int_eq(cached->lengths[r], recomputed->lengths[r]);
+        longest = cached->lengths[r] > longest ? cached->lengths[r] : longest;
+    }
+    ck_assert_mem_eq(cached->tokens, recomputed->tokens, (size_t)(rows * T1) * sizeof(int32_t));
+    ck_assert_int_gt(longest, 2 * 16 + 1);
+    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
+    free(cached);
+    free(recomputed);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- greedy --------------------------------------------------------------------------- */
 
 START_TEST(greedy_is_the_argmax_step_by_step)
@@ -909,6 +944,7 @@ static Suite *decode_suite(void)
     TCase *c = tcase_create("decode");
     tcase_set_timeout(c, 120);
     tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
+    tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);
     tcase_add_test(c, sampling_seeds_and_limits);

@@ -5,18 +5,22 @@
  * the decoder then runs one token per step outside the tape, straight on
  * the layers' parameters: each decoder layer appends the newest position's
  * self-attention key and value to its caches and attends over the
- * cross-attention keys and values computed once per source. Values are
- * kept [rows, heads, positions, d_k]; keys in tiles of BLOCK positions,
- * [rows, heads, positions / BLOCK, d_k, BLOCK], transposed within each
- * tile: a query's scores then vectorise over the positions and its context
- * over d_k, both accumulating in registers, and both read their cache
- * front to back. Without the caches, every step runs
+ * cross-attention keys and values computed once per source. The caches
+ * are kept in tiles of BLOCK positions, one per layer and head: the keys
+ * [d_k][BLOCK], transposed, then the values [BLOCK][d_k]. A query's scores
+ * then vectorise over the positions and its context over d_k, both
+ * accumulating in registers. Without the caches, every step runs
  * tfm_model_decode over the whole prefix (the reference the cached path is
  * tested against). Rows are sources (greedy, sampling) or a source's beam
  * hypotheses; only the rows still decoding are computed, so finished
- * sequences cost nothing. A row's self-attention caches sit in the cache
- * row its slot names: a beam hypothesis keeps its parent's cache row, and
- * only a parent's second and later children copy its cache.
+ * sequences cost nothing.
+ *
+ * A row's self-attention tiles are listed in its tile table. A source's
+ * rows own its tiles; a greedy row has its own. A beam hypothesis takes
+ * its parent's table, sharing its tiles (counted by tile_refs), and a
+ * shared tile is copied only when a hypothesis writes into it: siblings
+ * differ in their last positions only, so a step copies at most a tile
+ * per hypothesis, and the siblings read one prefix, from L1 or L2.
  *
  * A batch is decoded in groups of sources whose caches fit in a core's L2
  * (at least GROUP_MIN_ROWS rows), each group all its steps on one thread,
@@ -81,11 +85,14 @@ struct tfm_decoding {
      * query's attention weights [weights_stride] */
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
     int64_t weights_stride;
-    /* caches (use_cache), see self_keys and the like, and the cross
-     * projections of the memory [batch * S, 2D] before their split into
-     * heads; each row's cache row (its slot) */
-    float *self_k, *self_v, *cross_k, *cross_v, *kv;
-    int32_t *slot;
+    /* caches (use_cache): self-attention tiles [layers][heads][tiles],
+     * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
+     * and the cross projections of the memory [batch * S, 2D] before their
+     * split into heads; each row's tiles [rows][self_tiled / BLOCK] and
+     * each tile's count of rows using it */
+    float *self_cache, *cross_cache, *kv;
+    int64_t tiles;         /* rows * self_tiled / BLOCK */
+    int32_t *tile_table, *tile_refs;
     int32_t *keep;         /* [batch][max_src_len]: 0 for a padded source key */
     /* reference path: the memory [batch][S][D], and the step's inputs */
     float *memory, *memory_rows;
@@ -100,7 +107,7 @@ struct tfm_decoding {
      * this step's best candidates [beam], the finished hypotheses
      * [beam][max_len + 1] and the scratch to reorder its rows */
     int32_t *live, *done, *cand_parent, *cand_token, *fin_tokens, *fin_length, *rank;
-    int32_t *slot_next, *slot_taken; /* [beam]: one source's slots while reordered */
+    int32_t *table_tmp;    /* [rows][self_tiled / BLOCK] */
     double *cand_score, *fin_score;
     int32_t *hist_tmp;
     double *sum_tmp;
@@ -263,19 +270,18 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rows = max_batch * beam;
     d->self_tiled = (d->max_len + BLOCK - 1) / BLOCK * BLOCK;
     d->cross_tiled = (max_src_len + BLOCK - 1) / BLOCK * BLOCK;
+    d->tiles = d->rows * d->self_tiled / BLOCK;
     d->weights_stride = d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled;
     d->n_layers = model_flags(model, NULL, 0);
 
     double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
     double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
     double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
-    double memory = (double)max_batch * S * D, self_keys = L * rows * D * Tp;
-    double self_values = L * rows * D * T, cross_keys = L * (double)max_batch * D * Sp;
-    double cross_values = L * memory;
+    double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
+    double cross_cache = L * (double)max_batch * 2 * D * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
     double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) +
-                    (o.use_cache ? self_keys + self_values + cross_keys + cross_values + 2 * memory
-                                 : memory + rows * S * D);
+                    (o.use_cache ? self_cache + cross_cache + 2 * memory : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
         tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
                   "max_batch (%lld), max_src_len (%lld), max_length or beam_size", op,
@@ -291,10 +297,9 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
              BUFFER(order, V) && BUFFER(probs, V);
     if (ok && o.use_cache)
-        ok = BUFFER(self_k, self_keys) && BUFFER(self_v, self_values) &&
-             BUFFER(cross_k, cross_keys) && BUFFER(cross_v, cross_values) &&
+        ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
              BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * S) &&
-             BUFFER(slot, rows) &&
+             BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
     else if (ok)
         ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
@@ -306,7 +311,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(cand_score, rows) && BUFFER(rank, rows) &&
              BUFFER(fin_tokens, rows * (T + 1)) && BUFFER(fin_length, rows) &&
              BUFFER(fin_score, rows) && BUFFER(hist_tmp, rows * (T + 1)) &&
-             BUFFER(sum_tmp, rows) && BUFFER(slot_next, rows) && BUFFER(slot_taken, rows);
+             BUFFER(sum_tmp, rows) && BUFFER(table_tmp, rows * Tp / BLOCK);
     if (!ok) {
         tfm__fail_within(op, mark);
         tfm_decoding_free(d);
@@ -315,8 +320,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     d->group_sources = max_batch;
     if (o.use_cache && o.strategy != TFM_DECODE_SAMPLE) {
-        double per_source = (self_keys + self_values + cross_keys + cross_values) /
-                            (double)max_batch * sizeof(float);
+        double per_source = (self_cache + cross_cache) / (double)max_batch * sizeof(float);
         int64_t fitting = (int64_t)(GROUP_CACHE_BYTES / per_source);
         int64_t fewest = (GROUP_MIN_ROWS + beam - 1) / beam;
         d->group_sources = fitting > fewest ? fitting : fewest;
@@ -331,12 +335,12 @@ void tfm_decoding_free(tfm_decoding *d)
     tfm_tape_free(d->tape);
     tfm_rng_free(d->rng);
     void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits,
-                       d->weights, d->self_k, d->self_v, d->cross_k, d->cross_v, d->kv,
-                       d->slot, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
+                       d->weights, d->self_cache, d->cross_cache, d->kv, d->tile_table,
+                       d->tile_refs, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
                        d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
-                       d->slot_next, d->slot_taken};
+                       d->table_tmp};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -374,55 +378,61 @@ static float query_factor(const tfm_decoding *d, const tfm_layer *att)
     return att->scale ? 1.0f / tfm__f32(att->scale)[0] : 1.0f / sqrtf((float)d->dk);
 }
 
-/* Where the caches keep layer l's keys and values of one head: of a row
- * (self-attention) or of a source (cross-attention). */
-static float *self_keys(const tfm_decoding *d, int32_t l, int64_t row, int64_t h)
+/* A tile's floats: BLOCK positions' keys [d_k][BLOCK], then their values
+ * [BLOCK][d_k]. */
+static int64_t tile_floats(const tfm_decoding *d)
 {
-    return d->self_k + (((size_t)l * (size_t)d->rows + (size_t)row) * (size_t)d->heads +
-                        (size_t)h) * (size_t)(d->dk * d->self_tiled);
+    return 2 * BLOCK * d->dk;
 }
 
-static float *self_values(const tfm_decoding *d, int32_t l, int64_t row, int64_t h)
+/* Layer l's self-attention tiles of head h, which rows' tile tables index. */
+static float *self_tiles(const tfm_decoding *d, int32_t l, int64_t h)
 {
-    return d->self_v + (((size_t)l * (size_t)d->rows + (size_t)row) * (size_t)d->heads +
-                        (size_t)h) * (size_t)(d->max_len * d->dk);
+    return d->self_cache +
+           ((size_t)l * (size_t)d->heads + (size_t)h) * (size_t)(d->tiles * tile_floats(d));
 }
 
-static float *cross_keys(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
+/* Layer l's cross-attention tiles of source b's head h, one after another. */
+static float *cross_tiles(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
 {
-    return d->cross_k + (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads +
-                         (size_t)h) * (size_t)(d->dk * d->cross_tiled);
+    return d->cross_cache +
+           (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads + (size_t)h) *
+               (size_t)(d->cross_tiled / BLOCK * tile_floats(d));
 }
 
-static float *cross_values(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
+/* Position j's key and value [d_k] into the tile that holds it. */
+static void put_position(float *tile, int64_t j, const float *key, const float *value,
+                         int64_t dk)
 {
-    return d->cross_v + (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads +
-                         (size_t)h) * (size_t)(d->max_src_len * d->dk);
+    for (int64_t e = 0; e < dk; e++)
+        tile[e * BLOCK + j % BLOCK] = key[e];
+    memcpy(tile + (BLOCK + j % BLOCK) * dk, value, (size_t)dk * sizeof *value);
 }
 
-/* Where position j's key element e sits in a head's tiled keys. */
-static int64_t tiled(int64_t j, int64_t e, int64_t dk)
-{
-    return (j - j % BLOCK) * dk + e * BLOCK + j % BLOCK;
-}
-
-/* One query head over len positions: keys kt (tiled), values v [len][dk];
- * p [len rounded up to BLOCK] is scratch. Writes context [dk]. Scores
- * accumulate in registers a tile at a time (the lanes past len read what
- * the tile holds and are dropped), the context eight of its dk at a time
- * over two interleaved halves of the positions. */
-static TFM__KERNEL(attend, (const float *restrict q, const float *restrict kt,
-                            const float *restrict v, int64_t len, int64_t dk,
+/* One query head over len positions, in the tiles listed in table (NULL:
+ * the tiles one after another); p [len rounded up to BLOCK] is scratch.
+ * Writes context [dk]. Scores accumulate in registers a tile at a time
+ * (the lanes past len read what the tile holds and are dropped), the
+ * context eight of its dk at a time over two interleaved halves of each
+ * tile's positions. */
+static TFM__KERNEL(attend, (const float *restrict q, const float *restrict tiles,
+                            const int32_t *restrict table, int64_t len, int64_t dk,
                             const int32_t *restrict keep, float *restrict p,
                             float *restrict context),
-                   (q, kt, v, len, dk, keep, p, context))
+                   (q, tiles, table, len, dk, keep, p, context))
 {
-    float max = -INFINITY;
+    const int64_t size = 2 * BLOCK * dk;
+    /* the maximum and the sum are kept per lane and reduced once: reducing
+     * them at every tile would put a chain of scalar operations in it */
+    float lane_max[BLOCK], lane_sum[BLOCK] = {0.0f};
+    for (int j = 0; j < BLOCK; j++)
+        lane_max[j] = -INFINITY;
     for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
         const int64_t n = len - j0;
+        const float *kt = tiles + (table ? table[j0 / BLOCK] : j0 / BLOCK) * size;
         float acc[BLOCK] = {0.0f};
         for (int64_t e = 0; e < dk; e++) {
-            const float qe = q[e], *ke = kt + j0 * dk + e * BLOCK;
+            const float qe = q[e], *ke = kt + e * BLOCK;
 #pragma omp simd
             for (int j = 0; j < BLOCK; j++)
                 acc[j] += qe * ke[j];
@@ -430,45 +440,56 @@ static TFM__KERNEL(attend, (const float *restrict q, const float *restrict kt,
         if (keep)
             for (int j = 0; j < BLOCK && j < n; j++)
                 acc[j] = keep[j0 + j] ? acc[j] : MASKED_SCORE;
-#pragma omp simd reduction(max : max)
+#pragma omp simd
         for (int j = 0; j < BLOCK; j++) {
             p[j0 + j] = acc[j];
-            max = j < n && acc[j] > max ? acc[j] : max;
+            lane_max[j] = j < n && acc[j] > lane_max[j] ? acc[j] : lane_max[j];
         }
     }
-    float total = 0.0f;
+    float max = lane_max[0];
+    for (int j = 1; j < BLOCK; j++)
+        max = lane_max[j] > max ? lane_max[j] : max;
     for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
         const int64_t n = len - j0;
-#pragma omp simd reduction(+ : total)
+#pragma omp simd
         for (int j = 0; j < BLOCK; j++) {
             const float y = j < n ? tfm__expf(p[j0 + j] - max) : 0.0f;
             p[j0 + j] = y;
-            total += y;
+            lane_sum[j] += y;
         }
     }
+    float total = 0.0f;
+    for (int j = 0; j < BLOCK; j++)
+        total += lane_sum[j];
     const float inv = 1.0f / total;
     int64_t e0 = 0;
     for (; e0 + 8 <= dk; e0 += 8) {
         float a[8] = {0.0f}, b[8] = {0.0f};
-        int64_t j = 0;
-        for (; j + 2 <= len; j += 2) {
-            const float pa = p[j], pb = p[j + 1], *va = v + j * dk + e0, *vb = va + dk;
+        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+            const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;
+            const float *v = tiles + (table ? table[j0 / BLOCK] : j0 / BLOCK) * size +
+                             BLOCK * dk + e0, *pt = p + j0;
+            int64_t j = 0;
+            for (; j + 2 <= n; j += 2) {
+                const float pa = pt[j], pb = pt[j + 1], *va = v + j * dk, *vb = va + dk;
 #pragma omp simd
-            for (int e = 0; e < 8; e++) {
-                a[e] += pa * va[e];
-                b[e] += pb * vb[e];
+                for (int e = 0; e < 8; e++) {
+                    a[e] += pa * va[e];
+                    b[e] += pb * vb[e];
+                }
             }
+            if (j < n)
+                for (int e = 0; e < 8; e++)
+                    a[e] += pt[j] * v[j * dk + e];
         }
-        if (j < len)
-            for (int e = 0; e < 8; e++)
-                a[e] += p[j] * v[j * dk + e0 + e];
         for (int e = 0; e < 8; e++)
             context[e0 + e] = (a[e] + b[e]) * inv;
     }
     for (; e0 < dk; e0++) { /* d_k not a multiple of 8 */
         float sum = 0.0f;
         for (int64_t j = 0; j < len; j++)
-            sum += p[j] * v[j * dk + e0];
+            sum += p[j] * tiles[(table ? table[j / BLOCK] : j / BLOCK) * size +
+                                (BLOCK + j % BLOCK) * dk + e0];
         context[e0] = sum * inv;
     }
 }
@@ -515,17 +536,14 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     float *weights = j->g->weights + worker * d->weights_stride;
     for (int64_t i = begin; i < end; i++) {
         float *row = j->g->qkv + i * 3 * D;
-        int32_t slot = d->slot[j->rows[i]];
+        const int32_t *table = d->tile_table + j->rows[i] * (d->self_tiled / BLOCK);
         for (int64_t h = 0; h < H; h++) {
-            float *kt = self_keys(d, j->l, slot, h), *v = self_values(d, j->l, slot, h);
-            float *q = row + h * dk;
-            const float *k = row + D + h * dk;
-            for (int64_t e = 0; e < dk; e++) {
-                kt[tiled(t, e, dk)] = k[e];
+            float *tiles = self_tiles(d, j->l, h), *q = row + h * dk;
+            put_position(tiles + table[t / BLOCK] * tile_floats(d), t, row + D + h * dk,
+                         row + 2 * D + h * dk, dk);
+            for (int64_t e = 0; e < dk; e++)
                 q[e] *= j->factor;
-            }
-            memcpy(v + t * dk, row + 2 * D + h * dk, (size_t)dk * sizeof *v);
-            attend(q, kt, v, t + 1, dk, NULL, weights, j->g->ctx + i * D + h * dk);
+            attend(q, tiles, table, t + 1, dk, NULL, weights, j->g->ctx + i * D + h * dk);
         }
     }
 }
@@ -543,8 +561,8 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
             float *q = j->g->qkv + i * D + h * dk;
             for (int64_t e = 0; e < dk; e++)
                 q[e] *= j->factor;
-            attend(q, cross_keys(d, j->l, b, h), cross_values(d, j->l, b, h), j->S, dk, keep,
-                   weights, j->g->ctx + i * D + h * dk);
+            attend(q, cross_tiles(d, j->l, b, h), NULL, j->S, dk, keep, weights,
+                   j->g->ctx + i * D + h * dk);
         }
     }
 }
@@ -688,12 +706,10 @@ static void cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_
         }
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++) {
-                float *kt = cross_keys(d, l, b, h), *v = cross_values(d, l, b, h);
+                float *tiles = cross_tiles(d, l, b, h);
                 for (int64_t s = 0; s < S; s++) {
                     const float *k = d->kv + (b * S + s) * 2 * D + h * dk;
-                    for (int64_t e = 0; e < dk; e++)
-                        kt[tiled(s, e, dk)] = k[e];
-                    memcpy(v + s * dk, k + D, (size_t)dk * sizeof *v);
+                    put_position(tiles + s / BLOCK * tile_floats(d), s, k, k + D, dk);
                 }
             }
     }
@@ -903,9 +919,11 @@ static tfm_status search_one(tfm_decoding *d, group *g, int64_t S, int32_t *leng
                              float *out_logits, float *out_probs)
 {
     int64_t V = d->vocab, T = d->max_len, T1 = T + 1;
-    int64_t n = g->count;
+    int64_t n = g->count, per_row = d->self_tiled / BLOCK;
     for (int64_t i = 0; i < n; i++) {
         int64_t b = g->first + i;
+        for (int64_t j = 0; d->o.use_cache && j < per_row; j++) /* a row's own tiles */
+            d->tile_table[b * per_row + j] = (int32_t)(b * per_row + j);
         g->active[i] = (int32_t)b;
         d->hist[b * T1] = d->o.bos_id;
         d->sum[b] = 0.0;
@@ -998,46 +1016,66 @@ static void consider(const candidates *c, int64_t *count, int64_t width, double 
     c->token[pos] = token;
 }
 
-/* Cache row `to` takes cache row `from`'s keys and values of positions 0..t. */
-static void copy_cache(tfm_decoding *d, int32_t from, int32_t to, int64_t t)
+/* A tile of source b's that no row uses, now used once. A source owns
+ * beam * self_tiled / BLOCK tiles, as many as its hypotheses would use if
+ * they shared none, so one is always free (see reorder_tiles). */
+static int32_t new_tile(tfm_decoding *d, int64_t b)
 {
-    int64_t H = d->heads, dk = d->dk, len = t + 1;
-    size_t keys = (size_t)((len + BLOCK - 1) / BLOCK * BLOCK * dk), vals = (size_t)(len * dk);
+    int64_t owned = d->beam * (d->self_tiled / BLOCK), i = b * owned;
+    while (i < (b + 1) * owned - 1 && d->tile_refs[i] > 0)
+        i++;
+    d->tile_refs[i] = 1;
+    return (int32_t)i;
+}
+
+static void copy_tile(tfm_decoding *d, int32_t from, int32_t to)
+{
+    int64_t size = tile_floats(d);
     for (int32_t l = 0; l < d->layers; l++)
-        for (int64_t h = 0; h < H; h++) {
-            memcpy(self_keys(d, l, to, h), self_keys(d, l, from, h), keys * sizeof(float));
-            memcpy(self_values(d, l, to, h), self_values(d, l, from, h), vals * sizeof(float));
+        for (int64_t h = 0; h < d->heads; h++) {
+            float *tiles = self_tiles(d, l, h);
+            memcpy(tiles + to * size, tiles + from * size, (size_t)size * sizeof(float));
         }
 }
 
-/* Source b's new hypotheses j < n_new, whose rows begin at base, take
- * their parents' caches (positions 0..t): a parent's first child takes
- * its cache row as it is; a later child, a copy in a cache row no child
- * took. */
-static void reorder_caches(tfm_decoding *d, const candidates *c, int64_t base, int64_t n_new,
-                           int64_t t)
+/* Source b's new hypotheses j < n_new (rows from b * beam), children of
+ * its `live` rows at step t, take their parents' tile tables (the tiles of
+ * positions 0..t), then a tile of their own for position t + 1: a new one
+ * when t + 1 begins a tile, else their parent's last, copied if another
+ * child uses it too. Every hypothesis then has its own tile of position
+ * t + 1 and shares the others, so the source's rows never use more tiles
+ * than it owns. */
+static void reorder_tiles(tfm_decoding *d, const candidates *c, int64_t b, int64_t live,
+                          int64_t n_new, int64_t t)
 {
-    int64_t K = d->beam;
-    int32_t *next = d->slot_next + base, *taken = d->slot_taken + base;
-    memset(taken, 0, (size_t)K * sizeof *taken);
+    int64_t per_row = d->self_tiled / BLOCK, used = t / BLOCK + 1, next = (t + 1) / BLOCK;
+    int32_t *table = d->tile_table + b * d->beam * per_row;
+    int32_t *tmp = d->table_tmp + b * d->beam * per_row, *refs = d->tile_refs;
     for (int64_t j = 0; j < n_new; j++) {
-        int32_t parent = d->slot[base + c->parent[j]];
-        next[j] = taken[parent - base] ? -1 : parent;
-        taken[parent - base] = 1;
+        memcpy(tmp + j * per_row, table + c->parent[j] * per_row, (size_t)used * sizeof *tmp);
+        for (int64_t i = 0; i < used; i++)
+            refs[tmp[j * per_row + i]]++;
     }
-    int32_t free_slot = 0;
-    for (int64_t j = 0; j < n_new; j++)
-        if (next[j] < 0) {
-            while (taken[free_slot])
-                free_slot++;
-            taken[free_slot] = 1;
-            next[j] = (int32_t)base + free_slot;
-            copy_cache(d, d->slot[base + c->parent[j]], next[j], t);
+    for (int64_t r = 0; r < live; r++)
+        for (int64_t i = 0; i < used; i++)
+            refs[table[r * per_row + i]]--;
+    memcpy(table, tmp, (size_t)(n_new * per_row) * sizeof *table);
+    if (t + 1 >= d->max_len)
+        return;
+    for (int64_t j = 0; j < n_new; j++) {
+        int32_t *tile = table + j * per_row + next;
+        if (next == used) {
+            *tile = new_tile(d, b);
+        } else if (refs[*tile] > 1) {
+            int32_t own = new_tile(d, b);
+            copy_tile(d, *tile, own);
+            refs[*tile]--;
+            *tile = own;
         }
-    memcpy(d->slot + base, next, (size_t)n_new * sizeof *next);
+    }
 }
 
-/* Source b's live rows take the hypotheses of their parents (cache rows and
+/* Source b's live rows take the hypotheses of their parents (tiles and
  * tokens 0..t), then the new tokens at t + 1. */
 static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_new, int64_t t)
 {
@@ -1055,7 +1093,7 @@ static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_n
         d->sum[base + j] = sum_tmp[j];
     }
     if (d->o.use_cache)
-        reorder_caches(d, c, base, n_new, t);
+        reorder_tiles(d, c, b, d->live[b], n_new, t);
 }
 
 /* One step of source b, whose live rows' log probabilities start at logp:
@@ -1093,7 +1131,12 @@ static tfm_status search_beam(tfm_decoding *d, group *g, int64_t S, int32_t *tok
 {
     int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
     int64_t first = g->first, last = g->first + g->count;
+    int64_t owned = K * (d->self_tiled / BLOCK);
     for (int64_t b = first; b < last; b++) {
+        if (d->o.use_cache) { /* one hypothesis, writing position 0 */
+            memset(d->tile_refs + b * owned, 0, (size_t)owned * sizeof *d->tile_refs);
+            d->tile_table[b * owned] = new_tile(d, b);
+        }
         d->live[b] = 1;
         d->done[b] = 0;
         d->hist[b * K * T1] = d->o.bos_id;
@@ -1355,8 +1398,6 @@ tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tok
     if (probs)
         memset(probs, 0, outputs);
     *d->rng = d->rng_seeded;
-    for (int64_t r = 0; d->slot && r < B * d->beam; r++)
-        d->slot[r] = (int32_t)r;
     model_flags(d->model, d->training, 1);
     tfm_model_set_training(d->model, 0);
     status = encode(d, src);
