@@ -57,6 +57,8 @@
 /* Scores are computed for tiles of this many positions; the key caches
  * hold whole tiles, so that a tile never reads past its head's keys. */
 #define BLOCK 16
+/* attend's query heads at a time */
+#define QUERIES 4
 /* A group's caches stay within this many bytes, the L2 of most x86 cores,
  * but it keeps at least GROUP_MIN_ROWS rows, below which its products
  * would run mostly on their edges. */
@@ -271,7 +273,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->self_tiled = (d->max_len + BLOCK - 1) / BLOCK * BLOCK;
     d->cross_tiled = (max_src_len + BLOCK - 1) / BLOCK * BLOCK;
     d->tiles = d->rows * d->self_tiled / BLOCK;
-    d->weights_stride = d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled;
+    d->weights_stride = QUERIES * (d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled);
     d->n_layers = model_flags(model, NULL, 0);
 
     double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
@@ -409,89 +411,146 @@ static void put_position(float *tile, int64_t j, const float *key, const float *
     memcpy(tile + (BLOCK + j % BLOCK) * dk, value, (size_t)dk * sizeof *value);
 }
 
-/* One query head over len positions, in the tiles listed in table (NULL:
- * the tiles one after another); p [len rounded up to BLOCK] is scratch.
- * Writes context [dk]. Scores accumulate in registers a tile at a time
- * (the lanes past len read what the tile holds and are dropped), the
- * context eight of its dk at a time over two interleaved halves of each
- * tile's positions. */
-static TFM__KERNEL(attend, (const float *restrict q, const float *restrict tiles,
-                            const int32_t *restrict table, int64_t len, int64_t dk,
-                            const int32_t *restrict keep, float *restrict p,
-                            float *restrict context),
-                   (q, tiles, table, len, dk, keep, p, context))
+/* A query head for attend: its query [d_k] over the tiles listed in table
+ * (NULL: the tiles one after another), the keys it may attend to (keep,
+ * NULL: all), and where its context [d_k] goes. */
+typedef struct query {
+    const float *q, *tiles;
+    const int32_t *table, *keep;
+    float *context;
+} query;
+
+static const float *tile_of(const query *query, int64_t j0, int64_t size)
 {
-    const int64_t size = 2 * BLOCK * dk;
-    /* the maximum and the sum are kept per lane and reduced once: reducing
-     * them at every tile would put a chain of scalar operations in it */
-    float lane_max[BLOCK], lane_sum[BLOCK] = {0.0f};
-    for (int j = 0; j < BLOCK; j++)
-        lane_max[j] = -INFINITY;
+    return query->tiles + (query->table ? query->table[j0 / BLOCK] : j0 / BLOCK) * size;
+}
+
+/* QUERIES query heads over len positions each; p [QUERIES][len rounded up
+ * to BLOCK] is scratch. The queries' independent sums keep the core's
+ * multiply-adds busy, where one query's would wait on each other. Scores
+ * accumulate in registers a tile at a time (the lanes past len read what
+ * the tile holds and are dropped); their maximum and sum are kept per lane
+ * and reduced once. The context accumulates eight of its d_k at a time,
+ * over two interleaved halves of each tile's positions. */
+static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t dk,
+                            float *restrict p),
+                   (queries, len, dk, p))
+{
+    const int64_t size = 2 * BLOCK * dk, stride = (len + BLOCK - 1) / BLOCK * BLOCK;
+    float lane_max[QUERIES][BLOCK], lane_sum[QUERIES][BLOCK] = {{0.0f}};
+    for (int i = 0; i < QUERIES; i++)
+        for (int j = 0; j < BLOCK; j++)
+            lane_max[i][j] = -INFINITY;
     for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
         const int64_t n = len - j0;
-        const float *kt = tiles + (table ? table[j0 / BLOCK] : j0 / BLOCK) * size;
-        float acc[BLOCK] = {0.0f};
-        for (int64_t e = 0; e < dk; e++) {
-            const float qe = q[e], *ke = kt + e * BLOCK;
+        float acc[QUERIES][BLOCK] = {{0.0f}};
+        const float *kt[QUERIES];
+        for (int i = 0; i < QUERIES; i++)
+            kt[i] = tile_of(&queries[i], j0, size);
+        for (int64_t e = 0; e < dk; e++)
+            for (int i = 0; i < QUERIES; i++) {
+                const float qe = queries[i].q[e], *ke = kt[i] + e * BLOCK;
 #pragma omp simd
-            for (int j = 0; j < BLOCK; j++)
-                acc[j] += qe * ke[j];
-        }
-        if (keep)
-            for (int j = 0; j < BLOCK && j < n; j++)
-                acc[j] = keep[j0 + j] ? acc[j] : MASKED_SCORE;
+                for (int j = 0; j < BLOCK; j++)
+                    acc[i][j] += qe * ke[j];
+            }
+        for (int i = 0; i < QUERIES; i++) {
+            const int32_t *keep = queries[i].keep;
+            if (keep)
+                for (int j = 0; j < BLOCK && j < n; j++)
+                    acc[i][j] = keep[j0 + j] ? acc[i][j] : MASKED_SCORE;
 #pragma omp simd
-        for (int j = 0; j < BLOCK; j++) {
-            p[j0 + j] = acc[j];
-            lane_max[j] = j < n && acc[j] > lane_max[j] ? acc[j] : lane_max[j];
-        }
-    }
-    float max = lane_max[0];
-    for (int j = 1; j < BLOCK; j++)
-        max = lane_max[j] > max ? lane_max[j] : max;
-    for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
-        const int64_t n = len - j0;
-#pragma omp simd
-        for (int j = 0; j < BLOCK; j++) {
-            const float y = j < n ? tfm__expf(p[j0 + j] - max) : 0.0f;
-            p[j0 + j] = y;
-            lane_sum[j] += y;
+            for (int j = 0; j < BLOCK; j++) {
+                p[i * stride + j0 + j] = acc[i][j];
+                lane_max[i][j] = j < n && acc[i][j] > lane_max[i][j] ? acc[i][j] : lane_max[i][j];
+            }
         }
     }
-    float total = 0.0f;
-    for (int j = 0; j < BLOCK; j++)
-        total += lane_sum[j];
-    const float inv = 1.0f / total;
+    float inv[QUERIES];
+    for (int i = 0; i < QUERIES; i++) {
+        float max = lane_max[i][0], *pi = p + i * stride;
+        for (int j = 1; j < BLOCK; j++)
+            max = lane_max[i][j] > max ? lane_max[i][j] : max;
+        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+            const int64_t n = len - j0;
+#pragma omp simd
+            for (int j = 0; j < BLOCK; j++) {
+                const float y = j < n ? tfm__expf(pi[j0 + j] - max) : 0.0f;
+                pi[j0 + j] = y;
+                lane_sum[i][j] += y;
+            }
+        }
+        float total = 0.0f;
+        for (int j = 0; j < BLOCK; j++)
+            total += lane_sum[i][j];
+        inv[i] = 1.0f / total;
+    }
     int64_t e0 = 0;
     for (; e0 + 8 <= dk; e0 += 8) {
-        float a[8] = {0.0f}, b[8] = {0.0f};
+        float a[QUERIES][8] = {{0.0f}}, b[QUERIES][8] = {{0.0f}};
         for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
             const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;
-            const float *v = tiles + (table ? table[j0 / BLOCK] : j0 / BLOCK) * size +
-                             BLOCK * dk + e0, *pt = p + j0;
+            const float *v[QUERIES];
+            for (int i = 0; i < QUERIES; i++)
+                v[i] = tile_of(&queries[i], j0, size) + BLOCK * dk + e0;
             int64_t j = 0;
-            for (; j + 2 <= n; j += 2) {
-                const float pa = pt[j], pb = pt[j + 1], *va = v + j * dk, *vb = va + dk;
+            for (; j + 2 <= n; j += 2)
+                for (int i = 0; i < QUERIES; i++) {
+                    const float pa = p[i * stride + j0 + j], pb = p[i * stride + j0 + j + 1];
+                    const float *va = v[i] + j * dk, *vb = va + dk;
 #pragma omp simd
-                for (int e = 0; e < 8; e++) {
-                    a[e] += pa * va[e];
-                    b[e] += pb * vb[e];
+                    for (int e = 0; e < 8; e++) {
+                        a[i][e] += pa * va[e];
+                        b[i][e] += pb * vb[e];
+                    }
                 }
-            }
             if (j < n)
-                for (int e = 0; e < 8; e++)
-                    a[e] += pt[j] * v[j * dk + e];
+                for (int i = 0; i < QUERIES; i++)
+                    for (int e = 0; e < 8; e++)
+                        a[i][e] += p[i * stride + j0 + j] * v[i][j * dk + e];
         }
-        for (int e = 0; e < 8; e++)
-            context[e0 + e] = (a[e] + b[e]) * inv;
+        for (int i = 0; i < QUERIES; i++)
+            for (int e = 0; e < 8; e++)
+                queries[i].context[e0 + e] = (a[i][e] + b[i][e]) * inv[i];
     }
-    for (; e0 < dk; e0++) { /* d_k not a multiple of 8 */
-        float sum = 0.0f;
-        for (int64_t j = 0; j < len; j++)
-            sum += p[j] * tiles[(table ? table[j / BLOCK] : j / BLOCK) * size +
-                                (BLOCK + j % BLOCK) * dk + e0];
-        context[e0] = sum * inv;
-    }
+    for (; e0 < dk; e0++) /* d_k not a multiple of 8 */
+        for (int i = 0; i < QUERIES; i++) {
+            float sum = 0.0f;
+            for (int64_t j = 0; j < len; j++)
+                sum += p[i * stride + j] * tile_of(&queries[i], j, size)[(BLOCK + j % BLOCK) * dk + e0];
+            queries[i].context[e0] = sum * inv[i];
+        }
+}
+
+/* Collects query heads for attend, QUERIES at a time. */
+typedef struct query_batch {
+    query queries[QUERIES];
+    int count;
+    int64_t len, dk;
+    float *p;
+} query_batch;
+
+static void attend_batch(query_batch *batch)
+{
+    /* a batch short of QUERIES repeats its last query: the same context,
+     * written again */
+    for (int i = batch->count; i < QUERIES; i++)
+        batch->queries[i] = batch->queries[batch->count - 1];
+    attend(batch->queries, batch->len, batch->dk, batch->p);
+    batch->count = 0;
+}
+
+static void add_query(query_batch *batch, query query)
+{
+    batch->queries[batch->count++] = query;
+    if (batch->count == QUERIES)
+        attend_batch(batch);
+}
+
+static void finish_batch(query_batch *batch)
+{
+    if (batch->count > 0)
+        attend_batch(batch);
 }
 
 /* A group of sources [first, first + count) decoded on one thread: its
@@ -533,7 +592,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
-    float *weights = j->g->weights + worker * d->weights_stride;
+    query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t i = begin; i < end; i++) {
         float *row = j->g->qkv + i * 3 * D;
         const int32_t *table = d->tile_table + j->rows[i] * (d->self_tiled / BLOCK);
@@ -543,9 +602,10 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
                          row + 2 * D + h * dk, dk);
             for (int64_t e = 0; e < dk; e++)
                 q[e] *= j->factor;
-            attend(q, tiles, table, t + 1, dk, NULL, weights, j->g->ctx + i * D + h * dk);
+            add_query(&batch, (query){q, tiles, table, NULL, j->g->ctx + i * D + h * dk});
         }
     }
+    finish_batch(&batch);
 }
 
 static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
@@ -553,7 +613,7 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk;
-    float *weights = j->g->weights + worker * d->weights_stride;
+    query_batch batch = {.len = j->S, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t i = begin; i < end; i++) {
         int64_t b = j->rows[i] / d->beam;
         const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->max_src_len : NULL;
@@ -561,10 +621,11 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
             float *q = j->g->qkv + i * D + h * dk;
             for (int64_t e = 0; e < dk; e++)
                 q[e] *= j->factor;
-            attend(q, cross_tiles(d, j->l, b, h), NULL, j->S, dk, keep, weights,
-                   j->g->ctx + i * D + h * dk);
+            add_query(&batch,
+                      (query){q, cross_tiles(d, j->l, b, h), NULL, keep, j->g->ctx + i * D + h * dk});
         }
     }
+    finish_batch(&batch);
 }
 
 /* Runs a step's attention over its n rows, split among libtfm's threads
