@@ -45,6 +45,7 @@
 #include "core/options.h"
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "core/vectors.h"
 #include "ops/layer_norm.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -95,7 +96,7 @@ struct tfm_decoding {
     float *self_cache, *cross_cache, *kv;
     int64_t tiles;         /* rows * self_tiled / BLOCK */
     int32_t *tile_table, *tile_refs;
-    int32_t *keep;         /* [batch][max_src_len]: 0 for a padded source key */
+    int32_t *keep;         /* [batch][cross_tiled]: 0 for a padded source key */
     /* reference path: the memory [batch][S][D], and the step's inputs */
     float *memory, *memory_rows;
     int32_t *src, *src_rows, *prefix;
@@ -300,7 +301,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(order, V) && BUFFER(probs, V);
     if (ok && o.use_cache)
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
-             BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * S) &&
+             BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
     else if (ok)
@@ -413,7 +414,7 @@ static void put_position(float *tile, int64_t j, const float *key, const float *
 
 /* A query head for attend: its query [d_k] over the tiles listed in table
  * (NULL: the tiles one after another), the keys it may attend to (keep,
- * NULL: all), and where its context [d_k] goes. */
+ * whole tiles of them; NULL: all), and where its context [d_k] goes. */
 typedef struct query {
     const float *q, *tiles;
     const int32_t *table, *keep;
@@ -437,87 +438,90 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
                    (queries, len, dk, p))
 {
     const int64_t size = 2 * BLOCK * dk, stride = (len + BLOCK - 1) / BLOCK * BLOCK;
-    float lane_max[QUERIES][BLOCK], lane_sum[QUERIES][BLOCK] = {{0.0f}};
+    float lane_max[QUERIES][BLOCK];
     for (int i = 0; i < QUERIES; i++)
         for (int j = 0; j < BLOCK; j++)
             lane_max[i][j] = -INFINITY;
     for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
         const int64_t n = len - j0;
-        float acc[QUERIES][BLOCK] = {{0.0f}};
         const float *kt[QUERIES];
-        for (int i = 0; i < QUERIES; i++)
+        vec16 acc[QUERIES];
+#pragma GCC unroll 4
+        for (int i = 0; i < QUERIES; i++) {
             kt[i] = tile_of(&queries[i], j0, size);
+            acc[i] = (vec16){0};
+        }
         for (int64_t e = 0; e < dk; e++)
-            for (int i = 0; i < QUERIES; i++) {
-                const float qe = queries[i].q[e], *ke = kt[i] + e * BLOCK;
+#pragma GCC unroll 4
+            for (int i = 0; i < QUERIES; i++)
+                acc[i] += queries[i].q[e] * load16(kt[i] + e * BLOCK);
+        for (int i = 0; i < QUERIES; i++) {
+            /* through an aligned copy: reading back a store across a cache
+             * line (p's) would wait for it to reach the cache */
+            float score[BLOCK] __attribute__((aligned(64))), *pi = p + i * stride + j0;
+            const int32_t *keep = queries[i].keep;
+            store16(score, acc[i]);
+            if (keep)
 #pragma omp simd
                 for (int j = 0; j < BLOCK; j++)
-                    acc[i][j] += qe * ke[j];
-            }
-        for (int i = 0; i < QUERIES; i++) {
-            const int32_t *keep = queries[i].keep;
-            if (keep)
-                for (int j = 0; j < BLOCK && j < n; j++)
-                    acc[i][j] = keep[j0 + j] ? acc[i][j] : MASKED_SCORE;
+                    score[j] = keep[j0 + j] ? score[j] : MASKED_SCORE;
 #pragma omp simd
             for (int j = 0; j < BLOCK; j++) {
-                p[i * stride + j0 + j] = acc[i][j];
-                lane_max[i][j] = j < n && acc[i][j] > lane_max[i][j] ? acc[i][j] : lane_max[i][j];
+                pi[j] = score[j];
+                lane_max[i][j] = j < n && score[j] > lane_max[i][j] ? score[j] : lane_max[i][j];
             }
         }
     }
     float inv[QUERIES];
     for (int i = 0; i < QUERIES; i++) {
-        float max = lane_max[i][0], *pi = p + i * stride;
-        for (int j = 1; j < BLOCK; j++)
-            max = lane_max[i][j] > max ? lane_max[i][j] : max;
+        const float max = max16(load16(lane_max[i]));
+        float *pi = p + i * stride, sums[BLOCK] = {0.0f};
         for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
             const int64_t n = len - j0;
 #pragma omp simd
             for (int j = 0; j < BLOCK; j++) {
                 const float y = j < n ? tfm__expf(pi[j0 + j] - max) : 0.0f;
                 pi[j0 + j] = y;
-                lane_sum[i][j] += y;
+                sums[j] += y;
             }
         }
-        float total = 0.0f;
-        for (int j = 0; j < BLOCK; j++)
-            total += lane_sum[i][j];
-        inv[i] = 1.0f / total;
+        inv[i] = 1.0f / sum16(load16(sums));
     }
     int64_t e0 = 0;
     for (; e0 + 8 <= dk; e0 += 8) {
-        float a[QUERIES][8] = {{0.0f}}, b[QUERIES][8] = {{0.0f}};
+        vec8 a[QUERIES], b[QUERIES];
+#pragma GCC unroll 4
+        for (int i = 0; i < QUERIES; i++)
+            a[i] = b[i] = (vec8){0};
         for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
             const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;
             const float *v[QUERIES];
+#pragma GCC unroll 4
             for (int i = 0; i < QUERIES; i++)
                 v[i] = tile_of(&queries[i], j0, size) + BLOCK * dk + e0;
             int64_t j = 0;
             for (; j + 2 <= n; j += 2)
+#pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++) {
-                    const float pa = p[i * stride + j0 + j], pb = p[i * stride + j0 + j + 1];
-                    const float *va = v[i] + j * dk, *vb = va + dk;
-#pragma omp simd
-                    for (int e = 0; e < 8; e++) {
-                        a[i][e] += pa * va[e];
-                        b[i][e] += pb * vb[e];
-                    }
+                    const float *pj = p + i * stride + j0 + j, *vj = v[i] + j * dk;
+                    a[i] += pj[0] * load8(vj);
+                    b[i] += pj[1] * load8(vj + dk);
                 }
             if (j < n)
+#pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
-                    for (int e = 0; e < 8; e++)
-                        a[i][e] += p[i * stride + j0 + j] * v[i][j * dk + e];
+                    a[i] += p[i * stride + j0 + j] * load8(v[i] + j * dk);
         }
+#pragma GCC unroll 4
         for (int i = 0; i < QUERIES; i++)
-            for (int e = 0; e < 8; e++)
-                queries[i].context[e0 + e] = (a[i][e] + b[i][e]) * inv[i];
+            store8(queries[i].context + e0, (a[i] + b[i]) * inv[i]);
     }
     for (; e0 < dk; e0++) /* d_k not a multiple of 8 */
         for (int i = 0; i < QUERIES; i++) {
             float sum = 0.0f;
             for (int64_t j = 0; j < len; j++)
-                sum += p[i * stride + j] * tile_of(&queries[i], j, size)[(BLOCK + j % BLOCK) * dk + e0];
+                sum += p[i * stride + j] *
+                       tile_of(&queries[i], j, size)[(BLOCK + j % BLOCK) * dk + e0];
             queries[i].context[e0] = sum * inv[i];
         }
 }
@@ -616,7 +620,7 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     query_batch batch = {.len = j->S, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t i = begin; i < end; i++) {
         int64_t b = j->rows[i] / d->beam;
-        const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->max_src_len : NULL;
+        const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->cross_tiled : NULL;
         for (int64_t h = 0; h < H; h++) {
             float *q = j->g->qkv + i * D + h * dk;
             for (int64_t e = 0; e < dk; e++)
@@ -1434,7 +1438,7 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
         cache_memory(d, tfm__f32(memory), B, S);
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++)
-                d->keep[b * d->max_src_len + s] = ids[b * S + s] != d->o.src_pad_id;
+                d->keep[b * d->cross_tiled + s] = ids[b * S + s] != d->o.src_pad_id;
     } else {
         memcpy(d->memory, tfm__f32(memory), (size_t)memory->numel * sizeof(float));
         memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);

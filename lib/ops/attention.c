@@ -22,6 +22,7 @@
 #include "core/gemm.h"
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "core/vectors.h"
 #include "ops/softmax.h"
 
 
@@ -57,23 +58,6 @@ static int64_t scratch_floats(int64_t T, int64_t S, int64_t dk)
 /* The three products of a head, each through the BLAS or, for heads of 8
  * or 16 columns, through loops on vectors of 8 floats that keep a row's
  * sums in registers (d_k is a compile-time 1 or 2 vectors there). */
-typedef float vec8 __attribute__((vector_size(32)));
-/* The baseline copy warns that passing vec8 by value would change the ABI;
- * these helpers are always inlined, so no call passes one. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-TFM__INLINE vec8 load8(const float *p)
-{
-    vec8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-TFM__INLINE void store8(float *p, vec8 v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
 TFM__INLINE int narrow(int64_t dk)
 {
     return dk == 8 || dk == 16;

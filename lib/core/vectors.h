@@ -1,0 +1,80 @@
+/* Vectors of 8 and 16 floats as GCC's and Clang's vector extensions: the
+ * compiler keeps them in registers and lowers them to the instruction set
+ * each TFM__KERNEL copy is built for (two YMM or four XMM registers for a
+ * vector of 16 below AVX-512). Loads and stores go through memcpy, which
+ * allows any alignment. */
+#ifndef TFM_CORE_VECTORS_H
+#define TFM_CORE_VECTORS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/cpu.h"
+
+typedef float vec8 __attribute__((vector_size(32)));
+typedef float vec16 __attribute__((vector_size(64)));
+typedef int32_t vec16i __attribute__((vector_size(64)));
+/* The baseline copies warn that passing these by value would change the
+ * ABI; the helpers are always inlined, so no call passes one. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+TFM__INLINE vec8 load8(const float *p)
+{
+    vec8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+TFM__INLINE void store8(float *p, vec8 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+TFM__INLINE vec16 load16(const float *p)
+{
+    vec16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+TFM__INLINE void store16(float *p, vec16 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* Lane by lane, a where mask is set (all ones), else b. */
+TFM__INLINE vec16 select16(vec16i mask, vec16 a, vec16 b)
+{
+    return (vec16)(((vec16i)a & mask) | ((vec16i)b & ~mask));
+}
+
+/* Lane by lane, the larger of a and b. */
+TFM__INLINE vec16 max_lanes(vec16 a, vec16 b)
+{
+    return select16(a > b, a, b);
+}
+
+/* v with the halves of each run of 2w lanes swapped */
+#define TFM__SWAP8(v) __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
+#define TFM__SWAP4(v) __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
+#define TFM__SWAP2(v) __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)
+#define TFM__SWAP1(v) __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
+
+/* The largest and the sum of the 16 lanes, in halving steps. */
+TFM__INLINE float max16(vec16 v)
+{
+    v = max_lanes(v, TFM__SWAP8(v));
+    v = max_lanes(v, TFM__SWAP4(v));
+    v = max_lanes(v, TFM__SWAP2(v));
+    return max_lanes(v, TFM__SWAP1(v))[0];
+}
+
+TFM__INLINE float sum16(vec16 v)
+{
+    v += TFM__SWAP8(v);
+    v += TFM__SWAP4(v);
+    v += TFM__SWAP2(v);
+    return (v + TFM__SWAP1(v))[0];
+}
+
+#endif
