@@ -22,8 +22,9 @@
  * differ in their last positions only, so a step copies at most a tile
  * per hypothesis, and the siblings read one prefix, from L1 or L2.
  *
- * A batch is decoded in groups of sources whose caches fit in a core's L2
- * (at least GROUP_MIN_ROWS rows), each group all its steps on one thread,
+ * A batch is decoded in groups of sources whose caches fit in a core's
+ * share of the caches (at least GROUP_MIN_ROWS rows), each group all its
+ * steps on one thread,
  * the threads taking the next group as they finish: a step's products
  * are too small to share among threads, and a whole batch's caches, read
  * at every step, would come from memory. The groups depend on the batch
@@ -60,10 +61,11 @@
 #define BLOCK 16
 /* attend's query heads at a time */
 #define QUERIES 4
-/* A group's caches stay within this many bytes, the L2 of most x86 cores,
- * but it keeps at least GROUP_MIN_ROWS rows, below which its products
- * would run mostly on their edges. */
-#define GROUP_CACHE_BYTES (1 << 20)
+/* A group's caches stay within about this many bytes (a core's L2 and its
+ * share of L3 on most x86 CPUs), counting a beam's hypotheses as sharing
+ * all but a tile, but it keeps at least GROUP_MIN_ROWS rows, below which
+ * its products would run mostly on their edges. */
+#define GROUP_CACHE_BYTES (4 << 20)
 #define GROUP_MIN_ROWS 16
 
 struct tfm_decoding {
@@ -323,7 +325,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     d->group_sources = max_batch;
     if (o.use_cache && o.strategy != TFM_DECODE_SAMPLE) {
-        double per_source = (self_cache + cross_cache) / (double)max_batch * sizeof(float);
+        double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
         int64_t fitting = (int64_t)(GROUP_CACHE_BYTES / per_source);
         int64_t fewest = (GROUP_MIN_ROWS + beam - 1) / beam;
         d->group_sources = fitting > fewest ? fitting : fewest;
