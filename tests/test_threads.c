@@ -143,11 +143,12 @@ START_TEST(products_split_among_threads_agree)
 }
 END_TEST
 
-/* Greedy and beam decoding of enough sources that the rows' attention is
- * split among the threads (and a beam's hypotheses share cache rows): the
- * same sequences as on one thread, scores within rounding (the encoder's
+/* Greedy and beam decoding of enough sources that they are decoded in
+ * groups on the threads (2 groups greedily, 3 with beams of 4, for this
+ * model's caches), and a beam's hypotheses share cache tiles: the same
+ * sequences as on one thread, scores within rounding (the encoder's
  * products are split too). */
-enum { SOURCES = 48, SRC_LEN = 20, MAX_LEN = 14, BEAM = 4 };
+enum { SOURCES = 96, SRC_LEN = 20, MAX_LEN = 14, BEAM = 4 };
 typedef struct decoded {
     int32_t tokens[SOURCES * BEAM * (MAX_LEN + 1)], lengths[SOURCES * BEAM];
     float scores[SOURCES * BEAM];
