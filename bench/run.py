@@ -5,13 +5,18 @@ environment with the issue's targets, met or missed.
 
   /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
       [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
+      [--checkpoint FILE]
   /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
   /usr/bin/python3 bench/run.py --versus DIR [--build DIR] ...
       (libtfm against libtfm from another build, e.g. -Dnative=true)
 
 Jobs: a training step of each config on 2 threads, tutorial 003's greedy
 decoding on 2 threads (and libtfm's beam 4 decoding, against its greedy), and libtfm's steps on 1 thread (for the 2-thread
-speed-up). Each round runs, job by job, libtfm then the PyTorch anchors (the
+speed-up). The decoding jobs run an untrained model on random sources that
+never end, the PyTorch twin's way; with --checkpoint (a tutorial 003 model,
+e.g. runs/demo/taylor_best.safetensors from scripts/demo.sh), libtfm's
+greedy and beam 4 translation of 003's 750 test functions are timed too
+(examples/tfm-taylor --translate, every round). Each round runs, job by job, libtfm then the PyTorch anchors (the
 tutorials' code, and --style fast for training), each in its own process;
 each keeps its best (lowest) median over the rounds, and ratios are taken
 against the fastest anchor. 002 and the
@@ -21,6 +26,7 @@ loop minutes).
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -71,7 +77,11 @@ def anchors_in(build):
     return [a for a in ANCHORS if a != 'libtorch' or have]
 
 
-def jobs(configs, decode=True, bf16=False):
+# the translation of 003's test set by a trained model (--checkpoint)
+TEST_SET = 'test-'
+
+
+def jobs(configs, decode=True, bf16=False, checkpoint=None):
     """(config, what, threads, with PyTorch) in run order."""
     out = [(c, 'train', 2, True) for c in configs]
     if bf16:
@@ -81,6 +91,8 @@ def jobs(configs, decode=True, bf16=False):
     if '003' in configs and decode:
         out.append(('003', 'decode', 2, True))
         out.append(('003', f'beam{BEAM}', 2, False))  # libtfm's beam against its greedy
+        if checkpoint:
+            out += [('003', TEST_SET + what, 2, False) for what in ('greedy', f'beam{BEAM}')]
     # libtfm alone on 1 thread: its 2-thread scaling (the target is 002's)
     out += [(c, 'train', 1, False) for c in configs]
     return out
@@ -96,11 +108,16 @@ def base_env(name):
     return env
 
 
-def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
+def command(impl, env_name, config, what, threads, counts, build, sgemm=True, checkpoint=None):
     """(argv, env, a shell line that reproduces the run); impl is 'libtfm',
     'pytorch' or 'versus' (libtfm from the build given as build); sgemm False
     skips libtfm's timing of the BLAS alone."""
-    if impl in ('libtfm', 'versus'):
+    if what.startswith(TEST_SET):
+        extra = {'OPENBLAS_NUM_THREADS': 1}
+        argv = [os.path.join(build, 'examples', 'tfm-taylor'), '--translate', checkpoint,
+                '--threads', str(threads), '--examples', '0', '--beam',
+                what[len(TEST_SET + 'beam'):] if 'beam' in what else '1']
+    elif impl in ('libtfm', 'versus'):
         # libtfm's own threads (--threads) and OpenBLAS's (or BLIS's)
         extra = {'OPENBLAS_NUM_THREADS': threads, 'BLIS_NUM_THREADS': threads,
                  'OMP_NUM_THREADS': threads}
@@ -114,7 +131,8 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
             if impl == 'libtorch' else [PYTHON, TWIN, '--threads', str(threads)]
         if impl in ('pytorch-fast', BF16_ANCHOR):
             argv += ['--style', 'fast']
-    argv += ['--config', config, '--what', what]
+    if not what.startswith(TEST_SET):
+        argv += ['--config', config, '--what', what]
     if what == BF16:
         argv[argv.index(what)] = 'train'
         argv += ['--precision', 'bfloat16']
@@ -123,7 +141,7 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True):
     if what == RECOMPUTED:
         argv[argv.index(what)] = 'train'
         argv += ['--recompute', str(RECOMPUTE_FLAGS)]
-    else:
+    elif not what.startswith(TEST_SET):
         argv += ['--sources', str(counts['sources'])]
     if what.startswith('beam'):  # libtfm's decoding with --beam N
         argv[argv.index(what)] = 'decode'
@@ -150,6 +168,8 @@ def run_one(argv, env):
         p = subprocess.run(argv, env=env, capture_output=True, text=True)
     except OSError as e:
         return {'error': str(e)}
+    if argv[0].endswith('tfm-taylor'):
+        return translation(p)
     lines = [x for x in p.stdout.splitlines() if x.startswith('{')]
     if p.returncode or not lines:
         return {'error': f'exit {p.returncode}: {p.stderr.strip()[-300:]}'}
@@ -157,6 +177,16 @@ def run_one(argv, env):
         return json.loads(lines[-1])
     except ValueError as e:
         return {'error': f'bad JSON ({e}): {lines[-1][:200]}'}
+
+
+def translation(p):
+    """tfm-taylor --translate's time and accuracy, as a record."""
+    times = re.findall(r'accuracy: +([0-9.]+) +\(([0-9.]+) s\)', p.stdout)
+    if p.returncode or not times:
+        return {'error': f'exit {p.returncode}: {p.stderr.strip()[-300:]}'}
+    accuracy, seconds = times[-1]
+    return {'median_ms': 1e3 * float(seconds), 'accuracy': float(accuracy), 'steps': 1,
+            'sources': 750}
 
 
 def run_all(a, log):
@@ -172,12 +202,13 @@ def run_all(a, log):
     for env_name in envs:
         for r in range(a.rounds):
             for config, what, threads, with_torch in jobs(a.configs, not a.train_only,
-                                                          a.bf16):
+                                                          a.bf16, a.checkpoint):
                 if a.versus:
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
                         continue
-                elif (config == '002' or what not in ('train', BF16)) and r > 0:
+                elif (config == '002' or what not in ('train', BF16) and
+                      not what.startswith(TEST_SET)) and r > 0:
                     continue
                 counts = counts_for(a, config)
                 anchors = anchors_in(a.build) if what == 'train' else \
@@ -188,7 +219,8 @@ def run_all(a, log):
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
                     argv, env, line = command(impl, env_name, config, what, threads, counts,
-                                              build, sgemm=not a.versus)
+                                              build, sgemm=not a.versus,
+                                              checkpoint=a.checkpoint)
                     start = time.time()
                     out = run_one(argv, env)
                     rec = {'env': env_name, 'found_coretype': found, 'build': build,
@@ -279,8 +311,8 @@ def table(records, env):
             return gflop / (ms / 1e3) if gflop and ms else None
         sgemm = rate(t and t.get('sgemm_ms'))
         t_rss, p_rss = t and t.get('peak_rss_mb'), p and p.get('peak_rss_mb')
-        allocs = '-' if not t else (f"{t.get('allocs_per_step', float('nan')):g} "
-                                    f"({t.get('libtfm_allocs_per_step', float('nan')):g})")
+        allocs = '-' if not t or 'allocs_per_step' not in t else (
+            f"{t['allocs_per_step']:g} ({t.get('libtfm_allocs_per_step', float('nan')):g})")
         label = what if what.startswith('train') else \
             f"{what}, {(t or p).get('sources', '?')} sources (ms: all)"
         print(f'| {config} | {label} | {threads} | {fmt(t_ms, ".1f")} | {fmt(p_ms, ".1f")} | '
@@ -318,7 +350,16 @@ def targets(bests):
     t, _ = get('003', 'decode', 2)
     b, _ = get('003', f'beam{BEAM}', 2)
     if t or b:
-        lines.append(verdict(f'003 beam {BEAM} decoding time / greedy (2 threads)',
+        lines.append(verdict(f'003 beam {BEAM} decoding time / greedy (2 threads, random '
+                             'sources that never end)',
+                             ratio(b and b['median_ms'], t and t['median_ms']), BEAM_COST, False,
+                             unit=''))
+    t, _ = get('003', TEST_SET + 'greedy', 2)
+    b, _ = get('003', f'{TEST_SET}beam{BEAM}', 2)
+    if t or b:
+        lines.append(verdict(f'003 beam {BEAM} decoding time / greedy (2 threads, the test set '
+                             f'by the checkpoint; accuracy {fmt(t and t.get("accuracy"), ".3f")} '
+                             f'greedy, {fmt(b and b.get("accuracy"), ".3f")} beam)',
                              ratio(b and b['median_ms'], t and t['median_ms']), BEAM_COST, False,
                              unit=''))
     t, p = get('002', 'train', 2)
@@ -418,6 +459,9 @@ def main():
     p.add_argument('--warmup', type=int, help='untimed steps (default 3; 002: 1)')
     p.add_argument('--sources', type=int, help='decoded sources (default 750)')
     p.add_argument('--log', default='/tmp/tfm-bench.jsonl', help='where the JSON lines go')
+    p.add_argument('--checkpoint', metavar='FILE',
+                   help='a trained tutorial 003 model: also time its greedy and beam '
+                        'translation of the test set')
     p.add_argument('--from', dest='from_file', metavar='FILE',
                    help='re-print the tables of a logged run, without running')
     a = p.parse_args()

@@ -523,7 +523,7 @@ static int translate(const config *c, tfm_model *model, tfm_tape *tape, const ta
             }
         }
         double F = (double)correct / (double)(first + n);
-        printf("%8lld\taccuracy: %8.3f  (%.1f s)\n", (long long)(first + n - 1), F,
+        printf("%8lld\taccuracy: %8.3f  (%.3f s)\n", (long long)(first + n - 1), F,
                seconds_now() - start);
         fflush(stdout);
     }
