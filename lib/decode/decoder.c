@@ -428,6 +428,15 @@ static const float *tile_of(const query *query, int64_t j0, int64_t size)
     return query->tiles + (query->table ? query->table[j0 / BLOCK] : j0 / BLOCK) * size;
 }
 
+/* The queries read the same tile (a source's beam hypotheses, one head) */
+static int one_tile(const float *const *tiles)
+{
+    int same = 1;
+    for (int i = 1; i < QUERIES; i++)
+        same &= tiles[i] == tiles[0];
+    return same;
+}
+
 /* QUERIES query heads over len positions each; p [QUERIES][len rounded up
  * to BLOCK] is scratch. The queries' independent sums keep the core's
  * multiply-adds busy, where one query's would wait on each other. Scores
@@ -453,10 +462,18 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             kt[i] = tile_of(&queries[i], j0, size);
             acc[i] = (vec16){0};
         }
-        for (int64_t e = 0; e < dk; e++)
+        if (one_tile(kt)) /* each key loaded once, for every query */
+            for (int64_t e = 0; e < dk; e++) {
+                const vec16 k = load16(kt[0] + e * BLOCK);
 #pragma GCC unroll 4
-            for (int i = 0; i < QUERIES; i++)
-                acc[i] += queries[i].q[e] * load16(kt[i] + e * BLOCK);
+                for (int i = 0; i < QUERIES; i++)
+                    acc[i] += queries[i].q[e] * k;
+            }
+        else
+            for (int64_t e = 0; e < dk; e++)
+#pragma GCC unroll 4
+                for (int i = 0; i < QUERIES; i++)
+                    acc[i] += queries[i].q[e] * load16(kt[i] + e * BLOCK);
         for (int i = 0; i < QUERIES; i++) {
             /* through an aligned copy: reading back a store across a cache
              * line (p's) would wait for it to reach the cache */
@@ -502,13 +519,24 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             for (int i = 0; i < QUERIES; i++)
                 v[i] = tile_of(&queries[i], j0, size) + BLOCK * dk + e0;
             int64_t j = 0;
-            for (; j + 2 <= n; j += 2)
+            if (one_tile(v))
+                for (; j + 2 <= n; j += 2) {
+                    const vec8 va = load8(v[0] + j * dk), vb = load8(v[0] + (j + 1) * dk);
 #pragma GCC unroll 4
-                for (int i = 0; i < QUERIES; i++) {
-                    const float *pj = p + i * stride + j0 + j, *vj = v[i] + j * dk;
-                    a[i] += pj[0] * load8(vj);
-                    b[i] += pj[1] * load8(vj + dk);
+                    for (int i = 0; i < QUERIES; i++) {
+                        const float *pj = p + i * stride + j0 + j;
+                        a[i] += pj[0] * va;
+                        b[i] += pj[1] * vb;
+                    }
                 }
+            else
+                for (; j + 2 <= n; j += 2)
+#pragma GCC unroll 4
+                    for (int i = 0; i < QUERIES; i++) {
+                        const float *pj = p + i * stride + j0 + j, *vj = v[i] + j * dk;
+                        a[i] += pj[0] * load8(vj);
+                        b[i] += pj[1] * load8(vj + dk);
+                    }
             if (j < n)
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
@@ -591,6 +619,17 @@ typedef struct attend_job {
     float factor;
 } attend_job;
 
+/* The end of the rows from `first` (before end) of first's source. A
+ * source's hypotheses attend one head at a time, the kernel's queries
+ * reading the same tiles. */
+static int64_t next_source(const attend_job *j, int64_t first, int64_t end)
+{
+    int64_t source = j->rows[first] / j->d->beam, last = first + 1;
+    while (last < end && j->rows[last] / j->d->beam == source)
+        last++;
+    return last;
+}
+
 /* The newest position's key and value join the row's cache at position t;
  * its query attends over positions 0..t. */
 static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
@@ -598,18 +637,25 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
-    query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t i = begin; i < end; i++) {
         float *row = j->g->qkv + i * 3 * D;
         const int32_t *table = d->tile_table + j->rows[i] * (d->self_tiled / BLOCK);
         for (int64_t h = 0; h < H; h++) {
-            float *tiles = self_tiles(d, j->l, h), *q = row + h * dk;
-            put_position(tiles + table[t / BLOCK] * tile_floats(d), t, row + D + h * dk,
-                         row + 2 * D + h * dk, dk);
+            float *q = row + h * dk;
+            put_position(self_tiles(d, j->l, h) + table[t / BLOCK] * tile_floats(d), t,
+                         row + D + h * dk, row + 2 * D + h * dk, dk);
             for (int64_t e = 0; e < dk; e++)
                 q[e] *= j->factor;
-            add_query(&batch, (query){q, tiles, table, NULL, j->g->ctx + i * D + h * dk});
         }
+    }
+    query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    for (int64_t first = begin, last; first < end; first = last) {
+        last = next_source(j, first, end);
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = first; i < last; i++)
+                add_query(&batch, (query){j->g->qkv + i * 3 * D + h * dk, self_tiles(d, j->l, h),
+                                          d->tile_table + j->rows[i] * (d->self_tiled / BLOCK),
+                                          NULL, j->g->ctx + i * D + h * dk});
     }
     finish_batch(&batch);
 }
@@ -619,17 +665,17 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk;
+    for (int64_t e = 0; e < (end - begin) * D; e++)
+        j->g->qkv[begin * D + e] *= j->factor;
     query_batch batch = {.len = j->S, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
-    for (int64_t i = begin; i < end; i++) {
-        int64_t b = j->rows[i] / d->beam;
+    for (int64_t first = begin, last; first < end; first = last) {
+        last = next_source(j, first, end);
+        int64_t b = j->rows[first] / d->beam;
         const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->cross_tiled : NULL;
-        for (int64_t h = 0; h < H; h++) {
-            float *q = j->g->qkv + i * D + h * dk;
-            for (int64_t e = 0; e < dk; e++)
-                q[e] *= j->factor;
-            add_query(&batch,
-                      (query){q, cross_tiles(d, j->l, b, h), NULL, keep, j->g->ctx + i * D + h * dk});
-        }
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = first; i < last; i++)
+                add_query(&batch, (query){j->g->qkv + i * D + h * dk, cross_tiles(d, j->l, b, h),
+                                          NULL, keep, j->g->ctx + i * D + h * dk});
     }
     finish_batch(&batch);
 }
