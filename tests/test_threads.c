@@ -144,8 +144,8 @@ START_TEST(products_split_among_threads_agree)
 END_TEST
 
 /* Greedy and beam decoding of enough sources that they are decoded in
- * groups on the threads (2 groups greedily, 3 with beams of 4, for this
- * model's caches), and a beam's hypotheses share cache tiles: the same
+ * groups on the threads (6 groups greedily, 16 with beams of 4), and a
+ * beam's hypotheses share cache tiles: the same
  * sequences as on one thread, scores within rounding (the encoder's
  * products are split too). */
 enum { SOURCES = 96, SRC_LEN = 20, MAX_LEN = 14, BEAM = 4 };

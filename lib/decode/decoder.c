@@ -67,6 +67,9 @@
  * its products would run mostly on their edges. */
 #define GROUP_CACHE_BYTES (4 << 20)
 #define GROUP_MIN_ROWS 16
+/* A batch makes at least this many groups if it can, so that the threads
+ * that take them in turn end together, whatever their count. */
+#define MIN_GROUPS 16
 
 struct tfm_decoding {
     tfm_model *model;
@@ -76,7 +79,8 @@ struct tfm_decoding {
     int64_t d, heads, dk, d_ff, vocab;
     int64_t rows;          /* max_batch * beam */
     int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
-    int64_t group_sources; /* sources a group decodes on one thread */
+    int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */
+    int grouped;           /* 0: the batch is one group (sampling, the reference path) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
     tfm_rng *rng;
@@ -323,13 +327,9 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         return NULL;
     }
     d->rng_seeded = *d->rng;
-    d->group_sources = max_batch;
-    if (o.use_cache && o.strategy != TFM_DECODE_SAMPLE) {
-        double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
-        int64_t fitting = (int64_t)(GROUP_CACHE_BYTES / per_source);
-        int64_t fewest = (GROUP_MIN_ROWS + beam - 1) / beam;
-        d->group_sources = fitting > fewest ? fitting : fewest;
-    }
+    d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
+    double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
+    d->group_sources = (int64_t)(GROUP_CACHE_BYTES / per_source);
     return d;
 }
 
@@ -1322,10 +1322,23 @@ typedef struct decode_run {
     int64_t batch, S;
     int32_t *tokens, *lengths;
     float *scores, *logits, *probs;
-    int64_t groups, next; /* next: the next group to take */
+    int64_t per_group, groups, next; /* next: the next group to take */
     /* per worker, the first step with logits not finite in its groups, or -1 */
     int64_t bad_step[TFM__MAX_THREADS];
 } decode_run;
+
+/* Sources per group for a batch of B: as many as fit (group_sources), but
+ * few enough to make MIN_GROUPS groups, and never fewer than
+ * GROUP_MIN_ROWS rows' worth. */
+static int64_t sources_per_group(const tfm_decoding *d, int64_t B)
+{
+    if (!d->grouped)
+        return B;
+    int64_t even = (B + MIN_GROUPS - 1) / MIN_GROUPS;
+    int64_t fewest = (GROUP_MIN_ROWS + d->beam - 1) / d->beam;
+    int64_t n = even < d->group_sources ? even : d->group_sources;
+    return n > fewest ? n : fewest;
+}
 
 static tfm_status search(group *g, const decode_run *run)
 {
@@ -1338,7 +1351,7 @@ static void search_some_groups(void *ctx, int64_t begin, int64_t end, int worker
 {
     (void)begin, (void)end;
     decode_run *run = ctx;
-    int64_t per_group = run->d->group_sources, *bad = &run->bad_step[worker];
+    int64_t per_group = run->per_group, *bad = &run->bad_step[worker];
     *bad = -1;
     for (int64_t i; (i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED)) < run->groups;) {
         int64_t first = i * per_group;
@@ -1515,8 +1528,9 @@ tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tok
     tfm_model_set_training(d->model, 0);
     status = encode(d, src);
     if (status == TFM_OK) {
-        decode_run run = {d, B, S, tokens, lengths, scores, logits, probs,
-                          (B + d->group_sources - 1) / d->group_sources, 0, {0}};
+        int64_t per_group = sources_per_group(d, B);
+        decode_run run = {d, B, S, tokens, lengths, scores, logits, probs, per_group,
+                          (B + per_group - 1) / per_group, 0, {0}};
         status = search_groups(&run);
     }
     if (status == TFM_OK && d->o.strategy != TFM_DECODE_BEAM) {
