@@ -1141,13 +1141,14 @@ static int32_t new_tile(tfm_decoding *d, int64_t b)
     return (int32_t)i;
 }
 
-static void copy_tile(tfm_decoding *d, int32_t from, int32_t to)
+/* Tile `to` takes tile `from`'s first n positions. */
+static void copy_tile(tfm_decoding *d, int32_t from, int32_t to, int64_t n)
 {
-    int64_t size = tile_floats(d);
+    int64_t size = tile_floats(d), used = (BLOCK + n) * d->dk; /* the keys, n values */
     for (int32_t l = 0; l < d->layers; l++)
         for (int64_t h = 0; h < d->heads; h++) {
             float *tiles = self_tiles(d, l, h);
-            memcpy(tiles + to * size, tiles + from * size, (size_t)size * sizeof(float));
+            memcpy(tiles + to * size, tiles + from * size, (size_t)used * sizeof(float));
         }
 }
 
@@ -1181,7 +1182,7 @@ static void reorder_tiles(tfm_decoding *d, const candidates *c, int64_t b, int64
             *tile = new_tile(d, b);
         } else if (refs[*tile] > 1) {
             int32_t own = new_tile(d, b);
-            copy_tile(d, *tile, own);
+            copy_tile(d, *tile, own, (t + 1) % BLOCK);
             refs[*tile]--;
             *tile = own;
         }
