@@ -23,15 +23,16 @@
  * per hypothesis, and the siblings read one prefix, from L1 or L2.
  *
  * A batch is decoded in groups of sources whose caches fit in a core's
- * share of the caches (at least GROUP_MIN_ROWS rows), each group all its
- * steps on one thread,
- * the threads taking the next group as they finish: a step's products
- * are too small to share among threads, and a whole batch's caches, read
- * at every step, would come from memory. The groups depend on the batch
- * and the model only, so the thread count never changes a result.
- * Sampling draws from one generator in the order of the rows, and the
- * reference path shares one tape: both run the batch as one group, whose
- * rows' attention runs on libtfm's threads. */
+ * share of the caches (see sources_per_group), each group all its steps on
+ * one thread, the threads taking the next group as they finish: a step's
+ * products are too small to share among threads, and a whole batch's
+ * caches, read at every step, would come from memory. The groups depend
+ * on the batch and the model only, so the thread count never changes a
+ * result. Sampling draws from one generator in the order of the rows, and
+ * the reference path shares one tape: both run the batch as one group,
+ * whose rows' attention runs on libtfm's threads. The attention kernel
+ * takes four query heads at a time: a row's heads, or a source's beam
+ * hypotheses for one head, which read the same tiles. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
