@@ -18,29 +18,20 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
  * ABI; the helpers are always inlined, so no call passes one. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-TFM__INLINE vec8 load8(const float *p)
-{
-    vec8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-TFM__INLINE void store8(float *p, vec8 v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-TFM__INLINE vec16 load16(const float *p)
-{
-    vec16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-TFM__INLINE void store16(float *p, vec16 v)
-{
-    memcpy(p, &v, sizeof v);
-}
+/* loadN(p) and storeN(p, v) for vecN */
+#define TFM__VECTOR_LOAD_STORE(n)                                                           \
+    TFM__INLINE vec##n load##n(const float *p)                                              \
+    {                                                                                       \
+        vec##n v;                                                                           \
+        memcpy(&v, p, sizeof v);                                                            \
+        return v;                                                                           \
+    }                                                                                       \
+    TFM__INLINE void store##n(float *p, vec##n v)                                           \
+    {                                                                                       \
+        memcpy(p, &v, sizeof v);                                                            \
+    }
+TFM__VECTOR_LOAD_STORE(8)
+TFM__VECTOR_LOAD_STORE(16)
 
 /* Lane by lane, a where mask is set (all ones), else b. */
 TFM__INLINE vec16 select16(vec16i mask, vec16 a, vec16 b)
