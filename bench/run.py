@@ -16,12 +16,12 @@ speed-up). The decoding jobs run an untrained model on random sources that
 never end, the PyTorch twin's way; with --checkpoint (a tutorial 003 model,
 e.g. runs/demo/taylor_best.safetensors from scripts/demo.sh), libtfm's
 greedy and beam 4 translation of 003's 750 test functions are timed too
-(examples/tfm-taylor --translate, every round). Each round runs, job by job, libtfm then the PyTorch anchors (the
-tutorials' code, and --style fast for training), each in its own process;
-each keeps its best (lowest) median over the rounds, and ratios are taken
-against the fastest anchor. 002 and the
-decoding run one round (a PyTorch step takes ~12 s or more, its translation
-loop minutes).
+(examples/tfm-taylor --translate). Each round runs, job by job, libtfm
+then the PyTorch anchors (the tutorials' code, and --style fast for
+training), each in its own process; each keeps its best (lowest) median
+over the rounds, and ratios are taken against the fastest anchor. 002 and
+PyTorch's decoding run one round (a PyTorch step takes ~12 s or more, its
+translation loop minutes).
 """
 import argparse
 import json
@@ -207,14 +207,15 @@ def run_all(a, log):
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
                         continue
-                elif (config == '002' or what not in ('train', BF16) and
-                      not what.startswith(TEST_SET)) and r > 0:
+                elif (config == '002' or what == RECOMPUTED) and r > 0:
                     continue
                 counts = counts_for(a, config)
                 anchors = anchors_in(a.build) if what == 'train' else \
                     [BF16_ANCHOR] if what == BF16 else ['pytorch']
                 impls = ['versus', 'libtfm'] if a.versus else \
                     ['libtfm'] + anchors if with_torch else ['libtfm']
+                if what == 'decode' and r > 0:  # the tutorial's loop takes minutes: once
+                    impls = ['libtfm']
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
@@ -286,7 +287,8 @@ def table(records, env):
     coretypes = {r.get('coretype') for r in records if r.get('env') == env}
     print(f'\n### Environment "{env}": OPENBLAS_CORETYPE='
           f'{", ".join(str(c) if c is not None else "(unset)" for c in coretypes)}\n')
-    print('Each figure: the best median over the rounds (002 and decoding: one round); '
+    print('Each figure: the best median over the rounds (002 and PyTorch\'s decoding: one '
+          'round); '
           'ms per training step, or for all the sources decoded.\n')
     print('| config | what | threads | libtfm ms | PyTorch ms (fastest anchor) | anchor | '
           'PyTorch / libtfm | libtfm GFLOP/s | PyTorch GFLOP/s | sgemm GFLOP/s | '
@@ -451,7 +453,7 @@ def main():
     p.add_argument('--bf16', choices=['auto', 'yes', 'no'], default='auto',
                    help='also time training with bfloat16 products (auto: if the CPU has '
                         'AVX512_BF16)')
-    p.add_argument('--rounds', type=int, default=3, help='002 and decoding always run once')
+    p.add_argument('--rounds', type=int, default=3, help="002 and PyTorch's decoding always run once")
     p.add_argument('--envs', default=','.join(ENVS))
     p.add_argument('--quick', action='store_true',
                    help='smoke test: steps 2, warmup 1, sources 20, rounds 1')
