@@ -1354,7 +1354,6 @@ static void search_some_groups(void *ctx, int64_t begin, int64_t end, int worker
     (void)begin, (void)end;
     decode_run *run = ctx;
     int64_t per_group = run->per_group, *bad = &run->bad_step[worker];
-    *bad = -1;
     for (int64_t i; (i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED)) < run->groups;) {
         int64_t first = i * per_group;
         group g = group_of(run->d, first, first + per_group < run->batch ? per_group
@@ -1378,7 +1377,10 @@ static tfm_status search_groups(decode_run *run)
             return status; /* the reference path's own error */
         bad = g.bad_step;
     } else {
+        /* every share's, set here: a tfm_set_num_threads meanwhile may run fewer */
         int threads = tfm__threads();
+        for (int w = 0; w < threads; w++)
+            run->bad_step[w] = -1;
         tfm__parallel_for(threads, threads, search_some_groups, run);
         for (int w = 0; w < threads; w++)
             if (run->bad_step[w] >= 0 && (bad < 0 || run->bad_step[w] < bad))
