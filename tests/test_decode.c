@@ -280,6 +280,43 @@ START_TEST(cached_equals_recomputed_past_a_tile)
 }
 END_TEST
 
+/* Enough sources to be decoded in groups (3 greedily, 10 with beams of 4,
+ * for this small model), on two threads, some of them padded: the same as
+ * the reference path. */
+START_TEST(groups_equal_recomputed)
+{
+    enum { SOURCES = 40, LEN = 8 };
+    tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
+    int32_t ids[SOURCES * LEN];
+    for (int b = 0; b < SOURCES; b++)
+        for (int s = 0; s < LEN; s++)
+            ids[b * LEN + s] = s < 3 + b % 6 ? 3 + (b * 7 + s * 5) % 10 : PAD;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, LEN}, ids);
+    tfm_decode_options o;
+    options(&o, strategy, MAXT - 1);
+    o.beam_size = o.n_best = 4;
+    result *cached = new_result(), *recomputed = new_result();
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    decode(m, &o, src, cached);
+    o.use_cache = 0;
+    decode(m, &o, src, recomputed);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    int64_t rows = SOURCES * (strategy == TFM_DECODE_BEAM ? o.n_best : 1), T1 = MAXT;
+    for (int64_t r = 0; r < rows; r++)
+        ck_assert_int_eq(cached->lengths[r], recomputed->lengths[r]);
+    ck_assert_mem_eq(cached->tokens, recomputed->tokens, (size_t)(rows * T1) * sizeof(int32_t));
+    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
+    if (strategy != TFM_DECODE_BEAM)
+        assert_close(cached->logits, recomputed->logits, SOURCES * (MAXT - 1) * 11, 1e-5,
+                     "logits");
+    free(cached);
+    free(recomputed);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- greedy --------------------------------------------------------------------------- */
 
 START_TEST(greedy_is_the_argmax_step_by_step)
@@ -945,6 +982,7 @@ static Suite *decode_suite(void)
     tcase_set_timeout(c, 120);
     tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
+    tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);
     tcase_add_test(c, sampling_seeds_and_limits);
