@@ -317,6 +317,44 @@ START_TEST(groups_equal_recomputed)
 }
 END_TEST
 
+/* Heads of 4 and 10 columns (the kernel takes d_k eight at a time, then one
+ * by one), past a tile, with beams: the same as the reference path. */
+START_TEST(odd_head_widths_equal_recomputed)
+{
+    enum { LONG = 40 };
+    static const int32_t widths[2][2] = {{12, 3}, {20, 2}}; /* d_model, heads */
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = 13;
+    mo.tgt_vocab = 11;
+    mo.max_src_len = MAXS;
+    mo.max_tgt_len = LONG + 1;
+    mo.d_model = widths[_i][0];
+    mo.heads = widths[_i][1];
+    mo.d_ff = 32;
+    mo.seed = 5;
+    tfm_model *m = tfm_model_create(&mo);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_BEAM, LONG);
+    o.eos_id = -1; /* every hypothesis runs LONG steps */
+    o.beam_size = o.n_best = 4;
+    result *cached = new_result(), *recomputed = new_result();
+    decode(m, &o, src, cached);
+    o.use_cache = 0;
+    decode(m, &o, src, recomputed);
+    int64_t rows = 3 * o.n_best;
+    ck_assert_mem_eq(cached->tokens, recomputed->tokens,
+                     (size_t)(rows * (LONG + 1)) * sizeof(int32_t));
+    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
+    free(cached);
+    free(recomputed);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- greedy --------------------------------------------------------------------------- */
 
 START_TEST(greedy_is_the_argmax_step_by_step)
@@ -983,6 +1021,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
+    tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);
     tcase_add_test(c, sampling_seeds_and_limits);
