@@ -639,15 +639,13 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     tfm_decoding *d = j->d;
     int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
     for (int64_t i = begin; i < end; i++) {
-        float *row = j->g->qkv + i * 3 * D;
+        float *row = j->g->qkv + i * 3 * D; /* its queries, keys, values */
         const int32_t *table = d->tile_table + j->rows[i] * (d->self_tiled / BLOCK);
-        for (int64_t h = 0; h < H; h++) {
-            float *q = row + h * dk;
+        for (int64_t e = 0; e < D; e++)
+            row[e] *= j->factor;
+        for (int64_t h = 0; h < H; h++)
             put_position(self_tiles(d, j->l, h) + table[t / BLOCK] * tile_floats(d), t,
                          row + D + h * dk, row + 2 * D + h * dk, dk);
-            for (int64_t e = 0; e < dk; e++)
-                q[e] *= j->factor;
-        }
     }
     query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t first = begin, last; first < end; first = last) {
