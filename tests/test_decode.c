@@ -245,6 +245,33 @@ START_TEST(cached_equals_recomputed)
 }
 END_TEST
 
+/* Decodes src with the options cached and recomputed: the same tokens and
+ * lengths, scores within 1e-5 (and greedy logits, over logits_count).
+ * Returns the longest sequence. */
+static int32_t cached_matches_recomputed(tfm_model *m, tfm_decode_options *o,
+                                         const tfm_tensor *src, int64_t logits_count)
+{
+    int64_t rows = tfm_tensor_dim(src, 0) * (o->strategy == TFM_DECODE_BEAM ? o->n_best : 1);
+    result *cached = new_result(), *recomputed = new_result();
+    o->use_cache = 1;
+    decode(m, o, src, cached);
+    o->use_cache = 0;
+    decode(m, o, src, recomputed);
+    int32_t longest = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        ck_assert_int_eq(cached->lengths[r], recomputed->lengths[r]);
+        longest = cached->lengths[r] > longest ? cached->lengths[r] : longest;
+    }
+    ck_assert_mem_eq(cached->tokens, recomputed->tokens,
+                     (size_t)(rows * (o->max_length + 1)) * sizeof(int32_t));
+    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
+    if (o->strategy != TFM_DECODE_BEAM)
+        assert_close(cached->logits, recomputed->logits, logits_count, 1e-5, "logits");
+    free(cached);
+    free(recomputed);
+    return longest;
+}
+
 /* Sequences longer than a cache tile (16 positions): beam hypotheses share
  * their parents' tiles, copy the one they write into if a sibling shares
  * it, and free the tiles of the hypotheses dropped; greedy rows fill tiles
@@ -260,21 +287,7 @@ START_TEST(cached_equals_recomputed_past_a_tile)
     options(&o, strategy, LONG);
     o.beam_size = o.n_best = 4;
     o.length_penalty = 0.7f;
-    result *cached = new_result(), *recomputed = new_result();
-    decode(m, &o, src, cached);
-    o.use_cache = 0;
-    decode(m, &o, src, recomputed);
-    int64_t rows = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1), T1 = LONG + 1;
-    int32_t longest = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        ck_assert_int_eq(cached->lengths[r], recomputed->lengths[r]);
-        longest = cached->lengths[r] > longest ? cached->lengths[r] : longest;
-    }
-    ck_assert_mem_eq(cached->tokens, recomputed->tokens, (size_t)(rows * T1) * sizeof(int32_t));
-    ck_assert_int_gt(longest, 2 * 16 + 1);
-    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
-    free(cached);
-    free(recomputed);
+    ck_assert_int_gt(cached_matches_recomputed(m, &o, src, 3 * LONG * 11), 2 * 16 + 1);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
@@ -296,22 +309,9 @@ START_TEST(groups_equal_recomputed)
     tfm_decode_options o;
     options(&o, strategy, MAXT - 1);
     o.beam_size = o.n_best = 4;
-    result *cached = new_result(), *recomputed = new_result();
     ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
-    decode(m, &o, src, cached);
-    o.use_cache = 0;
-    decode(m, &o, src, recomputed);
+    cached_matches_recomputed(m, &o, src, SOURCES * (MAXT - 1) * 11);
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
-    int64_t rows = SOURCES * (strategy == TFM_DECODE_BEAM ? o.n_best : 1), T1 = MAXT;
-    for (int64_t r = 0; r < rows; r++)
-        ck_assert_int_eq(cached->lengths[r], recomputed->lengths[r]);
-    ck_assert_mem_eq(cached->tokens, recomputed->tokens, (size_t)(rows * T1) * sizeof(int32_t));
-    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
-    if (strategy != TFM_DECODE_BEAM)
-        assert_close(cached->logits, recomputed->logits, SOURCES * (MAXT - 1) * 11, 1e-5,
-                     "logits");
-    free(cached);
-    free(recomputed);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
@@ -340,16 +340,7 @@ START_TEST(odd_head_widths_equal_recomputed)
     options(&o, TFM_DECODE_BEAM, LONG);
     o.eos_id = -1; /* every hypothesis runs LONG steps */
     o.beam_size = o.n_best = 4;
-    result *cached = new_result(), *recomputed = new_result();
-    decode(m, &o, src, cached);
-    o.use_cache = 0;
-    decode(m, &o, src, recomputed);
-    int64_t rows = 3 * o.n_best;
-    ck_assert_mem_eq(cached->tokens, recomputed->tokens,
-                     (size_t)(rows * (LONG + 1)) * sizeof(int32_t));
-    assert_close(cached->scores, recomputed->scores, rows, 1e-5, "scores");
-    free(cached);
-    free(recomputed);
+    ck_assert_int_eq(cached_matches_recomputed(m, &o, src, 0), LONG + 1);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
