@@ -91,8 +91,8 @@ struct tfm_decoding {
 
     /* one step over n rows: residual stream, normed input, sublayer output,
      * projections [n, 3D], attention context, feed-forward hidden, logits
-     * (each group has its rows' part, see group_of), and per thread, one
-     * query's attention weights [weights_stride] */
+     * (each group has its rows' part, see group_of), and per thread,
+     * QUERIES queries' attention weights [weights_stride] */
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
     int64_t weights_stride;
     /* caches (use_cache): self-attention tiles [layers][heads][tiles],
@@ -406,6 +406,17 @@ static float *cross_tiles(const tfm_decoding *d, int32_t l, int64_t b, int64_t h
                (size_t)(d->cross_tiled / BLOCK * tile_floats(d));
 }
 
+/* The tiles a row lists, and where its list is. */
+static int64_t row_tiles(const tfm_decoding *d)
+{
+    return d->self_tiled / BLOCK;
+}
+
+static int32_t *tile_table_of(const tfm_decoding *d, int64_t row)
+{
+    return d->tile_table + row * row_tiles(d);
+}
+
 /* Position j's key and value [d_k] into the tile that holds it. */
 static void put_position(float *tile, int64_t j, const float *key, const float *value,
                          int64_t dk)
@@ -640,7 +651,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
     for (int64_t i = begin; i < end; i++) {
         float *row = j->g->qkv + i * 3 * D; /* its queries, keys, values */
-        const int32_t *table = d->tile_table + j->rows[i] * (d->self_tiled / BLOCK);
+        const int32_t *table = tile_table_of(d, j->rows[i]);
         for (int64_t e = 0; e < D; e++)
             row[e] *= j->factor;
         for (int64_t h = 0; h < H; h++)
@@ -653,8 +664,8 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++)
                 add_query(&batch, (query){j->g->qkv + i * 3 * D + h * dk, self_tiles(d, j->l, h),
-                                          d->tile_table + j->rows[i] * (d->self_tiled / BLOCK),
-                                          NULL, j->g->ctx + i * D + h * dk});
+                                          tile_table_of(d, j->rows[i]), NULL,
+                                          j->g->ctx + i * D + h * dk});
     }
     finish_batch(&batch);
 }
@@ -1031,11 +1042,12 @@ static tfm_status search_one(tfm_decoding *d, group *g, int64_t S, int32_t *leng
                              float *out_logits, float *out_probs)
 {
     int64_t V = d->vocab, T = d->max_len, T1 = T + 1;
-    int64_t n = g->count, per_row = d->self_tiled / BLOCK;
+    int64_t n = g->count;
     for (int64_t i = 0; i < n; i++) {
         int64_t b = g->first + i;
-        for (int64_t j = 0; d->o.use_cache && j < per_row; j++) /* a row's own tiles */
-            d->tile_table[b * per_row + j] = (int32_t)(b * per_row + j);
+        if (d->o.use_cache) /* a row's own tiles */
+            for (int64_t j = 0; j < row_tiles(d); j++)
+                tile_table_of(d, b)[j] = (int32_t)(b * row_tiles(d) + j);
         g->active[i] = (int32_t)b;
         d->hist[b * T1] = d->o.bos_id;
         d->sum[b] = 0.0;
@@ -1133,7 +1145,7 @@ static void consider(const candidates *c, int64_t *count, int64_t width, double 
  * they shared none, so one is always free (see reorder_tiles). */
 static int32_t new_tile(tfm_decoding *d, int64_t b)
 {
-    int64_t owned = d->beam * (d->self_tiled / BLOCK), i = b * owned;
+    int64_t owned = d->beam * row_tiles(d), i = b * owned;
     while (i < (b + 1) * owned - 1 && d->tile_refs[i] > 0)
         i++;
     d->tile_refs[i] = 1;
@@ -1161,8 +1173,8 @@ static void copy_tile(tfm_decoding *d, int32_t from, int32_t to, int64_t n)
 static void reorder_tiles(tfm_decoding *d, const candidates *c, int64_t b, int64_t live,
                           int64_t n_new, int64_t t)
 {
-    int64_t per_row = d->self_tiled / BLOCK, used = t / BLOCK + 1, next = (t + 1) / BLOCK;
-    int32_t *table = d->tile_table + b * d->beam * per_row;
+    int64_t per_row = row_tiles(d), used = t / BLOCK + 1, next = (t + 1) / BLOCK;
+    int32_t *table = tile_table_of(d, b * d->beam);
     int32_t *tmp = d->table_tmp + b * d->beam * per_row, *refs = d->tile_refs;
     for (int64_t j = 0; j < n_new; j++) {
         memcpy(tmp + j * per_row, table + c->parent[j] * per_row, (size_t)used * sizeof *tmp);
@@ -1244,11 +1256,11 @@ static tfm_status search_beam(tfm_decoding *d, group *g, int64_t S, int32_t *tok
 {
     int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
     int64_t first = g->first, last = g->first + g->count;
-    int64_t owned = K * (d->self_tiled / BLOCK);
+    int64_t owned = K * row_tiles(d);
     for (int64_t b = first; b < last; b++) {
         if (d->o.use_cache) { /* one hypothesis, writing position 0 */
             memset(d->tile_refs + b * owned, 0, (size_t)owned * sizeof *d->tile_refs);
-            d->tile_table[b * owned] = new_tile(d, b);
+            tile_table_of(d, b * K)[0] = new_tile(d, b);
         }
         d->live[b] = 1;
         d->done[b] = 0;
