@@ -12,7 +12,9 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline float tfm__expf(float x)
+#include "core/cpu.h"
+
+TFM__INLINE float tfm__expf(float x)
 {
     /* NaN fails x < 88.7f: the clamp makes it 88.7 */
     const float clamped = x < 88.7f ? (x > -87.3f ? x : -87.3f) : 88.7f;
@@ -33,8 +35,9 @@ static inline float tfm__expf(float x)
 
 /* y[j] = exp(x[j] - shift) for a row, returning the sum of y. Whole blocks
  * of 16 run as vectors and the tail goes through a padded block, so short
- * rows (attention over 22 keys) do not fall back to scalar code. x may be y. */
-static inline float tfm__exp_row(const float *x, float shift, float *y, int64_t n)
+ * rows (attention over 22 keys) do not fall back to scalar code. x may be y.
+ * Inlined always: left out of line, it ran the baseline in every kernel. */
+TFM__INLINE float tfm__exp_row(const float *x, float shift, float *y, int64_t n)
 {
     enum { BLOCK = 16 };
     float sum = 0.0f;

@@ -9,6 +9,8 @@
 
 #include "tfm/tensor.h"
 
+#include "core/cpu.h"
+
 struct tfm_rng {
     uint64_t state[4];
     int has_spare_normal;
@@ -27,7 +29,7 @@ int tfm__rng_parse(const char *text, tfm_rng *rng);
 /* 32 random bits that depend only on (key, counter): two rounds of
  * murmur3's finaliser. 32-bit multiplies keep loops over counters
  * vectorised; counters repeat every 2^32 elements of one tensor. */
-static inline uint32_t tfm__counter_bits(uint64_t key, uint32_t counter)
+TFM__INLINE uint32_t tfm__counter_bits(uint64_t key, uint32_t counter)
 {
     uint32_t h = (counter ^ (uint32_t)(key >> 32)) * 0x9E3779B9u ^ (uint32_t)key;
     for (int round = 0; round < 2; round++) {
@@ -65,8 +67,8 @@ static inline uint32_t tfm__counter_threshold(float p)
 /* Dropout of one element: x * keep_scale where the mask (key, threshold
  * from tfm__counter_threshold) keeps the element at counter, else 0.
  * Inlined into loops that stay vectorised. */
-static inline float tfm__dropped(uint64_t key, uint32_t counter, uint32_t threshold, float x,
-                                 float keep_scale)
+TFM__INLINE float tfm__dropped(uint64_t key, uint32_t counter, uint32_t threshold, float x,
+                              float keep_scale)
 {
     return tfm__counter_bits(key, counter) >= threshold ? x * keep_scale : 0.0f;
 }
