@@ -2,8 +2,9 @@
  * with AVX512_BF16, the bfloat16 products in every transpose and with
  * ragged tails against a double-precision sum of the rounded inputs, the
  * thread count changing no bit, small products left in float32, NaN
- * passed on, a linear layer's gradients near float32's, and a regression
- * learning as it does in float32. Where the CPU lacks AVX512_BF16 the
+ * passed on, a linear layer's bias added once as the product writes, its
+ * gradients near float32's, and a regression learning as it does in
+ * float32. Where the CPU lacks AVX512_BF16 the
  * product tests say so and check the refusal instead. */
 #include <check.h>
 #include <math.h>
@@ -187,6 +188,60 @@ START_TEST(nan_passes_on)
 }
 END_TEST
 
+/* tfm_linear's output, whose product adds the bias as it writes: each
+ * element is the exact sum of the rounded inputs' products plus the bias,
+ * added once whatever the k blocks (300 > 256) and the threads, with
+ * partial tiles on every side. In float32 the BLAS path copies the bias in
+ * first: the same sum there, within float32's rounding. */
+START_TEST(linear_adds_its_bias_once)
+{
+    static const int64_t sizes[][3] = {{100, 47, 300}, {33, 65, 35}, {157, 96, 64}};
+    for (int precision = 0; precision < 2; precision++) {
+        if (precision == 1 && !bf16_here())
+            return;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int threads = 1; threads <= 2; threads++) {
+                int64_t rows = sizes[s][0], out = sizes[s][1], in = sizes[s][2];
+                tfm_tensor *x = gc_random(2, (int64_t[]){rows, in}, 21 + s);
+                tfm_tensor *w = gc_random(2, (int64_t[]){out, in}, 24 + s);
+                tfm_tensor *bias = gc_random(1, (int64_t[]){out}, 27 + s);
+                const float *xv = tfm_tensor_data_f32(x), *wv = tfm_tensor_data_f32(w),
+                            *bv = tfm_tensor_data_f32(bias);
+                ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+                ck_assert_int_eq(tfm_set_matmul_precision(precision ? TFM_MATMUL_BFLOAT16
+                                                                    : TFM_MATMUL_FLOAT32),
+                                 TFM_OK);
+                tfm_tape *tape = tfm_tape_create();
+                tfm_tensor *y = tfm_linear(tape, x, w, bias);
+                ck_assert_msg(y != NULL, "%s", tfm_last_error());
+                const float *yv = tfm_tensor_data_f32(y);
+                for (int64_t i = 0; i < rows; i++)
+                    for (int64_t j = 0; j < out; j++) {
+                        double sum = bv[j], size = fabs(bv[j]);
+                        for (int64_t e = 0; e < in; e++) {
+                            double a = xv[i * in + e], b = wv[j * in + e];
+                            if (precision)
+                                a = rounded((float)a), b = rounded((float)b);
+                            sum += a * b;
+                            size += fabs(a * b);
+                        }
+                        ck_assert_msg(fabs(yv[i * out + j] - sum) <= 1e-6 * size + 1e-30,
+                                      "%s %lldx%lldx%lld, %d threads: y[%lld][%lld] = %.9g, "
+                                      "exact %.9g", precision ? "bfloat16" : "float32",
+                                      (long long)rows, (long long)out, (long long)in, threads,
+                                      (long long)i, (long long)j, (double)yv[i * out + j], sum);
+                    }
+                tfm_tape_free(tape);
+                tfm_tensor_free(x);
+                tfm_tensor_free(w);
+                tfm_tensor_free(bias);
+            }
+    }
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    back_to_float32();
+}
+END_TEST
+
 /* x, weight and bias's gradients through tfm_linear, at the precision set. */
 static void linear_gradients(tfm_tensor *x, tfm_tensor *w, tfm_tensor *bias, float *out,
                              int64_t counts[3])
@@ -305,6 +360,7 @@ static Suite *matmul_precision_suite(void)
     tcase_add_test(tc, thread_count_changes_no_bit);
     tcase_add_test(tc, small_products_stay_float32);
     tcase_add_test(tc, nan_passes_on);
+    tcase_add_test(tc, linear_adds_its_bias_once);
     tcase_add_test(tc, linear_gradients_near_float32);
     tcase_add_test(tc, regression_learns_as_in_float32);
     suite_add_tcase(s, tc);

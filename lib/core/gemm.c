@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "core/cpu.h"
 #include "core/error.h"
@@ -24,7 +25,7 @@ typedef struct gemm_job {
     int ta, tb;
     int64_t m, n, k, lda, ldb, ldc;
     float alpha, beta;
-    const float *a, *b;
+    const float *a, *b, *bias;
     float *c;
 } gemm_job;
 
@@ -33,18 +34,29 @@ static enum CBLAS_TRANSPOSE op(int transpose)
     return transpose ? CblasTrans : CblasNoTrans;
 }
 
+/* Rows [first, last) of C through the BLAS. A bias (beta is then 0) is
+ * copied into C first, as the BLAS has no such term, row by row just
+ * before the product reads them. */
+static void gemm_rows(const gemm_job *j, int64_t first, int64_t last)
+{
+    float *c = j->c + first * j->ldc, beta = j->beta;
+    if (j->bias) {
+        for (int64_t r = first; r < last; r++)
+            memcpy(c + (r - first) * j->ldc, j->bias, (size_t)j->n * sizeof *c);
+        beta = 1.0f;
+    }
+    const float *a = j->a + (j->ta ? first : first * j->lda);
+    cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)(last - first), (int)j->n, (int)j->k,
+                j->alpha, a, (int)j->lda, j->b, (int)j->ldb, beta, c, (int)j->ldc);
+}
+
 /* Blocks [begin, end) of C's rows. */
 static void gemm_piece(void *ctx, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
     const gemm_job *j = ctx;
-    int64_t first = begin * PIECE_ROWS, last = end * PIECE_ROWS;
-    if (last > j->m)
-        last = j->m;
-    const float *a = j->a + (j->ta ? first : first * j->lda);
-    cblas_sgemm(CblasRowMajor, op(j->ta), op(j->tb), (int)(last - first), (int)j->n, (int)j->k,
-                j->alpha, a, (int)j->lda, j->b, (int)j->ldb, j->beta, j->c + first * j->ldc,
-                (int)j->ldc);
+    int64_t last = end * PIECE_ROWS;
+    gemm_rows(j, begin * PIECE_ROWS, last < j->m ? last : j->m);
 }
 
 static int matmul_precision = TFM_MATMUL_FLOAT32; /* tfm_set_matmul_precision */
@@ -53,9 +65,11 @@ static int matmul_precision = TFM_MATMUL_FLOAT32; /* tfm_set_matmul_precision */
  * tiles' padding (12 x 32), or be too short to pay for packing. */
 #define MIN_BF16_SIDE 32
 
-void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                int64_t ldc)
+/* tfm__sgemm, plus the bias [n] in every row of C when it is not NULL (beta
+ * is then 0). */
+static void multiply(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float beta, const float *bias, float *c, int64_t ldc)
 {
     double mnk = (double)m * (double)n * (double)k;
     int workers = tfm__threads();
@@ -66,16 +80,28 @@ void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t 
     /* a product whose buffers cannot be had is made in float32 instead */
     if (__atomic_load_n(&matmul_precision, __ATOMIC_RELAXED) == TFM_MATMUL_BFLOAT16 &&
         m >= MIN_BF16_SIDE && n >= MIN_BF16_SIDE && k >= MIN_BF16_SIDE &&
-        tfm__sgemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                        workers) == 0)
+        tfm__sgemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, bias,
+                        c, ldc, workers) == 0)
         return;
-    if (workers == 1) {
-        cblas_sgemm(CblasRowMajor, op(transpose_a), op(transpose_b), (int)m, (int)n, (int)k,
-                    alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-        return;
-    }
-    gemm_job j = {transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
-    tfm__parallel_for((m + PIECE_ROWS - 1) / PIECE_ROWS, workers, gemm_piece, &j);
+    gemm_job j = {transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, a, b, bias, c};
+    if (workers == 1)
+        gemm_rows(&j, 0, m);
+    else
+        tfm__parallel_for((m + PIECE_ROWS - 1) / PIECE_ROWS, workers, gemm_piece, &j);
+}
+
+void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                int64_t ldc)
+{
+    multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+}
+
+void tfm__sgemm_bias(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     const float *bias, float *c, int64_t ldc)
+{
+    multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, 0.0f, bias, c, ldc);
 }
 
 tfm_status tfm_set_matmul_precision(tfm_matmul_precision precision)

@@ -17,6 +17,14 @@ void tfm__sgemm(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t 
                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                 int64_t ldc);
 
+/* C = alpha op(A) op(B) + bias, the bias [n] added to every row of C (NULL:
+ * none), as tfm__sgemm otherwise: a linear layer's product. The bfloat16
+ * kernel adds it as it writes C, where copying it into C first would be
+ * one more pass over C. */
+void tfm__sgemm_bias(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     const float *bias, float *c, int64_t ldc);
+
 /* Called by tfm_set_num_threads: with more than one libtfm thread, the
  * BLAS runs on one (its count as found is restored at one libtfm thread).
  * A BLAS other than OpenBLAS or BLIS is left alone. */

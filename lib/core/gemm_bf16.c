@@ -182,6 +182,7 @@ typedef struct product {
     int a_along_rows, b_along_rows; /* k runs along the source's rows */
     float *c;
     int64_t ldc;
+    const float *bias; /* added to each row of C, or NULL */
     uint32_t *packed_b; /* pairs(k) x panels, each panel's pairs together */
     uint32_t *packed_a; /* A_BLOCK_WORDS per worker */
 } product;
@@ -198,12 +199,13 @@ static void pack_b_panels(void *ctx, int64_t begin, int64_t end, int worker)
 }
 
 /* C tile [rows, cols] (at most MR x NR) = alpha * A x B panel over
- * `pairs` pairs, plus beta * C (C unread when beta is 0); row r's pair p of
- * A is a[p * a_pair + r * a_row]. */
+ * `pairs` pairs, plus beta * C (C unread when beta is 0), plus the bias
+ * row's `cols` values unless it is NULL; row r's pair p of A is
+ * a[p * a_pair + r * a_row]. */
 BF16_TARGET static inline __attribute__((always_inline)) void
 tile_product__avx512_bf16(int64_t pairs, const uint32_t *a, int64_t a_row, int64_t a_pair,
                           const uint32_t *b, float *c, int64_t ldc, int rows, int cols,
-                          float alpha, float beta)
+                          float alpha, float beta, const float *bias)
 {
     __m512 acc[MR][NV];
 #pragma GCC unroll 16
@@ -233,9 +235,10 @@ tile_product__avx512_bf16(int64_t pairs, const uint32_t *a, int64_t a_row, int64
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int v = 0; v < NV; v++) {
         __mmask16 mask = first_lanes(cols - 16 * v);
+        __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + 16 * v) : _mm512_setzero_ps();
         for (int r = 0; r < rows; r++) {
             float *cr = c + r * ldc + 16 * v;
-            __m512 y = _mm512_mul_ps(va, acc[r][v]);
+            __m512 y = bias ? _mm512_fmadd_ps(va, acc[r][v], add) : _mm512_mul_ps(va, acc[r][v]);
             if (beta != 0.0f)
                 y = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, cr), y);
             _mm512_mask_storeu_ps(cr, mask, y);
@@ -247,18 +250,18 @@ tile_product__avx512_bf16(int64_t pairs, const uint32_t *a, int64_t a_row, int64
 BF16_TARGET static void micro_kernel_panel__avx512_bf16(int64_t pairs, const uint32_t *a,
                                                         const uint32_t *b, float *c, int64_t ldc,
                                                         int rows, int cols, float alpha,
-                                                        float beta)
+                                                        float beta, const float *bias)
 {
-    tile_product__avx512_bf16(pairs, a, 1, MR, b, c, ldc, rows, cols, alpha, beta);
+    tile_product__avx512_bf16(pairs, a, 1, MR, b, c, ldc, rows, cols, alpha, beta, bias);
 }
 
 /* The tile's A as rows of KC / 2 pairs each (convert_rows). */
 BF16_TARGET static void micro_kernel_rows__avx512_bf16(int64_t pairs, const uint32_t *a,
                                                        const uint32_t *b, float *c, int64_t ldc,
                                                        int rows, int cols, float alpha,
-                                                       float beta)
+                                                       float beta, const float *bias)
 {
-    tile_product__avx512_bf16(pairs, a, KC / 2, 1, b, c, ldc, rows, cols, alpha, beta);
+    tile_product__avx512_bf16(pairs, a, KC / 2, 1, b, c, ldc, rows, cols, alpha, beta, bias);
 }
 
 /* The rows of a block of mc the tile at r0 covers. */
@@ -278,11 +281,12 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
         last = p->m;
     int64_t all_pairs = pairs_of(p->k);
     void (*kernel)(int64_t, const uint32_t *, const uint32_t *, float *, int64_t, int, int, float,
-                   float) = p->a_along_rows ? micro_kernel_rows__avx512_bf16
-                                            : micro_kernel_panel__avx512_bf16;
+                   float, const float *) = p->a_along_rows ? micro_kernel_rows__avx512_bf16
+                                                           : micro_kernel_panel__avx512_bf16;
     for (int64_t k0 = 0; k0 < p->k; k0 += KC) {
         int64_t kc = p->k - k0 < KC ? p->k - k0 : KC, pairs = pairs_of(kc);
         float beta = k0 == 0 ? p->beta : 1.0f;
+        const float *bias = k0 == 0 ? p->bias : NULL;
         for (int64_t i0 = first; i0 < last; i0 += MC) {
             int64_t mc = last - i0 < MC ? last - i0 : MC;
             int64_t tiles = (mc + MR - 1) / MR;
@@ -297,7 +301,8 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
                 int cols = (int)(p->n - j0 < NR ? p->n - j0 : NR);
                 for (int64_t r0 = 0; r0 < mc; r0 += MR)
                     kernel(pairs, packed_a + r0 * (KC / 2), b, p->c + (i0 + r0) * p->ldc + j0,
-                           p->ldc, tile_rows(mc, r0), cols, p->alpha, beta);
+                           p->ldc, tile_rows(mc, r0), cols, p->alpha, beta,
+                           bias ? bias + j0 : NULL);
             }
         }
     }
@@ -376,7 +381,7 @@ int tfm__cpu_has_bf16(void)
 
 int tfm__sgemm_bf16(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int64_t ldc, int workers)
+                    float beta, const float *bias, float *c, int64_t ldc, int workers)
 {
 #if HAVE_BF16_KERNEL
     int64_t panels = (n + NR - 1) / NR;
@@ -385,13 +390,13 @@ int tfm__sgemm_bf16(int transpose_a, int transpose_b, int64_t m, int64_t n, int6
     if (!packed)
         return -1;
     product p = {m, n, k, alpha, beta, a, b, lda, ldb, !transpose_a, transpose_b, c, ldc,
-                 packed + a_words, packed};
+                 bias, packed + a_words, packed};
     tfm__parallel_for(panels, workers, pack_b_panels, &p);
     tfm__parallel_for((m + PIECE_ROWS - 1) / PIECE_ROWS, workers, multiply_rows, &p);
     return 0;
 #else
     (void)transpose_a, (void)transpose_b, (void)m, (void)n, (void)k, (void)alpha, (void)a,
-        (void)lda, (void)b, (void)ldb, (void)beta, (void)c, (void)ldc, (void)workers;
+        (void)lda, (void)b, (void)ldb, (void)beta, (void)bias, (void)c, (void)ldc, (void)workers;
     return -1;
 #endif
 }

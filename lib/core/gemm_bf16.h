@@ -18,12 +18,12 @@ void tfm__bf16_release(void);
 /* Whether the CPU has AVX512_BF16 (and the build the kernel). */
 int tfm__cpu_has_bf16(void);
 
-/* C = alpha op(A) op(B) + beta C, row-major, as tfm__sgemm's arguments,
- * split among at most `workers` of libtfm's threads; a result's bits do
- * not depend on their number. Returns 0, or -1 with nothing written when
- * its packing buffers cannot be allocated. */
+/* C = alpha op(A) op(B) + beta C + bias, row-major, as tfm__sgemm_bias's
+ * arguments, split among at most `workers` of libtfm's threads; a result's
+ * bits do not depend on their number. Returns 0, or -1 with nothing
+ * written when its packing buffers cannot be allocated. */
 int tfm__sgemm_bf16(int transpose_a, int transpose_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int64_t ldc, int workers);
+                    float beta, const float *bias, float *c, int64_t ldc, int workers);
 
 #endif

@@ -360,10 +360,7 @@ static const float *values(const tfm_tensor *t) { return t ? tfm__f32(t) : NULL;
 static void project(const float *in, int64_t n, int64_t in_f, const float *w, const float *b,
                     int64_t out_f, float *out, int64_t ldc)
 {
-    if (b)
-        for (int64_t i = 0; i < n; i++)
-            memcpy(out + i * ldc, b, (size_t)out_f * sizeof *out);
-    tfm__sgemm(0, 1, n, out_f, in_f, 1.0f, in, in_f, w, in_f, b ? 1.0f : 0.0f, out, ldc);
+    tfm__sgemm_bias(0, 1, n, out_f, in_f, 1.0f, in, in_f, w, in_f, b, out, ldc);
 }
 
 static void linear(const tfm_layer *linear, const float *in, int64_t n, float *out, int64_t ldc)

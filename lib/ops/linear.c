@@ -1,5 +1,5 @@
-/* Linear layers' op: y = x W^T + b as one GEMM into rows pre-filled with
- * the bias, fused with what follows a linear layer in a transformer:
+/* Linear layers' op: y = x W^T + b as one GEMM that adds the bias, fused
+ * with what follows a linear layer in a transformer:
  *   PLAIN     y;
  *   RELU      dropout(relu(y)), the feed-forward's hidden layer: the
  *             backward needs only the output, positive exactly where the
@@ -28,7 +28,7 @@ typedef struct elementwise_job {
     float p, keep_scale;
     tfm__mask_key mask;
     float *y;               /* forward: the output, holding the GEMM's result */
-    const float *bias;      /* forward: copied into every row of y first */
+    const float *bias;      /* forward: added to every row of the product, or NULL */
     int64_t out;            /* forward: y's row length */
     const float *residual;  /* forward */
     float *g;               /* backward: the output's gradient, made dL/dy */
@@ -102,22 +102,12 @@ static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float 
     }
 }
 
-static void fill_bias(void *ctx, int64_t begin, int64_t end, int worker)
-{
-    (void)worker;
-    const elementwise_job *j = ctx;
-    for (int64_t r = begin; r < end; r++)
-        memcpy(j->y + r * j->out, j->bias, (size_t)j->out * sizeof(float));
-}
-
 /* j->y [rows, j->out] = the op's output for x [rows, in], weight w. */
 static void compute_output(const elementwise_job *j, const float *x, const float *w,
                            int64_t rows, int64_t in)
 {
     int64_t n = rows * j->out;
-    if (j->bias)
-        tfm__parallel_for(rows, tfm__workers_for(n), fill_bias, (void *)j);
-    tfm__sgemm(0, 1, rows, j->out, in, 1.0f, x, in, w, in, j->bias ? 1.0f : 0.0f, j->y, j->out);
+    tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, w, in, j->bias, j->y, j->out);
     if (j->mode != PLAIN)
         tfm__parallel_for(n, tfm__workers_for(n), finish_output, (void *)j);
 }
