@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 tfm_tape *tfm_tape_create(void)
 {
@@ -232,7 +233,24 @@ static tfm_grad_free_list *free_list_for(tfm_tape *tape, size_t bytes, int creat
     return NULL; /* every slot taken: the buffer stays in the arena until reset */
 }
 
-/* A zeroed gradient for t, recycled when one of its size is free. */
+typedef struct zero_job {
+    char *bytes;
+    size_t count;
+} zero_job;
+
+#define ZERO_CHUNK ((size_t)64 << 10) /* bytes per unit of the split */
+
+static void zero_chunks(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const zero_job *j = ctx;
+    size_t first = (size_t)begin * ZERO_CHUNK, last = (size_t)end * ZERO_CHUNK;
+    memset(j->bytes + first, 0, (last < j->count ? last : j->count) - first);
+}
+
+/* A zeroed gradient for t, recycled when one of its size is free. The
+ * zeroing of a large one is split among the threads: the calling thread
+ * would run it alone, between two ops, while the others wait. */
 static tfm_status give_grad(const char *op, tfm_tape *tape, tfm_tensor *t)
 {
     size_t bytes = grad_bytes(t);
@@ -246,7 +264,9 @@ static tfm_status give_grad(const char *op, tfm_tape *tape, tfm_tensor *t)
         if (!buffer)
             return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a gradient", op);
     }
-    memset(buffer, 0, bytes);
+    zero_job zero = {buffer, bytes};
+    tfm__parallel_for((int64_t)((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK),
+                      tfm__workers_for((int64_t)(bytes / sizeof(float))), zero_chunks, &zero);
     t->grad = buffer;
     t->grad_recycled = 1;
     return TFM_OK;
