@@ -145,9 +145,8 @@ END_TEST
 
 /* Greedy and beam decoding of enough sources that they are decoded in
  * groups on the threads (6 groups greedily, 16 with beams of 4), and a
- * beam's hypotheses share cache tiles: the same
- * sequences as on one thread, scores within rounding (the encoder's
- * products are split too). */
+ * beam's hypotheses share cache tiles: the same sequences as on one
+ * thread, scores within rounding (the encoder's products are split too). */
 enum { SOURCES = 96, SRC_LEN = 20, MAX_LEN = 14, BEAM = 4 };
 typedef struct decoded {
     int32_t tokens[SOURCES * BEAM * (MAX_LEN + 1)], lengths[SOURCES * BEAM];

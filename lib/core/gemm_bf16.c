@@ -235,10 +235,11 @@ tile_product__avx512_bf16(int64_t pairs, const uint32_t *a, int64_t a_row, int64
     __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int v = 0; v < NV; v++) {
         __mmask16 mask = first_lanes(cols - 16 * v);
-        __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + 16 * v) : _mm512_setzero_ps();
+        /* without a bias, -0 leaves every product's bits as they are, +0's sign too */
+        __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + 16 * v) : _mm512_set1_ps(-0.0f);
         for (int r = 0; r < rows; r++) {
             float *cr = c + r * ldc + 16 * v;
-            __m512 y = bias ? _mm512_fmadd_ps(va, acc[r][v], add) : _mm512_mul_ps(va, acc[r][v]);
+            __m512 y = _mm512_fmadd_ps(va, acc[r][v], add);
             if (beta != 0.0f)
                 y = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, cr), y);
             _mm512_mask_storeu_ps(cr, mask, y);
