@@ -263,6 +263,98 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
 }
 END_TEST
 
+/* The special tokens live in the model: set, refused out of range, saved,
+ * read back, absent from older files (-1), and handed to decoding. */
+START_TEST(special_tokens_travel_with_the_model)
+{
+    make_folder();
+    tfm_model_options o;
+    workload_model_options(&o); /* src_vocab 17, tgt_vocab 13 */
+    tfm_model *unset = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_model_bos_id(unset), -1);
+    ck_assert_int_eq(tfm_model_eos_id(unset), -1);
+    ck_assert_int_eq(tfm_model_pad_id(unset), -1);
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_decode_options_from_model(unset, &d), TFM_OK);
+    ck_assert_int_eq(d.bos_id, 1); /* the decoder's own defaults stay */
+    ck_assert_int_eq(d.eos_id, 2);
+    ck_assert_int_eq(d.src_pad_id, -1);
+    tfm_model_free(unset);
+
+    static const struct {
+        int32_t bos, eos, pad;
+        const char *expected;
+    } bad[] = {
+        {13, 2, 0, "bos_id 13 is neither -1 (not set) nor in [0, 13)"},
+        {1, -2, 0, "eos_id -2 is neither -1"},
+        {1, 2, 13, "pad_id 13 is neither -1 (not set) nor in [0, 13), the ids both"},
+        {1, 2, -5, "pad_id -5"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        workload_model_options(&o);
+        o.bos_id = bad[i].bos;
+        o.eos_id = bad[i].eos;
+        o.pad_id = bad[i].pad;
+        ck_assert_ptr_null(tfm_model_create(&o));
+        expect_error(TFM_ERR_ARG, bad[i].expected);
+        ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_model_create: "));
+    }
+
+    workload_model_options(&o);
+    o.bos_id = 3;
+    o.eos_id = 12;
+    o.pad_id = 0;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    const char *path = in_folder("tokens.safetensors");
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_bos_id(loaded), 3);
+    ck_assert_int_eq(tfm_model_eos_id(loaded), 12);
+    ck_assert_int_eq(tfm_model_pad_id(loaded), 0);
+    tfm_decode_options_init(&d);
+    d.max_length = 3;
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &d), TFM_OK);
+    ck_assert_int_eq(d.bos_id, 3);
+    ck_assert_int_eq(d.eos_id, 12);
+    ck_assert_int_eq(d.src_pad_id, 0);
+    ck_assert_int_eq(d.max_length, 3);
+    tfm_model_free(loaded);
+
+    /* a file written before the tokens were saved loads with none set */
+    const char *old = in_folder("old.safetensors"), *older = in_folder("older.safetensors");
+    rewrite(path, old, "tfm.bos_id", NULL);
+    rewrite(old, older, "tfm.eos_id", NULL);
+    rewrite(older, old, "tfm.pad_id", NULL);
+    loaded = tfm_model_load(old);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_bos_id(loaded), -1);
+    ck_assert_int_eq(tfm_model_eos_id(loaded), -1);
+    ck_assert_int_eq(tfm_model_pad_id(loaded), -1);
+    tfm_model_free(loaded);
+
+    /* a file's ids are checked as create checks them */
+    rewrite(path, old, "tfm.eos_id", "13");
+    ck_assert_ptr_null(tfm_model_load(old));
+    expect_error(TFM_ERR_FORMAT, "eos_id 13 is neither");
+    rewrite(path, old, "tfm.pad_id", "-2");
+    ck_assert_ptr_null(tfm_model_load(old));
+    expect_error(TFM_ERR_FORMAT, "tfm.pad_id = -2 is outside");
+
+    ck_assert_int_eq(tfm_model_bos_id(NULL), -1);
+    expect_error(TFM_ERR_NULL, "tfm_model_bos_id: model is NULL");
+    ck_assert_int_eq(tfm_decode_options_from_model(NULL, &d), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_decode_options_from_model(m, NULL), TFM_ERR_NULL);
+    d.struct_size = 8;
+    ck_assert_int_eq(tfm_decode_options_from_model(m, &d), TFM_ERR_ARG);
+    expect_error(TFM_ERR_ARG, "call tfm_decode_options_init first");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
 START_TEST(getters_refuse_null)
 {
     tfm_model_options o;
@@ -556,6 +648,7 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(files, users_metadata_round_trips);
     tcase_add_test(files, bad_descriptions_are_refused_with_the_key_named);
     tcase_add_test(files, getters_refuse_null);
+    tcase_add_test(files, special_tokens_travel_with_the_model);
     tcase_add_test(files, state_dicts_with_other_names_load_with_options);
     suite_add_tcase(s, files);
     TCase *training = tcase_create("training states");

@@ -69,6 +69,14 @@ TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
 /** The defaults, for a struct of the size this program was compiled with. */
 #define tfm_decode_options_init(options)                                      \
     tfm_decode_options_init_sized((options), (uint32_t)sizeof *(options))
+/** Sets options' bos_id, eos_id and src_pad_id to the model's special
+ * tokens (tfm_model_options' bos_id, eos_id, pad_id) where the model has
+ * them set, leaving each the model lacks and every other field as it was:
+ * call after tfm_decode_options_init, so a padded batch decodes as the same
+ * sources unpadded without the caller repeating the ids. TFM_ERR_NULL, or
+ * TFM_ERR_ARG for an options struct too short to hold them. */
+TFM_API tfm_status tfm_decode_options_from_model(const tfm_model *model,
+                                                 tfm_decode_options *options);
 
 /** Decoding for up to max_batch sources of up to max_src_len tokens. The
  * model must outlive it. max_length must not exceed the model's

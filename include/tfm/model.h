@@ -97,11 +97,20 @@ typedef struct tfm_model_options {
     /** Dropout after embeddings + positions; negative (the default) means
      * dropout. Tutorials 000/001 have none there: 0. */
     float embedding_dropout;
+    /** The special tokens, kept with the model so that decoding and data
+     * preparation need not be told them again (tfm_decode_options_from_model
+     * in decode.h); -1 (the default) means not set. bos_id and eos_id are
+     * target ids: -1 or in [0, tgt_vocab). */
+    int32_t bos_id;
+    int32_t eos_id;               /**< the end of a sequence; see bos_id */
+    /** Padding, in sources and targets alike: -1 or in [0, src_vocab) and
+     * [0, tgt_vocab). */
+    int32_t pad_id;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
  * relu, post-norm, final norms), sinusoidal positions, no embedding scale,
- * vocabularies and lengths that must still be set. */
+ * no special tokens (-1), vocabularies and lengths that must still be set. */
 TFM_API void tfm_model_options_init_sized(tfm_model_options *options,
                                           uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -162,6 +171,13 @@ TFM_API int64_t tfm_model_max_src_len(const tfm_model *model);
 TFM_API int64_t tfm_model_max_tgt_len(const tfm_model *model);
 /** The model width. */
 TFM_API int64_t tfm_model_d_model(const tfm_model *model);
+/** The beginning-of-sequence id the model was made with; -1 when not set
+ * (options bos_id) or for a NULL model (then with TFM_ERR_NULL). */
+TFM_API int32_t tfm_model_bos_id(const tfm_model *model);
+/** The end-of-sequence id; -1 when not set, as tfm_model_bos_id(). */
+TFM_API int32_t tfm_model_eos_id(const tfm_model *model);
+/** The padding id; -1 when not set, as tfm_model_bos_id(). */
+TFM_API int32_t tfm_model_pad_id(const tfm_model *model);
 
 /* --- files that carry their model --------------------------------------------- */
 /** Writes the parameters (by name, as tfm_params_save()) and the options

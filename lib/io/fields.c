@@ -130,12 +130,14 @@ static tfm_status parse_field(const char *ctx, const char *key, const tfm__field
 }
 
 tfm_status tfm__fields_read(const char *ctx, const tfm__field *fields, int count,
-                            const char *prefix, const tfm_safetensors *file, void *base)
+                            int required, const char *prefix, const tfm_safetensors *file, void *base)
 {
     for (int i = 0; i < count; i++) {
         char key[64];
         snprintf(key, sizeof key, "%s%s", prefix, fields[i].key);
         const char *text = tfm__safetensors_metadata(file, key);
+        if (!text && i >= required)
+            continue;
         if (!text)
             return tfm__fail(TFM_ERR_FORMAT, "%s: the metadata lacks %s", ctx, key);
         tfm_status s = parse_field(ctx, key, &fields[i], text, base);

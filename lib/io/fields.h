@@ -42,10 +42,12 @@ void tfm__field_format(const tfm__field *field, const void *base, char *out, siz
 /* Adds "<prefix><key>" = value for every field of base. */
 void tfm__fields_write(const tfm__field *fields, int count, const char *prefix,
                        const void *base, tfm__metadata *md);
-/* Reads every field into base from file's metadata; a missing key, a value
+/* Reads every field into base from file's metadata. The fields past the
+ * first `required` came later: a key of theirs that older files lack
+ * leaves base's value as it was. A missing required key, a value
  * of the wrong form or out of range is TFM_ERR_FORMAT naming the key, with
  * ctx ("tfm_model_load: \"path\"") before the message. */
 tfm_status tfm__fields_read(const char *ctx, const tfm__field *fields, int count,
-                            const char *prefix, const tfm_safetensors *file, void *base);
+                            int required, const char *prefix, const tfm_safetensors *file, void *base);
 
 #endif

@@ -34,6 +34,7 @@ void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 #undef FROM_BLOCK
     d.seed = 0;
     d.embedding_dropout = -1.0f;
+    d.bos_id = d.eos_id = d.pad_id = -1;
     tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
@@ -75,6 +76,21 @@ static int read_options(const char *op, const tfm_model_options *given, tfm_mode
         tfm__fail(TFM_ERR_ARG, "%s: d_model %lld is not positive", op, (long long)o->d_model);
         return -1;
     }
+    int64_t pad_vocab = o->src_vocab < o->tgt_vocab ? o->src_vocab : o->tgt_vocab;
+    const struct {
+        const char *name;
+        int32_t id;
+        int64_t vocab;
+    } tokens[] = {{"bos_id", o->bos_id, o->tgt_vocab},
+                  {"eos_id", o->eos_id, o->tgt_vocab},
+                  {"pad_id", o->pad_id, pad_vocab}};
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
+        if (tokens[i].id < -1 || tokens[i].id >= tokens[i].vocab) {
+            tfm__fail(TFM_ERR_ARG, "%s: %s %d is neither -1 (not set) nor in [0, %lld)%s", op,
+                      tokens[i].name, (int)tokens[i].id, (long long)tokens[i].vocab,
+                      i == 2 ? ", the ids both vocabularies have" : ", the target vocabulary");
+            return -1;
+        }
     return 0;
 }
 

@@ -52,9 +52,14 @@ static const tfm__field fields[] = {
     {"scale_init", TFM__FIELD_F32, AT(scale_init), 0, 1e30, NULL},
     {"seed", TFM__FIELD_U64, AT(seed), 0, 0, NULL},
     {"embedding_dropout", TFM__FIELD_F32, AT(embedding_dropout), -1, 1, NULL},
+    /* added in 0.4: files written before load without them (-1) */
+    {"bos_id", TFM__FIELD_I32, AT(bos_id), -1, MAX_SIZE - 1, NULL},
+    {"eos_id", TFM__FIELD_I32, AT(eos_id), -1, MAX_SIZE - 1, NULL},
+    {"pad_id", TFM__FIELD_I32, AT(pad_id), -1, MAX_SIZE - 1, NULL},
 };
 #undef AT
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0] };
+/* Every file holds the fields before bos_id. */
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], REQUIRED_FIELDS = FIELD_COUNT - 3 };
 
 /* --- writing -------------------------------------------------------------------- */
 
@@ -177,7 +182,7 @@ tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
     if (strcmp(version, expected) != 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s describes its model in format \"%s\"; this "
                          "libtfm reads format %s", ctx, version, expected);
-    tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, TFM__MODEL_KEY_PREFIX, file, o);
+    tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, REQUIRED_FIELDS, TFM__MODEL_KEY_PREFIX, file, o);
     if (s != TFM_OK)
         return s;
     int64_t tables = o->positions == TFM_POSITIONS_SINUSOIDAL
@@ -334,4 +339,28 @@ int64_t tfm_model_max_tgt_len(const tfm_model *m)
 int64_t tfm_model_d_model(const tfm_model *m)
 {
     return size_of("tfm_model_d_model", m, m ? &m->options.d_model : NULL);
+}
+
+static int32_t token_of(const char *op, const tfm_model *m, const int32_t *field)
+{
+    if (!m) {
+        tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
+        return -1;
+    }
+    return *field;
+}
+
+int32_t tfm_model_bos_id(const tfm_model *m)
+{
+    return token_of("tfm_model_bos_id", m, m ? &m->options.bos_id : NULL);
+}
+
+int32_t tfm_model_eos_id(const tfm_model *m)
+{
+    return token_of("tfm_model_eos_id", m, m ? &m->options.eos_id : NULL);
+}
+
+int32_t tfm_model_pad_id(const tfm_model *m)
+{
+    return token_of("tfm_model_pad_id", m, m ? &m->options.pad_id : NULL);
 }
