@@ -340,3 +340,297 @@ def test_inputs_live_until_backward_even_without_python_references():
         tfm.sum(y).backward()
         del clutter
     np.testing.assert_array_equal(w.grad, np.full(4096, 3.0, np.float32))
+
+
+# --- copies and pickles -------------------------------------------------------------
+def test_copies_and_pickles_of_a_model_are_independent_models():
+    import copy
+    import pickle
+    model = small_model(dropout=0.1).eval()
+    model.recompute(attention_weights=True)
+    src, tgt = np.arange(12).reshape(2, 6) % 13, np.arange(10).reshape(2, 5) % 11
+    with tfm.Tape(recording=False):
+        expected = model.forward(src, tgt).numpy()
+    copies = [copy.copy(model), copy.deepcopy(model), pickle.loads(pickle.dumps(model))]
+    model.params['generator.bias'].write(np.full(11, 5.0))  # only the original changes
+    model.close()
+    for twin in copies:
+        assert not twin.training and twin.options['seed'] == 11
+        with tfm.Tape(recording=False):
+            np.testing.assert_array_equal(twin.forward(src, tgt).numpy(), expected)
+    adam = tfm.Adam(copies[0], lr=1e-2)  # each copy trains on its own
+    fit(copies[0].train(), adam, [src])
+    assert not np.array_equal(copies[0].state_dict()['generator.bias'],
+                              copies[1].state_dict()['generator.bias'])
+
+
+def test_copies_and_pickles_of_tensors_hold_their_own_values():
+    import copy
+    import pickle
+    w = tfm.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    ids = tfm.tensor(np.array([[1, 2]]))
+    copies = [copy.copy(w), copy.deepcopy(w), pickle.loads(pickle.dumps(w))]
+    w.write(np.zeros(6))
+    del w
+    gc.collect()
+    for twin in copies:
+        assert twin.requires_grad and twin.shape == (2, 3)
+        np.testing.assert_array_equal(twin.numpy(), np.arange(6.0).reshape(2, 3))
+    again = pickle.loads(pickle.dumps(ids))
+    assert again.dtype == np.int32 and again.tolist() == [[1, 2]]
+    parameter = small_model().params['generator.bias']
+    kept = copy.copy(parameter)  # a caller-owned copy, not a second owner
+    parameter.write(np.ones(11))
+    assert not (kept.numpy() == 1).all()
+    with tfm.Tape():
+        y = tfm.relu(np.ones(3))
+    for copier in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(tfm.StaleError, match='reset'):
+            copier(y)
+
+
+def test_optimizer_copies_carry_the_state_and_other_handles_refuse_cleanly():
+    import copy
+    import pickle
+    model = small_model()
+    adam = tfm.Adam(model, lr=1e-2, betas=(0.8, 0.99))
+    batches = [np.arange(12).reshape(2, 6) % 13, (np.arange(12).reshape(2, 6) * 5) % 13]
+    fit(model, adam, batches)
+    same_params = copy.copy(adam)
+    assert same_params.step_count == 2
+    for name, value in adam.state_dict().items():
+        np.testing.assert_array_equal(same_params.state_dict()[name], value)
+    twin_model, twin_adam = copy.deepcopy((model, adam))  # one memo: the copy's own model
+    fit(twin_model, twin_adam, batches)
+    fit(model, adam, batches)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(twin_model.state_dict()[name], value)
+    assert twin_adam.step_count == adam.step_count == 4 and same_params.step_count == 2
+    for handle, advice in ((tfm.Tape(), 'new tfm.Tape'), (tfm.Decoding(model, 1, 6, max_length=3), 'another'),
+                           (tfm.Linear(tfm.Params(), 'l', 2, 2, rng=tfm.Rng(0)), 'deepcopy\\(params\\)')):
+        with pytest.raises(TypeError, match=advice):
+            copy.copy(handle)
+        with pytest.raises(TypeError, match=advice):
+            pickle.dumps(handle)
+    with pytest.raises(TypeError, match='state_dict'):
+        pickle.dumps(adam)
+    stream = tfm.Rng(3)
+    stream.uniform()
+    assert copy.copy(stream).uniform() == stream.uniform()
+    params = model.params
+    alone = copy.deepcopy(params)
+    assert alone.names() == params.names() and alone._owner is None
+
+
+# --- what PyTorch users pass ---------------------------------------------------------
+class TorchLike:
+    """What torch.Tensor offers the package (detach, cpu, numpy), without torch."""
+
+    def __init__(self, array):
+        self.array = np.asarray(array)
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.array
+
+
+def test_pytorchs_mask_pair_float_causal_beside_bool_padding():
+    model = fixture_model().eval()
+    src, tgt = fixture('input.src').numpy(), fixture('input.tgt').numpy()
+    padded = src == 0
+    t = tgt.shape[1]
+    square = np.triu(np.full((t, t), -np.inf, np.float32), 1)  # generate_square_subsequent_mask
+    with tfm.Tape(recording=False):
+        expected = model.forward(src, tgt, src_mask=tfm.padding_mask(src, 0),
+                                 tgt_mask=tfm.causal_mask(t, additive=False),
+                                 memory_mask=tfm.padding_mask(src, 0)).numpy()
+        for causal, pad in ((square, padded), (TorchLike(square), TorchLike(padded)),
+                            (tfm.causal_mask(t), padded),
+                            (square, (~padded).astype(np.int32))):  # an int keep-mask
+            got = model.forward(src, tgt, tgt_mask=causal, src_key_padding_mask=pad,
+                                tgt_key_padding_mask=np.zeros(tgt.shape, bool),
+                                memory_key_padding_mask=pad).numpy()
+            np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_torch_tensors_and_array_likes_are_taken_wherever_a_tensor_is():
+    logits = np.linspace(-1, 1, 2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5)
+    targets = np.array([[0, 1, 4], [2, 3, 3]])
+
+    class ArrayLike:
+        def __array__(self, dtype=None):
+            return logits
+
+    with tfm.Tape():
+        expected = tfm.cross_entropy(logits, targets).item()
+        assert tfm.cross_entropy(TorchLike(logits), TorchLike(targets)).item() == expected
+        assert tfm.cross_entropy(ArrayLike(), targets).item() == expected
+        np.testing.assert_array_equal(tfm.softmax(TorchLike(logits)).numpy(),
+                                      tfm.softmax(logits).numpy())
+        np.testing.assert_array_equal(
+            tfm.softmax(logits, mask=np.array([False, False, True, False, True])).numpy(),
+            tfm.softmax(logits, mask=np.array([1, 1, 0, 1, 0], np.int32)).numpy())
+        with pytest.raises(TypeError, match='torch tensors'):
+            tfm.softmax({'not': 'a tensor'})
+
+
+# --- what PyTorch users reach for ----------------------------------------------------
+def test_encode_then_decode_is_forward():
+    model = small_model().eval()
+    src, tgt = np.arange(12).reshape(2, 6) % 13, np.arange(10).reshape(2, 5) % 11
+    padded = np.zeros((2, 6), bool)
+    padded[1, 4:] = True
+    with tfm.Tape(recording=False):
+        expected = model.forward(src, tgt, tgt_mask=tfm.causal_mask(5),
+                                 src_key_padding_mask=padded,
+                                 memory_key_padding_mask=padded).numpy()
+        memory = model.encode(src, src_key_padding_mask=padded)
+        assert memory.shape == (2, 6, 16)
+        got = model.decode(tgt, memory, tgt_mask=tfm.causal_mask(5),
+                           memory_key_padding_mask=padded).numpy()
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_greedy_gives_scores_lengths_and_each_steps_logits():
+    model = small_model().eval()
+    src = np.array([[3, 7, 12, 5, 9, 1], [4, 11, 2, 1, 1, 1]])
+    plain = model.greedy(src, max_length=4, eos_id=-1)
+    result = model.greedy(src, max_length=4, eos_id=-1, return_logits=True)
+    np.testing.assert_array_equal(result.tokens, plain)
+    assert result.lengths.tolist() == [5, 5] and result.logits.shape == (2, 4, 11)
+    np.testing.assert_array_equal(result.logits.argmax(-1), plain[:, 1:])  # greedy: the argmax
+    log_probs = result.logits - np.log(np.exp(result.logits).sum(-1, keepdims=True))
+    chosen = np.take_along_axis(log_probs, plain[:, 1:, None], -1)[..., 0].sum(-1)
+    np.testing.assert_allclose(result.scores, chosen, rtol=1e-5)
+    scored = model.greedy(src, max_length=4, return_scores=True)
+    assert scored.logits is None and scored.scores.shape == (2,)
+    drawn = model.sample(src, max_length=4, eos_id=-1, seed=1, return_logits=True)
+    np.testing.assert_allclose(drawn.probs.sum(-1), 1, rtol=1e-5)
+
+
+def test_load_state_dict_with_a_prefix_and_not_strict():
+    a, b = small_model(seed=1), small_model(seed=2)
+    state = {'model.' + k: v for k, v in a.state_dict().items() if k != 'generator.bias'}
+    state['model.extra'] = np.zeros(1)
+    with pytest.raises(KeyError):
+        b.load_state_dict(state, strip_prefix='model.')
+    kept_bias = b.state_dict()['generator.bias']
+    result = b.load_state_dict(state, strip_prefix='model.', strict=False)
+    assert result.missing_keys == ['generator.bias'] and result.unexpected_keys == ['extra']
+    np.testing.assert_array_equal(b.state_dict()['generator.weight'],
+                                  a.state_dict()['generator.weight'])
+    np.testing.assert_array_equal(b.state_dict()['generator.bias'], kept_bias)
+    b.load_state_dict({k: TorchLike(v) for k, v in a.state_dict().items()})
+    names = [n for n, _ in b.named_parameters()]
+    assert names == b.params.names() and len(b.parameters()) == len(names)
+    np.testing.assert_array_equal(b.parameters()[-1].numpy(), a.state_dict()[names[-1]])
+
+
+def test_tensor_indexing_argmax_reductions_and_arithmetic_through_the_tape():
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7
+    x = tfm.tensor(values, requires_grad=True)
+    np.testing.assert_array_equal(x[0], values[0])
+    np.testing.assert_array_equal(x[:, 1:, ::2], values[:, 1:, ::2])
+    np.testing.assert_array_equal(x.argmax(), values.argmax(-1))
+    np.testing.assert_array_equal(x.argmax(axis=1), values.argmax(1))
+    weights = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)
+    with tfm.Tape():
+        for axis in (0, 1, 2, -1):
+            for keepdims in (False, True):
+                np.testing.assert_allclose(x.sum(axis, keepdims).numpy(),
+                                           values.sum(axis, keepdims=keepdims), rtol=1e-6)
+                np.testing.assert_allclose(tfm.mean(x, axis, keepdims).numpy(),
+                                           values.mean(axis, keepdims=keepdims), rtol=1e-6)
+        np.testing.assert_allclose(tfm.sum(np.arange(5.0), 0).numpy(), [10.0])
+        y = (-(x * 2) + 1.0 - 0.5 + 3 * x / 4 - x.mean(1, keepdims=True)) * weights
+        np.testing.assert_allclose(
+            y.numpy(), (-(values * 2) + 0.5 + 0.75 * values - values.mean(1, keepdims=True))
+            * weights, rtol=1e-5, atol=1e-6)
+        loss = y.sum()
+        loss.backward()
+    # d/dx: (-2 + 0.75) * w - (1/3) * sum over axis 1 of w
+    expected = -1.25 * weights - weights.sum(1, keepdims=True) / 3
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-5, atol=1e-6)
+    assert loss.item() == pytest.approx(float(((-(values * 2) + 0.5 + 0.75 * values
+                                                - values.mean(1, keepdims=True))
+                                               * weights).sum()), rel=1e-5)
+    with pytest.raises(tfm.StaleError):
+        loss.numpy()  # the value is kept, not the tensor
+    assert 'item=' in repr(loss) and 'shape=(2, 3, 4)' in repr(x)
+    with pytest.raises(TypeError, match='number'):
+        with tfm.Tape():
+            x / x
+
+
+def test_parameter_groups_set_weight_decay_and_state_dicts_resume():
+    model = small_model()
+    params = model.named_parameters()
+    decay = [t for n, t in params if t.ndim >= 2]
+    no_decay = [t for n, t in params if t.ndim < 2]
+    adamw = tfm.AdamW([{'params': decay, 'weight_decay': 0.05},
+                       {'params': no_decay, 'weight_decay': 0.0}], lr=1e-2, schedule='cosine',
+                      warmup_steps=1, total_steps=10)
+    assert adamw.weight_decay('generator.weight') == pytest.approx(0.05)
+    assert adamw.weight_decay(model.params['generator.bias']) == 0.0
+    with pytest.raises(ValueError, match='weight_decay only'):
+        tfm.AdamW([{'params': decay, 'lr': 1.0}, {'params': no_decay}])
+    with pytest.raises(ValueError, match='every parameter'):
+        tfm.AdamW([{'params': decay}])
+    plain = tfm.Adam(model.parameters(), lr=1e-2)
+    assert plain.weight_decay('generator.bias') == 0.0
+    batches = [np.arange(12).reshape(2, 6) % 13] * 2
+    fit(model, adamw, batches)
+    state, saved = adamw.state_dict(), model.state_dict()
+    assert state['weight_decay'].shape == (len(params),)
+    fit(model, adamw, batches)
+    again = small_model()
+    again.load_state_dict(saved)
+    resumed = tfm.AdamW(again, lr=1e-2, schedule='cosine', warmup_steps=1, total_steps=10)
+    resumed.load_state_dict(state)
+    assert resumed.step_count == 2 and resumed.weight_decay('generator.bias') == 0.0
+    fit(again, resumed, batches)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(again.state_dict()[name], value)
+    with pytest.raises(tfm.Error, match='kind'):
+        resumed.load_state_dict(dict(state, kind=np.array([0], np.int32)))
+    assert 'tfm.AdamW(lr=' in repr(adamw) and "schedule='cosine'" in repr(adamw)
+
+
+def test_options_and_reprs_speak_in_names():
+    model = small_model(positions='learned', activation='gelu')
+    o = model.options
+    assert o['positions'] == 'learned' and o['activation'] == 'gelu'
+    assert o['embedding_scale'] == 'sqrt_d'
+    assert tfm.Model(**o).options == o
+    assert repr(model).startswith('tfm.Model(src_vocab=13, tgt_vocab=11, d_model=16')
+    assert 'parameters=%d' % model.parameter_count() in repr(model)
+    assert repr(model.params).startswith('tfm.Params(') and 'recording=True' in repr(tfm.Tape())
+    with pytest.raises(ValueError, match='cosine'):
+        tfm.Adam(model, schedule='linear')
+
+
+# --- the reference -------------------------------------------------------------------
+def test_every_public_name_has_a_docstring():
+    import inspect
+    undocumented = []
+    for name in dir(tfm):
+        value = getattr(tfm, name)
+        if name.startswith('_') or inspect.ismodule(value) or name in ('ffi', 'lib'):
+            continue
+        if not (callable(value) or inspect.isclass(value)):
+            continue
+        if not inspect.getdoc(value):
+            undocumented.append(name)
+        if inspect.isclass(value) and not issubclass(value, BaseException):
+            for member, attribute in vars(value).items():
+                if member.startswith('_') or not (callable(attribute) or
+                                                  isinstance(attribute, (property, classmethod))):
+                    continue
+                if not inspect.getdoc(getattr(value, member)):
+                    undocumented.append('%s.%s' % (name, member))
+    assert undocumented == []

@@ -21,15 +21,15 @@ cffi) with tfm.ffi.
 from ._binding import ffi, lib, library_path
 from ._core import (ArgumentError, ClosedError, DtypeError, Error, FileError, FormatError,
                     NullError, NumericError, OutOfMemoryError, RangeError, Rng, ShapeError,
-                    SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array, check,
-                    concat, cross_entropy, current_tape, dropout, embedding, gelu, layer_norm,
-                    linear, log_softmax, masked_fill, matmul, mean, merge_heads, mul, relu,
-                    reshape, scale, softmax, split_heads, sub, sum, tanh, tensor, transpose)
-from ._model import (SGD, Adam, AdamW, Attention, Decoding, DecoderLayer, Dropout, Embedding,
-                     EncoderLayer, FeedForward, Layer, LayerNorm, LearnedPositions, Linear,
-                     Model, Optimizer, Params, SinusoidalPositions, causal_mask, combine_masks,
-                     from_torch_bool,
-                     load_training, metadata, padding_mask, save_training)
+                    SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array,
+                    causal_mask, check, combine_masks, concat, cross_entropy, current_tape,
+                    dropout, embedding, from_torch_bool, gelu, layer_norm, linear, log_softmax,
+                    masked_fill, matmul, mean, merge_heads, mul, padding_mask, relu, reshape,
+                    scale, softmax, split_heads, sub, sum, tanh, tensor, to_numpy, transpose)
+from ._model import (SGD, Adam, AdamW, Attention, Decoded, Decoding, DecoderLayer, Dropout,
+                     Embedding, EncoderLayer, FeedForward, Layer, LayerNorm, LearnedPositions,
+                     Linear, LoadResult, Model, Optimizer, Params, SinusoidalPositions,
+                     load_training, metadata, save_training)
 
 __version__ = ffi.string(lib.tfm_version_string()).decode()
 
@@ -40,6 +40,7 @@ def set_num_threads(threads):
 
 
 def get_num_threads():
+    """libtfm's own kernel threads."""
     return lib.tfm_get_num_threads()
 
 
@@ -56,4 +57,5 @@ def set_matmul_precision(precision):
 
 
 def get_matmul_precision():
+    """'float32' or 'bfloat16': the precision of libtfm's matrix products."""
     return {v: k for k, v in _PRECISIONS.items()}[lib.tfm_get_matmul_precision()]

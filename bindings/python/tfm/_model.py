@@ -1,9 +1,14 @@
-"""Parameter stores, layers, masks, the model, optimizers and decoding."""
+"""Parameter stores, layers, the model, optimizers and decoding."""
+import collections
+import copy
+import os
+import tempfile
+
 import numpy as np
 
 from ._binding import ffi, lib
-from ._core import (Handle, Inputs, Tensor, as_array, check, check_pointer, check_size,
-                    current_tape)
+from ._core import (Handle, Inputs, Tensor, as_array, check, check_pointer, check_size, masks,
+                    recording, to_numpy)
 
 _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
@@ -17,7 +22,11 @@ _NAMED = {
     'schedule': {'constant': lib.TFM_SCHEDULE_CONSTANT, 'step': lib.TFM_SCHEDULE_STEP,
                  'warmup_invsqrt': lib.TFM_SCHEDULE_WARMUP_INVSQRT,
                  'warmup_cosine': lib.TFM_SCHEDULE_WARMUP_COSINE},
+    'kind': {'sgd': lib.TFM_OPTIMIZER_SGD, 'adam': lib.TFM_OPTIMIZER_ADAM,
+             'adamw': lib.TFM_OPTIMIZER_ADAMW},
 }
+# Other names a value goes by (PyTorch's scheduler names).
+_ALIASES = {'schedule': {'cosine': 'warmup_cosine', 'invsqrt': 'warmup_invsqrt'}}
 
 
 def options(struct, init, fields, *init_args):
@@ -30,17 +39,62 @@ def options(struct, init, fields, *init_args):
         if name not in known or name == 'struct_size':
             raise TypeError('%s has no field %r' % (struct, name))
         if isinstance(value, str) and name in _NAMED:
+            value = _ALIASES.get(name, {}).get(value, value)
             if value not in _NAMED[name]:
                 raise ValueError('%s must be one of %s, not %r' % (
-                    name, ', '.join(_NAMED[name]), value))
+                    name, ', '.join(list(_NAMED[name]) + list(_ALIASES.get(name, ()))), value))
             value = _NAMED[name][value]
         setattr(o, name, value)
     return o
 
 
 def options_dict(struct, o):
-    return {name: getattr(o, name) for name, _ in ffi.typeof(struct).fields
-            if name != 'struct_size'}
+    """The struct's fields by name, the enumerations as their names."""
+    named = {}
+    for name, _ in ffi.typeof(struct).fields:
+        if name == 'struct_size':
+            continue
+        value = getattr(o, name)
+        names = {v: k for k, v in _NAMED.get(name, {}).items()}
+        named[name] = names.get(value, value)
+    return named
+
+
+def _strings(mapping):
+    """A str -> str mapping as two cffi char* arrays (kept alive with them)."""
+    keys = [ffi.new('char[]', str(k).encode()) for k in mapping]
+    values = [ffi.new('char[]', str(v).encode()) for v in mapping.values()]
+    return len(keys), ffi.new('char *[]', keys), ffi.new('char *[]', values), (keys, values)
+
+
+def _file_tensors(path):
+    """Every tensor of a safetensors file, by name, as numpy."""
+    pointer = check_pointer(lib.tfm_safetensors_open(str(path).encode()))
+    try:
+        found = {}
+        for i in range(check_size(lib.tfm_safetensors_count(pointer))):
+            name = ffi.string(check_pointer(lib.tfm_safetensors_name(pointer, i)))
+            with Tensor(check_pointer(lib.tfm_safetensors_get(pointer, name))) as t:
+                found[name.decode()] = t.numpy()
+        return found
+    finally:
+        lib.tfm_safetensors_close(pointer)
+
+
+def _write_file(path, arrays):
+    """Writes named arrays (float32 or int32) as a safetensors file."""
+    tensors = [Tensor.from_numpy(a) for a in arrays.values()]
+    try:
+        names = [ffi.new('char[]', n.encode()) for n in arrays]
+        check(lib.tfm_safetensors_write(str(path).encode(), len(names), ffi.new('char *[]', names),
+                                        ffi.new('tfm_tensor *[]', [t._ptr() for t in tensors])))
+    finally:
+        for t in tensors:
+            t.close()
+
+
+# What load_state_dict did not match, as PyTorch's load_state_dict returns it.
+LoadResult = collections.namedtuple('LoadResult', 'missing_keys unexpected_keys')
 
 
 # --- parameter stores -----------------------------------------------------------------
@@ -57,6 +111,7 @@ class Params(Handle):
             self._free = None
 
     def add(self, name, shape):
+        """A new zero parameter tensor [shape] under name."""
         shape = list(shape)
         pointer = lib.tfm_params_add(self._ptr(), name.encode(), len(shape),
                                      ffi.new('int64_t[]', shape))
@@ -66,6 +121,7 @@ class Params(Handle):
         return check_size(lib.tfm_params_count(self._ptr()))
 
     def names(self):
+        """The parameters' names, in the store's order."""
         return [ffi.string(check_pointer(lib.tfm_params_name(self._ptr(), i))).decode()
                 for i in range(len(self))]
 
@@ -76,13 +132,39 @@ class Params(Handle):
             raise KeyError(name)
         return Tensor(pointer, owner=self)
 
+    def named_parameters(self):
+        """(name, tensor) pairs in the store's order; the tensors are the
+        parameters themselves (write, grad, requires_grad)."""
+        return [(name, Tensor(check_pointer(lib.tfm_params_at(self._ptr(), i)), owner=self))
+                for i, name in enumerate(self.names())]
+
+    def parameters(self):
+        """The parameter tensors in the store's order."""
+        return [t for _, t in self.named_parameters()]
+
+    def _index(self, parameter):
+        """The store's index of a parameter given as a name or a tensor."""
+        if isinstance(parameter, str):
+            names = self.names()
+            if parameter not in names:
+                raise KeyError(parameter)
+            return names.index(parameter)
+        for i in range(len(self)):
+            if lib.tfm_params_at(self._ptr(), i) == parameter._ptr():
+                return i
+        raise ValueError('the tensor is not a parameter of this store')
+
     def numel(self):
+        """The number of values of every parameter together."""
         return check_size(lib.tfm_params_numel(self._ptr()))
 
     def zero_grad(self):
+        """Sets every gradient to zero."""
         check(lib.tfm_params_zero_grad(self._ptr()))
 
     def clip_grad_norm(self, max_norm):
+        """Scales the gradients to a global norm of at most max_norm;
+        returns the norm before."""
         norm = ffi.new('float *')
         check(lib.tfm_params_clip_grad_norm(self._ptr(), max_norm, norm))
         return norm[0]
@@ -91,26 +173,28 @@ class Params(Handle):
         """name -> a numpy copy of the values, in the store's order."""
         return {name: self[name].numpy() for name in self.names()}
 
-    def load_state_dict(self, state, strict=True):
-        """Copies values by name from a mapping of arrays (numpy, or anything
-        with .numpy(), such as torch tensors). Strict: the names must be the
-        store's exactly. Every name and shape is checked before any value
-        is written."""
+    def load_state_dict(self, state, strict=True, strip_prefix=None):
+        """Copies values by name from a mapping of arrays (numpy, torch
+        tensors, anything as_array takes), as tfm_params_load_with does for
+        files: strip_prefix is removed from the names that start with it;
+        strict (the default) wants the store's names exactly (KeyError
+        otherwise); strict=False loads what matches. Every name and shape
+        is checked before any value is written. Returns
+        LoadResult(missing_keys, unexpected_keys)."""
+        if strip_prefix:
+            state = {(k[len(strip_prefix):] if k.startswith(strip_prefix) else k): v
+                     for k, v in state.items()}
         ours = self.names()
-        if strict:
-            missing = [n for n in ours if n not in state]
-            unexpected = [n for n in state if n not in ours]
-            if missing or unexpected:
-                raise KeyError('load_state_dict: missing %s, unexpected %s' % (
-                    missing[:5] or 'none', unexpected[:5] or 'none'))
+        missing = [n for n in ours if n not in state]
+        unexpected = [n for n in state if n not in ours]
+        if strict and (missing or unexpected):
+            raise KeyError('load_state_dict: missing %s, unexpected %s' % (
+                missing[:5] or 'none', unexpected[:5] or 'none'))
         values = {}
         for name in ours:
             if name not in state:
                 continue
-            value = state[name]
-            if hasattr(value, 'detach'):
-                value = value.detach().cpu().numpy()
-            array = as_array(value, np.float32)
+            array = as_array(state[name], np.float32)
             shape = self[name].shape
             if array.shape != shape:
                 raise ValueError('load_state_dict: %s has shape %s here and %s given' % (
@@ -118,8 +202,25 @@ class Params(Handle):
             values[name] = array
         for name, array in values.items():
             self[name].write(array)
+        return LoadResult(missing, unexpected)
+
+    def __copy__(self):
+        """A caller-owned store with the same names, shapes, values and
+        requires_grad (gradients start empty)."""
+        twin = Params()
+        for name, parameter in self.named_parameters():
+            made = twin.add(name, parameter.shape)
+            made.write(parameter.numpy())
+            made.requires_grad = parameter.requires_grad
+        return twin
+
+    def __repr__(self):
+        if self.closed:
+            return 'tfm.Params(<closed>)'
+        return 'tfm.Params(%d tensors, %d values)' % (len(self), self.numel())
 
     def save(self, path):
+        """Writes the values as a safetensors file, by name."""
         check(lib.tfm_params_save(self._ptr(), str(path).encode()))
 
     def load(self, path, strip_prefix=None, allow_unexpected=False, allow_missing=False):
@@ -150,6 +251,8 @@ class Layer(Handle):
     store, which must outlive it (the layer keeps it alive)."""
     _free = lib.tfm_layer_free
     _forward = None  # the kind's C forward
+    _copy_advice = ('its parameters are in its store: copy.deepcopy(params), then create '
+                    'the layer again over the copy under the same name')
 
     def __init__(self, pointer, params=None, rng=None):
         super().__init__(check_pointer(pointer), params)
@@ -157,25 +260,30 @@ class Layer(Handle):
 
     @property
     def kind(self):
+        """The layer's kind: 'linear', 'embedding', 'encoder_layer', …"""
         return ffi.string(check_pointer(lib.tfm_layer_kind(self._ptr()))).decode()
 
     def train(self, training=True):
+        """Training mode (dropout on) or not; returns the layer."""
         check(lib.tfm_layer_set_training(self._ptr(), int(training)))
         return self
 
     def eval(self):
+        """Evaluation mode (dropout off); returns the layer."""
         return self.train(False)
 
-    def __call__(self, *tensors, **masks):
-        return self.forward(*tensors, **masks)
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
 
-    def forward(self, *args):
-        tape = current_tape()
-        with Inputs(tape) as inputs:
-            pointers = [inputs(a, np.int32 if self.kind == 'embedding' else None)
-                        if a is None or isinstance(a, (Tensor, np.ndarray, list)) else a
-                        for a in args]
-            return tape.made(type(self)._forward(tape._ptr(), self._ptr(), *pointers))
+    def forward(self, x):
+        """The layer on x, recorded on the current tape."""
+        tape, inputs = recording()
+        with inputs:
+            return tape.made(type(self)._forward(tape._ptr(), self._ptr(), inputs(x)))
+
+    def __repr__(self):
+        return 'tfm.%s(<closed>)' % type(self).__name__ if self.closed else \
+            'tfm.%s(kind=%r)' % (type(self).__name__, self.kind)
 
 
 def _rng_pointer(rng):
@@ -183,6 +291,7 @@ def _rng_pointer(rng):
 
 
 class Linear(Layer):
+    """nn.Linear: x @ weight^T + bias, weight [out, in] named name.weight."""
     _forward = lib.tfm_linear_forward
 
     def __init__(self, params, name, in_features, out_features, bias=True, rng=None):
@@ -192,7 +301,14 @@ class Linear(Layer):
 
 
 class Embedding(Layer):
-    _forward = lib.tfm_embedding_forward
+    """nn.Embedding: forward(ids) -> [ids..., dim]."""
+
+    def forward(self, ids):
+        """The rows of the table for int ids."""
+        tape, inputs = recording()
+        with inputs:
+            return tape.made(lib.tfm_embedding_forward(tape._ptr(), self._ptr(),
+                                                       inputs(ids, np.int32)))
 
     def __init__(self, params, name, vocab, dim, rng=None):
         super().__init__(lib.tfm_embedding_create(params._ptr(), name.encode(), vocab, dim,
@@ -200,6 +316,7 @@ class Embedding(Layer):
 
 
 class LayerNorm(Layer):
+    """nn.LayerNorm over the last axis."""
     _forward = lib.tfm_layer_norm_forward
 
     def __init__(self, params, name, dim, eps=1e-5):
@@ -208,6 +325,7 @@ class LayerNorm(Layer):
 
 
 class Dropout(Layer):
+    """nn.Dropout, drawing from rng."""
     _forward = lib.tfm_dropout_forward
 
     def __init__(self, p, rng=None):
@@ -215,6 +333,7 @@ class Dropout(Layer):
 
 
 class FeedForward(Layer):
+    """linear, activation, dropout, linear: the transformer's feed-forward."""
     _forward = lib.tfm_feed_forward_forward
 
     def __init__(self, params, name, d_model, d_ff, activation='relu', dropout=0.1, rng=None):
@@ -226,7 +345,6 @@ class FeedForward(Layer):
 
 class Attention(Layer):
     """nn.MultiheadAttention: forward(query, memory, mask, key_padding_mask)."""
-    _forward = lib.tfm_attention_forward
 
     def __init__(self, params, name, rng=None, **fields):
         o = options('tfm_attention_options', lib.tfm_attention_options_init_sized, fields)
@@ -234,13 +352,18 @@ class Attention(Layer):
                                                   _rng_pointer(rng)), params, rng)
 
     def forward(self, query, memory=None, mask=None, key_padding_mask=None):
-        return Layer.forward(self, query, query if memory is None else memory,
-                             mask, key_padding_mask, ffi.NULL)
+        """Attention of query over memory (itself when None); masks as
+        PyTorch's, in any form (see tfm.Model.forward)."""
+        tape, inputs = recording()
+        with inputs:
+            mask, key_padding_mask = masks(inputs, mask, key_padding_mask)
+            return tape.made(lib.tfm_attention_forward(
+                tape._ptr(), self._ptr(), inputs(query),
+                inputs(query if memory is None else memory), mask, key_padding_mask, ffi.NULL))
 
 
 class EncoderLayer(Layer):
     """nn.TransformerEncoderLayer: forward(x, mask, key_padding_mask)."""
-    _forward = lib.tfm_encoder_layer_forward
 
     def __init__(self, params, name, rng=None, **fields):
         o = options('tfm_block_options', lib.tfm_block_options_init_sized, fields)
@@ -248,13 +371,17 @@ class EncoderLayer(Layer):
                                                       _rng_pointer(rng)), params, rng)
 
     def forward(self, x, mask=None, key_padding_mask=None):
-        return Layer.forward(self, x, mask, key_padding_mask)
+        """x [B, S, D] -> [B, S, D]; masks as PyTorch's, in any form."""
+        tape, inputs = recording()
+        with inputs:
+            mask, key_padding_mask = masks(inputs, mask, key_padding_mask)
+            return tape.made(lib.tfm_encoder_layer_forward(tape._ptr(), self._ptr(), inputs(x),
+                                                           mask, key_padding_mask))
 
 
 class DecoderLayer(Layer):
     """nn.TransformerDecoderLayer: forward(x, memory, self_mask, memory_mask,
     self_key_padding_mask, memory_key_padding_mask)."""
-    _forward = lib.tfm_decoder_layer_forward
 
     def __init__(self, params, name, rng=None, **fields):
         o = options('tfm_block_options', lib.tfm_block_options_init_sized, fields)
@@ -263,71 +390,38 @@ class DecoderLayer(Layer):
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, self_key_padding_mask=None,
                 memory_key_padding_mask=None):
-        return Layer.forward(self, x, memory, self_mask, memory_mask, self_key_padding_mask,
-                             memory_key_padding_mask)
+        """x [B, T, D] over memory [B, S, D]; masks as PyTorch's, in any form."""
+        tape, inputs = recording()
+        with inputs:
+            self_mask, self_key_padding_mask = masks(inputs, self_mask, self_key_padding_mask)
+            memory_mask, memory_key_padding_mask = masks(inputs, memory_mask,
+                                                         memory_key_padding_mask)
+            return tape.made(lib.tfm_decoder_layer_forward(
+                tape._ptr(), self._ptr(), inputs(x), inputs(memory), self_mask, memory_mask,
+                self_key_padding_mask, memory_key_padding_mask))
 
 
 class SinusoidalPositions(Layer):
     """x [B, T, D] + PE[offset : offset + T]; no parameters."""
-    _forward = lib.tfm_positions_forward
 
     def __init__(self, max_len, d_model):
         super().__init__(lib.tfm_sinusoidal_positions_create(max_len, d_model))
 
     def forward(self, x, offset=0):
-        return Layer.forward(self, x, offset)
+        """x plus the positions offset to offset + T."""
+        tape, inputs = recording()
+        with inputs:
+            return tape.made(lib.tfm_positions_forward(tape._ptr(), self._ptr(), inputs(x),
+                                                       offset))
 
 
 class LearnedPositions(SinusoidalPositions):
+    """x [B, T, D] + a trained table [max_len, D] named name.weight."""
+
     def __init__(self, params, name, max_len, d_model, rng=None):
         Layer.__init__(self, lib.tfm_learned_positions_create(params._ptr(), name.encode(),
                                                               max_len, d_model,
                                                               _rng_pointer(rng)), params, rng)
-
-
-# --- masks --------------------------------------------------------------------------
-def _form(additive):
-    return lib.TFM_F32 if additive else lib.TFM_I32
-
-
-def causal_mask(length, additive=True):
-    """The square subsequent mask [T, T], caller-owned: additive (0 / -inf,
-    as nn.Transformer.generate_square_subsequent_mask) or keep (1 / 0)."""
-    return Tensor(check_pointer(lib.tfm_mask_causal(ffi.NULL, length, _form(additive))))
-
-
-def padding_mask(ids, pad_id, additive=False):
-    """From ids [B, S]: the tutorials' 4-D attention mask [B, 1, 1, S]."""
-    with Inputs() as inputs:
-        return Tensor(check_pointer(lib.tfm_mask_padding(ffi.NULL, inputs(ids, np.int32),
-                                                         pad_id, _form(additive))))
-
-
-def from_torch_bool(mask, additive=False):
-    """A PyTorch boolean mask (True = ignore) in libtfm's form."""
-    array = np.ascontiguousarray(np.asarray(mask, dtype=bool)).view(np.uint8)
-    return Tensor(check_pointer(lib.tfm_mask_from_torch_bool(
-        ffi.NULL, ffi.from_buffer('uint8_t[]', array), array.ndim,
-        ffi.new('int64_t[]', array.shape), _form(additive))))
-
-
-def combine_masks(a, b):
-    """Both masks at once, broadcast (keep-masks AND, additive masks add)."""
-    with Inputs() as inputs:
-        return Tensor(check_pointer(lib.tfm_mask_combine(ffi.NULL, inputs(a), inputs(b))))
-
-
-def _mask(inputs, mask):
-    """Masks given to models and layers: a numpy bool array is PyTorch's
-    (True = ignore) and is converted; other values pass as they are."""
-    if mask is None or isinstance(mask, Tensor):
-        return inputs(mask)
-    array = np.asarray(mask)
-    if array.dtype == bool:
-        converted = from_torch_bool(array)
-        inputs.made.append(converted)
-        return inputs(converted)
-    return inputs(array)
 
 
 # --- the model ----------------------------------------------------------------------
@@ -336,7 +430,9 @@ class Model(Handle):
     tfm_model_options' fields: src_vocab, tgt_vocab, max_src_len,
     max_tgt_len, d_model, heads, encoder_layers, decoder_layers, d_ff,
     dropout, positions ('sinusoidal' or 'learned'), embedding_scale ('none',
-    'sqrt_d', 'trainable'), activation, norm_first, seed, …"""
+    'sqrt_d', 'trainable'), activation ('relu', 'gelu'), norm_first, seed, …
+    copy.copy, copy.deepcopy and pickle give independent models with the
+    same options, parameter values and mode."""
     _free = lib.tfm_model_free
 
     def __init__(self, _pointer=None, **fields):
@@ -345,6 +441,8 @@ class Model(Handle):
             _pointer = check_pointer(lib.tfm_model_create(o))
         super().__init__(_pointer)
         self.params = Params(check_pointer(lib.tfm_model_params(_pointer)), owner=self)
+        self._training = True  # as tfm_model_create and tfm_model_load leave it
+        self._recompute = 0
 
     @classmethod
     def load(cls, path):
@@ -352,25 +450,45 @@ class Model(Handle):
         return cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
 
     def save(self, path, metadata=None):
-        metadata = metadata or {}
-        keys = [ffi.new('char[]', str(k).encode()) for k in metadata]
-        values = [ffi.new('char[]', str(v).encode()) for v in metadata.values()]
-        check(lib.tfm_model_save_with_metadata(self._ptr(), str(path).encode(), len(keys),
-                                               ffi.new('char *[]', keys),
-                                               ffi.new('char *[]', values)))
+        """Writes options and parameters as one safetensors file, with the
+        caller's metadata (str -> str; read back with tfm.metadata)."""
+        count, keys, values, _kept = _strings(metadata or {})
+        check(lib.tfm_model_save_with_metadata(self._ptr(), str(path).encode(), count, keys,
+                                               values))
 
     @property
     def options(self):
+        """The model's options by field name (enumerations by name)."""
         o = options('tfm_model_options', lib.tfm_model_options_init_sized, {})
         check(lib.tfm_model_get_options(self._ptr(), o))
         return options_dict('tfm_model_options', o)
 
     def parameter_count(self):
+        """The number of parameter values."""
         return check_size(lib.tfm_model_parameter_count(self._ptr()))
 
+    def parameters(self):
+        """The parameter tensors (see Params.parameters)."""
+        return self.params.parameters()
+
+    def named_parameters(self):
+        """(name, tensor) pairs, with nn.Transformer's names."""
+        return self.params.named_parameters()
+
+    @property
+    def training(self):
+        """Whether the model is in training mode (dropout on)."""
+        return self._training
+
     def train(self, training=True):
+        """Training mode (dropout on) or not; returns the model."""
         check(lib.tfm_model_set_training(self._ptr(), int(training)))
+        self._training = bool(training)
         return self
+
+    def eval(self):
+        """Evaluation mode (dropout off); returns the model."""
+        return self.train(False)
 
     def recompute(self, attention_weights=False, feed_forward_hidden=False, norm_outputs=False,
                   attention_context=False):
@@ -381,85 +499,151 @@ class Model(Handle):
                (lib.TFM_RECOMPUTE_NORM_OUTPUTS if norm_outputs else 0) | \
                (lib.TFM_RECOMPUTE_ATTENTION_CONTEXT if attention_context else 0)
         check(lib.tfm_model_set_recompute(self._ptr(), what))
+        self._recompute = what
         return self
 
-    def eval(self):
-        return self.train(False)
-
     def state_dict(self):
+        """name -> a numpy copy of each parameter's values."""
         return self.params.state_dict()
 
-    def load_state_dict(self, state, strict=True):
-        self.params.load_state_dict(state, strict)
+    def load_state_dict(self, state, strict=True, strip_prefix=None):
+        """See Params.load_state_dict."""
+        return self.params.load_state_dict(state, strict, strip_prefix)
+
+    def __copy__(self):
+        """An independent model: the same options, parameter values, mode
+        and recomputation (its dropout stream restarts from the seed)."""
+        return _rebuilt_model(*self.__reduce__()[1])
+
+    def __reduce__(self):
+        return _rebuilt_model, (self.options, self.state_dict(), self._training,
+                                self._recompute)
+
+    def __repr__(self):
+        if self.closed:
+            return 'tfm.Model(<closed>)'
+        o = self.options
+        shown = ', '.join('%s=%r' % (k, o[k]) for k in (
+            'src_vocab', 'tgt_vocab', 'd_model', 'heads', 'encoder_layers', 'decoder_layers',
+            'd_ff'))
+        return 'tfm.Model(%s, parameters=%d, training=%s)' % (shown, self.parameter_count(),
+                                                            self._training)
 
     def encode(self, src, src_mask=None, src_key_padding_mask=None):
-        tape = current_tape()
-        with Inputs(tape) as inputs:
+        """memory [B, S, d_model] from src [B, S], recorded on the current
+        tape; masks as forward's."""
+        tape, inputs = recording()
+        with inputs:
+            mask, key_padding_mask = masks(inputs, src_mask, src_key_padding_mask)
             return tape.made(lib.tfm_model_encode(tape._ptr(), self._ptr(), inputs(src, np.int32),
-                                                  _mask(inputs, src_mask),
-                                                  _mask(inputs, src_key_padding_mask)))
+                                                  mask, key_padding_mask))
+
+    def decode(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+               memory_key_padding_mask=None):
+        """Logits [B, T, tgt_vocab] for tgt [B, T] over memory (from
+        encode), recorded on the current tape; masks as forward's."""
+        tape, inputs = recording()
+        with inputs:
+            tgt_mask, tgt_key_padding_mask = masks(inputs, tgt_mask, tgt_key_padding_mask)
+            memory_mask, memory_key_padding_mask = masks(inputs, memory_mask,
+                                                         memory_key_padding_mask)
+            return tape.made(lib.tfm_model_decode(
+                tape._ptr(), self._ptr(), inputs(tgt, np.int32), inputs(memory), tgt_mask,
+                memory_mask, tgt_key_padding_mask, memory_key_padding_mask))
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None):
-        """Logits [B, T, tgt_vocab], with nn.Transformer.forward's masks:
-        numpy bool masks are PyTorch's (True = ignore), float ones additive."""
-        tape = current_tape()
-        with Inputs(tape) as inputs:
+        """Logits [B, T, tgt_vocab], with nn.Transformer.forward's masks as
+        numpy, torch or tfm tensors: bool masks are PyTorch's (True =
+        ignore), float ones additive (0 / -inf), int ones keep-masks (0 =
+        ignore); each attention's pair is brought to one form."""
+        tape, inputs = recording()
+        with inputs:
+            src_mask, src_key_padding_mask = masks(inputs, src_mask, src_key_padding_mask)
+            tgt_mask, tgt_key_padding_mask = masks(inputs, tgt_mask, tgt_key_padding_mask)
+            memory_mask, memory_key_padding_mask = masks(inputs, memory_mask,
+                                                         memory_key_padding_mask)
             return tape.made(lib.tfm_model_forward(
                 tape._ptr(), self._ptr(), inputs(src, np.int32), inputs(tgt, np.int32),
-                _mask(inputs, src_mask), _mask(inputs, tgt_mask), _mask(inputs, memory_mask),
-                _mask(inputs, src_key_padding_mask), _mask(inputs, tgt_key_padding_mask),
-                _mask(inputs, memory_key_padding_mask)))
+                src_mask, tgt_mask, memory_mask, src_key_padding_mask, tgt_key_padding_mask,
+                memory_key_padding_mask))
 
     __call__ = forward
 
-    def _decode(self, src, **fields):
+    def _decode(self, src, with_logits=False, **fields):
         src = as_array(src, np.int32)
         if src.ndim != 2:
             raise ValueError('src must be [batch, length], not %d-D' % src.ndim)
         fields.setdefault('max_length', self.options['max_tgt_len'] - 1)
         with Decoding(self, src.shape[0], src.shape[1], **fields) as decoding:
-            return decoding.run(src)
+            return decoding.run(src, with_logits)
 
-    def greedy(self, src, max_length=None, bos_id=1, eos_id=2, src_pad_id=-1):
-        """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after."""
-        return self._decode(src, **_given(max_length=max_length, bos_id=bos_id, eos_id=eos_id,
-                                          src_pad_id=src_pad_id))[0]
+    def greedy(self, src, max_length=None, bos_id=1, eos_id=2, src_pad_id=-1,
+               return_scores=False, return_logits=False):
+        """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after. With
+        return_scores or return_logits, a Decoded (tokens, lengths, scores,
+        and with return_logits the logits [B, max_length, tgt_vocab] of
+        each step)."""
+        decoded = self._decode(src, return_logits, **_given(
+            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
+        return decoded if return_scores or return_logits else decoded.tokens
 
     def sample(self, src, temperature=1.0, top_k=0, top_p=1.0, seed=0, max_length=None,
-               bos_id=1, eos_id=2, src_pad_id=-1):
-        return self._decode(src, strategy='sample', **_given(
+               bos_id=1, eos_id=2, src_pad_id=-1, return_scores=False, return_logits=False):
+        """Tokens drawn with temperature, top-k and top-p, as greedy's (with
+        return_logits, also probs: the distributions drawn from)."""
+        decoded = self._decode(src, return_logits, strategy='sample', **_given(
             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))[0]
+            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
+        return decoded if return_scores or return_logits else decoded.tokens
 
     def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None, bos_id=1,
              eos_id=2, src_pad_id=-1):
         """(tokens [B, n_best, max_length + 1], scores [B, n_best])."""
-        tokens, scores = self._decode(src, strategy='beam', **_given(
+        decoded = self._decode(src, strategy='beam', **_given(
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
-        batch = tokens.shape[0] // n_best
-        return tokens.reshape(batch, n_best, -1), scores.reshape(batch, n_best)
+        batch = decoded.tokens.shape[0] // n_best
+        return decoded.tokens.reshape(batch, n_best, -1), decoded.scores.reshape(batch, n_best)
+
+
+def _rebuilt_model(options, state, training, recompute):
+    """A model from what Model.__reduce__ keeps (copies and pickles)."""
+    model = Model(**options)
+    model.load_state_dict(state)
+    check(lib.tfm_model_set_recompute(model._ptr(), recompute))
+    model._recompute = recompute
+    return model.train(training)
 
 
 def _given(**values):
     return {k: v for k, v in values.items() if v is not None}
 
 
+# A decoding run's results: tokens [N, max_length + 1] (bos, tokens, -1
+# after), lengths [N] (tokens before the -1s), scores [N] (sum of the chosen
+# tokens' log probabilities), and when asked logits and probs [N,
+# max_length, tgt_vocab] (each step's; zeros after a sequence ended).
+Decoded = collections.namedtuple('Decoded', 'tokens lengths scores logits probs')
+
+
 class Decoding(Handle):
     """A tfm_decoding for a model, sized for max_batch sources of up to
     max_src_len tokens; keyword arguments are tfm_decode_options' fields."""
     _free = lib.tfm_decoding_free
+    _copy_advice = 'make another tfm.Decoding for the model'
 
     def __init__(self, model, max_batch, max_src_len, **fields):
         o = options('tfm_decode_options', lib.tfm_decode_options_init_sized, fields)
         super().__init__(check_pointer(lib.tfm_decoding_create(model._ptr(), o, max_batch,
                                                                max_src_len)), model)
         self._width = o.max_length + 1
+        self._steps = o.max_length
 
-    def run(self, src):
-        """(tokens [B * n_best, max_length + 1], scores [B * n_best])."""
+    def run(self, src, with_logits=False):
+        """A Decoded for src [B, S] (tokens [B * n_best, max_length + 1]);
+        with_logits also fills logits and probs (not for beam search)."""
         src = as_array(src, np.int32)
         counts = ffi.new('int64_t[4]')
         check(lib.tfm_decoding_buffer_sizes(self._ptr(), src.shape[0], counts, counts + 1,
@@ -467,35 +651,55 @@ class Decoding(Handle):
         tokens = np.empty(counts[0], np.int32)
         lengths = np.empty(counts[1], np.int32)
         scores = np.empty(counts[2], np.float32)
+        vocab = lib.tfm_model_tgt_vocab(self._owner._ptr())
+        steps = [np.empty((src.shape[0], self._steps, vocab), np.float32)
+                 for _ in range(2)] if with_logits else []
+        step_buffers = [ffi.from_buffer('float[]', a) for a in steps] or [ffi.NULL] * 2
         with Inputs() as inputs:
-            check(lib.tfm_decoding_run(self._ptr(), inputs(src, np.int32),
-                                       ffi.from_buffer('int32_t[]', tokens), tokens.size,
-                                       ffi.from_buffer('int32_t[]', lengths), lengths.size,
-                                       ffi.from_buffer('float[]', scores), scores.size,
-                                       ffi.NULL, 0, ffi.NULL, 0))
-        return tokens.reshape(-1, self._width), scores
+            check(lib.tfm_decoding_run(
+                self._ptr(), inputs(src, np.int32), ffi.from_buffer('int32_t[]', tokens),
+                tokens.size, ffi.from_buffer('int32_t[]', lengths), lengths.size,
+                ffi.from_buffer('float[]', scores), scores.size,
+                step_buffers[0], steps[0].size if steps else 0,
+                step_buffers[1], steps[0].size if steps else 0))
+        logits, probs = steps or (None, None)
+        return Decoded(tokens.reshape(-1, self._width), lengths, scores, logits, probs)
 
 
 # --- optimizers ---------------------------------------------------------------------
 class Optimizer(Handle):
-    """An optimizer over a model's (or a store's) parameters; keyword
-    arguments are tfm_optimizer_options' fields (lr, weight_decay,
-    clip_norm, schedule, warmup_steps, …)."""
+    """An optimizer over every parameter of a store, given as a model, a
+    store, model.parameters(), or PyTorch-style groups [{'params': [...],
+    'weight_decay': ...}, ...] that together hold every parameter of one
+    store (libtfm has one learning rate: groups set weight decay only).
+    Keyword arguments are tfm_optimizer_options' fields (lr, betas,
+    weight_decay, clip_norm, schedule ('constant', 'step', 'warmup_invsqrt'
+    or 'invsqrt', 'warmup_cosine' or 'cosine'), warmup_steps, …).
+    copy.copy gives an optimizer over the same parameters with a copy of
+    the state; copy.deepcopy copies the model (or store) too."""
     _free = lib.tfm_optimizer_free
     _kind = None
 
-    def __init__(self, model, **fields):
-        params = model.params if isinstance(model, Model) else model
+    def __init__(self, params, **fields):
+        self._source, groups = _store_and_groups(params)
+        store = self._source.params if isinstance(self._source, Model) else self._source
+        self._fields = dict(fields)
         if 'betas' in fields:
             fields['beta1'], fields['beta2'] = fields.pop('betas')
         o = options('tfm_optimizer_options', lib.tfm_optimizer_options_init_sized, fields,
                     self._kind)
-        super().__init__(check_pointer(lib.tfm_optimizer_create(params._ptr(), o)), params)
+        super().__init__(check_pointer(lib.tfm_optimizer_create(store._ptr(), o)), store)
+        for group in groups:
+            if 'weight_decay' in group:
+                for parameter in group['params']:
+                    self.set_weight_decay(parameter, group['weight_decay'])
 
     def step(self):
+        """One update of every parameter that requires grad."""
         check(lib.tfm_optimizer_step(self._ptr()))
 
     def zero_grad(self):
+        """Sets every gradient of the store to zero."""
         check(lib.tfm_optimizer_zero_grad(self._ptr()))
 
     @property
@@ -507,45 +711,135 @@ class Optimizer(Handle):
     def lr(self, value):
         check(lib.tfm_optimizer_set_lr(self._ptr(), value))
 
+    def weight_decay(self, parameter):
+        """A parameter's weight decay (parameter: a name or a tensor)."""
+        value = lib.tfm_optimizer_weight_decay(self._ptr(), self._owner._index(parameter))
+        return check_size(value)
+
+    def set_weight_decay(self, parameter, value):
+        """Sets one parameter's weight decay (a name or a tensor; None:
+        every parameter's), as a PyTorch parameter group's."""
+        index = -1 if parameter is None else self._owner._index(parameter)
+        check(lib.tfm_optimizer_set_weight_decay(self._ptr(), index, value))
+
+    def no_decay_for_vectors(self):
+        """No weight decay for tensors of fewer than two axes (biases, norms)."""
+        check(lib.tfm_optimizer_no_decay_for_vectors(self._ptr()))
+
     @property
     def step_count(self):
+        """Steps taken (refused steps not counted)."""
         return check_size(lib.tfm_optimizer_step_count(self._ptr()))
 
     @property
     def last_grad_norm(self):
+        """The global gradient norm the last step saw, before clipping."""
         return lib.tfm_optimizer_last_grad_norm(self._ptr())
 
     def save(self, path):
+        """Writes the state (steps, rate, weight decays, moments) as safetensors."""
         check(lib.tfm_optimizer_save(self._ptr(), str(path).encode()))
 
     def load(self, path):
+        """Restores a state save() wrote for an optimizer over the same parameters."""
         check(lib.tfm_optimizer_load(self._ptr(), str(path).encode()))
+
+    def state_dict(self):
+        """The state as name -> numpy array (what save() writes)."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, 'optimizer.safetensors')
+            self.save(path)
+            return _file_tensors(path)
+
+    def load_state_dict(self, state):
+        """Restores a state_dict() of an optimizer over the same parameters
+        (nothing changes when it does not fit: FormatError)."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, 'optimizer.safetensors')
+            _write_file(path, {name: to_numpy(value) for name, value in state.items()})
+            self.load(path)
+
+    def _over(self, source):
+        twin = type(self)(source, **self._fields)
+        twin.load_state_dict(self.state_dict())
+        return twin
+
+    def __copy__(self):
+        return self._over(self._source)
+
+    def __deepcopy__(self, memo):
+        return self._over(copy.deepcopy(self._source, memo))
+
+    def __reduce__(self):
+        raise TypeError('a tfm.%s cannot be pickled: pickle its state_dict() and the model, '
+                        'then load_state_dict() into a new optimizer over the model'
+                        % type(self).__name__)
+
+    def __repr__(self):
+        if self.closed:
+            return 'tfm.%s(<closed>)' % type(self).__name__
+        return 'tfm.%s(lr=%g, step_count=%d, %s)' % (
+            type(self).__name__, self.lr, self.step_count,
+            ', '.join('%s=%r' % kv for kv in self._fields.items() if kv[0] != 'lr'))
+
+
+def _store_and_groups(given):
+    """(the model or store an optimizer updates, the parameter groups)."""
+    if isinstance(given, (Model, Params)):
+        return given, []
+    groups = list(given)
+    if groups and not isinstance(groups[0], dict):
+        groups = [{'params': groups}]
+    stores, covered = set(), 0
+    for group in groups:
+        unknown = set(group) - {'params', 'weight_decay'}
+        if unknown:
+            raise ValueError('libtfm\'s parameter groups set weight_decay only, not %s (one '
+                             'lr for all: set it on the optimizer)' % ', '.join(sorted(unknown)))
+        group['params'] = list(group['params'])
+        for parameter in group['params']:
+            if not isinstance(parameter, Tensor) or not isinstance(parameter._owner, Params):
+                raise TypeError('parameter groups hold parameters (model.parameters()), not %s'
+                                % type(parameter).__name__)
+            stores.add(parameter._owner)
+        covered += len(group['params'])
+    if len(stores) != 1:
+        raise ValueError('an optimizer updates the parameters of one store (model); '
+                         'these come from %d' % len(stores))
+    store = stores.pop()
+    if covered != len(store):
+        raise ValueError('libtfm\'s optimizer updates every parameter of the store: the '
+                         'groups hold %d of its %d (set requires_grad = False to freeze one)'
+                         % (covered, len(store)))
+    return (store._owner if isinstance(store._owner, Model) else store), groups
 
 
 class SGD(Optimizer):
+    """torch.optim.SGD (momentum, weight_decay, ...)."""
     _kind = lib.TFM_OPTIMIZER_SGD
 
 
 class Adam(Optimizer):
+    """torch.optim.Adam: weight decay as an L2 term."""
     _kind = lib.TFM_OPTIMIZER_ADAM
 
 
 class AdamW(Optimizer):
+    """torch.optim.AdamW: decoupled weight decay."""
     _kind = lib.TFM_OPTIMIZER_ADAMW
 
 
 # --- training states ----------------------------------------------------------------
 def save_training(path, model, optimizer, rngs=(), metadata=None):
     """Parameters, optimizer state and random streams in one file."""
-    metadata = metadata or {}
-    keys = [ffi.new('char[]', str(k).encode()) for k in metadata]
-    values = [ffi.new('char[]', str(v).encode()) for v in metadata.values()]
+    count, keys, values, _kept = _strings(metadata or {})
     check(lib.tfm_training_save(str(path).encode(), model._ptr(), optimizer._ptr(), len(rngs),
-                                ffi.new('tfm_rng *[]', [r._ptr() for r in rngs]), len(keys),
-                                ffi.new('char *[]', keys), ffi.new('char *[]', values)))
+                                ffi.new('tfm_rng *[]', [r._ptr() for r in rngs]), count,
+                                keys, values))
 
 
 def load_training(path, model, optimizer, rngs=()):
+    """Restores what save_training wrote into a model, optimizer and streams."""
     check(lib.tfm_training_load(str(path).encode(), model._ptr(), optimizer._ptr(), len(rngs),
                                 ffi.new('tfm_rng *[]', [r._ptr() for r in rngs])))
 
