@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The Python package as its users get it: `pip install ./bindings/python`
-# into a fresh virtual environment (with the system's numpy and cffi),
-# finding the library installed in PREFIX through pkg-config; then its
-# pytest suite, the README's Python snippet as written, and the Python
-# examples. Ends with "N passed, N failed".
+# The Python package as its users get it: the README's `pip install
+# ./bindings/python` into a fresh virtual environment (with the system's
+# numpy and cffi; offline: the build needs nothing from an index), finding
+# the library installed in PREFIX through pkg-config at install time only;
+# then its pytest suite, the README's Python snippet as written, and the
+# Python examples. Ends with "N passed, N failed".
 #   usage: scripts/test_python.sh PREFIX
 set -u
 cd "$(dirname "$0")/.."
@@ -12,9 +13,15 @@ cd "$(dirname "$0")/.."
 # Debian's interpreter: its numpy, cffi and pytest (another python3 may come
 # first on PATH).
 /usr/bin/python3 -m venv --system-site-packages "$scratch/venv" &&
-    "$scratch/venv/bin/pip" install --quiet --no-index "$source/bindings/python"
+    "$scratch/venv/bin/pip" install --quiet ./bindings/python
 step "pip install ./bindings/python into a virtual environment" $?
 python=$scratch/venv/bin/python
+
+# What the install recorded is what import uses: no pkg-config at import.
+env -u PKG_CONFIG_PATH "$python" -c 'import sys, tfm
+sys.exit(tfm.library_path != sys.argv[1] or tfm._binding._header_dir() != sys.argv[2])' \
+    "$libdir/libtfm.so.0" "$prefix/include/tfm"
+step "the installed package loads PREFIX's library and headers without pkg-config" $?
 
 # Outside the source tree, so that `import tfm` is the installed package.
 cd "$scratch"

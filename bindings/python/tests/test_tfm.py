@@ -634,3 +634,30 @@ def test_every_public_name_has_a_docstring():
                 if not inspect.getdoc(getattr(value, member)):
                     undocumented.append('%s.%s' % (name, member))
     assert undocumented == []
+
+
+# --- installing -----------------------------------------------------------------------
+def test_the_wheel_records_the_installed_library_and_headers(tmp_path, monkeypatch):
+    import importlib.util
+    import zipfile
+    backend_file = os.path.join(os.path.dirname(__file__), '..', 'pep517_backend.py')
+    spec = importlib.util.spec_from_file_location('pep517_backend', backend_file)
+    backend = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backend)
+    headers = tfm._binding._header_dir()
+    monkeypatch.setenv('TFM_LIBRARY', tfm.library_path)
+    monkeypatch.setenv('TFM_INCLUDE_DIR', headers)
+    assert backend.get_requires_for_build_wheel() == []  # nothing to fetch: builds offline
+    name = backend.build_wheel(str(tmp_path))
+    assert name == 'tfm-%s-py3-none-any.whl' % tfm.__version__
+    with zipfile.ZipFile(tmp_path / name) as wheel:
+        recorded = {}
+        exec(wheel.read('tfm/_installed.py'), recorded)
+        assert recorded['LIBRARY'] == os.path.abspath(tfm.library_path)
+        assert recorded['INCLUDE_DIR'] == os.path.abspath(headers)
+        assert not [n for n in wheel.namelist() if n.endswith('.h')]  # headers stay installed
+        record = wheel.read('tfm-%s.dist-info/RECORD' % tfm.__version__).decode().split()
+        assert sorted(line.split(',')[0] for line in record) == sorted(wheel.namelist())
+    monkeypatch.setenv('TFM_INCLUDE_DIR', str(tmp_path))
+    with pytest.raises(RuntimeError, match='TFM_INCLUDE_DIR'):
+        backend.build_wheel(str(tmp_path))

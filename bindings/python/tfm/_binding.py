@@ -1,9 +1,11 @@
 """The C library through cffi's ABI mode: the declarations are read from
-libtfm's own headers (the copy installed with this package, or the source
-tree's), so struct layouts and signatures cannot drift from the C side, and
-the library is found by TFM_LIBRARY, the path meson recorded when it
-installed both, pkg-config, or the loader's path by its SONAME, libtfm.so.0
-(never -ltfm's libtfm.so, which may be TomsFastMath).
+libtfm's own installed headers, so struct layouts and signatures cannot
+drift from the C side. The library and headers are the ones recorded at
+install time (tfm/_installed.py, written by meson install or pip), unless
+TFM_LIBRARY or TFM_INCLUDE_DIR say otherwise; without a record (running
+from the source tree) pkg-config is asked, then the source tree's headers
+and the loader's path by the SONAME, libtfm.so.0 (never -ltfm's libtfm.so,
+which may be TomsFastMath).
 """
 import os
 import re
@@ -17,12 +19,31 @@ HEADERS = ['common.h', 'tensor.h', 'tape.h', 'ops.h', 'params.h', 'nn.h',
 SONAME = 'libtfm.so.0'
 
 
+def _recorded(name):
+    """The path meson or pip recorded at install time, or None."""
+    try:
+        from . import _installed
+    except ImportError:
+        return None
+    return getattr(_installed, name, None)
+
+
+def _pkg_config(variable):
+    try:
+        return subprocess.run(['pkg-config', '--variable=' + variable, 'tfm'], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ''
+
+
 def _header_dir():
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get('TFM_INCLUDE_DIR'),
-                  os.path.join(here, 'include'),                          # installed copy
-                  os.path.join(here, '..', '..', '..', 'include', 'tfm')]  # source tree
-    for folder in candidates:
+    def candidates():
+        yield os.environ.get('TFM_INCLUDE_DIR')
+        yield _recorded('INCLUDE_DIR')
+        yield os.path.join(_pkg_config('includedir'), 'tfm')
+        yield os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
+                           'include', 'tfm')  # the source tree
+    for folder in candidates():
         if folder and all(os.path.isfile(os.path.join(folder, h)) for h in HEADERS):
             return os.path.abspath(folder)
     raise ImportError('tfm: libtfm\'s headers were not found (set TFM_INCLUDE_DIR to '
@@ -55,22 +76,12 @@ def declarations(text):
 
 
 def _library_path():
-    explicit = os.environ.get('TFM_LIBRARY')
-    if explicit:
-        return explicit
-    try:  # written by meson when it installs the package beside the library
-        from ._installed import LIBRARY
-        if os.path.exists(LIBRARY):
-            return LIBRARY
-    except ImportError:
-        pass
-    try:
-        libdir = subprocess.run(['pkg-config', '--variable=libdir', 'tfm'], check=True,
-                                capture_output=True, text=True).stdout.strip()
-        if libdir and os.path.exists(os.path.join(libdir, SONAME)):
-            return os.path.join(libdir, SONAME)
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    for path in (os.environ.get('TFM_LIBRARY'), _recorded('LIBRARY')):
+        if path:
+            return path
+    libdir = _pkg_config('libdir')
+    if libdir and os.path.exists(os.path.join(libdir, SONAME)):
+        return os.path.join(libdir, SONAME)
     return SONAME  # the loader's search path
 
 
