@@ -661,3 +661,14 @@ def test_the_wheel_records_the_installed_library_and_headers(tmp_path, monkeypat
     monkeypatch.setenv('TFM_INCLUDE_DIR', str(tmp_path))
     with pytest.raises(RuntimeError, match='TFM_INCLUDE_DIR'):
         backend.build_wheel(str(tmp_path))
+
+
+def test_the_python_reference_is_generated_from_these_docstrings():
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(__file__), '..', '..', '..')
+    generated = subprocess.run([sys.executable, os.path.join(root, 'scripts', 'python_reference.py')],
+                               check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(root, 'docs', 'python.md')) as committed:
+        assert generated == committed.read(), \
+            'docs/python.md is stale: python3 scripts/python_reference.py > docs/python.md'

@@ -93,8 +93,9 @@ def _write_file(path, arrays):
             t.close()
 
 
-# What load_state_dict did not match, as PyTorch's load_state_dict returns it.
 LoadResult = collections.namedtuple('LoadResult', 'missing_keys unexpected_keys')
+LoadResult.__doc__ = """What load_state_dict did not match, as PyTorch's returns it:
+the store's names the state lacked, and the state's names the store lacks."""
 
 
 # --- parameter stores -----------------------------------------------------------------
@@ -621,11 +622,12 @@ def _given(**values):
     return {k: v for k, v in values.items() if v is not None}
 
 
-# A decoding run's results: tokens [N, max_length + 1] (bos, tokens, -1
-# after), lengths [N] (tokens before the -1s), scores [N] (sum of the chosen
-# tokens' log probabilities), and when asked logits and probs [N,
-# max_length, tgt_vocab] (each step's; zeros after a sequence ended).
 Decoded = collections.namedtuple('Decoded', 'tokens lengths scores logits probs')
+Decoded.__doc__ = """A decoding run's results: tokens [N, max_length + 1] (bos, the
+tokens, -1 after), lengths [N] (the tokens before the -1s), scores [N] (the
+sum of the chosen tokens' log probabilities), and when asked logits and
+probs [N, max_length, tgt_vocab] (each step's logits and the distribution
+the token was drawn from; zeros after a sequence ended), else None."""
 
 
 class Decoding(Handle):
