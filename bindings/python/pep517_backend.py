@@ -8,33 +8,36 @@ and loads that library, without asking pkg-config again.
 """
 import base64
 import hashlib
+import importlib.util
 import os
 import re
-import subprocess
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NAME = 'tfm'
-SONAME = 'libtfm.so.0'
 
 
-def _pkg_config(variable):
-    try:
-        return subprocess.run(['pkg-config', '--variable=' + variable, 'tfm'], check=True,
-                              capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ''
+def _locate():
+    """tfm/_locate.py alone (importing the package would load the library)."""
+    spec = importlib.util.spec_from_file_location('_locate', os.path.join(HERE, NAME,
+                                                                          '_locate.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def installed_paths():
     """(the library's path, the headers' folder) of the installed libtfm."""
-    library = os.environ.get('TFM_LIBRARY') or os.path.join(_pkg_config('libdir'), SONAME)
-    headers = os.environ.get('TFM_INCLUDE_DIR') or os.path.join(_pkg_config('includedir'), 'tfm')
+    locate = _locate()
+    library = os.environ.get('TFM_LIBRARY') or os.path.join(locate.pkg_config('libdir'),
+                                                            locate.SONAME)
+    headers = os.environ.get('TFM_INCLUDE_DIR') or os.path.join(
+        locate.pkg_config('includedir'), 'tfm')
     if not os.path.isfile(library) or not os.path.isfile(os.path.join(headers, 'tfm.h')):
         raise RuntimeError(
             'tfm: no installed libtfm found (library %r, headers %r): install it (meson install) '
             'where pkg-config finds tfm.pc (PKG_CONFIG_PATH), or set TFM_LIBRARY to its %s and '
-            'TFM_INCLUDE_DIR to the folder of its tfm.h' % (library, headers, SONAME))
+            'TFM_INCLUDE_DIR to the folder of its tfm.h' % (library, headers, locate.SONAME))
     return os.path.abspath(library), os.path.abspath(headers)
 
 

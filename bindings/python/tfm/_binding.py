@@ -9,14 +9,14 @@ which may be TomsFastMath).
 """
 import os
 import re
-import subprocess
 
 import cffi
+
+from ._locate import SONAME, pkg_config
 
 # The order of tfm.h's includes: each header only uses what came before.
 HEADERS = ['common.h', 'tensor.h', 'tape.h', 'ops.h', 'params.h', 'nn.h',
            'model.h', 'optim.h', 'io.h', 'training.h', 'decode.h']
-SONAME = 'libtfm.so.0'
 
 
 def _recorded(name):
@@ -28,19 +28,11 @@ def _recorded(name):
     return getattr(_installed, name, None)
 
 
-def _pkg_config(variable):
-    try:
-        return subprocess.run(['pkg-config', '--variable=' + variable, 'tfm'], check=True,
-                              capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ''
-
-
 def _header_dir():
     def candidates():
         yield os.environ.get('TFM_INCLUDE_DIR')
         yield _recorded('INCLUDE_DIR')
-        yield os.path.join(_pkg_config('includedir'), 'tfm')
+        yield os.path.join(pkg_config('includedir'), 'tfm')
         yield os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
                            'include', 'tfm')  # the source tree
     for folder in candidates():
@@ -79,7 +71,7 @@ def _library_path():
     for path in (os.environ.get('TFM_LIBRARY'), _recorded('LIBRARY')):
         if path:
             return path
-    libdir = _pkg_config('libdir')
+    libdir = pkg_config('libdir')
     if libdir and os.path.exists(os.path.join(libdir, SONAME)):
         return os.path.join(libdir, SONAME)
     return SONAME  # the loader's search path

@@ -287,6 +287,15 @@ class Layer(Handle):
             'tfm.%s(kind=%r)' % (type(self).__name__, self.kind)
 
 
+def decoder_masks(inputs, self_mask, memory_mask, self_key_padding_mask,
+                  memory_key_padding_mask):
+    """A decoder's four masks in the C calls' order, each attention's pair
+    in one form (see masks)."""
+    self_mask, self_key_padding_mask = masks(inputs, self_mask, self_key_padding_mask)
+    memory_mask, memory_key_padding_mask = masks(inputs, memory_mask, memory_key_padding_mask)
+    return self_mask, memory_mask, self_key_padding_mask, memory_key_padding_mask
+
+
 def _rng_pointer(rng):
     return rng._ptr() if rng is not None else ffi.NULL
 
@@ -394,12 +403,10 @@ class DecoderLayer(Layer):
         """x [B, T, D] over memory [B, S, D]; masks as PyTorch's, in any form."""
         tape, inputs = recording()
         with inputs:
-            self_mask, self_key_padding_mask = masks(inputs, self_mask, self_key_padding_mask)
-            memory_mask, memory_key_padding_mask = masks(inputs, memory_mask,
-                                                         memory_key_padding_mask)
             return tape.made(lib.tfm_decoder_layer_forward(
-                tape._ptr(), self._ptr(), inputs(x), inputs(memory), self_mask, memory_mask,
-                self_key_padding_mask, memory_key_padding_mask))
+                tape._ptr(), self._ptr(), inputs(x), inputs(memory), *decoder_masks(
+                    inputs, self_mask, memory_mask, self_key_padding_mask,
+                    memory_key_padding_mask)))
 
 
 class SinusoidalPositions(Layer):
@@ -545,12 +552,10 @@ class Model(Handle):
         encode), recorded on the current tape; masks as forward's."""
         tape, inputs = recording()
         with inputs:
-            tgt_mask, tgt_key_padding_mask = masks(inputs, tgt_mask, tgt_key_padding_mask)
-            memory_mask, memory_key_padding_mask = masks(inputs, memory_mask,
-                                                         memory_key_padding_mask)
             return tape.made(lib.tfm_model_decode(
-                tape._ptr(), self._ptr(), inputs(tgt, np.int32), inputs(memory), tgt_mask,
-                memory_mask, tgt_key_padding_mask, memory_key_padding_mask))
+                tape._ptr(), self._ptr(), inputs(tgt, np.int32), inputs(memory), *decoder_masks(
+                    inputs, tgt_mask, memory_mask, tgt_key_padding_mask,
+                    memory_key_padding_mask)))
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,
