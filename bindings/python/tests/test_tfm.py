@@ -17,7 +17,7 @@ MODEL_FIXTURE = os.path.join(FIXTURES, 'model.safetensors')
 def small_model(**changes):
     fields = dict(src_vocab=13, tgt_vocab=11, max_src_len=6, max_tgt_len=5, d_model=16,
                   heads=2, encoder_layers=2, decoder_layers=2, d_ff=32, dropout=0.0,
-                  embedding_scale='sqrt_d', seed=11)
+                  embedding_scale='sqrt_d', seed=11, bos_id=1, eos_id=2, pad_id=0)
     fields.update(changes)
     return tfm.Model(**fields)
 
@@ -171,6 +171,32 @@ def test_encoder_layer_as_tutorial_004():
     with tfm.Tape(recording=False):
         out = layer(positions(np.zeros((2, 10, 128), np.float32)))
         assert out.shape == (2, 10, 128)
+
+
+def test_decoders_take_the_special_tokens_from_the_model_or_refuse(tmp_path):
+    model = small_model().eval()  # bos 1, eos 2, pad 0
+    src = np.array([[3, 7, 12, 5], [4, 11, 9, 6]])
+    padded = np.hstack([src, np.zeros((2, 2), int)])
+    alone = model.greedy(src, max_length=4, return_scores=True)
+    together = model.greedy(padded, max_length=4, return_scores=True)
+    np.testing.assert_array_equal(together.tokens, alone.tokens)
+    np.testing.assert_allclose(together.scores, alone.scores, rtol=1e-5)
+    unmasked = model.greedy(padded, max_length=4, src_pad_id=-1, return_scores=True)
+    assert not np.allclose(unmasked.scores, alone.scores, rtol=1e-5)
+    np.testing.assert_array_equal(model.beam(padded, max_length=4)[0],
+                                  model.beam(src, max_length=4)[0])
+    model.save(tmp_path / 'model.safetensors')
+    loaded = tfm.Model.load(tmp_path / 'model.safetensors').eval()
+    assert (loaded.options['bos_id'], loaded.options['eos_id'], loaded.options['pad_id']) == \
+        (1, 2, 0)
+    np.testing.assert_array_equal(loaded.greedy(padded, max_length=4), alone.tokens)
+    bare = small_model(bos_id=-1, eos_id=-1, pad_id=-1).eval()
+    for decode in (bare.greedy, bare.sample, bare.beam):
+        with pytest.raises(tfm.ArgumentError, match='bos_id, eos_id, src_pad_id'):
+            decode(src, max_length=4)
+    with pytest.raises(tfm.ArgumentError, match='src_pad_id'):
+        bare.greedy(src, max_length=4, bos_id=1, eos_id=-1)
+    assert (bare.greedy(src, max_length=4, bos_id=5, eos_id=-1, src_pad_id=-1)[:, 0] == 5).all()
 
 
 # --- every exception path -----------------------------------------------------------

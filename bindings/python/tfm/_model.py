@@ -7,8 +7,8 @@ import tempfile
 import numpy as np
 
 from ._binding import ffi, lib
-from ._core import (Handle, Inputs, Tensor, as_array, check, check_pointer, check_size, masks,
-                    recording, to_numpy)
+from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, check, check_pointer,
+                    check_size, masks, recording, to_numpy)
 
 _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
@@ -438,7 +438,9 @@ class Model(Handle):
     tfm_model_options' fields: src_vocab, tgt_vocab, max_src_len,
     max_tgt_len, d_model, heads, encoder_layers, decoder_layers, d_ff,
     dropout, positions ('sinusoidal' or 'learned'), embedding_scale ('none',
-    'sqrt_d', 'trainable'), activation ('relu', 'gelu'), norm_first, seed, …
+    'sqrt_d', 'trainable'), activation ('relu', 'gelu'), norm_first, seed,
+    and the special tokens bos_id, eos_id, pad_id (-1: unset), which the
+    decoders use and the model's file keeps, …
     copy.copy, copy.deepcopy and pickle give independent models with the
     same options, parameter values and mode."""
     _free = lib.tfm_model_free
@@ -585,9 +587,10 @@ class Model(Handle):
         with Decoding(self, src.shape[0], src.shape[1], **fields) as decoding:
             return decoding.run(src, with_logits)
 
-    def greedy(self, src, max_length=None, bos_id=1, eos_id=2, src_pad_id=-1,
+    def greedy(self, src, max_length=None, bos_id=None, eos_id=None, src_pad_id=None,
                return_scores=False, return_logits=False):
-        """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after. With
+        """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after;
+        bos_id, eos_id and src_pad_id are the model's unless given. With
         return_scores or return_logits, a Decoded (tokens, lengths, scores,
         and with return_logits the logits [B, max_length, tgt_vocab] of
         each step)."""
@@ -596,7 +599,8 @@ class Model(Handle):
         return decoded if return_scores or return_logits else decoded.tokens
 
     def sample(self, src, temperature=1.0, top_k=0, top_p=1.0, seed=0, max_length=None,
-               bos_id=1, eos_id=2, src_pad_id=-1, return_scores=False, return_logits=False):
+               bos_id=None, eos_id=None, src_pad_id=None, return_scores=False,
+               return_logits=False):
         """Tokens drawn with temperature, top-k and top-p, as greedy's (with
         return_logits, also probs: the distributions drawn from)."""
         decoded = self._decode(src, return_logits, strategy='sample', **_given(
@@ -604,9 +608,10 @@ class Model(Handle):
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         return decoded if return_scores or return_logits else decoded.tokens
 
-    def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None, bos_id=1,
-             eos_id=2, src_pad_id=-1):
-        """(tokens [B, n_best, max_length + 1], scores [B, n_best])."""
+    def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None,
+             bos_id=None, eos_id=None, src_pad_id=None):
+        """(tokens [B, n_best, max_length + 1], scores [B, n_best]); the
+        special tokens as greedy's."""
         decoded = self._decode(src, strategy='beam', **_given(
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
@@ -635,14 +640,31 @@ probs [N, max_length, tgt_vocab] (each step's logits and the distribution
 the token was drawn from; zeros after a sequence ended), else None."""
 
 
+# The decoding options a model's special tokens fill, and those tokens.
+_SPECIAL_TOKENS = (('bos_id', 'bos_id'), ('eos_id', 'eos_id'), ('src_pad_id', 'pad_id'))
+
+
 class Decoding(Handle):
     """A tfm_decoding for a model, sized for max_batch sources of up to
-    max_src_len tokens; keyword arguments are tfm_decode_options' fields."""
+    max_src_len tokens; keyword arguments are tfm_decode_options' fields.
+    bos_id, eos_id and src_pad_id are the model's unless given; one that
+    neither the model nor the caller has is refused (ArgumentError)."""
     _free = lib.tfm_decoding_free
     _copy_advice = 'make another tfm.Decoding for the model'
 
     def __init__(self, model, max_batch, max_src_len, **fields):
-        o = options('tfm_decode_options', lib.tfm_decode_options_init_sized, fields)
+        unset = [field for field, model_field in _SPECIAL_TOKENS
+                 if field not in fields and model.options[model_field] == -1]
+        if unset:
+            raise ArgumentError(
+                'decoding needs %s: the model has none (tfm.Model(..., bos_id=, eos_id=, '
+                'pad_id=) keeps them, in its file too) and none was passed (eos_id=-1: no end '
+                'token; src_pad_id=-1: sources without padding)' % ', '.join(unset))
+
+        def init_from_model(o, size):
+            lib.tfm_decode_options_init_sized(o, size)
+            check(lib.tfm_decode_options_from_model(model._ptr(), o))
+        o = options('tfm_decode_options', init_from_model, fields)
         super().__init__(check_pointer(lib.tfm_decoding_create(model._ptr(), o, max_batch,
                                                                max_src_len)), model)
         self._width = o.max_length + 1
