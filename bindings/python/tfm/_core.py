@@ -238,8 +238,8 @@ class Tensor(Handle):
     returned by an op, a layer or a model it belongs to the tape that was
     current, and ends at that tape's reset (a one-value result keeps its
     value for .item()); a parameter belongs to its store. Values and
-    gradients come out as numpy copies; indexing, argmax and comparisons
-    work on those copies, arithmetic records on the current tape."""
+    gradients come out as numpy copies; indexing and argmax work on those
+    copies, arithmetic records on the current tape."""
     _free = lib.tfm_tensor_free
 
     def __init__(self, pointer, owner=None, tape=None):

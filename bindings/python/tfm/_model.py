@@ -103,6 +103,7 @@ class Params(Handle):
     """Named float32 parameters (tfm_params). A model's store belongs to the
     model (Model.params); a store made here is the caller's."""
     _free = lib.tfm_params_free
+    _copy_advice = 'pickle its state_dict() (copy.copy and copy.deepcopy do copy it)'
 
     def __init__(self, pointer=None, owner=None):
         if pointer is None:
