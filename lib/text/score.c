@@ -239,35 +239,26 @@ static double chrf_from_stats(const int64_t *stats)
     return 100 * (1 + factor) * precision * recall / (factor * precision + recall);
 }
 
-tfm_status tfm_score_chrf(const char *const *hypotheses, const char *const *references,
-                          int64_t count, double *score)
+/* Adds a segment pair's chrF statistics to stats[3 * CHRF_ORDER]. */
+static tfm_status add_chrf_segment(const char *op, scratch *s, const char *hypothesis,
+                                   const char *reference, int64_t *stats)
 {
-    const char *op = "tfm_score_chrf";
-    tfm_status status = check_arguments(op, hypotheses, references, count, score);
+    /* a code point takes at least a byte */
+    size_t bytes = strlen(hypothesis) + strlen(reference);
+    tfm_status status = reserve(op, (void **)&s->symbols, &s->symbols_cap, bytes + 1,
+                                sizeof *s->symbols);
     if (status)
         return status;
-    scratch s = {0};
-    int64_t stats[3 * CHRF_ORDER] = {0};
-    for (int64_t i = 0; i < count && status == TFM_OK; i++) {
-        /* a code point takes at least a byte */
-        size_t bytes = strlen(hypotheses[i]) + strlen(references[i]);
-        status = reserve(op, (void **)&s.symbols, &s.symbols_cap, bytes + 1, sizeof *s.symbols);
-        if (status)
-            break;
-        size_t hyp = code_points_without_spaces(hypotheses[i], s.symbols);
-        size_t ref = code_points_without_spaces(references[i], s.symbols + hyp);
-        int64_t segment[3 * CHRF_ORDER];
-        status = count_ngrams(op, &s, hyp, ref, CHRF_ORDER, 21, segment);
-        for (int j = 0; status == TFM_OK && j < CHRF_ORDER; j++) {
-            /* sacrebleu counts no hypothesis n-gram of an order the reference lacks */
-            stats[3 * j] += segment[3 * j + 1] ? segment[3 * j] : 0;
-            stats[3 * j + 1] += segment[3 * j + 1];
-            stats[3 * j + 2] += segment[3 * j + 2];
-        }
+    size_t hyp = code_points_without_spaces(hypothesis, s->symbols);
+    size_t ref = code_points_without_spaces(reference, s->symbols + hyp);
+    int64_t segment[3 * CHRF_ORDER];
+    status = count_ngrams(op, s, hyp, ref, CHRF_ORDER, 21, segment);
+    for (int j = 0; status == TFM_OK && j < CHRF_ORDER; j++) {
+        /* sacrebleu counts no hypothesis n-gram of an order the reference lacks */
+        stats[3 * j] += segment[3 * j + 1] ? segment[3 * j] : 0;
+        stats[3 * j + 1] += segment[3 * j + 1];
+        stats[3 * j + 2] += segment[3 * j + 2];
     }
-    scratch_free(&s);
-    if (status == TFM_OK)
-        *score = chrf_from_stats(stats);
     return status;
 }
 
@@ -434,9 +425,10 @@ static tfm_status number_tokens(const char *op, scratch *s)
 }
 
 /* sacrebleu's BLEU.compute_bleu with smooth_method "exp", no effective order. */
-static double bleu_from_stats(int64_t hyp_length, int64_t ref_length, const int64_t *correct,
-                              const int64_t *total)
+static double bleu_from_stats(const int64_t *stats)
 {
+    int64_t hyp_length = stats[0], ref_length = stats[1];
+    const int64_t *total = stats + 2, *correct = stats + 2 + BLEU_ORDER;
     double brevity = 1;
     if (hyp_length < ref_length)
         brevity = hyp_length > 0 ? exp(1 - (double)ref_length / (double)hyp_length) : 0;
@@ -461,36 +453,71 @@ static double bleu_from_stats(int64_t hyp_length, int64_t ref_length, const int6
     return brevity * exp(log_sum / BLEU_ORDER);
 }
 
-tfm_status tfm_score_bleu(const char *const *hypotheses, const char *const *references,
-                          int64_t count, double *score)
+/* Adds a segment pair's BLEU statistics to stats: the hypothesis' and the
+ * reference's lengths in tokens, then per order the hypothesis' n-grams
+ * and the matches. */
+static tfm_status add_bleu_segment(const char *op, scratch *s, const char *hypothesis,
+                                   const char *reference, int64_t *stats)
 {
-    const char *op = "tfm_score_bleu";
-    tfm_status status = check_arguments(op, hypotheses, references, count, score);
+    s->words_length = s->tokens_count = 0;
+    tfm_status status = tokenize_13a(op, s, hypothesis);
+    size_t hyp = s->tokens_count;
+    if (status == TFM_OK)
+        status = tokenize_13a(op, s, reference);
+    size_t ref = s->tokens_count - hyp;
+    int64_t segment[3 * BLEU_ORDER];
+    if (status == TFM_OK)
+        status = number_tokens(op, s);
+    if (status == TFM_OK)
+        status = count_ngrams(op, s, hyp, ref, BLEU_ORDER, 32, segment);
+    if (status)
+        return status;
+    stats[0] += (int64_t)hyp;
+    stats[1] += (int64_t)ref;
+    for (int n = 0; n < BLEU_ORDER; n++) {
+        stats[2 + n] += segment[3 * n];
+        stats[2 + BLEU_ORDER + n] += segment[3 * n + 2];
+    }
+    return TFM_OK;
+}
+
+/* --- a corpus, either score ------------------------------------------------------ */
+
+typedef struct metric {
+    const char *op;
+    tfm_status (*add_segment)(const char *op, scratch *s, const char *hypothesis,
+                              const char *reference, int64_t *stats);
+    double (*from_stats)(const int64_t *stats);
+} metric;
+
+enum { MOST_STATS = 3 * CHRF_ORDER > 2 + 2 * BLEU_ORDER ? 3 * CHRF_ORDER : 2 + 2 * BLEU_ORDER };
+
+static tfm_status score_corpus(const metric *m, const char *const *hypotheses,
+                               const char *const *references, int64_t count, double *score)
+{
+    tfm_status status = check_arguments(m->op, hypotheses, references, count, score);
     if (status)
         return status;
     scratch s = {0};
-    int64_t hyp_length = 0, ref_length = 0, correct[BLEU_ORDER] = {0}, total[BLEU_ORDER] = {0};
-    for (int64_t i = 0; i < count && status == TFM_OK; i++) {
-        s.words_length = s.tokens_count = 0;
-        status = tokenize_13a(op, &s, hypotheses[i]);
-        size_t hyp = s.tokens_count;
-        if (status == TFM_OK)
-            status = tokenize_13a(op, &s, references[i]);
-        size_t ref = s.tokens_count - hyp;
-        int64_t segment[3 * BLEU_ORDER];
-        if (status == TFM_OK)
-            status = number_tokens(op, &s);
-        if (status == TFM_OK)
-            status = count_ngrams(op, &s, hyp, ref, BLEU_ORDER, 32, segment);
-        hyp_length += (int64_t)hyp;
-        ref_length += (int64_t)ref;
-        for (int n = 0; status == TFM_OK && n < BLEU_ORDER; n++) {
-            total[n] += segment[3 * n];
-            correct[n] += segment[3 * n + 2];
-        }
-    }
+    int64_t stats[MOST_STATS] = {0};
+    for (int64_t i = 0; i < count && status == TFM_OK; i++)
+        status = m->add_segment(m->op, &s, hypotheses[i], references[i], stats);
     scratch_free(&s);
     if (status == TFM_OK)
-        *score = bleu_from_stats(hyp_length, ref_length, correct, total);
+        *score = m->from_stats(stats);
     return status;
+}
+
+tfm_status tfm_score_chrf(const char *const *hypotheses, const char *const *references,
+                          int64_t count, double *score)
+{
+    static const metric chrf = {"tfm_score_chrf", add_chrf_segment, chrf_from_stats};
+    return score_corpus(&chrf, hypotheses, references, count, score);
+}
+
+tfm_status tfm_score_bleu(const char *const *hypotheses, const char *const *references,
+                          int64_t count, double *score)
+{
+    static const metric bleu = {"tfm_score_bleu", add_bleu_segment, bleu_from_stats};
+    return score_corpus(&bleu, hypotheses, references, count, score);
 }
