@@ -111,4 +111,8 @@ class Split(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    # the closing line scripts/test.sh counts
+    result = unittest.main(exit=False).result
+    failed = len(result.failures) + len(result.errors)
+    print("%d passed, %d failed" % (result.testsRun - failed, failed))
+    sys.exit(1 if failed else 0)
