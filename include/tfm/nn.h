@@ -308,6 +308,14 @@ TFM_API tfm_tensor *tfm_mask_causal(tfm_tape *tape, int64_t length,
  * it with a causal one). */
 TFM_API tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids,
                                      int32_t pad_id, tfm_dtype form);
+/** A key-padding mask [B, S] = [rows, width] from each row's length:
+ * position s of row b is kept (1, or 0 in the additive form) when
+ * s < lengths[b] and dropped (0, or -inf) past it; for ids padded after
+ * their lengths, the values tfm_mask_padding gives (as [B, 1, 1, S]).
+ * Pass it as a key_padding_mask. TFM_ERR_RANGE for a length outside
+ * 0..width; a row of length 0 attends to nothing (see tfm_softmax). */
+TFM_API tfm_tensor *tfm_mask_from_lengths(tfm_tape *tape, const int64_t *lengths,
+                                          int64_t rows, int64_t width, tfm_dtype form);
 /** A PyTorch boolean mask (True = ignore), as bytes (numpy's bool) of the
  * given shape, in libtfm's form of the same shape: for example a
  * key_padding_mask [B, S] becomes a key-padding mask with 0 (keep form) or

@@ -21,6 +21,8 @@
  * | io.h        | safetensors reading and writing, loading state_dicts |
  * | training.h  | saving and resuming a whole training run |
  * | decode.h    | greedy, sampling, top-k, nucleus and beam decoding |
+ * | score.h     | chrF and BLEU of translations, as sacrebleu |
+ * | batch.h     | batches of text by tokens, padded ids, shifted targets |
  *
  * Rules that hold everywhere (each header adds its own):
  * - Ownership: what a create, load or open call returns is the caller's
@@ -54,5 +56,7 @@
 #include "io.h"
 #include "training.h"
 #include "decode.h"
+#include "score.h"
+#include "batch.h"
 
 #endif

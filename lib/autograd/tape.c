@@ -119,6 +119,13 @@ tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
     return t;
 }
 
+tfm_tensor *tfm__new_constant(tfm_tape *tape, const char *op, tfm_dtype dtype,
+                              int32_t ndim, const int64_t *shape)
+{
+    return tape ? tfm__new_output(tape, op, dtype, ndim, shape)
+                : tfm__heap_tensor(op, dtype, ndim, shape);
+}
+
 tfm_tensor *tfm__new_recomputed(tfm_tape *tape, const char *op, int kind, int32_t n_in,
                                 const tfm_tensor *const *in, int32_t ndim,
                                 const int64_t *shape)

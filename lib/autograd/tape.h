@@ -74,6 +74,10 @@ struct tfm_tape {
 /* A tape-owned result with uninitialised values; NULL with the error set. */
 tfm_tensor *tfm__new_output(tfm_tape *tape, const char *op, tfm_dtype dtype,
                             int32_t ndim, const int64_t *shape);
+/* A constant (never recorded) on the tape, or caller-owned (zeroed) when
+ * tape is NULL: masks and batches; NULL with the error set. */
+tfm_tensor *tfm__new_constant(tfm_tape *tape, const char *op, tfm_dtype dtype,
+                              int32_t ndim, const int64_t *shape);
 /* The usual start of a float32 op of one input: checks x and the tape and
  * returns a result of x's shape, or NULL with the error set. */
 tfm_tensor *tfm__new_like(tfm_tape *tape, const char *op, const tfm_tensor *x);

@@ -21,14 +21,6 @@ static int check_form(const char *op, tfm_dtype form)
     return 0;
 }
 
-/* On the tape, or caller-owned without one. */
-static tfm_tensor *new_mask(tfm_tape *tape, const char *op, tfm_dtype form, int32_t ndim,
-                            const int64_t *shape)
-{
-    return tape ? tfm__new_output(tape, op, form, ndim, shape)
-                : tfm__heap_tensor(op, form, ndim, shape);
-}
-
 tfm_tensor *tfm_mask_causal(tfm_tape *tape, int64_t length, tfm_dtype form)
 {
     const char *op = "tfm_mask_causal";
@@ -38,7 +30,7 @@ tfm_tensor *tfm_mask_causal(tfm_tape *tape, int64_t length, tfm_dtype form)
         tfm__fail(TFM_ERR_ARG, "%s: length %lld must be positive", op, (long long)length);
         return NULL;
     }
-    tfm_tensor *out = new_mask(tape, op, form, 2, (const int64_t[]){length, length});
+    tfm_tensor *out = tfm__new_constant(tape, op, form, 2, (const int64_t[]){length, length});
     if (!out)
         return NULL;
     if (form == TFM_I32) {
@@ -67,7 +59,7 @@ tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids, int32_t pad_
                   tfm__shape_str(ids, buf, sizeof buf));
         return NULL;
     }
-    tfm_tensor *out = new_mask(tape, op, form, 4,
+    tfm_tensor *out = tfm__new_constant(tape, op, form, 4,
                                (const int64_t[]){ids->shape[0], 1, 1, ids->shape[1]});
     if (!out)
         return NULL;
@@ -84,6 +76,36 @@ tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids, int32_t pad_
     return out;
 }
 
+tfm_tensor *tfm_mask_from_lengths(tfm_tape *tape, const int64_t *lengths, int64_t rows,
+                                  int64_t width, tfm_dtype form)
+{
+    const char *op = "tfm_mask_from_lengths";
+    if (!lengths) {
+        tfm__fail(TFM_ERR_NULL, "%s: lengths is NULL", op);
+        return NULL;
+    }
+    if (check_form(op, form) < 0)
+        return NULL;
+    for (int64_t b = 0; b < rows; b++)
+        if (lengths[b] < 0 || lengths[b] > width) {
+            tfm__fail(TFM_ERR_RANGE, "%s: lengths[%lld] = %lld is outside 0..width %lld", op,
+                      (long long)b, (long long)lengths[b], (long long)width);
+            return NULL;
+        }
+    tfm_tensor *out = tfm__new_constant(tape, op, form, 2, (const int64_t[]){rows, width});
+    if (!out)
+        return NULL;
+    for (int64_t b = 0; b < rows; b++)
+        for (int64_t s = 0; s < width; s++) {
+            int keep = s < lengths[b];
+            if (form == TFM_I32)
+                tfm__i32(out)[b * width + s] = keep;
+            else
+                tfm__f32(out)[b * width + s] = keep ? 0.0f : -INFINITY;
+        }
+    return out;
+}
+
 tfm_tensor *tfm_mask_from_torch_bool(tfm_tape *tape, const uint8_t *masked_out, int32_t ndim,
                                      const int64_t *shape, tfm_dtype form)
 {
@@ -94,7 +116,7 @@ tfm_tensor *tfm_mask_from_torch_bool(tfm_tape *tape, const uint8_t *masked_out, 
     }
     if (check_form(op, form) < 0 || tfm__checked_numel(op, ndim, shape) < 0)
         return NULL;
-    tfm_tensor *out = new_mask(tape, op, form, ndim, shape);
+    tfm_tensor *out = tfm__new_constant(tape, op, form, ndim, shape);
     if (!out)
         return NULL;
     /* PyTorch's True (nonzero) masks a position out: the opposite of a keep-mask */
@@ -122,7 +144,7 @@ static tfm_tensor *combine(tfm_tape *tape, const char *op, const tfm_tensor *a,
     tfm_broadcast bc;
     if (tfm__broadcast(op, a, b, &bc) < 0)
         return NULL;
-    tfm_tensor *out = new_mask(tape, op, a->dtype, bc.ndim, tfm__broadcast_shape(&bc));
+    tfm_tensor *out = tfm__new_constant(tape, op, a->dtype, bc.ndim, tfm__broadcast_shape(&bc));
     if (!out)
         return NULL;
     if (a->dtype == TFM_I32) {
