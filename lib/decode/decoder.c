@@ -53,9 +53,6 @@
 #include "nn/layer.h"
 #include "tfm/decode.h"
 
-/* What masked_fill(mask == 0, -1e9) writes into attention scores, as
- * tfm_softmax does for a keep-mask (a fully padded source attends evenly). */
-#define MASKED_SCORE (-1e9f)
 #define INV_SQRT2 0.70710678118654752440f
 /* Scores are computed for tiles of this many positions; the key caches
  * hold whole tiles, so that a tile never reads past its head's keys. */
@@ -492,7 +489,7 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             if (keep)
 #pragma omp simd
                 for (int j = 0; j < BLOCK; j++)
-                    score[j] = keep[j0 + j] ? score[j] : MASKED_SCORE;
+                    score[j] = keep[j0 + j] ? score[j] : -INFINITY;
 #pragma omp simd
             for (int j = 0; j < BLOCK; j++) {
                 pi[j] = score[j];
@@ -502,18 +499,20 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
     }
     float inv[QUERIES];
     for (int i = 0; i < QUERIES; i++) {
-        const float max = max16(load16(lane_max[i]));
+        /* a query with no key kept (a source all padding) attends to
+         * nothing, as tfm_softmax's masks: weights 0 rather than NaN */
+        const float max = max16(load16(lane_max[i])), shift = max == -INFINITY ? 0.0f : max;
         float *pi = p + i * stride, sums[BLOCK] = {0.0f};
         for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
             const int64_t n = len - j0;
 #pragma omp simd
             for (int j = 0; j < BLOCK; j++) {
-                const float y = j < n ? tfm__expf(pi[j0 + j] - max) : 0.0f;
+                const float y = j < n ? tfm__expf(pi[j0 + j] - shift) : 0.0f;
                 pi[j0 + j] = y;
                 sums[j] += y;
             }
         }
-        inv[i] = 1.0f / sum16(load16(sums));
+        inv[i] = max == -INFINITY ? 0.0f : 1.0f / sum16(load16(sums));
     }
     int64_t e0 = 0;
     for (; e0 + 8 <= dk; e0 += 8) {
