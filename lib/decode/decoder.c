@@ -327,7 +327,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
-    d->group_sources = (int64_t)(GROUP_CACHE_BYTES / per_source);
+    /* without decoder layers nothing is cached: the whole batch fits */
+    d->group_sources = per_source > 0.0 ? (int64_t)(GROUP_CACHE_BYTES / per_source) : max_batch;
     return d;
 }
 
@@ -611,7 +612,8 @@ static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int w
     int64_t row = first * d->beam, D = d->d;
     return (group){first, count, d->x + row * D, d->h + row * D, d->y + row * D,
                    d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
-                   d->logits + row * d->vocab, d->weights + worker * d->weights_stride,
+                   d->logits + row * d->vocab,
+                   d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
                    d->active + row, split, -1};
 }
 
