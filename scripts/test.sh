@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then: the API reference (Doxygen, warnings
 # are errors); the release build's suites; the same
-# suites under AddressSanitizer + UBSan; the fuzzers (scripts/fuzz.sh); the
+# suites under AddressSanitizer + UBSan, and those of attention and decoding
+# under clang's UBSan; the fuzzers (scripts/fuzz.sh); the
 # installed copy used as users use it (scripts/check_consumers.sh), from
 # Python (scripts/test_python.sh), and its ABI against the baseline
 # (scripts/check_abi.sh); the installed programs.
@@ -82,6 +83,22 @@ count_log build-asan/meson-logs/testlog.txt
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     CK_FORK=no build-asan/tests/test_matmul_precision 2>&1 | tail -n 3
 count_step "bfloat16 products under the sanitizers" "${PIPESTATUS[0]}"
+
+echo "== clang's UBSan: attention, masks and decoding"
+# clang checks what GCC's -fsanitize=undefined leaves out (a zero offset
+# added to NULL, float-to-int overflow), and compiles the simd reductions
+# its own way (a max reduction starts at -FLT_MAX, not -inf)
+tfm_install_deps clang libclang-rt-14-dev &&
+    CC=clang setup build-clang-ubsan -Dbuildtype=debugoptimized -Db_sanitize=undefined \
+        -Db_lundef=false -Dmpi=disabled &&
+    ninja -C build-clang-ubsan >/dev/null
+count_step "clang UBSan build" $?
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 CK_FORK=no \
+    meson test -C build-clang-ubsan --print-errorlogs --num-processes 2 \
+    ops_softmax nn_attention model torch_agreement decode | tail -n 8
+meson_status=${PIPESTATUS[0]}
+count_log build-clang-ubsan/meson-logs/testlog.txt
+[ "$meson_status" -eq 0 ] || count_step "clang UBSan suites" 1
 
 # CI runs each harness briefly (its time limit is 10 minutes in all);
 # docs/reliability.md has the long runs.

@@ -346,6 +346,52 @@ START_TEST(odd_head_widths_equal_recomputed)
 }
 END_TEST
 
+/* A source of padding only leaves each query of the cross-attention no key:
+ * it attends to nothing (its context is 0), so the decoding depends on
+ * neither the source's length nor the rest of the batch. Cached and
+ * recomputed alike, greedy and beam: the tokens and logits of an all-pad
+ * source of 8 beside a real one are those of an all-pad source of 4 alone,
+ * and both paths agree. */
+START_TEST(a_source_of_padding_only)
+{
+    tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
+    static const int32_t beside[2 * 8] = {3, 4, 5, 6, 7, 8, 9, 10, PAD, PAD, PAD, PAD, PAD, PAD,
+                                          PAD, PAD};
+    static const int32_t alone[4] = {PAD, PAD, PAD, PAD};
+    tfm_tensor *srcs[2] = {tfm_tensor_from_i32(2, (const int64_t[]){2, 8}, beside),
+                           tfm_tensor_from_i32(2, (const int64_t[]){1, 4}, alone)};
+    tfm_decode_options o;
+    options(&o, strategy, MAXT - 1);
+    o.beam_size = o.n_best = 4;
+    int64_t rows = strategy == TFM_DECODE_BEAM ? o.n_best : 1, T1 = o.max_length + 1;
+    int64_t V = 11, steps = o.max_length;
+    result *r[2][2]; /* [source][use_cache] */
+    for (int i = 0; i < 2; i++) {
+        cached_matches_recomputed(m, &o, srcs[i], tfm_tensor_dim(srcs[i], 0) * steps * V);
+        for (int cache = 0; cache < 2; cache++) {
+            r[i][cache] = new_result();
+            o.use_cache = cache;
+            decode(m, &o, srcs[i], r[i][cache]);
+        }
+    }
+    for (int cache = 0; cache < 2; cache++) {
+        const result *b = r[0][cache], *a = r[1][cache]; /* beside: its second source's rows */
+        ck_assert_mem_eq(b->tokens + rows * T1, a->tokens, (size_t)(rows * T1) * sizeof(int32_t));
+        ck_assert_mem_eq(b->lengths + rows, a->lengths, (size_t)rows * sizeof(int32_t));
+        assert_close(b->scores + rows, a->scores, rows, 1e-5, "scores");
+        if (strategy != TFM_DECODE_BEAM)
+            assert_close(b->logits + steps * V, a->logits, steps * V, 1e-5, "logits");
+    }
+    for (int i = 0; i < 2; i++) {
+        free(r[i][0]);
+        free(r[i][1]);
+        tfm_tensor_free(srcs[i]);
+    }
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- greedy --------------------------------------------------------------------------- */
 
 START_TEST(greedy_is_the_argmax_step_by_step)
@@ -1013,6 +1059,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2);
+    tcase_add_loop_test(c, a_source_of_padding_only, 0, 2);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);
     tcase_add_test(c, sampling_seeds_and_limits);

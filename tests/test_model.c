@@ -323,6 +323,65 @@ START_TEST(masks_are_read_as_declared)
 }
 END_TEST
 
+/* The logits [1, 3, 11] of the model for a source of `length` padding
+ * tokens and a target padded on the left (under the causal mask its first
+ * query has no key), masks from PyTorch's bools in the given form; then
+ * the loss's backward, whose gradients must all be finite. */
+static void logits_without_source(tfm_model *m, int64_t length, tfm_dtype form, float *logits)
+{
+    const int32_t pad_ids[8] = {0};
+    const uint8_t source_padding[8] = {1, 1, 1, 1, 1, 1, 1, 1}, target_padding[3] = {1, 0, 0};
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, length}, pad_ids);
+    tfm_tensor *tgt = ids(1, 3, 11, 2), *targets = ids(1, 3, 11, 4);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *src_padding = tfm_mask_from_torch_bool(tape, source_padding, 2,
+                                                       (const int64_t[]){1, length}, form);
+    tfm_tensor *tgt_padding = tfm_mask_from_torch_bool(tape, target_padding, 2,
+                                                       (const int64_t[]){1, 3}, form);
+    tfm_tensor *out = tfm_model_forward(tape, m, src, tgt, NULL, tfm_mask_causal(tape, 3, form),
+                                        NULL, src_padding, tgt_padding, src_padding);
+    ck_assert_msg(out != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_read_f32(out, logits, 33), TFM_OK);
+    tfm_params *p = tfm_model_params(m);
+    ck_assert_int_eq(tfm_params_zero_grad(p), TFM_OK);
+    ck_assert_int_eq(tfm_tape_backward(tape, tfm_cross_entropy(tape, out, targets, -1, 0.0f)),
+                     TFM_OK);
+    for (int64_t i = 0; i < tfm_params_count(p); i++) {
+        const float *g = tfm_tensor_grad_f32(tfm_params_at(p, i));
+        for (int64_t j = 0; j < tfm_tensor_numel(tfm_params_at(p, i)); j++)
+            ck_assert_msg(isfinite(g[j]), "%s's gradient [%lld] is %g", tfm_params_name(p, i),
+                          (long long)j, (double)g[j]);
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_tensor_free(targets);
+}
+
+/* A source of padding only leaves the decoder nothing to attend to in the
+ * memory: its cross-attention adds only the output projections' biases, so
+ * the logits are finite, the same in both mask forms and whatever the
+ * source's length (a uniform attention over the padding would read the
+ * memory), and the gradients are finite. */
+START_TEST(a_source_of_padding_only)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.dropout = 0.0f;
+    tfm_model *m = tfm_model_create(&o);
+    float logits[2][2][33]; /* [length 3 or 8][form] */
+    for (int l = 0; l < 2; l++)
+        for (int f = 0; f < 2; f++)
+            logits_without_source(m, l ? 8 : 3, f ? TFM_F32 : TFM_I32, logits[l][f]);
+    for (int i = 0; i < 33; i++)
+        ck_assert(isfinite(logits[0][0][i]));
+    ck_assert_mem_eq(logits[0][0], logits[0][1], sizeof logits[0][0]);
+    ck_assert_mem_eq(logits[1][0], logits[1][1], sizeof logits[1][0]);
+    ck_assert_mem_eq(logits[0][0], logits[1][0], sizeof logits[0][0]);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* Gradients of a tiny model's loss w.r.t. a few of its parameters. */
 typedef struct model_ctx {
     tfm_model *model;
@@ -562,6 +621,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, bad_options);
     tcase_add_test(tc, forward_shapes_and_modes);
     tcase_add_test(tc, masks_are_read_as_declared);
+    tcase_add_test(tc, a_source_of_padding_only);
     tcase_add_test(tc, gradients_through_the_model);
     tcase_add_test(tc, threads_give_the_same_step);
     tcase_add_test(tc, checkpoint_reloads_bit_identically);

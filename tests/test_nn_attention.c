@@ -136,7 +136,7 @@ static void ref_attention(tfm_params *p, const char *name, int fused, int traina
                     if (mask) {
                         int keep;
                         double add = mask_at(mask, b, h, t, j, &keep);
-                        s[j] = keep ? s[j] + add : -1e9;
+                        s[j] = keep ? s[j] + add : -INFINITY;
                     }
                     max = s[j] > max ? s[j] : max;
                 }
@@ -384,8 +384,8 @@ START_TEST(values_against_reference)
 }
 END_TEST
 
-/* Rows of the weights sum to 1, masked keys get exactly 0, a row whose keys
- * are all dropped by a keep-mask is uniform and one all -inf is zeros. */
+/* Rows of the weights sum to 1, masked keys get exactly 0, and a row whose
+ * keys are all dropped is zeros, in both forms. */
 START_TEST(weights_respect_masks)
 {
     tfm_rng *rng = tfm_rng_create(4);
@@ -418,7 +418,7 @@ START_TEST(weights_respect_masks)
                 }
         tfm_tensor_free(mask);
     }
-    /* second batch row fully dropped: uniform (keep) / zeros (additive) */
+    /* second batch row fully dropped: zeros in both forms, the same bits */
     int32_t keep[B * S] = {1, 1, 0, 1, 0, 0, 0, 0};
     float add[B * S] = {0, 0, -INFINITY, 0, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     tfm_tensor *km = tfm_tensor_from_i32(4, (const int64_t[]){B, 1, 1, S}, keep);
@@ -426,10 +426,10 @@ START_TEST(weights_respect_masks)
     tfm_tensor *wk, *wa;
     ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, km, NULL, &wk));
     ck_assert_ptr_nonnull(tfm_attention_forward(tape, layer, query, memory, am, NULL, &wa));
-    for (int i = H * T * S; i < B * H * T * S; i++) {
-        ck_assert_float_eq_tol(tfm_tensor_data_f32(wk)[i], 0.25f, 1e-7f);
-        ck_assert_float_eq(tfm_tensor_data_f32(wa)[i], 0.0f);
-    }
+    ck_assert_mem_eq(tfm_tensor_data_f32(wk), tfm_tensor_data_f32(wa),
+                     B * H * T * S * sizeof(float));
+    for (int i = H * T * S; i < B * H * T * S; i++)
+        ck_assert_float_eq(tfm_tensor_data_f32(wk)[i], 0.0f);
     tfm_tensor_free(km);
     tfm_tensor_free(am);
     tfm_tape_free(tape);
@@ -479,6 +479,7 @@ typedef struct grad_ctx {
     const tfm_tensor *mask;
     int cross;      /* in[1] is the memory */
     int both;       /* self- plus cross-attention of the same layer, summed */
+    const tfm_tensor *key_padding; /* with mask, for the one attention (not both) */
 } grad_ctx;
 
 static tfm_tensor *build_attention(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
@@ -487,8 +488,22 @@ static tfm_tensor *build_attention(tfm_tape *tape, tfm_tensor *const *in, void *
     if (g->both)
         return tfm_add(tape, tfm_attention_forward(tape, g->layer, in[0], in[0], g->mask, NULL, NULL),
                        tfm_attention_forward(tape, g->layer, in[0], in[1], NULL, NULL, NULL));
-    return tfm_attention_forward(tape, g->layer, in[0], g->cross ? in[1] : in[0], g->mask, NULL,
-                                 NULL);
+    return tfm_attention_forward(tape, g->layer, in[0], g->cross ? in[1] : in[0], g->mask,
+                                 g->key_padding, NULL);
+}
+
+/* in = query, memory (both made to require grad), then every parameter of
+ * p; returns their count. */
+static int checked_inputs(tfm_tensor **in, tfm_tensor *query, tfm_tensor *memory, tfm_params *p)
+{
+    int n = 0;
+    in[n++] = query;
+    in[n++] = memory;
+    tfm_tensor_set_requires_grad(query, 1);
+    tfm_tensor_set_requires_grad(memory, 1);
+    for (int64_t i = 0; i < tfm_params_count(p); i++)
+        in[n++] = tfm_params_at(p, i);
+    return n;
 }
 
 /* query, memory and every parameter (scale included), for each layout. */
@@ -497,23 +512,18 @@ START_TEST(gradients)
     tfm_rng *rng = tfm_rng_create(7);
     tfm_tensor *query = gc_random(3, (const int64_t[]){B, T, D}, 16);
     tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 17);
-    tfm_tensor_set_requires_grad(query, 1);
-    tfm_tensor_set_requires_grad(memory, 1);
     for (int fused = 0; fused <= 1; fused++)
         for (int trainable = 0; trainable <= 1; trainable++)
             for (int mode = 0; mode < 3; mode++) { /* self, cross, both */
                 tfm_params *p = tfm_params_create();
                 grad_ctx g = {make_attention(p, "a", fused, trainable, 1, 0.0f, rng), NULL,
-                              mode == 1, mode == 2};
+                              mode == 1, mode == 2, NULL};
                 randomize(p, 200 + (uint64_t)mode);
                 tfm_tensor *mask = make_mask(mode == 1 ? MASK_PADDING : MASK_CAUSAL,
                                              mode == 1 ? S : T);
                 g.mask = mask;
-                tfm_tensor *in[16] = {query, memory};
-                int n = 2;
-                for (int64_t i = 0; i < tfm_params_count(p); i++)
-                    in[n++] = tfm_params_at(p, i);
-                ck_assert_gradcheck(build_attention, &g, in, n);
+                tfm_tensor *in[16];
+                ck_assert_gradcheck(build_attention, &g, in, checked_inputs(in, query, memory, p));
                 tfm_tensor_free(mask);
                 tfm_layer_free(g.layer);
                 tfm_params_free(p);
@@ -544,7 +554,7 @@ START_TEST(gradients_of_narrow_heads)
             o.heads = 2;
             o.trainable_scale = 1;
             o.scale_init = 1.7f;
-            grad_ctx g = {tfm_attention_create(p, "a", &o, rng), NULL, 0, 1};
+            grad_ctx g = {tfm_attention_create(p, "a", &o, rng), NULL, 0, 1, NULL};
             ck_assert_msg(g.layer != NULL, "%s", tfm_last_error());
             ck_assert_int_eq(tfm_layer_set_recompute(g.layer, recompute), TFM_OK);
             randomize(p, 300 + (uint64_t)dk);
@@ -556,13 +566,9 @@ START_TEST(gradients_of_narrow_heads)
                     tfm_tensor_data_f32(t)[j] *= sqrtf((float)D / (float)d);
             }
             g.mask = make_mask(MASK_CAUSAL, T);
-            tfm_tensor *in[16] = {gc_random(3, (const int64_t[]){B, T, d}, 31),
-                                  gc_random(3, (const int64_t[]){B, keys, d}, 32)};
-            int n = 2;
-            for (int i = 0; i < n; i++)
-                tfm_tensor_set_requires_grad(in[i], 1);
-            for (int64_t i = 0; i < tfm_params_count(p); i++)
-                in[n++] = tfm_params_at(p, i);
+            tfm_tensor *in[16];
+            int n = checked_inputs(in, gc_random(3, (const int64_t[]){B, T, d}, 31),
+                                   gc_random(3, (const int64_t[]){B, keys, d}, 32), p);
             gc_options go = gc_default_options(); /* 1e-2 is too coarse at 37 keys */
             go.step = 2e-3;
             char report[512];
@@ -574,6 +580,70 @@ START_TEST(gradients_of_narrow_heads)
             tfm_layer_free(g.layer);
             tfm_params_free(p);
         }
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* Queries with no key to attend to, from PyTorch's bool masks in both
+ * forms: cross-attention where the second batch row's keys are all
+ * padding, and self-attention under a causal mask where its first key is
+ * padding (left padding: its first query has no key). Such a query's
+ * context is 0, so its output is the output projection's bias; both forms
+ * give the same bits, and the gradients (weights kept or recomputed) pass
+ * the finite-difference check. */
+START_TEST(queries_with_no_key)
+{
+    tfm_rng *rng = tfm_rng_create(13);
+    tfm_params *p = tfm_params_create();
+    tfm_layer *layer = make_attention(p, "a", 1, 0, 1, 0.0f, rng);
+    randomize(p, 14);
+    const float *bias = param(p, "a", "out_proj.bias");
+    tfm_tensor *in[8];
+    int n = checked_inputs(in, gc_random(3, (const int64_t[]){B, T, D}, 33),
+                           gc_random(3, (const int64_t[]){B, S, D}, 34), p);
+    static const uint8_t memory_padding[B * S] = {0, 0, 0, 1, 1, 1, 1, 1};
+    static const uint8_t self_padding[B * T] = {0, 0, 0, 1, 0, 0};
+    uint8_t causal[T * T];
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < T; j++)
+            causal[t * T + j] = j > t; /* PyTorch's True: masked */
+    tfm_tape *tape = tfm_tape_create();
+    for (int cross = 0; cross <= 1; cross++) {
+        float out[2][B * T * D];
+        for (int f = 0; f < 2; f++) {
+            tfm_dtype form = f ? TFM_F32 : TFM_I32;
+            int64_t keys = cross ? S : T;
+            grad_ctx g = {layer,
+                          cross ? NULL : tfm_mask_from_torch_bool(NULL, causal, 2,
+                                                                  (const int64_t[]){T, T}, form),
+                          cross, 0,
+                          tfm_mask_from_torch_bool(NULL, cross ? memory_padding : self_padding,
+                                                   2, (const int64_t[]){B, keys}, form)};
+            ck_assert_ptr_nonnull(g.key_padding);
+            ck_assert_int_eq(tfm_tensor_read_f32(build_attention(tape, in, &g), out[f],
+                                                 B * T * D), TFM_OK);
+            for (uint32_t recompute = 0; recompute <= TFM_RECOMPUTE_ATTENTION_WEIGHTS;
+                 recompute += TFM_RECOMPUTE_ATTENTION_WEIGHTS) {
+                ck_assert_int_eq(tfm_layer_set_recompute(layer, recompute), TFM_OK);
+                ck_assert_gradcheck(build_attention, &g, in, n);
+            }
+            ck_assert_int_eq(tfm_layer_set_recompute(layer, 0), TFM_OK);
+            tfm_tensor_free((tfm_tensor *)g.mask);
+            tfm_tensor_free((tfm_tensor *)g.key_padding);
+            ck_assert_int_eq(tfm_tape_reset(tape), TFM_OK);
+        }
+        ck_assert_mem_eq(out[0], out[1], sizeof out[0]);
+        /* the queries with no key: all of row 1's in cross-attention, its
+         * first in self-attention */
+        for (int t = 0; t < (cross ? T : 1); t++)
+            for (int e = 0; e < D; e++)
+                ck_assert_float_eq_tol(out[0][(T + t) * D + e], bias[e], 1e-6f);
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(in[0]);
+    tfm_tensor_free(in[1]);
+    tfm_layer_free(layer);
+    tfm_params_free(p);
     tfm_rng_free(rng);
 }
 END_TEST
@@ -1091,6 +1161,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, fused_self_attention_is_one_product);
     tcase_add_test(tc, gradients);
     tcase_add_test(tc, gradients_of_narrow_heads);
+    tcase_add_test(tc, queries_with_no_key);
     tcase_add_test(tc, gradient_of_additive_mask);
     tcase_add_test(tc, dropout_in_training_only);
     tcase_add_test(tc, gradients_with_dropout);

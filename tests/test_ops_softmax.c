@@ -84,7 +84,8 @@ START_TEST(huge_values_stay_finite)
 }
 END_TEST
 
-/* Rows: partly dropped, fully dropped (uniform), all kept. */
+/* Rows: partly dropped, fully dropped (zeros, as an additive mask's all
+ * -inf row), all kept. */
 START_TEST(keep_mask_values)
 {
     const float v[12] = {0.5f, -1.0f, 2.0f, 0.25f, 3.0f, 1.0f, -2.0f, 0.0f, 1.0f, 2.0f, 3.0f, 4.0f};
@@ -95,11 +96,11 @@ START_TEST(keep_mask_values)
     const float *y = tfm_tensor_data_f32(tfm_softmax(tape, x, m));
     double s[12];
     for (int i = 0; i < 12; i++)
-        s[i] = keep[i] ? v[i] : -1e9;
+        s[i] = keep[i] ? v[i] : -INFINITY;
     check_rows(y, s, 3, 4, 1e-6);
     ck_assert_float_eq(y[1], 0.0f);
     for (int j = 4; j < 8; j++)
-        ck_assert_float_eq_tol(y[j], 0.25f, 1e-7f);
+        ck_assert_float_eq(y[j], 0.0f);
     tfm_tape_free(tape);
     tfm_tensor_free(x);
     tfm_tensor_free(m);
@@ -161,8 +162,8 @@ START_TEST(broadcast_masks)
             for (int t = 0; t < T; t++)
                 for (int s = 0; s < S; s++) {
                     int i = ((b * H + h) * T + t) * S + s;
-                    sc[i] = causal[t * S + s] ? xv[i] : -1e9;
-                    sp[i] = pad[b * S + s] ? xv[i] : -1e9;
+                    sc[i] = causal[t * S + s] ? xv[i] : -INFINITY;
+                    sp[i] = pad[b * S + s] ? xv[i] : -INFINITY;
                 }
     check_rows(yc, sc, B * H * T, S, 1e-6);
     check_rows(yf, sc, B * H * T, S, 1e-6);
@@ -202,7 +203,7 @@ START_TEST(gradient_without_mask)
 }
 END_TEST
 
-/* Includes a fully dropped row: uniform output, but no gradient reaches x. */
+/* Includes a fully dropped row: zeros, and no gradient reaches x. */
 START_TEST(gradient_keep_mask)
 {
     int32_t keep[T * S] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1};
@@ -233,6 +234,42 @@ START_TEST(keep_mask_blocks_gradient)
     tfm_tape_free(tape);
     tfm_tensor_free(x);
     tfm_tensor_free(mask);
+}
+END_TEST
+
+/* A row with nothing kept: the keep-mask and the additive mask of the same
+ * positions give the same bits forward and backward, zeros on that row
+ * and no gradient (not NaN) through it. */
+START_TEST(forms_agree_on_a_row_with_nothing_kept)
+{
+    const int32_t keep[8] = {1, 0, 1, 1, 0, 0, 0, 0};
+    float add[8];
+    for (int i = 0; i < 8; i++)
+        add[i] = keep[i] ? 0.0f : -INFINITY;
+    tfm_tensor *masks[2] = {tfm_tensor_from_i32(2, (const int64_t[]){2, 4}, keep),
+                            tfm_tensor_from_f32(2, (const int64_t[]){2, 4}, add)};
+    float y[2][8], g[2][8];
+    const float seed[8] = {1, -2, 3, 4, 5, 6, -7, 8};
+    for (int f = 0; f < 2; f++) {
+        tfm_tensor *x = gc_random(2, (const int64_t[]){2, 4}, 6);
+        tfm_tensor_set_requires_grad(x, 1);
+        tfm_tape *tape = tfm_tape_create();
+        tfm_tensor *out = tfm_softmax(tape, x, masks[f]);
+        ck_assert_int_eq(tfm_tensor_read_f32(out, y[f], 8), TFM_OK);
+        ck_assert_int_eq(tfm_tape_backward_with_grad(tape, out, seed, 8), TFM_OK);
+        memcpy(g[f], tfm_tensor_grad_f32(x), sizeof g[f]);
+        tfm_tape_free(tape);
+        tfm_tensor_free(x);
+    }
+    ck_assert_mem_eq(y[0], y[1], sizeof y[0]);
+    ck_assert_mem_eq(g[0], g[1], sizeof g[0]);
+    for (int j = 4; j < 8; j++) {
+        ck_assert_float_eq(y[0][j], 0.0f);
+        ck_assert_float_eq(g[0][j], 0.0f);
+    }
+    ck_assert_float_ne(g[0][0], 0.0f);
+    tfm_tensor_free(masks[0]);
+    tfm_tensor_free(masks[1]);
 }
 END_TEST
 
@@ -325,6 +362,7 @@ static Suite *softmax_suite(void)
     tcase_add_test(tc, huge_values_stay_finite);
     tcase_add_test(tc, keep_mask_values);
     tcase_add_test(tc, additive_mask_values);
+    tcase_add_test(tc, forms_agree_on_a_row_with_nothing_kept);
     tcase_add_test(tc, broadcast_masks);
     tcase_add_test(tc, gradient_without_mask);
     tcase_add_test(tc, gradient_keep_mask);

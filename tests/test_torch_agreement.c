@@ -531,14 +531,21 @@ START_TEST(encoder_layer_prenorm_agrees)
 }
 END_TEST
 
+/* The fixture's decoder layer (d_model 16), its parameters loaded. */
+static tfm_layer *decoder_layer_open(ctx *c, const char *fixture)
+{
+    ctx_open(c, fixture, 1);
+    tfm_block_options o = block_options(0);
+    tfm_layer *layer = tfm_decoder_layer_create(c->params, "", &o, c->rng);
+    ck_assert_msg(layer, "tfm_decoder_layer_create: %s", tfm_last_error());
+    ctx_load(c);
+    return layer;
+}
+
 START_TEST(decoder_layer_agrees)
 {
     ctx c;
-    ctx_open(&c, "decoder_layer", 1);
-    tfm_block_options o = block_options(0);
-    tfm_layer *layer = tfm_decoder_layer_create(c.params, "", &o, c.rng);
-    ck_assert_msg(layer, "tfm_decoder_layer_create: %s", tfm_last_error());
-    ctx_load(&c);
+    tfm_layer *layer = decoder_layer_open(&c, "decoder_layer");
     tfm_tensor *tgt = ctx_input(&c, "input.tgt"), *memory = ctx_input(&c, "input.memory");
     tfm_tensor *out = tfm_decoder_layer_forward(c.tape, layer, tgt, memory,
                                                 ctx_get(&c, "mask.tgt"),
@@ -548,6 +555,95 @@ START_TEST(decoder_layer_agrees)
     expect_params(&c, "grad.param", 1, GRAD_TOL);
     expect(&c, tgt, 1, "grad.input.tgt", GRAD_TOL);
     expect(&c, memory, 1, "grad.input.memory", GRAD_TOL);
+    tfm_layer_free(layer);
+    ctx_close(&c);
+}
+END_TEST
+
+/* --- queries with no key to attend to --------------------------------------------- */
+/* The fixtures are PyTorch's layers with one change (generate.py's twins):
+ * a query whose keys are all masked gets weights 0, where PyTorch gives
+ * NaN. PyTorch's bool masks, converted to each of libtfm's forms, must
+ * give the twin's values and gradients, and the same bits as each other. */
+enum { NO_KEYS_MAX = 128 };
+
+typedef struct no_keys_run {
+    float out[NO_KEYS_MAX], grad[NO_KEYS_MAX]; /* the output, the first input's gradient */
+} no_keys_run;
+
+/* After the forward out of inputs[0..n): the fixture's output, its
+ * gradients through the seeded backward, and a copy of both into run. */
+static void expect_no_keys(ctx *c, tfm_tensor *out, tfm_tensor *const *inputs,
+                           const char *const *grad_keys, int n, no_keys_run *run)
+{
+    expect(c, out, 0, "output.out", OUT_TOL);
+    backward_seeded(c, out, "seed.out");
+    expect_params(c, "grad.param", 1, GRAD_TOL);
+    for (int i = 0; i < n; i++)
+        expect(c, inputs[i], 1, grad_keys[i], GRAD_TOL);
+    ck_assert(tfm_tensor_numel(out) <= NO_KEYS_MAX);
+    ck_assert_int_eq(tfm_tensor_read_f32(out, run->out, tfm_tensor_numel(out)), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_grad(inputs[0], run->grad, tfm_tensor_numel(inputs[0])),
+                     TFM_OK);
+    ck_assert_int_eq(tfm_tape_reset(c->tape), TFM_OK);
+    ck_assert_int_eq(tfm_params_zero_grad(c->params), TFM_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(tfm_tensor_zero_grad(inputs[i]), TFM_OK);
+}
+
+static const tfm_dtype mask_forms[2] = {TFM_I32, TFM_F32};
+
+/* PyTorch's test_transformerencoderlayer (d_model 4, cos weights, input
+ * [20, 30, 40, 50]) with src_key_padding_mask [[True]]: its second batch
+ * row, 2.212938 ... where the keep form gave 2.258704 (uniform attention)
+ * and PyTorch NaN; the first row is the same input unmasked. */
+START_TEST(encoder_layer_with_no_keys_agrees)
+{
+    ctx c;
+    ctx_open(&c, "encoder_layer_no_keys", 1);
+    tfm_block_options o = block_options(0);
+    o.d_model = 4;
+    o.d_ff = 16;
+    tfm_layer *layer = tfm_encoder_layer_create(c.params, "", &o, c.rng);
+    ck_assert_msg(layer, "tfm_encoder_layer_create: %s", tfm_last_error());
+    ctx_load(&c);
+    tfm_tensor *x = ctx_input(&c, "input.x");
+    static const char *const grad_keys[1] = {"grad.input.x"};
+    no_keys_run runs[2];
+    memset(runs, 0, sizeof runs);
+    for (int f = 0; f < 2; f++) {
+        tfm_tensor *padding = torch_bool_mask(&c, "mask.torch_key_padding", mask_forms[f]);
+        tfm_tensor *out = tfm_encoder_layer_forward(c.tape, layer, x, NULL, padding);
+        expect_no_keys(&c, out, &x, grad_keys, 1, &runs[f]);
+    }
+    ck_assert_mem_eq(&runs[0], &runs[1], sizeof runs[0]);
+    ck_assert_float_eq_tol(runs[0].out[4], 2.212938f, 1e-6f);
+    tfm_layer_free(layer);
+    ctx_close(&c);
+}
+END_TEST
+
+/* A decoder layer whose second batch row has a source of padding only and
+ * a target padded on the left (under the causal mask its first query has
+ * no key): each mask given as PyTorch's. */
+START_TEST(decoder_layer_with_no_keys_agrees)
+{
+    ctx c;
+    tfm_layer *layer = decoder_layer_open(&c, "decoder_layer_no_keys");
+    tfm_tensor *inputs[2] = {ctx_input(&c, "input.tgt"), ctx_input(&c, "input.memory")};
+    static const char *const grad_keys[2] = {"grad.input.tgt", "grad.input.memory"};
+    no_keys_run runs[2];
+    memset(runs, 0, sizeof runs);
+    for (int f = 0; f < 2; f++) {
+        tfm_tensor *causal = torch_bool_mask(&c, "mask.torch_causal", mask_forms[f]);
+        tfm_tensor *tgt_padding = torch_bool_mask(&c, "mask.torch_tgt_key_padding", mask_forms[f]);
+        tfm_tensor *memory_padding = torch_bool_mask(&c, "mask.torch_memory_key_padding",
+                                                     mask_forms[f]);
+        tfm_tensor *out = tfm_decoder_layer_forward(c.tape, layer, inputs[0], inputs[1], causal,
+                                                    NULL, tgt_padding, memory_padding);
+        expect_no_keys(&c, out, inputs, grad_keys, 2, &runs[f]);
+    }
+    ck_assert_mem_eq(&runs[0], &runs[1], sizeof runs[0]);
     tfm_layer_free(layer);
     ctx_close(&c);
 }
@@ -718,6 +814,8 @@ static Suite *torch_agreement_suite(void)
     tcase_add_test(layers, encoder_layer_agrees);
     tcase_add_test(layers, encoder_layer_prenorm_agrees);
     tcase_add_test(layers, decoder_layer_agrees);
+    tcase_add_test(layers, encoder_layer_with_no_keys_agrees);
+    tcase_add_test(layers, decoder_layer_with_no_keys_agrees);
     suite_add_tcase(s, layers);
     TCase *models = tcase_create("models");
     tcase_add_test(models, model_agrees);

@@ -3,7 +3,10 @@
  * libtfm's keep-masks (1 = attend), additive masks (0 / -inf, PyTorch's
  * float masks), and PyTorch's boolean masks (True = ignore) converted.
  * Passing a PyTorch boolean mask as if it were a keep-mask inverts it: the
- * program shows that too. Exits 0 when every agreement holds.
+ * program shows that too. A sequence of padding only leaves its queries no
+ * key: both forms give them weights 0 (PyTorch: NaN), so the attention's
+ * output there is its output projection's bias. Exits 0 when every
+ * agreement holds.
  *
  *   cc masks.c $(pkg-config --cflags --libs tfm) -o masks
  */
@@ -74,18 +77,38 @@ int main(void)
     tfm_tensor *by_tutorial = tfm_attention_forward(tape, attention, x, x, combined, NULL, NULL);
     tfm_tensor *by_mistake = tfm_attention_forward(tape, attention, x, x, keep_causal, inverted,
                                                    NULL);
-    if (!by_keep || !by_additive || !by_tutorial || !by_mistake) {
+    /* 4. The second sequence all padding: its queries have no key left. */
+    uint8_t no_keys[B * T];
+    for (int i = 0; i < B * T; i++)
+        no_keys[i] = i >= T;
+    tfm_tensor *empty_keep = tfm_attention_forward(
+        tape, attention, x, x, NULL,
+        tfm_mask_from_torch_bool(tape, no_keys, 2, (const int64_t[]){B, T}, TFM_I32), NULL);
+    tfm_tensor *empty_additive = tfm_attention_forward(
+        tape, attention, x, x, NULL,
+        tfm_mask_from_torch_bool(tape, no_keys, 2, (const int64_t[]){B, T}, TFM_F32), NULL);
+    if (!by_keep || !by_additive || !by_tutorial || !by_mistake || !empty_keep ||
+        !empty_additive) {
         tfm_tensor_free(inverted);
         goto done;
     }
     float additive_vs_keep = max_difference(by_keep, by_additive);
     float tutorial_vs_keep = max_difference(by_keep, by_tutorial);
     float mistake_vs_keep = max_difference(by_keep, by_mistake);
+    float empty_forms = max_difference(empty_keep, empty_additive), empty_vs_bias = 0.0f;
+    const float *bias = tfm_tensor_data_f32(tfm_params_find(params, "attn.out_proj.bias"));
+    for (int t = 0; t < T; t++)
+        for (int e = 0; e < D; e++)
+            empty_vs_bias = fmaxf(empty_vs_bias,
+                                  fabsf(tfm_tensor_data_f32(empty_keep)[(T + t) * D + e] - bias[e]));
     printf("keep-mask vs additive mask:      max |difference| %g\n", additive_vs_keep);
     printf("key-padding vs tutorial 4-D mask: max |difference| %g\n", tutorial_vs_keep);
     printf("PyTorch bool taken as keep-mask: max |difference| %g (wrong, as expected)\n",
            mistake_vs_keep);
-    status = additive_vs_keep < 1e-6f && tutorial_vs_keep < 1e-6f && mistake_vs_keep > 1e-2f
+    printf("no key to attend to, keep-mask vs additive: max |difference| %g; "
+           "output vs out_proj.bias: %g\n", empty_forms, empty_vs_bias);
+    status = additive_vs_keep < 1e-6f && tutorial_vs_keep < 1e-6f && mistake_vs_keep > 1e-2f &&
+                     empty_forms == 0.0f && empty_vs_bias < 1e-6f
                  ? EXIT_SUCCESS
                  : EXIT_FAILURE;
     tfm_tensor_free(inverted);

@@ -45,7 +45,9 @@ typedef struct tfm_decode_options {
     int32_t max_length;           /**< tokens generated after bos_id */
     int32_t bos_id;               /**< the first decoder input */
     int32_t eos_id;               /**< ends a sequence; -1: none, run max_length */
-    int32_t src_pad_id;           /**< masks these source keys; -1: no padding */
+    /** masks these source keys (a source of padding only: nothing to
+     * attend to, see nn.h); -1: no padding */
+    int32_t src_pad_id;
     /** SAMPLE: logits / temperature, then the top_k most likely (0: all),
      * then the smallest set whose probability reaches top_p (1: all). */
     float temperature;

@@ -28,6 +28,16 @@
  * - TFM_F32, an additive mask: 0 = attend, -inf = ignore, added to the
  *   scores; PyTorch's float masks mean the same and pass unchanged.
  *
+ * A query whose keys are all ignored (a source of padding only; a left-
+ * padded target under the causal mask) attends to nothing, in both forms
+ * and wherever attention runs (layers, the model, decoding): its weights
+ * are 0, so its context is 0 and the attention's output there is the
+ * output projection's bias, and no gradient passes through those weights.
+ * PyTorch gives NaN for such a query, and the tutorials' masked_fill(mask
+ * == 0, -1e9) uniform weights over the ignored keys; zeros keep a padded
+ * batch's training step free of NaN and make each row's result independent
+ * of its padding.
+ *
  * The mask constructors return tape-owned masks (valid until
  * tfm_tape_reset()), or with tape NULL caller-owned ones (free with
  * tfm_tensor_free()), which a training loop can make once and use at every
@@ -319,7 +329,10 @@ TFM_API tfm_tensor *tfm_mask_from_lengths(tfm_tape *tape, const int64_t *lengths
 /** A PyTorch boolean mask (True = ignore), as bytes (numpy's bool) of the
  * given shape, in libtfm's form of the same shape: for example a
  * key_padding_mask [B, S] becomes a key-padding mask with 0 (keep form) or
- * -inf (additive form) where PyTorch had True. */
+ * -inf (additive form) where PyTorch had True. Both forms give the same
+ * results. One difference from PyTorch: a query whose keys are all True
+ * gets attention weights 0 (see the file's notes), where PyTorch gives
+ * NaN. */
 TFM_API tfm_tensor *tfm_mask_from_torch_bool(tfm_tape *tape,
                                              const uint8_t *masked_out,
                                              int32_t ndim, const int64_t *shape,

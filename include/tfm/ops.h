@@ -94,11 +94,13 @@ TFM_API tfm_tensor *tfm_concat(tfm_tape *tape, const tfm_tensor *const *xs,
 
 /* --- normalisation, softmax ---------------------------------------------------- */
 /** Softmax over the last axis. mask may be NULL; an int32 mask is a keep-mask
- * (0 drops the position, as masked_fill(mask == 0, -1e9) does, so a fully
- * dropped row is uniform); a float32 mask is added to x (0 or -inf, as
- * torch.nn.Transformer's masks; a row that is all -inf gives zeros). The mask
- * broadcasts to x. A row holding NaN or +inf gives NaN across the row (as
- * PyTorch), in log_softmax too; NaN passes through every other op. */
+ * (0 drops the position: its output is exactly 0); a float32 mask is added
+ * to x (0 or -inf, as torch.nn.Transformer's masks). The mask broadcasts to
+ * x. A row with no position left (every one dropped, or -inf) is all zeros
+ * in both forms, and passes no gradient back: the tutorials'
+ * masked_fill(mask == 0, -1e9) would make it uniform, PyTorch's -inf NaN.
+ * A row holding NaN or +inf gives NaN across the row (as PyTorch), in
+ * log_softmax too; NaN passes through every other op. */
 TFM_API tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x,
                                 const tfm_tensor *mask);
 /** log(softmax(x)) over the last axis, computed stably (no mask). */

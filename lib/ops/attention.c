@@ -232,7 +232,7 @@ TFM__INLINE double scores_backward(const plan *a, int64_t pair, const float *w, 
     const float *kh = a->k + b * S * a->wk + a->k_col + h * dk;
     double scores_dot = 0.0;
     for (int64_t t = 0; t < T; t++) {
-        tfm__softmax_grad_row(w + t * S, dp + t * S, S, a->mask, a->bc, row0 + t, dp + t * S, 0);
+        tfm__softmax_grad_row(w + t * S, dp + t * S, S, dp + t * S, 0);
         if (a->gm) {
             float *gmr = a->gm + tfm__mask_row(a->bc, row0 + t);
             for (int64_t j = 0; j < S; j++)

@@ -1,5 +1,6 @@
 /* Softmax (with an optional keep-mask or additive mask) and log-softmax over
  * the last axis. Each forward is followed by its backward. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -10,9 +11,6 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/fastmath.h"
-
-/* What masked_fill(mask == 0, -1e9) writes into the scores. */
-#define KEEP_MASK_FILL (-1e9f)
 
 int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *mask,
                         tfm_broadcast *bc)
@@ -29,14 +27,17 @@ int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *m
     return 0;
 }
 
-/* A row with nothing left (all -inf) is zeros rather than NaN. */
+/* A row with nothing left (all -inf) is zeros rather than NaN: a query
+ * whose keys are all masked attends to nothing. */
 TFM__INLINE void softmax_row(const float *s, float *y, int64_t n)
 {
     float max = s[0];
 #pragma omp simd reduction(max : max)
     for (int64_t j = 1; j < n; j++)
         max = s[j] > max ? s[j] : max;
-    if (max == -INFINITY) {
+    /* clang starts a simd max reduction at -FLT_MAX, not -inf: a row of
+     * -inf reduces to that there */
+    if (max == -INFINITY || max == -FLT_MAX) {
         memset(y, 0, (size_t)n * sizeof *y);
         return;
     }
@@ -51,13 +52,15 @@ TFM__KERNEL(tfm__softmax_row, (const float *x, float *y, int64_t n, const tfm_te
             (x, y, n, mask, bc, r))
 {
     if (mask) {
-        /* the masked scores go into y, then softmax in place */
+        /* the masked scores go into y, then softmax in place; a keep-mask's
+         * dropped score is -inf, as an additive mask's, so both forms give
+         * the same weights, zeros in a row with no key kept */
         int64_t off = tfm__mask_row(bc, r), step = bc->stride_b[3];
         if (mask->dtype == TFM_I32) {
             const int32_t *m = tfm__i32(mask) + off;
 #pragma omp simd
             for (int64_t j = 0; j < n; j++)
-                y[j] = m[j * step] ? x[j] : KEEP_MASK_FILL;
+                y[j] = m[j * step] ? x[j] : -INFINITY;
         } else {
             const float *m = tfm__f32(mask) + off;
 #pragma omp simd
@@ -69,33 +72,17 @@ TFM__KERNEL(tfm__softmax_row, (const float *x, float *y, int64_t n, const tfm_te
     softmax_row(x, y, n);
 }
 
-/* A keep-mask replaced the dropped scores by a constant, so they get no
- * gradient even in a fully dropped (uniform) row; an additive mask passes
- * the same gradient as x. */
-TFM__KERNEL(tfm__softmax_grad_row, (const float *y, const float *g, int64_t n,
-                                     const tfm_tensor *mask, const tfm_broadcast *bc, int64_t r,
-                                     float *dx, int accumulate),
-            (y, g, n, mask, bc, r, dx, accumulate))
+/* Masked positions, and every position of a row with no key kept, have
+ * y = 0: they get no gradient, in either mask form. */
+TFM__KERNEL(tfm__softmax_grad_row, (const float *y, const float *g, int64_t n, float *dx,
+                                     int accumulate),
+            (y, g, n, dx, accumulate))
 {
     float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
     for (int64_t j = 0; j < n; j++)
         dot += g[j] * y[j];
-    const int32_t *keep = NULL;
-    int64_t step = 0;
-    if (mask && mask->dtype == TFM_I32) {
-        keep = tfm__i32(mask) + tfm__mask_row(bc, r);
-        step = bc->stride_b[3];
-    }
-    if (keep && accumulate) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            dx[j] += keep[j * step] ? y[j] * (g[j] - dot) : 0.0f;
-    } else if (keep) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++)
-            dx[j] = keep[j * step] ? y[j] * (g[j] - dot) : 0.0f;
-    } else if (accumulate) {
+    if (accumulate) {
 #pragma omp simd
         for (int64_t j = 0; j < n; j++)
             dx[j] += y[j] * (g[j] - dot);
@@ -119,7 +106,7 @@ static void softmax_backward(tfm_node *node)
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * n, *gr = g + r * n;
         if (gx)
-            tfm__softmax_grad_row(yr, gr, n, mask, bc, r, gx + r * n, 1);
+            tfm__softmax_grad_row(yr, gr, n, gx + r * n, 1);
         if (gm) {
             float dot = 0.0f;
             for (int64_t j = 0; j < n; j++)

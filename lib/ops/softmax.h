@@ -18,12 +18,12 @@ static inline int64_t tfm__mask_row(const tfm_broadcast *bc, int64_t r)
     return d0 * bc->stride_b[0] + d1 * bc->stride_b[1] + d2 * bc->stride_b[2];
 }
 /* y = softmax(x masked) for row r of x (n values); x may alias y. mask may
- * be NULL; otherwise int32 keep or float32 additive, as tfm_softmax. */
+ * be NULL; otherwise int32 keep or float32 additive, as tfm_softmax: a
+ * masked position's y is 0, and a row with nothing kept is all zeros. */
 void tfm__softmax_row(const float *x, float *y, int64_t n, const tfm_tensor *mask,
                       const tfm_broadcast *bc, int64_t r);
-/* dx (+)= the gradient of row r's input from its output y and output
- * gradient g; dx may alias g when not accumulating. */
-void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, const tfm_tensor *mask,
-                           const tfm_broadcast *bc, int64_t r, float *dx, int accumulate);
+/* dx (+)= the gradient of a row's input (masked or not) from its output y
+ * and output gradient g; dx may alias g when not accumulating. */
+void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, float *dx, int accumulate);
 
 #endif

@@ -1,0 +1,282 @@
+/* Attention over the caches (cache.c's tiles). The kernel takes four query
+ * heads at a time: a row's heads, or a source's beam hypotheses for one
+ * head, which read the same tiles. A query's scores vectorise over the
+ * positions and its context over d_k, both accumulating in registers. A
+ * step's rows feed it, split among libtfm's threads when their group may. */
+#include <math.h>
+
+#include "core/cpu.h"
+#include "core/fastmath.h"
+#include "core/parallel.h"
+#include "core/vectors.h"
+#include "decode/decode.h"
+
+/* A query head for attend: its query [d_k] over the tiles listed in table
+ * (NULL: the tiles one after another), the keys it may attend to (keep,
+ * whole tiles of them; NULL: all), and where its context [d_k] goes. */
+typedef struct query {
+    const float *q, *tiles;
+    const int32_t *table, *keep;
+    float *context;
+} query;
+
+static const float *tile_of(const query *query, int64_t j0, int64_t size)
+{
+    return query->tiles + (query->table ? query->table[j0 / BLOCK] : j0 / BLOCK) * size;
+}
+
+/* The queries read the same tile (a source's beam hypotheses, one head) */
+static int one_tile(const float *const *tiles)
+{
+    int same = 1;
+    for (int i = 1; i < QUERIES; i++)
+        same &= tiles[i] == tiles[0];
+    return same;
+}
+
+/* QUERIES query heads over len positions each; p [QUERIES][len rounded up
+ * to BLOCK] is scratch. The queries' independent sums keep the core's
+ * multiply-adds busy, where one query's would wait on each other. Scores
+ * accumulate in registers a tile at a time (the lanes past len read what
+ * the tile holds and are dropped); their maximum and sum are kept per lane
+ * and reduced once. The context accumulates eight of its d_k at a time,
+ * over two interleaved halves of each tile's positions. */
+static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t dk,
+                            float *restrict p),
+                   (queries, len, dk, p))
+{
+    const int64_t size = 2 * BLOCK * dk, stride = (len + BLOCK - 1) / BLOCK * BLOCK;
+    float lane_max[QUERIES][BLOCK];
+    for (int i = 0; i < QUERIES; i++)
+        for (int j = 0; j < BLOCK; j++)
+            lane_max[i][j] = -INFINITY;
+    for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+        const int64_t n = len - j0;
+        const float *kt[QUERIES];
+        vec16 acc[QUERIES];
+#pragma GCC unroll 4
+        for (int i = 0; i < QUERIES; i++) {
+            kt[i] = tile_of(&queries[i], j0, size);
+            acc[i] = (vec16){0};
+        }
+        if (one_tile(kt)) /* each key loaded once, for every query */
+            for (int64_t e = 0; e < dk; e++) {
+                const vec16 k = load16(kt[0] + e * BLOCK);
+#pragma GCC unroll 4
+                for (int i = 0; i < QUERIES; i++)
+                    acc[i] += queries[i].q[e] * k;
+            }
+        else
+            for (int64_t e = 0; e < dk; e++)
+#pragma GCC unroll 4
+                for (int i = 0; i < QUERIES; i++)
+                    acc[i] += queries[i].q[e] * load16(kt[i] + e * BLOCK);
+        for (int i = 0; i < QUERIES; i++) {
+            /* through an aligned copy: reading back a store across a cache
+             * line (p's) would wait for it to reach the cache */
+            float score[BLOCK] __attribute__((aligned(64))), *pi = p + i * stride + j0;
+            const int32_t *keep = queries[i].keep;
+            store16(score, acc[i]);
+            if (keep)
+#pragma omp simd
+                for (int j = 0; j < BLOCK; j++)
+                    score[j] = keep[j0 + j] ? score[j] : -INFINITY;
+#pragma omp simd
+            for (int j = 0; j < BLOCK; j++) {
+                pi[j] = score[j];
+                lane_max[i][j] = j < n && score[j] > lane_max[i][j] ? score[j] : lane_max[i][j];
+            }
+        }
+    }
+    float inv[QUERIES];
+    for (int i = 0; i < QUERIES; i++) {
+        /* a query with no key kept (a source all padding) attends to
+         * nothing, as tfm_softmax's masks: weights 0 rather than NaN */
+        const float max = max16(load16(lane_max[i])), shift = max == -INFINITY ? 0.0f : max;
+        float *pi = p + i * stride, sums[BLOCK] = {0.0f};
+        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+            const int64_t n = len - j0;
+#pragma omp simd
+            for (int j = 0; j < BLOCK; j++) {
+                const float y = j < n ? tfm__expf(pi[j0 + j] - shift) : 0.0f;
+                pi[j0 + j] = y;
+                sums[j] += y;
+            }
+        }
+        inv[i] = max == -INFINITY ? 0.0f : 1.0f / sum16(load16(sums));
+    }
+    int64_t e0 = 0;
+    for (; e0 + 8 <= dk; e0 += 8) {
+        vec8 a[QUERIES], b[QUERIES];
+#pragma GCC unroll 4
+        for (int i = 0; i < QUERIES; i++)
+            a[i] = b[i] = (vec8){0};
+        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+            const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;
+            const float *v[QUERIES];
+#pragma GCC unroll 4
+            for (int i = 0; i < QUERIES; i++)
+                v[i] = tile_of(&queries[i], j0, size) + BLOCK * dk + e0;
+            int64_t j = 0;
+            if (one_tile(v))
+                for (; j + 2 <= n; j += 2) {
+                    const vec8 va = load8(v[0] + j * dk), vb = load8(v[0] + (j + 1) * dk);
+#pragma GCC unroll 4
+                    for (int i = 0; i < QUERIES; i++) {
+                        const float *pj = p + i * stride + j0 + j;
+                        a[i] += pj[0] * va;
+                        b[i] += pj[1] * vb;
+                    }
+                }
+            else
+                for (; j + 2 <= n; j += 2)
+#pragma GCC unroll 4
+                    for (int i = 0; i < QUERIES; i++) {
+                        const float *pj = p + i * stride + j0 + j, *vj = v[i] + j * dk;
+                        a[i] += pj[0] * load8(vj);
+                        b[i] += pj[1] * load8(vj + dk);
+                    }
+            if (j < n)
+#pragma GCC unroll 4
+                for (int i = 0; i < QUERIES; i++)
+                    a[i] += p[i * stride + j0 + j] * load8(v[i] + j * dk);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < QUERIES; i++)
+            store8(queries[i].context + e0, (a[i] + b[i]) * inv[i]);
+    }
+    for (; e0 < dk; e0++) /* d_k not a multiple of 8 */
+        for (int i = 0; i < QUERIES; i++) {
+            float sum = 0.0f;
+            for (int64_t j = 0; j < len; j++)
+                sum += p[i * stride + j] *
+                       tile_of(&queries[i], j, size)[(BLOCK + j % BLOCK) * dk + e0];
+            queries[i].context[e0] = sum * inv[i];
+        }
+}
+
+/* Collects query heads for attend, QUERIES at a time. */
+typedef struct query_batch {
+    query queries[QUERIES];
+    int count;
+    int64_t len, dk;
+    float *p;
+} query_batch;
+
+static void attend_batch(query_batch *batch)
+{
+    /* a batch short of QUERIES repeats its last query: the same context,
+     * written again */
+    for (int i = batch->count; i < QUERIES; i++)
+        batch->queries[i] = batch->queries[batch->count - 1];
+    attend(batch->queries, batch->len, batch->dk, batch->p);
+    batch->count = 0;
+}
+
+static void add_query(query_batch *batch, query query)
+{
+    batch->queries[batch->count++] = query;
+    if (batch->count == QUERIES)
+        attend_batch(batch);
+}
+
+static void finish_batch(query_batch *batch)
+{
+    if (batch->count > 0)
+        attend_batch(batch);
+}
+
+/* The attention of one step's rows [begin, end) in one layer, after the
+ * projections into g->qkv: self-attention over positions 0..t, or
+ * cross-attention over the source's S positions. */
+typedef struct attend_job {
+    tfm_decoding *d;
+    const group *g;
+    int32_t l;
+    const int32_t *rows;
+    int64_t t, S;
+    float factor;
+} attend_job;
+
+/* The end of the rows from `first` (before end) of first's source. A
+ * source's hypotheses attend one head at a time, the kernel's queries
+ * reading the same tiles. */
+static int64_t next_source(const attend_job *j, int64_t first, int64_t end)
+{
+    int64_t source = j->rows[first] / j->d->beam, last = first + 1;
+    while (last < end && j->rows[last] / j->d->beam == source)
+        last++;
+    return last;
+}
+
+/* The newest position's key and value join the row's cache at position t;
+ * its query attends over positions 0..t. */
+static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const attend_job *j = ctx;
+    tfm_decoding *d = j->d;
+    int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
+    for (int64_t i = begin; i < end; i++) {
+        float *row = j->g->qkv + i * 3 * D; /* its queries, keys, values */
+        const int32_t *table = tile_table_of(d, j->rows[i]);
+        for (int64_t e = 0; e < D; e++)
+            row[e] *= j->factor;
+        for (int64_t h = 0; h < H; h++)
+            put_position(self_tiles(d, j->l, h) + table[t / BLOCK] * tile_floats(d), t,
+                         row + D + h * dk, row + 2 * D + h * dk, dk);
+    }
+    query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    for (int64_t first = begin, last; first < end; first = last) {
+        last = next_source(j, first, end);
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = first; i < last; i++)
+                add_query(&batch, (query){j->g->qkv + i * 3 * D + h * dk, self_tiles(d, j->l, h),
+                                          tile_table_of(d, j->rows[i]), NULL,
+                                          j->g->ctx + i * D + h * dk});
+    }
+    finish_batch(&batch);
+}
+
+static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    const attend_job *j = ctx;
+    tfm_decoding *d = j->d;
+    int64_t D = d->d, H = d->heads, dk = d->dk;
+    for (int64_t e = 0; e < (end - begin) * D; e++)
+        j->g->qkv[begin * D + e] *= j->factor;
+    query_batch batch = {.len = j->S, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    for (int64_t first = begin, last; first < end; first = last) {
+        last = next_source(j, first, end);
+        int64_t b = j->rows[first] / d->beam;
+        const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->cross_tiled : NULL;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i = first; i < last; i++)
+                add_query(&batch, (query){j->g->qkv + i * D + h * dk, cross_tiles(d, j->l, b, h),
+                                          NULL, keep, j->g->ctx + i * D + h * dk});
+    }
+    finish_batch(&batch);
+}
+
+/* Runs a step's attention over its n rows, split among libtfm's threads
+ * when the group may and the work is worth it. */
+static void attend_rows(const attend_job *j, int64_t n, int64_t floats, tfm__range_fn rows)
+{
+    if (j->g->split)
+        tfm__parallel_for(n, tfm__workers_for(floats), rows, (void *)j);
+    else
+        rows((void *)j, 0, n, 0);
+}
+
+void tfm__decode_self_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
+                             int64_t n, int64_t t, float factor)
+{
+    attend_job j = {d, g, l, rows, t, 0, factor};
+    attend_rows(&j, n, n * (t + 1) * d->d, self_attend_rows);
+}
+
+void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
+                              int64_t n, int64_t S, float factor)
+{
+    attend_job j = {d, g, l, rows, 0, S, factor};
+    attend_rows(&j, n, n * S * d->d, cross_attend_rows);
+}

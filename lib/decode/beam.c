@@ -1,0 +1,183 @@
+/* Beam search: per source, a row per live hypothesis; each step keeps the
+ * best (beam - finished) continuations, those ending in eos_id finish,
+ * and the n_best finished ones are returned best first, their scores
+ * normalised by length ** length_penalty. */
+#include <math.h>
+#include <string.h>
+
+#include "decode/decode.h"
+
+/* The raw score of a hypothesis of `generated` tokens, length-normalised. */
+static double normalised(const tfm_decoding *d, double score, int64_t generated)
+{
+    return score / pow((double)generated, (double)d->o.length_penalty);
+}
+
+/* Moves row `from`'s hypothesis (its first `len` tokens) to source b's
+ * finished ones. */
+static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t len, double score)
+{
+    int64_t T1 = d->max_len + 1, f = b * d->beam + d->done[b]++;
+    int32_t *out = d->fin_tokens + f * T1;
+    memcpy(out, tokens, (size_t)len * sizeof *out);
+    for (int64_t i = len; i < T1; i++)
+        out[i] = -1;
+    d->fin_length[f] = (int32_t)len;
+    d->fin_score[f] = normalised(d, score, len - 1);
+}
+
+/* One source's best candidates of a step, kept sorted [beam]. */
+typedef struct candidates {
+    double *score;
+    int32_t *parent, *token;
+} candidates;
+
+static candidates candidates_of(const tfm_decoding *d, int64_t b)
+{
+    int64_t at = b * d->beam;
+    return (candidates){d->cand_score + at, d->cand_parent + at, d->cand_token + at};
+}
+
+/* Inserts a candidate into the best `width` of the step; an equal score
+ * ranks after the earlier candidates. */
+static void consider(const candidates *c, int64_t *count, int64_t width, double score,
+                     int32_t parent, int32_t token)
+{
+    if (*count == width && !(score > c->score[width - 1]))
+        return;
+    int64_t pos = *count < width ? (*count)++ : width - 1;
+    for (; pos > 0 && score > c->score[pos - 1]; pos--) {
+        c->score[pos] = c->score[pos - 1];
+        c->parent[pos] = c->parent[pos - 1];
+        c->token[pos] = c->token[pos - 1];
+    }
+    c->score[pos] = score;
+    c->parent[pos] = parent;
+    c->token[pos] = token;
+}
+
+/* Source b's live rows take the hypotheses of their parents (tiles and
+ * tokens 0..t), then the new tokens at t + 1. */
+static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_new, int64_t t)
+{
+    int64_t K = d->beam, T1 = d->max_len + 1, base = b * K;
+    int32_t *hist_tmp = d->hist_tmp + base * T1;
+    double *sum_tmp = d->sum_tmp + base;
+    for (int64_t j = 0; j < n_new; j++) {
+        memcpy(hist_tmp + j * T1, d->hist + (base + c->parent[j]) * T1,
+               (size_t)(t + 1) * sizeof(int32_t));
+        hist_tmp[j * T1 + t + 1] = c->token[j];
+        sum_tmp[j] = c->score[j];
+    }
+    for (int64_t j = 0; j < n_new; j++) {
+        memcpy(d->hist + (base + j) * T1, hist_tmp + j * T1, (size_t)(t + 2) * sizeof(int32_t));
+        d->sum[base + j] = sum_tmp[j];
+    }
+    if (d->o.use_cache)
+        tfm__decode_reorder_tiles(d, c->parent, b, d->live[b], n_new, t);
+}
+
+/* One step of source b, whose live rows' log probabilities start at logp:
+ * the best (beam - finished) continuations; those ending in eos finish. */
+static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
+{
+    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1, width = K - d->done[b];
+    int64_t count = 0;
+    candidates c = candidates_of(d, b);
+    for (int32_t j = 0; j < d->live[b]; j++) {
+        double base = d->sum[b * K + j];
+        for (int64_t v = 0; v < V; v++)
+            consider(&c, &count, width, base + logp[j * V + v], j, (int32_t)v);
+    }
+    int64_t n_new = 0;
+    for (int64_t i = 0; i < count; i++) {
+        if (c.token[i] == d->o.eos_id) {
+            int32_t *tokens = d->hist + (b * K + c.parent[i]) * T1;
+            tokens[t + 1] = d->o.eos_id; /* past the parent's tokens, rewritten if kept */
+            finish(d, b, tokens, t + 2, c.score[i]);
+        } else {
+            c.score[n_new] = c.score[i];
+            c.parent[n_new] = c.parent[i];
+            c.token[n_new] = c.token[i];
+            n_new++;
+        }
+    }
+    reorder(d, &c, b, n_new, t);
+    d->live[b] = (int32_t)n_new;
+}
+
+/* The group's sources, a row per live hypothesis. */
+tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t *tokens,
+                                   int32_t *lengths, float *scores)
+{
+    int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
+    int64_t first = g->first, last = g->first + g->count;
+    int64_t owned = K * row_tiles(d);
+    for (int64_t b = first; b < last; b++) {
+        if (d->o.use_cache) { /* one hypothesis, writing position 0 */
+            memset(d->tile_refs + b * owned, 0, (size_t)owned * sizeof *d->tile_refs);
+            tile_table_of(d, b * K)[0] = tfm__decode_new_tile(d, b);
+        }
+        d->live[b] = 1;
+        d->done[b] = 0;
+        d->hist[b * K * T1] = d->o.bos_id;
+        d->sum[b * K] = 0.0;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        int64_t n = 0;
+        for (int64_t b = first; b < last; b++)
+            for (int32_t j = 0; j < d->live[b]; j++)
+                g->active[n++] = (int32_t)(b * K + j);
+        if (n == 0)
+            break;
+        tfm_status status = tfm__decode_step(d, g, n, t, S);
+        if (status != TFM_OK)
+            return status;
+        for (int64_t i = 0; i < n; i++) {
+            float *l = g->logits + i * V;
+            double lse = tfm__decode_log_sum_exp(l, V);
+            if (!isfinite(lse)) {
+                g->bad_step = t;
+                return TFM_ERR_NUMERIC;
+            }
+            for (int64_t v = 0; v < V; v++)
+                l[v] = (float)(l[v] - lse);
+        }
+        const float *logp = g->logits;
+        for (int64_t b = first; b < last; b++) {
+            int32_t live = d->live[b];
+            if (live > 0)
+                advance(d, b, logp, t);
+            logp += live * V;
+        }
+    }
+    for (int64_t b = first; b < last; b++) {
+        /* hypotheses still live at max_length end there */
+        for (int32_t j = 0; j < d->live[b]; j++)
+            finish(d, b, d->hist + (b * K + j) * T1, T1, d->sum[b * K + j]);
+        /* best first; an equal score keeps the order of finishing */
+        int32_t found = d->done[b];
+        const double *score = d->fin_score + b * K;
+        int32_t *rank = d->rank + b * K;
+        for (int32_t i = 0; i < found; i++) {
+            int32_t pos = i;
+            for (; pos > 0 && score[i] > score[rank[pos - 1]]; pos--)
+                rank[pos] = rank[pos - 1];
+            rank[pos] = i;
+        }
+        for (int64_t h = 0; h < N; h++) {
+            int64_t out = b * N + h, f = b * K + (h < found ? rank[h] : 0);
+            if (h < found) {
+                memcpy(tokens + out * T1, d->fin_tokens + f * T1, (size_t)T1 * sizeof *tokens);
+                lengths[out] = d->fin_length[f];
+            } else { /* fewer distinct sequences exist than n_best */
+                for (int64_t i = 0; i < T1; i++)
+                    tokens[out * T1 + i] = -1;
+                lengths[out] = 0;
+            }
+            if (scores)
+                scores[out] = h < found ? (float)d->fin_score[f] : -INFINITY;
+        }
+    }
+    return TFM_OK;
+}

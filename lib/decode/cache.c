@@ -1,0 +1,101 @@
+/* The tiled caches. Each decoder layer's self-attention keys and values
+ * are kept in tiles of BLOCK positions per head: the keys [d_k][BLOCK],
+ * transposed, then the values [BLOCK][d_k]; a row's tiles are listed in
+ * its tile table. The cross-attention's are computed once per source.
+ * A beam hypothesis takes its parent's table, sharing its tiles (counted
+ * by tile_refs), and a shared tile is copied only when a hypothesis writes
+ * into it: siblings differ in their last positions only, so a step copies
+ * at most a tile per hypothesis, and the siblings read one prefix, from L1
+ * or L2. */
+#include <string.h>
+
+#include "core/gemm.h"
+#include "decode/decode.h"
+#include "model/model.h"
+#include "nn/layer.h"
+
+/* Each decoder layer's cross-attention keys and values of the memory
+ * [B, S, D], split into heads once for the whole run. */
+void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_t S)
+{
+    int64_t D = d->d, H = d->heads, dk = d->dk;
+    for (int32_t l = 0; l < d->layers; l++) {
+        const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
+        if (att->fused) {
+            const float *bias = values(att->bias);
+            tfm__decode_project(memory, B * S, D, tfm__f32(att->weight) + D * D,
+                                bias ? bias + D : NULL, 2 * D, d->kv, 2 * D);
+        } else {
+            tfm__decode_linear(att->children[TFM__ATT_K], memory, B * S, d->kv, 2 * D);
+            tfm__decode_linear(att->children[TFM__ATT_V], memory, B * S, d->kv + D, 2 * D);
+        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++) {
+                float *tiles = cross_tiles(d, l, b, h);
+                for (int64_t s = 0; s < S; s++) {
+                    const float *k = d->kv + (b * S + s) * 2 * D + h * dk;
+                    put_position(tiles + s / BLOCK * tile_floats(d), s, k, k + D, dk);
+                }
+            }
+    }
+}
+
+/* A tile of source b's that no row uses, now used once. A source owns
+ * beam * self_tiled / BLOCK tiles, as many as its hypotheses would use if
+ * they shared none, so one is always free (see reorder_tiles). */
+int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b)
+{
+    int64_t owned = d->beam * row_tiles(d), i = b * owned;
+    while (i < (b + 1) * owned - 1 && d->tile_refs[i] > 0)
+        i++;
+    d->tile_refs[i] = 1;
+    return (int32_t)i;
+}
+
+/* Tile `to` takes tile `from`'s first n positions. */
+static void copy_tile(tfm_decoding *d, int32_t from, int32_t to, int64_t n)
+{
+    int64_t size = tile_floats(d), used = (BLOCK + n) * d->dk; /* the keys, n values */
+    for (int32_t l = 0; l < d->layers; l++)
+        for (int64_t h = 0; h < d->heads; h++) {
+            float *tiles = self_tiles(d, l, h);
+            memcpy(tiles + to * size, tiles + from * size, (size_t)used * sizeof(float));
+        }
+}
+
+/* Source b's new hypotheses j < n_new (rows from b * beam), children of
+ * its `live` rows at step t, take their parents' tile tables (the tiles of
+ * positions 0..t), then a tile of their own for position t + 1: a new one
+ * when t + 1 begins a tile, else their parent's last, copied if another
+ * child uses it too. Every hypothesis then has its own tile of position
+ * t + 1 and shares the others, so the source's rows never use more tiles
+ * than it owns. */
+void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b, int64_t live,
+                               int64_t n_new, int64_t t)
+{
+    int64_t per_row = row_tiles(d), used = t / BLOCK + 1, next = (t + 1) / BLOCK;
+    int32_t *table = tile_table_of(d, b * d->beam);
+    int32_t *tmp = d->table_tmp + b * d->beam * per_row, *refs = d->tile_refs;
+    for (int64_t j = 0; j < n_new; j++) {
+        memcpy(tmp + j * per_row, table + parent[j] * per_row, (size_t)used * sizeof *tmp);
+        for (int64_t i = 0; i < used; i++)
+            refs[tmp[j * per_row + i]]++;
+    }
+    for (int64_t r = 0; r < live; r++)
+        for (int64_t i = 0; i < used; i++)
+            refs[table[r * per_row + i]]--;
+    memcpy(table, tmp, (size_t)(n_new * per_row) * sizeof *table);
+    if (t + 1 >= d->max_len)
+        return;
+    for (int64_t j = 0; j < n_new; j++) {
+        int32_t *tile = table + j * per_row + next;
+        if (next == used) {
+            *tile = tfm__decode_new_tile(d, b);
+        } else if (refs[*tile] > 1) {
+            int32_t own = tfm__decode_new_tile(d, b);
+            copy_tile(d, *tile, own, (t + 1) % BLOCK);
+            refs[*tile]--;
+            *tile = own;
+        }
+    }
+}

@@ -1,0 +1,550 @@
+/* Decoding a tfm_model: greedy, sampling (temperature, top-k, top-p) and
+ * beam search over a batch of sources. This room holds the run and its
+ * options, the decoding's buffers, and the groups of sources on threads;
+ * decode.h lists the others.
+ *
+ * The sources are encoded once on a private no-grad tape. With use_cache
+ * the decoder then runs one token per step outside the tape, straight on
+ * the layers' parameters, over tiled caches of keys and values (cache.c,
+ * step.c, attention_kernel.c). Without the caches, every step runs
+ * tfm_model_decode over the whole prefix (the reference the cached path is
+ * tested against). Rows are sources (greedy, sampling) or a source's beam
+ * hypotheses; only the rows still decoding are computed, so finished
+ * sequences cost nothing.
+ *
+ * A batch is decoded in groups of sources whose caches fit in a core's
+ * share of the caches (see sources_per_group), each group all its steps on
+ * one thread, the threads taking the next group as they finish: a step's
+ * products are too small to share among threads, and a whole batch's
+ * caches, read at every step, would come from memory. The groups depend
+ * on the batch and the model only, so the thread count never changes a
+ * result. Sampling draws from one generator in the order of the rows, and
+ * the reference path shares one tape: both run the batch as one group,
+ * whose rows' attention runs on libtfm's threads. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd/tape.h"
+#include "core/error.h"
+#include "core/options.h"
+#include "core/parallel.h"
+#include "decode/decode.h"
+#include "model/model.h"
+#include "nn/layer.h"
+
+/* A group's caches stay within about this many bytes (a core's L2 and its
+ * share of L3 on most x86 CPUs), counting a beam's hypotheses as sharing
+ * all but a tile, but it keeps at least GROUP_MIN_ROWS rows, below which
+ * its products would run mostly on their edges. */
+#define GROUP_CACHE_BYTES (4 << 20)
+#define GROUP_MIN_ROWS 16
+/* A batch makes at least this many groups if it can, so that the threads
+ * that take them in turn end together, whatever their count. */
+#define MIN_GROUPS 16
+
+void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
+{
+    tfm_decode_options d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    d.strategy = TFM_DECODE_GREEDY;
+    d.max_length = 100;
+    d.bos_id = 1;
+    d.eos_id = 2;
+    d.src_pad_id = -1;
+    d.temperature = 1.0f;
+    d.top_k = 0;
+    d.top_p = 1.0f;
+    d.seed = 0;
+    d.beam_size = 4;
+    d.length_penalty = 1.0f;
+    d.n_best = 1;
+    d.use_cache = 1;
+    tfm__init_options(o, struct_size, &d, sizeof d);
+}
+
+/* The caller's options over the defaults, as far as the caller's struct
+ * goes, checked against the model. 0 or -1 with the error set. */
+static int read_options(const char *op, const tfm_model *m, const tfm_decode_options *given,
+                        tfm_decode_options *o)
+{
+    tfm_decode_options_init(o);
+    if (tfm__read_options(op, "tfm_decode_options_init", given, o, sizeof *o,
+                          offsetof(tfm_decode_options, strategy)) < 0)
+        return -1;
+    o->use_cache = o->use_cache != 0;
+    const tfm_model_options *mo = &m->options;
+    const char *bad = NULL;
+    if (o->strategy != TFM_DECODE_GREEDY && o->strategy != TFM_DECODE_SAMPLE &&
+        o->strategy != TFM_DECODE_BEAM)
+        bad = "strategy is not TFM_DECODE_GREEDY, _SAMPLE or _BEAM";
+    else if (o->max_length < 1 || o->max_length > mo->max_tgt_len - 1)
+        bad = "max_length must be from 1 to the model's max_tgt_len - 1";
+    else if (o->bos_id < 0 || o->bos_id >= mo->tgt_vocab)
+        bad = "bos_id must be a target token id";
+    else if (o->eos_id < -1 || o->eos_id >= mo->tgt_vocab)
+        bad = "eos_id must be a target token id or -1";
+    else if (o->src_pad_id < -1 || o->src_pad_id >= mo->src_vocab)
+        bad = "src_pad_id must be a source token id or -1";
+    else if (!(o->temperature > 0.0f) || !isfinite(o->temperature))
+        bad = "temperature must be positive and finite";
+    else if (o->top_k < 0)
+        bad = "top_k must be 0 (all tokens) or positive";
+    else if (!(o->top_p > 0.0f && o->top_p <= 1.0f))
+        bad = "top_p must be in (0, 1]";
+    else if (o->beam_size < 1 || o->beam_size > 65536)
+        bad = "beam_size must be from 1 to 65536";
+    else if (!isfinite(o->length_penalty))
+        bad = "length_penalty must be finite";
+    else if (o->n_best < 1 || o->n_best > o->beam_size)
+        bad = "n_best must be from 1 to beam_size";
+    if (bad) {
+        tfm__fail(TFM_ERR_ARG, "%s: %s (strategy %d, max_length %d with max_tgt_len %lld, "
+                  "bos_id %d, eos_id %d, src_pad_id %d, vocabularies %lld/%lld, "
+                  "temperature %g, top_k %d, top_p %g, beam_size %d, length_penalty %g, "
+                  "n_best %d)", op, bad, (int)o->strategy, (int)o->max_length,
+                  (long long)mo->max_tgt_len, (int)o->bos_id, (int)o->eos_id,
+                  (int)o->src_pad_id, (long long)mo->src_vocab, (long long)mo->tgt_vocab,
+                  (double)o->temperature, (int)o->top_k, (double)o->top_p,
+                  (int)o->beam_size, (double)o->length_penalty, (int)o->n_best);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- the model's layers' training flags --------------------------------------- */
+
+/* Visits the layer tree depth first: counts (flags NULL), saves or restores. */
+static int64_t walk_flags(tfm_layer *layer, int32_t *flags, int64_t i, int save)
+{
+    if (!layer)
+        return i;
+    if (flags && save)
+        flags[i] = layer->training;
+    else if (flags)
+        layer->training = flags[i];
+    i++;
+    for (int32_t c = 0; c < layer->n_children; c++)
+        i = walk_flags(layer->children[c], flags, i, save);
+    return i;
+}
+
+static int64_t model_flags(tfm_model *m, int32_t *flags, int save)
+{
+    tfm_layer *roots[] = {m->src_embedding, m->tgt_embedding, m->src_positions,
+                          m->tgt_positions, m->dropout,       m->encoder,
+                          m->decoder,       m->generator};
+    int64_t i = 0;
+    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++)
+        i = walk_flags(roots[r], flags, i, save);
+    return i;
+}
+
+/* --- creation ------------------------------------------------------------------- */
+
+/* A zeroed buffer of count elements; NULL with the error set. */
+static void *buffer(const char *op, double count, size_t elem)
+{
+    void *p = calloc(count >= 1.0 ? (size_t)count : 1, elem);
+    if (!p)
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %.0f elements", op, count);
+    return p;
+}
+
+#define BUFFER(field, count) ((d->field = buffer(op, (double)(count), sizeof *d->field)) != NULL)
+
+tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *options,
+                                  int64_t max_batch, int64_t max_src_len)
+{
+    const char *op = "tfm_decoding_create";
+    uint64_t mark = tfm__error_mark();
+    if (!model || !options) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "options" : "model");
+        return NULL;
+    }
+    tfm_decode_options o;
+    if (read_options(op, model, options, &o) < 0)
+        return NULL;
+    if (max_batch < 1 || max_src_len < 1 || max_src_len > model->options.max_src_len) {
+        tfm__fail(TFM_ERR_ARG, "%s: max_batch %lld must be positive and max_src_len %lld "
+                  "from 1 to the model's %lld", op, (long long)max_batch,
+                  (long long)max_src_len, (long long)model->options.max_src_len);
+        return NULL;
+    }
+    int64_t beam = o.strategy == TFM_DECODE_BEAM ? o.beam_size : 1;
+    if (max_batch > INT32_MAX / beam || max_batch > INT32_MAX / max_src_len) {
+        tfm__fail(TFM_ERR_SIZE, "%s: max_batch %lld is too large for beam %lld and "
+                  "max_src_len %lld", op, (long long)max_batch, (long long)beam,
+                  (long long)max_src_len);
+        return NULL;
+    }
+    tfm_decoding *d = calloc(1, sizeof *d);
+    if (!d) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        return NULL;
+    }
+    const tfm_block_options *b = &model->block;
+    d->model = model;
+    d->o = o;
+    d->max_batch = max_batch;
+    d->max_src_len = max_src_len;
+    d->max_len = o.max_length;
+    d->beam = beam;
+    d->d = b->d_model;
+    d->heads = b->heads;
+    d->dk = b->d_model / b->heads;
+    d->d_ff = b->d_ff;
+    d->vocab = model->options.tgt_vocab;
+    d->layers = model->options.decoder_layers;
+    d->rows = max_batch * beam;
+    d->self_tiled = (d->max_len + BLOCK - 1) / BLOCK * BLOCK;
+    d->cross_tiled = (max_src_len + BLOCK - 1) / BLOCK * BLOCK;
+    d->tiles = d->rows * d->self_tiled / BLOCK;
+    d->weights_stride = QUERIES * (d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled);
+    d->n_layers = model_flags(model, NULL, 0);
+
+    double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
+    double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
+    double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
+    double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
+    double cross_cache = L * (double)max_batch * 2 * D * Sp;
+    /* the largest buffers, in floats: activations, tokens, caches or memory */
+    double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) +
+                    (o.use_cache ? self_cache + cross_cache + 2 * memory : memory + rows * S * D);
+    if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
+        tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
+                  "max_batch (%lld), max_src_len (%lld), max_length or beam_size", op,
+                  floats * sizeof(float), (long long)max_batch, (long long)max_src_len);
+        tfm_decoding_free(d);
+        return NULL;
+    }
+    int ok = (d->tape = tfm_tape_create()) && tfm_tape_set_recording(d->tape, 0) == TFM_OK &&
+             (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
+             BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
+             BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
+             BUFFER(ff, rows * (double)d->d_ff) && BUFFER(logits, rows * V) &&
+             BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
+             BUFFER(order, V) && BUFFER(probs, V);
+    if (ok && o.use_cache)
+        ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
+             BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * Sp) &&
+             BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
+             BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
+    else if (ok)
+        ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
+             BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
+             BUFFER(prefix, rows * T);
+    if (ok && o.strategy == TFM_DECODE_BEAM)
+        ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
+             BUFFER(cand_parent, rows) && BUFFER(cand_token, rows) &&
+             BUFFER(cand_score, rows) && BUFFER(rank, rows) &&
+             BUFFER(fin_tokens, rows * (T + 1)) && BUFFER(fin_length, rows) &&
+             BUFFER(fin_score, rows) && BUFFER(hist_tmp, rows * (T + 1)) &&
+             BUFFER(sum_tmp, rows) && BUFFER(table_tmp, rows * Tp / BLOCK);
+    if (!ok) {
+        tfm__fail_within(op, mark);
+        tfm_decoding_free(d);
+        return NULL;
+    }
+    d->rng_seeded = *d->rng;
+    d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
+    double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
+    /* without decoder layers nothing is cached: the whole batch fits */
+    d->group_sources = per_source > 0.0 ? (int64_t)(GROUP_CACHE_BYTES / per_source) : max_batch;
+    return d;
+}
+
+void tfm_decoding_free(tfm_decoding *d)
+{
+    if (!d)
+        return;
+    tfm_tape_free(d->tape);
+    tfm_rng_free(d->rng);
+    void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits,
+                       d->weights, d->self_cache, d->cross_cache, d->kv, d->tile_table,
+                       d->tile_refs, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
+                       d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
+                       d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
+                       d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
+                       d->table_tmp};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
+        free(buffers[i]);
+    free(d);
+}
+
+/* The trainable attention scales must be usable, as tfm_attention_forward
+ * requires. 0 or -1 with the error set. */
+static int check_scales(const tfm_decoding *d)
+{
+    for (int32_t l = 0; l < d->layers; l++) {
+        const tfm_layer *block = d->model->decoder->children[l];
+        const tfm_layer *atts[2] = {block->children[TFM__BLK_SELF_ATTN],
+                                    block->children[TFM__BLK_CROSS_ATTN]};
+        for (int a = 0; a < 2; a++) {
+            float s = atts[a]->scale ? tfm__f32(atts[a]->scale)[0] : 1.0f;
+            if (!(s != 0.0f) || !isfinite(s)) {
+                tfm__fail(TFM_ERR_NUMERIC, "tfm_decoding_run: decoder layer %d's %s scale "
+                          "is %g; it must be finite and nonzero", (int)l,
+                          a ? "cross-attention" : "self-attention", (double)s);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static tfm_status not_finite(int64_t t)
+{
+    return tfm__fail(TFM_ERR_NUMERIC, "tfm_decoding_run: the model's logits at step %lld are "
+                     "not finite", (long long)t);
+}
+
+/* --- groups ---------------------------------------------------------------------------- */
+
+static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int worker,
+                      int split)
+{
+    int64_t row = first * d->beam, D = d->d;
+    return (group){first, count, d->x + row * D, d->h + row * D, d->y + row * D,
+                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
+                   d->logits + row * d->vocab,
+                   d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
+                   d->active + row, split, -1};
+}
+
+/* A run's groups, which the threads take in turn. */
+typedef struct decode_run {
+    tfm_decoding *d;
+    int64_t batch, S;
+    int32_t *tokens, *lengths;
+    float *scores, *logits, *probs;
+    int64_t per_group, groups, next; /* next: the next group to take */
+    /* per worker, the first step with logits not finite in its groups, or -1 */
+    int64_t bad_step[TFM__MAX_THREADS];
+} decode_run;
+
+/* Sources per group for a batch of B: as many as fit (group_sources), but
+ * few enough to make MIN_GROUPS groups, and never fewer than
+ * GROUP_MIN_ROWS rows' worth. */
+static int64_t sources_per_group(const tfm_decoding *d, int64_t B)
+{
+    if (!d->grouped)
+        return B;
+    int64_t even = (B + MIN_GROUPS - 1) / MIN_GROUPS;
+    int64_t fewest = (GROUP_MIN_ROWS + d->beam - 1) / d->beam;
+    int64_t n = even < d->group_sources ? even : d->group_sources;
+    return n > fewest ? n : fewest;
+}
+
+static tfm_status search(group *g, const decode_run *run)
+{
+    if (run->d->o.strategy == TFM_DECODE_BEAM)
+        return tfm__decode_search_beam(run->d, g, run->S, run->tokens, run->lengths, run->scores);
+    return tfm__decode_search_one(run->d, g, run->S, run->lengths, run->logits, run->probs);
+}
+
+static void search_some_groups(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)begin, (void)end;
+    decode_run *run = ctx;
+    int64_t per_group = run->per_group, *bad = &run->bad_step[worker];
+    for (int64_t i; (i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED)) < run->groups;) {
+        int64_t first = i * per_group;
+        group g = group_of(run->d, first, first + per_group < run->batch ? per_group
+                                                                         : run->batch - first,
+                           worker, 0);
+        /* in a group of cached steps only logits can fail */
+        if (search(&g, run) != TFM_OK && (*bad < 0 || g.bad_step < *bad))
+            *bad = g.bad_step;
+    }
+}
+
+/* Decodes the batch: a lone group on the calling thread, its attention on
+ * libtfm's threads; groups on the threads, one thread each. */
+static tfm_status search_groups(decode_run *run)
+{
+    int64_t bad = -1;
+    if (run->groups == 1) {
+        group g = group_of(run->d, 0, run->batch, 0, 1);
+        tfm_status status = search(&g, run);
+        if (status != TFM_OK && g.bad_step < 0)
+            return status; /* the reference path's own error */
+        bad = g.bad_step;
+    } else {
+        /* every share's, set here: a tfm_set_num_threads meanwhile may run fewer */
+        int threads = tfm__threads();
+        for (int w = 0; w < threads; w++)
+            run->bad_step[w] = -1;
+        tfm__parallel_for(threads, threads, search_some_groups, run);
+        for (int w = 0; w < threads; w++)
+            if (run->bad_step[w] >= 0 && (bad < 0 || run->bad_step[w] < bad))
+                bad = run->bad_step[w];
+    }
+    return bad >= 0 ? not_finite(bad) : TFM_OK;
+}
+
+/* --- run ------------------------------------------------------------------------------ */
+
+/* What a run over batch sources writes: per hypothesis, per source and step. */
+typedef struct sizes {
+    int64_t tokens, lengths, logits;
+} sizes;
+
+static sizes sizes_for(const tfm_decoding *d, int64_t batch)
+{
+    int64_t hypotheses = batch * (d->o.strategy == TFM_DECODE_BEAM ? d->o.n_best : 1);
+    return (sizes){
+        .tokens = hypotheses * (d->max_len + 1),
+        .lengths = hypotheses,
+        .logits = d->o.strategy == TFM_DECODE_BEAM ? 0 : batch * d->max_len * d->vocab,
+    };
+}
+
+tfm_status tfm_decoding_buffer_sizes(const tfm_decoding *d, int64_t batch, int64_t *tokens,
+                                     int64_t *lengths, int64_t *scores, int64_t *logits)
+{
+    const char *op = "tfm_decoding_buffer_sizes";
+    if (!d)
+        return tfm__fail(TFM_ERR_NULL, "%s: decoding is NULL", op);
+    if (batch < 1 || batch > d->max_batch)
+        return tfm__fail(TFM_ERR_ARG, "%s: batch %lld is outside the decoding's 1..%lld", op,
+                         (long long)batch, (long long)d->max_batch);
+    sizes n = sizes_for(d, batch);
+    if (tokens)
+        *tokens = n.tokens;
+    if (lengths)
+        *lengths = n.lengths;
+    if (scores)
+        *scores = n.lengths;
+    if (logits)
+        *logits = n.logits;
+    return TFM_OK;
+}
+
+/* A buffer given (count elements) must hold what the run writes into it. */
+static tfm_status check_room(const char *what, const void *buffer, int64_t count,
+                             int64_t needed, const char *formula)
+{
+    if (buffer && count < needed)
+        return tfm__fail(TFM_ERR_SIZE, "tfm_decoding_run: %s holds %lld elements; this batch "
+                         "needs %lld (%s; tfm_decoding_buffer_sizes tells)", what,
+                         (long long)count, (long long)needed, formula);
+    return TFM_OK;
+}
+
+static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const int32_t *tokens,
+                            int64_t tokens_count, const int32_t *lengths, int64_t lengths_count,
+                            const float *scores, int64_t scores_count, const float *logits,
+                            int64_t logits_count, const float *probs, int64_t probs_count)
+{
+    const char *op = "tfm_decoding_run";
+    if (!d || !tokens || !lengths)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !d ? "decoding" : !tokens ? "tokens" : "lengths");
+    if (tfm__check_input(op, "src", src, TFM_I32) < 0)
+        return tfm_last_status();
+    char s[64];
+    if (src->ndim != 2)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: src %s must be [batch, length]", op,
+                         tfm__shape_str(src, s, sizeof s));
+    if (src->shape[0] > d->max_batch || src->shape[1] > d->max_src_len)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: src %s exceeds the decoding's max_batch %lld "
+                         "or max_src_len %lld", op, tfm__shape_str(src, s, sizeof s),
+                         (long long)d->max_batch, (long long)d->max_src_len);
+    if (d->o.strategy == TFM_DECODE_BEAM && (logits || probs))
+        return tfm__fail(TFM_ERR_ARG, "%s: logits and probs are for greedy decoding and "
+                         "sampling; pass NULL with beam search", op);
+    sizes n = sizes_for(d, src->shape[0]);
+    const char *per_hypothesis = d->o.strategy == TFM_DECODE_BEAM ? "batch * n_best" : "batch";
+    char tokens_formula[64];
+    snprintf(tokens_formula, sizeof tokens_formula, "%s * (max_length + 1)", per_hypothesis);
+    tfm_status status;
+    if ((status = check_room("tokens", tokens, tokens_count, n.tokens, tokens_formula)) ||
+        (status = check_room("lengths", lengths, lengths_count, n.lengths, per_hypothesis)) ||
+        (status = check_room("scores", scores, scores_count, n.lengths, per_hypothesis)) ||
+        (status = check_room("logits", logits, logits_count, n.logits,
+                             "batch * max_length * tgt_vocab")) ||
+        (status = check_room("probs", probs, probs_count, n.logits,
+                             "batch * max_length * tgt_vocab")))
+        return status;
+    const int32_t *ids = tfm__i32(src);
+    for (int64_t i = 0; i < src->numel; i++)
+        if (ids[i] < 0 || ids[i] >= d->model->options.src_vocab)
+            return tfm__fail(TFM_ERR_RANGE, "%s: src%s is %d, outside the source vocabulary "
+                             "of %lld", op, tfm__index_str(src, i, s, sizeof s), (int)ids[i],
+                             (long long)d->model->options.src_vocab);
+    if (check_scales(d) < 0)
+        return tfm_last_status();
+    return TFM_OK;
+}
+
+/* Encodes src and keeps what the steps read: the cross-attention keys and
+ * values (cached) or the memory (recomputed). */
+static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
+{
+    int64_t B = src->shape[0], S = src->shape[1];
+    tfm_tape *tape = d->tape;
+    tfm_tape_reset(tape);
+    tfm_tensor *mask = NULL;
+    if (d->o.src_pad_id >= 0 &&
+        !(mask = tfm_mask_padding(tape, src, d->o.src_pad_id, TFM_I32)))
+        return tfm_last_status();
+    tfm_tensor *memory = tfm_model_encode(tape, d->model, src, mask, NULL);
+    if (!memory)
+        return tfm_last_status();
+    const int32_t *ids = tfm__i32(src);
+    if (d->o.use_cache) {
+        tfm__decode_cache_memory(d, tfm__f32(memory), B, S);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t s = 0; s < S; s++)
+                d->keep[b * d->cross_tiled + s] = ids[b * S + s] != d->o.src_pad_id;
+    } else {
+        memcpy(d->memory, tfm__f32(memory), (size_t)memory->numel * sizeof(float));
+        memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
+    }
+    return TFM_OK;
+}
+
+tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
+                            int64_t tokens_count, int32_t *lengths, int64_t lengths_count,
+                            float *scores, int64_t scores_count, float *logits,
+                            int64_t logits_count, float *probs, int64_t probs_count)
+{
+    uint64_t mark = tfm__error_mark();
+    tfm_status status = check_run(d, src, tokens, tokens_count, lengths, lengths_count, scores,
+                                  scores_count, logits, logits_count, probs, probs_count);
+    if (status != TFM_OK)
+        return status;
+    int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
+    size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
+    if (logits)
+        memset(logits, 0, outputs);
+    if (probs)
+        memset(probs, 0, outputs);
+    *d->rng = d->rng_seeded;
+    model_flags(d->model, d->training, 1);
+    tfm_model_set_training(d->model, 0);
+    status = encode(d, src);
+    if (status == TFM_OK) {
+        int64_t per_group = sources_per_group(d, B);
+        decode_run run = {d, B, S, tokens, lengths, scores, logits, probs, per_group,
+                          (B + per_group - 1) / per_group, 0, {0}};
+        status = search_groups(&run);
+    }
+    if (status == TFM_OK && d->o.strategy != TFM_DECODE_BEAM) {
+        for (int64_t b = 0; b < B; b++) {
+            for (int64_t i = 0; i < T1; i++)
+                tokens[b * T1 + i] = i < lengths[b] ? d->hist[b * T1 + i] : -1;
+            if (scores)
+                scores[b] = (float)d->sum[b];
+        }
+    }
+    model_flags(d->model, d->training, 0);
+    tfm_tape_reset(d->tape);
+    if (status != TFM_OK)
+        tfm__fail_within("tfm_decoding_run", mark);
+    return status;
+}

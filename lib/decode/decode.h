@@ -1,0 +1,174 @@
+/* What decoding's rooms share: the decoding's state, the caches' layout,
+ * the groups of sources, and the calls from one room into another.
+ *   decode.c            the run and its options; groups of sources on threads
+ *   cache.c             the tiled caches, and the tiles a beam's hypotheses share
+ *   attention_kernel.c  attention over the caches, four query heads at a time
+ *   step.c              one step of the decoder: cached, or the whole prefix again
+ *   logits.c            what a step's logits go through before a token is chosen
+ *   greedy.c            greedy decoding and sampling: a row per source
+ *   sample.c            sampling's draw (temperature, top-k, top-p)
+ *   beam.c              beam search
+ * The file comment of decode.c tells how decoding works. */
+#ifndef TFM_DECODE_DECODE_H
+#define TFM_DECODE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "tfm/decode.h"
+
+/* Scores are computed for tiles of this many positions; the key caches
+ * hold whole tiles, so that a tile never reads past its head's keys. */
+#define BLOCK 16
+/* attend's query heads at a time */
+#define QUERIES 4
+
+struct tfm_decoding {
+    tfm_model *model;
+    tfm_decode_options o;
+    int64_t max_batch, max_src_len, max_len; /* max_len: options.max_length */
+    int64_t beam;          /* rows per source: beam_size for beam search, else 1 */
+    int64_t d, heads, dk, d_ff, vocab;
+    int64_t rows;          /* max_batch * beam */
+    int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
+    int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */
+    int grouped;           /* 0: the batch is one group (sampling, the reference path) */
+    int32_t layers;
+    tfm_tape *tape;        /* encoding, and the reference path's steps */
+    tfm_rng *rng;
+    struct tfm_rng rng_seeded; /* the rng as seeded, restored at each run */
+    int32_t *training;     /* the model's layers' flags, kept across a run */
+    int64_t n_layers;
+
+    /* one step over n rows: residual stream, normed input, sublayer output,
+     * projections [n, 3D], attention context, feed-forward hidden, logits
+     * (each group has its rows' part, see group_of), and per thread,
+     * QUERIES queries' attention weights [weights_stride] */
+    float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
+    int64_t weights_stride;
+    /* caches (use_cache): self-attention tiles [layers][heads][tiles],
+     * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
+     * and the cross projections of the memory [batch * S, 2D] before their
+     * split into heads; each row's tiles [rows][self_tiled / BLOCK] and
+     * each tile's count of rows using it */
+    float *self_cache, *cross_cache, *kv;
+    int64_t tiles;         /* rows * self_tiled / BLOCK */
+    int32_t *tile_table, *tile_refs;
+    int32_t *keep;         /* [batch][cross_tiled]: 0 for a padded source key */
+    /* reference path: the memory [batch][S][D], and the step's inputs */
+    float *memory, *memory_rows;
+    int32_t *src, *src_rows, *prefix;
+
+    /* search state: each row's tokens [rows][max_len + 1], log probability,
+     * the rows decoding this step, and sampling's scratch [vocab] */
+    int32_t *hist, *active, *order;
+    double *sum;
+    float *probs;
+    /* beam search: live and finished hypotheses per source; per source,
+     * this step's best candidates [beam], the finished hypotheses
+     * [beam][max_len + 1] and the scratch to reorder its rows */
+    int32_t *live, *done, *cand_parent, *cand_token, *fin_tokens, *fin_length, *rank;
+    int32_t *table_tmp;    /* [rows][self_tiled / BLOCK] */
+    double *cand_score, *fin_score;
+    int32_t *hist_tmp;
+    double *sum_tmp;
+};
+
+/* A group of sources [first, first + count) decoded on one thread: its
+ * rows' part of the step buffers, and that thread's attention scratch. */
+typedef struct group {
+    int64_t first, count;
+    float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
+    int32_t *active;
+    int split;        /* its rows' attention may run on libtfm's threads */
+    int64_t bad_step; /* the first step whose logits were not finite, or -1 */
+} group;
+
+/* A parameter's values, or NULL for none (a layer without bias). */
+static inline const float *values(const tfm_tensor *t)
+{
+    return t ? tfm__f32(t) : NULL;
+}
+
+/* --- the caches' layout (cache.c has the rest) ---------------------------------- */
+
+/* A tile's floats: BLOCK positions' keys [d_k][BLOCK], then their values
+ * [BLOCK][d_k]. */
+static inline int64_t tile_floats(const tfm_decoding *d)
+{
+    return 2 * BLOCK * d->dk;
+}
+
+/* Layer l's self-attention tiles of head h, which rows' tile tables index. */
+static inline float *self_tiles(const tfm_decoding *d, int32_t l, int64_t h)
+{
+    return d->self_cache +
+           ((size_t)l * (size_t)d->heads + (size_t)h) * (size_t)(d->tiles * tile_floats(d));
+}
+
+/* Layer l's cross-attention tiles of source b's head h, one after another. */
+static inline float *cross_tiles(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
+{
+    return d->cross_cache +
+           (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads + (size_t)h) *
+               (size_t)(d->cross_tiled / BLOCK * tile_floats(d));
+}
+
+/* The tiles a row lists, and where its list is. */
+static inline int64_t row_tiles(const tfm_decoding *d)
+{
+    return d->self_tiled / BLOCK;
+}
+
+static inline int32_t *tile_table_of(const tfm_decoding *d, int64_t row)
+{
+    return d->tile_table + row * row_tiles(d);
+}
+
+/* Position j's key and value [d_k] into the tile that holds it. */
+static inline void put_position(float *tile, int64_t j, const float *key, const float *value,
+                         int64_t dk)
+{
+    for (int64_t e = 0; e < dk; e++)
+        tile[e * BLOCK + j % BLOCK] = key[e];
+    memcpy(tile + (BLOCK + j % BLOCK) * dk, value, (size_t)dk * sizeof *value);
+}
+
+/* --- calls between the rooms ------------------------------------------------------ */
+
+/* step.c: out[i, 0:out_f] (row stride ldc) = in[i] W^T + b for n rows,
+ * W [out_f, in_f]; the same through a linear layer */
+void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *w,
+                         const float *b, int64_t out_f, float *out, int64_t ldc);
+void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
+                        int64_t ldc);
+/* cache.c: each decoder layer's cross-attention keys and values of the
+ * memory [B, S, D]; a free tile of source b's; source b's new hypotheses'
+ * tile tables from their parents' (beam.c's reorder) */
+void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_t S);
+int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b);
+void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b, int64_t live,
+                               int64_t n_new, int64_t t);
+/* attention_kernel.c: layer l's self-attention of the step's n rows (after
+ * their projections into g->qkv) over positions 0..t, or cross-attention
+ * over the source's S positions; factor multiplies the queries */
+void tfm__decode_self_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
+                             int64_t n, int64_t t, float factor);
+void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
+                              int64_t n, int64_t S, float factor);
+/* step.c: the logits of the group's n rows listed in g->active at step t */
+tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S);
+/* logits.c: log(sum(exp(logits))); NaN or infinite when the logits are not usable */
+double tfm__decode_log_sum_exp(const float *logits, int64_t V);
+/* sample.c: the distribution to draw from into p [V], and the token drawn */
+int32_t tfm__decode_sample(tfm_decoding *d, const float *logits, float *p);
+/* greedy.c and beam.c: the group's sources decoded */
+tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t *lengths,
+                                  float *out_logits, float *out_probs);
+tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t *tokens,
+                                   int32_t *lengths, float *scores);
+
+#endif

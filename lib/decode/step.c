@@ -1,0 +1,204 @@
+/* One step of the decoder. Cached: the newest position only, run outside
+ * the tape straight on the layers' parameters, each decoder layer
+ * appending its self-attention key and value to the caches and attending
+ * over the cross-attention keys and values computed once per source.
+ * Recomputed: the whole prefix through tfm_model_decode, the tutorials'
+ * way (the reference the cached path is tested against). */
+#include <math.h>
+#include <string.h>
+
+#include "autograd/tape.h"
+#include "core/gemm.h"
+#include "decode/decode.h"
+#include "model/model.h"
+#include "nn/layer.h"
+#include "ops/layer_norm.h"
+
+#define INV_SQRT2 0.70710678118654752440f
+
+/* out[i, 0:out_f] (row stride ldc) = in[i] W^T + b for n rows, W [out_f, in_f]. */
+void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *w,
+                         const float *b, int64_t out_f, float *out, int64_t ldc)
+{
+    tfm__sgemm_bias(0, 1, n, out_f, in_f, 1.0f, in, in_f, w, in_f, b, out, ldc);
+}
+
+void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
+                        int64_t ldc)
+{
+    tfm__decode_project(in, n, linear->weight->shape[1], tfm__f32(linear->weight),
+                        values(linear->bias), linear->weight->shape[0], out, ldc);
+}
+
+static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
+{
+    tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), tfm__f32(norm->bias), norm->eps,
+                         out, NULL, NULL);
+}
+
+/* The factor the queries are multiplied by: 1/sqrt(d_k) or 1/scale. */
+static float query_factor(const tfm_decoding *d, const tfm_layer *att)
+{
+    return att->scale ? 1.0f / tfm__f32(att->scale)[0] : 1.0f / sqrtf((float)d->dk);
+}
+
+static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
+                           const float *in, int64_t n, const int32_t *rows, int64_t t, float *out)
+{
+    int64_t D = d->d;
+    tfm_layer *const *c = att->children;
+    if (att->fused) {
+        tfm__decode_project(in, n, D, tfm__f32(att->weight), values(att->bias), 3 * D, g->qkv,
+                            3 * D);
+    } else {
+        tfm__decode_linear(c[TFM__ATT_Q], in, n, g->qkv, 3 * D);
+        tfm__decode_linear(c[TFM__ATT_K], in, n, g->qkv + D, 3 * D);
+        tfm__decode_linear(c[TFM__ATT_V], in, n, g->qkv + 2 * D, 3 * D);
+    }
+    tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
+    tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, D);
+}
+
+static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
+                            const float *in, int64_t n, const int32_t *rows, int64_t S, float *out)
+{
+    int64_t D = d->d;
+    if (att->fused)
+        tfm__decode_project(in, n, D, tfm__f32(att->weight), values(att->bias), D, g->qkv,
+                            D);
+    else
+        tfm__decode_linear(att->children[TFM__ATT_Q], in, n, g->qkv, D);
+    tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
+    tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, D);
+}
+
+static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, const float *in,
+                         int64_t n, float *out)
+{
+    int64_t width = d->d_ff;
+    tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
+    float *hv = g->ff;
+    if (ff->activation == TFM_ACTIVATION_GELU) {
+        for (int64_t i = 0; i < n * width; i++)
+            hv[i] = 0.5f * hv[i] * (1.0f + erff(hv[i] * INV_SQRT2));
+    } else {
+        for (int64_t i = 0; i < n * width; i++)
+            hv[i] = hv[i] <= 0.0f ? 0.0f : hv[i]; /* NaN passes on */
+    }
+    tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
+}
+
+static void add_into(float *x, const float *y, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        x[i] += y[i];
+}
+
+/* One residual sublayer on the stream x: pre-norm x += f(norm(x)),
+ * post-norm x = norm(x + f(x)). kind: 0 self-, 1 cross-attention, 2 FF. */
+static void sublayer(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *block,
+                     int kind, int64_t n, const int32_t *rows, int64_t t, int64_t S)
+{
+    static const int child[3] = {TFM__BLK_SELF_ATTN, TFM__BLK_CROSS_ATTN, TFM__BLK_FF};
+    static const int norm_of[3] = {TFM__BLK_NORM1, TFM__BLK_NORM2, TFM__BLK_NORM3};
+    const tfm_layer *f = block->children[child[kind]], *norm = block->children[norm_of[kind]];
+    int64_t D = d->d;
+    const float *in = g->x;
+    if (block->norm_first) {
+        layer_norm(norm, g->x, n, D, g->h);
+        in = g->h;
+    }
+    if (kind == 0)
+        self_attention(d, g, l, f, in, n, rows, t, g->y);
+    else if (kind == 1)
+        cross_attention(d, g, l, f, in, n, rows, S, g->y);
+    else
+        feed_forward(d, g, f, in, n, g->y);
+    if (block->norm_first) {
+        add_into(g->x, g->y, n * D);
+    } else {
+        add_into(g->y, g->x, n * D);
+        layer_norm(norm, g->y, n, D, g->x);
+    }
+}
+
+/* Logits [n, vocab] of position t for the group's rows listed, whose input
+ * tokens are their hist[t]. */
+static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_t *rows,
+                        int64_t t, int64_t S)
+{
+    const tfm_model *m = d->model;
+    int64_t D = d->d, T1 = d->max_len + 1;
+    const tfm_layer *positions = m->tgt_positions;
+    const float *table = tfm__f32(m->tgt_embedding->weight);
+    const float *pos = tfm__f32(positions->weight ? positions->weight : positions->table) + t * D;
+    float scale = m->options.embedding_scale == TFM_EMBEDDING_SCALE_SQRT_D ? sqrtf((float)D)
+                  : m->tgt_scale ? tfm__f32(m->tgt_scale)[0] : 1.0f;
+    int scaled = m->options.embedding_scale != TFM_EMBEDDING_SCALE_NONE;
+    for (int64_t i = 0; i < n; i++) {
+        const float *e = table + (int64_t)d->hist[rows[i] * T1 + t] * D;
+        float *x = g->x + i * D;
+        for (int64_t j = 0; j < D; j++)
+            x[j] = (scaled ? e[j] * scale : e[j]) + pos[j];
+    }
+    const tfm_layer *decoder = m->decoder;
+    for (int32_t l = 0; l < d->layers; l++)
+        for (int kind = 0; kind < 3; kind++)
+            sublayer(d, g, l, decoder->children[l], kind, n, rows, t, S);
+    const tfm_layer *final_norm = decoder->children[decoder->n_children - 1];
+    const float *out = g->x;
+    if (final_norm) {
+        layer_norm(final_norm, g->x, n, D, g->h);
+        out = g->h;
+    }
+    tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
+}
+
+static void header(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *shape, void *data)
+{
+    int64_t numel = 1;
+    for (int32_t i = 0; i < ndim; i++)
+        numel *= shape[i];
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
+    t->data = data;
+}
+
+static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
+                                  const int32_t *rows, int64_t t, int64_t S)
+{
+    int64_t D = d->d, T1 = d->max_len + 1, len = t + 1, V = d->vocab;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = rows[i] / d->beam;
+        memcpy(d->prefix + i * len, d->hist + rows[i] * T1, (size_t)len * sizeof(int32_t));
+        memcpy(d->memory_rows + i * S * D, d->memory + b * S * D, (size_t)(S * D) * sizeof(float));
+        memcpy(d->src_rows + i * S, d->src + b * S, (size_t)S * sizeof(int32_t));
+    }
+    tfm_tensor prefix, memory, src;
+    header(&prefix, TFM_I32, 2, (const int64_t[]){n, len}, d->prefix);
+    header(&memory, TFM_F32, 3, (const int64_t[]){n, S, D}, d->memory_rows);
+    header(&src, TFM_I32, 2, (const int64_t[]){n, S}, d->src_rows);
+    tfm_tape *tape = d->tape;
+    tfm_tape_reset(tape);
+    tfm_tensor *memory_mask = NULL;
+    if (d->o.src_pad_id >= 0 &&
+        !(memory_mask = tfm_mask_padding(tape, &src, d->o.src_pad_id, TFM_I32)))
+        return tfm_last_status();
+    tfm_tensor *logits = tfm_model_decode(tape, d->model, &prefix, &memory,
+                                          tfm_mask_causal(tape, len, TFM_I32), memory_mask, NULL,
+                                          NULL);
+    if (!logits)
+        return tfm_last_status();
+    for (int64_t i = 0; i < n; i++)
+        memcpy(g->logits + i * V, tfm__f32(logits) + (i * len + t) * V, (size_t)V * sizeof(float));
+    return TFM_OK;
+}
+
+/* The logits of the group's n rows listed in g->active at step t. */
+tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S)
+{
+    if (d->o.use_cache) {
+        cached_step(d, g, n, g->active, t, S);
+        return TFM_OK;
+    }
+    return recomputed_step(d, g, n, g->active, t, S);
+}
