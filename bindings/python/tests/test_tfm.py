@@ -296,6 +296,22 @@ def test_owners_stay_alive_while_used_and_collection_does_not_crash():
     assert model.closed
 
 
+def test_closing_a_stream_closes_the_layers_that_draw_from_it():
+    # The C layers keep the tfm_rng: a layer over a freed stream would draw
+    # from freed memory (a crash at collection, found by drawing once).
+    rng, store = tfm.Rng(1), tfm.Params()
+    layers = [tfm.Dropout(0.5, rng=rng), tfm.FeedForward(store, 'ff', 3, 8, rng=rng)]
+    rng.close()
+    for layer in layers:
+        assert layer.closed
+        with tfm.Tape(), pytest.raises(tfm.ClosedError):
+            layer(np.ones((2, 3), np.float32))
+    kept = tfm.Dropout(0.5, rng=tfm.Rng(2))  # its only reference to the stream
+    gc.collect()
+    with tfm.Tape():
+        assert kept(np.ones((2, 3), np.float32)).shape == (2, 3)
+
+
 # --- gradients ----------------------------------------------------------------------
 def fixture_model():
     model = small_model()

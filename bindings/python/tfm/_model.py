@@ -258,7 +258,11 @@ class Layer(Handle):
 
     def __init__(self, pointer, params=None, rng=None):
         super().__init__(check_pointer(pointer), params)
-        self._rng = rng  # dropout draws from it: keep it alive
+        # The C layer keeps the stream and draws from it: the layer keeps it
+        # alive, and closing the stream closes the layer (never a freed one).
+        self._rng = rng
+        if rng is not None:
+            rng._dependents.add(self)
 
     @property
     def kind(self):
