@@ -609,6 +609,22 @@ def test_tensor_indexing_argmax_reductions_and_arithmetic_through_the_tape():
             x / x
 
 
+def test_numpy_values_on_the_left_record_on_the_tape_too():
+    # numpy's own operators would read the tensor into a plain array: the
+    # result a numpy array, the gradient silently lost.
+    x = tfm.tensor([1.0, 2.0], requires_grad=True)
+    with tfm.Tape():
+        terms = [np.float32(3) * x, np.float64(0.5) + x, np.ones(2) - x, np.full(2, 2.0) * x,
+                 np.eye(2, dtype=np.float32) @ tfm.reshape(x, [2, 1])]
+        assert all(isinstance(term, tfm.Tensor) for term in terms)
+        total = terms[0] + terms[1] + terms[2] + terms[3] + tfm.reshape(terms[4], [2])
+        np.testing.assert_allclose(total.numpy(), [3 + 1.5 + 0 + 2 + 1, 6 + 2.5 - 1 + 4 + 2])
+        total.sum().backward()
+    np.testing.assert_allclose(x.grad, [3 + 1 - 1 + 2 + 1] * 2)
+    with pytest.raises(TypeError):
+        np.ones(2) / x  # libtfm divides by numbers only
+
+
 def test_parameter_groups_set_weight_decay_and_state_dicts_resume():
     model = small_model()
     params = model.named_parameters()

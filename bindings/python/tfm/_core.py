@@ -403,6 +403,11 @@ class Tensor(Handle):
         return 'tfm.Tensor(%s, shape=%s, dtype=%s%s)' % (values, self.shape, self.dtype, grad)
 
     # Arithmetic records on the current tape; a Python number is a scalar.
+    # Above numpy's priority, numpy values on the left (np.float32(2) * t,
+    # array + t) come to these operators too, instead of numpy reading the
+    # tensor through __array__ into a plain array that backward never sees.
+    __array_priority__ = 1000
+
     def __add__(self, other): return add(self, _operand(other))
     def __radd__(self, other): return add(_operand(other), self)
     def __sub__(self, other): return sub(self, _operand(other))
@@ -419,6 +424,7 @@ class Tensor(Handle):
         return scale(self, 1.0 / other)
 
     def __matmul__(self, other): return matmul(self, other)
+    def __rmatmul__(self, other): return matmul(other, self)
 
 
 def _operand(value):
