@@ -371,6 +371,15 @@ def test_pytorch_boolean_masks_are_converted_not_misread():
                                 tgt_mask=tfm.causal_mask(tgt.shape[1]),
                                 memory_mask=tfm.padding_mask(src, 0)).numpy()
     np.testing.assert_allclose(by_bool, by_keep, atol=1e-6)
+    # PyTorch reads its deprecated byte masks as bool ones (non-zero =
+    # ignore), a keep-mask the other way round: refused, not misread.
+    with tfm.Tape(recording=False):
+        for bytes_mask in ({'src_key_padding_mask': padded.astype(np.uint8)},
+                           {'tgt_mask': np.triu(np.ones((tgt.shape[1],) * 2, np.uint8), 1)}):
+            with pytest.raises(TypeError, match='uint8'):
+                model.forward(src, tgt, **bytes_mask)
+        with pytest.raises(TypeError, match='uint8'):
+            tfm.softmax(np.ones((2, 2)), np.eye(2, dtype=np.uint8))
 
 
 def test_inputs_live_until_backward_even_without_python_references():

@@ -766,8 +766,15 @@ def masks(inputs, *given):
     wants a mask and its key-padding mask alike): additive when any is
     float (PyTorch's 0 / -inf, as generate_square_subsequent_mask), keep
     otherwise. PyTorch's bool masks (True = ignore) and int keep-masks
-    (0 = ignore) are converted to that form; numpy, torch or tfm.Tensor."""
+    (0 = ignore) are converted to that form; numpy, torch or tfm.Tensor.
+    uint8 masks, which PyTorch reads as bool ones, are refused (TypeError)."""
     arrays = [m if m is None or isinstance(m, Tensor) else to_numpy(m) for m in given]
+    if any(m is not None and m.dtype == np.uint8 for m in arrays):
+        # PyTorch reads a byte mask as its bool mask (non-zero = ignore),
+        # the opposite of a keep-mask: either reading would be silently
+        # wrong for someone.
+        raise TypeError('a uint8 mask is ambiguous: pass bool (True = ignore, PyTorch\'s '
+                        'byte masks as .bool()) or int32 (0 = ignore)')
     additive = any((m.dtype.kind == 'f') for m in arrays if m is not None)
     pointers = []
     for mask in arrays:
