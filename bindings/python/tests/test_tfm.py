@@ -227,6 +227,13 @@ def test_statuses_become_exceptions_with_libtfm_messages(tmp_path):
         small_model(no_such_field=1)
     with pytest.raises(ValueError, match='positions'):
         small_model(positions='spiral')
+    # cffi's own words ("an integer is required") name no field
+    with pytest.raises(TypeError, match="d_model='16' .* int64_t"):
+        small_model(d_model='16')
+    with pytest.raises(OverflowError, match='seed=-1 .* uint64_t'):
+        small_model(seed=-1)
+    with pytest.raises(OverflowError, match='max_length=1099511627776'):
+        small_model().greedy([[3, 4]], max_length=2**40)
     with pytest.raises(tfm.StateError, match='no current tape'):
         tfm.relu(np.ones(3))
     assert lib.tfm_last_status() == lib.TFM_OK  # every error was taken

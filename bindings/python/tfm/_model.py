@@ -44,7 +44,11 @@ def options(struct, init, fields, *init_args):
                 raise ValueError('%s must be one of %s, not %r' % (
                     name, ', '.join(list(_NAMED[name]) + list(_ALIASES.get(name, ()))), value))
             value = _NAMED[name][value]
-        setattr(o, name, value)
+        try:
+            setattr(o, name, value)
+        except (TypeError, OverflowError) as error:  # cffi's words name no field
+            raise type(error)('%s: %s=%r does not fit its C type %s (%s)' % (
+                struct, name, value, known[name].type.cname, error)) from None
     return o
 
 
