@@ -272,6 +272,16 @@ def test_tape_owned_tensors_end_at_reset_and_close():
             pass
 
 
+def test_a_decoding_made_directly_decodes_as_far_as_the_model_allows():
+    # tfm_decode_options' own max_length (100) is past most models' targets
+    model = small_model().eval()
+    src = np.array([[3, 4, 5, 0], [6, 7, 0, 0]])
+    with tfm.Decoding(model, 2, 4) as decoding:
+        decoded = decoding.run(src)
+    np.testing.assert_array_equal(decoded.tokens, model.greedy(src))
+    assert decoded.tokens.shape == (2, model.options['max_tgt_len'])
+
+
 def test_closing_a_model_closes_what_depends_on_it():
     model = small_model()
     adam = tfm.Adam(model)

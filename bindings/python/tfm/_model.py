@@ -592,7 +592,6 @@ class Model(Handle):
         src = as_array(src, np.int32)
         if src.ndim != 2:
             raise ValueError('src must be [batch, length], not %d-D' % src.ndim)
-        fields.setdefault('max_length', self.options['max_tgt_len'] - 1)
         with Decoding(self, src.shape[0], src.shape[1], **fields) as decoding:
             return decoding.run(src, with_logits)
 
@@ -657,11 +656,13 @@ class Decoding(Handle):
     """A tfm_decoding for a model, sized for max_batch sources of up to
     max_src_len tokens; keyword arguments are tfm_decode_options' fields.
     bos_id, eos_id and src_pad_id are the model's unless given; one that
-    neither the model nor the caller has is refused (ArgumentError)."""
+    neither the model nor the caller has is refused (ArgumentError).
+    max_length is the model's max_tgt_len - 1 unless given."""
     _free = lib.tfm_decoding_free
     _copy_advice = 'make another tfm.Decoding for the model'
 
     def __init__(self, model, max_batch, max_src_len, **fields):
+        fields.setdefault('max_length', model.options['max_tgt_len'] - 1)
         unset = [field for field, model_field in _SPECIAL_TOKENS
                  if field not in fields and model.options[model_field] == -1]
         if unset:
