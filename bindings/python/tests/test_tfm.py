@@ -696,6 +696,9 @@ def test_options_and_reprs_speak_in_names():
     assert repr(model.params).startswith('tfm.Params(') and 'recording=True' in repr(tfm.Tape())
     with pytest.raises(ValueError, match='cosine'):
         tfm.Adam(model, schedule='linear')
+    assert repr(tfm.Adam(model)) == 'tfm.Adam(lr=0.001, step_count=0)'
+    assert repr(tfm.SGD(model, lr=0.5, momentum=0.9)) == \
+        'tfm.SGD(lr=0.5, step_count=0, momentum=0.9)'
 
 
 # --- the reference -------------------------------------------------------------------

@@ -817,9 +817,9 @@ class Optimizer(Handle):
     def __repr__(self):
         if self.closed:
             return 'tfm.%s(<closed>)' % type(self).__name__
-        return 'tfm.%s(lr=%g, step_count=%d, %s)' % (
-            type(self).__name__, self.lr, self.step_count,
-            ', '.join('%s=%r' % kv for kv in self._fields.items() if kv[0] != 'lr'))
+        return 'tfm.%s(%s)' % (type(self).__name__, ', '.join(
+            ['lr=%g' % self.lr, 'step_count=%d' % self.step_count] +
+            ['%s=%r' % kv for kv in self._fields.items() if kv[0] != 'lr']))
 
 
 def _store_and_groups(given):
