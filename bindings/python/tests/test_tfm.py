@@ -227,6 +227,13 @@ def test_statuses_become_exceptions_with_libtfm_messages(tmp_path):
         small_model(no_such_field=1)
     with pytest.raises(ValueError, match='positions'):
         small_model(positions='spiral')
+    # cffi's own words ("an integer is required") name no field
+    with pytest.raises(TypeError, match="d_model='16' .* int64_t"):
+        small_model(d_model='16')
+    with pytest.raises(OverflowError, match='seed=-1 .* uint64_t'):
+        small_model(seed=-1)
+    with pytest.raises(OverflowError, match='max_length=1099511627776'):
+        small_model().greedy([[3, 4]], max_length=2**40)
     with pytest.raises(tfm.StateError, match='no current tape'):
         tfm.relu(np.ones(3))
     assert lib.tfm_last_status() == lib.TFM_OK  # every error was taken
@@ -265,6 +272,16 @@ def test_tape_owned_tensors_end_at_reset_and_close():
             pass
 
 
+def test_a_decoding_made_directly_decodes_as_far_as_the_model_allows():
+    # tfm_decode_options' own max_length (100) is past most models' targets
+    model = small_model().eval()
+    src = np.array([[3, 4, 5, 0], [6, 7, 0, 0]])
+    with tfm.Decoding(model, 2, 4) as decoding:
+        decoded = decoding.run(src)
+    np.testing.assert_array_equal(decoded.tokens, model.greedy(src))
+    assert decoded.tokens.shape == (2, model.options['max_tgt_len'])
+
+
 def test_closing_a_model_closes_what_depends_on_it():
     model = small_model()
     adam = tfm.Adam(model)
@@ -294,6 +311,22 @@ def test_owners_stay_alive_while_used_and_collection_does_not_crash():
     with small_model() as model:
         assert model.parameter_count() > 0
     assert model.closed
+
+
+def test_closing_a_stream_closes_the_layers_that_draw_from_it():
+    # The C layers keep the tfm_rng: a layer over a freed stream would draw
+    # from freed memory (a crash at collection, found by drawing once).
+    rng, store = tfm.Rng(1), tfm.Params()
+    layers = [tfm.Dropout(0.5, rng=rng), tfm.FeedForward(store, 'ff', 3, 8, rng=rng)]
+    rng.close()
+    for layer in layers:
+        assert layer.closed
+        with tfm.Tape(), pytest.raises(tfm.ClosedError):
+            layer(np.ones((2, 3), np.float32))
+    kept = tfm.Dropout(0.5, rng=tfm.Rng(2))  # its only reference to the stream
+    gc.collect()
+    with tfm.Tape():
+        assert kept(np.ones((2, 3), np.float32)).shape == (2, 3)
 
 
 # --- gradients ----------------------------------------------------------------------
@@ -355,6 +388,15 @@ def test_pytorch_boolean_masks_are_converted_not_misread():
                                 tgt_mask=tfm.causal_mask(tgt.shape[1]),
                                 memory_mask=tfm.padding_mask(src, 0)).numpy()
     np.testing.assert_allclose(by_bool, by_keep, atol=1e-6)
+    # PyTorch reads its deprecated byte masks as bool ones (non-zero =
+    # ignore), a keep-mask the other way round: refused, not misread.
+    with tfm.Tape(recording=False):
+        for bytes_mask in ({'src_key_padding_mask': padded.astype(np.uint8)},
+                           {'tgt_mask': np.triu(np.ones((tgt.shape[1],) * 2, np.uint8), 1)}):
+            with pytest.raises(TypeError, match='uint8'):
+                model.forward(src, tgt, **bytes_mask)
+        with pytest.raises(TypeError, match='uint8'):
+            tfm.softmax(np.ones((2, 2)), np.eye(2, dtype=np.uint8))
 
 
 def test_inputs_live_until_backward_even_without_python_references():
@@ -593,6 +635,22 @@ def test_tensor_indexing_argmax_reductions_and_arithmetic_through_the_tape():
             x / x
 
 
+def test_numpy_values_on_the_left_record_on_the_tape_too():
+    # numpy's own operators would read the tensor into a plain array: the
+    # result a numpy array, the gradient silently lost.
+    x = tfm.tensor([1.0, 2.0], requires_grad=True)
+    with tfm.Tape():
+        terms = [np.float32(3) * x, np.float64(0.5) + x, np.ones(2) - x, np.full(2, 2.0) * x,
+                 np.eye(2, dtype=np.float32) @ tfm.reshape(x, [2, 1])]
+        assert all(isinstance(term, tfm.Tensor) for term in terms)
+        total = terms[0] + terms[1] + terms[2] + terms[3] + tfm.reshape(terms[4], [2])
+        np.testing.assert_allclose(total.numpy(), [3 + 1.5 + 0 + 2 + 1, 6 + 2.5 - 1 + 4 + 2])
+        total.sum().backward()
+    np.testing.assert_allclose(x.grad, [3 + 1 - 1 + 2 + 1] * 2)
+    with pytest.raises(TypeError):
+        np.ones(2) / x  # libtfm divides by numbers only
+
+
 def test_parameter_groups_set_weight_decay_and_state_dicts_resume():
     model = small_model()
     params = model.named_parameters()
@@ -638,6 +696,9 @@ def test_options_and_reprs_speak_in_names():
     assert repr(model.params).startswith('tfm.Params(') and 'recording=True' in repr(tfm.Tape())
     with pytest.raises(ValueError, match='cosine'):
         tfm.Adam(model, schedule='linear')
+    assert repr(tfm.Adam(model)) == 'tfm.Adam(lr=0.001, step_count=0)'
+    assert repr(tfm.SGD(model, lr=0.5, momentum=0.9)) == \
+        'tfm.SGD(lr=0.5, step_count=0, momentum=0.9)'
 
 
 # --- the reference -------------------------------------------------------------------

@@ -403,6 +403,11 @@ class Tensor(Handle):
         return 'tfm.Tensor(%s, shape=%s, dtype=%s%s)' % (values, self.shape, self.dtype, grad)
 
     # Arithmetic records on the current tape; a Python number is a scalar.
+    # Above numpy's priority, numpy values on the left (np.float32(2) * t,
+    # array + t) come to these operators too, instead of numpy reading the
+    # tensor through __array__ into a plain array that backward never sees.
+    __array_priority__ = 1000
+
     def __add__(self, other): return add(self, _operand(other))
     def __radd__(self, other): return add(_operand(other), self)
     def __sub__(self, other): return sub(self, _operand(other))
@@ -419,6 +424,7 @@ class Tensor(Handle):
         return scale(self, 1.0 / other)
 
     def __matmul__(self, other): return matmul(self, other)
+    def __rmatmul__(self, other): return matmul(other, self)
 
 
 def _operand(value):
@@ -760,8 +766,15 @@ def masks(inputs, *given):
     wants a mask and its key-padding mask alike): additive when any is
     float (PyTorch's 0 / -inf, as generate_square_subsequent_mask), keep
     otherwise. PyTorch's bool masks (True = ignore) and int keep-masks
-    (0 = ignore) are converted to that form; numpy, torch or tfm.Tensor."""
+    (0 = ignore) are converted to that form; numpy, torch or tfm.Tensor.
+    uint8 masks, which PyTorch reads as bool ones, are refused (TypeError)."""
     arrays = [m if m is None or isinstance(m, Tensor) else to_numpy(m) for m in given]
+    if any(m is not None and m.dtype == np.uint8 for m in arrays):
+        # PyTorch reads a byte mask as its bool mask (non-zero = ignore),
+        # the opposite of a keep-mask: either reading would be silently
+        # wrong for someone.
+        raise TypeError('a uint8 mask is ambiguous: pass bool (True = ignore, PyTorch\'s '
+                        'byte masks as .bool()) or int32 (0 = ignore)')
     additive = any((m.dtype.kind == 'f') for m in arrays if m is not None)
     pointers = []
     for mask in arrays:

@@ -44,7 +44,11 @@ def options(struct, init, fields, *init_args):
                 raise ValueError('%s must be one of %s, not %r' % (
                     name, ', '.join(list(_NAMED[name]) + list(_ALIASES.get(name, ()))), value))
             value = _NAMED[name][value]
-        setattr(o, name, value)
+        try:
+            setattr(o, name, value)
+        except (TypeError, OverflowError) as error:  # cffi's words name no field
+            raise type(error)('%s: %s=%r does not fit its C type %s (%s)' % (
+                struct, name, value, known[name].type.cname, error)) from None
     return o
 
 
@@ -258,7 +262,11 @@ class Layer(Handle):
 
     def __init__(self, pointer, params=None, rng=None):
         super().__init__(check_pointer(pointer), params)
-        self._rng = rng  # dropout draws from it: keep it alive
+        # The C layer keeps the stream and draws from it: the layer keeps it
+        # alive, and closing the stream closes the layer (never a freed one).
+        self._rng = rng
+        if rng is not None:
+            rng._dependents.add(self)
 
     @property
     def kind(self):
@@ -584,7 +592,6 @@ class Model(Handle):
         src = as_array(src, np.int32)
         if src.ndim != 2:
             raise ValueError('src must be [batch, length], not %d-D' % src.ndim)
-        fields.setdefault('max_length', self.options['max_tgt_len'] - 1)
         with Decoding(self, src.shape[0], src.shape[1], **fields) as decoding:
             return decoding.run(src, with_logits)
 
@@ -649,11 +656,13 @@ class Decoding(Handle):
     """A tfm_decoding for a model, sized for max_batch sources of up to
     max_src_len tokens; keyword arguments are tfm_decode_options' fields.
     bos_id, eos_id and src_pad_id are the model's unless given; one that
-    neither the model nor the caller has is refused (ArgumentError)."""
+    neither the model nor the caller has is refused (ArgumentError).
+    max_length is the model's max_tgt_len - 1 unless given."""
     _free = lib.tfm_decoding_free
     _copy_advice = 'make another tfm.Decoding for the model'
 
     def __init__(self, model, max_batch, max_src_len, **fields):
+        fields.setdefault('max_length', model.options['max_tgt_len'] - 1)
         unset = [field for field, model_field in _SPECIAL_TOKENS
                  if field not in fields and model.options[model_field] == -1]
         if unset:
@@ -808,9 +817,9 @@ class Optimizer(Handle):
     def __repr__(self):
         if self.closed:
             return 'tfm.%s(<closed>)' % type(self).__name__
-        return 'tfm.%s(lr=%g, step_count=%d, %s)' % (
-            type(self).__name__, self.lr, self.step_count,
-            ', '.join('%s=%r' % kv for kv in self._fields.items() if kv[0] != 'lr'))
+        return 'tfm.%s(%s)' % (type(self).__name__, ', '.join(
+            ['lr=%g' % self.lr, 'step_count=%d' % self.step_count] +
+            ['%s=%r' % kv for kv in self._fields.items() if kv[0] != 'lr']))
 
 
 def _store_and_groups(given):
