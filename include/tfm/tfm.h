@@ -21,6 +21,7 @@
  * | io.h        | safetensors reading and writing, loading state_dicts |
  * | training.h  | saving and resuming a whole training run |
  * | decode.h    | greedy, sampling, top-k, nucleus and beam decoding |
+ * | text.h      | tokenizers: SentencePiece, byte-level BPE, BPE training |
  *
  * Rules that hold everywhere (each header adds its own):
  * - Ownership: what a create, load or open call returns is the caller's
@@ -54,5 +55,6 @@
 #include "io.h"
 #include "training.h"
 #include "decode.h"
+#include "text.h"
 
 #endif
