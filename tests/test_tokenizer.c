@@ -163,6 +163,284 @@ START_TEST(byte_fallback_model_matches_sentencepiece)
 }
 END_TEST
 
+/* Encodes text and returns the ids' count, checking the size query. */
+static int64_t encode(const tfm_tokenizer *tok, const char *text, int64_t length, int32_t *ids,
+                      int64_t capacity)
+{
+    int64_t needed = -1, count = -1;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, length, NULL, 0, &needed),
+                     needed ? TFM_ERR_SIZE : TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, length, ids, capacity, &count), TFM_OK);
+    ck_assert_int_eq(count, needed);
+    return count;
+}
+
+START_TEST(empty_and_whitespace_only_text_give_no_ids)
+{
+    tfm_tokenizer *tok = load("unigram");
+    int32_t ids[4] = {-7, -7, -7, -7};
+    ck_assert_int_eq(encode(tok, "", 0, ids, 4), 0);
+    ck_assert_int_eq(encode(tok, NULL, 0, ids, 4), 0);
+    ck_assert_int_eq(encode(tok, "  \t ", 2, ids, 4), 0);
+    ck_assert_int_eq(ids[0], -7);
+    char text[8] = "x";
+    int64_t length = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, NULL, 0, text, 8, &length), TFM_OK);
+    ck_assert_int_eq(length, 0);
+    ck_assert_str_eq(text, "");
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* Invalid UTF-8 is read byte by byte as U+FFFD, never an error, as
+ * SentencePiece reads it: here the unigram model has no piece for it, so
+ * the run is one unknown id after the space (spm_encode gives "7 0"; a
+ * literal U+FFFD the nmt_nfkc map removes); the byte-fallback model spells
+ * U+FFFD in bytes. (The edge fixture compares more such lines.) */
+START_TEST(invalid_utf8_is_replacement_characters)
+{
+    tfm_tokenizer *tok = load("unigram");
+    int32_t bad[8];
+    int64_t n = encode(tok, "\xff\xfe\xc3", 3, bad, 8);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(bad[0], tfm_tokenizer_piece_to_id(tok, "\xe2\x96\x81", 3));
+    ck_assert_int_eq(bad[1], tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK));
+    ck_assert_int_eq(encode(tok, "\xef\xbf\xbd", 3, bad, 8), 0);
+    tfm_tokenizer_free(tok);
+    tok = load("bytes");
+    n = encode(tok, "\xff", 1, bad, 8);
+    ck_assert_int_eq(n, 3);
+    char piece[16];
+    int64_t length;
+    const char *want[3] = {"<0xEF>", "<0xBF>", "<0xBD>"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, bad[i], piece, 16, &length), TFM_OK);
+        ck_assert_str_eq(piece, want[i]);
+    }
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* A megabyte line encodes, and its ids are its parts' ids when the parts
+ * meet at a space (the unigram model sees words separately). */
+START_TEST(very_long_lines)
+{
+    tfm_tokenizer *tok = load("unigram");
+    const char *word = " Fichier introuvable";
+    size_t word_length = strlen(word), repeats = 50000;
+    char *text = malloc(word_length * repeats);
+    for (size_t i = 0; i < repeats; i++)
+        memcpy(text + i * word_length, word, word_length);
+    int32_t one[16];
+    int64_t per_word = encode(tok, word, (int64_t)word_length, one, 16);
+    int64_t capacity = per_word * (int64_t)repeats;
+    int32_t *ids = malloc((size_t)capacity * sizeof *ids);
+    ck_assert_int_eq(encode(tok, text, (int64_t)(word_length * repeats), ids, capacity), capacity);
+    for (int64_t i = 0; i < capacity; i++)
+        ck_assert_int_eq(ids[i], one[i % per_word]);
+    int64_t length = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, capacity, NULL, 0, &length), TFM_ERR_SIZE);
+    ck_assert_int_eq(length, (int64_t)(word_length * repeats) - 1); /* no leading space */
+    free(ids);
+    free(text);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(buffers_too_small_are_refused_untouched)
+{
+    tfm_tokenizer *tok = load("bpe");
+    int32_t ids[64];
+    int64_t count = -1;
+    const char *text = "Fichier introuvable";
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), ids, 64, &count),
+                     TFM_OK);
+    ck_assert_int_gt(count, 1);
+    int32_t small[64];
+    memset(small, 0x55, sizeof small);
+    int64_t needed = -1;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), small, count - 1,
+                                          &needed), TFM_ERR_SIZE);
+    ck_assert_int_eq(needed, count);
+    ck_assert_int_eq(small[0], 0x55555555);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_tokenizer_encode"));
+    char back[64];
+    memset(back, 'z', sizeof back);
+    int64_t length = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, count, back, (int64_t)strlen(text), &length),
+                     TFM_ERR_SIZE); /* no room for the NUL */
+    ck_assert_int_eq(length, (int64_t)strlen(text));
+    ck_assert_int_eq(back[0], 'z');
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, count, back, length + 1, &length), TFM_OK);
+    ck_assert_str_eq(back, text);
+    char piece[4];
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, 0, piece, 4, &length), TFM_ERR_SIZE);
+    ck_assert_int_eq(length, 5); /* <unk> */
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(null_and_bad_arguments)
+{
+    tfm_tokenizer *tok = load("unigram");
+    int32_t ids[4] = {0};
+    int64_t n = 0;
+    char text[8];
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(NULL, 3));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes("", -1));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_encode(NULL, "a", 1, ids, 4, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, NULL, 1, ids, 4, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, "a", 1, ids, 4, NULL), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, "a", -1, ids, 4, &n), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, "a", 1, ids, -4, &n), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_decode(NULL, ids, 1, text, 8, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, NULL, 1, text, 8, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 1, text, 8, NULL), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, -1, text, 8, &n), TFM_ERR_ARG);
+    ids[0] = tfm_tokenizer_vocab_size(tok);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 1, text, 8, &n), TFM_ERR_RANGE);
+    ids[0] = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 1, text, 8, &n), TFM_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "ids[0] = -1"));
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(NULL), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(NULL, "a", 1), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, NULL, 1), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "a", -1), -1);
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, -1, text, 8, &n), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(NULL, 0, text, 8, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_special_id(NULL, TFM_TOKEN_BOS), -1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, (tfm_special_token)4), -1);
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(NULL, text, 8, &n), TFM_ERR_NULL);
+    tfm_tokenizer_free(NULL);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* Pieces and ids both ways, the file's special ids (the bytes model was
+ * trained with --pad_id=3; the others have no pad). */
+START_TEST(pieces_ids_and_special_tokens)
+{
+    tfm_tokenizer *tok = load("bytes");
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), 2000);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK), 0);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS), 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), 3);
+    char piece[64];
+    int64_t length;
+    for (int32_t id = 0; id < tfm_tokenizer_vocab_size(tok); id++) {
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, id, piece, 64, &length), TFM_OK);
+        ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, piece, length), id);
+    }
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "no such piece", 13), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "<pad>", 5), 3);
+    tfm_tokenizer_free(tok);
+    tok = load("unigram");
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), -1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    /* control pieces decode to nothing; user-defined ones are never split */
+    int32_t ids[16];
+    int64_t n = encode(tok, "%s%lu", 5, ids, 16);
+    ck_assert_int_eq(n, 3); /* "▁", "%s", "%lu" */
+    ck_assert_int_eq(ids[1], tfm_tokenizer_piece_to_id(tok, "%s", 2));
+    ck_assert_int_eq(ids[2], tfm_tokenizer_piece_to_id(tok, "%lu", 3));
+    int32_t framed[5] = {1, ids[0], ids[1], ids[2], 2};
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, framed, 5, piece, 64, &length), TFM_OK);
+    ck_assert_str_eq(piece, "%s%lu");
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(bytes_round_trip)
+{
+    char path[512];
+    snprintf(path, sizeof path, TEXT_DIR "unigram.model");
+    size_t size;
+    char *file = read_all(path, &size);
+    tfm_tokenizer *tok = load("unigram");
+    int64_t saved = -1;
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, 0, &saved), TFM_ERR_SIZE);
+    ck_assert_int_eq(saved, (int64_t)size);
+    char *bytes = malloc(size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, saved, &saved), TFM_OK);
+    ck_assert_mem_eq(bytes, file, size); /* the .model file itself */
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, saved);
+    ck_assert_ptr_nonnull(copy);
+    free(bytes); /* the copy does not keep the caller's bytes */
+    const char *text = "Impossible d'ouvrir « %s » : fichier introuvable";
+    int32_t a[64], b[64];
+    int64_t n = encode(tok, text, (int64_t)strlen(text), a, 64);
+    ck_assert_int_eq(encode(copy, text, (int64_t)strlen(text), b, 64), n);
+    ck_assert_mem_eq(a, b, (size_t)n * sizeof *a);
+    tfm_tokenizer_free(copy);
+    tfm_tokenizer_free(tok);
+    free(file);
+}
+END_TEST
+
+/* Every prefix of a model file, and random byte changes in one with a
+ * character map, load or fail with TFM_ERR_FORMAT; whatever loads encodes
+ * and decodes without reading out of bounds (run under ASan). */
+static void load_or_refuse(const char *bytes, size_t size)
+{
+    tfm_clear_error();
+    tfm_tokenizer *tok = tfm_tokenizer_from_bytes(bytes, (int64_t)size);
+    if (!tok) {
+        ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+        ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_tokenizer_from_bytes: "));
+        return;
+    }
+    const char *text = "  Fichier « introuvable » ⁇ \xff ｆｉ ① 軽量  ";
+    int32_t ids[256];
+    int64_t n = -1, length;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), ids, 256, &n), TFM_OK);
+    char back[1024];
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    tfm_tokenizer_free(tok);
+}
+
+START_TEST(corrupt_models_fail_cleanly)
+{
+    size_t size;
+    char path[512];
+    snprintf(path, sizeof path, TEXT_DIR "bytes.model");
+    char *file = read_all(path, &size);
+    size_t refused = 0;
+    for (size_t cut = 0; cut < size; cut += cut < 2000 ? 1 : 97) {
+        load_or_refuse(file, cut);
+        refused += tfm_last_status() != TFM_OK;
+    }
+    ck_assert_uint_gt(refused, 100);
+    free(file);
+    snprintf(path, sizeof path, TEXT_DIR "unigram.model");
+    file = read_all(path, &size);
+    uint64_t state = 12345;
+    for (int trial = 0; trial < 300; trial++) {
+        char *copy = malloc(size);
+        memcpy(copy, file, size);
+        for (int k = 0; k < 8; k++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            copy[(state >> 33) % size] ^= (char)(1 + (state >> 20) % 255);
+        }
+        load_or_refuse(copy, size);
+        free(copy);
+    }
+    free(file);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(TEXT_DIR "lines.txt"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(TEXT_DIR "no such file"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_IO);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(TEXT_DIR));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_IO);
+}
+END_TEST
+
 Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -170,6 +448,14 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, unigram_matches_sentencepiece);
     tcase_add_test(tc, bpe_matches_sentencepiece);
     tcase_add_test(tc, byte_fallback_model_matches_sentencepiece);
+    tcase_add_test(tc, empty_and_whitespace_only_text_give_no_ids);
+    tcase_add_test(tc, invalid_utf8_is_replacement_characters);
+    tcase_add_test(tc, very_long_lines);
+    tcase_add_test(tc, buffers_too_small_are_refused_untouched);
+    tcase_add_test(tc, null_and_bad_arguments);
+    tcase_add_test(tc, pieces_ids_and_special_tokens);
+    tcase_add_test(tc, bytes_round_trip);
+    tcase_add_test(tc, corrupt_models_fail_cleanly);
     suite_add_tcase(s, tc);
     return s;
 }
