@@ -46,16 +46,6 @@ typedef enum tfm_special_token {
  * message says where), TFM_ERR_NOMEM. */
 TFM_API tfm_tokenizer *tfm_tokenizer_load_sentencepiece(const char *path);
 
-/** Reads a GPT-2/BART byte-level BPE tokenizer: `vocab.json` (an object of
- * piece to id, pieces in GPT-2's byte-to-unicode alphabet) and
- * `merges.txt` (one merge "A B" a line, best first; a first line beginning
- * with "#version" is skipped). Ids must be distinct and below the number
- * of entries plus 2^20. Special ids: `<unk>`, `<s>` (or
- * `<|endoftext|>`), `</s>` (or `<|endoftext|>`) and `<pad>` when the
- * vocabulary has them. NULL on failure as above. */
-TFM_API tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path,
-                                                   const char *merges_path);
-
 /** Makes a tokenizer from bytes tfm_tokenizer_save_bytes() wrote; the
  * bytes of a SentencePiece `.model` file are such bytes. The bytes are
  * copied. NULL on failure: TFM_ERR_NULL, TFM_ERR_FORMAT, TFM_ERR_NOMEM. */

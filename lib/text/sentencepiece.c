@@ -511,8 +511,7 @@ static int ends_with(const tfm__bytes *b, const char *suffix, size_t len)
     return b->size >= len && !memcmp(b->data + b->size - len, suffix, len);
 }
 
-/* Normalizer::Normalize into out (emptied first). */
-static int normalize(const char *op, const tfm_tokenizer *tok, const tfm__normalizer *n,
+int tfm__normalize(const char *op, const tfm_tokenizer *tok, const tfm__normalizer *n,
                      int user_symbols, const char *s, size_t len, tfm__bytes *out)
 {
     const char *piece;
@@ -871,7 +870,7 @@ int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok, const ch
     tfm__bytes normalized = {0};
     segments pieces = {0};
     int status = -1;
-    if (normalize(op, tok, &tok->normalizer, 1, text, length, &normalized))
+    if (tfm__normalize(op, tok, &tok->normalizer, 1, text, length, &normalized))
         goto done;
     const char *s = normalized.data;
     size_t size = normalized.size;
@@ -990,7 +989,7 @@ int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const in
     if (append_bytes(op, tok, ids, byte_start, count, &text))
         goto done;
     if (tok->has_denormalizer) {
-        if (normalize(op, tok, &tok->denormalizer, 0, text.data, text.size, out))
+        if (tfm__normalize(op, tok, &tok->denormalizer, 0, text.data, text.size, out))
             goto done;
     } else {
         out->size = 0;

@@ -135,6 +135,12 @@ struct tfm_tokenizer {
     tfm__byte_bpe *byte_bpe;
 };
 
+/* SentencePiece's Normalizer::Normalize of s[0, len) with n into out
+ * (emptied first, NUL-terminated); user_symbols: tok's user-defined pieces
+ * pass unchanged (tok may be NULL without them). */
+int tfm__normalize(const char *op, const tfm_tokenizer *tok, const tfm__normalizer *n,
+                   int user_symbols, const char *s, size_t len, tfm__bytes *out);
+
 /* Parses a SentencePiece ModelProto from bytes[0, size) into a tokenizer,
  * keeping a copy of the bytes. NULL with the error set (op names the call). */
 tfm_tokenizer *tfm__sentencepiece_parse(const char *op, const char *bytes, size_t size);
