@@ -3,6 +3,7 @@
  *   tfm-tokenize --model m.model < text        one line of ids per line
  *   tfm-tokenize --model m.model --decode < ids
  *   tfm-tokenize --train text --vocab-size 8000 --out m.model
+ *   tfm-tokenize --vocab vocab.json --merges merges.txt < text   (GPT-2/BART)
  *
  * Encoding prints each line's ids separated by spaces, as
  * `spm_encode --output_format=id`; decoding reads such lines and prints
@@ -170,11 +171,13 @@ done:
 
 int main(int argc, char **argv)
 {
-    const char *model = NULL, *train_path = NULL, *out = NULL;
+    const char *model = NULL, *vocab = NULL, *merges = NULL, *train_path = NULL, *out = NULL;
     int64_t decode = 0, vocab_size = 8000, byte_fallback = 0;
     double coverage = 0.9995;
     const cli_flag flags[] = {
         {"model", CLI_STRING, &model, 0, 0, "a SentencePiece .model file"},
+        {"vocab", CLI_STRING, &vocab, 0, 0, "byte-level BPE: vocab.json (with --merges)"},
+        {"merges", CLI_STRING, &merges, 0, 0, "byte-level BPE: merges.txt (with --vocab)"},
         {"decode", CLI_SWITCH, &decode, 0, 0, "read lines of ids, print their text"},
         {"train", CLI_STRING, &train_path, 0, 0, "train a BPE model on this file's lines"},
         {"vocab-size", CLI_INT, &vocab_size, 4, 1 << 24, "--train: pieces in all"},
@@ -192,17 +195,18 @@ int main(int argc, char **argv)
     if (exit_now != CLI_CONTINUE)
         return exit_now;
     if (train_path) {
-        if (!out || model || decode) {
+        if (!out || model || vocab || merges || decode) {
             fprintf(stderr, "%s: --train takes --out and no model\n", argv[0]);
             return cli_usage_error(argv[0]);
         }
         return train(argv[0], train_path, vocab_size, byte_fallback, coverage, out);
     }
-    if (!model) {
-        fprintf(stderr, "%s: give --model FILE\n", argv[0]);
+    if (!model == !(vocab && merges) || !vocab != !merges) {
+        fprintf(stderr, "%s: give --model FILE, or --vocab and --merges\n", argv[0]);
         return cli_usage_error(argv[0]);
     }
-    tfm_tokenizer *tok = tfm_tokenizer_load_sentencepiece(model);
+    tfm_tokenizer *tok = model ? tfm_tokenizer_load_sentencepiece(model)
+                               : tfm_tokenizer_load_byte_bpe(vocab, merges);
     if (!tok)
         return cli_fail(argv[0], "loading the tokenizer");
     int status = decode ? decode_lines(argv[0], tok) : encode_lines(argv[0], tok);

@@ -19,6 +19,10 @@ for model in unigram bpe bytes; do
         cmp -s "$scratch/$model.ids" "$text/$model.lines.ids"
     step "$model: the ids of spm_encode --output_format=id" $?
 done
+"$tokenize" --vocab "$text/byte_bpe.vocab.json" --merges "$text/byte_bpe.merges.txt" \
+    <"$text/heldout.txt" >"$scratch/byte_bpe.ids" &&
+    cmp -s "$scratch/byte_bpe.ids" "$text/byte_bpe.heldout.ids"
+step "byte-level BPE: the ids of GPT-2's encoder.py" $?
 # decoding: the lines, but where spm_decode's text differs from them
 "$tokenize" --model "$text/unigram.model" --decode <"$text/unigram.lines.ids" >"$scratch/back.txt" &&
     awk -F '\t' 'FILENAME == ARGV[1] { fixed[$1] = substr($0, length($1) + 2); next }
@@ -38,6 +42,9 @@ step "an unknown flag exits with status 2" $?
 "$tokenize" </dev/null >/dev/null 2>&1
 [ $? -eq 2 ]
 step "no model exits with status 2" $?
+"$tokenize" --vocab "$text/byte_bpe.vocab.json" </dev/null >/dev/null 2>&1
+[ $? -eq 2 ]
+step "--vocab without --merges exits with status 2" $?
 "$tokenize" --model "$text/lines.txt" </dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "TFM_ERR_FORMAT" "$scratch/err.txt"
 step "a file that is no model fails with libtfm's message" $?

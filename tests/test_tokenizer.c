@@ -77,13 +77,12 @@ static tfm_tokenizer *load(const char *model)
     return tok;
 }
 
-/* Encodes and decodes every line of TEXT.txt with MODEL and compares with
+/* Encodes and decodes every line of TEXT.txt with tok and compares with
  * MODEL.TEXT.ids and MODEL.TEXT.decoded (lines whose decoding differs from
  * them, "NUMBER<TAB>TEXT"). */
-static void check_against_reference(const char *model, const char *text)
+static void check_tokenizer(tfm_tokenizer *tok, const char *model, const char *text)
 {
     char name[256];
-    tfm_tokenizer *tok = load(model);
     snprintf(name, sizeof name, "%s.txt", text);
     lines input = read_lines(name);
     snprintf(name, sizeof name, "%s.%s.ids", model, text);
@@ -140,6 +139,19 @@ static void check_against_reference(const char *model, const char *text)
     free_lines(&expected);
     free_lines(&decoded);
     tfm_tokenizer_free(tok);
+}
+
+static void check_against_reference(const char *model, const char *text)
+{
+    check_tokenizer(load(model), model, text);
+}
+
+static tfm_tokenizer *load_byte_bpe(void)
+{
+    tfm_tokenizer *tok = tfm_tokenizer_load_byte_bpe(TEXT_DIR "byte_bpe.vocab.json",
+                                                     TEXT_DIR "byte_bpe.merges.txt");
+    ck_assert_msg(tok != NULL, "%s", tfm_last_error());
+    return tok;
 }
 
 START_TEST(unigram_matches_sentencepiece)
@@ -570,6 +582,67 @@ START_TEST(bpe_training_refuses_bad_requests)
 }
 END_TEST
 
+/* GPT-2's encoder.py over the fixture's vocab.json and merges.txt (in
+ * make_fixtures.py): held-out catalog lines and the edge cases, invalid
+ * UTF-8 and its decoding with errors="replace" included. */
+START_TEST(byte_bpe_matches_gpt2)
+{
+    check_tokenizer(load_byte_bpe(), "byte_bpe", "heldout");
+    check_tokenizer(load_byte_bpe(), "byte_bpe", "edge");
+}
+END_TEST
+
+/* The pre-tokenisation pattern's corners, each checked by the pieces it
+ * gives (vocab has every byte, so pieces show the parts' boundaries when
+ * merges cannot cross them). */
+START_TEST(byte_bpe_pattern_and_round_trip)
+{
+    tfm_tokenizer *tok = load_byte_bpe();
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS), 0);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK), 3);
+    /* every byte string comes back: bytes as pieces, whatever they are */
+    char text[256], back[1024];
+    for (int i = 0; i < 255; i++)
+        text[i] = (char)(i + 1);
+    int32_t ids[512];
+    int64_t n = encode(tok, text, 127, ids, 512), length;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    ck_assert_int_eq(length, 127);
+    ck_assert_mem_eq(back, text, 127);
+    /* a truncated character decodes to one U+FFFD, as Python's "replace" */
+    const char *cut = "\xe2\x82 \xf0\x9f\x98";
+    n = encode(tok, cut, (int64_t)strlen(cut), ids, 512);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    ck_assert_str_eq(back, "\xef\xbf\xbd \xef\xbf\xbd");
+    int64_t size = 0;
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, 0, &size), TFM_ERR_SIZE);
+    char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, size);
+    ck_assert_ptr_nonnull(copy);
+    const char *line = "Don't   panic: 42 files\n\n";
+    int32_t other[64];
+    n = encode(tok, line, (int64_t)strlen(line), ids, 512);
+    ck_assert_int_eq(encode(copy, line, (int64_t)strlen(line), other, 64), n);
+    ck_assert_mem_eq(ids, other, (size_t)n * sizeof *ids);
+    tfm_tokenizer_free(copy);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(bytes, size - 1));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    free(bytes);
+    tfm_tokenizer_free(tok);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(TEXT_DIR "byte_bpe.merges.txt",
+                                                   TEXT_DIR "byte_bpe.merges.txt"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(TEXT_DIR "byte_bpe.vocab.json",
+                                                   TEXT_DIR "byte_bpe.vocab.json"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(NULL, TEXT_DIR "byte_bpe.merges.txt"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+}
+END_TEST
+
 Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -585,6 +658,10 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, pieces_ids_and_special_tokens);
     tcase_add_test(tc, bytes_round_trip);
     tcase_add_test(tc, corrupt_models_fail_cleanly);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("byte_bpe");
+    tcase_add_test(tc, byte_bpe_matches_gpt2);
+    tcase_add_test(tc, byte_bpe_pattern_and_round_trip);
     suite_add_tcase(s, tc);
     tc = tcase_create("training");
     tcase_add_test(tc, bpe_training_compresses_as_spm_train);

@@ -46,6 +46,18 @@ typedef enum tfm_special_token {
  * message says where), TFM_ERR_NOMEM. */
 TFM_API tfm_tokenizer *tfm_tokenizer_load_sentencepiece(const char *path);
 
+/** Reads a GPT-2/BART byte-level BPE tokenizer: `vocab.json` (an object of
+ * piece to id, pieces in GPT-2's byte-to-unicode alphabet) and
+ * `merges.txt` (one merge "A B" a line, best first; a first line beginning
+ * with "#version" is skipped). The ids must be 0 .. N-1 for N pieces.
+ * Special ids: `<unk>`, `<s>` (else `<|endoftext|>`), `</s>` (else
+ * `<|endoftext|>`) and `<pad>` when the vocabulary has them; they are
+ * ordinary pieces to encoding and decoding (GPT-2's encoder.py), and a
+ * piece the merges make that the vocabulary lacks becomes `<unk>` (an
+ * error, TFM_ERR_FORMAT, without one). NULL on failure as above. */
+TFM_API tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path,
+                                                   const char *merges_path);
+
 /** Makes a tokenizer from bytes tfm_tokenizer_save_bytes() wrote; the
  * bytes of a SentencePiece `.model` file are such bytes. The bytes are
  * copied. NULL on failure: TFM_ERR_NULL, TFM_ERR_FORMAT, TFM_ERR_NOMEM. */

@@ -121,6 +121,48 @@ int tfm__ids_push(const char *op, tfm__ids *ids, int32_t id)
     return 0;
 }
 
+/* ---- pair heap ---- */
+
+static int pair_before(const tfm__pair *a, const tfm__pair *b)
+{
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+int tfm__pair_heap_push(const char *op, tfm__pair_heap *h, tfm__pair pair)
+{
+    void *buffer = h->data;
+    if (grow(op, &buffer, sizeof *h->data, h->size, &h->capacity, 1))
+        return -1;
+    h->data = buffer;
+    size_t i = h->size++;
+    while (i > 0 && pair_before(&pair, &h->data[(i - 1) / 2])) {
+        h->data[i] = h->data[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->data[i] = pair;
+    return 0;
+}
+
+tfm__pair tfm__pair_heap_pop(tfm__pair_heap *h)
+{
+    tfm__pair top = h->data[0], last = h->data[--h->size];
+    size_t i = 0;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= h->size)
+            break;
+        if (child + 1 < h->size && pair_before(&h->data[child + 1], &h->data[child]))
+            child++;
+        if (!pair_before(&h->data[child], &last))
+            break;
+        h->data[i] = h->data[child];
+        i = child;
+    }
+    if (h->size)
+        h->data[i] = last;
+    return top;
+}
+
 /* ---- trie ---- */
 
 static size_t slot_of(uint64_t key, size_t slots)

@@ -673,17 +673,6 @@ typedef struct bpe_symbol {
     int frozen;
 } bpe_symbol;
 
-typedef struct bpe_pair {
-    int64_t left, right;
-    float score;
-    size_t size;
-} bpe_pair;
-
-typedef struct bpe_heap {
-    bpe_pair *data;
-    size_t size, capacity;
-} bpe_heap;
-
 /* The unused pieces' pairs pushed, for resegmenting (rev_merge). */
 typedef struct unused_merge {
     size_t start, size, cut;
@@ -694,54 +683,8 @@ typedef struct unused_merges {
     size_t size, capacity;
 } unused_merges;
 
-static int pair_before(const bpe_pair *a, const bpe_pair *b)
-{
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int heap_push(const char *op, bpe_heap *h, bpe_pair pair)
-{
-    if (h->size == h->capacity) {
-        size_t capacity = h->capacity ? 2 * h->capacity : 64;
-        void *bigger = realloc(h->data, capacity * sizeof *h->data);
-        if (!bigger) {
-            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-            return -1;
-        }
-        h->data = bigger;
-        h->capacity = capacity;
-    }
-    size_t i = h->size++;
-    while (i > 0 && pair_before(&pair, &h->data[(i - 1) / 2])) {
-        h->data[i] = h->data[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->data[i] = pair;
-    return 0;
-}
-
-static bpe_pair heap_pop(bpe_heap *h)
-{
-    bpe_pair top = h->data[0], last = h->data[--h->size];
-    size_t i = 0;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= h->size)
-            break;
-        if (child + 1 < h->size && pair_before(&h->data[child + 1], &h->data[child]))
-            child++;
-        if (!pair_before(&h->data[child], &last))
-            break;
-        h->data[i] = h->data[child];
-        i = child;
-    }
-    if (h->size)
-        h->data[i] = last;
-    return top;
-}
-
 static int maybe_add_pair(const char *op, const tfm_tokenizer *tok, const char *s,
-                          const bpe_symbol *symbols, int64_t left, int64_t right, bpe_heap *h,
+                          const bpe_symbol *symbols, int64_t left, int64_t right, tfm__pair_heap *h,
                           unused_merges *unused)
 {
     if (left < 0 || right < 0 || symbols[left].frozen || symbols[right].frozen)
@@ -765,7 +708,7 @@ static int maybe_add_pair(const char *op, const tfm_tokenizer *tok, const char *
         unused->data[unused->size++] =
             (unused_merge){symbols[left].start, size, symbols[left].length};
     }
-    return heap_push(op, h, (bpe_pair){left, right, tok->pieces[id].score, size});
+    return tfm__pair_heap_push(op, h, (tfm__pair){left, right, tok->pieces[id].score, size});
 }
 
 /* bpe_model.cc's resegment: an unused piece the merges made is split back
@@ -790,7 +733,7 @@ static int encode_bpe(const char *op, const tfm_tokenizer *tok, const char *s, s
                       segments *out)
 {
     bpe_symbol *symbols = malloc((size + 1) * sizeof *symbols);
-    bpe_heap heap = {0};
+    tfm__pair_heap heap = {0};
     unused_merges unused = {0};
     int status = -1;
     if (!symbols) {
@@ -808,7 +751,7 @@ static int encode_bpe(const char *op, const tfm_tokenizer *tok, const char *s, s
         if (maybe_add_pair(op, tok, s, symbols, i - 1, i, &heap, &unused))
             goto done;
     while (heap.size) {
-        bpe_pair top = heap_pop(&heap);
+        tfm__pair top = tfm__pair_heap_pop(&heap);
         bpe_symbol *left = &symbols[top.left], *right = &symbols[top.right];
         if (!left->length || !right->length || left->length + right->length != top.size)
             continue;

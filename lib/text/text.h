@@ -48,6 +48,26 @@ typedef struct tfm__ids {
 } tfm__ids;
 int tfm__ids_push(const char *op, tfm__ids *ids, int32_t id);
 
+/* ---- BPE's agenda: pairs of adjacent symbols, best first ---- */
+
+/* symbols left and right would merge into a piece of size bytes; the
+ * highest score goes first, then the leftmost. A pair is stale, and
+ * skipped, when its symbols' sizes no longer add up to size. */
+typedef struct tfm__pair {
+    int64_t left, right;
+    float score;
+    size_t size;
+} tfm__pair;
+
+typedef struct tfm__pair_heap {
+    tfm__pair *data;
+    size_t size, capacity;
+} tfm__pair_heap;
+
+int tfm__pair_heap_push(const char *op, tfm__pair_heap *h, tfm__pair pair);
+/* Removes and returns the best pair; the heap must not be empty. */
+tfm__pair tfm__pair_heap_pop(tfm__pair_heap *h);
+
 /* ---- a byte trie over piece strings ---- */
 
 /* Node 0 is the root. Each node holds up to two ids: the piece's id when it
@@ -129,7 +149,8 @@ struct tfm_tokenizer {
     float min_score, max_score;
     char *unk_surface;
     size_t unk_surface_length;
-    char *file;            /* the model file's bytes, kept for save_bytes */
+    char *file;            /* the model file's bytes (or the byte-level
+                              container), kept for save_bytes */
     size_t file_size;
     /* byte-level BPE */
     tfm__byte_bpe *byte_bpe;
@@ -166,7 +187,10 @@ int tfm__byte_bpe_encode(const char *op, const tfm_tokenizer *tok, const char *t
                          size_t length, tfm__ids *out);
 int tfm__byte_bpe_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                          int64_t count, tfm__bytes *out);
-int tfm__byte_bpe_save(const char *op, const tfm_tokenizer *tok, tfm__bytes *out);
+/* 1 when bytes begin as the byte-level container tfm__byte_bpe_parse
+ * keeps (and save_bytes hands out): "TFM-BBPE", then vocab.json and
+ * merges.txt, each after its size in 8 bytes, little-endian. */
+int tfm__byte_bpe_is_container(const char *bytes, size_t size);
 tfm_tokenizer *tfm__byte_bpe_from_bytes(const char *op, const char *bytes, size_t size);
 void tfm__byte_bpe_free(tfm__byte_bpe *bpe);
 

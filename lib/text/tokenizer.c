@@ -13,6 +13,7 @@ void tfm__tokenizer_free(tfm_tokenizer *tok)
     if (!tok)
         return;
     tfm__trie_free(&tok->trie);
+    tfm__byte_bpe_free(tok->byte_bpe);
     free(tok->pieces);
     free(tok->unk_surface);
     free(tok->file);
@@ -33,6 +34,20 @@ tfm_tokenizer *tfm_tokenizer_load_sentencepiece(const char *path)
     return tok;
 }
 
+tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path, const char *merges_path)
+{
+    static const char op[] = "tfm_tokenizer_load_byte_bpe";
+    char *vocab = NULL, *merges = NULL;
+    size_t vocab_size, merges_size;
+    tfm_tokenizer *tok = NULL;
+    if (!tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) &&
+        !tfm__read_whole_file(op, merges_path, TFM__TOKENIZER_MAX_BYTES, &merges, &merges_size))
+        tok = tfm__byte_bpe_parse(op, vocab, vocab_size, merges, merges_size);
+    free(vocab);
+    free(merges);
+    return tok;
+}
+
 tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
 {
     static const char op[] = "tfm_tokenizer_from_bytes";
@@ -45,7 +60,9 @@ tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
                   TFM__TOKENIZER_MAX_BYTES);
         return NULL;
     }
-    return tfm__sentencepiece_parse(op, bytes, (size_t)size);
+    return tfm__byte_bpe_is_container(bytes, (size_t)size)
+               ? tfm__byte_bpe_from_bytes(op, bytes, (size_t)size)
+               : tfm__sentencepiece_parse(op, bytes, (size_t)size);
 }
 
 /* Copies data[0, size) into the caller's buffer of capacity bytes (plus a
@@ -89,7 +106,11 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text
                          length < 0 ? "length" : "capacity",
                          (long long)(length < 0 ? length : capacity));
     tfm__ids out = {0};
-    if (tfm__sentencepiece_encode(op, tokenizer, text ? text : "", (size_t)length, &out)) {
+    int failed = tokenizer->byte_bpe
+                     ? tfm__byte_bpe_encode(op, tokenizer, text, (size_t)length, &out)
+                     : tfm__sentencepiece_encode(op, tokenizer, text ? text : "", (size_t)length,
+                                                 &out);
+    if (failed) {
         free(out.data);
         return tfm_last_status();
     }
@@ -130,8 +151,9 @@ tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer, const int32_t *i
     if (check_ids(op, tokenizer, ids, count))
         return tfm_last_status();
     tfm__bytes out = {0};
-    tfm_status s = tfm__sentencepiece_decode(op, tokenizer, ids, count, &out)
-                       ? tfm_last_status()
+    int failed = tokenizer->byte_bpe ? tfm__byte_bpe_decode(op, tokenizer, ids, count, &out)
+                                     : tfm__sentencepiece_decode(op, tokenizer, ids, count, &out);
+    tfm_status s = failed ? tfm_last_status()
                        : copy_out(op, out.data ? out.data : "", out.size, 1, text, capacity,
                                   length);
     free(out.data);
