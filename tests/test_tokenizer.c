@@ -582,6 +582,13 @@ START_TEST(bpe_training_refuses_bad_requests)
 }
 END_TEST
 
+START_TEST(char_and_word_models_match_sentencepiece)
+{
+    check_against_reference("char", "heldout");
+    check_against_reference("word", "heldout");
+}
+END_TEST
+
 /* GPT-2's encoder.py over the fixture's vocab.json and merges.txt (in
  * make_fixtures.py): held-out catalog lines and the edge cases, invalid
  * UTF-8 and its decoding with errors="replace" included. */
@@ -650,6 +657,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, unigram_matches_sentencepiece);
     tcase_add_test(tc, bpe_matches_sentencepiece);
     tcase_add_test(tc, byte_fallback_model_matches_sentencepiece);
+    tcase_add_test(tc, char_and_word_models_match_sentencepiece);
     tcase_add_test(tc, empty_and_whitespace_only_text_give_no_ids);
     tcase_add_test(tc, invalid_utf8_is_replacement_characters);
     tcase_add_test(tc, very_long_lines);
