@@ -195,10 +195,11 @@ typedef struct trainer {
     number_map characters; /* code point -> count */
     string_map words;      /* word -> count */
     string_map symbols;    /* piece -> symbol id */
-    /* symbols: their text in the symbols map's text */
-    size_t *symbol_offset;
-    uint32_t *symbol_length, *symbol_chars;
-    int32_t symbol_count, symbol_capacity;
+    struct symbol {         /* a symbol's text in the symbols map's text */
+        size_t offset;
+        uint32_t length, chars;
+    } *symbol;
+    size_t symbol_count, symbol_capacity;
     /* words as symbol sequences */
     int32_t *sequence;       /* every word's symbols, one after another */
     int64_t *word_start, *word_length, *word_count;
@@ -255,33 +256,19 @@ static int32_t symbol_of(trainer *t, const char *s, size_t len, uint32_t chars)
         return -1;
     if (!added)
         return (int32_t)*id;
-    if (t->symbol_count == t->symbol_capacity) {
-        int32_t capacity = t->symbol_capacity ? 2 * t->symbol_capacity : 1024;
-        size_t *offsets = realloc(t->symbol_offset, (size_t)capacity * sizeof *offsets);
-        if (offsets)
-            t->symbol_offset = offsets;
-        uint32_t *lengths = realloc(t->symbol_length, (size_t)capacity * sizeof *lengths);
-        if (lengths)
-            t->symbol_length = lengths;
-        uint32_t *counts = realloc(t->symbol_chars, (size_t)capacity * sizeof *counts);
-        if (counts)
-            t->symbol_chars = counts;
-        if (!offsets || !lengths || !counts) {
-            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
-            return -1;
-        }
-        t->symbol_capacity = capacity;
-    }
-    *id = t->symbol_count;
-    t->symbol_offset[t->symbol_count] = t->symbols.text.size - len;
-    t->symbol_length[t->symbol_count] = (uint32_t)len;
-    t->symbol_chars[t->symbol_count] = chars;
-    return t->symbol_count++;
+    void *data = t->symbol;
+    if (t->symbol_count >= INT32_MAX ||
+        tfm__grow(t->op, &data, sizeof *t->symbol, t->symbol_count, &t->symbol_capacity, 1))
+        return -1;
+    t->symbol = data;
+    *id = (int64_t)t->symbol_count;
+    t->symbol[t->symbol_count] = (struct symbol){t->symbols.text.size - len, (uint32_t)len, chars};
+    return (int32_t)t->symbol_count++;
 }
 
 static const char *symbol_text(const trainer *t, int32_t id)
 {
-    return t->symbols.text.data + t->symbol_offset[id];
+    return t->symbols.text.data + t->symbol[id].offset;
 }
 
 typedef struct char_count {
@@ -374,7 +361,7 @@ static int count_pairs(trainer *t, int64_t w, int sign, int max_chars)
     const int32_t *s = t->sequence + t->word_start[w];
     for (int64_t i = 0; i + 1 < t->word_length[w]; i++) {
         if (s[i] < 0 || s[i + 1] < 0 ||
-            t->symbol_chars[s[i]] + t->symbol_chars[s[i + 1]] > (uint32_t)max_chars)
+            t->symbol[s[i]].chars + t->symbol[s[i + 1]].chars > (uint32_t)max_chars)
             continue;
         int64_t *n = number_slot(&t->pairs, (uint64_t)(uint32_t)s[i] << 32 | (uint32_t)s[i + 1]);
         if (!n) {
@@ -392,14 +379,14 @@ static int pair_text_cmp(const trainer *t, uint64_t a, uint64_t b)
     int32_t al = (int32_t)(a >> 32), ar = (int32_t)(uint32_t)a;
     int32_t bl = (int32_t)(b >> 32), br = (int32_t)(uint32_t)b;
     char x[2 * 64 * 4], y[2 * 64 * 4];
-    size_t xl = t->symbol_length[al] + t->symbol_length[ar];
-    size_t yl = t->symbol_length[bl] + t->symbol_length[br];
+    size_t xl = t->symbol[al].length + t->symbol[ar].length;
+    size_t yl = t->symbol[bl].length + t->symbol[br].length;
     if (xl > sizeof x || yl > sizeof y)
         return xl < yl ? -1 : 1;
-    memcpy(x, symbol_text(t, al), t->symbol_length[al]);
-    memcpy(x + t->symbol_length[al], symbol_text(t, ar), t->symbol_length[ar]);
-    memcpy(y, symbol_text(t, bl), t->symbol_length[bl]);
-    memcpy(y + t->symbol_length[bl], symbol_text(t, br), t->symbol_length[br]);
+    memcpy(x, symbol_text(t, al), t->symbol[al].length);
+    memcpy(x + t->symbol[al].length, symbol_text(t, ar), t->symbol[ar].length);
+    memcpy(y, symbol_text(t, bl), t->symbol[bl].length);
+    memcpy(y + t->symbol[bl].length, symbol_text(t, br), t->symbol[br].length);
     int c = memcmp(x, y, xl < yl ? xl : yl);
     return c ? c : (xl < yl ? -1 : xl > yl);
 }
@@ -424,7 +411,7 @@ static int merge_best(trainer *t, int max_chars, int32_t *made)
     if (!best_count)
         return 0;
     int32_t left = (int32_t)(best >> 32), right = (int32_t)(uint32_t)best;
-    size_t ll = t->symbol_length[left], rl = t->symbol_length[right];
+    size_t ll = t->symbol[left].length, rl = t->symbol[right].length;
     char *text = malloc(ll + rl);
     if (!text) {
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
@@ -432,7 +419,7 @@ static int merge_best(trainer *t, int max_chars, int32_t *made)
     }
     memcpy(text, symbol_text(t, left), ll);
     memcpy(text + ll, symbol_text(t, right), rl);
-    int32_t merged = symbol_of(t, text, ll + rl, t->symbol_chars[left] + t->symbol_chars[right]);
+    int32_t merged = symbol_of(t, text, ll + rl, t->symbol[left].chars + t->symbol[right].chars);
     free(text);
     if (merged < 0)
         return -1;
@@ -468,9 +455,7 @@ static void trainer_free(trainer *t)
     free(t->characters.values);
     string_map_free(&t->words);
     string_map_free(&t->symbols);
-    free(t->symbol_offset);
-    free(t->symbol_length);
-    free(t->symbol_chars);
+    free(t->symbol);
     free(t->sequence);
     free(t->word_start);
     free(t->word_length);
@@ -512,7 +497,7 @@ static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t mer
     for (int32_t i = 0; i < merge_count + kept; i++) {
         int32_t symbol = i < merge_count ? merges[i] : i - merge_count;
         float score = -(float)(n - first);
-        pieces[n++] = (tfm__piece){symbol_text(t, symbol), t->symbol_length[symbol], score,
+        pieces[n++] = (tfm__piece){symbol_text(t, symbol), t->symbol[symbol].length, score,
                                    TFM__PIECE_NORMAL, -1};
     }
     if (!tfm__sentencepiece_write(t->op, pieces, count, byte_fallback, &file))

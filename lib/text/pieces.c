@@ -71,9 +71,7 @@ size_t tfm__utf8_encode(uint32_t c, char *out)
     return 4;
 }
 
-/* Room for need more elements of size bytes in *data (holding size_now of
- * *capacity); 0, or -1 with the error set. */
-static int grow(const char *op, void **data, size_t element, size_t size_now, size_t *capacity,
+int tfm__grow(const char *op, void **data, size_t element, size_t size_now, size_t *capacity,
                 size_t need)
 {
     if (need <= *capacity - size_now)
@@ -99,7 +97,7 @@ static int grow(const char *op, void **data, size_t element, size_t size_now, si
 int tfm__bytes_append(const char *op, tfm__bytes *b, const void *data, size_t size)
 {
     void *buffer = b->data;
-    if (grow(op, &buffer, 1, b->size, &b->capacity, size + 1))
+    if (tfm__grow(op, &buffer, 1, b->size, &b->capacity, size + 1))
         return -1;
     b->data = buffer;
     if (size)
@@ -113,7 +111,7 @@ int tfm__ids_push(const char *op, tfm__ids *ids, int32_t id)
 {
     void *buffer = ids->data;
     size_t capacity = (size_t)ids->capacity;
-    if (grow(op, &buffer, sizeof *ids->data, (size_t)ids->size, &capacity, 1))
+    if (tfm__grow(op, &buffer, sizeof *ids->data, (size_t)ids->size, &capacity, 1))
         return -1;
     ids->data = buffer;
     ids->capacity = (int64_t)capacity;
@@ -131,7 +129,7 @@ static int pair_before(const tfm__pair *a, const tfm__pair *b)
 int tfm__pair_heap_push(const char *op, tfm__pair_heap *h, tfm__pair pair)
 {
     void *buffer = h->data;
-    if (grow(op, &buffer, sizeof *h->data, h->size, &h->capacity, 1))
+    if (tfm__grow(op, &buffer, sizeof *h->data, h->size, &h->capacity, 1))
         return -1;
     h->data = buffer;
     size_t i = h->size++;

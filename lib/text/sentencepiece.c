@@ -342,25 +342,19 @@ static int read_model(const char *op, tfm_tokenizer *tok)
                          ref("<s>"), ref("</s>"), ref("<pad>")};
     tok->normalizer = (tfm__normalizer){NULL, 0, NULL, 0, 1, 1, 1};
     tok->denormalizer = tok->normalizer;
-    int32_t capacity = 0;
+    size_t capacity = 0;
     pb_field f;
     int more;
     while ((more = pb_next(op, &r, &f)) > 0) {
         if (f.number == 1) {
             if (pb_expect(op, &r, &f, WIRE_BYTES))
                 return -1;
-            if (tok->size == capacity) {
-                if (capacity >= INT32_MAX / 2)
-                    return pb_fail(op, &r, "too many pieces");
-                capacity = capacity ? 2 * capacity : 1024;
-                void *bigger = realloc(tok->pieces, (size_t)capacity * sizeof *tok->pieces);
-                if (!bigger) {
-                    tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %d pieces", op,
-                              (int)capacity);
-                    return -1;
-                }
-                tok->pieces = bigger;
-            }
+            void *pieces = tok->pieces;
+            if (tok->size == INT32_MAX)
+                return pb_fail(op, &r, "too many pieces");
+            if (tfm__grow(op, &pieces, sizeof *tok->pieces, (size_t)tok->size, &capacity, 1))
+                return -1;
+            tok->pieces = pieces;
             if (read_piece(op, &r, &f, &tok->pieces[tok->size]))
                 return -1;
             tok->size++;
@@ -575,16 +569,10 @@ typedef struct segments {
 
 static int push_segment(const char *op, segments *list, size_t start, size_t length, int32_t id)
 {
-    if (list->size == list->capacity) {
-        size_t capacity = list->capacity ? 2 * list->capacity : 64;
-        void *bigger = realloc(list->data, capacity * sizeof *list->data);
-        if (!bigger) {
-            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-            return -1;
-        }
-        list->data = bigger;
-        list->capacity = capacity;
-    }
+    void *data = list->data;
+    if (tfm__grow(op, &data, sizeof *list->data, list->size, &list->capacity, 1))
+        return -1;
+    list->data = data;
     list->data[list->size++] = (segment){start, length, id};
     return 0;
 }
@@ -695,16 +683,10 @@ static int maybe_add_pair(const char *op, const tfm_tokenizer *tok, const char *
     if (id < 0)
         return 0;
     if (tok->pieces[id].type == TFM__PIECE_UNUSED) {
-        if (unused->size == unused->capacity) {
-            size_t capacity = unused->capacity ? 2 * unused->capacity : 16;
-            void *bigger = realloc(unused->data, capacity * sizeof *unused->data);
-            if (!bigger) {
-                tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-                return -1;
-            }
-            unused->data = bigger;
-            unused->capacity = capacity;
-        }
+        void *data = unused->data;
+        if (tfm__grow(op, &data, sizeof *unused->data, unused->size, &unused->capacity, 1))
+            return -1;
+        unused->data = data;
         unused->data[unused->size++] =
             (unused_merge){symbols[left].start, size, symbols[left].length};
     }

@@ -36,6 +36,11 @@ size_t tfm__utf8_encode(uint32_t c, char *out);
 
 /* ---- growable buffers (their failures are TFM_ERR_NOMEM naming op) ---- */
 
+/* Room for need more elements of element bytes in *data, which holds
+ * size_now of *capacity (doubling); 0, or -1 with TFM_ERR_NOMEM naming op. */
+int tfm__grow(const char *op, void **data, size_t element, size_t size_now, size_t *capacity,
+              size_t need);
+
 typedef struct tfm__bytes {
     char *data;
     size_t size, capacity;
