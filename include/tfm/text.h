@@ -60,13 +60,15 @@ TFM_API tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path,
 
 /** Makes a tokenizer from bytes tfm_tokenizer_save_bytes() wrote; the
  * bytes of a SentencePiece `.model` file are such bytes. The bytes are
- * copied. NULL on failure: TFM_ERR_NULL, TFM_ERR_FORMAT, TFM_ERR_NOMEM. */
+ * copied. NULL on failure: TFM_ERR_NULL, TFM_ERR_ARG (a negative size),
+ * TFM_ERR_FORMAT, TFM_ERR_NOMEM. */
 TFM_API tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size);
 
 /** Writes the tokenizer as bytes that tfm_tokenizer_from_bytes() reads
  * back into the same tokenizer: for SentencePiece tokenizers (loaded or
  * trained) a SentencePiece `.model` file's bytes, which `spm_encode` reads
- * too. *size becomes the size needed; bytes may be NULL with capacity 0 to
+ * too; for byte-level BPE "TFM-BBPE" and both files, each after its size
+ * (8 bytes, little-endian). *size becomes the size needed; bytes may be NULL with capacity 0 to
  * ask for it. TFM_ERR_SIZE (nothing written) when capacity is smaller. */
 TFM_API tfm_status tfm_tokenizer_save_bytes(const tfm_tokenizer *tokenizer, void *bytes,
                                             int64_t capacity, int64_t *size);
