@@ -1,6 +1,6 @@
 # Sourced by the other scripts: installs the Debian packages libtfm builds
 # and tests with, when any is missing (apt-get needs root).
-TFM_DEBIAN_PACKAGES="gcc meson ninja-build pkg-config libopenblas-dev check python3"
+TFM_DEBIAN_PACKAGES="gcc meson ninja-build pkg-config libopenblas-dev libutf8proc-dev check python3"
 
 tfm_install_deps() {
     missing=""

@@ -23,6 +23,7 @@
  * | decode.h    | greedy, sampling, top-k, nucleus and beam decoding |
  * | score.h     | chrF and BLEU of translations, as sacrebleu |
  * | batch.h     | batches of text by tokens, padded ids, shifted targets |
+ * | text.h      | tokenizers: SentencePiece, byte-level BPE, BPE training |
  *
  * Rules that hold everywhere (each header adds its own):
  * - Ownership: what a create, load or open call returns is the caller's
@@ -58,5 +59,6 @@
 #include "decode.h"
 #include "score.h"
 #include "batch.h"
+#include "text.h"
 
 #endif

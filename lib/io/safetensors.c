@@ -472,6 +472,40 @@ static int open_regular(const char *ctx, const char *path, off_t *size)
     return -1;
 }
 
+tfm_status tfm__read_whole_file(const char *op, const char *path, size_t limit, char **bytes,
+                               size_t *size)
+{
+    *bytes = NULL;
+    *size = 0;
+    if (!path)
+        return tfm__fail(TFM_ERR_NULL, "%s: path is NULL", op);
+    char ctx[520];
+    snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
+    off_t file_size = 0;
+    int fd = open_regular(ctx, path, &file_size);
+    if (fd < 0)
+        return tfm_last_status();
+    tfm_status s = TFM_OK;
+    char *buffer = NULL;
+    if (file_size < 0 || (uint64_t)file_size > limit)
+        s = tfm__fail(TFM_ERR_SIZE, "%s: %lld bytes, more than the %zu allowed", ctx,
+                      (long long)file_size, limit);
+    else if (!(buffer = malloc((size_t)file_size + 1)))
+        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld bytes", ctx,
+                      (long long)file_size);
+    else
+        s = read_bytes(ctx, fd, buffer, (size_t)file_size, "file");
+    close(fd);
+    if (s != TFM_OK) {
+        free(buffer);
+        return s;
+    }
+    buffer[file_size] = 0;
+    *bytes = buffer;
+    *size = (size_t)file_size;
+    return TFM_OK;
+}
+
 tfm_safetensors *tfm__safetensors_open(const char *op, const char *path)
 {
     if (!path) {

@@ -18,6 +18,12 @@
 /* tfm_safetensors_open with op naming the public call in messages. */
 tfm_safetensors *tfm__safetensors_open(const char *op, const char *path);
 
+/* Reads the regular file at path whole into *bytes (malloc'd, NUL after
+ * its *size bytes, for text): TFM_ERR_SIZE beyond limit bytes; messages
+ * begin with op and the path. */
+tfm_status tfm__read_whole_file(const char *op, const char *path, size_t limit, char **bytes,
+                               size_t *size);
+
 /* Writes tensors and "__metadata__" string pairs atomically; op names the
  * public call in messages. */
 tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,

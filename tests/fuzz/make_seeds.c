@@ -1,7 +1,9 @@
 /* Writes the fuzzers' seed corpus with the library itself: into
  * FOLDER/files/ small valid files of every kind libtfm reads (parameters,
  * optimizer states, a model with metadata, a training state, every dtype
- * by hand) and into FOLDER/json/ their headers and a few JSON texts. */
+ * by hand), into FOLDER/json/ their headers and a few JSON texts, and into
+ * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback)
+ * and a byte-level BPE tokenizer's bytes. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,6 +82,44 @@ static void every_dtype(void)
     write_bytes(in("files", "dtypes.safetensors"), file, 8 + len + offset);
 }
 
+/* The bytes tfm_tokenizer_save_bytes gives for tok, as a seed. */
+static int save_tokenizer(tfm_tokenizer *tok, const char *name)
+{
+    int64_t size = 0;
+    char bytes[65536];
+    if (!tok || tfm_tokenizer_save_bytes(tok, bytes, sizeof bytes, &size) != TFM_OK) {
+        fprintf(stderr, "make_seeds: %s: %s\n", name, tfm_last_error());
+        tfm_tokenizer_free(tok);
+        return 1;
+    }
+    write_bytes(in("tokenizer", name), bytes, (size_t)size);
+    tfm_tokenizer_free(tok);
+    return 0;
+}
+
+static int tokenizer_seeds(void)
+{
+    const char *lines[] = {"Fichier introuvable", "Datei nicht gefunden", "fichier: 42 octets",
+                           "\xe8\xbb\xbd\xe9\x87\x8f \xd1\x84\xd0\xb0\xd0\xb9\xd0\xbb"};
+    tfm_bpe_train_options o;
+    tfm_bpe_train_options_init(&o);
+    o.vocab_size = 3 + 256 + 30;
+    o.byte_fallback = 1;
+    tfm_tokenizer *tok = NULL;
+    int failed = check(tfm_tokenizer_train_bpe(lines, NULL, 4, &o, &tok), "train_bpe");
+    failed |= save_tokenizer(tok, "bpe.model");
+    static const char vocab[] = "{\"<s>\": 0, \"<unk>\": 1, \"a\": 2, \"b\": 3, \"ab\": 4, "
+                                "\"\\u0120\": 5, \"\\u0120ab\": 6}";
+    static const char merges[] = "#version: 0.2\na b\n\xc4\xa0 ab\n";
+    write_bytes(in("tokenizer", "vocab.json"), vocab, sizeof vocab - 1);
+    write_bytes(in("tokenizer", "merges.txt"), merges, sizeof merges - 1);
+    char vocab_path[600];
+    snprintf(vocab_path, sizeof vocab_path, "%s", in("tokenizer", "vocab.json"));
+    failed |= save_tokenizer(tfm_tokenizer_load_byte_bpe(vocab_path, in("tokenizer", "merges.txt")),
+                             "byte_bpe.bin");
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -90,7 +130,8 @@ int main(int argc, char **argv)
     mkdir(folder, 0755);
     mkdir(in("files", ""), 0755);
     mkdir(in("json", ""), 0755);
-    int failed = 0;
+    mkdir(in("tokenizer", ""), 0755);
+    int failed = tokenizer_seeds();
 
     tfm_params *p = fuzz_store();
     float *v = tfm_params_values(p);

@@ -1,0 +1,593 @@
+/* BPE vocabulary training, as spm_train --model_type=bpe trains with
+ * identity normalisation: lines normalised as SentencePiece normalises
+ * them, cut into words at U+2581 and further where a piece could not
+ * continue (SentencePiece's IsValidSentencePiece: one script per piece,
+ * punctuation and digits being "Common", marks taking the script before
+ * them), characters kept by coverage, then the most frequent adjacent pair
+ * merged until the vocabulary is full. The model is written as a
+ * SentencePiece model file and read back, so it encodes as any .model. */
+#include "text/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "core/error.h"
+#include "core/options.h"
+
+static const tfm_bpe_train_options default_options = {
+    .struct_size = sizeof(tfm_bpe_train_options),
+    .vocab_size = 8000,
+    .byte_fallback = 0,
+    .character_coverage = 0.9995,
+    .max_piece_length = 16,
+};
+
+void tfm_bpe_train_options_init_sized(tfm_bpe_train_options *options, uint32_t struct_size)
+{
+    tfm__init_options(options, struct_size, &default_options, sizeof default_options);
+}
+
+/* ---- two hash maps: 64-bit keys, and byte strings, to 64-bit values ---- */
+
+typedef struct number_map {
+    uint64_t *keys; /* key + 1; 0: empty */
+    int64_t *values;
+    size_t slots, used;
+} number_map;
+
+static size_t hash64(uint64_t key) { return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20); }
+
+/* The value slot of key, added as 0 when missing; NULL when out of memory. */
+static int64_t *number_slot(number_map *m, uint64_t key)
+{
+    if (2 * (m->used + 1) > m->slots) {
+        number_map bigger = {calloc(m->slots ? 2 * m->slots : 4096, sizeof(uint64_t)),
+                             malloc((m->slots ? 2 * m->slots : 4096) * sizeof(int64_t)),
+                             m->slots ? 2 * m->slots : 4096, m->used};
+        if (!bigger.keys || !bigger.values) {
+            free(bigger.keys);
+            free(bigger.values);
+            return NULL;
+        }
+        for (size_t i = 0; i < m->slots; i++)
+            if (m->keys[i]) {
+                size_t j = hash64(m->keys[i]) & (bigger.slots - 1);
+                while (bigger.keys[j])
+                    j = (j + 1) & (bigger.slots - 1);
+                bigger.keys[j] = m->keys[i];
+                bigger.values[j] = m->values[i];
+            }
+        free(m->keys);
+        free(m->values);
+        *m = bigger;
+    }
+    size_t i = hash64(key + 1) & (m->slots - 1);
+    while (m->keys[i] && m->keys[i] != key + 1)
+        i = (i + 1) & (m->slots - 1);
+    if (!m->keys[i]) {
+        m->keys[i] = key + 1;
+        m->values[i] = 0;
+        m->used++;
+    }
+    return &m->values[i];
+}
+
+typedef struct string_map {
+    tfm__bytes text;   /* the keys, one after another */
+    size_t *offsets;   /* per slot: key's offset + 1; 0: empty */
+    uint32_t *lengths;
+    int64_t *values;
+    size_t slots, used;
+} string_map;
+
+static size_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return hash64(h);
+}
+
+static int string_map_grow(string_map *m)
+{
+    size_t slots = m->slots ? 2 * m->slots : 4096;
+    size_t *offsets = calloc(slots, sizeof *offsets);
+    uint32_t *lengths = malloc(slots * sizeof *lengths);
+    int64_t *values = malloc(slots * sizeof *values);
+    if (!offsets || !lengths || !values) {
+        free(offsets);
+        free(lengths);
+        free(values);
+        return -1;
+    }
+    for (size_t i = 0; i < m->slots; i++)
+        if (m->offsets[i]) {
+            size_t j = hash_bytes(m->text.data + m->offsets[i] - 1, m->lengths[i]) & (slots - 1);
+            while (offsets[j])
+                j = (j + 1) & (slots - 1);
+            offsets[j] = m->offsets[i];
+            lengths[j] = m->lengths[i];
+            values[j] = m->values[i];
+        }
+    free(m->offsets);
+    free(m->lengths);
+    free(m->values);
+    m->offsets = offsets;
+    m->lengths = lengths;
+    m->values = values;
+    m->slots = slots;
+    return 0;
+}
+
+/* The value slot of s[0, len); with add, a missing key is added with
+ * value -1 (*added set); else NULL when missing. NULL and *added = -1 when
+ * memory runs out. */
+static int64_t *string_slot(const char *op, string_map *m, const char *s, size_t len, int add,
+                            int *added)
+{
+    *added = 0;
+    if (add && 2 * (m->used + 1) > m->slots && string_map_grow(m)) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        *added = -1;
+        return NULL;
+    }
+    if (!m->slots)
+        return NULL;
+    size_t i = hash_bytes(s, len) & (m->slots - 1);
+    for (; m->offsets[i]; i = (i + 1) & (m->slots - 1))
+        if (m->lengths[i] == len && !memcmp(m->text.data + m->offsets[i] - 1, s, len))
+            return &m->values[i];
+    if (!add)
+        return NULL;
+    size_t offset = m->text.size;
+    if (tfm__bytes_append(op, &m->text, s, len)) {
+        *added = -1;
+        return NULL;
+    }
+    m->offsets[i] = offset + 1;
+    m->lengths[i] = (uint32_t)len;
+    m->values[i] = -1;
+    m->used++;
+    *added = 1;
+    return &m->values[i];
+}
+
+static void string_map_free(string_map *m)
+{
+    free(m->text.data);
+    free(m->offsets);
+    free(m->lengths);
+    free(m->values);
+}
+
+/* ---- words ---- */
+
+/* Which pieces a character may share (SentencePiece's scripts, roughly by
+ * Unicode block: Han with kana, Latin, Greek, Cyrillic, Hangul, others by
+ * 128-character block); 0: "Common" (digits, punctuation, symbols); -1: a
+ * mark, which takes the class before it. */
+static int32_t character_class(uint32_t c)
+{
+    utf8proc_category_t category = utf8proc_category((utf8proc_int32_t)c);
+    if (category == UTF8PROC_CATEGORY_MN || category == UTF8PROC_CATEGORY_MC ||
+        category == UTF8PROC_CATEGORY_ME)
+        return -1;
+    if (category < UTF8PROC_CATEGORY_LU || category > UTF8PROC_CATEGORY_LO)
+        return 0;
+    if ((c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) ||
+        (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xF900 && c <= 0xFAFF) ||
+        (c >= 0xFF66 && c <= 0xFF9F) || c >= 0x20000)
+        return 1;
+    if (c <= 0x024F || (c >= 0x1E00 && c <= 0x1EFF) || (c >= 0xFF21 && c <= 0xFF5A))
+        return 2;
+    if ((c >= 0x0370 && c <= 0x03FF) || (c >= 0x1F00 && c <= 0x1FFF))
+        return 3;
+    if (c >= 0x0400 && c <= 0x052F)
+        return 4;
+    if ((c >= 0xAC00 && c <= 0xD7AF) || (c >= 0x1100 && c <= 0x11FF))
+        return 5;
+    return 16 + (int32_t)(c >> 7);
+}
+
+typedef struct trainer {
+    const char *op;
+    number_map characters; /* code point -> count */
+    string_map words;      /* word -> count */
+    string_map symbols;    /* piece -> symbol id */
+    struct symbol {         /* a symbol's text in the symbols map's text */
+        size_t offset;
+        uint32_t length, chars;
+    } *symbol;
+    size_t symbol_count, symbol_capacity;
+    /* words as symbol sequences */
+    int32_t *sequence;       /* every word's symbols, one after another */
+    int64_t *word_start, *word_length, *word_count;
+    int64_t word_total;
+    number_map pairs;        /* (left << 32 | right) -> count */
+} trainer;
+
+static int count_word(trainer *t, const char *s, size_t len)
+{
+    int added;
+    int64_t *count = string_slot(t->op, &t->words, s, len, 1, &added);
+    if (!count)
+        return -1;
+    *count = added ? 1 : *count + 1;
+    return 0;
+}
+
+/* Counts the characters and words of one normalised line. */
+static int count_line(trainer *t, const char *s, size_t len)
+{
+    size_t word = 0;
+    int32_t last_class = -2;
+    for (size_t at = 0; at < len;) {
+        size_t used;
+        uint32_t c = tfm__utf8_decode(s + at, len - at, &used);
+        int64_t *n = number_slot(&t->characters, c);
+        if (!n) {
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
+            return -1;
+        }
+        ++*n;
+        int space = c == 0x2581;
+        int32_t class = space ? -2 : character_class(c);
+        if (class == -1)
+            class = last_class;
+        /* a word ends before a space, or where a piece could not go on */
+        if (at > word && (space || (last_class != -2 && class != last_class))) {
+            if (count_word(t, s + word, at - word))
+                return -1;
+            word = at;
+        }
+        last_class = class;
+        at += used;
+    }
+    return len > word ? count_word(t, s + word, len - word) : 0;
+}
+
+/* The symbol spelled s[0, len) (chars characters), added when new. */
+static int32_t symbol_of(trainer *t, const char *s, size_t len, uint32_t chars)
+{
+    int added;
+    int64_t *id = string_slot(t->op, &t->symbols, s, len, 1, &added);
+    if (!id)
+        return -1;
+    if (!added)
+        return (int32_t)*id;
+    void *data = t->symbol;
+    if (t->symbol_count >= INT32_MAX ||
+        tfm__grow(t->op, &data, sizeof *t->symbol, t->symbol_count, &t->symbol_capacity, 1))
+        return -1;
+    t->symbol = data;
+    *id = (int64_t)t->symbol_count;
+    t->symbol[t->symbol_count] = (struct symbol){t->symbols.text.size - len, (uint32_t)len, chars};
+    return (int32_t)t->symbol_count++;
+}
+
+static const char *symbol_text(const trainer *t, int32_t id)
+{
+    return t->symbols.text.data + t->symbol[id].offset;
+}
+
+typedef struct char_count {
+    uint32_t c;
+    int64_t count;
+} char_count;
+
+static int by_count(const void *a, const void *b)
+{
+    const char_count *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return x->c < y->c ? -1 : x->c > y->c;
+}
+
+/* The characters kept (most frequent first, as spm_train orders them),
+ * each made a symbol; *kept of them. */
+static char_count *keep_characters(trainer *t, double coverage, int32_t *kept)
+{
+    char_count *all = malloc((t->characters.used + 1) * sizeof *all);
+    if (!all) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
+        return NULL;
+    }
+    size_t n = 0;
+    int64_t total = 0;
+    for (size_t i = 0; i < t->characters.slots; i++)
+        if (t->characters.keys[i]) {
+            all[n++] = (char_count){(uint32_t)(t->characters.keys[i] - 1), t->characters.values[i]};
+            total += t->characters.values[i];
+        }
+    qsort(all, n, sizeof *all, by_count);
+    int64_t covered = 0;
+    size_t k = 0;
+    /* spm_train: stop once the characters so far cover the share */
+    while (k < n && (double)covered / (double)total < coverage)
+        covered += all[k++].count;
+    for (size_t i = 0; i < k; i++) {
+        char utf8[4];
+        size_t len = tfm__utf8_encode(all[i].c, utf8);
+        if (symbol_of(t, utf8, len, 1) != (int32_t)i) {
+            free(all);
+            return NULL;
+        }
+    }
+    *kept = (int32_t)k;
+    return all;
+}
+
+/* Every distinct word as its characters' symbols (-1: not kept). */
+static int spell_words(trainer *t)
+{
+    size_t symbols = 0, n = 0;
+    for (size_t i = 0; i < t->words.slots; i++)
+        symbols += t->words.offsets[i] ? t->words.lengths[i] : 0;
+    t->sequence = malloc((symbols + 1) * sizeof *t->sequence);
+    t->word_start = malloc((t->words.used + 1) * sizeof *t->word_start);
+    t->word_length = malloc((t->words.used + 1) * sizeof *t->word_length);
+    t->word_count = malloc((t->words.used + 1) * sizeof *t->word_count);
+    if (!t->sequence || !t->word_start || !t->word_length || !t->word_count) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the words", t->op);
+        return -1;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < t->words.slots; i++) {
+        if (!t->words.offsets[i])
+            continue;
+        const char *s = t->words.text.data + t->words.offsets[i] - 1;
+        size_t len = t->words.lengths[i];
+        t->word_start[n] = (int64_t)at;
+        t->word_count[n] = t->words.values[i];
+        for (size_t k = 0; k < len;) {
+            size_t used;
+            tfm__utf8_decode(s + k, len - k, &used);
+            int added;
+            const int64_t *id = string_slot(t->op, &t->symbols, s + k, used, 0, &added);
+            t->sequence[at++] = id ? (int32_t)*id : -1;
+            k += used;
+        }
+        t->word_length[n] = (int64_t)at - t->word_start[n];
+        n++;
+    }
+    t->word_total = (int64_t)n;
+    return 0;
+}
+
+/* Adds sign * the word's count to each of its pairs. */
+static int count_pairs(trainer *t, int64_t w, int sign, int max_chars)
+{
+    const int32_t *s = t->sequence + t->word_start[w];
+    for (int64_t i = 0; i + 1 < t->word_length[w]; i++) {
+        if (s[i] < 0 || s[i + 1] < 0 ||
+            t->symbol[s[i]].chars + t->symbol[s[i + 1]].chars > (uint32_t)max_chars)
+            continue;
+        int64_t *n = number_slot(&t->pairs, (uint64_t)(uint32_t)s[i] << 32 | (uint32_t)s[i + 1]);
+        if (!n) {
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
+            return -1;
+        }
+        *n += sign * t->word_count[w];
+    }
+    return 0;
+}
+
+/* Compares the pieces two pairs would make, by bytes. */
+static int pair_text_cmp(const trainer *t, uint64_t a, uint64_t b)
+{
+    int32_t al = (int32_t)(a >> 32), ar = (int32_t)(uint32_t)a;
+    int32_t bl = (int32_t)(b >> 32), br = (int32_t)(uint32_t)b;
+    char x[2 * 64 * 4], y[2 * 64 * 4];
+    size_t xl = t->symbol[al].length + t->symbol[ar].length;
+    size_t yl = t->symbol[bl].length + t->symbol[br].length;
+    if (xl > sizeof x || yl > sizeof y)
+        return xl < yl ? -1 : 1;
+    memcpy(x, symbol_text(t, al), t->symbol[al].length);
+    memcpy(x + t->symbol[al].length, symbol_text(t, ar), t->symbol[ar].length);
+    memcpy(y, symbol_text(t, bl), t->symbol[bl].length);
+    memcpy(y + t->symbol[bl].length, symbol_text(t, br), t->symbol[br].length);
+    int c = memcmp(x, y, xl < yl ? xl : yl);
+    return c ? c : (xl < yl ? -1 : xl > yl);
+}
+
+/* Merges the best pair once; its new symbol in *made, or -1 when no pair is
+ * left. */
+static int merge_best(trainer *t, int max_chars, int32_t *made)
+{
+    uint64_t best = 0;
+    int64_t best_count = 0;
+    for (size_t i = 0; i < t->pairs.slots; i++) {
+        int64_t n = t->pairs.values[i];
+        if (!t->pairs.keys[i] || n <= 0)
+            continue;
+        uint64_t key = t->pairs.keys[i] - 1;
+        if (n > best_count || (n == best_count && pair_text_cmp(t, key, best) < 0)) {
+            best = key;
+            best_count = n;
+        }
+    }
+    *made = -1;
+    if (!best_count)
+        return 0;
+    int32_t left = (int32_t)(best >> 32), right = (int32_t)(uint32_t)best;
+    size_t ll = t->symbol[left].length, rl = t->symbol[right].length;
+    char *text = malloc(ll + rl);
+    if (!text) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
+        return -1;
+    }
+    memcpy(text, symbol_text(t, left), ll);
+    memcpy(text + ll, symbol_text(t, right), rl);
+    int32_t merged = symbol_of(t, text, ll + rl, t->symbol[left].chars + t->symbol[right].chars);
+    free(text);
+    if (merged < 0)
+        return -1;
+    for (int64_t w = 0; w < t->word_total; w++) {
+        int32_t *s = t->sequence + t->word_start[w];
+        int64_t len = t->word_length[w], i = 0;
+        while (i + 1 < len && !(s[i] == left && s[i + 1] == right))
+            i++;
+        if (i + 1 >= len)
+            continue;
+        if (count_pairs(t, w, -1, max_chars))
+            return -1;
+        int64_t out = 0;
+        for (i = 0; i < len; i++) {
+            if (i + 1 < len && s[i] == left && s[i + 1] == right) {
+                s[out++] = merged;
+                i++;
+            } else {
+                s[out++] = s[i];
+            }
+        }
+        t->word_length[w] = out;
+        if (count_pairs(t, w, 1, max_chars))
+            return -1;
+    }
+    *made = merged;
+    return 0;
+}
+
+static void trainer_free(trainer *t)
+{
+    free(t->characters.keys);
+    free(t->characters.values);
+    string_map_free(&t->words);
+    string_map_free(&t->symbols);
+    free(t->symbol);
+    free(t->sequence);
+    free(t->word_start);
+    free(t->word_length);
+    free(t->word_count);
+    free(t->pairs.keys);
+    free(t->pairs.values);
+}
+
+static const char *const meta_pieces[3] = {"<unk>", "<s>", "</s>"};
+static const char byte_names[] = "0123456789ABCDEF";
+
+/* The vocabulary: meta pieces, byte pieces, merged pieces by merge order,
+ * characters by frequency, scores falling from 0 as spm_train's. */
+static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t merge_count,
+                                  int32_t kept, int byte_fallback)
+{
+    int32_t count = 3 + (byte_fallback ? 256 : 0) + merge_count + kept;
+    tfm__piece *pieces = malloc((size_t)count * sizeof *pieces);
+    char *bytes = malloc(256 * 6);
+    tfm__bytes file = {0};
+    tfm_tokenizer *tok = NULL;
+    if (!pieces || !bytes) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
+        goto done;
+    }
+    int32_t n = 0;
+    for (int i = 0; i < 3; i++)
+        pieces[n++] = (tfm__piece){meta_pieces[i], (uint32_t)strlen(meta_pieces[i]), 0.0f,
+                                   i ? TFM__PIECE_CONTROL : TFM__PIECE_UNKNOWN, -1};
+    for (int b = 0; byte_fallback && b < 256; b++) {
+        char *name = bytes + 6 * b;
+        memcpy(name, "<0x", 3);
+        name[3] = byte_names[b >> 4];
+        name[4] = byte_names[b & 15];
+        name[5] = '>';
+        pieces[n++] = (tfm__piece){name, 6, 0.0f, TFM__PIECE_BYTE, b};
+    }
+    int32_t first = n;
+    for (int32_t i = 0; i < merge_count + kept; i++) {
+        int32_t symbol = i < merge_count ? merges[i] : i - merge_count;
+        float score = -(float)(n - first);
+        pieces[n++] = (tfm__piece){symbol_text(t, symbol), t->symbol[symbol].length, score,
+                                   TFM__PIECE_NORMAL, -1};
+    }
+    if (!tfm__sentencepiece_write(t->op, pieces, count, byte_fallback, &file))
+        tok = tfm__sentencepiece_parse(t->op, file.data, file.size);
+done:
+    free(pieces);
+    free(bytes);
+    free(file.data);
+    return tok;
+}
+
+tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *lengths,
+                                   int64_t count, const tfm_bpe_train_options *options,
+                                   tfm_tokenizer **tokenizer)
+{
+    static const char op[] = "tfm_tokenizer_train_bpe";
+    if (!tokenizer)
+        return tfm__fail(TFM_ERR_NULL, "%s: tokenizer is NULL", op);
+    *tokenizer = NULL;
+    tfm_bpe_train_options o = default_options;
+    if (tfm__read_options(op, "tfm_bpe_train_options_init", options, &o, sizeof o,
+                          sizeof o))
+        return tfm_last_status();
+    if (!lines && count)
+        return tfm__fail(TFM_ERR_NULL, "%s: lines is NULL", op);
+    if (count < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: count %lld is negative", op, (long long)count);
+    if (!(o.character_coverage > 0.0 && o.character_coverage <= 1.0) ||
+        o.max_piece_length < 1 || o.max_piece_length > 64 || o.vocab_size < 4)
+        return tfm__fail(TFM_ERR_ARG, "%s: options out of range (vocab_size %d >= 4, "
+                         "character_coverage %g in (0, 1], max_piece_length %d in [1, 64])",
+                         op, (int)o.vocab_size, o.character_coverage, (int)o.max_piece_length);
+    trainer t = {.op = op};
+    tfm__bytes normalized = {0};
+    int32_t *merges = NULL;
+    char_count *characters = NULL;
+    const tfm__normalizer identity = {NULL, 0, NULL, 0, 1, 1, 1};
+    for (int64_t i = 0; i < count; i++) {
+        if (!lines[i] || (lengths && lengths[i] < 0)) {
+            tfm__fail(!lines[i] ? TFM_ERR_NULL : TFM_ERR_ARG, "%s: line %lld is %s", op,
+                      (long long)i, !lines[i] ? "NULL" : "of negative length");
+            goto fail;
+        }
+        size_t len = lengths ? (size_t)lengths[i] : strlen(lines[i]);
+        if (tfm__normalize(op, NULL, &identity, 0, lines[i], len, &normalized) ||
+            count_line(&t, normalized.data, normalized.size))
+            goto fail;
+    }
+    int32_t kept = 0;
+    if (!(characters = keep_characters(&t, o.character_coverage, &kept)) || spell_words(&t))
+        goto fail;
+    int32_t fixed = 3 + (o.byte_fallback ? 256 : 0) + kept;
+    int32_t wanted = o.vocab_size - fixed;
+    if (wanted < 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: vocab_size %d leaves no room for merges beside %d "
+                  "characters and %d special pieces", op, (int)o.vocab_size, (int)kept,
+                  (int)(fixed - kept));
+        goto fail;
+    }
+    if (!(merges = malloc((size_t)wanted * sizeof *merges))) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        goto fail;
+    }
+    for (int64_t w = 0; w < t.word_total; w++)
+        if (count_pairs(&t, w, 1, o.max_piece_length))
+            goto fail;
+    int32_t made = 0;
+    while (made < wanted) {
+        int32_t symbol;
+        if (merge_best(&t, o.max_piece_length, &symbol))
+            goto fail;
+        if (symbol < 0)
+            break;
+        /* a piece made again by another pair is the same piece */
+        int repeated = 0;
+        for (int32_t k = 0; k < made && !repeated; k++)
+            repeated = merges[k] == symbol;
+        if (!repeated)
+            merges[made++] = symbol;
+    }
+    if (made < wanted) {
+        tfm__fail(TFM_ERR_SIZE, "%s: the text has only %d merges for a vocab_size of %d "
+                  "(%d at most)", op, (int)made, (int)o.vocab_size, (int)(fixed + made));
+        goto fail;
+    }
+    *tokenizer = write_model(&t, merges, made, kept, o.byte_fallback);
+fail:
+    free(normalized.data);
+    free(merges);
+    free(characters);
+    trainer_free(&t);
+    return *tokenizer ? TFM_OK : tfm_last_status();
+}

@@ -1,0 +1,205 @@
+/* The tokenizer's record and what its rooms share: UTF-8 as SentencePiece
+ * reads it, a byte trie over the pieces, growable buffers, the
+ * SentencePiece model (sentencepiece.c), its training (bpe_train.c) and
+ * byte-level BPE (byte_bpe.c). tokenizer.c holds the public calls. */
+#ifndef TFM_TEXT_TEXT_H
+#define TFM_TEXT_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfm/text.h"
+
+/* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's visible space. */
+#define TFM__SPACE_SYMBOL "\xe2\x96\x81"
+#define TFM__SPACE_SYMBOL_LEN 3
+/* Model files and vocabularies larger than this are refused. */
+#define TFM__TOKENIZER_MAX_BYTES ((size_t)1 << 30)
+
+/* ---- UTF-8, SentencePiece's reading (util.h) ---- */
+
+/* Bytes of the character whose first byte is *s, by its high nibble only
+ * (SentencePiece's OneCharLen): 1 for continuation bytes too. */
+static inline size_t tfm__utf8_lead_length(const char *s)
+{
+    return (size_t)"\1\1\1\1\1\1\1\1\1\1\1\1\2\2\3\4"[(unsigned char)*s >> 4];
+}
+/* Decodes the character at s[0, len) (len > 0): its code point and *used
+ * bytes; 0xFFFD with *used = 1 when the bytes are not a well-formed
+ * character (overlong, surrogate, truncated, above U+10FFFF). */
+uint32_t tfm__utf8_decode(const char *s, size_t len, size_t *used);
+/* 1 when s[0, len) begins with a well-formed character (a literal U+FFFD
+ * included), its length in *used; else 0 with *used = 1. */
+int tfm__utf8_valid_prefix(const char *s, size_t len, size_t *used);
+/* Writes code point c as UTF-8 into out (4 bytes of room); its length. */
+size_t tfm__utf8_encode(uint32_t c, char *out);
+
+/* ---- growable buffers (their failures are TFM_ERR_NOMEM naming op) ---- */
+
+/* Room for need more elements of element bytes in *data, which holds
+ * size_now of *capacity (doubling); 0, or -1 with TFM_ERR_NOMEM naming op. */
+int tfm__grow(const char *op, void **data, size_t element, size_t size_now, size_t *capacity,
+              size_t need);
+
+typedef struct tfm__bytes {
+    char *data;
+    size_t size, capacity;
+} tfm__bytes;
+int tfm__bytes_append(const char *op, tfm__bytes *b, const void *data, size_t size);
+
+typedef struct tfm__ids {
+    int32_t *data;
+    int64_t size, capacity;
+} tfm__ids;
+int tfm__ids_push(const char *op, tfm__ids *ids, int32_t id);
+
+/* ---- BPE's agenda: pairs of adjacent symbols, best first ---- */
+
+/* symbols left and right would merge into a piece of size bytes; the
+ * highest score goes first, then the leftmost. A pair is stale, and
+ * skipped, when its symbols' sizes no longer add up to size. */
+typedef struct tfm__pair {
+    int64_t left, right;
+    float score;
+    size_t size;
+} tfm__pair;
+
+typedef struct tfm__pair_heap {
+    tfm__pair *data;
+    size_t size, capacity;
+} tfm__pair_heap;
+
+int tfm__pair_heap_push(const char *op, tfm__pair_heap *h, tfm__pair pair);
+/* Removes and returns the best pair; the heap must not be empty. */
+tfm__pair tfm__pair_heap_pop(tfm__pair_heap *h);
+
+/* ---- a byte trie over piece strings ---- */
+
+/* Node 0 is the root. Each node holds up to two ids: the piece's id when it
+ * is a piece the models match (SentencePiece's pieces_: normal, user-defined
+ * and unused pieces) and when it is a reserved one (unknown, control, byte
+ * pieces), -1 where none. Children are found through one hash table. */
+typedef struct tfm__trie {
+    int32_t (*ids)[2]; /* per node: [0] matched piece, [1] reserved piece */
+    int32_t nodes, node_capacity;
+    uint64_t *keys;    /* parent << 8 | byte, + 1 (0: empty slot) */
+    int32_t *children;
+    size_t slots, used;
+} tfm__trie;
+
+enum { TFM__TRIE_MATCHED = 0, TFM__TRIE_RESERVED = 1 };
+
+/* Adds piece[0, len) with id in the given role; -1 (error set) when that
+ * role of the piece already has an id, or out of memory. */
+int tfm__trie_add(const char *op, tfm__trie *trie, const char *piece, size_t len, int role,
+                  int32_t id);
+/* The child of node by byte, or -1. */
+int32_t tfm__trie_child(const tfm__trie *trie, int32_t node, unsigned char byte);
+/* The node spelling piece[0, len), or -1. */
+int32_t tfm__trie_find(const tfm__trie *trie, const char *piece, size_t len);
+void tfm__trie_free(tfm__trie *trie);
+
+/* ---- the tokenizer ---- */
+
+typedef enum tfm__model_kind {
+    TFM__MODEL_UNIGRAM = 1, /* SentencePiece's model types, by their values */
+    TFM__MODEL_BPE = 2,
+    TFM__MODEL_WORD = 3,
+    TFM__MODEL_CHAR = 4,
+    TFM__MODEL_BYTE_BPE = 100
+} tfm__model_kind;
+
+/* SentencePiece's piece types, by their values in the model file. */
+typedef enum tfm__piece_type {
+    TFM__PIECE_NORMAL = 1,
+    TFM__PIECE_UNKNOWN = 2,
+    TFM__PIECE_CONTROL = 3,
+    TFM__PIECE_USER_DEFINED = 4,
+    TFM__PIECE_UNUSED = 5,
+    TFM__PIECE_BYTE = 6
+} tfm__piece_type;
+
+typedef struct tfm__piece {
+    const char *text; /* into the model file's bytes, or the vocabulary's */
+    uint32_t length;
+    float score;
+    int32_t type;
+    int32_t byte;     /* a byte piece's byte; -1 for others */
+} tfm__piece;
+
+/* A SentencePiece normaliser: the precompiled character map (a Darts
+ * double array over UTF-8 prefixes whose values index NUL-terminated
+ * replacements) and the whitespace switches. */
+typedef struct tfm__normalizer {
+    const unsigned char *units; /* the double array's 32-bit units, unaligned */
+    size_t unit_count;
+    const char *replacements;
+    size_t replacements_size;
+    int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces;
+} tfm__normalizer;
+
+typedef struct tfm__byte_bpe tfm__byte_bpe;
+
+struct tfm_tokenizer {
+    tfm__model_kind kind;
+    int32_t size;
+    tfm__piece *pieces;
+    tfm__trie trie;
+    int32_t special[4]; /* by tfm_special_token; -1: none */
+    int32_t unk_id;     /* what unknown text becomes (SentencePiece) */
+    /* SentencePiece models */
+    tfm__normalizer normalizer, denormalizer;
+    int has_denormalizer, has_user_defined, byte_fallback;
+    int32_t byte_ids[256]; /* <0xNN> pieces; -1 where missing */
+    float min_score, max_score;
+    char *unk_surface;
+    size_t unk_surface_length;
+    char *file;            /* the model file's bytes (or the byte-level
+                              container), kept for save_bytes */
+    size_t file_size;
+    /* byte-level BPE */
+    tfm__byte_bpe *byte_bpe;
+};
+
+/* SentencePiece's Normalizer::Normalize of s[0, len) with n into out
+ * (emptied first, NUL-terminated); user_symbols: tok's user-defined pieces
+ * pass unchanged (tok may be NULL without them). */
+int tfm__normalize(const char *op, const tfm_tokenizer *tok, const tfm__normalizer *n,
+                   int user_symbols, const char *s, size_t len, tfm__bytes *out);
+
+/* Parses a SentencePiece ModelProto from bytes[0, size) into a tokenizer,
+ * keeping a copy of the bytes. NULL with the error set (op names the call). */
+tfm_tokenizer *tfm__sentencepiece_parse(const char *op, const char *bytes, size_t size);
+/* Appends the ids of text[0, length). */
+int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok, const char *text,
+                              size_t length, tfm__ids *out);
+/* Appends the text of ids (each already checked to be in range). */
+int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
+                              int64_t count, tfm__bytes *out);
+/* The matched piece's id for piece[0, len), else its reserved id, else -1
+ * (SentencePiece's PieceToId but for the unknown fallback). */
+int32_t tfm__piece_id(const tfm_tokenizer *tok, const char *piece, size_t len);
+
+/* Writes a ModelProto of pieces[0, count) (text, score, type) for a BPE
+ * model with identity normalisation and the given byte fallback. */
+int tfm__sentencepiece_write(const char *op, const tfm__piece *pieces, int32_t count,
+                             int byte_fallback, tfm__bytes *out);
+
+/* Byte-level BPE (byte_bpe.c). */
+tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t vocab_size,
+                                   const char *merges, size_t merges_size);
+int tfm__byte_bpe_encode(const char *op, const tfm_tokenizer *tok, const char *text,
+                         size_t length, tfm__ids *out);
+int tfm__byte_bpe_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
+                         int64_t count, tfm__bytes *out);
+/* 1 when bytes begin as the byte-level container tfm__byte_bpe_parse
+ * keeps (and save_bytes hands out): "TFM-BBPE", then vocab.json and
+ * merges.txt, each after its size in 8 bytes, little-endian. */
+int tfm__byte_bpe_is_container(const char *bytes, size_t size);
+tfm_tokenizer *tfm__byte_bpe_from_bytes(const char *op, const char *bytes, size_t size);
+void tfm__byte_bpe_free(tfm__byte_bpe *bpe);
+
+/* Frees everything a tokenizer holds (tfm_tokenizer_free). */
+void tfm__tokenizer_free(tfm_tokenizer *tok);
+
+#endif

@@ -1,0 +1,212 @@
+/* The public tokenizer calls: argument checks, the caller's buffers, and
+ * dispatch to the model's room. */
+#include "text/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+
+void tfm__tokenizer_free(tfm_tokenizer *tok)
+{
+    if (!tok)
+        return;
+    tfm__trie_free(&tok->trie);
+    tfm__byte_bpe_free(tok->byte_bpe);
+    free(tok->pieces);
+    free(tok->unk_surface);
+    free(tok->file);
+    free(tok);
+}
+
+void tfm_tokenizer_free(tfm_tokenizer *tokenizer) { tfm__tokenizer_free(tokenizer); }
+
+tfm_tokenizer *tfm_tokenizer_load_sentencepiece(const char *path)
+{
+    static const char op[] = "tfm_tokenizer_load_sentencepiece";
+    char *bytes;
+    size_t size;
+    if (tfm__read_whole_file(op, path, TFM__TOKENIZER_MAX_BYTES, &bytes, &size))
+        return NULL;
+    tfm_tokenizer *tok = tfm__sentencepiece_parse(op, bytes, size);
+    free(bytes);
+    return tok;
+}
+
+tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path, const char *merges_path)
+{
+    static const char op[] = "tfm_tokenizer_load_byte_bpe";
+    char *vocab = NULL, *merges = NULL;
+    size_t vocab_size, merges_size;
+    tfm_tokenizer *tok = NULL;
+    if (!tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) &&
+        !tfm__read_whole_file(op, merges_path, TFM__TOKENIZER_MAX_BYTES, &merges, &merges_size))
+        tok = tfm__byte_bpe_parse(op, vocab, vocab_size, merges, merges_size);
+    free(vocab);
+    free(merges);
+    return tok;
+}
+
+tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
+{
+    static const char op[] = "tfm_tokenizer_from_bytes";
+    if (!bytes) {
+        tfm__fail(TFM_ERR_NULL, "%s: bytes is NULL", op);
+        return NULL;
+    }
+    if (size < 0 || (uint64_t)size > TFM__TOKENIZER_MAX_BYTES) {
+        tfm__fail(TFM_ERR_ARG, "%s: size %lld is outside [0, %zu]", op, (long long)size,
+                  TFM__TOKENIZER_MAX_BYTES);
+        return NULL;
+    }
+    return tfm__byte_bpe_is_container(bytes, (size_t)size)
+               ? tfm__byte_bpe_from_bytes(op, bytes, (size_t)size)
+               : tfm__sentencepiece_parse(op, bytes, (size_t)size);
+}
+
+/* Copies data[0, size) into the caller's buffer of capacity bytes (plus a
+ * NUL when text), after checking it fits. */
+static tfm_status copy_out(const char *op, const void *data, size_t size, int text, void *dst,
+                          int64_t capacity, int64_t *size_out)
+{
+    *size_out = (int64_t)size;
+    if (capacity < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
+    if ((uint64_t)capacity < size + (text ? 1 : 0))
+        return tfm__fail(TFM_ERR_SIZE, "%s: the result takes %zu bytes%s; capacity is %lld",
+                         op, size, text ? " and a NUL" : "", (long long)capacity);
+    if (!dst)
+        return tfm__fail(TFM_ERR_NULL, "%s: the buffer is NULL", op);
+    memcpy(dst, data, size);
+    if (text)
+        ((char *)dst)[size] = 0;
+    return TFM_OK;
+}
+
+tfm_status tfm_tokenizer_save_bytes(const tfm_tokenizer *tokenizer, void *bytes,
+                                    int64_t capacity, int64_t *size)
+{
+    static const char op[] = "tfm_tokenizer_save_bytes";
+    if (!tokenizer || !size)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, tokenizer ? "size" : "tokenizer");
+    return copy_out(op, tokenizer->file, tokenizer->file_size, 0, bytes, capacity, size);
+}
+
+tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text,
+                                int64_t length, int32_t *ids, int64_t capacity, int64_t *count)
+{
+    static const char op[] = "tfm_tokenizer_encode";
+    if (!tokenizer || !count || (!text && length))
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !tokenizer ? "tokenizer" : !count ? "count" : "text");
+    *count = 0;
+    if (length < 0 || capacity < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: %s %lld is negative", op,
+                         length < 0 ? "length" : "capacity",
+                         (long long)(length < 0 ? length : capacity));
+    tfm__ids out = {0};
+    int failed = tokenizer->byte_bpe
+                     ? tfm__byte_bpe_encode(op, tokenizer, text, (size_t)length, &out)
+                     : tfm__sentencepiece_encode(op, tokenizer, text ? text : "", (size_t)length,
+                                                 &out);
+    if (failed) {
+        free(out.data);
+        return tfm_last_status();
+    }
+    tfm_status s = TFM_OK;
+    *count = out.size;
+    if (capacity < out.size)
+        s = tfm__fail(TFM_ERR_SIZE, "%s: the text takes %lld ids; capacity is %lld", op,
+                      (long long)out.size, (long long)capacity);
+    else if (out.size && !ids)
+        s = tfm__fail(TFM_ERR_NULL, "%s: ids is NULL", op);
+    else if (out.size)
+        memcpy(ids, out.data, (size_t)out.size * sizeof *ids);
+    free(out.data);
+    return s;
+}
+
+/* TFM_OK when every id is a piece of the tokenizer. */
+static tfm_status check_ids(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
+                            int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (ids[i] < 0 || ids[i] >= tok->size)
+            return tfm__fail(TFM_ERR_RANGE, "%s: ids[%lld] = %d is outside [0, %d)", op,
+                             (long long)i, (int)ids[i], (int)tok->size);
+    return TFM_OK;
+}
+
+tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer, const int32_t *ids,
+                                int64_t count, char *text, int64_t capacity, int64_t *length)
+{
+    static const char op[] = "tfm_tokenizer_decode";
+    if (!tokenizer || !length || (!ids && count))
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !tokenizer ? "tokenizer" : !length ? "length" : "ids");
+    *length = 0;
+    if (count < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: count %lld is negative", op, (long long)count);
+    if (check_ids(op, tokenizer, ids, count))
+        return tfm_last_status();
+    tfm__bytes out = {0};
+    int failed = tokenizer->byte_bpe ? tfm__byte_bpe_decode(op, tokenizer, ids, count, &out)
+                                     : tfm__sentencepiece_decode(op, tokenizer, ids, count, &out);
+    tfm_status s = failed ? tfm_last_status()
+                       : copy_out(op, out.data ? out.data : "", out.size, 1, text, capacity,
+                                  length);
+    free(out.data);
+    return s;
+}
+
+int32_t tfm_tokenizer_vocab_size(const tfm_tokenizer *tokenizer)
+{
+    if (!tokenizer) {
+        tfm__fail(TFM_ERR_NULL, "tfm_tokenizer_vocab_size: tokenizer is NULL");
+        return -1;
+    }
+    return tokenizer->size;
+}
+
+int32_t tfm_tokenizer_piece_to_id(const tfm_tokenizer *tokenizer, const char *piece,
+                                  int64_t length)
+{
+    static const char op[] = "tfm_tokenizer_piece_to_id";
+    if (!tokenizer || (!piece && length)) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, tokenizer ? "piece" : "tokenizer");
+        return -1;
+    }
+    if (length < 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: length %lld is negative", op, (long long)length);
+        return -1;
+    }
+    return tfm__piece_id(tokenizer, piece ? piece : "", (size_t)length);
+}
+
+tfm_status tfm_tokenizer_id_to_piece(const tfm_tokenizer *tokenizer, int32_t id, char *piece,
+                                     int64_t capacity, int64_t *length)
+{
+    static const char op[] = "tfm_tokenizer_id_to_piece";
+    if (!tokenizer || !length)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, tokenizer ? "length" : "tokenizer");
+    *length = 0;
+    if (check_ids(op, tokenizer, &id, 1))
+        return tfm_last_status();
+    const tfm__piece *p = &tokenizer->pieces[id];
+    return copy_out(op, p->text, p->length, 1, piece, capacity, length);
+}
+
+int32_t tfm_tokenizer_special_id(const tfm_tokenizer *tokenizer, tfm_special_token which)
+{
+    static const char op[] = "tfm_tokenizer_special_id";
+    if (!tokenizer) {
+        tfm__fail(TFM_ERR_NULL, "%s: tokenizer is NULL", op);
+        return -1;
+    }
+    if ((int)which < TFM_TOKEN_UNK || (int)which > TFM_TOKEN_PAD) {
+        tfm__fail(TFM_ERR_ARG, "%s: %d is not a tfm_special_token", op, (int)which);
+        return -1;
+    }
+    return tokenizer->special[which];
+}

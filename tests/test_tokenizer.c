@@ -1,0 +1,682 @@
+/* Tokenizers against their references: every line of the committed gettext
+ * catalog text and of the edge cases, encoded by three spm_train models,
+ * must give exactly spm_encode's ids and decode to spm_decode's text
+ * (tests/fixtures/text/make_fixtures.py wrote them); then the error paths. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tfm/tfm.h>
+
+#include "check_main.h"
+
+#define TEXT_DIR TFM_FIXTURES "/text/"
+
+typedef struct lines {
+    char *data;
+    char **line;
+    size_t *length;
+    size_t count;
+} lines;
+
+static char *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    ck_assert_int_ge(n, 0);
+    rewind(f);
+    char *data = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(fread(data, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    data[n] = 0;
+    *size = (size_t)n;
+    return data;
+}
+
+/* The file's lines, without their newlines (every line ends in one). */
+static lines read_lines(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, TEXT_DIR "%s", name);
+    lines l = {0};
+    size_t size;
+    l.data = read_all(path, &size);
+    for (size_t i = 0; i < size; i++)
+        l.count += l.data[i] == '\n';
+    l.line = malloc((l.count + 1) * sizeof *l.line);
+    l.length = malloc((l.count + 1) * sizeof *l.length);
+    size_t start = 0, n = 0;
+    for (size_t i = 0; i < size; i++)
+        if (l.data[i] == '\n') {
+            l.line[n] = l.data + start;
+            l.length[n++] = i - start;
+            l.data[i] = 0;
+            start = i + 1;
+        }
+    ck_assert_uint_eq(start, size);
+    return l;
+}
+
+static void free_lines(lines *l)
+{
+    free(l->data);
+    free(l->line);
+    free(l->length);
+}
+
+static tfm_tokenizer *load(const char *model)
+{
+    char path[512];
+    snprintf(path, sizeof path, TEXT_DIR "%s.model", model);
+    tfm_tokenizer *tok = tfm_tokenizer_load_sentencepiece(path);
+    ck_assert_msg(tok != NULL, "%s: %s", path, tfm_last_error());
+    return tok;
+}
+
+/* Encodes and decodes every line of TEXT.txt with tok and compares with
+ * MODEL.TEXT.ids and MODEL.TEXT.decoded (lines whose decoding differs from
+ * them, "NUMBER<TAB>TEXT"). */
+static void check_tokenizer(tfm_tokenizer *tok, const char *model, const char *text)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s.txt", text);
+    lines input = read_lines(name);
+    snprintf(name, sizeof name, "%s.%s.ids", model, text);
+    lines expected = read_lines(name);
+    snprintf(name, sizeof name, "%s.%s.decoded", model, text);
+    lines decoded = read_lines(name);
+    ck_assert_uint_eq(input.count, expected.count);
+    size_t next_decoded = 0, mismatches = 0;
+    int64_t capacity = 1 << 20;
+    int32_t *ids = malloc((size_t)capacity * sizeof *ids);
+    char *back = malloc((size_t)capacity);
+    for (size_t i = 0; i < input.count; i++) {
+        int64_t count = -1;
+        ck_assert_int_eq(tfm_tokenizer_encode(tok, input.line[i], (int64_t)input.length[i], ids,
+                                              capacity, &count), TFM_OK);
+        char *at = expected.line[i];
+        int same = 1;
+        for (int64_t k = 0; k < count; k++) {
+            char *end;
+            long want = strtol(at, &end, 10);
+            same &= end != at && want == ids[k];
+            at = end;
+        }
+        same &= *at == 0;
+        if (!same && mismatches++ < 5) {
+            fprintf(stderr, "%s line %zu: \"%s\"\n  expected %s\n  got     ", model, i,
+                    input.line[i], expected.line[i]);
+            for (int64_t k = 0; k < count; k++)
+                fprintf(stderr, " %d", (int)ids[k]);
+            fprintf(stderr, "\n");
+        }
+        /* decode the reference's ids (the same as ours when they agree) */
+        int64_t length = -1;
+        ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, count, back, capacity, &length), TFM_OK);
+        const char *want = input.line[i];
+        size_t want_length = input.length[i];
+        if (next_decoded < decoded.count && strtoul(decoded.line[next_decoded], NULL, 10) == i) {
+            want = strchr(decoded.line[next_decoded], '\t') + 1;
+            want_length = decoded.length[next_decoded] - (size_t)(want - decoded.line[next_decoded]);
+            next_decoded++;
+        }
+        if (same && ((size_t)length != want_length || memcmp(back, want, want_length))) {
+            if (mismatches++ < 5)
+                fprintf(stderr, "%s line %zu decodes to \"%s\", not \"%.*s\"\n", model, i, back,
+                        (int)want_length, want);
+        }
+    }
+    ck_assert_uint_eq(next_decoded, decoded.count);
+    ck_assert_msg(mismatches == 0, "%s on %s.txt: %zu of %zu lines differ", model, text,
+                  mismatches, input.count);
+    free(ids);
+    free(back);
+    free_lines(&input);
+    free_lines(&expected);
+    free_lines(&decoded);
+    tfm_tokenizer_free(tok);
+}
+
+static void check_against_reference(const char *model, const char *text)
+{
+    check_tokenizer(load(model), model, text);
+}
+
+static tfm_tokenizer *load_byte_bpe(void)
+{
+    tfm_tokenizer *tok = tfm_tokenizer_load_byte_bpe(TEXT_DIR "byte_bpe.vocab.json",
+                                                     TEXT_DIR "byte_bpe.merges.txt");
+    ck_assert_msg(tok != NULL, "%s", tfm_last_error());
+    return tok;
+}
+
+START_TEST(unigram_matches_sentencepiece)
+{
+    check_against_reference("unigram", "lines");
+    check_against_reference("unigram", "edge");
+}
+END_TEST
+
+START_TEST(bpe_matches_sentencepiece)
+{
+    check_against_reference("bpe", "lines");
+    check_against_reference("bpe", "edge");
+}
+END_TEST
+
+START_TEST(byte_fallback_model_matches_sentencepiece)
+{
+    check_against_reference("bytes", "lines");
+    check_against_reference("bytes", "edge");
+}
+END_TEST
+
+/* Encodes text and returns the ids' count, checking the size query. */
+static int64_t encode(const tfm_tokenizer *tok, const char *text, int64_t length, int32_t *ids,
+                      int64_t capacity)
+{
+    int64_t needed = -1, count = -1;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, length, NULL, 0, &needed),
+                     needed ? TFM_ERR_SIZE : TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, length, ids, capacity, &count), TFM_OK);
+    ck_assert_int_eq(count, needed);
+    return count;
+}
+
+START_TEST(empty_and_whitespace_only_text_give_no_ids)
+{
+    tfm_tokenizer *tok = load("unigram");
+    int32_t ids[4] = {-7, -7, -7, -7};
+    ck_assert_int_eq(encode(tok, "", 0, ids, 4), 0);
+    ck_assert_int_eq(encode(tok, NULL, 0, ids, 4), 0);
+    ck_assert_int_eq(encode(tok, "  \t ", 2, ids, 4), 0);
+    ck_assert_int_eq(ids[0], -7);
+    char text[8] = "x";
+    int64_t length = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, NULL, 0, text, 8, &length), TFM_OK);
+    ck_assert_int_eq(length, 0);
+    ck_assert_str_eq(text, "");
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* Invalid UTF-8 is read byte by byte as U+FFFD, never an error, as
+ * SentencePiece reads it: here the unigram model has no piece for it, so
+ * the run is one unknown id after the space (spm_encode gives "7 0"; a
+ * literal U+FFFD the nmt_nfkc map removes); the byte-fallback model spells
+ * U+FFFD in bytes. (The edge fixture compares more such lines.) */
+START_TEST(invalid_utf8_is_replacement_characters)
+{
+    tfm_tokenizer *tok = load("unigram");
+    int32_t bad[8];
+    int64_t n = encode(tok, "\xff\xfe\xc3", 3, bad, 8);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(bad[0], tfm_tokenizer_piece_to_id(tok, "\xe2\x96\x81", 3));
+    ck_assert_int_eq(bad[1], tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK));
+    ck_assert_int_eq(encode(tok, "\xef\xbf\xbd", 3, bad, 8), 0);
+    tfm_tokenizer_free(tok);
+    tok = load("bytes");
+    n = encode(tok, "\xff", 1, bad, 8);
+    ck_assert_int_eq(n, 3);
+    char piece[16];
+    int64_t length;
+    const char *want[3] = {"<0xEF>", "<0xBF>", "<0xBD>"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, bad[i], piece, 16, &length), TFM_OK);
+        ck_assert_str_eq(piece, want[i]);
+    }
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* A megabyte line encodes, and its ids are its parts' ids when the parts
+ * meet at a space (the unigram model sees words separately). */
+START_TEST(very_long_lines)
+{
+    tfm_tokenizer *tok = load("unigram");
+    const char *word = " Fichier introuvable";
+    size_t word_length = strlen(word), repeats = 50000;
+    char *text = malloc(word_length * repeats);
+    for (size_t i = 0; i < repeats; i++)
+        memcpy(text + i * word_length, word, word_length);
+    int32_t one[16];
+    int64_t per_word = encode(tok, word, (int64_t)word_length, one, 16);
+    int64_t capacity = per_word * (int64_t)repeats;
+    int32_t *ids = malloc((size_t)capacity * sizeof *ids);
+    ck_assert_int_eq(encode(tok, text, (int64_t)(word_length * repeats), ids, capacity), capacity);
+    for (int64_t i = 0; i < capacity; i++)
+        ck_assert_int_eq(ids[i], one[i % per_word]);
+    int64_t length = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, capacity, NULL, 0, &length), TFM_ERR_SIZE);
+    ck_assert_int_eq(length, (int64_t)(word_length * repeats) - 1); /* no leading space */
+    free(ids);
+    free(text);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(buffers_too_small_are_refused_untouched)
+{
+    tfm_tokenizer *tok = load("bpe");
+    int32_t ids[64];
+    int64_t count = -1;
+    const char *text = "Fichier introuvable";
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), ids, 64, &count),
+                     TFM_OK);
+    ck_assert_int_gt(count, 1);
+    int32_t small[64];
+    memset(small, 0x55, sizeof small);
+    int64_t needed = -1;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), small, count - 1,
+                                          &needed), TFM_ERR_SIZE);
+    ck_assert_int_eq(needed, count);
+    ck_assert_int_eq(small[0], 0x55555555);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_tokenizer_encode"));
+    char back[64];
+    memset(back, 'z', sizeof back);
+    int64_t length = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, count, back, (int64_t)strlen(text), &length),
+                     TFM_ERR_SIZE); /* no room for the NUL */
+    ck_assert_int_eq(length, (int64_t)strlen(text));
+    ck_assert_int_eq(back[0], 'z');
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, count, back, length + 1, &length), TFM_OK);
+    ck_assert_str_eq(back, text);
+    char piece[4];
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, 0, piece, 4, &length), TFM_ERR_SIZE);
+    ck_assert_int_eq(length, 5); /* <unk> */
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(null_and_bad_arguments)
+{
+    tfm_tokenizer *tok = load("unigram");
+    int32_t ids[4] = {0};
+    int64_t n = 0;
+    char text[8];
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(NULL, 3));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes("", -1));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_encode(NULL, "a", 1, ids, 4, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, NULL, 1, ids, 4, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, "a", 1, ids, 4, NULL), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, "a", -1, ids, 4, &n), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, "a", 1, ids, -4, &n), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_decode(NULL, ids, 1, text, 8, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, NULL, 1, text, 8, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 1, text, 8, NULL), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, -1, text, 8, &n), TFM_ERR_ARG);
+    ids[0] = tfm_tokenizer_vocab_size(tok);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 1, text, 8, &n), TFM_ERR_RANGE);
+    ids[0] = -1;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 1, text, 8, &n), TFM_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "ids[0] = -1"));
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(NULL), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(NULL, "a", 1), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, NULL, 1), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "a", -1), -1);
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, -1, text, 8, &n), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(NULL, 0, text, 8, &n), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_special_id(NULL, TFM_TOKEN_BOS), -1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, (tfm_special_token)4), -1);
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(NULL, text, 8, &n), TFM_ERR_NULL);
+    tfm_tokenizer_free(NULL);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* Pieces and ids both ways, the file's special ids (the bytes model was
+ * trained with --pad_id=3; the others have no pad). */
+START_TEST(pieces_ids_and_special_tokens)
+{
+    tfm_tokenizer *tok = load("bytes");
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), 2000);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK), 0);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS), 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), 3);
+    char piece[64];
+    int64_t length;
+    for (int32_t id = 0; id < tfm_tokenizer_vocab_size(tok); id++) {
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, id, piece, 64, &length), TFM_OK);
+        ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, piece, length), id);
+    }
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "no such piece", 13), -1);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "<pad>", 5), 3);
+    tfm_tokenizer_free(tok);
+    tok = load("unigram");
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), -1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    /* control pieces decode to nothing; user-defined ones are never split */
+    int32_t ids[16];
+    int64_t n = encode(tok, "%s%lu", 5, ids, 16);
+    ck_assert_int_eq(n, 3); /* "▁", "%s", "%lu" */
+    ck_assert_int_eq(ids[1], tfm_tokenizer_piece_to_id(tok, "%s", 2));
+    ck_assert_int_eq(ids[2], tfm_tokenizer_piece_to_id(tok, "%lu", 3));
+    int32_t framed[5] = {1, ids[0], ids[1], ids[2], 2};
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, framed, 5, piece, 64, &length), TFM_OK);
+    ck_assert_str_eq(piece, "%s%lu");
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(bytes_round_trip)
+{
+    char path[512];
+    snprintf(path, sizeof path, TEXT_DIR "unigram.model");
+    size_t size;
+    char *file = read_all(path, &size);
+    tfm_tokenizer *tok = load("unigram");
+    int64_t saved = -1;
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, 0, &saved), TFM_ERR_SIZE);
+    ck_assert_int_eq(saved, (int64_t)size);
+    char *bytes = malloc(size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, saved, &saved), TFM_OK);
+    ck_assert_mem_eq(bytes, file, size); /* the .model file itself */
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, saved);
+    ck_assert_ptr_nonnull(copy);
+    free(bytes); /* the copy does not keep the caller's bytes */
+    const char *text = "Impossible d'ouvrir « %s » : fichier introuvable";
+    int32_t a[64], b[64];
+    int64_t n = encode(tok, text, (int64_t)strlen(text), a, 64);
+    ck_assert_int_eq(encode(copy, text, (int64_t)strlen(text), b, 64), n);
+    ck_assert_mem_eq(a, b, (size_t)n * sizeof *a);
+    tfm_tokenizer_free(copy);
+    tfm_tokenizer_free(tok);
+    free(file);
+}
+END_TEST
+
+/* Every prefix of a model file, and random byte changes in one with a
+ * character map, load or fail with TFM_ERR_FORMAT; whatever loads encodes
+ * and decodes without reading out of bounds (run under ASan). */
+static void load_or_refuse(const char *bytes, size_t size)
+{
+    tfm_clear_error();
+    tfm_tokenizer *tok = tfm_tokenizer_from_bytes(bytes, (int64_t)size);
+    if (!tok) {
+        ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+        ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_tokenizer_from_bytes: "));
+        return;
+    }
+    const char *text = "  Fichier « introuvable » ⁇ \xff ｆｉ ① 軽量  ";
+    int32_t ids[256];
+    int64_t n = -1, length;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), ids, 256, &n), TFM_OK);
+    char back[1024];
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    tfm_tokenizer_free(tok);
+}
+
+START_TEST(corrupt_models_fail_cleanly)
+{
+    size_t size;
+    char path[512];
+    snprintf(path, sizeof path, TEXT_DIR "bytes.model");
+    char *file = read_all(path, &size);
+    size_t refused = 0;
+    for (size_t cut = 0; cut < size; cut += cut < 2000 ? 1 : 97) {
+        load_or_refuse(file, cut);
+        refused += tfm_last_status() != TFM_OK;
+    }
+    ck_assert_uint_gt(refused, 100);
+    free(file);
+    snprintf(path, sizeof path, TEXT_DIR "unigram.model");
+    file = read_all(path, &size);
+    uint64_t state = 12345;
+    for (int trial = 0; trial < 300; trial++) {
+        char *copy = malloc(size);
+        memcpy(copy, file, size);
+        for (int k = 0; k < 8; k++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            copy[(state >> 33) % size] ^= (char)(1 + (state >> 20) % 255);
+        }
+        load_or_refuse(copy, size);
+        free(copy);
+    }
+    free(file);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(TEXT_DIR "lines.txt"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(TEXT_DIR "no such file"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_IO);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(TEXT_DIR));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_IO);
+}
+END_TEST
+
+/* The lines of lines.txt make_fixtures.py trained on (all but every tenth). */
+static tfm_tokenizer *train_on_fixture(lines *all, int32_t vocab_size, int byte_fallback)
+{
+    const char **train = malloc(all->count * sizeof *train);
+    int64_t *lengths = malloc(all->count * sizeof *lengths), n = 0;
+    for (size_t i = 0; i < all->count; i++)
+        if (i % 10) {
+            train[n] = all->line[i];
+            lengths[n++] = (int64_t)all->length[i];
+        }
+    tfm_bpe_train_options options;
+    tfm_bpe_train_options_init(&options);
+    options.vocab_size = vocab_size;
+    options.byte_fallback = byte_fallback;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_msg(tfm_tokenizer_train_bpe(train, lengths, n, &options, &tok) == TFM_OK, "%s",
+                  tfm_last_error());
+    free(train);
+    free(lengths);
+    return tok;
+}
+
+/* Trained BPE compresses held-out text within 5% of spm_train's BPE at the
+ * same vocabulary size on the same text (heldout.bpe_tokens), gives the
+ * same model every time, round-trips through its bytes and decodes what it
+ * encodes. */
+START_TEST(bpe_training_compresses_as_spm_train)
+{
+    lines all = read_lines("lines.txt"), heldout = read_lines("heldout.txt");
+    size_t size;
+    char *reference = read_all(TEXT_DIR "heldout.bpe_tokens", &size);
+    long spm_tokens = strtol(reference, NULL, 10);
+    free(reference);
+    tfm_tokenizer *tok = train_on_fixture(&all, 2000, 0);
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), 2000);
+    int32_t ids[4096];
+    char back[8192];
+    int64_t tokens = 0, length;
+    for (size_t i = 0; i < heldout.count; i++) {
+        int64_t n = encode(tok, heldout.line[i], (int64_t)heldout.length[i], ids, 4096);
+        tokens += n;
+        ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+        /* the text again, but for runs of spaces (one) and unknown characters */
+        if (!strstr(heldout.line[i], "  ") && heldout.line[i][0] != ' ' &&
+            heldout.line[i][heldout.length[i] - 1] != ' ' && !strstr(back, "\xe2\x81\x87"))
+            ck_assert_str_eq(back, heldout.line[i]);
+    }
+    fprintf(stderr, "BPE training: %lld ids for held-out text, spm_train %ld (%+.2f%%)\n",
+            (long long)tokens, spm_tokens, 100.0 * ((double)tokens / (double)spm_tokens - 1.0));
+    ck_assert_int_le(tokens, spm_tokens + spm_tokens / 20);
+
+    tfm_tokenizer *again = train_on_fixture(&all, 2000, 0);
+    int64_t a_size = 0, b_size = 0;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &a_size);
+    tfm_tokenizer_save_bytes(again, NULL, 0, &b_size);
+    ck_assert_int_eq(a_size, b_size);
+    char *a = malloc((size_t)a_size), *b = malloc((size_t)b_size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, a, a_size, &a_size), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(again, b, b_size, &b_size), TFM_OK);
+    ck_assert_mem_eq(a, b, (size_t)a_size);
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(a, a_size);
+    ck_assert_ptr_nonnull(copy);
+    int32_t other[4096];
+    for (size_t i = 0; i < heldout.count; i += 7) {
+        int64_t n = encode(tok, heldout.line[i], (int64_t)heldout.length[i], ids, 4096);
+        ck_assert_int_eq(encode(copy, heldout.line[i], (int64_t)heldout.length[i], other, 4096), n);
+        ck_assert_mem_eq(ids, other, (size_t)n * sizeof *ids);
+    }
+    free(a);
+    free(b);
+    tfm_tokenizer_free(copy);
+    tfm_tokenizer_free(again);
+    tfm_tokenizer_free(tok);
+    free_lines(&all);
+    free_lines(&heldout);
+}
+END_TEST
+
+/* With byte fallback, characters outside the vocabulary come back whole. */
+START_TEST(bpe_training_with_byte_fallback)
+{
+    lines all = read_lines("lines.txt");
+    tfm_tokenizer *tok = train_on_fixture(&all, 1500, 1);
+    char piece[16];
+    int64_t length;
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, 3 + 0x41, piece, 16, &length), TFM_OK);
+    ck_assert_str_eq(piece, "<0x41>");
+    const char *text = "Zürich 𝄞 ☃ 軽量";
+    int32_t ids[64];
+    char back[64];
+    int64_t n = encode(tok, text, (int64_t)strlen(text), ids, 64);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, 64, &length), TFM_OK);
+    ck_assert_str_eq(back, text);
+    tfm_tokenizer_free(tok);
+    free_lines(&all);
+}
+END_TEST
+
+START_TEST(bpe_training_refuses_bad_requests)
+{
+    const char *lines[2] = {"abc abd", "abc"};
+    tfm_bpe_train_options options;
+    tfm_bpe_train_options_init(&options);
+    tfm_tokenizer *tok = (tfm_tokenizer *)&options;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, NULL, &tok), TFM_ERR_NULL);
+    ck_assert_ptr_null(tok);
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(NULL, NULL, 2, &options, &tok), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, NULL), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, -1, &options, &tok), TFM_ERR_ARG);
+    options.character_coverage = 0.0;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_ARG);
+    options.character_coverage = 1.0;
+    options.vocab_size = 8; /* <unk> <s> </s> ▁ a b c d: no room for a merge */
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_ARG);
+    options.vocab_size = 100; /* more than "▁abc", "▁abd" ... can make */
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_SIZE);
+    ck_assert_ptr_null(tok);
+    options.vocab_size = 10; /* ▁a, then ▁ab */
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_OK);
+    int32_t ids[8];
+    ck_assert_int_eq(encode(tok, "abd", 3, ids, 8), 2);
+    char piece[16];
+    int64_t length;
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, ids[0], piece, 16, &length), TFM_OK);
+    ck_assert_str_eq(piece, "\xe2\x96\x81" "ab");
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+START_TEST(char_and_word_models_match_sentencepiece)
+{
+    check_against_reference("char", "heldout");
+    check_against_reference("word", "heldout");
+}
+END_TEST
+
+/* GPT-2's encoder.py over the fixture's vocab.json and merges.txt (in
+ * make_fixtures.py): held-out catalog lines and the edge cases, invalid
+ * UTF-8 and its decoding with errors="replace" included. */
+START_TEST(byte_bpe_matches_gpt2)
+{
+    check_tokenizer(load_byte_bpe(), "byte_bpe", "heldout");
+    check_tokenizer(load_byte_bpe(), "byte_bpe", "edge");
+}
+END_TEST
+
+/* The pre-tokenisation pattern's corners, each checked by the pieces it
+ * gives (vocab has every byte, so pieces show the parts' boundaries when
+ * merges cannot cross them). */
+START_TEST(byte_bpe_pattern_and_round_trip)
+{
+    tfm_tokenizer *tok = load_byte_bpe();
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS), 0);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK), 3);
+    /* every byte string comes back: bytes as pieces, whatever they are */
+    char text[256], back[1024];
+    for (int i = 0; i < 255; i++)
+        text[i] = (char)(i + 1);
+    int32_t ids[512];
+    int64_t n = encode(tok, text, 127, ids, 512), length;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    ck_assert_int_eq(length, 127);
+    ck_assert_mem_eq(back, text, 127);
+    /* a truncated character decodes to one U+FFFD, as Python's "replace" */
+    const char *cut = "\xe2\x82 \xf0\x9f\x98";
+    n = encode(tok, cut, (int64_t)strlen(cut), ids, 512);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    ck_assert_str_eq(back, "\xef\xbf\xbd \xef\xbf\xbd");
+    int64_t size = 0;
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, 0, &size), TFM_ERR_SIZE);
+    char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, size);
+    ck_assert_ptr_nonnull(copy);
+    const char *line = "Don't   panic: 42 files\n\n";
+    int32_t other[64];
+    n = encode(tok, line, (int64_t)strlen(line), ids, 512);
+    ck_assert_int_eq(encode(copy, line, (int64_t)strlen(line), other, 64), n);
+    ck_assert_mem_eq(ids, other, (size_t)n * sizeof *ids);
+    tfm_tokenizer_free(copy);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(bytes, size - 1));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    free(bytes);
+    tfm_tokenizer_free(tok);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(TEXT_DIR "byte_bpe.merges.txt",
+                                                   TEXT_DIR "byte_bpe.merges.txt"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(TEXT_DIR "byte_bpe.vocab.json",
+                                                   TEXT_DIR "byte_bpe.vocab.json"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(NULL, TEXT_DIR "byte_bpe.merges.txt"));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+}
+END_TEST
+
+Suite *tokenizer_suite(void)
+{
+    Suite *s = suite_create("tokenizer");
+    TCase *tc = tcase_create("sentencepiece");
+    tcase_add_test(tc, unigram_matches_sentencepiece);
+    tcase_add_test(tc, bpe_matches_sentencepiece);
+    tcase_add_test(tc, byte_fallback_model_matches_sentencepiece);
+    tcase_add_test(tc, char_and_word_models_match_sentencepiece);
+    tcase_add_test(tc, empty_and_whitespace_only_text_give_no_ids);
+    tcase_add_test(tc, invalid_utf8_is_replacement_characters);
+    tcase_add_test(tc, very_long_lines);
+    tcase_add_test(tc, buffers_too_small_are_refused_untouched);
+    tcase_add_test(tc, null_and_bad_arguments);
+    tcase_add_test(tc, pieces_ids_and_special_tokens);
+    tcase_add_test(tc, bytes_round_trip);
+    tcase_add_test(tc, corrupt_models_fail_cleanly);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("byte_bpe");
+    tcase_add_test(tc, byte_bpe_matches_gpt2);
+    tcase_add_test(tc, byte_bpe_pattern_and_round_trip);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("training");
+    tcase_add_test(tc, bpe_training_compresses_as_spm_train);
+    tcase_add_test(tc, bpe_training_with_byte_fallback);
+    tcase_add_test(tc, bpe_training_refuses_bad_requests);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TFM_CHECK_MAIN(tokenizer_suite)
