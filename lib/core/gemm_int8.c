@@ -23,6 +23,7 @@
 #if defined(__x86_64__) &&                                                                 \
     ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 11))
 #define HAVE_X86_PATHS 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define HAVE_X86_PATHS 0
@@ -469,8 +470,10 @@ int tfm__int8_path_runs(tfm__int8_path path)
     switch (path) {
     case TFM__INT8_AVX2:
         return avx2;
-    case TFM__INT8_AVX_VNNI:
-        return avx2 && __builtin_cpu_supports("avxvnni");
+    case TFM__INT8_AVX_VNNI: { /* CPUID.(7, 1):EAX bit 4, which Clang 14's builtin cannot name */
+        unsigned a, b, c, d;
+        return avx2 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+    }
     case TFM__INT8_AVX512_VNNI:
         return level >= TFM__CPU_X86_64_V4 && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
