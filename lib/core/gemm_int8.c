@@ -441,8 +441,8 @@ tfm_status tfm__int8_linear_on(tfm__int8_path path, const char *op, const tfm__i
         k->quantize_row(x + i * w->in, w->in, quantized + i * stride, padded, x_scales + i);
     product p = {w, k, m, groups, groups * GROUP_BYTES, quantized, stride, x_scales, y};
     int64_t panels = panels_of(w->out);
-    tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers, multiply_blocks,
-                      &p);
+    tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers > 1 ? workers : 1,
+                      multiply_blocks, &p);
     return TFM_OK;
 }
 

@@ -62,8 +62,8 @@ void tfm__int8_free(tfm__int8_weight *w);
 
 /* y [m, out] = x [m, in] W^T + bias, both row-major and contiguous, on
  * the path tfm__int8_path_chosen names, its output channels split among at
- * most `workers` of libtfm's threads (the bits do not depend on their
- * number). A row of x holding a NaN or an Inf gives a row of NaN. The
+ * most `workers` of libtfm's threads, the calling thread alone below 2
+ * (the bits do not depend on their number). A row of x holding a NaN or an Inf gives a row of NaN. The
  * quantized rows go to the calling thread's buffer (core/thread_buffer.h):
  * TFM_ERR_NOMEM when it cannot grow, nothing written. */
 tfm_status tfm__int8_linear(const char *op, const tfm__int8_weight *w, int64_t m,
