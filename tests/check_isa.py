@@ -3,8 +3,9 @@
 
   check_isa.py LIBRARY [--vectorised]
 
-Everything but the kernels' x86-64-v3 and x86-64-v4 copies (lib/core/cpu.h)
-and the bfloat16 products' AVX512_BF16 functions (NAME__avx512_bf16) runs on
+Everything but the kernels' x86-64-v3 and x86-64-v4 copies (lib/core/cpu.h),
+the bfloat16 products' AVX512_BF16 functions (NAME__avx512_bf16) and the int8
+products' (NAME__avx2, NAME__avx_vnni, NAME__avx512_vnni) runs on
 any x86-64: no AVX (VEX or EVEX encodings, ymm/zmm/mask registers),
 no BMI, LZCNT, POPCNT, MOVBE or SSE3-and-later instructions. Every kernel has
 its three copies. With --vectorised (a release build: -O2 and the sanitizers
@@ -22,6 +23,9 @@ COPIES = ('__baseline', '__x86_64_v3', '__x86_64_v4')
 # Code for CPUs with AVX512_BF16 only, run after checking for it
 # (lib/core/gemm_bf16.c)
 BF16_ONLY = '__avx512_bf16'
+# The int8 products' paths (lib/core/gemm_int8.c), each run after checking
+# for its instruction sets
+INT8_PATHS = ('__avx2', '__avx_vnni', '__avx512_vnni')
 BLAS_CALLS = {'tfm__sgemm'}  # lib/core/gemm.h: cblas_sgemm split among threads
 # Beyond the x86-64 baseline (SSE2) without a 'v' prefix or ymm/zmm operand.
 LATER = set('''andn bextr blsi blsmsk blsr bzhi mulx pdep pext rorx sarx shlx shrx lzcnt tzcnt
@@ -69,7 +73,7 @@ def main():
         rules['three copies'].append('no kernel copies (a -Dnative=true build?)')
     for name, insns in funcs.items():
         wide = sorted({m for m, ops in insns if beyond_baseline(m, ops)})
-        if wide and not name.split('.')[0].endswith(COPIES[1:] + (BF16_ONLY,)):
+        if wide and not name.split('.')[0].endswith(COPIES[1:] + (BF16_ONLY,) + INT8_PATHS):
             rules['baseline elsewhere'].append(f'{name}: {" ".join(wide[:8])}')
     for kernel in sorted(kernels):
         for suffix in COPIES:

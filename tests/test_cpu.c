@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "run_at_path.h"
 #include "tfm/tfm.h"
 
 /* The floats the workload writes: logits, loss, gradients, parameters after
@@ -137,29 +136,8 @@ static int64_t workload(float *out)
 /* The workload's floats from this program run with TFM_CPU=path. */
 static int64_t workload_at(const char *path, float *out)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        setenv("TFM_CPU", path, 1);
-        execl("/proc/self/exe", "test_cpu", "--workload", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    int64_t bytes = 0;
-    ssize_t got;
-    while ((got = read(fds[0], (char *)out + bytes, MAX_FLOATS * sizeof(float) - (size_t)bytes)) > 0)
-        bytes += got;
-    close(fds[0]);
-    int status;
-    ck_assert_int_eq(waitpid(child, &status, 0), child);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "TFM_CPU=%s: the child failed",
-                  path);
-    return bytes / (int64_t)sizeof(float);
+    return (int64_t)(run_at_path(path, "--workload", out, MAX_FLOATS * sizeof(float)) /
+                     sizeof(float));
 }
 
 START_TEST(tfm_cpu_is_obeyed)

@@ -8,11 +8,10 @@
  * bits, the operand VDPBF16PS multiplies. */
 #include "core/gemm_bf16.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
+#include "core/thread_buffer.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_BF16_KERNEL 1
@@ -310,66 +309,6 @@ static void multiply_rows(void *ctx, int64_t begin, int64_t end, int worker)
 }
 #endif
 
-/* The packed operands: one buffer per calling thread (its workers' A
- * blocks, then the shared op(B)), grown as needed and kept, freed when the
- * thread ends. */
-static pthread_key_t buffer_key;
-static pthread_once_t buffer_once = PTHREAD_ONCE_INIT;
-static int buffer_key_made;
-
-typedef struct grown {
-    uint32_t *data;
-    size_t words;
-} grown;
-
-static void free_grown(void *p)
-{
-    grown *g = p;
-    if (g) {
-        free(g->data);
-        free(g);
-    }
-}
-
-static void make_key(void)
-{
-    buffer_key_made = pthread_key_create(&buffer_key, free_grown) == 0;
-}
-
-/* The calling thread's buffer, at least `words` long, or NULL. */
-static uint32_t *packed_buffer(size_t words)
-{
-    pthread_once(&buffer_once, make_key);
-    if (!buffer_key_made)
-        return NULL;
-    grown *g = pthread_getspecific(buffer_key);
-    if (!g) {
-        g = calloc(1, sizeof *g);
-        if (!g || pthread_setspecific(buffer_key, g) != 0) {
-            free(g);
-            return NULL;
-        }
-    }
-    if (g->words < words) {
-        void *data = NULL;
-        if (posix_memalign(&data, 64, words * sizeof(uint32_t)) != 0)
-            return NULL;
-        free(g->data);
-        g->data = data;
-        g->words = words;
-    }
-    return g->data;
-}
-
-void tfm__bf16_release(void)
-{
-    if (buffer_key_made) {
-        free_grown(pthread_getspecific(buffer_key));
-        buffer_key_made = 0; /* a product after this runs in float32 */
-        pthread_key_delete(buffer_key);
-    }
-}
-
 int tfm__cpu_has_bf16(void)
 {
 #if HAVE_BF16_KERNEL
@@ -387,7 +326,10 @@ int tfm__sgemm_bf16(int transpose_a, int transpose_b, int64_t m, int64_t n, int6
 #if HAVE_BF16_KERNEL
     int64_t panels = (n + NR - 1) / NR;
     size_t a_words = (size_t)workers * A_BLOCK_WORDS;
-    uint32_t *packed = packed_buffer(a_words + (size_t)(panels * pairs_of(k) * NR));
+    /* the packed operands in the calling thread's buffer: its workers' A
+     * blocks, then the shared op(B) */
+    uint32_t *packed = tfm__thread_buffer(
+        (a_words + (size_t)(panels * pairs_of(k) * NR)) * sizeof(uint32_t));
     if (!packed)
         return -1;
     product p = {m, n, k, alpha, beta, a, b, lda, ldb, !transpose_a, transpose_b, c, ldc,

@@ -8,13 +8,6 @@
 
 #include <stdint.h>
 
-/* Frees the calling thread's packing buffer and retires the key that frees
- * other threads' at their end, so that no thread ending after the library
- * is unloaded calls into it: from the library's destructor, after its
- * workers have ended (the main thread's end runs no key destructor). A
- * program thread still running keeps its buffer until the process ends. */
-void tfm__bf16_release(void);
-
 /* Whether the CPU has AVX512_BF16 (and the build the kernel). */
 int tfm__cpu_has_bf16(void);
 

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/gemm.h"
-#include "core/gemm_bf16.h"
+#include "core/thread_buffer.h"
 #include "tfm/common.h"
 
 /* A loop's ticket is its number times TICKET_LOOP plus the workers it runs
@@ -157,7 +157,7 @@ __attribute__((destructor)) static void stop_workers(void)
     for (int i = 1; i <= p->started; i++)
         pthread_join(p->workers[i], NULL);
     p->started = 0; /* loops after this (later destructors) run on the caller */
-    tfm__bf16_release(); /* after the workers, whose buffers their ends freed */
+    tfm__thread_buffer_release(); /* after the workers, whose buffers their ends freed */
 }
 
 int tfm__threads(void)
