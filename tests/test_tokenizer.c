@@ -165,6 +165,9 @@ START_TEST(bpe_matches_sentencepiece)
 {
     check_against_reference("bpe", "lines");
     check_against_reference("bpe", "edge");
+    /* with pieces "%s%s" and "\u2581%s" that BPE must not make, the user
+     * symbols being frozen */
+    check_against_reference("frozen", "edge");
 }
 END_TEST
 
