@@ -14,9 +14,10 @@ step() { # name, exit status
     if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
     else failed=$((failed + 1)); echo "FAILED: $1"; fi
 }
-for model in unigram bpe bytes; do
-    "$tokenize" --model "$text/$model.model" <"$text/lines.txt" >"$scratch/$model.ids" &&
-        cmp -s "$scratch/$model.ids" "$text/$model.lines.ids"
+for case in unigram.lines bpe.lines bytes.heldout char.heldout word.heldout; do
+    model=${case%.*}
+    "$tokenize" --model "$text/$model.model" <"$text/${case#*.}.txt" >"$scratch/$case.ids" &&
+        cmp -s "$scratch/$case.ids" "$text/$case.ids"
     step "$model: the ids of spm_encode --output_format=id" $?
 done
 "$tokenize" --vocab "$text/byte_bpe.vocab.json" --merges "$text/byte_bpe.merges.txt" \

@@ -173,7 +173,7 @@ END_TEST
 
 START_TEST(byte_fallback_model_matches_sentencepiece)
 {
-    check_against_reference("bytes", "lines");
+    check_against_reference("bytes", "heldout");
     check_against_reference("bytes", "edge");
 }
 END_TEST
