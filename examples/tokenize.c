@@ -78,7 +78,8 @@ static int decode_lines(const char *program, const tfm_tokenizer *tok)
             long id = strtol(at, &end, 10);
             if (end == at)
                 break;
-            ids[count++] = (int32_t)id;
+            /* an id beyond int32 is out of range for the library to say */
+            ids[count++] = id >= INT32_MIN && id <= INT32_MAX ? (int32_t)id : -1;
         }
         tfm_status s = ids ? tfm_tokenizer_decode(tok, ids, count, text, room, &size)
                            : TFM_ERR_NOMEM;

@@ -14,9 +14,10 @@ step() { # name, exit status
     if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
     else failed=$((failed + 1)); echo "FAILED: $1"; fi
 }
-for model in unigram bpe bytes; do
-    "$tokenize" --model "$text/$model.model" <"$text/lines.txt" >"$scratch/$model.ids" &&
-        cmp -s "$scratch/$model.ids" "$text/$model.lines.ids"
+for case in unigram.lines bpe.lines bytes.heldout char.heldout word.heldout; do
+    model=${case%.*}
+    "$tokenize" --model "$text/$model.model" <"$text/${case#*.}.txt" >"$scratch/$case.ids" &&
+        cmp -s "$scratch/$case.ids" "$text/$case.ids"
     step "$model: the ids of spm_encode --output_format=id" $?
 done
 "$tokenize" --vocab "$text/byte_bpe.vocab.json" --merges "$text/byte_bpe.merges.txt" \
@@ -48,5 +49,8 @@ step "--vocab without --merges exits with status 2" $?
 "$tokenize" --model "$text/lines.txt" </dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "TFM_ERR_FORMAT" "$scratch/err.txt"
 step "a file that is no model fails with libtfm's message" $?
+echo "12 4294967301" | "$tokenize" --model "$text/unigram.model" --decode >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "TFM_ERR_RANGE" "$scratch/err.txt"
+step "--decode refuses an id beyond int32 (2^32 + 5, not 5)" $?
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

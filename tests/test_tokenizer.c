@@ -165,12 +165,15 @@ START_TEST(bpe_matches_sentencepiece)
 {
     check_against_reference("bpe", "lines");
     check_against_reference("bpe", "edge");
+    /* with pieces "%s%s" and "\u2581%s" that BPE must not make, the user
+     * symbols being frozen */
+    check_against_reference("frozen", "edge");
 }
 END_TEST
 
 START_TEST(byte_fallback_model_matches_sentencepiece)
 {
-    check_against_reference("bytes", "lines");
+    check_against_reference("bytes", "heldout");
     check_against_reference("bytes", "edge");
 }
 END_TEST
@@ -589,6 +592,21 @@ START_TEST(char_and_word_models_match_sentencepiece)
 }
 END_TEST
 
+/* A model with a denormaliser (spm_train --denormalization_rule_tsv, here
+ * "oe" -> "\u0153") applies it to decoded text, as spm_decode does. */
+START_TEST(denormalizer_applies_to_decoded_text)
+{
+    check_against_reference("denormalizer", "heldout");
+    tfm_tokenizer *tok = load("denormalizer");
+    int32_t ids[32];
+    char back[64];
+    int64_t length, n = encode(tok, "le coeur oe", 11, ids, 32);
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, 64, &length), TFM_OK);
+    ck_assert_str_eq(back, "le c\xc5\x93ur \xc5\x93");
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
 /* GPT-2's encoder.py over the fixture's vocab.json and merges.txt (in
  * make_fixtures.py): held-out catalog lines and the edge cases, invalid
  * UTF-8 and its decoding with errors="replace" included. */
@@ -658,6 +676,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_matches_sentencepiece);
     tcase_add_test(tc, byte_fallback_model_matches_sentencepiece);
     tcase_add_test(tc, char_and_word_models_match_sentencepiece);
+    tcase_add_test(tc, denormalizer_applies_to_decoded_text);
     tcase_add_test(tc, empty_and_whitespace_only_text_give_no_ids);
     tcase_add_test(tc, invalid_utf8_is_replacement_characters);
     tcase_add_test(tc, very_long_lines);

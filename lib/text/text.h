@@ -146,7 +146,7 @@ struct tfm_tokenizer {
     tfm__piece *pieces;
     tfm__trie trie;
     int32_t special[4]; /* by tfm_special_token; -1: none */
-    int32_t unk_id;     /* what unknown text becomes (SentencePiece) */
+    int32_t unk_id;     /* what unknown text or pieces become; -1: none */
     /* SentencePiece models */
     tfm__normalizer normalizer, denormalizer;
     int has_denormalizer, has_user_defined, byte_fallback;
