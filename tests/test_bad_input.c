@@ -1349,6 +1349,8 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_params_add, E_ARG, add_param("", 1, SHAPE(2)));
     NUL(tfm_params_add, E_ARG, add_param(long_name(), 1, SHAPE(2)));
     NUL(tfm_params_add, E_ARG, add_param("taken", 1, SHAPE(2)));
+    NUL(tfm_params_add, E_ARG, add_param("w\xff", 1, SHAPE(2)));      /* no save could write it */
+    NUL(tfm_params_add, E_ARG, add_param("\xc0\xaf", 1, SHAPE(2)));  /* overlong '/' */
     NUL(tfm_params_add, E_ARG, add_param("w", 0, SHAPE(2)));
     NUL(tfm_params_add, E_ARG, add_param("w", 5, SHAPE(1, 1, 1, 1, 2)));
     NUL(tfm_params_add, E_NULL, add_param("w", 1, NULL));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 typedef struct parser {
     const char *context;
@@ -59,50 +60,6 @@ static void skip_space(parser *p)
             break;
         p->pos++;
     }
-}
-
-/* Length of the well-formed UTF-8 sequence at s (avail bytes left), or 0. */
-static size_t utf8_sequence(const unsigned char *s, size_t avail)
-{
-    unsigned char c = s[0];
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0)
-            lo = 0xa0; /* overlong */
-        else if (c == 0xed)
-            hi = 0x9f; /* UTF-16 surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xf4)
-            hi = 0x8f; /* above U+10FFFF */
-    } else
-        return 0;
-    if (avail < n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
-int tfm__json_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_sequence(u + i, len - i);
-        if (!n)
-            return 0;
-        i += n;
-    }
-    return 1;
 }
 
 static char *put_utf8(char *out, uint32_t cp)
@@ -209,7 +166,7 @@ static tfm_status parse_string(parser *p, const char **str, size_t *len)
         } else if (c < 0x20) {
             return syntax_error(p, p->pos, "control character 0x%02x in a string", c);
         } else {
-            size_t n = utf8_sequence(p->text + p->pos, p->len - p->pos);
+            size_t n = tfm__utf8_sequence(p->text + p->pos, p->len - p->pos);
             if (!n)
                 return syntax_error(p, p->pos, "invalid UTF-8 in a string");
             memcpy(p->out, p->text + p->pos, n);

@@ -57,9 +57,6 @@ tfm_status tfm__json_parse(const char *context, const char *text, size_t len,
                            int64_t max_values, tfm__json *doc);
 void tfm__json_free(tfm__json *doc);
 
-/* 1 when s[0, len) is well-formed UTF-8 (no overlongs, no surrogates). */
-int tfm__json_utf8_valid(const char *s, size_t len);
-
 /* Writes s[0, len) as a quoted JSON string into dst (when not NULL) and
  * returns the bytes it takes (at most 6 * len + 2), so a first call with
  * dst NULL sizes the buffer. Control characters become \u00XX. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "core/tensor.h"
 #include "io/json.h"
 #include "io/safetensors.h"
@@ -779,7 +780,7 @@ static tfm_status check_names(const char *op, const char *what, int64_t count,
         if (tensors && strcmp(names[i], METADATA_KEY) == 0)
             return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is \"" METADATA_KEY "\", "
                              "which safetensors reserves", op, what, (long long)i);
-        if (!tfm__json_utf8_valid(names[i], len))
+        if (!tfm__utf8_valid(names[i], len))
             return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is not valid UTF-8", op, what,
                              (long long)i);
         order[i] = (ranked){names[i], i};
@@ -1071,7 +1072,7 @@ tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t coun
     for (int64_t i = 0; i < metadata_count; i++) {
         if (!values[i])
             return tfm__fail(TFM_ERR_NULL, "%s: values[%lld] is NULL", op, (long long)i);
-        if (!tfm__json_utf8_valid(values[i], strlen(values[i])))
+        if (!tfm__utf8_valid(values[i], strlen(values[i])))
             return tfm__fail(TFM_ERR_ARG, "%s: values[%lld] is not valid UTF-8", op,
                              (long long)i);
     }
