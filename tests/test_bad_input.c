@@ -488,6 +488,16 @@ static tfm_model *model_with(int field, double value)
     case 15: o.d_model = (int64_t)value; break;
     case 16: o.activation = (tfm_activation)value; break;
     case 17: o.layer_norm_eps = (float)value; break;
+    case 18: o.norm_first = (int32_t)value; break;
+    case 19: o.bias = (int32_t)value; break;
+    case 20: o.fused_qkv = (int32_t)value; break;
+    case 21: o.trainable_scale = (int32_t)value; break;
+    case 22: o.final_norm = (int32_t)value; break;
+    case 23: o.share_embeddings = (int32_t)value; break;
+    case 24: o.scale_init = (float)value; break; /* saved even when unused */
+    case 25: o.dropout = (float)value; break;
+    case 26: o.max_src_len = o.max_tgt_len = (int64_t)value; o.d_model = (int64_t)value; break;
+    case 27: o.max_tgt_len = (int64_t)value; break; /* tables far larger than the model */
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -1511,9 +1521,29 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(15, 0));
     NUL(tfm_model_create, E_ARG, model_with(16, 9));
     NUL(tfm_model_create, E_ARG, model_with(17, NAN));
-    NUL(tfm_model_create, E_SIZE, model_with(1, 1e18));
-    NUL(tfm_model_create, E_SIZE, model_with(4, 1e18));
-    NUL(tfm_model_create, E_SIZE, model_with(11, 1e18));
+    NUL(tfm_model_create, E_ARG, model_with(1, 1e18));
+    NUL(tfm_model_create, E_ARG, model_with(4, 1e18));
+    NUL(tfm_model_create, E_ARG, model_with(11, 1e18));
+    /* options a model file could not carry: refused when made, not when
+     * its checkpoint is read back */
+    NUL(tfm_model_create, E_ARG, model_with(18, 2));
+    NUL(tfm_model_create, E_ARG, model_with(19, -1));
+    NUL(tfm_model_create, E_ARG, model_with(20, 7));
+    NUL(tfm_model_create, E_ARG, model_with(21, 2));
+    NUL(tfm_model_create, E_ARG, model_with(22, 3));
+    NUL(tfm_model_create, E_ARG, model_with(23, 2));
+    NUL(tfm_model_create, E_ARG, model_with(13, -1.5));
+    NUL(tfm_model_create, E_ARG, model_with(13, NAN));
+    NUL(tfm_model_create, E_ARG, model_with(24, -1.0));
+    NUL(tfm_model_create, E_ARG, model_with(24, 1e31));
+    NUL(tfm_model_create, E_ARG, model_with(17, 2.0));
+    NUL(tfm_model_create, E_ARG, model_with(8, 4097));
+    NUL(tfm_model_create, E_ARG, model_with(9, 4097));
+    NUL(tfm_model_create, E_ARG, model_with(17, 1e-40));  /* subnormal */
+    NUL(tfm_model_create, E_ARG, model_with(25, 1e-42));
+    NUL(tfm_model_create, E_ARG, model_with(13, -1e-41));
+    NUL(tfm_model_create, E_ARG, model_with(26, 2147483648.0)); /* tables of 2^63 values */
+    NUL(tfm_model_create, E_SIZE, model_with(27, 1000000));
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));

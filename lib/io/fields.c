@@ -1,6 +1,7 @@
 #include "io/fields.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -77,7 +78,78 @@ static tfm_status parse_choice(const char *ctx, const char *key, const tfm__fiel
                      text, names);
 }
 
-/* The whole of text as a number of the field's kind, in its range. */
+/* Why a value the field holds breaks its bounds, into why; 0 when it
+ * keeps them. The one test of a field's value, for a struct
+ * (tfm__fields_check) and for a file (tfm__fields_read), so that what one
+ * accepts the other does. */
+static int out_of_bounds(const tfm__field *f, double value, char *why, size_t size)
+{
+    if (f->kind == TFM__FIELD_U64)
+        return 0;
+    if (f->kind == TFM__FIELD_CHOICE) {
+        int32_t n = 0;
+        while (f->choices[n])
+            n++;
+        if (value >= 0 && value < n)
+            return 0;
+        snprintf(why, size, "is not one of the %d choices", (int)n);
+        return 1;
+    }
+    if (f->kind == TFM__FIELD_F32 && !isfinite(value))
+        snprintf(why, size, "is not a finite number");
+    else if (f->kind == TFM__FIELD_F32 && fabs(value) > FLT_MAX)
+        snprintf(why, size, "is beyond the largest float (%.9g)", (double)FLT_MAX);
+    else if (f->kind == TFM__FIELD_F32 && value != 0 && fabs(value) < FLT_MIN)
+        snprintf(why, size, "is below the smallest normal float (%.9g) and not 0",
+                 (double)FLT_MIN);
+    else if (value < f->min || value > f->max)
+        snprintf(why, size, f->kind == TFM__FIELD_F32 ? "is outside [%.9g, %.9g]"
+                                                       : "is outside [%.0f, %.0f]",
+                 f->min, f->max);
+    else
+        return 0;
+    return 1;
+}
+
+static double value_of(const tfm__field *f, const void *base)
+{
+    const char *at = (const char *)base + f->offset;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    switch (f->kind) {
+    case TFM__FIELD_I64:
+        memcpy(&i64, at, sizeof i64);
+        return (double)i64;
+    case TFM__FIELD_F32:
+        memcpy(&f32, at, sizeof f32);
+        return f32;
+    case TFM__FIELD_U64:
+        return 0;
+    default:
+        memcpy(&i32, at, sizeof i32);
+        return i32;
+    }
+}
+
+tfm_status tfm__fields_check(const char *op, const tfm__field *fields, int count,
+                             const char *prefix, const void *base, tfm_status status)
+{
+    for (int i = 0; i < count; i++) {
+        char why[96], text[48];
+        if (out_of_bounds(&fields[i], value_of(&fields[i], base), why, sizeof why)) {
+            const char *at = (const char *)base + fields[i].offset;
+            if (fields[i].kind == TFM__FIELD_CHOICE) /* no name to format */
+                snprintf(text, sizeof text, "%d", (int)*(const int32_t *)(const void *)at);
+            else
+                tfm__field_format(&fields[i], base, text, sizeof text);
+            return tfm__fail(status, "%s: %s%s %s %s", op, prefix, fields[i].key, text, why);
+        }
+    }
+    return TFM_OK;
+}
+
+/* The whole of text as a number of the field's kind, in its bounds. */
 static tfm_status parse_field(const char *ctx, const char *key, const tfm__field *f,
                               const char *text, void *base)
 {
@@ -99,10 +171,15 @@ static tfm_status parse_field(const char *ctx, const char *key, const tfm__field
     }
     double value;
     long long whole = 0;
+    float parsed = 0.0f;
     if (f->kind == TFM__FIELD_F32) {
-        float parsed = strtof(text, &end);
-        plain = plain && !errno && end != text && *end == '\0' && isfinite(parsed);
-        value = parsed;
+        parsed = strtof(text, &end);
+        plain = plain && end != text && *end == '\0' && !isnan(parsed);
+        /* the bounds are checked on the float a struct would hold, as
+         * tfm__fields_check does; out of float's range (strtof makes 1e-50
+         * a 0 and 1e39 an infinity), on the text's own value, which says
+         * which way */
+        value = errno == ERANGE ? strtod(text, NULL) : parsed;
     } else {
         whole = strtoll(text, &end, 10);
         plain = plain && !errno && end != text && *end == '\0';
@@ -111,14 +188,11 @@ static tfm_status parse_field(const char *ctx, const char *key, const tfm__field
     if (!plain)
         return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s = \"%s\" is not %s", ctx, key, text,
                          f->kind == TFM__FIELD_F32 ? "a finite number" : "a whole number");
-    if (value < f->min || value > f->max)
-        return tfm__fail(TFM_ERR_FORMAT, f->kind == TFM__FIELD_F32
-                                             ? "%s: metadata %s = %s is outside [%.9g, %.9g]"
-                                             : "%s: metadata %s = %s is outside [%.0f, %.0f]",
-                         ctx, key, text, f->min, f->max);
+    char why[96];
+    if (out_of_bounds(f, value, why, sizeof why))
+        return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s = %s %s", ctx, key, text, why);
     if (f->kind == TFM__FIELD_F32) {
-        float f32 = (float)value;
-        memcpy(at, &f32, sizeof f32);
+        memcpy(at, &parsed, sizeof parsed);
     } else if (f->kind == TFM__FIELD_I64) {
         int64_t i64 = whole;
         memcpy(at, &i64, sizeof i64);
