@@ -156,6 +156,22 @@ START_TEST(users_metadata_round_trips)
     ck_assert_int_eq(tfm_model_save_with_metadata(m, in_folder("x"), 1, NULL, values),
                      TFM_ERR_NULL);
     ck_assert_int_eq(access(in_folder("x"), F_OK), -1);
+
+    /* a value past the readers' header limit (100 MB) is refused before the
+     * good checkpoint at the path is replaced; it loaded as "tfm_model_load:
+     * header length 120000304 is absurd" */
+    size_t huge = 120000000;
+    char *big = malloc(huge + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'a', huge);
+    big[huge] = '\0';
+    const char *big_values[] = {big};
+    ck_assert_int_eq(tfm_model_save_with_metadata(m, path, 1, keys, big_values), TFM_ERR_SIZE);
+    expect_error(TFM_ERR_SIZE, "tfm_model_save_with_metadata: the header would take");
+    free(big);
+    tfm_model *still = tfm_model_load(path);
+    ck_assert_msg(still != NULL, "%s", tfm_last_error());
+    tfm_model_free(still);
     tfm_model_free(m);
     remove_folder();
 }

@@ -21,7 +21,8 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 
-/* The reference implementation's limit; real headers are kilobytes. */
+/* The reference implementation's limit; real headers are kilobytes. The
+ * writer keeps to it too, so that no file written is one readers refuse. */
 #define MAX_HEADER_BYTES 100000000ull
 /* A valid header spends at least 5 bytes per JSON value: the densest are an
  * entry with four one-digit dimensions (58 bytes for 10 values) and a
@@ -1013,10 +1014,14 @@ static tfm_status write_file(const char *op, const char *path, const write_plan 
     size_t dir_len = (size_t)(name - path);
     if (!*name)
         return tfm__fail(TFM_ERR_ARG, "%s: path \"%s\" names no file", op, path);
+    size_t header_len = header_text(NULL, 0, plan);
+    if (header_len > MAX_HEADER_BYTES) /* before the file at path is touched */
+        return tfm__fail(TFM_ERR_SIZE, "%s: the header would take %zu bytes, past the %llu "
+                         "that safetensors readers (libtfm's included) accept: the metadata "
+                         "is too large", op, header_len, MAX_HEADER_BYTES);
     tfm_status s = check_target(op, path);
     if (s != TFM_OK)
         return s;
-    size_t header_len = header_text(NULL, 0, plan);
     size_t tmp_size = dir_len + TEMP_NAME_BYTES + TEMP_SUFFIX_BYTES;
     char *header = malloc(header_len + 1);
     char *tmp = malloc(tmp_size);
