@@ -7,6 +7,7 @@
  * the same handles must still give the same results to valid calls. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -895,6 +896,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), 1.0f, 0.0f, f->rng));
     NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), NAN, 1.0f, f->rng));
     NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), 0.0f, NAN, f->rng));
+    NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), -3.4e38f, 3.4e38f, f->rng));
     NUL(tfm_tensor_uniform, E_SHAPE, tfm_tensor_uniform(1, SHAPE(-3), 0.0f, 1.0f, f->rng));
     NUL(tfm_tensor_uniform, E_SIZE, tfm_tensor_uniform(1, SHAPE(huge), 0.0f, 1.0f, f->rng));
     NUL(tfm_tensor_normal, E_NULL, tfm_tensor_normal(1, SHAPE(3), 0.0f, 1.0f, NULL));
@@ -1346,6 +1348,7 @@ static int run_case(int index, bad_case *c)
     ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, 1.0f, 0.0f, f->rng));
     ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, -INFINITY, INFINITY, f->rng));
     ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, NAN, 1.0f, f->rng));
+    ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, -FLT_MAX, FLT_MAX, f->rng));
     ST(tfm_init_normal, E_NULL, tfm_init_normal(NULL, 0.0f, 1.0f, f->rng));
     ST(tfm_init_normal, E_NULL, tfm_init_normal(f->f34, 0.0f, 1.0f, NULL));
     ST(tfm_init_normal, E_DTYPE, tfm_init_normal(f->i1, 0.0f, 1.0f, f->rng));
@@ -1399,6 +1402,8 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 1, -1));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 2, -1e-3));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 2, NAN));
+    NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAMW, 2, 0.0));
+    NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_SGD, 2, -0.0));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_SGD, 2, INFINITY));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 3, 1.0));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAMW, 3, -0.1));
@@ -1658,6 +1663,7 @@ static int run_case(int index, bad_case *c)
     ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, -0.1f));
     ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, NAN));
     ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, INFINITY));
+    ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, 0.0f)); /* "> 0" */
     ST(tfm_optimizer_set_weight_decay, E_NULL, tfm_optimizer_set_weight_decay(NULL, 0, 0.1f));
     ST(tfm_optimizer_set_weight_decay, E_RANGE, tfm_optimizer_set_weight_decay(f->adam, -2, 0.1f));
     ST(tfm_optimizer_set_weight_decay, E_RANGE,
@@ -1675,9 +1681,13 @@ static int run_case(int index, bad_case *c)
     ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 2, 2));
     ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, -1, 2));
     ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 0, 0));
+    /* slices whose dropout counters would overflow (shard_index * numel) */
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 0, TFM_MAX_SHARDS + 1));
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, INT64_MAX - 1, INT64_MAX));
     ST(tfm_model_set_shard, E_NULL, tfm_model_set_shard(NULL, 0, 1));
     ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, 1, 1));
     ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, 0, INT64_MIN));
+    ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, (int64_t)1 << 40, (int64_t)1 << 41));
     ST(tfm_model_option, E_NULL, option_of(NULL, 0, 1, 96));
     ST(tfm_model_option, E_NULL, option_of(f->model, 0, 0, 96));
     ST(tfm_model_option, E_NULL, tfm_model_option(f->model, 0, &(const char *){0}, NULL, 96));

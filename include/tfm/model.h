@@ -154,7 +154,7 @@ TFM_API tfm_status tfm_model_set_recompute(tfm_model *model, uint32_t what);
  * slices of every batch (along the batch axis), and the model's dropout
  * masks become that slice's part of the whole batch's masks
  * (tfm_rng_set_shard() on the model's stream). (0, 1), the default, is the
- * whole batch. Not saved with the model. */
+ * whole batch; count is at most TFM_MAX_SHARDS. Not saved with the model. */
 TFM_API tfm_status tfm_model_set_shard(tfm_model *model, int64_t index, int64_t count);
 
 /** The options the model was made with, into the caller's struct as far as
