@@ -21,34 +21,46 @@ void tfm__metadata_add(tfm__metadata *md, const char *key, const char *fmt, ...)
     md->count++;
 }
 
-void tfm__field_format(const tfm__field *f, const void *base, char *out, size_t size)
+/* A field's value by its kind: I64, I32 and CHOICE in i, U64 in u, F32 in f. */
+typedef struct field_value {
+    int64_t i;
+    uint64_t u;
+    float f;
+} field_value;
+
+static field_value value_of(const tfm__field *f, const void *base)
 {
     const char *at = (const char *)base + f->offset;
+    field_value v = {0, 0, 0.0f};
     int32_t i32;
-    int64_t i64;
-    uint64_t u64;
-    float f32;
     switch (f->kind) {
     case TFM__FIELD_I64:
-        memcpy(&i64, at, sizeof i64);
-        snprintf(out, size, "%" PRId64, i64);
-        break;
-    case TFM__FIELD_I32:
-        memcpy(&i32, at, sizeof i32);
-        snprintf(out, size, "%" PRId32, i32);
+        memcpy(&v.i, at, sizeof v.i);
         break;
     case TFM__FIELD_U64:
-        memcpy(&u64, at, sizeof u64);
-        snprintf(out, size, "%" PRIu64, u64);
+        memcpy(&v.u, at, sizeof v.u);
         break;
     case TFM__FIELD_F32:
-        memcpy(&f32, at, sizeof f32);
-        snprintf(out, size, "%.9g", (double)f32); /* 9 digits round-trip a float */
+        memcpy(&v.f, at, sizeof v.f);
         break;
     default:
         memcpy(&i32, at, sizeof i32);
-        snprintf(out, size, "%s", f->choices[i32]);
+        v.i = i32;
     }
+    return v;
+}
+
+void tfm__field_format(const tfm__field *f, const void *base, char *out, size_t size)
+{
+    field_value v = value_of(f, base);
+    if (f->kind == TFM__FIELD_U64)
+        snprintf(out, size, "%" PRIu64, v.u);
+    else if (f->kind == TFM__FIELD_F32)
+        snprintf(out, size, "%.9g", (double)v.f); /* 9 digits round-trip a float */
+    else if (f->kind == TFM__FIELD_CHOICE)
+        snprintf(out, size, "%s", f->choices[v.i]);
+    else
+        snprintf(out, size, "%" PRId64, v.i);
 }
 
 void tfm__fields_write(const tfm__field *fields, int count, const char *prefix,
@@ -111,36 +123,16 @@ static int out_of_bounds(const tfm__field *f, double value, char *why, size_t si
     return 1;
 }
 
-static double value_of(const tfm__field *f, const void *base)
-{
-    const char *at = (const char *)base + f->offset;
-    int32_t i32;
-    int64_t i64;
-    float f32;
-    switch (f->kind) {
-    case TFM__FIELD_I64:
-        memcpy(&i64, at, sizeof i64);
-        return (double)i64;
-    case TFM__FIELD_F32:
-        memcpy(&f32, at, sizeof f32);
-        return f32;
-    case TFM__FIELD_U64:
-        return 0;
-    default:
-        memcpy(&i32, at, sizeof i32);
-        return i32;
-    }
-}
-
 tfm_status tfm__fields_check(const char *op, const tfm__field *fields, int count,
                              const char *prefix, const void *base, tfm_status status)
 {
     for (int i = 0; i < count; i++) {
         char why[96], text[48];
-        if (out_of_bounds(&fields[i], value_of(&fields[i], base), why, sizeof why)) {
-            const char *at = (const char *)base + fields[i].offset;
+        field_value v = value_of(&fields[i], base);
+        if (out_of_bounds(&fields[i], fields[i].kind == TFM__FIELD_F32 ? v.f : (double)v.i, why,
+                          sizeof why)) {
             if (fields[i].kind == TFM__FIELD_CHOICE) /* no name to format */
-                snprintf(text, sizeof text, "%d", (int)*(const int32_t *)(const void *)at);
+                snprintf(text, sizeof text, "%" PRId64, v.i);
             else
                 tfm__field_format(&fields[i], base, text, sizeof text);
             return tfm__fail(status, "%s: %s%s %s %s", op, prefix, fields[i].key, text, why);
