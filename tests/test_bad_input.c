@@ -1131,6 +1131,12 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_cross_entropy, E_ARG, tfm_cross_entropy(tape, f->f32x3, f->i3, -100, 1.0f));
     NUL(tfm_cross_entropy, E_ARG, tfm_cross_entropy(tape, f->f32x3, f->i3, -100, -0.1f));
     NUL(tfm_cross_entropy, E_ARG, tfm_cross_entropy(tape, f->f32x3, f->i3, -100, NAN));
+    NUL(tfm_cross_entropy_reduced, E_NULL,
+        tfm_cross_entropy_reduced(tape, NULL, f->i3, -100, 0.0f, TFM_REDUCTION_SUM, NULL));
+    NUL(tfm_cross_entropy_reduced, E_ARG,
+        tfm_cross_entropy_reduced(tape, f->f32x3, f->i3, -100, 0.0f, 2, NULL));
+    NUL(tfm_cross_entropy_reduced, E_ARG,
+        tfm_cross_entropy_reduced(tape, f->f32x3, f->i3, -100, 0.0f, -1, NULL));
     NUL(tfm_cross_entropy, E_RANGE, cross_entropy_with_target(2));
     NUL(tfm_cross_entropy, E_RANGE, cross_entropy_with_target(-1));
     NUL(tfm_cross_entropy, E_RANGE, cross_entropy_with_target(INT32_MAX));
