@@ -6,8 +6,8 @@
  * (encoder.layers.0.self_attn.in_proj_weight, …) plus src_embedding.weight,
  * tgt_embedding.weight (only src_embedding.weight when shared),
  * src_positions.weight / tgt_positions.weight (learned positions),
- * src_scale / tgt_scale (trainable embedding scale) and generator.weight /
- * generator.bias.
+ * src_scale / tgt_scale (trainable embedding scale) and generator.weight
+ * (unless tie_generator) / generator.bias.
  *
  * Ownership: a model is caller-owned (tfm_model_create(), tfm_model_load();
  * free with tfm_model_free()) and owns its parameters, layers and dropout
@@ -109,6 +109,11 @@ typedef struct tfm_model_options {
     /** Padding, in sources and targets alike: -1 or in [0, src_vocab) and
      * [0, tgt_vocab). */
     int32_t pad_id;
+    /** 1: the generator's weight is the target embedding table (the shared
+     * one when share_embeddings), as translation models tie them: no
+     * generator.weight parameter, and the table's gradient takes both
+     * uses. 0 (default): a generator.weight of its own. */
+    int32_t tie_generator;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,

@@ -160,8 +160,11 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                                           o->final_norm, m->rng)) &&
          (m->decoder = tfm_decoder_create(m->params, "decoder", o->decoder_layers, b,
                                           o->final_norm, m->rng)) &&
-         (m->generator = tfm_linear_create(m->params, "generator", b->d_model, o->tgt_vocab, 1,
-                                           m->rng)) &&
+         (m->generator = o->tie_generator
+                             ? tfm__linear_tied(op, m->params, "generator",
+                                                m->tgt_embedding->weight, 1, m->rng)
+                             : tfm_linear_create(m->params, "generator", b->d_model,
+                                                 o->tgt_vocab, 1, m->rng)) &&
          reset_like_nn_transformer(m) == 0 &&
          (learned || (sinusoidal_tables_fit(op, m) == 0 && make_positions(m) == 0));
     if (!ok) {

@@ -51,14 +51,15 @@ static const tfm__field fields[] = {
     {"scale_init", TFM__FIELD_F32, AT(scale_init), 0, 1e30, NULL},
     {"seed", TFM__FIELD_U64, AT(seed), 0, 0, NULL},
     {"embedding_dropout", TFM__FIELD_F32, AT(embedding_dropout), -1, 1, NULL},
-    /* added in 0.4: files written before load without them (-1) */
+    /* added in 0.4: files written before load without them (-1, and 0) */
     {"bos_id", TFM__FIELD_I32, AT(bos_id), -1, MAX_ID, NULL},
     {"eos_id", TFM__FIELD_I32, AT(eos_id), -1, MAX_ID, NULL},
     {"pad_id", TFM__FIELD_I32, AT(pad_id), -1, MAX_ID, NULL},
+    {"tie_generator", TFM__FIELD_I32, AT(tie_generator), 0, 1, NULL},
 };
 #undef AT
-/* Every file holds the fields before bos_id. */
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0], REQUIRED_FIELDS = FIELD_COUNT - 3 };
+/* Every file holds the fields before bos_id; the four added in 0.4 may be absent. */
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], REQUIRED_FIELDS = FIELD_COUNT - 4 };
 
 /* --- the one check ----------------------------------------------------------------- */
 
