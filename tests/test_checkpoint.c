@@ -458,7 +458,7 @@ static const struct option_field {
     FIELD(fused_qkv, FLAG_FIELD),      FIELD(trainable_scale, FLAG_FIELD),
     FIELD(scale_init, FLOAT_FIELD),    FIELD(embedding_dropout, FLOAT_FIELD),
     FIELD(bos_id, ID_FIELD),           FIELD(eos_id, ID_FIELD),
-    FIELD(pad_id, ID_FIELD),
+    FIELD(pad_id, ID_FIELD),           FIELD(tie_generator, FLAG_FIELD),
 };
 #undef FIELD
 enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
