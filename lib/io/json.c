@@ -358,9 +358,15 @@ tfm_status tfm__json_parse(const char *context, char *text, size_t len, int64_t 
         if (p.pos < p.len)
             s = unexpected(&p, "nothing after the top-level value");
     }
-    if (s != TFM_OK)
+    if (s != TFM_OK) {
         tfm__json_free(doc);
-    return s;
+        return s;
+    }
+    /* a document kept (a vocabulary) keeps only the nodes it has */
+    tfm__json_node *fitted = realloc(doc->nodes, (size_t)doc->count * sizeof *fitted);
+    if (fitted)
+        doc->nodes = fitted;
+    return TFM_OK;
 }
 
 void tfm__json_free(tfm__json *doc)
