@@ -81,6 +81,9 @@ static tfm_model_options model_options(void)
     o.d_ff = 64;
     o.dropout = 0.1f;
     o.seed = 5;
+    o.bos_id = 1; /* saved with the model, read back by decoding */
+    o.eos_id = 2;
+    o.pad_id = 0;
     return o;
 }
 
@@ -109,8 +112,7 @@ static tfm_status decode(run *r, tfm_decode_strategy strategy, int32_t *tokens,
     tfm_decode_options_init(&d);
     d.strategy = strategy;
     d.max_length = MAX_LEN;
-    d.eos_id = 2;
-    d.src_pad_id = 0;
+    DO(r, tfm_decode_options_from_model(r->models[1], &d)); /* eos 2, padding 0 */
     d.beam_size = BEAM;
     d.n_best = strategy == TFM_DECODE_BEAM ? 2 : 1;
     NEW(r, r->decoding, tfm_decoding_create(r->models[1], &d, DECODED, S));

@@ -7,6 +7,7 @@
  * the same handles must still give the same results to valid calls. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,6 +489,16 @@ static tfm_model *model_with(int field, double value)
     case 15: o.d_model = (int64_t)value; break;
     case 16: o.activation = (tfm_activation)value; break;
     case 17: o.layer_norm_eps = (float)value; break;
+    case 18: o.norm_first = (int32_t)value; break;
+    case 19: o.bias = (int32_t)value; break;
+    case 20: o.fused_qkv = (int32_t)value; break;
+    case 21: o.trainable_scale = (int32_t)value; break;
+    case 22: o.final_norm = (int32_t)value; break;
+    case 23: o.share_embeddings = (int32_t)value; break;
+    case 24: o.scale_init = (float)value; break; /* saved even when unused */
+    case 25: o.dropout = (float)value; break;
+    case 26: o.max_src_len = o.max_tgt_len = (int64_t)value; o.d_model = (int64_t)value; break;
+    case 27: o.max_tgt_len = (int64_t)value; break; /* tables far larger than the model */
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -885,6 +896,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), 1.0f, 0.0f, f->rng));
     NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), NAN, 1.0f, f->rng));
     NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), 0.0f, NAN, f->rng));
+    NUL(tfm_tensor_uniform, E_ARG, tfm_tensor_uniform(1, SHAPE(3), -3.4e38f, 3.4e38f, f->rng));
     NUL(tfm_tensor_uniform, E_SHAPE, tfm_tensor_uniform(1, SHAPE(-3), 0.0f, 1.0f, f->rng));
     NUL(tfm_tensor_uniform, E_SIZE, tfm_tensor_uniform(1, SHAPE(huge), 0.0f, 1.0f, f->rng));
     NUL(tfm_tensor_normal, E_NULL, tfm_tensor_normal(1, SHAPE(3), 0.0f, 1.0f, NULL));
@@ -1119,6 +1131,12 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_cross_entropy, E_ARG, tfm_cross_entropy(tape, f->f32x3, f->i3, -100, 1.0f));
     NUL(tfm_cross_entropy, E_ARG, tfm_cross_entropy(tape, f->f32x3, f->i3, -100, -0.1f));
     NUL(tfm_cross_entropy, E_ARG, tfm_cross_entropy(tape, f->f32x3, f->i3, -100, NAN));
+    NUL(tfm_cross_entropy_reduced, E_NULL,
+        tfm_cross_entropy_reduced(tape, NULL, f->i3, -100, 0.0f, TFM_REDUCTION_SUM, NULL));
+    NUL(tfm_cross_entropy_reduced, E_ARG,
+        tfm_cross_entropy_reduced(tape, f->f32x3, f->i3, -100, 0.0f, 2, NULL));
+    NUL(tfm_cross_entropy_reduced, E_ARG,
+        tfm_cross_entropy_reduced(tape, f->f32x3, f->i3, -100, 0.0f, -1, NULL));
     NUL(tfm_cross_entropy, E_RANGE, cross_entropy_with_target(2));
     NUL(tfm_cross_entropy, E_RANGE, cross_entropy_with_target(-1));
     NUL(tfm_cross_entropy, E_RANGE, cross_entropy_with_target(INT32_MAX));
@@ -1336,6 +1354,7 @@ static int run_case(int index, bad_case *c)
     ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, 1.0f, 0.0f, f->rng));
     ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, -INFINITY, INFINITY, f->rng));
     ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, NAN, 1.0f, f->rng));
+    ST(tfm_init_uniform, E_ARG, tfm_init_uniform(f->f34, -FLT_MAX, FLT_MAX, f->rng));
     ST(tfm_init_normal, E_NULL, tfm_init_normal(NULL, 0.0f, 1.0f, f->rng));
     ST(tfm_init_normal, E_NULL, tfm_init_normal(f->f34, 0.0f, 1.0f, NULL));
     ST(tfm_init_normal, E_DTYPE, tfm_init_normal(f->i1, 0.0f, 1.0f, f->rng));
@@ -1349,6 +1368,8 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_params_add, E_ARG, add_param("", 1, SHAPE(2)));
     NUL(tfm_params_add, E_ARG, add_param(long_name(), 1, SHAPE(2)));
     NUL(tfm_params_add, E_ARG, add_param("taken", 1, SHAPE(2)));
+    NUL(tfm_params_add, E_ARG, add_param("w\xff", 1, SHAPE(2)));      /* no save could write it */
+    NUL(tfm_params_add, E_ARG, add_param("\xc0\xaf", 1, SHAPE(2)));  /* overlong '/' */
     NUL(tfm_params_add, E_ARG, add_param("w", 0, SHAPE(2)));
     NUL(tfm_params_add, E_ARG, add_param("w", 5, SHAPE(1, 1, 1, 1, 2)));
     NUL(tfm_params_add, E_NULL, add_param("w", 1, NULL));
@@ -1387,6 +1408,8 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 1, -1));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 2, -1e-3));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 2, NAN));
+    NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAMW, 2, 0.0));
+    NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_SGD, 2, -0.0));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_SGD, 2, INFINITY));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAM, 3, 1.0));
     NUL(tfm_optimizer_create, E_ARG, optimizer_with(TFM_OPTIMIZER_ADAMW, 3, -0.1));
@@ -1509,9 +1532,29 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(15, 0));
     NUL(tfm_model_create, E_ARG, model_with(16, 9));
     NUL(tfm_model_create, E_ARG, model_with(17, NAN));
-    NUL(tfm_model_create, E_SIZE, model_with(1, 1e18));
-    NUL(tfm_model_create, E_SIZE, model_with(4, 1e18));
-    NUL(tfm_model_create, E_SIZE, model_with(11, 1e18));
+    NUL(tfm_model_create, E_ARG, model_with(1, 1e18));
+    NUL(tfm_model_create, E_ARG, model_with(4, 1e18));
+    NUL(tfm_model_create, E_ARG, model_with(11, 1e18));
+    /* options a model file could not carry: refused when made, not when
+     * its checkpoint is read back */
+    NUL(tfm_model_create, E_ARG, model_with(18, 2));
+    NUL(tfm_model_create, E_ARG, model_with(19, -1));
+    NUL(tfm_model_create, E_ARG, model_with(20, 7));
+    NUL(tfm_model_create, E_ARG, model_with(21, 2));
+    NUL(tfm_model_create, E_ARG, model_with(22, 3));
+    NUL(tfm_model_create, E_ARG, model_with(23, 2));
+    NUL(tfm_model_create, E_ARG, model_with(13, -1.5));
+    NUL(tfm_model_create, E_ARG, model_with(13, NAN));
+    NUL(tfm_model_create, E_ARG, model_with(24, -1.0));
+    NUL(tfm_model_create, E_ARG, model_with(24, 1e31));
+    NUL(tfm_model_create, E_ARG, model_with(17, 2.0));
+    NUL(tfm_model_create, E_ARG, model_with(8, 4097));
+    NUL(tfm_model_create, E_ARG, model_with(9, 4097));
+    NUL(tfm_model_create, E_ARG, model_with(17, 1e-40));  /* subnormal */
+    NUL(tfm_model_create, E_ARG, model_with(25, 1e-42));
+    NUL(tfm_model_create, E_ARG, model_with(13, -1e-41));
+    NUL(tfm_model_create, E_ARG, model_with(26, 2147483648.0)); /* tables of 2^63 values */
+    NUL(tfm_model_create, E_SIZE, model_with(27, 1000000));
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));
@@ -1626,6 +1669,7 @@ static int run_case(int index, bad_case *c)
     ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, -0.1f));
     ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, NAN));
     ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, INFINITY));
+    ST(tfm_optimizer_set_lr, E_ARG, tfm_optimizer_set_lr(f->adam, 0.0f)); /* "> 0" */
     ST(tfm_optimizer_set_weight_decay, E_NULL, tfm_optimizer_set_weight_decay(NULL, 0, 0.1f));
     ST(tfm_optimizer_set_weight_decay, E_RANGE, tfm_optimizer_set_weight_decay(f->adam, -2, 0.1f));
     ST(tfm_optimizer_set_weight_decay, E_RANGE,
@@ -1643,9 +1687,13 @@ static int run_case(int index, bad_case *c)
     ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 2, 2));
     ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, -1, 2));
     ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 0, 0));
+    /* slices whose dropout counters would overflow (shard_index * numel) */
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, 0, TFM_MAX_SHARDS + 1));
+    ST(tfm_rng_set_shard, E_ARG, tfm_rng_set_shard(f->rng, INT64_MAX - 1, INT64_MAX));
     ST(tfm_model_set_shard, E_NULL, tfm_model_set_shard(NULL, 0, 1));
     ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, 1, 1));
     ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, 0, INT64_MIN));
+    ST(tfm_model_set_shard, E_ARG, tfm_model_set_shard(f->model, (int64_t)1 << 40, (int64_t)1 << 41));
     ST(tfm_model_option, E_NULL, option_of(NULL, 0, 1, 96));
     ST(tfm_model_option, E_NULL, option_of(f->model, 0, 0, 96));
     ST(tfm_model_option, E_NULL, tfm_model_option(f->model, 0, &(const char *){0}, NULL, 96));

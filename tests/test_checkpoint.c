@@ -1,6 +1,7 @@
 /* Files that carry their model, loading state_dicts whose names differ,
  * and training states that resume bit for bit in a fresh process. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <spawn.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_main.h"
@@ -154,6 +156,22 @@ START_TEST(users_metadata_round_trips)
     ck_assert_int_eq(tfm_model_save_with_metadata(m, in_folder("x"), 1, NULL, values),
                      TFM_ERR_NULL);
     ck_assert_int_eq(access(in_folder("x"), F_OK), -1);
+
+    /* a value past the readers' header limit (100 MB) is refused before the
+     * good checkpoint at the path is replaced; it loaded as "tfm_model_load:
+     * header length 120000304 is absurd" */
+    size_t huge = 120000000;
+    char *big = malloc(huge + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'a', huge);
+    big[huge] = '\0';
+    const char *big_values[] = {big};
+    ck_assert_int_eq(tfm_model_save_with_metadata(m, path, 1, keys, big_values), TFM_ERR_SIZE);
+    expect_error(TFM_ERR_SIZE, "tfm_model_save_with_metadata: the header would take");
+    free(big);
+    tfm_model *still = tfm_model_load(path);
+    ck_assert_msg(still != NULL, "%s", tfm_last_error());
+    tfm_model_free(still);
     tfm_model_free(m);
     remove_folder();
 }
@@ -219,15 +237,23 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
         {"tfm.activation", "RELU", "is not one of"},
         {"tfm.seed", "-1", "tfm.seed = \"-1\" is not a whole number from 0 to 2^64 - 1"},
         {"tfm.share_embeddings", "2", "is outside [0, 1]"},
+        /* the file's own value named, not what a cast made of it */
+        {"tfm.heads", "2147483648", "tfm.heads = 2147483648 is outside [1, 2147483647]"},
+        /* out of float's range: which way, not "not a finite number" */
+        {"tfm.dropout", "1e-50", "tfm.dropout = 1e-50 is below the smallest normal float "
+                                 "(1.17549435e-38) and not 0"},
+        {"tfm.layer_norm_eps", "1e-40", "is below the smallest normal float"},
+        {"tfm.scale_init", "1e39", "tfm.scale_init = 1e39 is beyond the largest float"},
+        {"tfm.embedding_dropout", "-1.5", "is outside [-1, 1]"},
         /* plausible values that do not fit the tensors */
         {"tfm.d_ff", "23", "tensor \"decoder.layers.0.linear1.bias\" has shape [24]"},
         {"tfm.decoder_layers", "1", "holds tensor \"decoder.layers.1."},
         {"tfm.tgt_vocab", "12", "shape"},
         /* sizes that would allocate far more than the file holds */
-        {"tfm.d_model", "2000000000", "needs more parameters than the"},
-        {"tfm.encoder_layers", "4096", "needs more parameters than the"},
+        {"tfm.d_model", "2000000000", "needs more than the"},
+        {"tfm.encoder_layers", "4096", "needs more than the"},
         {"tfm.heads", "3", "is not a valid model"},
-        {"tfm.max_src_len", "2000000000", "needs more parameters than the"},
+        {"tfm.max_src_len", "2000000000", "needs more than the"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rewrite(good, bad, cases[i].key, cases[i].value);
@@ -248,6 +274,21 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
     rewrite(good, bad, "tfm.max_tgt_len", "2000000000");
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "sinusoidal tables of 7 + 2000000000 positions");
+    /* 2^31 each: the size check itself must not overflow */
+    const char *worse = in_folder("worse.safetensors");
+    rewrite(good, bad, "tfm.max_tgt_len", "2147483648");
+    rewrite(bad, worse, "tfm.max_src_len", "2147483648");
+    rewrite(worse, bad, "tfm.d_model", "2147483648");
+    ck_assert_ptr_null(tfm_model_load(bad));
+    expect_error(TFM_ERR_FORMAT, "sinusoidal tables of 2147483648 + 2147483648 positions of "
+                                 "2147483648 values are absurd");
+    /* within the absolute bound (2^28 values, 1 GiB) but out of all
+     * proportion to the file's few thousand values: refused before the
+     * tables are filled */
+    rewrite(good, bad, "tfm.max_tgt_len", "16777209"); /* (7 + 16777209) * 16 = 2^28 */
+    ck_assert_ptr_null(tfm_model_load(bad));
+    expect_error(TFM_ERR_FORMAT, "sinusoidal tables of 7 + 16777209 positions of 16 values "
+                                 "would be larger than the model's");
     tfm_model_free(sinusoidal);
 
     /* a file of parameters alone, and paths that are no file */
@@ -286,10 +327,10 @@ START_TEST(special_tokens_travel_with_the_model)
         int32_t bos, eos, pad;
         const char *expected;
     } bad[] = {
-        {13, 2, 0, "bos_id 13 is neither -1 (not set) nor in [0, 13)"},
-        {1, -2, 0, "eos_id -2 is neither -1"},
+        {13, 2, 0, "options.bos_id 13 is neither -1 (not set) nor in [0, 13)"},
+        {1, -2, 0, "options.eos_id -2 is outside [-1, 2147483647]"},
         {1, 2, 13, "pad_id 13 is neither -1 (not set) nor in [0, 13), the ids both"},
-        {1, 2, -5, "pad_id -5"},
+        {1, 2, -5, "options.pad_id -5 is outside"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         workload_model_options(&o);
@@ -328,7 +369,8 @@ START_TEST(special_tokens_travel_with_the_model)
     rewrite(path, old, "tfm.bos_id", NULL);
     rewrite(old, older, "tfm.eos_id", NULL);
     rewrite(older, old, "tfm.pad_id", NULL);
-    loaded = tfm_model_load(old);
+    rewrite(old, older, "tfm.tie_generator", NULL);
+    loaded = tfm_model_load(older);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_model_bos_id(loaded), -1);
     ck_assert_int_eq(tfm_model_eos_id(loaded), -1);
@@ -338,7 +380,7 @@ START_TEST(special_tokens_travel_with_the_model)
     /* a file's ids are checked as create checks them */
     rewrite(path, old, "tfm.eos_id", "13");
     ck_assert_ptr_null(tfm_model_load(old));
-    expect_error(TFM_ERR_FORMAT, "eos_id 13 is neither");
+    expect_error(TFM_ERR_FORMAT, "metadata tfm.eos_id 13 is neither");
     rewrite(path, old, "tfm.pad_id", "-2");
     ck_assert_ptr_null(tfm_model_load(old));
     expect_error(TFM_ERR_FORMAT, "tfm.pad_id = -2 is outside");
@@ -351,6 +393,240 @@ START_TEST(special_tokens_travel_with_the_model)
     ck_assert_int_eq(tfm_decode_options_from_model(m, &d), TFM_ERR_ARG);
     expect_error(TFM_ERR_ARG, "call tfm_decode_options_init first");
     tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
+/* CPU seconds to create, save and load a model of layers + layers tiny
+ * layers (12 or 16 tensors each). */
+static double create_save_load_seconds(int32_t layers)
+{
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = o.tgt_vocab = 4;
+    o.max_src_len = o.max_tgt_len = 2;
+    o.d_model = o.d_ff = 2;
+    o.heads = 1;
+    o.encoder_layers = o.decoder_layers = layers;
+    const char *path = in_folder("deep.safetensors");
+    clock_t start = clock();
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+    ck_assert_int_eq(tfm_params_count(tfm_model_params(loaded)),
+                     tfm_params_count(tfm_model_params(m)));
+    tfm_model_free(loaded);
+    tfm_model_free(m);
+    return seconds;
+}
+
+/* Parameters are found by name in constant time: eight times the layers
+ * (4,096 + 4,096, the most a file may hold: 122,888 tensors) cost about
+ * eight times as long, where a search through the names cost 64 times
+ * (223 s for the largest). */
+START_TEST(deep_models_load_in_linear_time)
+{
+    make_folder();
+    double small = create_save_load_seconds(512), large = create_save_load_seconds(4096);
+    ck_assert_msg(large <= 20 * small + 1.0, "512 + 512 layers: %.3f s, 4096 + 4096: %.3f s",
+                  small, large);
+    remove_folder();
+}
+END_TEST
+
+/* --- options: whatever is made saves and loads back ------------------------- */
+
+typedef enum { SIZE_FIELD, COUNT_FIELD, FLAG_FIELD, FLOAT_FIELD, CHOICE_FIELD, ID_FIELD } kind;
+#define FIELD(name, k) {#name, offsetof(tfm_model_options, name), k}
+static const struct option_field {
+    const char *name;
+    size_t offset;
+    kind kind;
+} option_fields[] = {
+    FIELD(src_vocab, SIZE_FIELD),      FIELD(tgt_vocab, SIZE_FIELD),
+    FIELD(max_src_len, SIZE_FIELD),    FIELD(max_tgt_len, SIZE_FIELD),
+    FIELD(share_embeddings, FLAG_FIELD), FIELD(positions, CHOICE_FIELD),
+    FIELD(embedding_scale, CHOICE_FIELD), FIELD(encoder_layers, COUNT_FIELD),
+    FIELD(decoder_layers, COUNT_FIELD), FIELD(final_norm, FLAG_FIELD),
+    FIELD(d_model, SIZE_FIELD),        FIELD(heads, COUNT_FIELD),
+    FIELD(d_ff, SIZE_FIELD),           FIELD(dropout, FLOAT_FIELD),
+    FIELD(activation, CHOICE_FIELD),   FIELD(norm_first, FLAG_FIELD),
+    FIELD(layer_norm_eps, FLOAT_FIELD), FIELD(bias, FLAG_FIELD),
+    FIELD(fused_qkv, FLAG_FIELD),      FIELD(trainable_scale, FLAG_FIELD),
+    FIELD(scale_init, FLOAT_FIELD),    FIELD(embedding_dropout, FLOAT_FIELD),
+    FIELD(bos_id, ID_FIELD),           FIELD(eos_id, ID_FIELD),
+    FIELD(pad_id, ID_FIELD),           FIELD(tie_generator, FLAG_FIELD),
+};
+#undef FIELD
+enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
+
+/* Values at and around every bound, none of them a size that would really
+ * allocate gigabytes. */
+static const double size_edges[] = {-1, 0, 1, 2, 3, 4, 8, 13, 2147483649.0, 1e18};
+static const double count_edges[] = {INT32_MIN, -1, 0, 1, 2, 3, 4097, INT32_MAX};
+static const double flag_edges[] = {-1, 0, 1, 2, INT32_MAX};
+static const double choice_edges[] = {-1, 0, 1, 2, 3, 100};
+static const double id_edges[] = {-2, -1, 0, 1, 12, 13, 16, 17, INT32_MAX};
+static const float float_edges[] = {
+    NAN, INFINITY, -INFINITY, -FLT_MAX, -2.0f, -1.0f, -0.5f, -1e-40f, -0.0f, 0.0f,
+    1e-40f, FLT_MIN, 1e-5f, 0.1f, 0.5f, 0.999f, 1.0f, 1.5f, 1e30f, 1e31f, FLT_MAX};
+
+static void set_field(tfm_model_options *o, const struct option_field *f, uint64_t pick)
+{
+    char *at = (char *)o + f->offset;
+    switch (f->kind) {
+    case SIZE_FIELD: {
+        int64_t v = (int64_t)size_edges[pick % (sizeof size_edges / sizeof size_edges[0])];
+        memcpy(at, &v, sizeof v);
+        break;
+    }
+    case FLOAT_FIELD: {
+        float v = float_edges[pick % (sizeof float_edges / sizeof float_edges[0])];
+        memcpy(at, &v, sizeof v);
+        break;
+    }
+    default: {
+        const double *edges = f->kind == COUNT_FIELD ? count_edges
+                              : f->kind == FLAG_FIELD ? flag_edges
+                              : f->kind == CHOICE_FIELD ? choice_edges : id_edges;
+        size_t n = f->kind == COUNT_FIELD ? sizeof count_edges / sizeof count_edges[0]
+                   : f->kind == FLAG_FIELD ? sizeof flag_edges / sizeof flag_edges[0]
+                   : f->kind == CHOICE_FIELD ? sizeof choice_edges / sizeof choice_edges[0]
+                                             : sizeof id_edges / sizeof id_edges[0];
+        int32_t v = (int32_t)edges[pick % n];
+        memcpy(at, &v, sizeof v);
+    }
+    }
+}
+
+static void small_model_options(tfm_model_options *o)
+{
+    workload_model_options(o); /* src_vocab 17, tgt_vocab 13, learned positions */
+    o->positions = TFM_POSITIONS_SINUSOIDAL;
+    o->d_model = 8;
+    o->heads = 2;
+    o->d_ff = 8;
+    o->encoder_layers = o->decoder_layers = 1;
+}
+
+/* The text tfm_model_save writes for field f of o. */
+static void field_text(const tfm_model_options *o, const struct option_field *f, char *out,
+                       size_t size)
+{
+    static const char *const choices[3][4] = {{"sinusoidal", "learned"},
+                                              {"none", "sqrt_d", "trainable"},
+                                              {"relu", "gelu"}};
+    const char *at = (const char *)o + f->offset;
+    int32_t i32;
+    memcpy(&i32, at, sizeof i32);
+    if (f->kind == FLOAT_FIELD) {
+        float v;
+        memcpy(&v, at, sizeof v);
+        snprintf(out, size, "%.9g", (double)v);
+    } else if (f->kind == SIZE_FIELD) {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        snprintf(out, size, "%lld", (long long)v);
+    } else if (f->kind == CHOICE_FIELD) {
+        int which = strcmp(f->name, "positions") == 0 ? 0
+                    : strcmp(f->name, "embedding_scale") == 0 ? 1 : 2;
+        snprintf(out, size, "%s", i32 >= 0 && i32 < 4 && choices[which][i32]
+                                      ? choices[which][i32] : "unknown");
+    } else {
+        snprintf(out, size, "%d", (int)i32);
+    }
+}
+
+/* Random option sets made of edge values: every one tfm_model_create
+ * accepts saves (as a model and as a training state) and loads back with
+ * equal options; and a file carrying an option loads exactly when a model
+ * can be made with it (fields that leave the tensors' names and shapes as
+ * they are, written into a good file). Before, flags of 2, subnormal
+ * floats, eps above 1, scale_init past 1e30, embedding_dropout below -1
+ * and 4,097 layers were made and saved, and the files never loaded. */
+START_TEST(options_that_are_made_save_and_load_back)
+{
+    make_folder();
+    const char *path = in_folder("made.safetensors"), *state = in_folder("state.safetensors");
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    int made = 0, refused = 0;
+    for (int round = 0; round < 400; round++) {
+        tfm_model_options o;
+        small_model_options(&o);
+        int changes = 1 + round % 3;
+        for (int c = 0; c < changes; c++) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            const struct option_field *f = &option_fields[(x >> 33) % OPTION_FIELDS];
+            if (f->kind == COUNT_FIELD && strcmp(f->name, "heads") != 0 && (x >> 20) % 8)
+                continue; /* 4,097 layers: refused; keep the rest quick */
+            set_field(&o, f, x >> 40);
+        }
+        tfm_model *m = tfm_model_create(&o);
+        if (!m) {
+            refused++;
+            continue;
+        }
+        made++;
+        ck_assert_msg(tfm_model_save(m, path) == TFM_OK, "round %d: %s", round, tfm_last_error());
+        tfm_model *loaded = tfm_model_load(path);
+        ck_assert_msg(loaded != NULL, "round %d: %s", round, tfm_last_error());
+        tfm_model_options a, b;
+        tfm_model_options_init(&a);
+        tfm_model_options_init(&b);
+        tfm_model_get_options(m, &a);
+        tfm_model_get_options(loaded, &b);
+        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "round %d: options differ", round);
+        if (round % 8 == 0) {
+            tfm_optimizer_options oo;
+            tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
+            tfm_optimizer *opt = tfm_optimizer_create(tfm_model_params(m), &oo);
+            ck_assert_int_eq(tfm_training_save(state, m, opt, 0, NULL, 0, NULL, NULL), TFM_OK);
+            ck_assert_msg(tfm_training_load(state, m, opt, 0, NULL) == TFM_OK, "round %d: %s",
+                          round, tfm_last_error());
+            tfm_optimizer_free(opt);
+        }
+        tfm_model_free(loaded);
+        tfm_model_free(m);
+    }
+    ck_assert_int_gt(made, 50);
+    ck_assert_int_gt(refused, 50);
+
+    /* loads exactly when it can be made */
+    tfm_model_options base;
+    small_model_options(&base);
+    tfm_model *m = tfm_model_create(&base);
+    const char *good = in_folder("base.safetensors"), *bad = in_folder("edited.safetensors");
+    ck_assert_int_eq(tfm_model_save(m, good), TFM_OK);
+    tfm_model_free(m);
+    static const char *const neutral[] = {"dropout", "embedding_dropout", "layer_norm_eps",
+                                          "scale_init", "activation", "norm_first", "heads",
+                                          "max_src_len", "max_tgt_len", "bos_id", "eos_id",
+                                          "pad_id"};
+    for (size_t i = 0; i < OPTION_FIELDS; i++) {
+        int is_neutral = 0;
+        for (size_t k = 0; k < sizeof neutral / sizeof neutral[0]; k++)
+            is_neutral |= strcmp(option_fields[i].name, neutral[k]) == 0;
+        if (!is_neutral)
+            continue;
+        for (uint64_t pick = 0; pick < 21; pick++) {
+            tfm_model_options o = base;
+            set_field(&o, &option_fields[i], pick);
+            tfm_model *created = tfm_model_create(&o);
+            char key[64], text[64];
+            snprintf(key, sizeof key, "tfm.%s", option_fields[i].name);
+            field_text(&o, &option_fields[i], text, sizeof text);
+            rewrite(good, bad, key, text);
+            tfm_model *loaded = tfm_model_load(bad);
+            ck_assert_msg((created != NULL) == (loaded != NULL), "%s = %s: %s, %s (%s)", key,
+                          text, created ? "made" : "not made", loaded ? "loaded" : "not loaded",
+                          tfm_last_error());
+            tfm_model_free(created);
+            tfm_model_free(loaded);
+        }
+    }
     remove_folder();
 }
 END_TEST
@@ -649,6 +925,8 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(files, bad_descriptions_are_refused_with_the_key_named);
     tcase_add_test(files, getters_refuse_null);
     tcase_add_test(files, special_tokens_travel_with_the_model);
+    tcase_add_test(files, deep_models_load_in_linear_time);
+    tcase_add_test(files, options_that_are_made_save_and_load_back);
     tcase_add_test(files, state_dicts_with_other_names_load_with_options);
     suite_add_tcase(s, files);
     TCase *training = tcase_create("training states");

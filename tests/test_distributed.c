@@ -250,6 +250,12 @@ static void errors(void)
     check(tfm_distributed_slice(d, 7, &first, &count) == TFM_ERR_ARG,
           "a batch that does not split evenly is refused");
     tfm_clear_error();
+    check(tfm_distributed_rank(NULL) == -1 &&
+              both_see(TFM_ERR_NULL, "tfm_distributed_rank: distributed is NULL"),
+          "rank of NULL: -1 with a message");
+    check(tfm_distributed_size(NULL) == -1 &&
+              both_see(TFM_ERR_NULL, "tfm_distributed_size: distributed is NULL"),
+          "size of NULL: -1 with a message");
     tfm_distributed_free(d);
     tfm_params_free(params);
 }

@@ -611,6 +611,75 @@ START_TEST(damaged_checkpoints_are_rejected)
 }
 END_TEST
 
+/* tie_generator: the generator's weight is the target embedding table, one
+ * parameter fewer, its gradient the sum of both uses (finite differences),
+ * and the model saves and loads back with it. */
+START_TEST(tied_generator_shares_the_target_embedding)
+{
+    tfm_model_options o;
+    small_options(&o);
+    o.d_model = 8;
+    o.d_ff = 8;
+    o.encoder_layers = 1;
+    o.decoder_layers = 1;
+    o.dropout = 0.0f;
+    tfm_model *untied = tfm_model_create(&o);
+    o.tie_generator = 1;
+    model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
+    ck_assert_msg(c.model != NULL, "%s", tfm_last_error());
+    tfm_params *p = tfm_model_params(c.model);
+    ck_assert_int_eq(tfm_model_parameter_count(untied) - tfm_model_parameter_count(c.model),
+                     11 * 8); /* tgt_vocab x d_model */
+    ck_assert_ptr_null(tfm_params_find(p, "generator.weight"));
+    tfm_clear_error();
+    ck_assert_ptr_nonnull(tfm_params_find(p, "generator.bias"));
+
+    /* the table's gradient: its lookups and the logits' projection */
+    tfm_model_set_training(c.model, 0);
+    tfm_tensor *checked[2] = {tfm_params_find(p, "tgt_embedding.weight"),
+                              tfm_params_find(p, "generator.bias")};
+    ck_assert_gradcheck(model_loss, &c, checked, 2);
+
+    /* saved and loaded back, tied */
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/tied.safetensors", checkpoint_dir);
+    ck_assert_int_eq(tfm_model_save(c.model, path), TFM_OK);
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_model_options back;
+    tfm_model_options_init(&back);
+    tfm_model_get_options(loaded, &back);
+    ck_assert_int_eq(back.tie_generator, 1);
+    ck_assert_int_eq(tfm_model_parameter_count(loaded), tfm_model_parameter_count(c.model));
+    float a[88], b[88];
+    eval_logits(c.model, a, 88);
+    eval_logits(loaded, b, 88);
+    ck_assert_mem_eq(a, b, sizeof a);
+    tfm_model_free(loaded);
+    unlink(path);
+    rmdir(checkpoint_dir);
+
+    /* with shared embeddings, the one table serves all three uses */
+    o.share_embeddings = 1;
+    o.tgt_vocab = o.src_vocab;
+    tfm_model *shared = tfm_model_create(&o);
+    ck_assert_msg(shared != NULL, "%s", tfm_last_error());
+    ck_assert_ptr_null(tfm_params_find(tfm_model_params(shared), "tgt_embedding.weight"));
+    tfm_clear_error();
+    tfm_model_free(shared);
+    o.tie_generator = 2;
+    ck_assert_ptr_null(tfm_model_create(&o));
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "options.tie_generator 2 is outside [0, 1]"));
+
+    tfm_tensor_free(c.src);
+    tfm_tensor_free(c.tgt);
+    tfm_tensor_free(c.targets);
+    tfm_model_free(c.model);
+    tfm_model_free(untied);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -628,6 +697,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, damaged_checkpoints_are_rejected);
     tcase_add_test(tc, shards_draw_the_whole_batchs_dropout);
     tcase_add_test(tc, options_as_text);
+    tcase_add_test(tc, tied_generator_shares_the_target_embedding);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,5 @@
-/* cross_entropy: torch.nn.functional.cross_entropy(reduction='mean') with
- * ignore_index and label_smoothing, over the last axis. */
+/* cross_entropy: torch.nn.functional.cross_entropy(reduction='mean' and
+ * 'sum') with ignore_index and label_smoothing, over the last axis. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -160,12 +160,19 @@ typedef struct ce_case {
     tfm_tensor *targets;
     int32_t ignore;
     float eps;
+    tfm_reduction reduction;
 } ce_case;
 
 static tfm_tensor *build_cross_entropy(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
 {
     const ce_case *c = ctx;
-    return tfm_cross_entropy(tape, in[0], c->targets, c->ignore, c->eps);
+    if (c->reduction == TFM_REDUCTION_MEAN)
+        return tfm_cross_entropy(tape, in[0], c->targets, c->ignore, c->eps);
+    int64_t counted = -1;
+    tfm_tensor *loss = tfm_cross_entropy_reduced(tape, in[0], c->targets, c->ignore, c->eps,
+                                                 c->reduction, &counted);
+    ck_assert_int_gt(counted, 0);
+    return loss;
 }
 
 START_TEST(gradients)
@@ -183,12 +190,65 @@ START_TEST(gradients)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         tfm_tensor *x = gc_random(cases[c].ndim, cases[c].shape, 70 + c);
         ce_case ctx = {tfm_tensor_from_i32(cases[c].ndim - 1, cases[c].shape, cases[c].targets),
-                       IGNORE, cases[c].eps};
+                       IGNORE, cases[c].eps, TFM_REDUCTION_MEAN};
         tfm_tensor_set_requires_grad(x, 1);
+        ck_assert_gradcheck(build_cross_entropy, &ctx, &x, 1);
+        ctx.reduction = TFM_REDUCTION_SUM;
         ck_assert_gradcheck(build_cross_entropy, &ctx, &x, 1);
         tfm_tensor_free(ctx.targets);
         tfm_tensor_free(x);
     }
+}
+END_TEST
+
+/* Batches of different sizes and padding: their sums and counts give the
+ * exact mean over all of them, where averaging their means would weight
+ * each batch alike; the sum's gradient is the mean's times the count. */
+START_TEST(sums_and_counts_make_the_exact_mean)
+{
+    enum { C = 6 };
+    static const int32_t targets[12] = {1, 4, IGNORE, 0, 2, 5, IGNORE, IGNORE, 3, 1, 0, 2};
+    static const int64_t firsts[3] = {0, 2, 7}, rows[3] = {2, 5, 5};
+    float x[12 * C];
+    for (int i = 0; i < 12 * C; i++)
+        x[i] = sinf(0.7f * (float)i) * 3.0f;
+    tfm_tape *tape = tfm_tape_create();
+    double sum = 0.0, mean_of_means = 0.0;
+    int64_t total = 0;
+    for (int b = 0; b < 3; b++) {
+        tfm_tensor *logits = tfm_tensor_from_f32(2, (const int64_t[]){rows[b], C},
+                                                 x + firsts[b] * C);
+        tfm_tensor *t = tfm_tensor_from_i32(1, &rows[b], targets + firsts[b]);
+        int64_t counted = -1, counted_mean = -1;
+        float batch_sum, batch_mean;
+        tfm_tensor_item(tfm_cross_entropy_reduced(tape, logits, t, IGNORE, 0.1f,
+                                                  TFM_REDUCTION_SUM, &counted), &batch_sum);
+        tfm_tensor_item(tfm_cross_entropy_reduced(tape, logits, t, IGNORE, 0.1f,
+                                                  TFM_REDUCTION_MEAN, &counted_mean),
+                        &batch_mean);
+        ck_assert_int_eq(counted, counted_mean);
+        ck_assert_float_eq_tol(batch_sum, batch_mean * (float)counted, 1e-5f * batch_sum);
+        sum += batch_sum;
+        total += counted;
+        mean_of_means += batch_mean / 3.0;
+        tfm_tensor_free(logits);
+        tfm_tensor_free(t);
+    }
+    ck_assert_int_eq(total, 9);
+    double exact = ref_cross_entropy(x, targets, 12, C, IGNORE, 0.1, NULL);
+    ck_assert_double_eq_tol(sum / (double)total, exact, 1e-6 * exact);
+    ck_assert(fabs(mean_of_means - exact) > 1e-3); /* what the means would have said */
+    /* NULL counted is fine; a reduction that is neither is refused */
+    tfm_tensor *logits = tfm_tensor_from_f32(2, (const int64_t[]){2, C}, x);
+    tfm_tensor *t = tfm_tensor_from_i32(1, (const int64_t[]){2}, targets);
+    ck_assert_ptr_nonnull(tfm_cross_entropy_reduced(tape, logits, t, IGNORE, 0.0f,
+                                                    TFM_REDUCTION_SUM, NULL));
+    ck_assert_ptr_null(tfm_cross_entropy_reduced(tape, logits, t, IGNORE, 0.0f, 2, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_cross_entropy_reduced: reduction 2"));
+    tfm_tensor_free(logits);
+    tfm_tensor_free(t);
+    tfm_tape_free(tape);
 }
 END_TEST
 
@@ -307,6 +367,7 @@ static Suite *cross_entropy_suite(void)
     tcase_add_test(tc, ignored_rows_are_not_counted);
     tcase_add_test(tc, all_rows_ignored);
     tcase_add_test(tc, gradients);
+    tcase_add_test(tc, sums_and_counts_make_the_exact_mean);
     tcase_add_test(tc, backward_uses_forward_targets);
     tcase_add_test(tc, bad_targets_and_smoothing);
     tcase_add_test(tc, errors);

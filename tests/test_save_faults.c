@@ -220,6 +220,39 @@ START_TEST(short_writes_change_nothing)
 }
 END_TEST
 
+/* A save that readers would refuse (a header past their 100 MB) is refused
+ * before its first file call: the checkpoint at the path stays as it was.
+ * tfm_model_save_with_metadata with a 120 MB value replaced it with a file
+ * no reader loads. */
+START_TEST(saves_readers_would_refuse_make_no_file_call)
+{
+    size_t old_n, got_n;
+    unsigned char *old_bytes = version_bytes(&savers[3], 0, &old_n);
+    size_t huge = 120000000;
+    char *big = malloc(huge + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'x', huge);
+    big[huge] = '\0';
+    const char *keys[] = {"notes"}, *values[] = {big};
+    file_faults_arm(0, 0, 0);
+    tfm_status model = tfm_model_save_with_metadata(models[1], target, 1, keys, values);
+    tfm_status training = tfm_training_save(target, models[1], optimizers[1], 0, NULL, 1, keys,
+                                            values);
+    long calls = file_faults_disarm();
+    free(big);
+    ck_assert_int_eq(model, TFM_ERR_SIZE);
+    ck_assert_int_eq(training, TFM_ERR_SIZE);
+    expect_error(TFM_ERR_SIZE, "tfm_training_save: the header would take");
+    ck_assert_int_eq(calls, 0);
+    unsigned char *got = read_bytes(target, &got_n);
+    ck_assert_uint_eq(got_n, old_n);
+    ck_assert_mem_eq(got, old_bytes, old_n);
+    ck_assert(load_training());
+    free(got);
+    free(old_bytes);
+}
+END_TEST
+
 static Suite *save_faults_suite(void)
 {
     Suite *s = suite_create("save_faults");
@@ -227,6 +260,7 @@ static Suite *save_faults_suite(void)
     tcase_add_checked_fixture(tc, make_things, free_things);
     tcase_add_loop_test(tc, every_file_call_of_a_save_may_fail, 0, SAVERS);
     tcase_add_loop_test(tc, short_writes_change_nothing, 0, SAVERS);
+    tcase_add_test(tc, saves_readers_would_refuse_make_no_file_call);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;

@@ -48,9 +48,9 @@ TFM_API tfm_distributed *tfm_distributed_create(MPI_Comm comm, tfm_params *param
  * model's slice to (rank, size) (tfm_model_set_shard()). */
 TFM_API tfm_distributed *tfm_distributed_create_for_model(MPI_Comm comm, tfm_model *model);
 
-/** This process's rank, from 0; -1 for NULL. */
+/** This process's rank, from 0; -1 with TFM_ERR_NULL for NULL. */
 TFM_API int32_t tfm_distributed_rank(const tfm_distributed *distributed);
-/** The number of ranks; -1 for NULL. */
+/** The number of ranks; -1 with TFM_ERR_NULL for NULL. */
 TFM_API int32_t tfm_distributed_size(const tfm_distributed *distributed);
 
 /** This rank's rows of a global batch of batch rows: [*first, *first +

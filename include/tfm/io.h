@@ -72,7 +72,10 @@ TFM_API const char *tfm_safetensors_metadata_key(const tfm_safetensors *file,
 TFM_API const char *tfm_safetensors_metadata_get(const tfm_safetensors *file,
                                                  const char *key);
 
-/** Writes count named tensors (float32 as F32, int32 as I32), atomically. */
+/** Writes count named tensors (float32 as F32, int32 as I32), atomically.
+ * A header (names, shapes, metadata) past the 100 MB that safetensors
+ * readers accept is TFM_ERR_SIZE before the file at path is touched, here
+ * and in every save built on it. */
 TFM_API tfm_status tfm_safetensors_write(const char *path, int64_t count,
                                          const char *const *names,
                                          const tfm_tensor *const *tensors);

@@ -6,8 +6,8 @@
  * (encoder.layers.0.self_attn.in_proj_weight, …) plus src_embedding.weight,
  * tgt_embedding.weight (only src_embedding.weight when shared),
  * src_positions.weight / tgt_positions.weight (learned positions),
- * src_scale / tgt_scale (trainable embedding scale) and generator.weight /
- * generator.bias.
+ * src_scale / tgt_scale (trainable embedding scale) and generator.weight
+ * (unless tie_generator) / generator.bias.
  *
  * Ownership: a model is caller-owned (tfm_model_create(), tfm_model_load();
  * free with tfm_model_free()) and owns its parameters, layers and dropout
@@ -79,8 +79,10 @@ typedef struct tfm_model_options {
     int32_t share_embeddings;    /**< one table for source and target (same vocab) */
     tfm_positions positions;     /**< sinusoidal or learned */
     tfm_embedding_scale embedding_scale; /**< what multiplies the embeddings */
-    int32_t encoder_layers;      /**< 0 or more */
-    int32_t decoder_layers;      /**< 1 or more */
+    int32_t encoder_layers;      /**< 0 to 4,096 */
+    /** 0 to 4,096; with none the target embeddings go through decoder.norm
+     * (final_norm) to the generator, and memory is not read. */
+    int32_t decoder_layers;
     int32_t final_norm;          /**< encoder.norm and decoder.norm, as nn.Transformer */
     int64_t d_model;             /**< model width */
     int32_t heads;               /**< attention heads; must divide d_model */
@@ -94,8 +96,9 @@ typedef struct tfm_model_options {
     int32_t trainable_scale;     /**< see tfm_attention_options */
     float scale_init;            /**< see tfm_attention_options */
     uint64_t seed;               /**< initialisation and dropout */
-    /** Dropout after embeddings + positions; negative (the default) means
-     * dropout. Tutorials 000/001 have none there: 0. */
+    /** Dropout after embeddings + positions, in [0, 1); -1 (the default,
+     * or any value in [-1, 0)) means dropout. Tutorials 000/001 have none
+     * there: 0. */
     float embedding_dropout;
     /** The special tokens, kept with the model so that decoding and data
      * preparation need not be told them again (tfm_decode_options_from_model
@@ -106,6 +109,11 @@ typedef struct tfm_model_options {
     /** Padding, in sources and targets alike: -1 or in [0, src_vocab) and
      * [0, tgt_vocab). */
     int32_t pad_id;
+    /** 1: the generator's weight is the target embedding table (the shared
+     * one when share_embeddings), as translation models tie them: no
+     * generator.weight parameter, and the table's gradient takes both
+     * uses. 0 (default): a generator.weight of its own. */
+    int32_t tie_generator;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
@@ -120,7 +128,15 @@ TFM_API void tfm_model_options_init_sized(tfm_model_options *options,
  * tutorials' embeddings and generator, from options->seed. Caller-owned:
  * free with tfm_model_free(). NULL with TFM_ERR_NULL, TFM_ERR_ARG (an
  * option out of range: the message names it), TFM_ERR_SIZE (a model of
- * absurd size) or TFM_ERR_NOMEM. */
+ * absurd size) or TFM_ERR_NOMEM.
+ *
+ * The options are checked against the bounds model files are read with,
+ * so that every model made can be saved and loaded back: vocabularies,
+ * lengths, d_model and d_ff 1 to 2^31; flags 0 or 1; enumerations among
+ * their values; float options finite and either 0 or normal (no
+ * subnormals), layer_norm_eps in [0, 1], scale_init in [0, 1e30];
+ * sinusoidal tables of at most 2^28 values, and no larger than the
+ * model's parameters unless under 2^22 values (TFM_ERR_SIZE). */
 TFM_API tfm_model *tfm_model_create(const tfm_model_options *options);
 /** Frees the model with its parameters and layers; NULL is a no-op. An
  * optimizer or decoding made for it must not be used after (freeing them
@@ -143,7 +159,7 @@ TFM_API tfm_status tfm_model_set_recompute(tfm_model *model, uint32_t what);
  * slices of every batch (along the batch axis), and the model's dropout
  * masks become that slice's part of the whole batch's masks
  * (tfm_rng_set_shard() on the model's stream). (0, 1), the default, is the
- * whole batch. Not saved with the model. */
+ * whole batch; count is at most TFM_MAX_SHARDS. Not saved with the model. */
 TFM_API tfm_status tfm_model_set_shard(tfm_model *model, int64_t index, int64_t count);
 
 /** The options the model was made with, into the caller's struct as far as

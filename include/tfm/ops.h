@@ -137,6 +137,23 @@ TFM_API tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
                                       int32_t ignore_index,
                                       float label_smoothing);
 
+/** How a loss over many targets is reduced: one of the TFM_REDUCTION_ values. */
+typedef int32_t tfm_reduction;
+/** The reductions, as PyTorch's reduction='mean' and 'sum'. */
+enum {
+    TFM_REDUCTION_MEAN = 0, /**< over the counted targets (0 when none) */
+    TFM_REDUCTION_SUM = 1   /**< over the counted targets */
+};
+/** tfm_cross_entropy with the reduction chosen, and the number of targets
+ * counted (not ignore_index) into *counted when counted is not NULL. The
+ * sums of batches of different sizes add up, with their counts, to the
+ * exact mean over all of them (validation: sum of sums / sum of counts).
+ * A reduction that is neither is TFM_ERR_ARG. */
+TFM_API tfm_tensor *tfm_cross_entropy_reduced(tfm_tape *tape, const tfm_tensor *logits,
+                                              const tfm_tensor *targets,
+                                              int32_t ignore_index, float label_smoothing,
+                                              tfm_reduction reduction, int64_t *counted);
+
 #ifdef __cplusplus
 }
 #endif

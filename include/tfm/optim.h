@@ -96,7 +96,8 @@ TFM_API tfm_status tfm_optimizer_step(tfm_optimizer *optimizer);
 
 /** Sets the base learning rate between steps (the rate the schedule
  * scales; with the constant schedule, the rate itself), as assigning a
- * PyTorch param_group's "lr". Saved and restored with the state. */
+ * PyTorch param_group's "lr"; finite and > 0, as at creation (else
+ * TFM_ERR_ARG). Saved and restored with the state. */
 TFM_API tfm_status tfm_optimizer_set_lr(tfm_optimizer *optimizer, float lr);
 
 /** Weight decay per parameter tensor (index as tfm_params_at; -1 sets every

@@ -58,9 +58,14 @@ TFM_API tfm_status tfm_rng_seed(tfm_rng *rng, uint64_t seed);
  * process would draw for the whole batch, so that the processes together
  * train as one would (distributed.h). Every dropped tensor must have the
  * batch as its first axis, as the layers' and the model's do. (0, 1), the
- * default, is the whole batch. index outside [0, count) is TFM_ERR_ARG.
+ * default, is the whole batch. count is at most TFM_MAX_SHARDS (65,536);
+ * count outside [1, TFM_MAX_SHARDS] or index outside [0, count) is
+ * TFM_ERR_ARG.
  * Not part of the state that tfm_training_save keeps. */
 TFM_API tfm_status tfm_rng_set_shard(tfm_rng *rng, int64_t index, int64_t count);
+/** The most slices tfm_rng_set_shard() and tfm_model_set_shard() divide a
+ * batch into. */
+#define TFM_MAX_SHARDS 65536
 /** Makes dst continue exactly as src would from here (its whole state,
  * its slice included). */
 TFM_API tfm_status tfm_rng_copy(tfm_rng *dst, const tfm_rng *src);
@@ -90,8 +95,8 @@ TFM_API tfm_tensor *tfm_tensor_from_f32(int32_t ndim, const int64_t *shape,
 TFM_API tfm_tensor *tfm_tensor_from_i32(int32_t ndim, const int64_t *shape,
                                         const int32_t *values);
 /** U(low, high) and N(mean, std^2) draws; the bounds, mean and std must be
- * finite, low <= high and std >= 0 (else TFM_ERR_ARG), as tfm_init_uniform
- * and tfm_init_normal require. */
+ * finite, low <= high, high - low finite in float and std >= 0 (else
+ * TFM_ERR_ARG), as tfm_init_uniform and tfm_init_normal require. */
 TFM_API tfm_tensor *tfm_tensor_uniform(int32_t ndim, const int64_t *shape,
                                        float low, float high, tfm_rng *rng);
 /** A caller-owned float32 tensor of N(mean, std^2) draws from rng. */

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/params.h"
 #include "core/tensor.h"
+#include "core/utf8.h"
 
 #define MAX_NAME 255
 
@@ -21,6 +22,12 @@ struct tfm_params {
     int64_t numel;
     int64_t values_capacity, grads_capacity;
     int64_t max_numel;     /* 0: none */
+    /* names to indices: open addressing, index + 1 per slot (0: empty), a
+     * power of two at most half full, so adding, finding and loading by
+     * name cost the same whatever the count (8,192 layers make ~100,000
+     * parameters) */
+    int64_t *slots;
+    int64_t slot_count;
 };
 
 tfm_params *tfm_params_create(void)
@@ -42,6 +49,7 @@ void tfm_params_free(tfm_params *p)
     free(p->tensors);
     free(p->names);
     free(p->offsets);
+    free(p->slots);
     free(p->values);
     free(p->grads);
     free(p);
@@ -64,8 +72,51 @@ static int grow_block(float **block, int64_t *capacity, int64_t used, int64_t ne
     return 0;
 }
 
+/* FNV-1a */
+static uint64_t name_hash(const char *name)
+{
+    uint64_t h = 1469598103934665603u;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 1099511628211u;
+    return h;
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static int64_t slot_of(const tfm_params *p, const char *name)
+{
+    int64_t mask = p->slot_count - 1, i = (int64_t)(name_hash(name) & (uint64_t)mask);
+    while (p->slots[i] && strcmp(p->names[p->slots[i] - 1], name) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static void index_all(tfm_params *p)
+{
+    memset(p->slots, 0, (size_t)p->slot_count * sizeof *p->slots);
+    for (int64_t i = 0; i < p->count; i++)
+        p->slots[slot_of(p, p->names[i])] = i + 1;
+}
+
+/* Room for one more name in the slots, at most half full. */
+static int grow_slots(tfm_params *p)
+{
+    if (2 * (p->count + 1) <= p->slot_count)
+        return 0;
+    int64_t size = p->slot_count ? p->slot_count * 2 : 64;
+    int64_t *slots = malloc((size_t)size * sizeof *slots);
+    if (!slots)
+        return -1;
+    free(p->slots);
+    p->slots = slots;
+    p->slot_count = size;
+    index_all(p);
+    return 0;
+}
+
 static int grow_index(tfm_params *p)
 {
+    if (grow_slots(p) < 0)
+        return -1;
     if (p->count < p->capacity)
         return 0;
     int64_t size = p->capacity ? p->capacity * 2 : 32;
@@ -84,9 +135,7 @@ static int grow_index(tfm_params *p)
     return 0;
 }
 
-static tfm_tensor *lookup(const tfm_params *p, const char *name);
-
-/* Points every tensor at its slice again, after the blocks may have moved. */
+/* Points every tensor at its slice again, after the blocks moved. */
 static void rebase(tfm_params *p)
 {
     for (int64_t i = 0; i < p->count; i++) {
@@ -108,7 +157,12 @@ tfm_tensor *tfm_params_add(tfm_params *p, const char *name, int32_t ndim,
         tfm__fail(TFM_ERR_ARG, "%s: a name has 1 to %d bytes", op, MAX_NAME);
         return NULL;
     }
-    if (lookup(p, name)) {
+    /* files carry names as JSON strings: refuse now what no save could write */
+    if (!tfm__utf8_valid(name, len)) {
+        tfm__fail(TFM_ERR_ARG, "%s: the name is not valid UTF-8", op);
+        return NULL;
+    }
+    if (tfm__params_index_of(p, name) >= 0) {
         tfm__fail(TFM_ERR_ARG, "%s: a parameter named \"%s\" exists already", op, name);
         return NULL;
     }
@@ -122,24 +176,29 @@ tfm_tensor *tfm_params_add(tfm_params *p, const char *name, int32_t ndim,
     }
     tfm_tensor *t = malloc(sizeof *t);
     char *copy = malloc(len + 1);
-    if (!t || !copy || grow_index(p) < 0 ||
-        grow_block(&p->values, &p->values_capacity, p->numel, p->numel + numel) < 0 ||
-        grow_block(&p->grads, &p->grads_capacity, p->numel, p->numel + numel) < 0) {
+    const float *values = p->values, *grads = p->grads;
+    int grown = t && copy && grow_index(p) == 0 &&
+                grow_block(&p->values, &p->values_capacity, p->numel, p->numel + numel) == 0 &&
+                grow_block(&p->grads, &p->grads_capacity, p->numel, p->numel + numel) == 0;
+    if (p->values != values || p->grads != grads) /* only then: adding stays O(1) */
+        rebase(p);
+    if (!grown) {
         free(t);
         free(copy);
-        rebase(p);
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for \"%s\"", op, name);
         return NULL;
     }
     memcpy(copy, name, len + 1);
     tfm__tensor_init(t, TFM_F32, ndim, shape, numel, TFM_STORAGE_PARAM);
     t->requires_grad = 1;
+    t->data = p->values + p->numel;
+    t->grad = p->grads + p->numel;
+    p->slots[slot_of(p, copy)] = p->count + 1;
     p->tensors[p->count] = t;
     p->names[p->count] = copy;
     p->offsets[p->count] = p->numel;
     p->count++;
     p->numel += numel;
-    rebase(p);
     return t;
 }
 
@@ -185,12 +244,9 @@ const char *tfm_params_name(const tfm_params *p, int64_t index)
     return check_index("tfm_params_name", p, index) < 0 ? NULL : p->names[index];
 }
 
-static tfm_tensor *lookup(const tfm_params *p, const char *name)
+int64_t tfm__params_index_of(const tfm_params *p, const char *name)
 {
-    for (int64_t i = 0; i < p->count; i++)
-        if (strcmp(p->names[i], name) == 0)
-            return p->tensors[i];
-    return NULL;
+    return p->slot_count ? p->slots[slot_of(p, name)] - 1 : -1;
 }
 
 tfm_tensor *tfm_params_find(const tfm_params *p, const char *name)
@@ -199,7 +255,8 @@ tfm_tensor *tfm_params_find(const tfm_params *p, const char *name)
         tfm__fail(TFM_ERR_NULL, "tfm_params_find: %s is NULL", p ? "name" : "params");
         return NULL;
     }
-    tfm_tensor *t = lookup(p, name);
+    int64_t index = tfm__params_index_of(p, name);
+    tfm_tensor *t = index >= 0 ? p->tensors[index] : NULL;
     if (!t)
         tfm__fail(TFM_ERR_ARG, "tfm_params_find: no parameter is named \"%s\"", name);
     return t;
@@ -220,6 +277,7 @@ void tfm__params_truncate(tfm_params *p, int64_t count)
         free(p->tensors[p->count]);
         free(p->names[p->count]);
     }
+    index_all(p);
     /* the freed tail of the blocks must read as zeros when reused */
     memset(p->values + p->numel, 0, (size_t)(p->values_capacity - p->numel) * sizeof(float));
     memset(p->grads + p->numel, 0, (size_t)(p->grads_capacity - p->numel) * sizeof(float));

@@ -12,4 +12,7 @@ void tfm__params_truncate(tfm_params *params, int64_t count);
  * would pass it fails with TFM_ERR_SIZE before it allocates. */
 void tfm__params_limit(tfm_params *params, int64_t max_numel);
 
+/* The index of the parameter named name, or -1; no error set. */
+int64_t tfm__params_index_of(const tfm_params *params, const char *name);
+
 #endif

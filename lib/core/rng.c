@@ -1,6 +1,7 @@
 #include "core/rng.h"
 
 #include <inttypes.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +47,9 @@ tfm_status tfm_rng_set_shard(tfm_rng *rng, int64_t index, int64_t count)
 {
     if (!rng)
         return tfm__fail(TFM_ERR_NULL, "tfm_rng_set_shard: rng is NULL");
-    if (count < 1 || index < 0 || index >= count)
-        return tfm__fail(TFM_ERR_ARG, "tfm_rng_set_shard: slice %lld of %lld is not one of them",
-                         (long long)index, (long long)count);
+    if (count < 1 || count > TFM_MAX_SHARDS || index < 0 || index >= count)
+        return tfm__fail(TFM_ERR_ARG, "tfm_rng_set_shard: slice %lld of %lld is not one of "
+                         "1 to %d slices", (long long)index, (long long)count, TFM_MAX_SHARDS);
     rng->shard_index = index;
     rng->shard_count = count;
     return TFM_OK;
@@ -148,6 +149,11 @@ tfm_status tfm__check_uniform_bounds(const char *op, float low, float high)
     if (!(low <= high) || !isfinite(low) || !isfinite(high))
         return tfm__fail(TFM_ERR_ARG, "%s: bounds [%g, %g] must be finite and ordered", op,
                          (double)low, (double)high);
+    /* draws are low + (high - low) * u in float */
+    if (!isfinite(high - low))
+        return tfm__fail(TFM_ERR_ARG, "%s: bounds [%g, %g] are wider than the largest float "
+                         "(%g): draws would be infinite", op, (double)low, (double)high,
+                         (double)FLT_MAX);
     return TFM_OK;
 }
 

@@ -51,7 +51,9 @@ typedef struct tfm__mask_key {
     uint32_t first;
 } tfm__mask_key;
 
-/* Draws the mask of a tensor of numel elements (this process's slice). */
+/* Draws the mask of a tensor of numel elements (this process's slice):
+ * shard_index < TFM_MAX_SHARDS = 2^16 and numel < 2^38, so the product
+ * fits. */
 static inline tfm__mask_key tfm__rng_mask_key(tfm_rng *rng, int64_t numel)
 {
     return (tfm__mask_key){tfm_rng_next_u64(rng), (uint32_t)(rng->shard_index * numel)};

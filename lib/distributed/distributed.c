@@ -257,11 +257,15 @@ void tfm_distributed_free(tfm_distributed *d)
 
 int32_t tfm_distributed_rank(const tfm_distributed *d)
 {
+    if (!d)
+        fail(TFM_ERR_NULL, "tfm_distributed_rank: distributed is NULL");
     return d ? d->rank : -1;
 }
 
 int32_t tfm_distributed_size(const tfm_distributed *d)
 {
+    if (!d)
+        fail(TFM_ERR_NULL, "tfm_distributed_size: distributed is NULL");
     return d ? d->size : -1;
 }
 

@@ -1,6 +1,7 @@
 #include "io/fields.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -20,34 +21,46 @@ void tfm__metadata_add(tfm__metadata *md, const char *key, const char *fmt, ...)
     md->count++;
 }
 
-void tfm__field_format(const tfm__field *f, const void *base, char *out, size_t size)
+/* A field's value by its kind: I64, I32 and CHOICE in i, U64 in u, F32 in f. */
+typedef struct field_value {
+    int64_t i;
+    uint64_t u;
+    float f;
+} field_value;
+
+static field_value value_of(const tfm__field *f, const void *base)
 {
     const char *at = (const char *)base + f->offset;
+    field_value v = {0, 0, 0.0f};
     int32_t i32;
-    int64_t i64;
-    uint64_t u64;
-    float f32;
     switch (f->kind) {
     case TFM__FIELD_I64:
-        memcpy(&i64, at, sizeof i64);
-        snprintf(out, size, "%" PRId64, i64);
-        break;
-    case TFM__FIELD_I32:
-        memcpy(&i32, at, sizeof i32);
-        snprintf(out, size, "%" PRId32, i32);
+        memcpy(&v.i, at, sizeof v.i);
         break;
     case TFM__FIELD_U64:
-        memcpy(&u64, at, sizeof u64);
-        snprintf(out, size, "%" PRIu64, u64);
+        memcpy(&v.u, at, sizeof v.u);
         break;
     case TFM__FIELD_F32:
-        memcpy(&f32, at, sizeof f32);
-        snprintf(out, size, "%.9g", (double)f32); /* 9 digits round-trip a float */
+        memcpy(&v.f, at, sizeof v.f);
         break;
     default:
         memcpy(&i32, at, sizeof i32);
-        snprintf(out, size, "%s", f->choices[i32]);
+        v.i = i32;
     }
+    return v;
+}
+
+void tfm__field_format(const tfm__field *f, const void *base, char *out, size_t size)
+{
+    field_value v = value_of(f, base);
+    if (f->kind == TFM__FIELD_U64)
+        snprintf(out, size, "%" PRIu64, v.u);
+    else if (f->kind == TFM__FIELD_F32)
+        snprintf(out, size, "%.9g", (double)v.f); /* 9 digits round-trip a float */
+    else if (f->kind == TFM__FIELD_CHOICE)
+        snprintf(out, size, "%s", f->choices[v.i]);
+    else
+        snprintf(out, size, "%" PRId64, v.i);
 }
 
 void tfm__fields_write(const tfm__field *fields, int count, const char *prefix,
@@ -77,7 +90,58 @@ static tfm_status parse_choice(const char *ctx, const char *key, const tfm__fiel
                      text, names);
 }
 
-/* The whole of text as a number of the field's kind, in its range. */
+/* Why a value the field holds breaks its bounds, into why; 0 when it
+ * keeps them. The one test of a field's value, for a struct
+ * (tfm__fields_check) and for a file (tfm__fields_read), so that what one
+ * accepts the other does. */
+static int out_of_bounds(const tfm__field *f, double value, char *why, size_t size)
+{
+    if (f->kind == TFM__FIELD_U64)
+        return 0;
+    if (f->kind == TFM__FIELD_CHOICE) {
+        int32_t n = 0;
+        while (f->choices[n])
+            n++;
+        if (value >= 0 && value < n)
+            return 0;
+        snprintf(why, size, "is not one of the %d choices", (int)n);
+        return 1;
+    }
+    if (f->kind == TFM__FIELD_F32 && !isfinite(value))
+        snprintf(why, size, "is not a finite number");
+    else if (f->kind == TFM__FIELD_F32 && fabs(value) > FLT_MAX)
+        snprintf(why, size, "is beyond the largest float (%.9g)", (double)FLT_MAX);
+    else if (f->kind == TFM__FIELD_F32 && value != 0 && fabs(value) < FLT_MIN)
+        snprintf(why, size, "is below the smallest normal float (%.9g) and not 0",
+                 (double)FLT_MIN);
+    else if (value < f->min || value > f->max)
+        snprintf(why, size, f->kind == TFM__FIELD_F32 ? "is outside [%.9g, %.9g]"
+                                                       : "is outside [%.0f, %.0f]",
+                 f->min, f->max);
+    else
+        return 0;
+    return 1;
+}
+
+tfm_status tfm__fields_check(const char *op, const tfm__field *fields, int count,
+                             const char *prefix, const void *base, tfm_status status)
+{
+    for (int i = 0; i < count; i++) {
+        char why[96], text[48];
+        field_value v = value_of(&fields[i], base);
+        if (out_of_bounds(&fields[i], fields[i].kind == TFM__FIELD_F32 ? v.f : (double)v.i, why,
+                          sizeof why)) {
+            if (fields[i].kind == TFM__FIELD_CHOICE) /* no name to format */
+                snprintf(text, sizeof text, "%" PRId64, v.i);
+            else
+                tfm__field_format(&fields[i], base, text, sizeof text);
+            return tfm__fail(status, "%s: %s%s %s %s", op, prefix, fields[i].key, text, why);
+        }
+    }
+    return TFM_OK;
+}
+
+/* The whole of text as a number of the field's kind, in its bounds. */
 static tfm_status parse_field(const char *ctx, const char *key, const tfm__field *f,
                               const char *text, void *base)
 {
@@ -99,10 +163,15 @@ static tfm_status parse_field(const char *ctx, const char *key, const tfm__field
     }
     double value;
     long long whole = 0;
+    float parsed = 0.0f;
     if (f->kind == TFM__FIELD_F32) {
-        float parsed = strtof(text, &end);
-        plain = plain && !errno && end != text && *end == '\0' && isfinite(parsed);
-        value = parsed;
+        parsed = strtof(text, &end);
+        plain = plain && end != text && *end == '\0' && !isnan(parsed);
+        /* the bounds are checked on the float a struct would hold, as
+         * tfm__fields_check does; out of float's range (strtof makes 1e-50
+         * a 0 and 1e39 an infinity), on the text's own value, which says
+         * which way */
+        value = errno == ERANGE ? strtod(text, NULL) : parsed;
     } else {
         whole = strtoll(text, &end, 10);
         plain = plain && !errno && end != text && *end == '\0';
@@ -111,14 +180,11 @@ static tfm_status parse_field(const char *ctx, const char *key, const tfm__field
     if (!plain)
         return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s = \"%s\" is not %s", ctx, key, text,
                          f->kind == TFM__FIELD_F32 ? "a finite number" : "a whole number");
-    if (value < f->min || value > f->max)
-        return tfm__fail(TFM_ERR_FORMAT, f->kind == TFM__FIELD_F32
-                                             ? "%s: metadata %s = %s is outside [%.9g, %.9g]"
-                                             : "%s: metadata %s = %s is outside [%.0f, %.0f]",
-                         ctx, key, text, f->min, f->max);
+    char why[96];
+    if (out_of_bounds(f, value, why, sizeof why))
+        return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s = %s %s", ctx, key, text, why);
     if (f->kind == TFM__FIELD_F32) {
-        float f32 = (float)value;
-        memcpy(at, &f32, sizeof f32);
+        memcpy(at, &parsed, sizeof parsed);
     } else if (f->kind == TFM__FIELD_I64) {
         int64_t i64 = whole;
         memcpy(at, &i64, sizeof i64);

@@ -12,7 +12,7 @@
 typedef enum {
     TFM__FIELD_I64,
     TFM__FIELD_I32,
-    TFM__FIELD_F32,     /* finite */
+    TFM__FIELD_F32,     /* finite, and normal or 0 */
     TFM__FIELD_U64,
     TFM__FIELD_CHOICE   /* an int32 enum written as its name: choices[value] */
 } tfm__field_kind;
@@ -42,6 +42,12 @@ void tfm__field_format(const tfm__field *field, const void *base, char *out, siz
 /* Adds "<prefix><key>" = value for every field of base. */
 void tfm__fields_write(const tfm__field *fields, int count, const char *prefix,
                        const void *base, tfm__metadata *md);
+/* Checks every field of base against its bounds (a choice's value among
+ * its names); the first that breaks them fails with status and the
+ * message "op: <prefix><key> <value> <why>". The same bounds as
+ * tfm__fields_read, so a struct that passes is one a file can carry. */
+tfm_status tfm__fields_check(const char *op, const tfm__field *fields, int count,
+                             const char *prefix, const void *base, tfm_status status);
 /* Reads every field into base from file's metadata. The fields past the
  * first `required` came later: a key of theirs that older files lack
  * leaves base's value as it was. A missing required key, a value

@@ -7,15 +7,15 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 typedef struct parser {
     const char *context;
-    const unsigned char *text;
+    unsigned char *text; /* read at pos, decoded strings written behind it */
     size_t len, pos;
     tfm__json *doc;
-    int64_t capacity;   /* of doc->nodes */
-    int64_t max_values; /* the caller's limit of nodes */
-    char *out;          /* next free byte of doc->strings */
+    int64_t max_values; /* doc->nodes holds this many */
+    unsigned char *out; /* where the string being decoded goes on */
 } parser;
 
 static tfm_status syntax_error(const parser *p, size_t at, const char *fmt, ...)
@@ -61,54 +61,10 @@ static void skip_space(parser *p)
     }
 }
 
-/* Length of the well-formed UTF-8 sequence at s (avail bytes left), or 0. */
-static size_t utf8_sequence(const unsigned char *s, size_t avail)
-{
-    unsigned char c = s[0];
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0)
-            lo = 0xa0; /* overlong */
-        else if (c == 0xed)
-            hi = 0x9f; /* UTF-16 surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xf4)
-            hi = 0x8f; /* above U+10FFFF */
-    } else
-        return 0;
-    if (avail < n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
-int tfm__json_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_sequence(u + i, len - i);
-        if (!n)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
-static char *put_utf8(char *out, uint32_t cp)
+static unsigned char *put_utf8(unsigned char *out, uint32_t cp)
 {
     if (cp < 0x80) {
-        *out++ = (char)cp;
+        *out++ = (unsigned char)cp;
     } else if (cp < 0x800) {
         *out++ = (char)(0xc0 | (cp >> 6));
         *out++ = (char)(0x80 | (cp & 0x3f));
@@ -159,7 +115,7 @@ static tfm_status parse_escape(parser *p)
     static const char plain[] = "\"\\/bfnrt", decoded[] = "\"\\/\b\f\n\r\t";
     const char *at = c ? strchr(plain, c) : NULL;
     if (at) {
-        *p->out++ = decoded[at - plain];
+        *p->out++ = (unsigned char)decoded[at - plain];
         return TFM_OK;
     }
     if (c != 'u')
@@ -187,12 +143,14 @@ static tfm_status parse_escape(parser *p)
     return TFM_OK;
 }
 
-/* The string at p->pos (which is '"'), decoded into the strings buffer. The
- * decoded form never outgrows the quoted one, so the buffer cannot overflow. */
-static tfm_status parse_string(parser *p, const char **str, size_t *len)
+/* The string at p->pos (which is '"'), decoded in place from its opening
+ * quote on: every escape is at least as long as what it decodes to, so the
+ * writing never overtakes the reading, and the terminating NUL lands at
+ * the latest on the closing quote. Its offset and length into *at, *len. */
+static tfm_status parse_string(parser *p, uint32_t *at, uint32_t *len)
 {
     size_t start = p->pos++;
-    char *begin = p->out;
+    p->out = p->text + start;
     for (;;) {
         if (p->pos >= p->len)
             return syntax_error(p, start, "unterminated string");
@@ -209,17 +167,17 @@ static tfm_status parse_string(parser *p, const char **str, size_t *len)
         } else if (c < 0x20) {
             return syntax_error(p, p->pos, "control character 0x%02x in a string", c);
         } else {
-            size_t n = utf8_sequence(p->text + p->pos, p->len - p->pos);
+            size_t n = tfm__utf8_sequence(p->text + p->pos, p->len - p->pos);
             if (!n)
                 return syntax_error(p, p->pos, "invalid UTF-8 in a string");
-            memcpy(p->out, p->text + p->pos, n);
+            memmove(p->out, p->text + p->pos, n); /* p->out is behind: they may overlap */
             p->out += n;
             p->pos += n;
         }
     }
-    *str = begin;
-    *len = (size_t)(p->out - begin);
-    *p->out++ = '\0';
+    *at = (uint32_t)start;
+    *len = (uint32_t)(p->out - (p->text + start));
+    *p->out = '\0';
     return TFM_OK;
 }
 
@@ -293,24 +251,11 @@ static int64_t new_node(parser *p)
                   p->context, (long long)p->max_values, p->len, p->pos);
         return -1;
     }
-    if (doc->count == p->capacity) {
-        int64_t capacity = p->capacity ? p->capacity * 2 : 16;
-        if (capacity > p->max_values)
-            capacity = p->max_values;
-        tfm__json_node *grown = realloc(doc->nodes, (size_t)capacity * sizeof *grown);
-        if (!grown) {
-            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON values",
-                      p->context, (long long)capacity);
-            return -1;
-        }
-        doc->nodes = grown;
-        p->capacity = capacity;
-    }
     memset(&doc->nodes[doc->count], 0, sizeof doc->nodes[0]);
     return doc->count++;
 }
 
-static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_len);
+static tfm_status parse_value(parser *p, int depth, uint32_t key_at, uint32_t key_len);
 
 /* The members or elements of the container at p->pos, children of node idx. */
 static tfm_status parse_container(parser *p, int64_t idx, int depth)
@@ -327,13 +272,12 @@ static tfm_status parse_container(parser *p, int64_t idx, int depth)
         return TFM_OK;
     }
     for (int64_t count = 1;; count++) {
-        const char *key = NULL;
-        size_t key_len = 0;
+        uint32_t key_at = 0, key_len = 0; /* a key is never at 0: the container is */
         skip_space(p);
         if (object) {
             if (p->pos >= p->len || p->text[p->pos] != '"')
                 return unexpected(p, "a string key");
-            tfm_status s = parse_string(p, &key, &key_len);
+            tfm_status s = parse_string(p, &key_at, &key_len);
             if (s != TFM_OK)
                 return s;
             skip_space(p);
@@ -341,7 +285,7 @@ static tfm_status parse_container(parser *p, int64_t idx, int depth)
                 return unexpected(p, "':' after an object key");
             p->pos++;
         }
-        tfm_status s = parse_value(p, depth + 1, key, key_len);
+        tfm_status s = parse_value(p, depth + 1, key_at, key_len);
         if (s != TFM_OK)
             return s;
         p->doc->nodes[idx].count = count;
@@ -358,7 +302,7 @@ static tfm_status parse_container(parser *p, int64_t idx, int depth)
     }
 }
 
-static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_len)
+static tfm_status parse_value(parser *p, int depth, uint32_t key_at, uint32_t key_len)
 {
     skip_space(p);
     if (p->pos >= p->len)
@@ -367,14 +311,14 @@ static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_
     if (idx < 0)
         return tfm_last_status();
     tfm__json_node *node = &p->doc->nodes[idx]; /* only until the next new_node */
-    node->key = key;
+    node->key_at = key_at;
     node->key_len = key_len;
-    node->offset = p->pos;
+    node->offset = (uint32_t)p->pos; /* < 2^28: the text is */
     tfm_status s;
     switch (p->text[p->pos]) {
     case '{':
     case '[': s = parse_container(p, idx, depth); break;
-    case '"': s = parse_string(p, &node->string, &node->string_len);
+    case '"': s = parse_string(p, &node->string_at, &node->string_len);
               node->type = TFM__JSON_STRING;
               break;
     case 't': s = parse_literal(p, "true", TFM__JSON_TRUE, node); break;
@@ -386,35 +330,48 @@ static tfm_status parse_value(parser *p, int depth, const char *key, size_t key_
         else
             s = unexpected(p, "a value");
     }
-    p->doc->nodes[idx].next = p->doc->count;
+    p->doc->nodes[idx].next = (uint32_t)p->doc->count;
     return s;
 }
 
-tfm_status tfm__json_parse(const char *context, const char *text, size_t len,
-                           int64_t max_values, tfm__json *doc)
+tfm_status tfm__json_parse(const char *context, char *text, size_t len, int64_t max_values,
+                           tfm__json *doc)
 {
     memset(doc, 0, sizeof *doc);
-    parser p = {context, (const unsigned char *)text, len, 0, doc, 0, max_values, NULL};
-    doc->strings = malloc(len + 1);
-    if (!doc->strings)
-        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte JSON text",
-                         context, len);
-    p.out = doc->strings;
-    tfm_status s = parse_value(&p, 0, NULL, 0);
+    if (len > TFM__JSON_MAX_TEXT)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: a JSON text of %zu bytes is past the %zu "
+                         "this reader takes", context, len, TFM__JSON_MAX_TEXT);
+    /* nodes for as many values as the text can hold, up to the limit, in
+     * one block: growing it would copy (and, where pages are touched as
+     * they are allocated, keep resident) up to twice as much */
+    if (max_values > (int64_t)(len / 2 + 1))
+        max_values = (int64_t)(len / 2 + 1);
+    parser p = {context, (unsigned char *)text, len, 0, doc, max_values, NULL};
+    doc->text = text;
+    doc->nodes = malloc((size_t)max_values * sizeof *doc->nodes);
+    if (!doc->nodes)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON values", context,
+                         (long long)max_values);
+    tfm_status s = parse_value(&p, 0, 0, 0);
     if (s == TFM_OK) {
         skip_space(&p);
         if (p.pos < p.len)
             s = unexpected(&p, "nothing after the top-level value");
     }
-    if (s != TFM_OK)
+    if (s != TFM_OK) {
         tfm__json_free(doc);
-    return s;
+        return s;
+    }
+    /* a document kept (a vocabulary) keeps only the nodes it has */
+    tfm__json_node *fitted = realloc(doc->nodes, (size_t)doc->count * sizeof *fitted);
+    if (fitted)
+        doc->nodes = fitted;
+    return TFM_OK;
 }
 
 void tfm__json_free(tfm__json *doc)
 {
     free(doc->nodes);
-    free(doc->strings);
     memset(doc, 0, sizeof *doc);
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/options.h"
+#include "core/params.h"
 #include "core/tensor.h"
 #include "io/load.h"
 
@@ -144,10 +145,7 @@ static tfm_status match_one(const char *op, const char *path, const tfm_params *
     const char *name = info.name;
     if (starts_with(name, o->strip_prefix))
         name += strlen(o->strip_prefix);
-    int64_t p = -1, count = tfm_params_count(params);
-    for (int64_t i = 0; i < count && p < 0; i++)
-        if (strcmp(tfm_params_name(params, i), name) == 0)
-            p = i;
+    int64_t p = tfm__params_index_of(params, name);
     if (p < 0) {
         if (o->allow_unexpected)
             return report_add(op, m->report, TFM_LOAD_SKIPPED, info.name) < 0

@@ -16,17 +16,21 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "core/tensor.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
-/* The reference implementation's limit; real headers are kilobytes. */
+/* The reference implementation's limit; real headers are kilobytes. The
+ * writer keeps to it too, so that no file written is one readers refuse. */
 #define MAX_HEADER_BYTES 100000000ull
 /* A valid header spends at least 5 bytes per JSON value: the densest are an
  * entry with four one-digit dimensions (58 bytes for 10 values) and a
  * metadata pair `"k":"",` (7 bytes for 1; keys are unique). So the parser
- * is given header / 5 + 2 nodes (56 bytes each): junk is refused within
- * about 12 bytes of memory per header byte. */
+ * is given header / 5 + 2 nodes (24 bytes each, its strings decoded in the
+ * header's own buffer): any header, junk included, costs at most about 6
+ * bytes of memory per byte (100 MB: 580 MB, where 56-byte nodes and a copy
+ * of the strings took 1.2 GB). */
 #define MIN_BYTES_PER_VALUE 5
 #define READ_CHUNK ((size_t)1 << 30)
 #define METADATA_KEY "__metadata__"
@@ -70,9 +74,10 @@ struct tfm_safetensors {
 
 /* --- reading: validation ------------------------------------------------------ */
 
-static int key_is(const tfm__json_node *node, const char *key)
+static int key_is(const tfm__json *doc, const tfm__json_node *node, const char *key)
 {
-    return node->key_len == strlen(key) && memcmp(node->key, key, node->key_len) == 0;
+    return node->key_len == strlen(key) &&
+           memcmp(tfm__json_key(doc, node), key, node->key_len) == 0;
 }
 
 static int by_name(const void *a, const void *b)
@@ -118,18 +123,18 @@ static tfm_status check_metadata(const char *ctx, const tfm__json *doc, int64_t 
     const tfm__json_node *meta = &doc->nodes[idx];
     if (meta->type != TFM__JSON_OBJECT)
         return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" (header byte %zu) "
-                         "is not an object", ctx, meta->offset);
+                         "is not an object", ctx, (size_t)meta->offset);
     for (int64_t c = idx + 1; c < meta->next; c = doc->nodes[c].next) {
         const tfm__json_node *pair = &doc->nodes[c];
         if (pair->type != TFM__JSON_STRING)
             return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" value \"%s\" "
-                             "(header byte %zu) is not a string", ctx, pair->key,
-                             pair->offset);
-        if (memchr(pair->key, '\0', pair->key_len) ||
-            memchr(pair->string, '\0', pair->string_len))
+                             "(header byte %zu) is not a string", ctx, tfm__json_key(doc, pair),
+                             (size_t)pair->offset);
+        if (memchr(tfm__json_key(doc, pair), '\0', pair->key_len) ||
+            memchr(tfm__json_string(doc, pair), '\0', pair->string_len))
             return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" entry \"%s\" "
-                             "(header byte %zu) holds a NUL character", ctx, pair->key,
-                             pair->offset);
+                             "(header byte %zu) holds a NUL character", ctx, tfm__json_key(doc, pair),
+                             (size_t)pair->offset);
         *bytes += pair->key_len + pair->string_len + 2;
     }
     return TFM_OK;
@@ -147,9 +152,9 @@ static tfm_status copy_metadata(const char *ctx, const tfm__json *doc, int64_t i
     for (int64_t c = idx + 1; c < meta->next; c = doc->nodes[c].next) {
         const tfm__json_node *pair = &doc->nodes[c];
         metadata_pair *m = &file->metadata[file->metadata_count++];
-        m->key = memcpy(*out, pair->key, pair->key_len + 1);
+        m->key = memcpy(*out, tfm__json_key(doc, pair), pair->key_len + 1);
         *out += pair->key_len + 1;
-        m->value = memcpy(*out, pair->string, pair->string_len + 1);
+        m->value = memcpy(*out, tfm__json_string(doc, pair), pair->string_len + 1);
         *out += pair->string_len + 1;
     }
     qsort(file->metadata, (size_t)file->metadata_count, sizeof *file->metadata, by_key);
@@ -165,44 +170,44 @@ static tfm_status parse_entry(const char *ctx, const tfm__json *doc, int64_t idx
                               int64_t data_size, entry *e)
 {
     const tfm__json_node *node = &doc->nodes[idx];
-    const char *name = node->key;
+    const char *name = tfm__json_key(doc, node);
     if (node->type != TFM__JSON_OBJECT)
         return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" (header byte %zu) is not "
-                         "an object", ctx, name, node->offset);
+                         "an object", ctx, name, (size_t)node->offset);
     int64_t dtype_at = -1, shape_at = -1, offsets_at = -1;
     for (int64_t c = idx + 1; c < node->next; c = doc->nodes[c].next) {
         const tfm__json_node *field = &doc->nodes[c];
-        int64_t *slot = key_is(field, "dtype")          ? &dtype_at
-                        : key_is(field, "shape")        ? &shape_at
-                        : key_is(field, "data_offsets") ? &offsets_at
+        int64_t *slot = key_is(doc, field, "dtype")          ? &dtype_at
+                        : key_is(doc, field, "shape")        ? &shape_at
+                        : key_is(doc, field, "data_offsets") ? &offsets_at
                                                         : NULL;
         if (!slot)
             return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has an unknown field "
-                             "\"%s\" (header byte %zu)", ctx, name, field->key,
-                             field->offset);
+                             "\"%s\" (header byte %zu)", ctx, name, tfm__json_key(doc, field),
+                             (size_t)field->offset);
         if (*slot >= 0)
             return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has \"%s\" twice "
-                             "(header byte %zu)", ctx, name, field->key, field->offset);
+                             "(header byte %zu)", ctx, name, tfm__json_key(doc, field), (size_t)field->offset);
         *slot = c;
     }
     const char *missing = dtype_at < 0 ? "dtype" : shape_at < 0 ? "shape"
                           : offsets_at < 0 ? "data_offsets" : NULL;
     if (missing)
         return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" (header byte %zu) has no "
-                         "\"%s\"", ctx, name, node->offset, missing);
+                         "\"%s\"", ctx, name, (size_t)node->offset, missing);
 
     const tfm__json_node *dtype = &doc->nodes[dtype_at];
     e->dtype = -1;
     for (int32_t d = 0; d < DT_COUNT && dtype->type == TFM__JSON_STRING; d++)
-        if (strcmp(dtype->string, dtypes[d].name) == 0 &&
+        if (strcmp(tfm__json_string(doc, dtype), dtypes[d].name) == 0 &&
             dtype->string_len == strlen(dtypes[d].name))
             e->dtype = d;
     if (e->dtype < 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": dtype (header byte %zu) "
                          "is not one of F32 I32 F64 F16 BF16 I64 I16 I8 U8 U16 "
-                         "U32 U64 BOOL%s%s", ctx, name, dtype->offset,
+                         "U32 U64 BOOL%s%s", ctx, name, (size_t)dtype->offset,
                          dtype->type == TFM__JSON_STRING ? ": " : "",
-                         dtype->type == TFM__JSON_STRING ? dtype->string : "");
+                         dtype->type == TFM__JSON_STRING ? tfm__json_string(doc, dtype) : "");
 
     /* one spare slot tells "five or more" from "four" */
     int64_t dims[TFM_MAX_DIMS + 1];
@@ -210,7 +215,7 @@ static tfm_status parse_entry(const char *ctx, const tfm__json *doc, int64_t idx
     if (ndim < 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": shape (header byte %zu) "
                          "is not an array of non-negative integers", ctx, name,
-                         doc->nodes[shape_at].offset);
+                         (size_t)doc->nodes[shape_at].offset);
     if (ndim > TFM_MAX_DIMS)
         return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has %lld dimensions; "
                          "libtfm tensors have at most %d", ctx, name,
@@ -219,7 +224,7 @@ static tfm_status parse_entry(const char *ctx, const tfm__json *doc, int64_t idx
     if (read_naturals(doc, offsets_at, offsets, 2) != 2 || offsets[0] > offsets[1])
         return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\": data_offsets (header "
                          "byte %zu) is not [begin, end] with 0 <= begin <= end", ctx,
-                         name, doc->nodes[offsets_at].offset);
+                         name, (size_t)doc->nodes[offsets_at].offset);
     e->begin = offsets[0];
     e->end = offsets[1];
     if (e->end > data_size)
@@ -286,7 +291,24 @@ static tfm_status check_tiling(const char *ctx, tfm_safetensors *file)
     return s;
 }
 
-/* Builds file->entries, file->metadata and file->names from the parsed header. */
+/* The tensor member at idx, its name checked, into e (e->name not set). */
+static tfm_status read_tensor(const char *ctx, const tfm__json *doc, int64_t idx,
+                              int64_t data_size, entry *e)
+{
+    const tfm__json_node *node = &doc->nodes[idx];
+    const char *name = tfm__json_key(doc, node);
+    if (node->key_len == 0)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: a tensor has an empty name (header byte %zu)",
+                         ctx, (size_t)node->offset);
+    if (memchr(name, '\0', node->key_len))
+        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor name \"%s\" holds a NUL character "
+                         "(header byte %zu)", ctx, name, (size_t)node->offset);
+    return parse_entry(ctx, doc, idx, data_size, e);
+}
+
+/* Builds file->entries, file->metadata and file->names from the parsed
+ * header. Every member is checked before the tables are allocated, so a
+ * header of a million empty members costs no table of a million entries. */
 static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safetensors *file)
 {
     const tfm__json_node *root = &doc->nodes[0]; /* an object: read_file checked */
@@ -294,15 +316,18 @@ static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safeten
     int64_t metadata_at = -1;
     for (int64_t c = 1; c < root->next; c = doc->nodes[c].next) {
         const tfm__json_node *node = &doc->nodes[c];
-        if (!key_is(node, METADATA_KEY)) {
+        tfm_status s;
+        if (!key_is(doc, node, METADATA_KEY)) {
+            entry checked;
+            s = read_tensor(ctx, doc, c, file->data_size, &checked);
             names_bytes += node->key_len + 1;
-            continue;
+        } else if (metadata_at >= 0) {
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" appears twice (header "
+                          "byte %zu)", ctx, (size_t)node->offset);
+        } else {
+            metadata_at = c;
+            s = check_metadata(ctx, doc, c, &names_bytes);
         }
-        if (metadata_at >= 0)
-            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" appears "
-                             "twice (header byte %zu)", ctx, node->offset);
-        metadata_at = c;
-        tfm_status s = check_metadata(ctx, doc, c, &names_bytes);
         if (s != TFM_OK)
             return s;
     }
@@ -318,25 +343,13 @@ static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safeten
             return s;
     }
     for (int64_t c = 1; c < root->next; c = doc->nodes[c].next) {
-        const tfm__json_node *node = &doc->nodes[c];
-        tfm_status s = TFM_OK;
-        if (c == metadata_at) {
+        if (c == metadata_at)
             continue;
-        } else if (node->key_len == 0) {
-            s = tfm__fail(TFM_ERR_FORMAT, "%s: a tensor has an empty name (header "
-                          "byte %zu)", ctx, node->offset);
-        } else if (memchr(node->key, '\0', node->key_len)) {
-            s = tfm__fail(TFM_ERR_FORMAT, "%s: tensor name \"%s\" holds a NUL "
-                          "character (header byte %zu)", ctx, node->key, node->offset);
-        } else {
-            entry *e = &file->entries[file->count++];
-            memcpy(out, node->key, node->key_len + 1);
-            e->name = out;
-            out += node->key_len + 1;
-            s = parse_entry(ctx, doc, c, file->data_size, e);
-        }
-        if (s != TFM_OK)
-            return s;
+        const tfm__json_node *node = &doc->nodes[c];
+        entry *e = &file->entries[file->count++];
+        read_tensor(ctx, doc, c, file->data_size, e); /* checked above */
+        e->name = memcpy(out, tfm__json_key(doc, node), node->key_len + 1);
+        out += node->key_len + 1;
     }
     qsort(file->entries, (size_t)file->count, sizeof *file->entries, by_name);
     for (int64_t i = 1; i < file->count; i++)
@@ -419,11 +432,11 @@ static tfm_status read_file(const char *ctx, int fd, off_t size, tfm_safetensors
     if (s == TFM_OK)
         s = tfm__json_parse(json_ctx, header, (size_t)header_size,
                             (int64_t)(header_size / MIN_BYTES_PER_VALUE) + 2, &doc);
+    if (s == TFM_OK) { /* the document's strings are in header */
+        s = read_header(ctx, &doc, file);
+        tfm__json_free(&doc);
+    }
     free(header);
-    if (s != TFM_OK)
-        return s;
-    s = read_header(ctx, &doc, file);
-    tfm__json_free(&doc);
     if (s != TFM_OK)
         return s;
     if (file->data_size) {
@@ -779,7 +792,7 @@ static tfm_status check_names(const char *op, const char *what, int64_t count,
         if (tensors && strcmp(names[i], METADATA_KEY) == 0)
             return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is \"" METADATA_KEY "\", "
                              "which safetensors reserves", op, what, (long long)i);
-        if (!tfm__json_utf8_valid(names[i], len))
+        if (!tfm__utf8_valid(names[i], len))
             return tfm__fail(TFM_ERR_ARG, "%s: %s[%lld] is not valid UTF-8", op, what,
                              (long long)i);
         order[i] = (ranked){names[i], i};
@@ -1012,10 +1025,14 @@ static tfm_status write_file(const char *op, const char *path, const write_plan 
     size_t dir_len = (size_t)(name - path);
     if (!*name)
         return tfm__fail(TFM_ERR_ARG, "%s: path \"%s\" names no file", op, path);
+    size_t header_len = header_text(NULL, 0, plan);
+    if (header_len > MAX_HEADER_BYTES) /* before the file at path is touched */
+        return tfm__fail(TFM_ERR_SIZE, "%s: the header would take %zu bytes, past the %llu "
+                         "that safetensors readers (libtfm's included) accept: the metadata "
+                         "is too large", op, header_len, MAX_HEADER_BYTES);
     tfm_status s = check_target(op, path);
     if (s != TFM_OK)
         return s;
-    size_t header_len = header_text(NULL, 0, plan);
     size_t tmp_size = dir_len + TEMP_NAME_BYTES + TEMP_SUFFIX_BYTES;
     char *header = malloc(header_len + 1);
     char *tmp = malloc(tmp_size);
@@ -1071,7 +1088,7 @@ tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t coun
     for (int64_t i = 0; i < metadata_count; i++) {
         if (!values[i])
             return tfm__fail(TFM_ERR_NULL, "%s: values[%lld] is NULL", op, (long long)i);
-        if (!tfm__json_utf8_valid(values[i], strlen(values[i])))
+        if (!tfm__utf8_valid(values[i], strlen(values[i])))
             return tfm__fail(TFM_ERR_ARG, "%s: values[%lld] is not valid UTF-8", op,
                              (long long)i);
     }

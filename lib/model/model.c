@@ -10,6 +10,7 @@
 #include "core/params.h"
 #include "core/tensor.h"
 #include "model/model.h"
+#include "model/model_file.h"
 #include "nn/layer.h"
 
 /* The fields tfm_model_options has of tfm_block_options, by name. */
@@ -54,52 +55,43 @@ static int read_options(const char *op, const tfm_model_options *given, tfm_mode
     if (tfm__read_options(op, "tfm_model_options_init", given, o, sizeof *o,
                           offsetof(tfm_model_options, src_vocab)) < 0)
         return -1;
-    if (o->src_vocab < 1 || o->tgt_vocab < 1 || o->max_src_len < 1 || o->max_tgt_len < 1) {
-        tfm__fail(TFM_ERR_ARG, "%s: vocabularies (%lld, %lld) and maximum lengths (%lld, %lld) "
-                  "must be set and positive", op, (long long)o->src_vocab,
-                  (long long)o->tgt_vocab, (long long)o->max_src_len, (long long)o->max_tgt_len);
-        return -1;
-    }
-    if (o->share_embeddings && o->src_vocab != o->tgt_vocab) {
-        tfm__fail(TFM_ERR_ARG, "%s: shared embeddings need equal vocabularies (%lld, %lld)", op,
-                  (long long)o->src_vocab, (long long)o->tgt_vocab);
-        return -1;
-    }
-    if (o->encoder_layers < 0 || o->decoder_layers < 0 ||
-        (o->positions != TFM_POSITIONS_SINUSOIDAL && o->positions != TFM_POSITIONS_LEARNED) ||
-        o->embedding_scale < TFM_EMBEDDING_SCALE_NONE ||
-        o->embedding_scale > TFM_EMBEDDING_SCALE_TRAINABLE) {
-        tfm__fail(TFM_ERR_ARG, "%s: layer counts, positions or embedding scale out of range", op);
-        return -1;
-    }
-    if (o->d_model < 1) {
-        tfm__fail(TFM_ERR_ARG, "%s: d_model %lld is not positive", op, (long long)o->d_model);
-        return -1;
-    }
-    int64_t pad_vocab = o->src_vocab < o->tgt_vocab ? o->src_vocab : o->tgt_vocab;
-    const struct {
-        const char *name;
-        int32_t id;
-        int64_t vocab;
-    } tokens[] = {{"bos_id", o->bos_id, o->tgt_vocab},
-                  {"eos_id", o->eos_id, o->tgt_vocab},
-                  {"pad_id", o->pad_id, pad_vocab}};
-    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
-        if (tokens[i].id < -1 || tokens[i].id >= tokens[i].vocab) {
-            tfm__fail(TFM_ERR_ARG, "%s: %s %d is neither -1 (not set) nor in [0, %lld)%s", op,
-                      tokens[i].name, (int)tokens[i].id, (long long)tokens[i].vocab,
-                      i == 2 ? ", the ids both vocabularies have" : ", the target vocabulary");
-            return -1;
-        }
-    return 0;
+    return tfm__model_options_check(op, "options.", o, TFM_ERR_ARG) == TFM_OK ? 0 : -1;
 }
 
-static tfm_layer *make_positions(tfm_model *m, const char *name, int64_t max_len)
+static int make_positions(tfm_model *m)
 {
-    int64_t d = m->options.d_model;
-    return m->options.positions == TFM_POSITIONS_LEARNED
-               ? tfm_learned_positions_create(m->params, name, max_len, d, m->rng)
-               : tfm_sinusoidal_positions_create(max_len, d);
+    const tfm_model_options *o = &m->options;
+    if (o->positions == TFM_POSITIONS_LEARNED)
+        return (m->src_positions = tfm_learned_positions_create(m->params, "src_positions",
+                                                                o->max_src_len, o->d_model,
+                                                                m->rng)) &&
+                       (m->tgt_positions = tfm_learned_positions_create(
+                            m->params, "tgt_positions", o->max_tgt_len, o->d_model, m->rng))
+                   ? 0
+                   : -1;
+    return (m->src_positions = tfm_sinusoidal_positions_create(o->max_src_len, o->d_model)) &&
+                   (m->tgt_positions = tfm_sinusoidal_positions_create(o->max_tgt_len,
+                                                                       o->d_model))
+               ? 0
+               : -1;
+}
+
+/* Sinusoidal tables are computed, so nothing a file holds bounds them: they
+ * may be no larger than the model's parameters (or SMALL_TABLES), and a
+ * file of a few kilobytes cannot make the reader fill a gigabyte. */
+#define SMALL_TABLES ((int64_t)1 << 22)
+static int sinusoidal_tables_fit(const char *op, const tfm_model *m)
+{
+    const tfm_model_options *o = &m->options;
+    int64_t tables = (o->max_src_len + o->max_tgt_len) * o->d_model; /* <= 2^28: checked */
+    int64_t parameters = tfm_params_numel(m->params);
+    if (tables <= SMALL_TABLES || tables <= parameters)
+        return 0;
+    tfm__fail(TFM_ERR_SIZE, "%s: sinusoidal tables of %lld + %lld positions of %lld values "
+              "would be larger than the model's %lld parameters (and than %lld values)", op,
+              (long long)o->max_src_len, (long long)o->max_tgt_len, (long long)o->d_model,
+              (long long)parameters, (long long)SMALL_TABLES);
+    return -1;
 }
 
 static tfm_tensor *make_scale(tfm_model *m, const char *name)
@@ -156,8 +148,10 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                                                       b->d_model, m->rng)) != NULL;
     else if (ok)
         m->tgt_embedding = m->src_embedding;
-    ok = ok && (m->src_positions = make_positions(m, "src_positions", o->max_src_len)) &&
-         (m->tgt_positions = make_positions(m, "tgt_positions", o->max_tgt_len));
+    /* learned tables draw from the stream here; computed ones come last,
+     * once the parameters they are measured against exist */
+    int learned = o->positions == TFM_POSITIONS_LEARNED;
+    ok = ok && (!learned || make_positions(m) == 0);
     if (ok && o->embedding_scale == TFM_EMBEDDING_SCALE_TRAINABLE)
         ok = (m->src_scale = make_scale(m, "src_scale")) && (m->tgt_scale = make_scale(m, "tgt_scale"));
     float embedding_dropout = o->embedding_dropout >= 0.0f ? o->embedding_dropout : b->dropout;
@@ -166,9 +160,13 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                                           o->final_norm, m->rng)) &&
          (m->decoder = tfm_decoder_create(m->params, "decoder", o->decoder_layers, b,
                                           o->final_norm, m->rng)) &&
-         (m->generator = tfm_linear_create(m->params, "generator", b->d_model, o->tgt_vocab, 1,
-                                           m->rng)) &&
-         reset_like_nn_transformer(m) == 0;
+         (m->generator = o->tie_generator
+                             ? tfm__linear_tied(op, m->params, "generator",
+                                                m->tgt_embedding->weight, 1, m->rng)
+                             : tfm_linear_create(m->params, "generator", b->d_model,
+                                                 o->tgt_vocab, 1, m->rng)) &&
+         reset_like_nn_transformer(m) == 0 &&
+         (learned || (sinusoidal_tables_fit(op, m) == 0 && make_positions(m) == 0));
     if (!ok) {
         tfm__fail_within(op, mark);
         tfm_model_free(m);

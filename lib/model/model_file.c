@@ -16,12 +16,11 @@
 #include "model/model.h"
 #include "model/model_file.h"
 
-/* Sizes past these are absurd in a file, whatever it claims. */
+/* The bounds of every option, for a model made (tfm_model_create), saved
+ * and read back alike. Sizes past these are absurd, whatever a file claims. */
 #define MAX_SIZE ((int64_t)1 << 31)
 #define MAX_LAYERS 4096
-/* A sinusoidal table is computed, not stored: a forged length must not
- * make the reader allocate gigabytes. */
-#define MAX_SINUSOIDAL_VALUES ((int64_t)1 << 28)
+#define MAX_ID (((int64_t)1 << 31) - 1)
 
 static const char *const positions_names[] = {"sinusoidal", "learned", NULL};
 static const char *const scale_names[] = {"none", "sqrt_d", "trainable", NULL};
@@ -40,7 +39,7 @@ static const tfm__field fields[] = {
     {"decoder_layers", TFM__FIELD_I32, AT(decoder_layers), 0, MAX_LAYERS, NULL},
     {"final_norm", TFM__FIELD_I32, AT(final_norm), 0, 1, NULL},
     {"d_model", TFM__FIELD_I64, AT(d_model), 1, MAX_SIZE, NULL},
-    {"heads", TFM__FIELD_I32, AT(heads), 1, MAX_SIZE, NULL},
+    {"heads", TFM__FIELD_I32, AT(heads), 1, MAX_ID, NULL},
     {"d_ff", TFM__FIELD_I64, AT(d_ff), 1, MAX_SIZE, NULL},
     {"dropout", TFM__FIELD_F32, AT(dropout), 0, 1, NULL},
     {"activation", TFM__FIELD_CHOICE, AT(activation), 0, 0, activation_names},
@@ -52,14 +51,51 @@ static const tfm__field fields[] = {
     {"scale_init", TFM__FIELD_F32, AT(scale_init), 0, 1e30, NULL},
     {"seed", TFM__FIELD_U64, AT(seed), 0, 0, NULL},
     {"embedding_dropout", TFM__FIELD_F32, AT(embedding_dropout), -1, 1, NULL},
-    /* added in 0.4: files written before load without them (-1) */
-    {"bos_id", TFM__FIELD_I32, AT(bos_id), -1, MAX_SIZE - 1, NULL},
-    {"eos_id", TFM__FIELD_I32, AT(eos_id), -1, MAX_SIZE - 1, NULL},
-    {"pad_id", TFM__FIELD_I32, AT(pad_id), -1, MAX_SIZE - 1, NULL},
+    /* added in 0.4: files written before load without them (-1, and 0) */
+    {"bos_id", TFM__FIELD_I32, AT(bos_id), -1, MAX_ID, NULL},
+    {"eos_id", TFM__FIELD_I32, AT(eos_id), -1, MAX_ID, NULL},
+    {"pad_id", TFM__FIELD_I32, AT(pad_id), -1, MAX_ID, NULL},
+    {"tie_generator", TFM__FIELD_I32, AT(tie_generator), 0, 1, NULL},
 };
 #undef AT
-/* Every file holds the fields before bos_id. */
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0], REQUIRED_FIELDS = FIELD_COUNT - 3 };
+/* Every file holds the fields before bos_id; the four added in 0.4 may be absent. */
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], REQUIRED_FIELDS = FIELD_COUNT - 4 };
+
+/* --- the one check ----------------------------------------------------------------- */
+
+tfm_status tfm__model_options_check(const char *op, const char *prefix,
+                                    const tfm_model_options *o, tfm_status status)
+{
+    tfm_status s = tfm__fields_check(op, fields, FIELD_COUNT, prefix, o, status);
+    if (s != TFM_OK)
+        return s;
+    if (o->share_embeddings && o->src_vocab != o->tgt_vocab)
+        return tfm__fail(status, "%s: shared embeddings need equal vocabularies (%lld, %lld)",
+                         op, (long long)o->src_vocab, (long long)o->tgt_vocab);
+    int64_t pad_vocab = o->src_vocab < o->tgt_vocab ? o->src_vocab : o->tgt_vocab;
+    const struct {
+        const char *name;
+        int32_t id;
+        int64_t vocab;
+    } tokens[] = {{"bos_id", o->bos_id, o->tgt_vocab},
+                  {"eos_id", o->eos_id, o->tgt_vocab},
+                  {"pad_id", o->pad_id, pad_vocab}};
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++)
+        if (tokens[i].id >= tokens[i].vocab)
+            return tfm__fail(status, "%s: %s%s %d is neither -1 (not set) nor in [0, %lld)%s",
+                             op, prefix, tokens[i].name, (int)tokens[i].id,
+                             (long long)tokens[i].vocab,
+                             i == 2 ? ", the ids both vocabularies have"
+                                    : ", the target vocabulary");
+    /* lengths and width are at most 2^31 each: divide rather than multiply */
+    if (o->positions == TFM_POSITIONS_SINUSOIDAL &&
+        o->max_src_len + o->max_tgt_len > TFM__MAX_SINUSOIDAL_VALUES / o->d_model)
+        return tfm__fail(status, "%s: sinusoidal tables of %lld + %lld positions of %lld "
+                         "values are absurd (more than %lld values)", op,
+                         (long long)o->max_src_len, (long long)o->max_tgt_len,
+                         (long long)o->d_model, (long long)TFM__MAX_SINUSOIDAL_VALUES);
+    return TFM_OK;
+}
 
 /* --- writing -------------------------------------------------------------------- */
 
@@ -119,6 +155,9 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
                             int64_t user_count, const char *const *user_keys,
                             const char *const *user_values)
 {
+    /* never write what tfm_model_load would refuse */
+    if (tfm__model_options_check(op, "options.", &m->options, TFM_ERR_ARG) != TFM_OK)
+        return tfm_last_status();
     model_metadata(m, md);
     const char **values = NULL;
     const char **keys = join_keys(op, md, user_count, user_keys, user_values, &values);
@@ -182,17 +221,11 @@ tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
     if (strcmp(version, expected) != 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s describes its model in format \"%s\"; this "
                          "libtfm reads format %s", ctx, version, expected);
-    tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, REQUIRED_FIELDS, TFM__MODEL_KEY_PREFIX, file, o);
-    if (s != TFM_OK)
-        return s;
-    int64_t tables = o->positions == TFM_POSITIONS_SINUSOIDAL
-                         ? (o->max_src_len + o->max_tgt_len) * o->d_model : 0;
-    if (tables > MAX_SINUSOIDAL_VALUES)
-        return tfm__fail(TFM_ERR_FORMAT, "%s: sinusoidal tables of %lld + %lld positions "
-                         "of %lld values are absurd (more than %lld values)", ctx,
-                         (long long)o->max_src_len, (long long)o->max_tgt_len,
-                         (long long)o->d_model, (long long)MAX_SINUSOIDAL_VALUES);
-    return TFM_OK;
+    tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, REQUIRED_FIELDS,
+                                    TFM__MODEL_KEY_PREFIX, file, o);
+    return s != TFM_OK ? s
+                       : tfm__model_options_check(ctx, "metadata " TFM__MODEL_KEY_PREFIX, o,
+                                                  TFM_ERR_FORMAT);
 }
 
 int tfm__model_options_difference(const tfm_model_options *a, const tfm_model_options *b,
@@ -235,9 +268,9 @@ tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safe
     tfm_model *m = tfm__model_create(op, &o, float_values(file));
     if (!m) {
         if (tfm_last_status() == TFM_ERR_SIZE)
-            tfm__fail(TFM_ERR_FORMAT, "%s: \"%s\": its model description needs more "
-                      "parameters than the %lld values the file holds", op, path,
-                      (long long)float_values(file));
+            tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its model description needs "
+                              "more than the %lld values the file holds", op, path,
+                              (long long)float_values(file));
         else if (tfm_last_status() == TFM_ERR_ARG)
             tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its model description is not a "
                               "valid model", op, path);

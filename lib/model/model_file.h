@@ -6,6 +6,19 @@
 #include "io/fields.h"
 #include "tfm/model.h"
 
+/* The computed sinusoidal tables of both sides hold at most this many
+ * values (1 GiB). */
+#define TFM__MAX_SINUSOIDAL_VALUES ((int64_t)1 << 28)
+
+/* The one check of a model's options, run by tfm_model_create, every save
+ * and every load, so that whatever is made can be saved and read back:
+ * every field within the bounds of the table that files are written and
+ * read with, floats finite and normal or 0, then the relations between
+ * fields. Fails with status and "op: <prefix><field> ..." (prefix
+ * "options." for a caller's struct, "metadata tfm." for a file). */
+tfm_status tfm__model_options_check(const char *op, const char *prefix,
+                                    const tfm_model_options *options, tfm_status status);
+
 /* Writes the model's parameters and options, then extra_count more tensors
  * (named under TFM__RESERVED_TENSOR_PREFIX), libtfm's pairs already in md
  * and the user's own pairs, as one file. */

@@ -6,10 +6,12 @@
 
 /* --- linear ------------------------------------------------------------------ */
 
-tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_features,
-                             int64_t out_features, int32_t bias, tfm_rng *rng)
+/* A linear layer of weight (its own new parameter when NULL) and, with bias,
+ * a new bias, initialised as nn.Linear. */
+static tfm_layer *linear_create(const char *op, tfm_params *params, const char *name,
+                                int64_t in_features, int64_t out_features, tfm_tensor *weight,
+                                int32_t bias, tfm_rng *rng)
 {
-    const char *op = "tfm_linear_create";
     if (!params || !name || !rng) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
         return NULL;
@@ -20,18 +22,34 @@ tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_fe
         return NULL;
     /* nn.Linear: kaiming_uniform(a = sqrt 5) comes to U(-1/sqrt(in), 1/sqrt(in)) */
     float bound = in_features > 0 ? 1.0f / sqrtf((float)in_features) : 0.0f;
-    layer->weight = tfm__layer_param(op, params, name, "weight", 2,
-                                     (const int64_t[]){out_features, in_features});
+    int own_weight = weight == NULL;
+    layer->weight = own_weight ? tfm__layer_param(op, params, name, "weight", 2,
+                                                  (const int64_t[]){out_features, in_features})
+                               : weight;
     if (layer->weight && bias)
         layer->bias = tfm__layer_param(op, params, name, "bias", 1,
                                        (const int64_t[]){out_features});
     if (!layer->weight || (bias && !layer->bias) ||
-        tfm_init_uniform(layer->weight, -bound, bound, rng) != TFM_OK ||
+        (own_weight && tfm_init_uniform(layer->weight, -bound, bound, rng) != TFM_OK) ||
         (bias && tfm_init_uniform(layer->bias, -bound, bound, rng) != TFM_OK)) {
         return tfm__layer_abandon(layer, params, mark);
     }
     layer->d_model = out_features;
     return layer;
+}
+
+tfm_layer *tfm_linear_create(tfm_params *params, const char *name, int64_t in_features,
+                             int64_t out_features, int32_t bias, tfm_rng *rng)
+{
+    return linear_create("tfm_linear_create", params, name, in_features, out_features, NULL,
+                         bias, rng);
+}
+
+tfm_layer *tfm__linear_tied(const char *op, tfm_params *params, const char *name,
+                            tfm_tensor *weight, int32_t bias, tfm_rng *rng)
+{
+    return linear_create(op, params, name, weight->shape[1], weight->shape[0], weight, bias,
+                         rng);
 }
 
 tfm_tensor *tfm_linear_forward(tfm_tape *tape, const tfm_layer *linear, const tfm_tensor *x)

@@ -74,6 +74,12 @@ tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, u
 int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
                                  int32_t trainable_scale, float scale_init);
 
+/* A linear layer whose weight is weight [out, in], a parameter of another
+ * layer (a tied output projection: both add into its one gradient), with
+ * its own bias when asked; NULL with the error set. */
+tfm_layer *tfm__linear_tied(const char *op, tfm_params *params, const char *name,
+                            tfm_tensor *weight, int32_t bias, tfm_rng *rng);
+
 /* Frees a layer whose creation failed and removes the parameters added to
  * the store since it held mark of them; returns NULL for the caller. */
 tfm_layer *tfm__layer_abandon(tfm_layer *layer, tfm_params *params, int64_t mark);

@@ -1,6 +1,6 @@
 /* Cross-entropy loss over the last axis, fused with its log-softmax, as
- * torch.nn.functional.cross_entropy(reduction='mean') with ignore_index and
- * label_smoothing. */
+ * torch.nn.functional.cross_entropy(reduction='mean' or 'sum') with
+ * ignore_index and label_smoothing. */
 #include <math.h>
 #include <string.h>
 
@@ -10,9 +10,9 @@
 #include "core/error.h"
 #include "core/fastmath.h"
 
-/* dlogits = (softmax - ((1 - eps) * onehot + eps / C)) * g / count, with the
- * softmax rebuilt from the saved log-sum-exp; ignored rows (target -1 in the
- * saved copy) get nothing. */
+/* dlogits = (softmax - ((1 - eps) * onehot + eps / C)) * g * scale (1 / count
+ * for the mean, 1 for the sum), with the softmax rebuilt from the saved
+ * log-sum-exp; ignored rows (target -1 in the saved copy) get nothing. */
 static TFM__KERNEL(cross_entropy_backward, (tfm_node *node), (node))
 {
     const float *x = tfm__f32(node->in[0]);
@@ -35,11 +35,11 @@ static TFM__KERNEL(cross_entropy_backward, (tfm_node *node), (node))
     }
 }
 
-tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
-                              const tfm_tensor *targets, int32_t ignore_index,
-                              float label_smoothing)
+static tfm_tensor *cross_entropy(const char *op, tfm_tape *tape, const tfm_tensor *logits,
+                                 const tfm_tensor *targets, int32_t ignore_index,
+                                 float label_smoothing, tfm_reduction reduction,
+                                 int64_t *counted)
 {
-    const char *op = "tfm_cross_entropy";
     if (tfm__check_input(op, "logits", logits, TFM_F32) < 0 ||
         tfm__check_input(op, "targets", targets, TFM_I32) < 0 || tfm__check_tape(op, tape) < 0)
         return NULL;
@@ -49,6 +49,11 @@ tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
         tfm__fail(TFM_ERR_SHAPE, "%s: logits %s and targets %s do not fit: logits are "
                   "[..., C] with at least one axis before C, targets [...]", op,
                   tfm__shape_str(logits, s1, sizeof s1), tfm__shape_str(targets, s2, sizeof s2));
+        return NULL;
+    }
+    if (reduction != TFM_REDUCTION_MEAN && reduction != TFM_REDUCTION_SUM) {
+        tfm__fail(TFM_ERR_ARG, "%s: reduction %d is not MEAN (0) or SUM (1)", op,
+                  (int)reduction);
         return NULL;
     }
     if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f)) {
@@ -91,7 +96,9 @@ tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
         node->ints[0] = rows;
         node->ints[1] = classes;
         node->floats[0] = label_smoothing;
-        node->floats[1] = count ? 1.0f / (float)count : 0.0f;
+        node->floats[1] = reduction == TFM_REDUCTION_SUM ? 1.0f
+                          : count                        ? 1.0f / (float)count
+                                                         : 0.0f;
     }
     const float *x = tfm__f32(logits);
     double eps = label_smoothing, total = 0.0;
@@ -116,6 +123,27 @@ tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
         if (lse)
             lse[r] = (float)row_lse;
     }
-    tfm__f32(out)[0] = count ? (float)(total / (double)count) : 0.0f;
+    tfm__f32(out)[0] = reduction == TFM_REDUCTION_SUM ? (float)total
+                       : count                        ? (float)(total / (double)count)
+                                                      : 0.0f;
+    if (counted)
+        *counted = count;
     return out;
+}
+
+tfm_tensor *tfm_cross_entropy(tfm_tape *tape, const tfm_tensor *logits,
+                              const tfm_tensor *targets, int32_t ignore_index,
+                              float label_smoothing)
+{
+    return cross_entropy("tfm_cross_entropy", tape, logits, targets, ignore_index,
+                         label_smoothing, TFM_REDUCTION_MEAN, NULL);
+}
+
+tfm_tensor *tfm_cross_entropy_reduced(tfm_tape *tape, const tfm_tensor *logits,
+                                      const tfm_tensor *targets, int32_t ignore_index,
+                                      float label_smoothing, tfm_reduction reduction,
+                                      int64_t *counted)
+{
+    return cross_entropy("tfm_cross_entropy_reduced", tape, logits, targets, ignore_index,
+                         label_smoothing, reduction, counted);
 }

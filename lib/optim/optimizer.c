@@ -72,6 +72,8 @@ static tfm_status resolve_options(const char *op, const tfm_optimizer_options *i
 }
 
 static int nonnegative(float x) { return isfinite(x) && x >= 0.0f; }
+/* A base learning rate, as the header says: 0 would train nothing */
+static int positive_rate(float lr) { return isfinite(lr) && lr > 0.0f; }
 
 static tfm_status validate_options(const char *op, const tfm_optimizer_options *o)
 {
@@ -79,8 +81,10 @@ static tfm_status validate_options(const char *op, const tfm_optimizer_options *
         o->kind != TFM_OPTIMIZER_ADAMW)
         return tfm__fail(TFM_ERR_ARG, "%s: kind %d is not SGD (0), Adam (1) or AdamW (2)",
                          op, (int)o->kind);
+    if (!positive_rate(o->lr))
+        return tfm__fail(TFM_ERR_ARG, "%s: lr %g must be finite and > 0", op, (double)o->lr);
     const struct { const char *name; float value; } fields[] = {
-        {"lr", o->lr}, {"eps", o->eps}, {"weight_decay", o->weight_decay},
+        {"eps", o->eps}, {"weight_decay", o->weight_decay},
         {"momentum", o->momentum}, {"clip_norm", o->clip_norm},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
@@ -183,8 +187,8 @@ tfm_status tfm_optimizer_set_lr(tfm_optimizer *o, float lr)
     const char *op = "tfm_optimizer_set_lr";
     if (!o)
         return tfm__fail(TFM_ERR_NULL, "%s: optimizer is NULL", op);
-    if (!nonnegative(lr))
-        return tfm__fail(TFM_ERR_ARG, "%s: lr %g must be finite and >= 0", op, (double)lr);
+    if (!positive_rate(lr))
+        return tfm__fail(TFM_ERR_ARG, "%s: lr %g must be finite and > 0", op, (double)lr);
     o->options.lr = lr;
     return TFM_OK;
 }

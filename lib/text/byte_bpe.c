@@ -21,7 +21,8 @@ static const char magic[8] = {'T', 'F', 'M', '-', 'B', 'B', 'P', 'E'};
 enum { MAX_MERGES = 1 << 24 }; /* ranks stay exact as float scores */
 
 struct tfm__byte_bpe {
-    tfm__json vocab;         /* the pieces' strings */
+    tfm__json vocab;         /* the pieces' strings, in vocab_text */
+    char *vocab_text;        /* vocab.json, its strings decoded in place */
     tfm__trie symbols;       /* spellings of bytes, merge parts and results */
     int32_t symbol_count;
     int32_t *symbol_piece;   /* per symbol: its vocabulary id, or -1 */
@@ -133,7 +134,14 @@ static int read_merges(const char *op, tfm__byte_bpe *bpe, const char *text, siz
 static int read_vocab(const char *op, tfm_tokenizer *tok, const char *text, size_t size)
 {
     tfm__byte_bpe *bpe = tok->byte_bpe;
-    if (tfm__json_parse(op, text, size, (int64_t)(size / 2 + 1), &bpe->vocab))
+    /* a copy: the parser decodes strings in place, and the kept file's bytes
+     * are what save_bytes writes */
+    if (!(bpe->vocab_text = malloc(size ? size : 1))) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        return -1;
+    }
+    memcpy(bpe->vocab_text, text, size);
+    if (tfm__json_parse(op, bpe->vocab_text, size, (int64_t)(size / 2 + 1), &bpe->vocab))
         return -1;
     const tfm__json_node *root = &bpe->vocab.nodes[0];
     if (root->type != TFM__JSON_OBJECT || root->count < 1 || root->count > INT32_MAX) {
@@ -148,15 +156,16 @@ static int read_vocab(const char *op, tfm_tokenizer *tok, const char *text, size
     }
     for (int64_t i = 1; i < bpe->vocab.count; i = bpe->vocab.nodes[i].next) {
         const tfm__json_node *n = &bpe->vocab.nodes[i];
+        const char *key = tfm__json_key(&bpe->vocab, n);
         if (n->type != TFM__JSON_NUMBER || !n->is_integer || n->integer < 0 ||
             n->integer >= tok->size || tok->pieces[n->integer].text || !n->key_len) {
             tfm__fail(TFM_ERR_FORMAT, "%s: the vocabulary's \"%.*s\" is not a new id in [0, %d)",
-                      op, (int)(n->key_len > 64 ? 64 : n->key_len), n->key, (int)tok->size);
+                      op, (int)(n->key_len > 64 ? 64 : n->key_len), key, (int)tok->size);
             return -1;
         }
-        tok->pieces[n->integer] = (tfm__piece){n->key, (uint32_t)n->key_len, 0.0f,
+        tok->pieces[n->integer] = (tfm__piece){key, (uint32_t)n->key_len, 0.0f,
                                                TFM__PIECE_NORMAL, -1};
-        if (tfm__trie_add(op, &tok->trie, n->key, n->key_len, TFM__TRIE_MATCHED,
+        if (tfm__trie_add(op, &tok->trie, key, n->key_len, TFM__TRIE_MATCHED,
                           (int32_t)n->integer))
             return -1;
     }
@@ -277,6 +286,7 @@ void tfm__byte_bpe_free(tfm__byte_bpe *bpe)
     if (!bpe)
         return;
     tfm__json_free(&bpe->vocab);
+    free(bpe->vocab_text);
     tfm__trie_free(&bpe->symbols);
     free(bpe->symbol_piece);
     free(bpe->pair_keys);

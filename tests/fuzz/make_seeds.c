@@ -167,6 +167,9 @@ int main(int argc, char **argv)
     mo.d_ff = 4;
     mo.positions = TFM_POSITIONS_LEARNED;
     mo.embedding_scale = TFM_EMBEDDING_SCALE_TRAINABLE;
+    mo.bos_id = 1;
+    mo.eos_id = 2;
+    mo.pad_id = 0;
     tfm_model *m = tfm_model_create(&mo);
     failed |= m == NULL;
     const char *keys[1] = {"vocabulary"}, *values[1] = {"<pad> <s> </s> a b c"};
