@@ -62,10 +62,43 @@ typedef struct tfm_decode_options {
     /** 0 recomputes the whole prefix at every step (the tutorials' way),
      * for reference and testing; 1 (default) uses the caches. */
     int32_t use_cache;
+
+    /* The logits processors, as Hugging Face's generate applies them
+     * (logits.c): on the logits before greedy's argmax and before
+     * sampling's temperature, top-k and top-p; on the log probabilities
+     * (log_softmax of the logits) in beam search, whose scores then add up
+     * the processed values. In this order: repetition_penalty,
+     * no_repeat_ngram_size, min_length, suppress_ids. "The tokens so far"
+     * are the hypothesis' decoder inputs: bos_id, then the tokens generated.
+     * A token a processor bans (-inf) is never chosen; a beam candidate
+     * banned by all processors is not kept. */
+
+    /** End tokens cannot be chosen while fewer than min_length tokens have
+     * been generated after bos_id (Hugging Face's min_new_tokens; its
+     * min_length counts bos_id too); 0 (default) to max_length. */
+    int32_t min_length;
+    /** The tokens so far (bos_id included) are penalised once each: a
+     * logit (beam: log probability) above 0 divided by it, below 0
+     * multiplied by it. Positive; 1 (default): none. */
+    float repetition_penalty;
+    /** A token that would repeat an n-gram of this size already among the
+     * tokens so far (bos_id included) is banned; 0 (default): none. */
+    int32_t no_repeat_ngram_size;
+    /** n_suppress_ids target token ids never chosen. Read by
+     * tfm_decoding_create only (the decoding keeps a copy); NULL with 0. */
+    const int32_t *suppress_ids;
+    int32_t n_suppress_ids;
+    /** n_eos_ids more end tokens beside eos_id: a sequence ends at any of
+     * them (Hugging Face's list of eos_token_id). Read by
+     * tfm_decoding_create only (copied); NULL with 0. */
+    const int32_t *eos_ids;
+    int32_t n_eos_ids;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
- * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache. */
+ * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache;
+ * no processors: min_length 0, repetition_penalty 1, no_repeat_ngram_size
+ * 0, no suppressed tokens, no end tokens beside eos_id. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -101,15 +134,17 @@ TFM_API void tfm_decoding_free(tfm_decoding *decoding);
  *     max_length + 1 entries;
  *   lengths[b * n_best + h]: the tokens before the -1s;
  *   scores[b * n_best + h]: the sum of the chosen tokens' log
- *     probabilities under the model (temperature 1, unfiltered; beam:
- *     divided by length^length_penalty); may be NULL.
+ *     probabilities under the model (temperature 1, unfiltered, before
+ *     the logits processors); beam: of the processed log probabilities
+ *     (as Hugging Face's beam scores), divided by length^length_penalty;
+ *     may be NULL.
  * When beam search finds fewer distinct hypotheses than n_best, the rest
  * are all -1 with length 0 and score -inf.
  * Greedy and sampling only (TFM_ERR_ARG with beam search), each may be
  * NULL, [B, max_length, tgt_vocab], zeros after a sequence has ended:
  *   logits: the model's logits at each step;
- *   probs: the distribution the token was drawn from (after temperature,
- *     top-k and top-p). */
+ *   probs: the distribution the token was drawn from (after the logits
+ *     processors, then temperature, top-k and top-p). */
 TFM_API tfm_status tfm_decoding_run(tfm_decoding *decoding, const tfm_tensor *src,
                                     int32_t *tokens, int64_t tokens_count,
                                     int32_t *lengths, int64_t lengths_count,

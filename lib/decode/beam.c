@@ -1,5 +1,6 @@
 /* Beam search: per source, a row per live hypothesis; each step keeps the
- * best (beam - finished) continuations, those ending in eos_id finish,
+ * best (beam - finished) continuations of the processed log probabilities
+ * (logits.c; a banned one never), those ending in an end token finish,
  * and the n_best finished ones are returned best first, their scores
  * normalised by length ** length_penalty. */
 #include <math.h>
@@ -39,11 +40,11 @@ static candidates candidates_of(const tfm_decoding *d, int64_t b)
 }
 
 /* Inserts a candidate into the best `width` of the step; an equal score
- * ranks after the earlier candidates. */
+ * ranks after the earlier candidates, and a banned one (-inf) is dropped. */
 static void consider(const candidates *c, int64_t *count, int64_t width, double score,
                      int32_t parent, int32_t token)
 {
-    if (*count == width && !(score > c->score[width - 1]))
+    if ((*count == width && !(score > c->score[width - 1])) || score == -INFINITY)
         return;
     int64_t pos = *count < width ? (*count)++ : width - 1;
     for (; pos > 0 && score > c->score[pos - 1]; pos--) {
@@ -91,9 +92,9 @@ static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
     }
     int64_t n_new = 0;
     for (int64_t i = 0; i < count; i++) {
-        if (c.token[i] == d->o.eos_id) {
+        if (d->is_end[c.token[i]]) {
             int32_t *tokens = d->hist + (b * K + c.parent[i]) * T1;
-            tokens[t + 1] = d->o.eos_id; /* past the parent's tokens, rewritten if kept */
+            tokens[t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
             finish(d, b, tokens, t + 2, c.score[i]);
         } else {
             c.score[n_new] = c.score[i];
@@ -142,6 +143,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             }
             for (int64_t v = 0; v < V; v++)
                 l[v] = (float)(l[v] - lse);
+            tfm__decode_process(d, l, d->hist + g->active[i] * T1, t + 1);
         }
         const float *logp = g->logits;
         for (int64_t b = first; b < last; b++) {

@@ -63,7 +63,52 @@ void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
     d.length_penalty = 1.0f;
     d.n_best = 1;
     d.use_cache = 1;
+    d.repetition_penalty = 1.0f;
     tfm__init_options(o, struct_size, &d, sizeof d);
+}
+
+/* An array option's ids [n] must be target token ids; NULL only when n is 0.
+ * 0 or -1 with the error set. */
+static int check_ids(const char *op, const char *name, const int32_t *ids, int32_t n,
+                     int64_t vocab)
+{
+    if (n < 0 || (n > 0 && !ids)) {
+        tfm__fail(TFM_ERR_ARG, "%s: n_%s is %d; it must be 0, or positive with %s not NULL",
+                  op, name, (int)n, name);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab) {
+            tfm__fail(TFM_ERR_ARG, "%s: %s[%d] is %d; it must be a target token id (below "
+                      "%lld)", op, name, (int)i, (int)ids[i], (long long)vocab);
+            return -1;
+        }
+    return 0;
+}
+
+/* The logits processors' options. 0 or -1 with the error set. */
+static int check_processors(const char *op, const tfm_model_options *mo,
+                            const tfm_decode_options *o)
+{
+    if (o->min_length < 0 || o->min_length > o->max_length) {
+        tfm__fail(TFM_ERR_ARG, "%s: min_length %d must be from 0 to max_length %d", op,
+                  (int)o->min_length, (int)o->max_length);
+        return -1;
+    }
+    if (!(o->repetition_penalty > 0.0f) || !isfinite(o->repetition_penalty)) {
+        tfm__fail(TFM_ERR_ARG, "%s: repetition_penalty %g must be positive and finite", op,
+                  (double)o->repetition_penalty);
+        return -1;
+    }
+    if (o->no_repeat_ngram_size < 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: no_repeat_ngram_size %d must be 0 (none) or positive", op,
+                  (int)o->no_repeat_ngram_size);
+        return -1;
+    }
+    return check_ids(op, "suppress_ids", o->suppress_ids, o->n_suppress_ids, mo->tgt_vocab) ||
+                   check_ids(op, "eos_ids", o->eos_ids, o->n_eos_ids, mo->tgt_vocab)
+               ? -1
+               : 0;
 }
 
 /* The caller's options over the defaults, as far as the caller's struct
@@ -112,7 +157,7 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
                   (int)o->beam_size, (double)o->length_penalty, (int)o->n_best);
         return -1;
     }
-    return 0;
+    return check_processors(op, mo, o);
 }
 
 /* --- the model's layers' training flags --------------------------------------- */
@@ -144,6 +189,24 @@ static int64_t model_flags(tfm_model *m, int32_t *flags, int save)
 }
 
 /* --- creation ------------------------------------------------------------------- */
+
+/* The decoding's own copies of the options' token lists, and its end
+ * tokens: eos_id (unless -1), then eos_ids. */
+static void keep_token_lists(tfm_decoding *d, const tfm_decode_options *o)
+{
+    if (o->n_suppress_ids > 0)
+        memcpy(d->suppress_ids, o->suppress_ids, (size_t)o->n_suppress_ids * sizeof(int32_t));
+    if (o->n_eos_ids > 0)
+        memcpy(d->eos_ids, o->eos_ids, (size_t)o->n_eos_ids * sizeof(int32_t));
+    d->o.suppress_ids = d->suppress_ids;
+    d->o.eos_ids = d->eos_ids;
+    if (o->eos_id >= 0)
+        d->ends[d->n_ends++] = o->eos_id;
+    for (int32_t i = 0; i < o->n_eos_ids; i++)
+        d->ends[d->n_ends++] = o->eos_ids[i];
+    for (int64_t i = 0; i < d->n_ends; i++)
+        d->is_end[d->ends[i]] = 1;
+}
 
 /* A zeroed buffer of count elements; NULL with the error set. */
 static void *buffer(const char *op, double count, size_t elem)
@@ -227,7 +290,12 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
              BUFFER(ff, rows * (double)d->d_ff) && BUFFER(logits, rows * V) &&
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
-             BUFFER(order, V) && BUFFER(probs, V);
+             BUFFER(order, V) && BUFFER(probs, V) && BUFFER(ends, o.n_eos_ids + 1) &&
+             BUFFER(is_end, V) && BUFFER(suppress_ids, o.n_suppress_ids) &&
+             BUFFER(eos_ids, o.n_eos_ids);
+    d->processing = tfm__decode_processing(d);
+    if (ok && d->processing && o.strategy != TFM_DECODE_BEAM)
+        ok = BUFFER(processed, rows * V);
     if (ok && o.use_cache)
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
              BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * Sp) &&
@@ -250,6 +318,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         return NULL;
     }
     d->rng_seeded = *d->rng;
+    keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
@@ -269,7 +338,8 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
                        d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
-                       d->table_tmp};
+                       d->table_tmp, d->ends, d->suppress_ids, d->eos_ids, d->is_end,
+                       d->processed};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -312,7 +382,8 @@ static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int w
                    d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
                    d->logits + row * d->vocab,
                    d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
-                   d->active + row, split, -1};
+                   d->processed ? d->processed + row * d->vocab : NULL, d->active + row, split,
+                   -1};
 }
 
 /* A run's groups, which the threads take in turn. */
