@@ -75,6 +75,27 @@ static void case_options(tfm_decode_options *o, const decode_case *c,
     o->n_suppress_ids = c->n_suppress;
     o->eos_ids = c->n_eos ? c->eos : NULL;
     o->n_eos_ids = c->n_eos;
+    o->max_length_a = c->max_length_a;
+    o->max_length_b = c->max_length_b;
+    o->forced_bos_id = c->forced_bos;
+    o->patience = c->patience;
+}
+
+/* The case's forced prefix [B, DECODE_PREFIX], or NULL. */
+static tfm_tensor *case_prefix(const decode_case *c)
+{
+    return c->has_prefix ? tfm_tensor_from_i32(2, (const int64_t[]){B, DECODE_PREFIX}, c->prefix)
+                         : NULL;
+}
+
+/* Source b's longest output: max_length_a * its tokens + max_length_b. */
+static int limit_of(const decode_case *c, int b)
+{
+    int n = 0;
+    for (int s = 0; s < S; s++)
+        n += decode_sources[b * S + s] != PAD;
+    double own = floor((double)c->max_length_a * n) + c->max_length_b;
+    return own < T ? (int)own : T;
 }
 
 typedef struct result {
@@ -84,16 +105,19 @@ typedef struct result {
 
 #define COUNT(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
 
-static void decode(tfm_model *m, const tfm_decode_options *o, const tfm_tensor *src, result *r)
+/* Decodes src with the options and, unless NULL, the forced prefix. */
+static void decode(tfm_model *m, const tfm_decode_options *o, const tfm_tensor *src,
+                   const tfm_tensor *prefix, result *r)
 {
     memset(r, 0, sizeof *r);
     tfm_decoding *d = tfm_decoding_create(m, o, tfm_tensor_dim(src, 0), tfm_tensor_dim(src, 1));
     ck_assert_msg(d, "%s", tfm_last_error());
     int beam = o->strategy == TFM_DECODE_BEAM;
-    ck_assert_msg(tfm_decoding_run(d, src, r->tokens, COUNT(r->tokens), r->lengths,
-                                   COUNT(r->lengths), r->scores, COUNT(r->scores),
-                                   beam ? NULL : r->logits, COUNT(r->logits),
-                                   beam ? NULL : r->probs, COUNT(r->probs)) == TFM_OK,
+    ck_assert_msg(tfm_decoding_run_with_prefix(d, src, prefix, r->tokens, COUNT(r->tokens),
+                                               r->lengths, COUNT(r->lengths), r->scores,
+                                               COUNT(r->scores), beam ? NULL : r->logits,
+                                               COUNT(r->logits), beam ? NULL : r->probs,
+                                               COUNT(r->probs)) == TFM_OK,
                   "%s", tfm_last_error());
     tfm_decoding_free(d);
 }
@@ -117,7 +141,9 @@ START_TEST(greedy_and_beam_match_generate)
     case_options(&o, c, beam ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY, use_cache);
     result *r = malloc(sizeof *r);
     ck_assert_ptr_nonnull(r);
-    decode(m, &o, src, r);
+    tfm_tensor *prefix = case_prefix(c);
+    decode(m, &o, src, prefix, r);
+    tfm_tensor_free(prefix);
     char what[96];
     snprintf(what, sizeof what, "%s, %s, %s", c->name, beam ? "beam" : "greedy",
              use_cache ? "cached" : "recomputed");
@@ -143,10 +169,16 @@ static int in(const int32_t *ids, int32_t n, int32_t token)
     return 0;
 }
 
-/* The case's processors applied by hand to one step's logits [V], for the
- * tokens so far (bos first): what the test expects the library to do. */
-static void processed_by_hand(const decode_case *c, const float *logits, const int32_t *so_far,
-                              int len, double *out)
+static void force_by_hand(double *out, int32_t token)
+{
+    for (int v = 0; v < V; v++)
+        out[v] = v == token ? 0.0 : -INFINITY;
+}
+
+/* The case's processors applied by hand to one step's logits [V] of source
+ * b, for the tokens so far (bos first): what the test expects. */
+static void processed_by_hand(const decode_case *c, int b, const float *logits,
+                              const int32_t *so_far, int len, double *out)
 {
     for (int v = 0; v < V; v++) {
         double x = logits[v];
@@ -164,8 +196,12 @@ static void processed_by_hand(const decode_case *c, const float *logits, const i
         for (int i = 0; i < c->n_eos; i++)
             out[c->eos[i]] = -INFINITY;
     }
+    if (c->forced_bos >= 0 && len == 1)
+        force_by_hand(out, c->forced_bos);
     for (int i = 0; i < c->n_suppress; i++)
         out[c->suppress[i]] = -INFINITY;
+    if (c->has_prefix && len - 1 < DECODE_PREFIX && c->prefix[b * DECODE_PREFIX + len - 1] >= 0)
+        force_by_hand(out, c->prefix[b * DECODE_PREFIX + len - 1]);
 }
 
 /* Sampling (temperature 0.7, top_k 0): at every step the distribution drawn
@@ -184,7 +220,9 @@ START_TEST(sampling_draws_from_the_processed_logits)
         case_options(&o, c, TFM_DECODE_SAMPLE, use_cache);
         o.temperature = 0.7f;
         o.seed = 5;
-        decode(m, &o, src, &r[use_cache]);
+        tfm_tensor *prefix = case_prefix(c);
+        decode(m, &o, src, prefix, &r[use_cache]);
+        tfm_tensor_free(prefix);
     }
     ck_assert_mem_eq(r[0].tokens, r[1].tokens, sizeof r[0].tokens);
     const result *got = &r[1];
@@ -192,7 +230,7 @@ START_TEST(sampling_draws_from_the_processed_logits)
         const int32_t *so_far = got->tokens + b * T1;
         for (int t = 0; t + 1 < got->lengths[b]; t++) {
             double want[V], total = 0.0;
-            processed_by_hand(c, got->logits + (b * T + t) * V, so_far, t + 1, want);
+            processed_by_hand(c, b, got->logits + (b * T + t) * V, so_far, t + 1, want);
             for (int v = 0; v < V; v++)
                 total += want[v] == -INFINITY ? 0.0 : exp(want[v] / 0.7);
             const float *p = got->probs + (b * T + t) * V;
@@ -206,8 +244,9 @@ START_TEST(sampling_draws_from_the_processed_logits)
                           (int)token);
             int end = token == EOS || in(c->eos, c->n_eos, token);
             int last = t + 2 == got->lengths[b];
-            ck_assert_msg(end ? last : !last || got->lengths[b] == T1, "%s: source %d ends "
-                          "at %d, token %d", c->name, b, got->lengths[b], (int)token);
+            ck_assert_msg(end ? last : !last || got->lengths[b] == limit_of(c, b) + 1,
+                          "%s: source %d ends at %d, token %d", c->name, b, got->lengths[b],
+                          (int)token);
         }
     }
     free(r);
@@ -227,7 +266,9 @@ START_TEST(greedy_scores_are_the_models)
     case_options(&o, c, TFM_DECODE_GREEDY, 1);
     result *r = malloc(sizeof *r);
     ck_assert_ptr_nonnull(r);
-    decode(m, &o, src, r);
+    tfm_tensor *prefix = case_prefix(c);
+    decode(m, &o, src, prefix, r);
+    tfm_tensor_free(prefix);
     for (int b = 0; b < B; b++) {
         double sum = 0.0;
         for (int t = 0; t + 1 < r->lengths[b]; t++) {
@@ -261,7 +302,7 @@ START_TEST(token_lists_are_copied)
     o.n_eos_ids = 1;
     result *r = malloc(2 * sizeof *r);
     ck_assert_ptr_nonnull(r);
-    decode(m, &o, src, &r[0]);
+    decode(m, &o, src, NULL, &r[0]);
     tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
     ck_assert_msg(d, "%s", tfm_last_error());
     suppress[0] = suppress[1] = 3;
@@ -289,7 +330,7 @@ START_TEST(an_older_struct_gets_no_processors)
     o.struct_size = (uint32_t)offsetof(tfm_decode_options, min_length);
     result *r = malloc(sizeof *r);
     ck_assert_ptr_nonnull(r);
-    decode(m, &o, src, r);
+    decode(m, &o, src, NULL, r);
     for (int b = 0; b < B; b++)
         expect_tokens(r->tokens + b * T1, decode_cases[0].greedy[b], T1, "older struct", b);
     free(r);
@@ -323,6 +364,14 @@ START_TEST(out_of_range_options_are_named)
         {4, 1, negative, "eos_ids[0] is -1"},
         {4, 1, NULL, "n_eos_ids is 1"},
         {4, -2, too_big, "n_eos_ids is -2"},
+        {5, -0.5, NULL, "max_length_a -0.5"},
+        {5, INFINITY, NULL, "max_length_a inf"},
+        {6, 0, NULL, "max_length_b 0"},
+        {7, -2, NULL, "forced_bos_id -2"},
+        {7, V, NULL, "forced_bos_id 11"},
+        {8, 0, NULL, "patience 0"},
+        {8, 65, NULL, "patience 65"},
+        {8, NAN, NULL, "patience"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_decode_options o;
@@ -332,7 +381,11 @@ START_TEST(out_of_range_options_are_named)
         case 1: o.repetition_penalty = (float)bad[i].value; break;
         case 2: o.no_repeat_ngram_size = (int32_t)bad[i].value; break;
         case 3: o.suppress_ids = bad[i].ids, o.n_suppress_ids = (int32_t)bad[i].value; break;
-        default: o.eos_ids = bad[i].ids, o.n_eos_ids = (int32_t)bad[i].value; break;
+        case 4: o.eos_ids = bad[i].ids, o.n_eos_ids = (int32_t)bad[i].value; break;
+        case 5: o.max_length_a = (float)bad[i].value; break;
+        case 6: o.max_length_b = (int32_t)bad[i].value; break;
+        case 7: o.forced_bos_id = (int32_t)bad[i].value; break;
+        default: o.patience = (float)bad[i].value; break;
         }
         tfm_clear_error();
         tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
@@ -342,6 +395,58 @@ START_TEST(out_of_range_options_are_named)
                           strstr(tfm_last_error(), "tfm_decoding_create"),
                       "'%s' not in '%s'", bad[i].text, tfm_last_error());
     }
+    tfm_model_free(m);
+}
+END_TEST
+
+/* A prefix refused writes nothing; each refusal names what is wrong. */
+START_TEST(prefix_errors)
+{
+    tfm_model *m = fixture_model();
+    tfm_tensor *src = sources();
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], TFM_DECODE_GREEDY, 1);
+    tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
+    ck_assert_msg(d, "%s", tfm_last_error());
+    static const int32_t out_of_range[B * 2] = {3, 4, 5, V, 6, 7};
+    static const int32_t after_padding[B * 2] = {3, 4, -1, 5, 6, 7};
+    static const int32_t below[B * 2] = {3, 4, -2, -1, 6, 7};
+    static const int32_t too_long[B * (T + 1)] = {0};
+    const struct {
+        tfm_tensor *prefix;
+        tfm_status status;
+        const char *text;
+    } bad[] = {
+        {tfm_tensor_from_i32(2, (const int64_t[]){B, 2}, out_of_range), TFM_ERR_RANGE,
+         "prefix[1,1] is 11"},
+        {tfm_tensor_from_i32(2, (const int64_t[]){B, 2}, after_padding), TFM_ERR_RANGE,
+         "prefix[1,1] is 5; it must be a target token id (below 11), not after a -1"},
+        {tfm_tensor_from_i32(2, (const int64_t[]){B, 2}, below), TFM_ERR_RANGE,
+         "prefix[1,0] is -2"},
+        {tfm_tensor_from_i32(2, (const int64_t[]){B, T + 1}, too_long), TFM_ERR_SHAPE,
+         "at most max_length 12"},
+        {tfm_tensor_from_i32(2, (const int64_t[]){B - 1, 2}, out_of_range), TFM_ERR_SHAPE,
+         "must be [batch 3"},
+        {tfm_tensor_from_i32(1, (const int64_t[]){B}, out_of_range), TFM_ERR_SHAPE, "prefix"},
+    };
+    int32_t tokens[B * T1], lengths[B];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(tokens, 0x5a, sizeof tokens);
+        memset(lengths, 0x5a, sizeof lengths);
+        ck_assert_int_eq(tfm_decoding_run_with_prefix(d, src, bad[i].prefix, tokens, B * T1,
+                                                      lengths, B, NULL, 0, NULL, 0, NULL, 0),
+                         bad[i].status);
+        ck_assert_msg(strstr(tfm_last_error(), bad[i].text) &&
+                          strstr(tfm_last_error(), "tfm_decoding_run_with_prefix"),
+                      "'%s' not in '%s'", bad[i].text, tfm_last_error());
+        for (int j = 0; j < B * T1; j++)
+            ck_assert_int_eq(tokens[j], 0x5a5a5a5a);
+        for (int j = 0; j < B; j++)
+            ck_assert_int_eq(lengths[j], 0x5a5a5a5a);
+        tfm_tensor_free(bad[i].prefix);
+    }
+    tfm_decoding_free(d);
+    tfm_tensor_free(src);
     tfm_model_free(m);
 }
 END_TEST
@@ -357,6 +462,7 @@ static Suite *decode_options_suite(void)
     tcase_add_test(c, token_lists_are_copied);
     tcase_add_test(c, an_older_struct_gets_no_processors);
     tcase_add_test(c, out_of_range_options_are_named);
+    tcase_add_test(c, prefix_errors);
     suite_add_tcase(s, c);
     return s;
 }

@@ -93,12 +93,32 @@ typedef struct tfm_decode_options {
      * tfm_decoding_create only (copied); NULL with 0. */
     const int32_t *eos_ids;
     int32_t n_eos_ids;
+
+    /** A source of n tokens (not counting src_pad_id's) gets at most
+     * floor(max_length_a * n) + max_length_b tokens, and never more than
+     * max_length (fairseq's and CTranslate2's max_len_a and max_len_b).
+     * max_length_a >= 0 (default 0); max_length_b >= 1, default INT32_MAX:
+     * max_length alone. */
+    float max_length_a;
+    int32_t max_length_b;
+    /** The first token generated, forced (Hugging Face's
+     * ForcedBOSTokenLogitsProcessor, as multilingual models need for the
+     * target language): every other token banned at the first step, the
+     * forced one's value 0 (beam: log probability 0). Applied after
+     * min_length, before suppress_ids; -1 (default): none. */
+    int32_t forced_bos_id;
+    /** BEAM: a source's search stops when round(beam_size * patience)
+     * hypotheses (at least 1) have finished; until then beam_size live
+     * hypotheses continue (CTranslate2's patience). 1 (default): stop at
+     * beam_size finished; from 0.01 to 64. */
+    float patience;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
  * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache;
  * no processors: min_length 0, repetition_penalty 1, no_repeat_ngram_size
- * 0, no suppressed tokens, no end tokens beside eos_id. */
+ * 0, no suppressed tokens, no end tokens beside eos_id; max_length_a 0,
+ * max_length_b INT32_MAX, forced_bos_id -1, patience 1. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -151,6 +171,23 @@ TFM_API tfm_status tfm_decoding_run(tfm_decoding *decoding, const tfm_tensor *sr
                                     float *scores, int64_t scores_count,
                                     float *logits, int64_t logits_count,
                                     float *probs, int64_t probs_count);
+
+/** tfm_decoding_run with a forced target prefix per source: prefix
+ * [B, P] int32 (B as src's), row b the first tokens source b generates
+ * after bos_id, then -1s to pad it (a row of -1s forces nothing). A prefix
+ * token is forced as Hugging Face's ForceTokensLogitsProcessor does
+ * (after every other processor: every other token banned, the forced
+ * one's value 0), so it is in tokens and counts towards the lengths,
+ * min_length and the scores like a chosen token; an end token in it ends
+ * the sequence there. P may not exceed max_length; NULL prefix: none.
+ * TFM_ERR_SHAPE for a prefix not [B, P], TFM_ERR_RANGE for a token outside
+ * the target vocabulary or a token after a -1, as well as
+ * tfm_decoding_run's errors. */
+TFM_API tfm_status tfm_decoding_run_with_prefix(
+    tfm_decoding *decoding, const tfm_tensor *src, const tfm_tensor *prefix, int32_t *tokens,
+    int64_t tokens_count, int32_t *lengths, int64_t lengths_count, float *scores,
+    int64_t scores_count, float *logits, int64_t logits_count, float *probs,
+    int64_t probs_count);
 
 /** The element counts tfm_decoding_run needs for a batch of `batch` sources
  * (1 <= batch <= max_batch): tokens batch * n_best * (max_length + 1);

@@ -1,6 +1,8 @@
 /* Beam search: per source, a row per live hypothesis; each step keeps the
- * best (beam - finished) continuations of the processed log probabilities
- * (logits.c; a banned one never), those ending in an end token finish,
+ * best min(beam, finish_count - finished) continuations of the processed
+ * log probabilities (logits.c; a banned one never), where finish_count is
+ * round(beam * patience); those ending in an end token finish, a source's
+ * search stops at finish_count finished or at its length limit,
  * and the n_best finished ones are returned best first, their scores
  * normalised by length ** length_penalty. */
 #include <math.h>
@@ -18,13 +20,23 @@ static double normalised(const tfm_decoding *d, double score, int64_t generated)
  * finished ones. */
 static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t len, double score)
 {
-    int64_t T1 = d->max_len + 1, f = b * d->beam + d->done[b]++;
+    int64_t T1 = d->max_len + 1, f = b * d->finish_count + d->done[b]++;
     int32_t *out = d->fin_tokens + f * T1;
     memcpy(out, tokens, (size_t)len * sizeof *out);
     for (int64_t i = len; i < T1; i++)
         out[i] = -1;
     d->fin_length[f] = (int32_t)len;
     d->fin_score[f] = normalised(d, score, len - 1);
+}
+
+/* Source b's live hypotheses end where they are, `len` tokens long (at
+ * max_length or the source's own limit). */
+static void end_live(tfm_decoding *d, int64_t b, int64_t len)
+{
+    int64_t K = d->beam, T1 = d->max_len + 1;
+    for (int32_t j = 0; j < d->live[b]; j++)
+        finish(d, b, d->hist + (b * K + j) * T1, len, d->sum[b * K + j]);
+    d->live[b] = 0;
 }
 
 /* One source's best candidates of a step, kept sorted [beam]. */
@@ -82,7 +94,8 @@ static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_n
  * the best (beam - finished) continuations; those ending in eos finish. */
 static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
 {
-    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1, width = K - d->done[b];
+    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1;
+    int64_t width = d->finish_count - d->done[b] < K ? d->finish_count - d->done[b] : K;
     int64_t count = 0;
     candidates c = candidates_of(d, b);
     for (int32_t j = 0; j < d->live[b]; j++) {
@@ -112,6 +125,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
                                    int32_t *lengths, float *scores)
 {
     int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
+    int64_t F = d->finish_count;
     int64_t first = g->first, last = g->first + g->count;
     int64_t owned = K * row_tiles(d);
     for (int64_t b = first; b < last; b++) {
@@ -126,9 +140,12 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
     }
     for (int64_t t = 0; t < T; t++) {
         int64_t n = 0;
-        for (int64_t b = first; b < last; b++)
+        for (int64_t b = first; b < last; b++) {
+            if (t == d->limit[b])
+                end_live(d, b, t + 1);
             for (int32_t j = 0; j < d->live[b]; j++)
                 g->active[n++] = (int32_t)(b * K + j);
+        }
         if (n == 0)
             break;
         tfm_status status = tfm__decode_step(d, g, n, t, S);
@@ -143,7 +160,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             }
             for (int64_t v = 0; v < V; v++)
                 l[v] = (float)(l[v] - lse);
-            tfm__decode_process(d, l, d->hist + g->active[i] * T1, t + 1);
+            tfm__decode_process(d, l, d->hist + g->active[i] * T1, t + 1, g->active[i] / K);
         }
         const float *logp = g->logits;
         for (int64_t b = first; b < last; b++) {
@@ -154,13 +171,11 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
         }
     }
     for (int64_t b = first; b < last; b++) {
-        /* hypotheses still live at max_length end there */
-        for (int32_t j = 0; j < d->live[b]; j++)
-            finish(d, b, d->hist + (b * K + j) * T1, T1, d->sum[b * K + j]);
+        end_live(d, b, T1);
         /* best first; an equal score keeps the order of finishing */
         int32_t found = d->done[b];
-        const double *score = d->fin_score + b * K;
-        int32_t *rank = d->rank + b * K;
+        const double *score = d->fin_score + b * F;
+        int32_t *rank = d->rank + b * F;
         for (int32_t i = 0; i < found; i++) {
             int32_t pos = i;
             for (; pos > 0 && score[i] > score[rank[pos - 1]]; pos--)
@@ -168,7 +183,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             rank[pos] = i;
         }
         for (int64_t h = 0; h < N; h++) {
-            int64_t out = b * N + h, f = b * K + (h < found ? rank[h] : 0);
+            int64_t out = b * N + h, f = b * F + (h < found ? rank[h] : 0);
             if (h < found) {
                 memcpy(tokens + out * T1, d->fin_tokens + f * T1, (size_t)T1 * sizeof *tokens);
                 lengths[out] = d->fin_length[f];

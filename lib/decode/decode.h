@@ -83,6 +83,11 @@ struct tfm_decoding {
      * logits [rows][vocab] and keep the model's own for the scores */
     int32_t *ends, *suppress_ids, *eos_ids;
     int64_t n_ends;
+    /* per source of the run: its longest output (max_length_a, _b) [batch],
+     * and its forced prefix [batch][max_len] (-1 after it) */
+    int32_t *limit, *forced;
+    /* BEAM: the finished hypotheses a source waits for (patience) */
+    int64_t finish_count;
     uint8_t *is_end;
     int processing;
     float *processed;
@@ -175,10 +180,11 @@ tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t 
 /* logits.c: log(sum(exp(logits))); NaN or infinite when the logits are not usable */
 double tfm__decode_log_sum_exp(const float *logits, int64_t V);
 /* logits.c: the processors applied to one row's scores [V] (logits, or
- * beam search's log probabilities), whose tokens so far are
- * so_far[0..len) (bos_id first); whether any processor is on */
+ * beam search's log probabilities) of a source, whose tokens so far are
+ * so_far[0..len) (bos_id first); whether any processor is on (a forced
+ * prefix aside, which greedy.c asks the run for) */
 void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so_far,
-                         int64_t len);
+                         int64_t len, int64_t source);
 int tfm__decode_processing(const tfm_decoding *d);
 /* sample.c: the distribution to draw from into p [V], and the token drawn */
 int32_t tfm__decode_sample(tfm_decoding *d, const float *logits, float *p);

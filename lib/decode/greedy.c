@@ -50,9 +50,9 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
             const float *s = l;
             double s_lse = lse;
             if (d->processing) { /* the model's logits stay for the score */
-                float *processed = g->processed + i * V;
+                float *processed = g->processed;
                 memcpy(processed, l, (size_t)V * sizeof *l);
-                tfm__decode_process(d, processed, so_far, t + 1);
+                tfm__decode_process(d, processed, so_far, t + 1, r);
                 s = processed;
                 s_lse = out_probs ? tfm__decode_log_sum_exp(s, V) : 0.0;
             }
@@ -69,7 +69,7 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
             d->sum[r] += l[token] - lse;
             d->hist[r * T1 + t + 1] = token;
             lengths[r] = (int32_t)(t + 2);
-            if (!d->is_end[token])
+            if (!d->is_end[token] && t + 1 < d->limit[r])
                 g->active[still++] = r;
         }
         n = still;

@@ -2,7 +2,8 @@
  * normaliser, whose finiteness says whether they are usable, and the
  * logits processors, one function each, in the order of Hugging Face's
  * generate (its _get_logits_processor): repetition penalty, no repeated
- * n-grams, the minimum length, suppressed tokens. Greedy and sampling
+ * n-grams, the minimum length, the forced first token, suppressed tokens,
+ * the forced prefix (ForceTokensLogitsProcessor, last as there). Greedy and sampling
  * process the logits, beam search the log probabilities, as generate does;
  * a banned token's value becomes -inf. A row's "tokens so far" are its
  * decoder inputs, bos_id first, as generate's input_ids. */
@@ -63,6 +64,15 @@ static void min_length(const tfm_decoding *d, float *scores, int64_t generated)
         scores[d->ends[i]] = -INFINITY;
 }
 
+/* ForcedBOSTokenLogitsProcessor and ForceTokensLogitsProcessor: only
+ * `token` can be chosen, its value 0. */
+static void force(float *scores, int64_t V, int32_t token)
+{
+    for (int64_t v = 0; v < V; v++)
+        scores[v] = -INFINITY;
+    scores[token] = 0.0f;
+}
+
 /* SuppressTokensLogitsProcessor. */
 static void suppress_tokens(const tfm_decoding *d, float *scores)
 {
@@ -71,18 +81,24 @@ static void suppress_tokens(const tfm_decoding *d, float *scores)
 }
 
 void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so_far,
-                         int64_t len)
+                         int64_t len, int64_t source)
 {
+    int64_t generated = len - 1;
     if (d->o.repetition_penalty != 1.0f)
         repetition_penalty(scores, so_far, len, d->o.repetition_penalty);
     if (d->o.no_repeat_ngram_size > 0)
         no_repeat_ngram(scores, so_far, len, d->o.no_repeat_ngram_size);
-    min_length(d, scores, len - 1);
+    min_length(d, scores, generated);
+    if (d->o.forced_bos_id >= 0 && generated == 0)
+        force(scores, d->vocab, d->o.forced_bos_id);
     suppress_tokens(d, scores);
+    int32_t prefix = d->forced[source * d->max_len + generated];
+    if (prefix >= 0)
+        force(scores, d->vocab, prefix);
 }
 
 int tfm__decode_processing(const tfm_decoding *d)
 {
     return d->o.repetition_penalty != 1.0f || d->o.no_repeat_ngram_size > 0 ||
-           d->o.min_length > 0 || d->o.n_suppress_ids > 0;
+           d->o.min_length > 0 || d->o.n_suppress_ids > 0 || d->o.forced_bos_id >= 0;
 }
