@@ -1,12 +1,14 @@
 /* The decoding options that real decoders have (issue 31): the logits
- * processors (min_length, repetition_penalty, no_repeat_ngram_size,
- * suppressed tokens) and several end tokens. Greedy and beam search
- * against fixtures/decode_cases.h, written from Hugging Face generate's
- * semantics over a PyTorch twin of the model, token for token, cached and
- * recomputed; sampling by its invariants (a banned token never drawn nor
- * given probability, the distribution drawn from is the processed one);
- * the scores, the copies of the token lists, an older struct's defaults,
- * and each option's range. */
+ * processors (min_length, repetition_penalty, no_repeat_ngram_size, bad
+ * words, forced_bos_id, suppressed tokens, a forced prefix), several end
+ * tokens, per-source length limits, beam patience, and the streaming
+ * callback. Greedy and beam search against fixtures/decode_cases.h,
+ * written from Hugging Face generate's semantics over a PyTorch twin of
+ * the model, token for token, cached and recomputed; sampling by its
+ * invariants (a banned token never drawn nor given probability, the
+ * distribution drawn from is the processed one); the scores, the copies of
+ * the token lists, an older struct's defaults, each option's range and the
+ * prefix's errors. */
 #include <check.h>
 #include <math.h>
 #include <stddef.h>
@@ -79,6 +81,9 @@ static void case_options(tfm_decode_options *o, const decode_case *c,
     o->max_length_b = c->max_length_b;
     o->forced_bos_id = c->forced_bos;
     o->patience = c->patience;
+    o->bad_words = c->n_bad ? c->bad_tokens : NULL;
+    o->bad_word_lengths = c->n_bad ? c->bad_lengths : NULL;
+    o->n_bad_words = c->n_bad;
 }
 
 /* The case's forced prefix [B, DECODE_PREFIX], or NULL. */
@@ -191,6 +196,12 @@ static void processed_by_hand(const decode_case *c, int b, const float *logits,
     for (int start = 0; n > 0 && len + 1 >= n && start + n <= len; start++)
         if (memcmp(so_far + start, so_far + len - (n - 1), (size_t)(n - 1) * sizeof *so_far) == 0)
             out[so_far[start + n - 1]] = -INFINITY;
+    const int32_t *word = c->bad_tokens;
+    for (int i = 0; i < c->n_bad; word += c->bad_lengths[i++]) {
+        int before = c->bad_lengths[i] - 1;
+        if (before <= len && memcmp(so_far + len - before, word, (size_t)before * sizeof *word) == 0)
+            out[word[before]] = -INFINITY;
+    }
     if (len - 1 < c->min_length) {
         out[EOS] = -INFINITY;
         for (int i = 0; i < c->n_eos; i++)
@@ -287,19 +298,22 @@ START_TEST(greedy_scores_are_the_models)
 }
 END_TEST
 
-/* The decoding copies suppress_ids and eos_ids at creation: the caller's
- * arrays changed afterwards change nothing. */
+/* The decoding copies suppress_ids, eos_ids and the bad words at creation:
+ * the caller's arrays changed afterwards change nothing. */
 START_TEST(token_lists_are_copied)
 {
     tfm_model *m = fixture_model();
     tfm_tensor *src = sources();
-    int32_t suppress[2] = {0, 9}, eos[1] = {10};
+    int32_t suppress[2] = {0, 9}, eos[1] = {10}, words[2] = {8, 8}, lengths[1] = {2};
     tfm_decode_options o;
     case_options(&o, &decode_cases[0], TFM_DECODE_GREEDY, 1);
     o.suppress_ids = suppress;
     o.n_suppress_ids = 2;
     o.eos_ids = eos;
     o.n_eos_ids = 1;
+    o.bad_words = words;
+    o.bad_word_lengths = lengths;
+    o.n_bad_words = 1;
     result *r = malloc(2 * sizeof *r);
     ck_assert_ptr_nonnull(r);
     decode(m, &o, src, NULL, &r[0]);
@@ -307,6 +321,8 @@ START_TEST(token_lists_are_copied)
     ck_assert_msg(d, "%s", tfm_last_error());
     suppress[0] = suppress[1] = 3;
     eos[0] = 5;
+    words[0] = words[1] = 5;
+    lengths[0] = 1;
     memset(&r[1], 0, sizeof r[1]);
     ck_assert_int_eq(tfm_decoding_run(d, src, r[1].tokens, COUNT(r[1].tokens), r[1].lengths,
                                       COUNT(r[1].lengths), NULL, 0, NULL, 0, NULL, 0),
@@ -372,6 +388,10 @@ START_TEST(out_of_range_options_are_named)
         {8, 0, NULL, "patience 0"},
         {8, 65, NULL, "patience 65"},
         {8, NAN, NULL, "patience"},
+        {9, 1, NULL, "n_bad_words is 1"},
+        {9, -1, NULL, "n_bad_words is -1"},
+        {10, 0, NULL, "bad_word_lengths[1] is 0"},
+        {11, V, NULL, "bad_words[2] is 11"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_decode_options o;
@@ -385,7 +405,15 @@ START_TEST(out_of_range_options_are_named)
         case 5: o.max_length_a = (float)bad[i].value; break;
         case 6: o.max_length_b = (int32_t)bad[i].value; break;
         case 7: o.forced_bos_id = (int32_t)bad[i].value; break;
-        default: o.patience = (float)bad[i].value; break;
+        case 8: o.patience = (float)bad[i].value; break;
+        case 9: o.n_bad_words = (int32_t)bad[i].value; break;
+        default: { /* two words, one of them wrong */
+            static int32_t words[3], lengths[2];
+            words[0] = 3, words[1] = 4, words[2] = bad[i].field == 11 ? V : 5;
+            lengths[0] = 2, lengths[1] = bad[i].field == 10 ? 0 : 1;
+            o.bad_words = words, o.bad_word_lengths = lengths, o.n_bad_words = 2;
+            break;
+        }
         }
         tfm_clear_error();
         tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
@@ -395,6 +423,75 @@ START_TEST(out_of_range_options_are_named)
                           strstr(tfm_last_error(), "tfm_decoding_create"),
                       "'%s' not in '%s'", bad[i].text, tfm_last_error());
     }
+    tfm_model_free(m);
+}
+END_TEST
+
+/* What the callback saw, per source, and where it stops a source. */
+typedef struct streamed {
+    int32_t tokens[B][T1];
+    int64_t count[B];
+    int64_t stop_source, stop_after;
+    int out_of_order;
+} streamed;
+
+static int stream(void *user, int64_t source, int32_t token, int64_t position)
+{
+    streamed *s = user;
+    if (source < 0 || source >= B || position != s->count[source] + 1 || position >= T1) {
+        s->out_of_order = 1;
+        return 1;
+    }
+    s->tokens[source][s->count[source]++] = token;
+    return source == s->stop_source && s->count[source] == s->stop_after;
+}
+
+/* The callback gets each source's output tokens in order (beam: its best
+ * hypothesis'); returning non-zero after source 1's third token ends that
+ * source there (greedy, sampling: the draws before it are the same) or
+ * stops the calls (beam). _i: strategy, path. */
+START_TEST(callback_streams_and_stops)
+{
+    tfm_decode_strategy strategy = (tfm_decode_strategy)(_i / 2);
+    int beam = strategy == TFM_DECODE_BEAM, rows = beam ? DECODE_N_BEST : 1;
+    tfm_model *m = fixture_model();
+    tfm_tensor *src = sources();
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], strategy, _i % 2 == 0);
+    o.seed = 9;
+    o.callback = stream;
+    result *r = malloc(2 * sizeof *r);
+    streamed *s = calloc(2, sizeof *s);
+    ck_assert(r && s);
+    for (int run = 0; run < 2; run++) {
+        s[run].stop_source = run ? 1 : -1;
+        s[run].stop_after = 3;
+        o.callback_user = &s[run];
+        decode(m, &o, src, NULL, &r[run]);
+        ck_assert(!s[run].out_of_order);
+    }
+    for (int b = 0; b < B; b++) {
+        const int32_t *out = r[0].tokens + b * rows * T1;
+        int64_t generated = r[0].lengths[b * rows] - 1;
+        ck_assert_int_eq(s[0].count[b], generated);
+        ck_assert_mem_eq(s[0].tokens[b], out + 1, (size_t)generated * sizeof *out);
+    }
+    ck_assert_int_eq(s[1].count[1], 3);
+    ck_assert_mem_eq(s[1].tokens[1], s[0].tokens[1], 3 * sizeof(int32_t));
+    if (beam) { /* the outputs are final before the calls */
+        ck_assert_mem_eq(r[1].tokens, r[0].tokens, sizeof r[0].tokens);
+    } else {
+        ck_assert_int_eq(r[1].lengths[1], 4);
+        ck_assert_mem_eq(r[1].tokens + T1, r[0].tokens + T1, 4 * sizeof(int32_t));
+        ck_assert_int_eq(r[1].tokens[T1 + 4], -1);
+        if (strategy == TFM_DECODE_GREEDY) /* sampling's later draws shift */
+            for (int b = 0; b < B; b += 2)
+                ck_assert_mem_eq(r[1].tokens + b * T1, r[0].tokens + b * T1,
+                                 T1 * sizeof(int32_t));
+    }
+    free(s);
+    free(r);
+    tfm_tensor_free(src);
     tfm_model_free(m);
 }
 END_TEST
@@ -463,6 +560,7 @@ static Suite *decode_options_suite(void)
     tcase_add_test(c, an_older_struct_gets_no_processors);
     tcase_add_test(c, out_of_range_options_are_named);
     tcase_add_test(c, prefix_errors);
+    tcase_add_loop_test(c, callback_streams_and_stops, 0, 6);
     suite_add_tcase(s, c);
     return s;
 }

@@ -36,6 +36,18 @@ enum {
     TFM_DECODE_BEAM = 2    /**< beam search */
 };
 
+/** A run's tokens as they are chosen (the options' callback): source's
+ * token at `position` of its output (1 is the first after bos_id), called
+ * in order of positions for each source. Greedy decoding and sampling call
+ * it at each step with each source's new token (a forced one too), beam
+ * search when a source's search has ended, with each token of its best
+ * hypothesis. Grouped sources decode on libtfm's threads, so calls for
+ * different sources may come at once from different threads. Non-zero
+ * stops that source: greedy and sampling end its output at this token,
+ * beam search makes no more calls for it. */
+typedef int (*tfm_decode_callback)(void *user, int64_t source, int32_t token,
+                                   int64_t position);
+
 /** A decoding's options. Fill with tfm_decode_options_init(), then change
  * fields; the library reads only the fields of the size the caller
  * compiled with. */
@@ -112,13 +124,28 @@ typedef struct tfm_decode_options {
      * hypotheses continue (CTranslate2's patience). 1 (default): stop at
      * beam_size finished; from 0.01 to 64. */
     float patience;
+    /** Token sequences that must not be generated (Hugging Face's
+     * bad_words_ids, NoBadWordsLogitsProcessor): n_bad_words sequences,
+     * bad_word_lengths[i] tokens each (>= 1), one after another in
+     * bad_words. The last token of one is banned where the tokens so far
+     * end with its others (a sequence of one token: always). Applied after
+     * no_repeat_ngram_size. Read by tfm_decoding_create only (copied);
+     * NULL with 0. */
+    const int32_t *bad_words;
+    const int32_t *bad_word_lengths;
+    int32_t n_bad_words;
+    /** Called with each source's tokens as they are chosen (see
+     * tfm_decode_callback), with callback_user; NULL (default): none. */
+    tfm_decode_callback callback;
+    void *callback_user;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
  * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache;
  * no processors: min_length 0, repetition_penalty 1, no_repeat_ngram_size
  * 0, no suppressed tokens, no end tokens beside eos_id; max_length_a 0,
- * max_length_b INT32_MAX, forced_bos_id -1, patience 1. */
+ * max_length_b INT32_MAX, forced_bos_id -1, patience 1; no bad words, no
+ * callback. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */

@@ -195,6 +195,12 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             if (scores)
                 scores[out] = h < found ? (float)d->fin_score[f] : -INFINITY;
         }
+        if (d->o.callback && found > 0) { /* the best hypothesis, now final */
+            const int32_t *best = d->fin_tokens + (b * F + rank[0]) * T1;
+            for (int64_t i = 1; i < d->fin_length[b * F + rank[0]]; i++)
+                if (d->o.callback(d->o.callback_user, b, best[i], i))
+                    break;
+        }
     }
     return TFM_OK;
 }

@@ -90,6 +90,40 @@ static int check_ids(const char *op, const char *name, const int32_t *ids, int32
     return 0;
 }
 
+/* The bad words' tokens, all sequences together. */
+static int64_t bad_word_tokens(const tfm_decode_options *o)
+{
+    int64_t total = 0;
+    for (int32_t i = 0; i < o->n_bad_words; i++)
+        total += o->bad_word_lengths[i];
+    return total;
+}
+
+/* The bad words: n_bad_words lengths >= 1, their tokens target ids. 0 or
+ * -1 with the error set. */
+static int check_bad_words(const char *op, const tfm_decode_options *o, int64_t vocab)
+{
+    if (o->n_bad_words < 0 || (o->n_bad_words > 0 && (!o->bad_words || !o->bad_word_lengths))) {
+        tfm__fail(TFM_ERR_ARG, "%s: n_bad_words is %d; it must be 0, or positive with "
+                  "bad_words and bad_word_lengths not NULL", op, (int)o->n_bad_words);
+        return -1;
+    }
+    for (int32_t i = 0; i < o->n_bad_words; i++) {
+        if (o->bad_word_lengths[i] < 1) {
+            tfm__fail(TFM_ERR_ARG, "%s: bad_word_lengths[%d] is %d; it must be positive", op,
+                      (int)i, (int)o->bad_word_lengths[i]);
+            return -1;
+        }
+    }
+    for (int64_t i = 0; i < bad_word_tokens(o); i++)
+        if (o->bad_words[i] < 0 || o->bad_words[i] >= vocab) {
+            tfm__fail(TFM_ERR_ARG, "%s: bad_words[%lld] is %d; it must be a target token id "
+                      "(below %lld)", op, (long long)i, (int)o->bad_words[i], (long long)vocab);
+            return -1;
+        }
+    return 0;
+}
+
 /* The logits processors' options. 0 or -1 with the error set. */
 static int check_processors(const char *op, const tfm_model_options *mo,
                             const tfm_decode_options *o)
@@ -125,7 +159,8 @@ static int check_processors(const char *op, const tfm_model_options *mo,
         return -1;
     }
     return check_ids(op, "suppress_ids", o->suppress_ids, o->n_suppress_ids, mo->tgt_vocab) ||
-                   check_ids(op, "eos_ids", o->eos_ids, o->n_eos_ids, mo->tgt_vocab)
+                   check_ids(op, "eos_ids", o->eos_ids, o->n_eos_ids, mo->tgt_vocab) ||
+                   check_bad_words(op, o, mo->tgt_vocab)
                ? -1
                : 0;
 }
@@ -211,14 +246,22 @@ static int64_t model_flags(tfm_model *m, int32_t *flags, int save)
 
 /* The decoding's own copies of the options' token lists, and its end
  * tokens: eos_id (unless -1), then eos_ids. */
+static void copy_ids(int32_t *to, const int32_t *from, int64_t n)
+{
+    if (n > 0) /* from may be NULL then */
+        memcpy(to, from, (size_t)n * sizeof *to);
+}
+
 static void keep_token_lists(tfm_decoding *d, const tfm_decode_options *o)
 {
-    if (o->n_suppress_ids > 0)
-        memcpy(d->suppress_ids, o->suppress_ids, (size_t)o->n_suppress_ids * sizeof(int32_t));
-    if (o->n_eos_ids > 0)
-        memcpy(d->eos_ids, o->eos_ids, (size_t)o->n_eos_ids * sizeof(int32_t));
+    copy_ids(d->suppress_ids, o->suppress_ids, o->n_suppress_ids);
+    copy_ids(d->eos_ids, o->eos_ids, o->n_eos_ids);
+    copy_ids(d->bad_words, o->bad_words, bad_word_tokens(o));
+    copy_ids(d->bad_word_lengths, o->bad_word_lengths, o->n_bad_words);
     d->o.suppress_ids = d->suppress_ids;
     d->o.eos_ids = d->eos_ids;
+    d->o.bad_words = d->bad_words;
+    d->o.bad_word_lengths = d->bad_word_lengths;
     if (o->eos_id >= 0)
         d->ends[d->n_ends++] = o->eos_id;
     for (int32_t i = 0; i < o->n_eos_ids; i++)
@@ -314,7 +357,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
              BUFFER(order, V) && BUFFER(probs, V) && BUFFER(ends, o.n_eos_ids + 1) &&
              BUFFER(is_end, V) && BUFFER(suppress_ids, o.n_suppress_ids) &&
-             BUFFER(eos_ids, o.n_eos_ids) && BUFFER(limit, max_batch) &&
+             BUFFER(eos_ids, o.n_eos_ids) && BUFFER(bad_words, bad_word_tokens(&o)) &&
+             BUFFER(bad_word_lengths, o.n_bad_words) && BUFFER(limit, max_batch) &&
              BUFFER(forced, (double)max_batch * T);
     if (ok && o.strategy != TFM_DECODE_BEAM)
         ok = BUFFER(processed, V * TFM__MAX_THREADS);
@@ -362,7 +406,8 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
                        d->table_tmp, d->ends, d->suppress_ids, d->eos_ids, d->is_end,
-                       d->processed, d->limit, d->forced};
+                       d->processed, d->limit, d->forced, d->bad_words,
+                       d->bad_word_lengths};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);

@@ -81,7 +81,7 @@ struct tfm_decoding {
      * the options' arrays (o's pointers point to them); with a processor
      * on (processing), greedy decoding and sampling process a copy of the
      * logits [rows][vocab] and keep the model's own for the scores */
-    int32_t *ends, *suppress_ids, *eos_ids;
+    int32_t *ends, *suppress_ids, *eos_ids, *bad_words, *bad_word_lengths;
     int64_t n_ends;
     /* per source of the run: its longest output (max_length_a, _b) [batch],
      * and its forced prefix [batch][max_len] (-1 after it) */

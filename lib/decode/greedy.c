@@ -69,7 +69,8 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
             d->sum[r] += l[token] - lse;
             d->hist[r * T1 + t + 1] = token;
             lengths[r] = (int32_t)(t + 2);
-            if (!d->is_end[token] && t + 1 < d->limit[r])
+            int stop = d->o.callback && d->o.callback(d->o.callback_user, r, token, t + 1);
+            if (!d->is_end[token] && t + 1 < d->limit[r] && !stop)
                 g->active[still++] = r;
         }
         n = still;

@@ -2,7 +2,7 @@
  * normaliser, whose finiteness says whether they are usable, and the
  * logits processors, one function each, in the order of Hugging Face's
  * generate (its _get_logits_processor): repetition penalty, no repeated
- * n-grams, the minimum length, the forced first token, suppressed tokens,
+ * n-grams, bad words, the minimum length, the forced first token, suppressed tokens,
  * the forced prefix (ForceTokensLogitsProcessor, last as there). Greedy and sampling
  * process the logits, beam search the log probabilities, as generate does;
  * a banned token's value becomes -inf. A row's "tokens so far" are its
@@ -54,6 +54,18 @@ static void no_repeat_ngram(float *scores, const int32_t *so_far, int64_t len, i
             scores[so_far[start + n - 1]] = -INFINITY;
 }
 
+/* NoBadWordsLogitsProcessor: a bad word's last token where the tokens so
+ * far end with its others. */
+static void bad_words(const tfm_decoding *d, float *scores, const int32_t *so_far, int64_t len)
+{
+    const int32_t *word = d->o.bad_words;
+    for (int32_t i = 0; i < d->o.n_bad_words; word += d->o.bad_word_lengths[i++]) {
+        int64_t n = d->o.bad_word_lengths[i] - 1; /* the tokens before the banned one */
+        if (n <= len && memcmp(so_far + len - n, word, (size_t)n * sizeof *word) == 0)
+            scores[word[n]] = -INFINITY;
+    }
+}
+
 /* MinNewTokensLengthLogitsProcessor: no end token before min_length
  * tokens have been generated. */
 static void min_length(const tfm_decoding *d, float *scores, int64_t generated)
@@ -88,6 +100,7 @@ void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so
         repetition_penalty(scores, so_far, len, d->o.repetition_penalty);
     if (d->o.no_repeat_ngram_size > 0)
         no_repeat_ngram(scores, so_far, len, d->o.no_repeat_ngram_size);
+    bad_words(d, scores, so_far, len);
     min_length(d, scores, generated);
     if (d->o.forced_bos_id >= 0 && generated == 0)
         force(scores, d->vocab, d->o.forced_bos_id);
@@ -100,5 +113,6 @@ void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so
 int tfm__decode_processing(const tfm_decoding *d)
 {
     return d->o.repetition_penalty != 1.0f || d->o.no_repeat_ngram_size > 0 ||
-           d->o.min_length > 0 || d->o.n_suppress_ids > 0 || d->o.forced_bos_id >= 0;
+           d->o.min_length > 0 || d->o.n_suppress_ids > 0 || d->o.forced_bos_id >= 0 ||
+           d->o.n_bad_words > 0;
 }
