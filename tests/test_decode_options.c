@@ -54,9 +54,21 @@ static tfm_model *fixture_model(void)
     return m;
 }
 
-static tfm_tensor *sources(void)
+/* Every test's model and sources. */
+static tfm_model *model;
+static tfm_tensor *src;
+
+static void setup(void)
 {
-    return tfm_tensor_from_i32(2, (const int64_t[]){B, S}, decode_sources);
+    model = fixture_model();
+    src = tfm_tensor_from_i32(2, (const int64_t[]){B, S}, decode_sources);
+    ck_assert_ptr_nonnull(src);
+}
+
+static void teardown(void)
+{
+    tfm_tensor_free(src);
+    tfm_model_free(model);
 }
 
 /* The case's options over strategy's, max_length T, source padding. */
@@ -110,12 +122,11 @@ typedef struct result {
 
 #define COUNT(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
 
-/* Decodes src with the options and, unless NULL, the forced prefix. */
-static void decode(tfm_model *m, const tfm_decode_options *o, const tfm_tensor *src,
-                   const tfm_tensor *prefix, result *r)
+/* Decodes the sources with the options and, unless NULL, the forced prefix. */
+static void decode(const tfm_decode_options *o, const tfm_tensor *prefix, result *r)
 {
     memset(r, 0, sizeof *r);
-    tfm_decoding *d = tfm_decoding_create(m, o, tfm_tensor_dim(src, 0), tfm_tensor_dim(src, 1));
+    tfm_decoding *d = tfm_decoding_create(model, o, tfm_tensor_dim(src, 0), tfm_tensor_dim(src, 1));
     ck_assert_msg(d, "%s", tfm_last_error());
     int beam = o->strategy == TFM_DECODE_BEAM;
     ck_assert_msg(tfm_decoding_run_with_prefix(d, src, prefix, r->tokens, COUNT(r->tokens),
@@ -140,14 +151,12 @@ START_TEST(greedy_and_beam_match_generate)
 {
     const decode_case *c = &decode_cases[_i / 4];
     int beam = _i / 2 % 2, use_cache = _i % 2 == 0;
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     tfm_decode_options o;
     case_options(&o, c, beam ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY, use_cache);
     result *r = malloc(sizeof *r);
     ck_assert_ptr_nonnull(r);
     tfm_tensor *prefix = case_prefix(c);
-    decode(m, &o, src, prefix, r);
+    decode(&o, prefix, r);
     tfm_tensor_free(prefix);
     char what[96];
     snprintf(what, sizeof what, "%s, %s, %s", c->name, beam ? "beam" : "greedy",
@@ -161,8 +170,6 @@ START_TEST(greedy_and_beam_match_generate)
             expect_tokens(r->tokens + b * T1, c->greedy[b], T1, what, b);
     }
     free(r);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
@@ -222,8 +229,6 @@ static void processed_by_hand(const decode_case *c, int b, const float *logits,
 START_TEST(sampling_draws_from_the_processed_logits)
 {
     const decode_case *c = &decode_cases[_i];
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     result *r = malloc(2 * sizeof *r);
     ck_assert_ptr_nonnull(r);
     for (int use_cache = 1; use_cache >= 0; use_cache--) {
@@ -232,7 +237,7 @@ START_TEST(sampling_draws_from_the_processed_logits)
         o.temperature = 0.7f;
         o.seed = 5;
         tfm_tensor *prefix = case_prefix(c);
-        decode(m, &o, src, prefix, &r[use_cache]);
+        decode(&o, prefix, &r[use_cache]);
         tfm_tensor_free(prefix);
     }
     ck_assert_mem_eq(r[0].tokens, r[1].tokens, sizeof r[0].tokens);
@@ -261,8 +266,6 @@ START_TEST(sampling_draws_from_the_processed_logits)
         }
     }
     free(r);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
@@ -271,14 +274,12 @@ END_TEST
 START_TEST(greedy_scores_are_the_models)
 {
     const decode_case *c = &decode_cases[DECODE_CASES - 1]; /* every processor */
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     tfm_decode_options o;
     case_options(&o, c, TFM_DECODE_GREEDY, 1);
     result *r = malloc(sizeof *r);
     ck_assert_ptr_nonnull(r);
     tfm_tensor *prefix = case_prefix(c);
-    decode(m, &o, src, prefix, r);
+    decode(&o, prefix, r);
     tfm_tensor_free(prefix);
     for (int b = 0; b < B; b++) {
         double sum = 0.0;
@@ -293,8 +294,6 @@ START_TEST(greedy_scores_are_the_models)
                       "source %d: score %g, the model's %g", b, (double)r->scores[b], sum);
     }
     free(r);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
@@ -302,8 +301,6 @@ END_TEST
  * the caller's arrays changed afterwards change nothing. */
 START_TEST(token_lists_are_copied)
 {
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     int32_t suppress[2] = {0, 9}, eos[1] = {10}, words[2] = {8, 8}, lengths[1] = {2};
     tfm_decode_options o;
     case_options(&o, &decode_cases[0], TFM_DECODE_GREEDY, 1);
@@ -316,8 +313,8 @@ START_TEST(token_lists_are_copied)
     o.n_bad_words = 1;
     result *r = malloc(2 * sizeof *r);
     ck_assert_ptr_nonnull(r);
-    decode(m, &o, src, NULL, &r[0]);
-    tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
+    decode(&o, NULL, &r[0]);
+    tfm_decoding *d = tfm_decoding_create(model, &o, B, S);
     ck_assert_msg(d, "%s", tfm_last_error());
     suppress[0] = suppress[1] = 3;
     eos[0] = 5;
@@ -330,8 +327,6 @@ START_TEST(token_lists_are_copied)
     tfm_decoding_free(d);
     ck_assert_mem_eq(r[0].tokens, r[1].tokens, sizeof r[0].tokens);
     free(r);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
@@ -339,25 +334,20 @@ END_TEST
  * gets none, whatever lies past its struct. */
 START_TEST(an_older_struct_gets_no_processors)
 {
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     tfm_decode_options o;
     case_options(&o, &decode_cases[DECODE_CASES - 1], TFM_DECODE_GREEDY, 1);
     o.struct_size = (uint32_t)offsetof(tfm_decode_options, min_length);
     result *r = malloc(sizeof *r);
     ck_assert_ptr_nonnull(r);
-    decode(m, &o, src, NULL, r);
+    decode(&o, NULL, r);
     for (int b = 0; b < B; b++)
         expect_tokens(r->tokens + b * T1, decode_cases[0].greedy[b], T1, "older struct", b);
     free(r);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
 START_TEST(out_of_range_options_are_named)
 {
-    tfm_model *m = fixture_model();
     static const int32_t too_big[2] = {3, V}, negative[1] = {-1};
     static const struct {
         int field;
@@ -416,14 +406,13 @@ START_TEST(out_of_range_options_are_named)
         }
         }
         tfm_clear_error();
-        tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
+        tfm_decoding *d = tfm_decoding_create(model, &o, B, S);
         ck_assert_msg(d == NULL, "created despite %s", bad[i].text);
         ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
         ck_assert_msg(strstr(tfm_last_error(), bad[i].text) &&
                           strstr(tfm_last_error(), "tfm_decoding_create"),
                       "'%s' not in '%s'", bad[i].text, tfm_last_error());
     }
-    tfm_model_free(m);
 }
 END_TEST
 
@@ -454,8 +443,6 @@ START_TEST(callback_streams_and_stops)
 {
     tfm_decode_strategy strategy = (tfm_decode_strategy)(_i / 2);
     int beam = strategy == TFM_DECODE_BEAM, rows = beam ? DECODE_N_BEST : 1;
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     tfm_decode_options o;
     case_options(&o, &decode_cases[0], strategy, _i % 2 == 0);
     o.seed = 9;
@@ -467,7 +454,7 @@ START_TEST(callback_streams_and_stops)
         s[run].stop_source = run ? 1 : -1;
         s[run].stop_after = 3;
         o.callback_user = &s[run];
-        decode(m, &o, src, NULL, &r[run]);
+        decode(&o, NULL, &r[run]);
         ck_assert(!s[run].out_of_order);
     }
     for (int b = 0; b < B; b++) {
@@ -491,19 +478,15 @@ START_TEST(callback_streams_and_stops)
     }
     free(s);
     free(r);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
 /* A prefix refused writes nothing; each refusal names what is wrong. */
 START_TEST(prefix_errors)
 {
-    tfm_model *m = fixture_model();
-    tfm_tensor *src = sources();
     tfm_decode_options o;
     case_options(&o, &decode_cases[0], TFM_DECODE_GREEDY, 1);
-    tfm_decoding *d = tfm_decoding_create(m, &o, B, S);
+    tfm_decoding *d = tfm_decoding_create(model, &o, B, S);
     ck_assert_msg(d, "%s", tfm_last_error());
     static const int32_t out_of_range[B * 2] = {3, 4, 5, V, 6, 7};
     static const int32_t after_padding[B * 2] = {3, 4, -1, 5, 6, 7};
@@ -543,8 +526,6 @@ START_TEST(prefix_errors)
         tfm_tensor_free(bad[i].prefix);
     }
     tfm_decoding_free(d);
-    tfm_tensor_free(src);
-    tfm_model_free(m);
 }
 END_TEST
 
@@ -553,6 +534,7 @@ static Suite *decode_options_suite(void)
     Suite *s = suite_create("decode_options");
     TCase *c = tcase_create("decode_options");
     tcase_set_timeout(c, 120);
+    tcase_add_checked_fixture(c, setup, teardown);
     tcase_add_loop_test(c, greedy_and_beam_match_generate, 0, 4 * DECODE_CASES);
     tcase_add_loop_test(c, sampling_draws_from_the_processed_logits, 0, DECODE_CASES);
     tcase_add_test(c, greedy_scores_are_the_models);
