@@ -481,6 +481,35 @@ START_TEST(callback_streams_and_stops)
 }
 END_TEST
 
+/* A source whose every token is banned (forced_bos_id suppressed) ends
+ * before the first step: bos alone (greedy, sampling: nothing drawn, no
+ * logits or probabilities written), no hypothesis (beam). _i: strategy,
+ * path. */
+START_TEST(every_token_banned_ends_the_source)
+{
+    tfm_decode_strategy strategy = (tfm_decode_strategy)(_i / 2);
+    static const int32_t forced[1] = {4};
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], strategy, _i % 2 == 0);
+    o.forced_bos_id = forced[0];
+    o.suppress_ids = forced;
+    o.n_suppress_ids = 1;
+    result *r = malloc(sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    decode(&o, NULL, r);
+    int beam = strategy == TFM_DECODE_BEAM, rows = beam ? B * DECODE_N_BEST : B;
+    for (int i = 0; i < rows; i++) {
+        ck_assert_int_eq(r->lengths[i], (beam ? 0 : 1));
+        ck_assert_int_eq(r->tokens[i * T1], (beam ? -1 : BOS));
+        for (int j = 1; j < T1; j++)
+            ck_assert_int_eq(r->tokens[i * T1 + j], -1);
+    }
+    for (int i = 0; !beam && i < B * T * V; i++)
+        ck_assert(r->logits[i] == 0.0f && r->probs[i] == 0.0f);
+    free(r);
+}
+END_TEST
+
 /* A prefix refused writes nothing; each refusal names what is wrong. */
 START_TEST(prefix_errors)
 {
@@ -543,6 +572,7 @@ static Suite *decode_options_suite(void)
     tcase_add_test(c, out_of_range_options_are_named);
     tcase_add_test(c, prefix_errors);
     tcase_add_loop_test(c, callback_streams_and_stops, 0, 6);
+    tcase_add_loop_test(c, every_token_banned_ends_the_source, 0, 6);
     suite_add_tcase(s, c);
     return s;
 }

@@ -83,7 +83,8 @@ typedef struct tfm_decode_options {
      * no_repeat_ngram_size, min_length, suppress_ids. "The tokens so far"
      * are the hypothesis' decoder inputs: bos_id, then the tokens generated.
      * A token a processor bans (-inf) is never chosen; a beam candidate
-     * banned by all processors is not kept. */
+     * banned is not kept, and a sequence whose every token is banned ends
+     * before that step (greedy, sampling: bos_id and the tokens before). */
 
     /** End tokens cannot be chosen while fewer than min_length tokens have
      * been generated after bos_id (Hugging Face's min_new_tokens; its

@@ -44,8 +44,6 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
                 g->bad_step = t;
                 return TFM_ERR_NUMERIC;
             }
-            if (out_logits)
-                memcpy(out_logits + (r * T + t) * V, l, (size_t)V * sizeof *l);
             const int32_t *so_far = d->hist + r * T1;
             const float *s = l;
             double s_lse = lse;
@@ -54,8 +52,12 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
                 memcpy(processed, l, (size_t)V * sizeof *l);
                 tfm__decode_process(d, processed, so_far, t + 1, r);
                 s = processed;
-                s_lse = out_probs ? tfm__decode_log_sum_exp(s, V) : 0.0;
+                s_lse = tfm__decode_log_sum_exp(s, V);
+                if (!(s_lse > -INFINITY)) /* every token banned: the source ends */
+                    continue;
             }
+            if (out_logits)
+                memcpy(out_logits + (r * T + t) * V, l, (size_t)V * sizeof *l);
             float *p = out_probs ? out_probs + (r * T + t) * V : d->probs;
             int32_t token;
             if (d->o.strategy == TFM_DECODE_SAMPLE) {
