@@ -36,6 +36,18 @@ enum {
     TFM_DECODE_BEAM = 2    /**< beam search */
 };
 
+/** A run's tokens as they are chosen (the options' callback): source's
+ * token at `position` of its output (1 is the first after bos_id), called
+ * in order of positions for each source. Greedy decoding and sampling call
+ * it at each step with each source's new token (a forced one too), beam
+ * search when a source's search has ended, with each token of its best
+ * hypothesis. Grouped sources decode on libtfm's threads, so calls for
+ * different sources may come at once from different threads. Non-zero
+ * stops that source: greedy and sampling end its output at this token,
+ * beam search makes no more calls for it. */
+typedef int (*tfm_decode_callback)(void *user, int64_t source, int32_t token,
+                                   int64_t position);
+
 /** A decoding's options. Fill with tfm_decode_options_init(), then change
  * fields; the library reads only the fields of the size the caller
  * compiled with. */
@@ -62,10 +74,79 @@ typedef struct tfm_decode_options {
     /** 0 recomputes the whole prefix at every step (the tutorials' way),
      * for reference and testing; 1 (default) uses the caches. */
     int32_t use_cache;
+
+    /* The logits processors, as Hugging Face's generate applies them
+     * (logits.c): on the logits before greedy's argmax and before
+     * sampling's temperature, top-k and top-p; on the log probabilities
+     * (log_softmax of the logits) in beam search, whose scores then add up
+     * the processed values. In this order: repetition_penalty,
+     * no_repeat_ngram_size, min_length, suppress_ids. "The tokens so far"
+     * are the hypothesis' decoder inputs: bos_id, then the tokens generated.
+     * A token a processor bans (-inf) is never chosen; a beam candidate
+     * banned is not kept, and a sequence whose every token is banned ends
+     * before that step (greedy, sampling: bos_id and the tokens before). */
+
+    /** End tokens cannot be chosen while fewer than min_length tokens have
+     * been generated after bos_id (Hugging Face's min_new_tokens; its
+     * min_length counts bos_id too); 0 (default) to max_length. */
+    int32_t min_length;
+    /** The tokens so far (bos_id included) are penalised once each: a
+     * logit (beam: log probability) above 0 divided by it, below 0
+     * multiplied by it. Positive; 1 (default): none. */
+    float repetition_penalty;
+    /** A token that would repeat an n-gram of this size already among the
+     * tokens so far (bos_id included) is banned; 0 (default): none. */
+    int32_t no_repeat_ngram_size;
+    /** n_suppress_ids target token ids never chosen. Read by
+     * tfm_decoding_create only (the decoding keeps a copy); NULL with 0. */
+    const int32_t *suppress_ids;
+    int32_t n_suppress_ids;
+    /** n_eos_ids more end tokens beside eos_id: a sequence ends at any of
+     * them (Hugging Face's list of eos_token_id). Read by
+     * tfm_decoding_create only (copied); NULL with 0. */
+    const int32_t *eos_ids;
+    int32_t n_eos_ids;
+
+    /** A source of n tokens (not counting src_pad_id's) gets at most
+     * floor(max_length_a * n) + max_length_b tokens, and never more than
+     * max_length (fairseq's and CTranslate2's max_len_a and max_len_b).
+     * max_length_a >= 0 (default 0); max_length_b >= 1, default INT32_MAX:
+     * max_length alone. */
+    float max_length_a;
+    int32_t max_length_b;
+    /** The first token generated, forced (Hugging Face's
+     * ForcedBOSTokenLogitsProcessor, as multilingual models need for the
+     * target language): every other token banned at the first step, the
+     * forced one's value 0 (beam: log probability 0). Applied after
+     * min_length, before suppress_ids; -1 (default): none. */
+    int32_t forced_bos_id;
+    /** BEAM: a source's search stops when round(beam_size * patience)
+     * hypotheses (at least 1) have finished; until then beam_size live
+     * hypotheses continue (CTranslate2's patience). 1 (default): stop at
+     * beam_size finished; from 0.01 to 64. */
+    float patience;
+    /** Token sequences that must not be generated (Hugging Face's
+     * bad_words_ids, NoBadWordsLogitsProcessor): n_bad_words sequences,
+     * bad_word_lengths[i] tokens each (>= 1), one after another in
+     * bad_words. The last token of one is banned where the tokens so far
+     * end with its others (a sequence of one token: always). Applied after
+     * no_repeat_ngram_size. Read by tfm_decoding_create only (copied);
+     * NULL with 0. */
+    const int32_t *bad_words;
+    const int32_t *bad_word_lengths;
+    int32_t n_bad_words;
+    /** Called with each source's tokens as they are chosen (see
+     * tfm_decode_callback), with callback_user; NULL (default): none. */
+    tfm_decode_callback callback;
+    void *callback_user;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
- * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache. */
+ * top_k 0, top_p 1, seed 0, beam_size 4, length_penalty 1, n_best 1, cache;
+ * no processors: min_length 0, repetition_penalty 1, no_repeat_ngram_size
+ * 0, no suppressed tokens, no end tokens beside eos_id; max_length_a 0,
+ * max_length_b INT32_MAX, forced_bos_id -1, patience 1; no bad words, no
+ * callback. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -101,21 +182,40 @@ TFM_API void tfm_decoding_free(tfm_decoding *decoding);
  *     max_length + 1 entries;
  *   lengths[b * n_best + h]: the tokens before the -1s;
  *   scores[b * n_best + h]: the sum of the chosen tokens' log
- *     probabilities under the model (temperature 1, unfiltered; beam:
- *     divided by length^length_penalty); may be NULL.
+ *     probabilities under the model (temperature 1, unfiltered, before
+ *     the logits processors); beam: of the processed log probabilities
+ *     (as Hugging Face's beam scores), divided by length^length_penalty;
+ *     may be NULL.
  * When beam search finds fewer distinct hypotheses than n_best, the rest
  * are all -1 with length 0 and score -inf.
  * Greedy and sampling only (TFM_ERR_ARG with beam search), each may be
  * NULL, [B, max_length, tgt_vocab], zeros after a sequence has ended:
  *   logits: the model's logits at each step;
- *   probs: the distribution the token was drawn from (after temperature,
- *     top-k and top-p). */
+ *   probs: the distribution the token was drawn from (after the logits
+ *     processors, then temperature, top-k and top-p). */
 TFM_API tfm_status tfm_decoding_run(tfm_decoding *decoding, const tfm_tensor *src,
                                     int32_t *tokens, int64_t tokens_count,
                                     int32_t *lengths, int64_t lengths_count,
                                     float *scores, int64_t scores_count,
                                     float *logits, int64_t logits_count,
                                     float *probs, int64_t probs_count);
+
+/** tfm_decoding_run with a forced target prefix per source: prefix
+ * [B, P] int32 (B as src's), row b the first tokens source b generates
+ * after bos_id, then -1s to pad it (a row of -1s forces nothing). A prefix
+ * token is forced as Hugging Face's ForceTokensLogitsProcessor does
+ * (after every other processor: every other token banned, the forced
+ * one's value 0), so it is in tokens and counts towards the lengths,
+ * min_length and the scores like a chosen token; an end token in it ends
+ * the sequence there. P may not exceed max_length; NULL prefix: none.
+ * TFM_ERR_SHAPE for a prefix not [B, P], TFM_ERR_RANGE for a token outside
+ * the target vocabulary or a token after a -1, as well as
+ * tfm_decoding_run's errors. */
+TFM_API tfm_status tfm_decoding_run_with_prefix(
+    tfm_decoding *decoding, const tfm_tensor *src, const tfm_tensor *prefix, int32_t *tokens,
+    int64_t tokens_count, int32_t *lengths, int64_t lengths_count, float *scores,
+    int64_t scores_count, float *logits, int64_t logits_count, float *probs,
+    int64_t probs_count);
 
 /** The element counts tfm_decoding_run needs for a batch of `batch` sources
  * (1 <= batch <= max_batch): tokens batch * n_best * (max_length + 1);

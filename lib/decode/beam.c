@@ -1,5 +1,8 @@
 /* Beam search: per source, a row per live hypothesis; each step keeps the
- * best (beam - finished) continuations, those ending in eos_id finish,
+ * best min(beam, finish_count - finished) continuations of the processed
+ * log probabilities (logits.c; a banned one never), where finish_count is
+ * round(beam * patience); those ending in an end token finish, a source's
+ * search stops at finish_count finished or at its length limit,
  * and the n_best finished ones are returned best first, their scores
  * normalised by length ** length_penalty. */
 #include <math.h>
@@ -17,13 +20,23 @@ static double normalised(const tfm_decoding *d, double score, int64_t generated)
  * finished ones. */
 static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t len, double score)
 {
-    int64_t T1 = d->max_len + 1, f = b * d->beam + d->done[b]++;
+    int64_t T1 = d->max_len + 1, f = b * d->finish_count + d->done[b]++;
     int32_t *out = d->fin_tokens + f * T1;
     memcpy(out, tokens, (size_t)len * sizeof *out);
     for (int64_t i = len; i < T1; i++)
         out[i] = -1;
     d->fin_length[f] = (int32_t)len;
     d->fin_score[f] = normalised(d, score, len - 1);
+}
+
+/* Source b's live hypotheses end where they are, `len` tokens long (at
+ * max_length or the source's own limit). */
+static void end_live(tfm_decoding *d, int64_t b, int64_t len)
+{
+    int64_t K = d->beam, T1 = d->max_len + 1;
+    for (int32_t j = 0; j < d->live[b]; j++)
+        finish(d, b, d->hist + (b * K + j) * T1, len, d->sum[b * K + j]);
+    d->live[b] = 0;
 }
 
 /* One source's best candidates of a step, kept sorted [beam]. */
@@ -39,11 +52,11 @@ static candidates candidates_of(const tfm_decoding *d, int64_t b)
 }
 
 /* Inserts a candidate into the best `width` of the step; an equal score
- * ranks after the earlier candidates. */
+ * ranks after the earlier candidates, and a banned one (-inf) is dropped. */
 static void consider(const candidates *c, int64_t *count, int64_t width, double score,
                      int32_t parent, int32_t token)
 {
-    if (*count == width && !(score > c->score[width - 1]))
+    if ((*count == width && !(score > c->score[width - 1])) || score == -INFINITY)
         return;
     int64_t pos = *count < width ? (*count)++ : width - 1;
     for (; pos > 0 && score > c->score[pos - 1]; pos--) {
@@ -81,7 +94,8 @@ static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_n
  * the best (beam - finished) continuations; those ending in eos finish. */
 static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
 {
-    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1, width = K - d->done[b];
+    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1;
+    int64_t width = d->finish_count - d->done[b] < K ? d->finish_count - d->done[b] : K;
     int64_t count = 0;
     candidates c = candidates_of(d, b);
     for (int32_t j = 0; j < d->live[b]; j++) {
@@ -91,9 +105,9 @@ static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
     }
     int64_t n_new = 0;
     for (int64_t i = 0; i < count; i++) {
-        if (c.token[i] == d->o.eos_id) {
+        if (d->is_end[c.token[i]]) {
             int32_t *tokens = d->hist + (b * K + c.parent[i]) * T1;
-            tokens[t + 1] = d->o.eos_id; /* past the parent's tokens, rewritten if kept */
+            tokens[t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
             finish(d, b, tokens, t + 2, c.score[i]);
         } else {
             c.score[n_new] = c.score[i];
@@ -111,6 +125,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
                                    int32_t *lengths, float *scores)
 {
     int64_t K = d->beam, V = d->vocab, T = d->max_len, T1 = T + 1, N = d->o.n_best;
+    int64_t F = d->finish_count;
     int64_t first = g->first, last = g->first + g->count;
     int64_t owned = K * row_tiles(d);
     for (int64_t b = first; b < last; b++) {
@@ -125,9 +140,12 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
     }
     for (int64_t t = 0; t < T; t++) {
         int64_t n = 0;
-        for (int64_t b = first; b < last; b++)
+        for (int64_t b = first; b < last; b++) {
+            if (t == d->limit[b])
+                end_live(d, b, t + 1);
             for (int32_t j = 0; j < d->live[b]; j++)
                 g->active[n++] = (int32_t)(b * K + j);
+        }
         if (n == 0)
             break;
         tfm_status status = tfm__decode_step(d, g, n, t, S);
@@ -142,6 +160,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             }
             for (int64_t v = 0; v < V; v++)
                 l[v] = (float)(l[v] - lse);
+            tfm__decode_process(d, l, d->hist + g->active[i] * T1, t + 1, g->active[i] / K);
         }
         const float *logp = g->logits;
         for (int64_t b = first; b < last; b++) {
@@ -152,13 +171,11 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
         }
     }
     for (int64_t b = first; b < last; b++) {
-        /* hypotheses still live at max_length end there */
-        for (int32_t j = 0; j < d->live[b]; j++)
-            finish(d, b, d->hist + (b * K + j) * T1, T1, d->sum[b * K + j]);
+        end_live(d, b, T1);
         /* best first; an equal score keeps the order of finishing */
         int32_t found = d->done[b];
-        const double *score = d->fin_score + b * K;
-        int32_t *rank = d->rank + b * K;
+        const double *score = d->fin_score + b * F;
+        int32_t *rank = d->rank + b * F;
         for (int32_t i = 0; i < found; i++) {
             int32_t pos = i;
             for (; pos > 0 && score[i] > score[rank[pos - 1]]; pos--)
@@ -166,7 +183,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             rank[pos] = i;
         }
         for (int64_t h = 0; h < N; h++) {
-            int64_t out = b * N + h, f = b * K + (h < found ? rank[h] : 0);
+            int64_t out = b * N + h, f = b * F + (h < found ? rank[h] : 0);
             if (h < found) {
                 memcpy(tokens + out * T1, d->fin_tokens + f * T1, (size_t)T1 * sizeof *tokens);
                 lengths[out] = d->fin_length[f];
@@ -177,6 +194,12 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             }
             if (scores)
                 scores[out] = h < found ? (float)d->fin_score[f] : -INFINITY;
+        }
+        if (d->o.callback && found > 0) { /* the best hypothesis, now final */
+            const int32_t *best = d->fin_tokens + (b * F + rank[0]) * T1;
+            for (int64_t i = 1; i < d->fin_length[b * F + rank[0]]; i++)
+                if (d->o.callback(d->o.callback_user, b, best[i], i))
+                    break;
         }
     }
     return TFM_OK;

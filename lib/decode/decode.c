@@ -63,7 +63,106 @@ void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
     d.length_penalty = 1.0f;
     d.n_best = 1;
     d.use_cache = 1;
+    d.repetition_penalty = 1.0f;
+    d.max_length_a = 0.0f;
+    d.max_length_b = INT32_MAX;
+    d.forced_bos_id = -1;
+    d.patience = 1.0f;
     tfm__init_options(o, struct_size, &d, sizeof d);
+}
+
+/* An array option's ids [n] must be target token ids; NULL only when n is 0.
+ * 0 or -1 with the error set. */
+static int check_ids(const char *op, const char *name, const int32_t *ids, int32_t n,
+                     int64_t vocab)
+{
+    if (n < 0 || (n > 0 && !ids)) {
+        tfm__fail(TFM_ERR_ARG, "%s: n_%s is %d; it must be 0, or positive with %s not NULL",
+                  op, name, (int)n, name);
+        return -1;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab) {
+            tfm__fail(TFM_ERR_ARG, "%s: %s[%d] is %d; it must be a target token id (below "
+                      "%lld)", op, name, (int)i, (int)ids[i], (long long)vocab);
+            return -1;
+        }
+    return 0;
+}
+
+/* The bad words' tokens, all sequences together. */
+static int64_t bad_word_tokens(const tfm_decode_options *o)
+{
+    int64_t total = 0;
+    for (int32_t i = 0; i < o->n_bad_words; i++)
+        total += o->bad_word_lengths[i];
+    return total;
+}
+
+/* The bad words: n_bad_words lengths >= 1, their tokens target ids. 0 or
+ * -1 with the error set. */
+static int check_bad_words(const char *op, const tfm_decode_options *o, int64_t vocab)
+{
+    if (o->n_bad_words < 0 || (o->n_bad_words > 0 && (!o->bad_words || !o->bad_word_lengths))) {
+        tfm__fail(TFM_ERR_ARG, "%s: n_bad_words is %d; it must be 0, or positive with "
+                  "bad_words and bad_word_lengths not NULL", op, (int)o->n_bad_words);
+        return -1;
+    }
+    for (int32_t i = 0; i < o->n_bad_words; i++) {
+        if (o->bad_word_lengths[i] < 1) {
+            tfm__fail(TFM_ERR_ARG, "%s: bad_word_lengths[%d] is %d; it must be positive", op,
+                      (int)i, (int)o->bad_word_lengths[i]);
+            return -1;
+        }
+    }
+    for (int64_t i = 0; i < bad_word_tokens(o); i++)
+        if (o->bad_words[i] < 0 || o->bad_words[i] >= vocab) {
+            tfm__fail(TFM_ERR_ARG, "%s: bad_words[%lld] is %d; it must be a target token id "
+                      "(below %lld)", op, (long long)i, (int)o->bad_words[i], (long long)vocab);
+            return -1;
+        }
+    return 0;
+}
+
+/* The logits processors' options. 0 or -1 with the error set. */
+static int check_processors(const char *op, const tfm_model_options *mo,
+                            const tfm_decode_options *o)
+{
+    if (o->min_length < 0 || o->min_length > o->max_length) {
+        tfm__fail(TFM_ERR_ARG, "%s: min_length %d must be from 0 to max_length %d", op,
+                  (int)o->min_length, (int)o->max_length);
+        return -1;
+    }
+    if (!(o->repetition_penalty > 0.0f) || !isfinite(o->repetition_penalty)) {
+        tfm__fail(TFM_ERR_ARG, "%s: repetition_penalty %g must be positive and finite", op,
+                  (double)o->repetition_penalty);
+        return -1;
+    }
+    if (o->no_repeat_ngram_size < 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: no_repeat_ngram_size %d must be 0 (none) or positive", op,
+                  (int)o->no_repeat_ngram_size);
+        return -1;
+    }
+    if (!(o->max_length_a >= 0.0f) || !isfinite(o->max_length_a) || o->max_length_b < 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: max_length_a %g must be finite and >= 0 and max_length_b "
+                  "%d >= 1", op, (double)o->max_length_a, (int)o->max_length_b);
+        return -1;
+    }
+    if (o->forced_bos_id < -1 || o->forced_bos_id >= mo->tgt_vocab) {
+        tfm__fail(TFM_ERR_ARG, "%s: forced_bos_id %d must be a target token id or -1", op,
+                  (int)o->forced_bos_id);
+        return -1;
+    }
+    if (!(o->patience >= 0.01f && o->patience <= 64.0f)) {
+        tfm__fail(TFM_ERR_ARG, "%s: patience %g must be from 0.01 to 64", op,
+                  (double)o->patience);
+        return -1;
+    }
+    return check_ids(op, "suppress_ids", o->suppress_ids, o->n_suppress_ids, mo->tgt_vocab) ||
+                   check_ids(op, "eos_ids", o->eos_ids, o->n_eos_ids, mo->tgt_vocab) ||
+                   check_bad_words(op, o, mo->tgt_vocab)
+               ? -1
+               : 0;
 }
 
 /* The caller's options over the defaults, as far as the caller's struct
@@ -112,7 +211,7 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
                   (int)o->beam_size, (double)o->length_penalty, (int)o->n_best);
         return -1;
     }
-    return 0;
+    return check_processors(op, mo, o);
 }
 
 /* --- the model's layers' training flags --------------------------------------- */
@@ -144,6 +243,32 @@ static int64_t model_flags(tfm_model *m, int32_t *flags, int save)
 }
 
 /* --- creation ------------------------------------------------------------------- */
+
+/* The decoding's own copies of the options' token lists, and its end
+ * tokens: eos_id (unless -1), then eos_ids. */
+static void copy_ids(int32_t *to, const int32_t *from, int64_t n)
+{
+    if (n > 0) /* from may be NULL then */
+        memcpy(to, from, (size_t)n * sizeof *to);
+}
+
+static void keep_token_lists(tfm_decoding *d, const tfm_decode_options *o)
+{
+    copy_ids(d->suppress_ids, o->suppress_ids, o->n_suppress_ids);
+    copy_ids(d->eos_ids, o->eos_ids, o->n_eos_ids);
+    copy_ids(d->bad_words, o->bad_words, bad_word_tokens(o));
+    copy_ids(d->bad_word_lengths, o->bad_word_lengths, o->n_bad_words);
+    d->o.suppress_ids = d->suppress_ids;
+    d->o.eos_ids = d->eos_ids;
+    d->o.bad_words = d->bad_words;
+    d->o.bad_word_lengths = d->bad_word_lengths;
+    if (o->eos_id >= 0)
+        d->ends[d->n_ends++] = o->eos_id;
+    for (int32_t i = 0; i < o->n_eos_ids; i++)
+        d->ends[d->n_ends++] = o->eos_ids[i];
+    for (int64_t i = 0; i < d->n_ends; i++)
+        d->is_end[d->ends[i]] = 1;
+}
 
 /* A zeroed buffer of count elements; NULL with the error set. */
 static void *buffer(const char *op, double count, size_t elem)
@@ -205,6 +330,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->tiles = d->rows * d->self_tiled / BLOCK;
     d->weights_stride = QUERIES * (d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled);
     d->n_layers = model_flags(model, NULL, 0);
+    long finish_count = lround((double)beam * (double)o.patience);
+    d->finish_count = finish_count > 1 ? finish_count : 1;
 
     double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
     double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
@@ -212,7 +339,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
     double cross_cache = L * (double)max_batch * 2 * D * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
-    double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) +
+    double finished = (double)max_batch * (double)d->finish_count; /* beam's hypotheses */
+    double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) + finished * (T + 3) +
                     (o.use_cache ? self_cache + cross_cache + 2 * memory : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
         tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
@@ -227,7 +355,13 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
              BUFFER(ff, rows * (double)d->d_ff) && BUFFER(logits, rows * V) &&
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
-             BUFFER(order, V) && BUFFER(probs, V);
+             BUFFER(order, V) && BUFFER(probs, V) && BUFFER(ends, o.n_eos_ids + 1) &&
+             BUFFER(is_end, V) && BUFFER(suppress_ids, o.n_suppress_ids) &&
+             BUFFER(eos_ids, o.n_eos_ids) && BUFFER(bad_words, bad_word_tokens(&o)) &&
+             BUFFER(bad_word_lengths, o.n_bad_words) && BUFFER(limit, max_batch) &&
+             BUFFER(forced, (double)max_batch * T);
+    if (ok && o.strategy != TFM_DECODE_BEAM)
+        ok = BUFFER(processed, V * TFM__MAX_THREADS);
     if (ok && o.use_cache)
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
              BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * Sp) &&
@@ -240,9 +374,10 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     if (ok && o.strategy == TFM_DECODE_BEAM)
         ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
              BUFFER(cand_parent, rows) && BUFFER(cand_token, rows) &&
-             BUFFER(cand_score, rows) && BUFFER(rank, rows) &&
-             BUFFER(fin_tokens, rows * (T + 1)) && BUFFER(fin_length, rows) &&
-             BUFFER(fin_score, rows) && BUFFER(hist_tmp, rows * (T + 1)) &&
+             BUFFER(cand_score, rows) && BUFFER(rank, finished) &&
+             BUFFER(fin_tokens, finished * (T + 1)) &&
+             BUFFER(fin_length, finished) && BUFFER(fin_score, finished) &&
+             BUFFER(hist_tmp, rows * (T + 1)) &&
              BUFFER(sum_tmp, rows) && BUFFER(table_tmp, rows * Tp / BLOCK);
     if (!ok) {
         tfm__fail_within(op, mark);
@@ -250,6 +385,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         return NULL;
     }
     d->rng_seeded = *d->rng;
+    keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
@@ -269,7 +405,9 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
                        d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
-                       d->table_tmp};
+                       d->table_tmp, d->ends, d->suppress_ids, d->eos_ids, d->is_end,
+                       d->processed, d->limit, d->forced, d->bad_words,
+                       d->bad_word_lengths};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -312,7 +450,8 @@ static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int w
                    d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
                    d->logits + row * d->vocab,
                    d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
-                   d->active + row, split, -1};
+                   d->processed ? d->processed + worker * d->vocab : NULL, d->active + row, split,
+                   -1};
 }
 
 /* A run's groups, which the threads take in turn. */
@@ -508,16 +647,77 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
     return TFM_OK;
 }
 
+/* A forced prefix [B, P]: target ids, then -1s. */
+static tfm_status check_prefix(const tfm_decoding *d, const tfm_tensor *src,
+                               const tfm_tensor *prefix)
+{
+    const char *op = "tfm_decoding_run_with_prefix";
+    char s[64];
+    if (tfm__check_input(op, "prefix", prefix, TFM_I32) < 0)
+        return tfm_last_status();
+    if (prefix->ndim != 2 || prefix->shape[0] != src->shape[0] ||
+        prefix->shape[1] > d->max_len)
+        return tfm__fail(TFM_ERR_SHAPE, "%s: prefix %s must be [batch %lld, at most "
+                         "max_length %lld]", op, tfm__shape_str(prefix, s, sizeof s),
+                         (long long)src->shape[0], (long long)d->max_len);
+    const int32_t *ids = tfm__i32(prefix);
+    int64_t P = prefix->shape[1];
+    for (int64_t i = 0; i < prefix->numel; i++) {
+        int after_padding = i % P > 0 && ids[i - 1] == -1 && ids[i] != -1;
+        if (ids[i] < -1 || ids[i] >= d->vocab || after_padding)
+            return tfm__fail(TFM_ERR_RANGE, "%s: prefix%s is %d; it must be a target token "
+                             "id (below %lld)%s", op, tfm__index_str(prefix, i, s, sizeof s),
+                             (int)ids[i], (long long)d->vocab,
+                             after_padding ? ", not after a -1" : " or -1");
+    }
+    return TFM_OK;
+}
+
+/* Each source's longest output and its forced prefix, for this run. */
+static void per_source(tfm_decoding *d, const tfm_tensor *src, const tfm_tensor *prefix)
+{
+    int64_t B = src->shape[0], S = src->shape[1], T = d->max_len;
+    const int32_t *ids = tfm__i32(src);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t n = 0;
+        for (int64_t s = 0; s < S; s++)
+            n += ids[b * S + s] != d->o.src_pad_id;
+        double own = floor((double)d->o.max_length_a * (double)n) + (double)d->o.max_length_b;
+        d->limit[b] = own < (double)T ? (int32_t)own : (int32_t)T;
+    }
+    int64_t P = prefix ? prefix->shape[1] : 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            d->forced[b * T + t] = t < P ? tfm__i32(prefix)[b * P + t] : -1;
+    d->processing = tfm__decode_processing(d) || prefix;
+}
+
 tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
                             int64_t tokens_count, int32_t *lengths, int64_t lengths_count,
                             float *scores, int64_t scores_count, float *logits,
                             int64_t logits_count, float *probs, int64_t probs_count)
 {
+    return tfm_decoding_run_with_prefix(d, src, NULL, tokens, tokens_count, lengths,
+                                        lengths_count, scores, scores_count, logits,
+                                        logits_count, probs, probs_count);
+}
+
+tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
+                                        const tfm_tensor *prefix, int32_t *tokens,
+                                        int64_t tokens_count, int32_t *lengths,
+                                        int64_t lengths_count, float *scores,
+                                        int64_t scores_count, float *logits,
+                                        int64_t logits_count, float *probs,
+                                        int64_t probs_count)
+{
     uint64_t mark = tfm__error_mark();
     tfm_status status = check_run(d, src, tokens, tokens_count, lengths, lengths_count, scores,
                                   scores_count, logits, logits_count, probs, probs_count);
+    if (status == TFM_OK && prefix)
+        status = check_prefix(d, src, prefix);
     if (status != TFM_OK)
         return status;
+    per_source(d, src, prefix);
     int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
     size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
     if (logits)

@@ -75,13 +75,29 @@ struct tfm_decoding {
     double *cand_score, *fin_score;
     int32_t *hist_tmp;
     double *sum_tmp;
+
+    /* the logits processors (logits.c): the end tokens (eos_id, then
+     * eos_ids), each token's flag of being one [vocab], and the copies of
+     * the options' arrays (o's pointers point to them); with a processor
+     * on (processing), greedy decoding and sampling process a copy of the
+     * logits [rows][vocab] and keep the model's own for the scores */
+    int32_t *ends, *suppress_ids, *eos_ids, *bad_words, *bad_word_lengths;
+    int64_t n_ends;
+    /* per source of the run: its longest output (max_length_a, _b) [batch],
+     * and its forced prefix [batch][max_len] (-1 after it) */
+    int32_t *limit, *forced;
+    /* BEAM: the finished hypotheses a source waits for (patience) */
+    int64_t finish_count;
+    uint8_t *is_end;
+    int processing;
+    float *processed;
 };
 
 /* A group of sources [first, first + count) decoded on one thread: its
  * rows' part of the step buffers, and that thread's attention scratch. */
 typedef struct group {
     int64_t first, count;
-    float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
+    float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights, *processed;
     int32_t *active;
     int split;        /* its rows' attention may run on libtfm's threads */
     int64_t bad_step; /* the first step whose logits were not finite, or -1 */
@@ -163,6 +179,13 @@ void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const 
 tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S);
 /* logits.c: log(sum(exp(logits))); NaN or infinite when the logits are not usable */
 double tfm__decode_log_sum_exp(const float *logits, int64_t V);
+/* logits.c: the processors applied to one row's scores [V] (logits, or
+ * beam search's log probabilities) of a source, whose tokens so far are
+ * so_far[0..len) (bos_id first); whether any processor is on (a forced
+ * prefix aside, which greedy.c asks the run for) */
+void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so_far,
+                         int64_t len, int64_t source);
+int tfm__decode_processing(const tfm_decoding *d);
 /* sample.c: the distribution to draw from into p [V], and the token drawn */
 int32_t tfm__decode_sample(tfm_decoding *d, const float *logits, float *p);
 /* greedy.c and beam.c: the group's sources decoded */

@@ -1,5 +1,6 @@
 /* Greedy decoding and sampling: a row per source, each step's token the
- * most likely one or drawn (sample.c); a source ends at eos_id. */
+ * most likely one of the processed logits (logits.c) or drawn from them
+ * (sample.c); a source ends at an end token. */
 #include <math.h>
 #include <string.h>
 
@@ -43,22 +44,35 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
                 g->bad_step = t;
                 return TFM_ERR_NUMERIC;
             }
+            const int32_t *so_far = d->hist + r * T1;
+            const float *s = l;
+            double s_lse = lse;
+            if (d->processing) { /* the model's logits stay for the score */
+                float *processed = g->processed;
+                memcpy(processed, l, (size_t)V * sizeof *l);
+                tfm__decode_process(d, processed, so_far, t + 1, r);
+                s = processed;
+                s_lse = tfm__decode_log_sum_exp(s, V);
+                if (!(s_lse > -INFINITY)) /* every token banned: the source ends */
+                    continue;
+            }
             if (out_logits)
                 memcpy(out_logits + (r * T + t) * V, l, (size_t)V * sizeof *l);
             float *p = out_probs ? out_probs + (r * T + t) * V : d->probs;
             int32_t token;
             if (d->o.strategy == TFM_DECODE_SAMPLE) {
-                token = tfm__decode_sample(d, l, p);
+                token = tfm__decode_sample(d, s, p);
             } else {
-                token = argmax(l, V);
+                token = argmax(s, V);
                 if (out_probs)
                     for (int64_t v = 0; v < V; v++)
-                        p[v] = (float)exp(l[v] - lse);
+                        p[v] = (float)exp(s[v] - s_lse);
             }
             d->sum[r] += l[token] - lse;
             d->hist[r * T1 + t + 1] = token;
             lengths[r] = (int32_t)(t + 2);
-            if (token != d->o.eos_id)
+            int stop = d->o.callback && d->o.callback(d->o.callback_user, r, token, t + 1);
+            if (!d->is_end[token] && t + 1 < d->limit[r] && !stop)
                 g->active[still++] = r;
         }
         n = still;

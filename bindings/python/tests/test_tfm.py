@@ -163,6 +163,32 @@ def test_decoding_greedy_beam_and_sampling():
     np.testing.assert_array_equal(one, again)
 
 
+def test_decoding_takes_the_processors_by_keyword():
+    model = small_model(max_tgt_len=12).eval()
+    src = np.array([[3, 7, 12, 5, 9, 4], [4, 11, 2, 6, 0, 0]])
+    plain = model.greedy(src, max_length=8)
+    chosen = sorted(set(plain[:, 1:].ravel()) - {-1})
+    for decode in (model.greedy, model.sample, model.beam):
+        out = decode(src, max_length=8, suppress_ids=chosen[:2])
+        tokens = np.asarray(out[0] if isinstance(out, tuple) else out)
+        assert not np.isin(tokens[..., 1:], chosen[:2]).any()
+        decode(src, max_length=8, min_length=2, repetition_penalty=1.5, no_repeat_ngram_size=2,
+               eos_ids=[3], bad_words=[[4, 5], [6]], max_length_a=1.0, max_length_b=2,
+               forced_bos_id=7, suppress_ids=[])
+    forced = model.greedy(src, max_length=8, forced_bos_id=7)
+    assert (forced[:, 1] == 7).all()
+    limited = model.greedy(src, max_length=8, max_length_a=0.0, max_length_b=3, eos_id=-1)
+    assert (limited[:, 4:] == -1).all() and (limited[:, 3] != -1).all()
+    ended = model.greedy(src, max_length=8, eos_ids=[plain[0, 1]], return_scores=True)
+    assert ended.lengths[0] == 2
+    tokens, _ = model.beam(src, max_length=8, beam_size=2, n_best=2, patience=2.0)
+    assert tokens.shape == (2, 2, 9)
+    with pytest.raises(TypeError, match='strategy'):
+        model.greedy(src, strategy='beam')
+    with pytest.raises(tfm.ArgumentError, match='repetition_penalty'):
+        model.greedy(src, repetition_penalty=0.0)
+
+
 def test_encoder_layer_as_tutorial_004():
     params = tfm.Params()
     layer = tfm.EncoderLayer(params, 'layer', rng=tfm.Rng(0), d_model=128, heads=8, d_ff=512,

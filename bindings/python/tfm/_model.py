@@ -596,31 +596,37 @@ class Model(Handle):
             return decoding.run(src, with_logits)
 
     def greedy(self, src, max_length=None, bos_id=None, eos_id=None, src_pad_id=None,
-               return_scores=False, return_logits=False):
+               return_scores=False, return_logits=False, **processors):
         """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after;
         bos_id, eos_id and src_pad_id are the model's unless given. With
         return_scores or return_logits, a Decoded (tokens, lengths, scores,
         and with return_logits the logits [B, max_length, tgt_vocab] of
-        each step)."""
-        decoded = self._decode(src, return_logits, **_given(
+        each step). processors, tfm_decode_options' fields by keyword:
+        min_length, repetition_penalty, no_repeat_ngram_size, suppress_ids
+        and eos_ids (lists of ids), bad_words (a list of id sequences),
+        max_length_a, max_length_b, forced_bos_id."""
+        decoded = self._decode(src, return_logits, **_processors(processors), **_given(
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         return decoded if return_scores or return_logits else decoded.tokens
 
     def sample(self, src, temperature=1.0, top_k=0, top_p=1.0, seed=0, max_length=None,
                bos_id=None, eos_id=None, src_pad_id=None, return_scores=False,
-               return_logits=False):
+               return_logits=False, **processors):
         """Tokens drawn with temperature, top-k and top-p, as greedy's (with
         return_logits, also probs: the distributions drawn from)."""
-        decoded = self._decode(src, return_logits, strategy='sample', **_given(
+        decoded = self._decode(src, return_logits, strategy='sample',
+                               **_processors(processors), **_given(
             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         return decoded if return_scores or return_logits else decoded.tokens
 
     def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None,
-             bos_id=None, eos_id=None, src_pad_id=None):
+             bos_id=None, eos_id=None, src_pad_id=None, patience=None, **processors):
         """(tokens [B, n_best, max_length + 1], scores [B, n_best]); the
-        special tokens as greedy's."""
-        decoded = self._decode(src, strategy='beam', **_given(
+        special tokens and processors as greedy's; patience: a source stops
+        at round(beam_size * patience) finished hypotheses."""
+        decoded = self._decode(src, strategy='beam', **_processors(processors), **_given(
+            patience=patience,
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         batch = decoded.tokens.shape[0] // n_best
@@ -638,6 +644,41 @@ def _rebuilt_model(options, state, training, recompute):
 
 def _given(**values):
     return {k: v for k, v in values.items() if v is not None}
+
+
+# The decoding options greedy, sample and beam take by keyword: the logits
+# processors and the per-source length limit.
+_PROCESSORS = ('min_length', 'repetition_penalty', 'no_repeat_ngram_size', 'suppress_ids',
+              'eos_ids', 'bad_words', 'max_length_a', 'max_length_b', 'forced_bos_id')
+
+
+def _processors(given):
+    unknown = sorted(set(given) - set(_PROCESSORS))
+    if unknown:
+        raise TypeError('unexpected keyword %s (the processors: %s)' % (
+            ', '.join(unknown), ', '.join(_PROCESSORS)))
+    return given
+
+
+def _token_lists(fields):
+    """suppress_ids and eos_ids (lists of ids) and bad_words (a list of id
+    sequences) turned into the C fields, arrays and counts; returns the
+    arrays, to keep alive until tfm_decoding_create has copied them."""
+    arrays = []
+
+    def array(values):
+        arrays.append(ffi.new('int32_t[]', values) if values else ffi.NULL)
+        return arrays[-1]
+    for name in ('suppress_ids', 'eos_ids'):
+        if name in fields:
+            ids = [int(v) for v in fields.pop(name)]
+            fields[name], fields['n_' + name] = array(ids), len(ids)
+    if 'bad_words' in fields:
+        words = [[int(v) for v in word] for word in fields.pop('bad_words')]
+        fields['bad_words'] = array([v for word in words for v in word])
+        fields['bad_word_lengths'] = array([len(word) for word in words])
+        fields['n_bad_words'] = len(words)
+    return arrays
 
 
 Decoded = collections.namedtuple('Decoded', 'tokens lengths scores logits probs')
@@ -674,9 +715,11 @@ class Decoding(Handle):
         def init_from_model(o, size):
             lib.tfm_decode_options_init_sized(o, size)
             check(lib.tfm_decode_options_from_model(model._ptr(), o))
+        kept = _token_lists(fields)
         o = options('tfm_decode_options', init_from_model, fields)
         super().__init__(check_pointer(lib.tfm_decoding_create(model._ptr(), o, max_batch,
                                                                max_src_len)), model)
+        del kept  # copied by tfm_decoding_create
         self._width = o.max_length + 1
         self._steps = o.max_length
 
