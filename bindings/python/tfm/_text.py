@@ -164,7 +164,7 @@ class Tokenizer(Handle):
         alphabet, as in vocab.json); RangeError outside the vocabulary."""
         pointer = self._ptr()
         piece, length = _sized(lambda out, capacity, size: lib.tfm_tokenizer_id_to_piece(
-            pointer, id, out, capacity, size), 'char[]', 64, terminated=True)
+            pointer, id, out, capacity, size), 'char[]', 16, terminated=True)
         return ffi.unpack(piece, length).decode('utf-8', errors='replace')
 
     def _special(self, which):
