@@ -34,6 +34,14 @@ def _is_one_text(text):
     return isinstance(text, (str, bytes))
 
 
+def _special_id(which, doc):
+    """A read-only property: the tokenizer's special id `which`, or None."""
+    def get(self):
+        found = lib.tfm_tokenizer_special_id(self._ptr(), which)
+        return None if found < 0 else found
+    return property(get, doc=doc)
+
+
 class Tokenizer(Handle):
     """Text to token ids and back (tfm_tokenizer): SentencePiece models
     (unigram, BPE, word, char, as spm_train writes them; the ids spm_encode
@@ -167,29 +175,10 @@ class Tokenizer(Handle):
             pointer, id, out, capacity, size), 'char[]', 16, terminated=True)
         return ffi.unpack(piece, length).decode('utf-8', errors='replace')
 
-    def _special(self, which):
-        found = lib.tfm_tokenizer_special_id(self._ptr(), which)
-        return None if found < 0 else found
-
-    @property
-    def unk_id(self):
-        """The unknown piece's id, or None."""
-        return self._special(lib.TFM_TOKEN_UNK)
-
-    @property
-    def bos_id(self):
-        """The beginning-of-sequence id, or None."""
-        return self._special(lib.TFM_TOKEN_BOS)
-
-    @property
-    def eos_id(self):
-        """The end-of-sequence id, or None."""
-        return self._special(lib.TFM_TOKEN_EOS)
-
-    @property
-    def pad_id(self):
-        """The padding id, or None."""
-        return self._special(lib.TFM_TOKEN_PAD)
+    unk_id = _special_id(lib.TFM_TOKEN_UNK, "The unknown piece's id, or None.")
+    bos_id = _special_id(lib.TFM_TOKEN_BOS, 'The beginning-of-sequence id, or None.')
+    eos_id = _special_id(lib.TFM_TOKEN_EOS, 'The end-of-sequence id, or None.')
+    pad_id = _special_id(lib.TFM_TOKEN_PAD, 'The padding id, or None.')
 
     def __copy__(self):
         """An independent tokenizer from this one's bytes."""
