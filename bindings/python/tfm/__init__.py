@@ -24,12 +24,13 @@ from ._core import (ArgumentError, ClosedError, DtypeError, Error, FileError, Fo
                     SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array,
                     causal_mask, check, combine_masks, concat, cross_entropy, current_tape,
                     dropout, embedding, from_torch_bool, gelu, layer_norm, linear, log_softmax,
-                    masked_fill, matmul, mean, merge_heads, mul, padding_mask, relu, reshape,
+                    mask_from_lengths, masked_fill, matmul, mean, merge_heads, mul, padding_mask, relu, reshape,
                     scale, softmax, split_heads, sub, sum, tanh, tensor, to_numpy, transpose)
 from ._model import (SGD, Adam, AdamW, Attention, Decoded, Decoding, DecoderLayer, Dropout,
                      Embedding, EncoderLayer, FeedForward, Layer, LayerNorm, LearnedPositions,
                      Linear, LoadResult, Model, Optimizer, Params, SinusoidalPositions,
                      load_training, metadata, save_training)
+from ._text import (Corpus, Tokenizer, batch_plan, bleu, chrf, pad, shift_targets)
 
 __version__ = ffi.string(lib.tfm_version_string()).decode()
 

@@ -746,6 +746,18 @@ def padding_mask(ids, pad_id, additive=False):
                                                          pad_id, _form(additive))))
 
 
+def mask_from_lengths(lengths, width=None, additive=False):
+    """A key-padding mask [B, width] from each row's length (width default:
+    the longest), caller-owned: position s of row b kept (1, or 0 additive)
+    when s < lengths[b], dropped (0, or -inf) past it; RangeError for a
+    length outside 0..width."""
+    lengths = np.ascontiguousarray(to_numpy(lengths), dtype=np.int64).reshape(-1)
+    if width is None:
+        width = int(lengths.max()) if lengths.size else 0
+    return Tensor(check_pointer(lib.tfm_mask_from_lengths(
+        ffi.NULL, ffi.from_buffer('int64_t[]', lengths), lengths.size, width, _form(additive))))
+
+
 def from_torch_bool(mask, additive=False):
     """A PyTorch boolean mask (True = ignore; numpy or torch) in libtfm's
     keep form (1 = attend) or additive form (0 / -inf)."""
