@@ -32,7 +32,7 @@ void tfm_bpe_train_options_init_sized(tfm_bpe_train_options *options, uint32_t s
 
 typedef struct number_map {
     uint64_t *keys; /* key + 1; 0: empty */
-    int64_t *values;
+    int64_t *values; /* zeroed, empty slots too: scans read a value beside its key */
     size_t slots, used;
 } number_map;
 
@@ -43,7 +43,7 @@ static int64_t *number_slot(number_map *m, uint64_t key)
 {
     if (2 * (m->used + 1) > m->slots) {
         number_map bigger = {calloc(m->slots ? 2 * m->slots : 4096, sizeof(uint64_t)),
-                             malloc((m->slots ? 2 * m->slots : 4096) * sizeof(int64_t)),
+                             calloc(m->slots ? 2 * m->slots : 4096, sizeof(int64_t)),
                              m->slots ? 2 * m->slots : 4096, m->used};
         if (!bigger.keys || !bigger.values) {
             free(bigger.keys);
