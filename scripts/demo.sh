@@ -27,7 +27,7 @@ fi
 # time limit stops a slower machine in time, with the best model so far.
 recipe=(--out runs/demo --batch 4 --bucket 50 --eos-label 1 --dropout 0 --label-smoothing 0.1
     --clip 1 --lr 1e-3 --weight-decay 0.05 --schedule cosine --warmup 2000 --iterations 50000
-    --time-limit 1.6 --step 2500 --examples 3)
+    --time-limit 1.6 --step 5000 --examples 3)
 precision=float32
 grep -qw avx512_bf16 /proc/cpuinfo && precision=bfloat16
 if command -v mpirun >/dev/null && [ -e build/lib/distributed/libtfm_mpi.so ]; then
