@@ -332,6 +332,7 @@ static int train_epoch(ranks *r, tfm_model *model, tfm_tape *tape, tfm_optimizer
 
 int main(int argc, char **argv)
 {
+    const char *program = cli_name(argv[0]);
     int64_t print_first_only = 0;
     config c = tutorial_recipe();
     const cli_flag flags[] = {
@@ -376,15 +377,18 @@ int main(int argc, char **argv)
     if (exit_now != CLI_CONTINUE)
         return exit_now;
     if (apply_recipe(&c, flags, given, N_FLAGS) < 0) {
-        fprintf(stderr, "%s: --recipe is tutorial or tuned, not '%s'\n", argv[0], c.recipe);
-        return cli_usage_error(argv[0]);
+        fprintf(stderr, "%s: --recipe is tutorial or tuned, not '%s'\n", program, c.recipe);
+        return cli_usage_error(program);
     }
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
-    if (cli_set_precision(argv[0], c.precision) < 0)
-        return cli_usage_error(argv[0]);
-    if (c.d_model % c.heads) {
-        fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],
-                (long long)c.heads, (long long)c.d_model);
+    if (cli_set_precision(program, c.precision) < 0)
+        return cli_usage_error(program);
+    if (cli_check_heads(program, c.d_model, c.heads))
+        return CLI_USAGE_ERROR;
+    /* before training, so that a path that cannot be written costs no time */
+    if (c.save && cli_make_parent_folders(c.save) != 0) {
+        fprintf(stderr, "%s: cannot create the folders of '%s': %s\n", program, c.save,
+                strerror(errno));
         return EXIT_FAILURE;
     }
 
@@ -396,7 +400,7 @@ int main(int argc, char **argv)
     tfm_rng *rng = NULL;
     avg_data *data = avg_data_create(DATA_SEED);
     if (!data) {
-        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        fprintf(stderr, "%s: out of memory\n", program);
         return EXIT_FAILURE;
     }
     if (print_first_only) {
@@ -405,12 +409,12 @@ int main(int argc, char **argv)
         return EXIT_SUCCESS;
     }
     ranks peers;
-    if (ranks_start(&peers, (int)c.distributed, &argc, &argv, argv[0]) < 0) {
+    if (ranks_start(&peers, (int)c.distributed, &argc, &argv, program) < 0) {
         free(data);
         return EXIT_FAILURE;
     }
     if (peers.rank && !freopen("/dev/null", "w", stdout)) /* rank 0 speaks for all */
-        fprintf(stderr, "%s: rank %d: cannot silence standard output\n", argv[0], peers.rank);
+        fprintf(stderr, "%s: rank %d: cannot silence standard output\n", program, peers.rank);
     tfm_model_options mo;
     tfm_model_options_init(&mo);
     mo.src_vocab = mo.tgt_vocab = AVG_VOCAB;
@@ -452,12 +456,12 @@ int main(int argc, char **argv)
         !(optimizer = tfm_optimizer_create(tfm_model_params(model), &oo)) ||
         !(decoding = tfm_decoding_create(model, &dopt, c.eval_batch, AVG_SRC_LEN)) ||
         !(rng = tfm_rng_create((uint64_t)c.seed ^ 0x5eed5eedu))) {
-        cli_fail(argv[0], c.load && !model ? c.load : "building the model");
+        cli_fail(program, c.load && !model ? c.load : "building the model");
         goto done;
     }
     tfm_model_get_options(model, &mo);
     if (!c.load && ranks_share_model(&peers, model) != TFM_OK) {
-        cli_fail(argv[0], "sharing the model among the ranks");
+        cli_fail(program, "sharing the model among the ranks");
         goto done;
     }
     double train_mean = 0.0, squares = 0.0;
@@ -487,7 +491,7 @@ int main(int argc, char **argv)
     for (int64_t epoch = 0; epoch < epochs; epoch++) {
         double total, epoch_start = seconds_now();
         if (train_epoch(&peers, model, tape, optimizer, data, &c, rng, &total) < 0) {
-            cli_fail(argv[0], "training");
+            cli_fail(program, "training");
             goto done;
         }
         double now = seconds_now();
@@ -498,7 +502,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         if (c.eval_every && (epoch + 1) % c.eval_every == 0 && epoch + 1 < epochs && !peers.rank) {
             if (evaluate(model, tape, decoding, data, &c, &r) < 0) {
-                cli_fail(argv[0], "evaluating");
+                cli_fail(program, "evaluating");
                 goto done;
             }
             print_report(&r, baseline);
@@ -513,11 +517,11 @@ int main(int argc, char **argv)
         goto done;
     }
     if (c.save && tfm_model_save(model, c.save) != TFM_OK) {
-        cli_fail(argv[0], "saving the model");
+        cli_fail(program, "saving the model");
         goto done;
     }
     if (evaluate(model, tape, decoding, data, &c, &r) < 0) {
-        cli_fail(argv[0], "evaluating");
+        cli_fail(program, "evaluating");
         goto done;
     }
     print_report(&r, baseline);
@@ -531,6 +535,5 @@ done:
     tfm_model_free(model);
     tfm_rng_free(rng);
     free(data);
-    ranks_stop(&peers);
-    return status;
+    return ranks_stop(&peers, status);
 }

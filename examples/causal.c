@@ -208,6 +208,7 @@ static double seconds_now(void)
 
 int main(int argc, char **argv)
 {
+    const char *program = cli_name(argv[0]);
     config c = {.vocab = 5000, .d_model = 512, .heads = 8, .layers = 6, .d_ff = 2048,
                 .length = 100, .batch = 64, .epochs = 10, .seed = 33, .threads = 1, .dropout = 0.1,
                 .lr = 1e-4};
@@ -232,11 +233,8 @@ int main(int argc, char **argv)
     if (exit_now != CLI_CONTINUE)
         return exit_now;
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
-    if (c.d_model % c.heads) {
-        fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", argv[0],
-                (long long)c.heads, (long long)c.d_model);
-        return EXIT_FAILURE;
-    }
+    if (cli_check_heads(program, c.d_model, c.heads))
+        return CLI_USAGE_ERROR;
 
     int status = EXIT_FAILURE;
     causal_transformer model;
@@ -246,7 +244,7 @@ int main(int argc, char **argv)
     tfm_optimizer *adam = NULL;
     tfm_tensor *src = NULL, *tgt_in = NULL, *tgt_out = NULL;
     if (!rng || !tape || make_model(&model, &c, rng) < 0) {
-        cli_fail(argv[0], "building the model");
+        cli_fail(program, "building the model");
         goto done;
     }
     tfm_optimizer_options options;
@@ -255,7 +253,7 @@ int main(int argc, char **argv)
     options.beta2 = 0.98f;
     options.eps = 1e-9f;
     if (!(adam = tfm_optimizer_create(model.params, &options))) {
-        cli_fail(argv[0], "optimizer");
+        cli_fail(program, "optimizer");
         goto done;
     }
 
@@ -267,7 +265,7 @@ int main(int argc, char **argv)
     if (!tokens || !shifted) {
         free(tokens);
         free(shifted);
-        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        fprintf(stderr, "%s: out of memory\n", program);
         goto done;
     }
     for (int64_t i = 0; i < 2 * n; i++)
@@ -284,7 +282,7 @@ int main(int argc, char **argv)
     free(tokens);
     free(shifted);
     if (!src || !tgt_in || !tgt_out) {
-        cli_fail(argv[0], "data");
+        cli_fail(program, "data");
         goto done;
     }
 
@@ -303,7 +301,7 @@ int main(int argc, char **argv)
         float value;
         if (!loss || tfm_tape_backward(tape, loss) != TFM_OK || tfm_optimizer_step(adam) != TFM_OK ||
             tfm_tensor_item(loss, &value) != TFM_OK) {
-            cli_fail(argv[0], "training step");
+            cli_fail(program, "training step");
             goto done;
         }
         tfm_tape_reset(tape);

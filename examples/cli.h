@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <tfm/tfm.h>
 
@@ -50,6 +51,14 @@ static void cli_usage(FILE *out, const char *program, const char *summary,
     }
     fprintf(out, "  --%-16s %s\n  --%-16s %s\n", "help", "print this and exit", "version",
             "print the program's and libtfm's versions and exit");
+}
+
+/* The program's name as its messages and --version print it: argv[0]
+ * without its folders, the same however the program was started. */
+static const char *cli_name(const char *argv0)
+{
+    const char *slash = strrchr(argv0, '/');
+    return slash ? slash + 1 : argv0;
 }
 
 static int cli_usage_error(const char *program)
@@ -94,8 +103,9 @@ static int cli_parse(int argc, char **argv, const char *summary, const cli_flag 
 {
     enum { HELP = 1, VERSION = 2, FIRST_FLAG = 256 };
     struct option options[CLI_MAX_FLAGS + 3];
+    const char *program = cli_name(argv[0]);
     if (n < 0 || n > CLI_MAX_FLAGS) {
-        fprintf(stderr, "%s: at most %d flags\n", argv[0], CLI_MAX_FLAGS);
+        fprintf(stderr, "%s: at most %d flags\n", program, CLI_MAX_FLAGS);
         return CLI_USAGE_ERROR;
     }
     for (int i = 0; i < n; i++)
@@ -115,33 +125,45 @@ static int cli_parse(int argc, char **argv, const char *summary, const cli_flag 
         if (which == -1)
             break;
         if (which == HELP || which == 'h') {
-            cli_usage(stdout, argv[0], summary, flags, n);
+            cli_usage(stdout, program, summary, flags, n);
             return EXIT_SUCCESS;
         }
         if (which == VERSION) {
-            printf("%s (libtfm %s)\n", argv[0], tfm_version_string());
+            printf("%s (libtfm %s)\n", program, tfm_version_string());
             return EXIT_SUCCESS;
         }
         if (which == ':') {
-            fprintf(stderr, "%s: %s needs a value\n", argv[0], argv[optind - 1]);
-            return cli_usage_error(argv[0]);
+            fprintf(stderr, "%s: %s needs a value\n", program, argv[optind - 1]);
+            return cli_usage_error(program);
         }
         if (which == '?' || which < FIRST_FLAG) {
-            fprintf(stderr, "%s: unknown or ambiguous flag '%s'\n", argv[0],
+            fprintf(stderr, "%s: unknown or ambiguous flag '%s'\n", program,
                     optind > seen ? argv[optind - 1] : argv[seen]);
-            return cli_usage_error(argv[0]);
+            return cli_usage_error(program);
         }
-        int status = cli_store(argv[0], &flags[which - FIRST_FLAG], optarg);
+        int status = cli_store(program, &flags[which - FIRST_FLAG], optarg);
         if (status)
             return status;
         if (given)
             given[which - FIRST_FLAG] = 1;
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
-        return cli_usage_error(argv[0]);
+        fprintf(stderr, "%s: unexpected argument '%s'\n", program, argv[optind]);
+        return cli_usage_error(program);
     }
     return CLI_CONTINUE;
+}
+
+/* --heads must divide --d-model (each head takes d_model / heads columns):
+ * a usage error, found before anything runs. 0, or CLI_USAGE_ERROR after
+ * saying why. */
+static inline int cli_check_heads(const char *program, int64_t d_model, int64_t heads)
+{
+    if (heads > 0 && d_model % heads == 0)
+        return 0;
+    fprintf(stderr, "%s: --heads %lld does not divide --d-model %lld\n", program,
+            (long long)heads, (long long)d_model);
+    return cli_usage_error(program);
 }
 
 /* The help of every program's --precision flag. */
@@ -164,6 +186,57 @@ static inline int cli_set_precision(const char *program, const char *name)
         return -1;
     }
     return 0;
+}
+
+/* Creates the folder path and every missing folder above it, as mkdir -p
+ * (output paths such as runs/demo work in a fresh checkout); 0, or -1 with
+ * errno set. */
+static inline int cli_make_folders(const char *path)
+{
+    char partial[4096];
+    size_t length = strlen(path);
+    if (length == 0 || length >= sizeof partial) {
+        errno = length ? ENAMETOOLONG : ENOENT;
+        return -1;
+    }
+    memcpy(partial, path, length + 1);
+    for (char *at = partial + 1;; at++) {
+        if (*at != '/' && *at != '\0')
+            continue;
+        char kept = *at;
+        *at = '\0';
+        if (mkdir(partial, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *at = kept;
+        if (!kept)
+            break;
+    }
+    struct stat info;
+    if (stat(partial, &info) != 0)
+        return -1;
+    if (!S_ISDIR(info.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* The folders above the file path, as cli_make_folders (none for a bare
+ * file name); 0, or -1 with errno set. */
+static inline int cli_make_parent_folders(const char *path)
+{
+    char parent[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return 0;
+    size_t length = (size_t)(slash - path);
+    if (length >= sizeof parent) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(parent, path, length);
+    parent[length] = '\0';
+    return cli_make_folders(parent);
 }
 
 /* Prints what failed with libtfm's message; returns EXIT_FAILURE. */

@@ -8,6 +8,7 @@
 
 int main(int argc, char **argv)
 {
+    const char *program = cli_name(argv[0]);
     int64_t batch = 2, length = 10, d_model = 128, heads = 8, d_ff = 512, seed = 0;
     const cli_flag flags[] = {
         {"batch", CLI_INT, &batch, 1, 4096, "sequences in the batch"},
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
                              flags, (int)(sizeof flags / sizeof flags[0]), NULL);
     if (exit_now != CLI_CONTINUE)
         return exit_now;
+    if (cli_check_heads(program, d_model, heads))
+        return CLI_USAGE_ERROR;
 
     int status = EXIT_FAILURE;
     tfm_rng *rng = tfm_rng_create((uint64_t)seed);
@@ -40,7 +43,7 @@ int main(int argc, char **argv)
                                             1.0f, rng)
                         : NULL;
     if (!tape || !positions || !layer || !x) {
-        cli_fail(argv[0], "setup");
+        cli_fail(program, "setup");
         goto done;
     }
     tfm_layer_set_training(layer, 0);
@@ -48,7 +51,7 @@ int main(int argc, char **argv)
     tfm_tensor *out = tfm_encoder_layer_forward(tape, layer, tfm_positions_forward(tape, positions, x, 0),
                                                 NULL, NULL);
     if (!out) {
-        cli_fail(argv[0], "forward");
+        cli_fail(program, "forward");
         goto done;
     }
     int64_t shape[TFM_MAX_DIMS];

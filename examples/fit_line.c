@@ -1,24 +1,49 @@
 /* tfm-fit-line: the smallest libtfm program. Fits y = 3x + 2 by gradient
- * descent through the tape, printing the loss as it falls.
+ * descent through the tape, printing the loss as it falls. It needs
+ * nothing but the installed library:
  *
  *   cc fit_line.c $(pkg-config --cflags --libs tfm) -o fit-line
  */
-#include "cli.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tfm/tfm.h>
 
 #define POINTS 64
 #define STEPS 400
 #define LEARNING_RATE 0.1f
 
+/* What failed, with libtfm's message; returns EXIT_FAILURE. */
+static int fail(const char *program, const char *what)
+{
+    fprintf(stderr, "%s: %s: %s\n", program, what, tfm_last_error());
+    return EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
-    int exit_now = cli_parse(argc, argv, "Fits y = 3x + 2 by gradient descent through the tape.",
-                             NULL, 0, NULL);
-    if (exit_now != CLI_CONTINUE)
-        return exit_now;
+    const char *slash = strrchr(argv[0], '/'), *program = slash ? slash + 1 : argv[0];
+    /* No flags but the two every example program answers. */
+    if (argc == 2 && !strcmp(argv[1], "--help")) {
+        printf("usage: %s [flags]\nFits y = 3x + 2 by gradient descent through the tape.\n\n"
+               "flags:\n  --help    print this and exit\n  --version print the program's "
+               "and libtfm's versions and exit\n", program);
+        return EXIT_SUCCESS;
+    }
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("%s (libtfm %s)\n", program, tfm_version_string());
+        return EXIT_SUCCESS;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "%s: unknown argument '%s'\nTry '%s --help' for more information.\n",
+                program, argv[1], program);
+        return 2;
+    }
     float xs[POINTS], ys[POINTS];
     tfm_rng *rng = tfm_rng_create(2024);
     if (!rng)
-        return cli_fail(argv[0], "rng");
+        return fail(program, "rng");
     for (int i = 0; i < POINTS; i++) {
         xs[i] = 2.0f * tfm_rng_uniform(rng) - 1.0f;
         ys[i] = 3.0f * xs[i] + 2.0f + 0.01f * tfm_rng_normal(rng);
@@ -32,7 +57,7 @@ int main(int argc, char **argv)
     int status = EXIT_FAILURE;
     if (!x || !y || !w || !b || !tape || tfm_tensor_set_requires_grad(w, 1) != TFM_OK ||
         tfm_tensor_set_requires_grad(b, 1) != TFM_OK) {
-        cli_fail(argv[0], "setup");
+        fail(program, "setup");
         goto done;
     }
     float loss_value = 0.0f;
@@ -40,7 +65,7 @@ int main(int argc, char **argv)
         tfm_tensor *error = tfm_sub(tape, tfm_add(tape, tfm_mul(tape, x, w), b), y);
         tfm_tensor *loss = tfm_mean(tape, tfm_mul(tape, error, error));
         if (!loss || tfm_tape_backward(tape, loss) != TFM_OK) {
-            cli_fail(argv[0], "step");
+            fail(program, "step");
             goto done;
         }
         tfm_tensor_item(loss, &loss_value);
@@ -58,7 +83,7 @@ int main(int argc, char **argv)
                  ? EXIT_SUCCESS
                  : EXIT_FAILURE;
     if (status != EXIT_SUCCESS)
-        fprintf(stderr, "%s: the fit did not converge\n", argv[0]);
+        fprintf(stderr, "%s: the fit did not converge\n", program);
 done:
     tfm_tape_free(tape);
     tfm_tensor_free(x);

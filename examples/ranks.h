@@ -126,15 +126,24 @@ static inline int ranks_decide(const ranks *r, int flag)
     return flag;
 }
 
-static inline void ranks_stop(ranks *r)
+/* Ends MPI and returns status, what main returns. A failed rank (status
+ * not 0) among several ends the whole job with it (MPI_Abort): the others
+ * may be waiting for it in a collective, and would wait forever. */
+static inline int ranks_stop(ranks *r, int status)
 {
 #ifdef TFM_EXAMPLES_MPI
+    if (r->started && r->size > 1 && status != 0) {
+        fflush(stdout);
+        fflush(stderr); /* this rank's message before the job's end */
+        MPI_Abort(MPI_COMM_WORLD, status);
+    }
     tfm_distributed_free(r->distributed);
     r->distributed = NULL;
     if (r->started)
         MPI_Finalize();
 #endif
     r->started = 0;
+    return status;
 }
 
 #endif

@@ -61,6 +61,7 @@ static void print_top(const float *p)
 
 int main(int argc, char **argv)
 {
+    const char *program = cli_name(argv[0]);
     const char *checkpoint = NULL, *numbers = NULL;
     int64_t row = AVG_TRAIN, top_k = 3, steps = 3, seed = 0;
     double top_p = 0.9;
@@ -85,8 +86,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: needs a trained model: --checkpoint FILE.\nMake one with\n"
                 "  tfm-average --save average.safetensors\n(the tutorial's 25 epochs; "
                 "--epochs 3 gives a rough model sooner), then\n  %s --checkpoint "
-                "average.safetensors\n", argv[0], argv[0]);
-        return EXIT_FAILURE;
+                "average.safetensors\n", program, program);
+        return CLI_USAGE_ERROR;
     }
 
     double x[AVG_FEATURES], truth = 0.0;
@@ -94,11 +95,11 @@ int main(int argc, char **argv)
     avg_data *data = numbers ? NULL : avg_data_create(123);
     if (numbers && parse_numbers(numbers, x) < 0) {
         fprintf(stderr, "%s: --numbers takes ten numbers in [0, 1] separated by commas, "
-                "not '%s'\n", argv[0], numbers);
-        return EXIT_FAILURE;
+                "not '%s'\n", program, numbers);
+        return cli_usage_error(program);
     }
     if (!numbers && !data) {
-        fprintf(stderr, "%s: out of memory\n", argv[0]);
+        fprintf(stderr, "%s: out of memory\n", program);
         return EXIT_FAILURE;
     }
     if (data) {
@@ -116,11 +117,11 @@ int main(int argc, char **argv)
     if (!model || !src) {
         tfm_model_free(model);
         tfm_tensor_free(src);
-        return cli_fail(argv[0], checkpoint);
+        return cli_fail(program, checkpoint);
     }
     if (tfm_model_src_vocab(model) != AVG_VOCAB || tfm_model_tgt_vocab(model) != AVG_VOCAB) {
         fprintf(stderr, "%s: %s is not a digit-average model (vocabularies %lld and %lld, not "
-                "%d)\n", argv[0], checkpoint, (long long)tfm_model_src_vocab(model),
+                "%d)\n", program, checkpoint, (long long)tfm_model_src_vocab(model),
                 (long long)tfm_model_tgt_vocab(model), AVG_VOCAB);
         tfm_model_free(model);
         tfm_tensor_free(src);
@@ -161,7 +162,7 @@ int main(int argc, char **argv)
         tfm_decoding *d = tfm_decoding_create(model, &o, 1, AVG_SRC_LEN);
         if (!d || tfm_decoding_run(d, src, tokens[s], AVG_TGT_LEN, &lengths[s], 1, NULL, 0, NULL, 0,
                                    probs[s], MAX_STEPS * AVG_VOCAB) != TFM_OK)
-            status = cli_fail(argv[0], "decoding");
+            status = cli_fail(program, "decoding");
         tfm_decoding_free(d);
     }
     for (int s = 0; s < COUNT && status == EXIT_SUCCESS; s++) {

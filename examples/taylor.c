@@ -27,7 +27,6 @@
  * --translate CHECKPOINT decodes the test sources greedily (or with --beam
  * N) and prints "Accuracy: F +/- dF". */
 #include <math.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +39,7 @@ typedef struct config {
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
     int64_t bucket, eos_label, norm_first, beam, decode_batch, examples, threads, distributed;
+    int64_t print_first;
     double dropout, lr, beta2, weight_decay, gamma, clip, label_smoothing, time_limit;
 } config;
 
@@ -696,8 +696,9 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
     snprintf(svg_path, sizeof svg_path, "%s/taylor_losses.svg", c->out);
     snprintf(best_path, best_size, "%s/taylor_best.safetensors", c->out);
     snprintf(last_path, sizeof last_path, "%s/taylor_last.safetensors", c->out);
-    if (r->rank == 0 && mkdir(c->out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "%s: cannot create the folder '%s'\n", program, c->out);
+    if (r->rank == 0 && cli_make_folders(c->out) != 0) {
+        fprintf(stderr, "%s: cannot create the folder '%s': %s\n", program, c->out,
+                strerror(errno));
         return -1;
     }
     int status = -1;
@@ -911,12 +912,12 @@ static void print_first_rows(const taylor_data *d, const taylor_split *splits[3]
     }
 }
 
+/* String flags outside their choices, and flags that contradict each other;
+ * 0, or CLI_USAGE_ERROR after saying why. */
 static int check_config(const config *c)
 {
     const char *bad = NULL;
-    if (c->d_model % c->heads)
-        bad = "--heads must divide --d-model";
-    else if (strcmp(c->init, "tutorial") && strcmp(c->init, "xavier"))
+    if (strcmp(c->init, "tutorial") && strcmp(c->init, "xavier"))
         bad = "--init is 'tutorial' or 'xavier'";
     else if (strcmp(c->schedule, "constant") && strcmp(c->schedule, "invsqrt") &&
              strcmp(c->schedule, "cosine") && strcmp(c->schedule, "step"))
@@ -925,9 +926,10 @@ static int check_config(const config *c)
         bad = "--schedule invsqrt needs --warmup of at least 1";
     else if (!strcmp(c->schedule, "cosine") && c->warmup >= c->iterations)
         bad = "--schedule cosine needs --warmup below --iterations";
-    if (bad)
-        fprintf(stderr, "%s: %s\n", program, bad);
-    return bad ? -1 : 0;
+    if (!bad)
+        return 0;
+    fprintf(stderr, "%s: %s\n", program, bad);
+    return cli_usage_error(program);
 }
 
 int main(int argc, char **argv)
@@ -984,6 +986,8 @@ int main(int argc, char **argv)
         {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy, as the notebook)"},
         {"decode-batch", CLI_INT, &c.decode_batch, 1, 100000, "sources decoded at once"},
         {"examples", CLI_INT, &c.examples, 0, 100000, "translations and mistakes to print"},
+        {"print-first", CLI_SWITCH, &c.print_first, 0, 0, "print the token codes of each split's "
+         "first row, as the notebook's printme, then exit"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
          "`mpirun -np N`: each rank runs --batch/N rows of every batch; rank 0 prints, writes "
          "the files and translates"},
@@ -997,29 +1001,27 @@ int main(int argc, char **argv)
     tfm_set_num_threads((int32_t)c.threads); /* within the flag's range */
     if (cli_set_precision(program, c.precision) < 0)
         return cli_usage_error(program);
-    if (check_config(&c) < 0)
-        return EXIT_FAILURE;
+    if (cli_check_heads(program, c.d_model, c.heads) || check_config(&c))
+        return CLI_USAGE_ERROR;
     ranks r;
     if (ranks_start(&r, (int)c.distributed, &argc, &argv, program) < 0)
         return EXIT_FAILURE;
     if (c.batch % r.size) {
         fprintf(stderr, "%s: --batch %lld does not split into %d equal slices\n", program,
                 (long long)c.batch, r.size);
-        ranks_stop(&r);
-        return EXIT_FAILURE;
+        return ranks_stop(&r, cli_usage_error(program));
     }
     if (r.rank && !freopen("/dev/null", "w", stdout)) /* rank 0 speaks for all */
         fprintf(stderr, "%s: rank %d: cannot silence standard output\n", program, r.rank);
     /* --translate and --resume take the model and the length cap from the file */
     const char *from_file = c.translate ? c.translate : c.resume;
     if (from_file && read_max_seq_len(&c, from_file) < 0)
-        return EXIT_FAILURE;
+        return ranks_stop(&r, EXIT_FAILURE);
     char error[512], best_path[4096];
     taylor_data *d = taylor_data_load(c.data, c.max_seq_len, error, sizeof error);
     if (!d) {
         fprintf(stderr, "%s: %s: %s\n", program, c.data, error);
-        ranks_stop(&r);
-        return EXIT_FAILURE;
+        return ranks_stop(&r, EXIT_FAILURE);
     }
     int status = EXIT_FAILURE;
     tfm_model *model = NULL;
@@ -1040,7 +1042,11 @@ int main(int argc, char **argv)
            (long long)d->rows, (long long)d->src_len, (long long)d->tgt_len, d->src_vocab.size,
            d->tgt_vocab.size, (long long)train_split.count, (long long)val_split.count,
            (long long)test_split.count);
-    print_first_rows(d, (const taylor_split *[3]){&train_split, &val_split, &test_split});
+    if (c.print_first) {
+        print_first_rows(d, (const taylor_split *[3]){&train_split, &val_split, &test_split});
+        status = EXIT_SUCCESS;
+        goto done;
+    }
     if (from_file && check_vocabularies(from_file, d) < 0)
         goto done;
     model = from_file ? tfm_model_load(from_file) : build_model(&c, d);
@@ -1082,6 +1088,5 @@ done:
     tfm_tape_free(tape);
     tfm_model_free(model);
     taylor_data_free(d);
-    ranks_stop(&r);
-    return status;
+    return ranks_stop(&r, status);
 }

@@ -9,10 +9,20 @@ cd "$(dirname "$0")/.."
 . scripts/installed.sh "$1"
 consumers=$source/tests/consumers
 
+# The README's "whole program", alone in a folder, built with the README's
+# command (no rpath: the library is found through LD_LIBRARY_PATH).
+mkdir "$scratch/fit_line" && cp "$source/examples/fit_line.c" "$scratch/fit_line/"
+(cd "$scratch/fit_line" &&
+    cc fit_line.c $(pkg-config --cflags --libs tfm) && LD_LIBRARY_PATH=$libdir ./a.out | tail -n 1)
+step "pkg-config: examples/fit_line.c alone builds with cc fit_line.c \$(pkg-config --cflags --libs tfm) and fits y = 3x + 2" $?
+
+# A program calling MPI itself links with tfm-mpi's flags alone.
 (cd "$scratch" &&
-    cc -std=c11 -Wall -Werror "$source/examples/fit_line.c" $(pkg-config --cflags --libs tfm) \
-        -Wl,-rpath,"$libdir" -o fit-line && ./fit-line | tail -n 1)
-step "pkg-config: the installed copy fits y = 3x + 2" $?
+    cc -std=c11 -Wall -Werror "$consumers/mpi_program.c" $(pkg-config --cflags --libs tfm-mpi) \
+        -Wl,-rpath,"$libdir" -o mpi-program &&
+    mpirun --allow-run-as-root --oversubscribe -np 2 ./mpi-program |
+    grep -x "2 ranks: the averaged gradient is right")
+step "pkg-config: a program calling MPI_Init builds with tfm-mpi's flags alone, runs on 2 ranks" $?
 
 (cd "$scratch" &&
     cc -std=c11 -Wall -Werror "$consumers/beside_tomsfastmath.c" \

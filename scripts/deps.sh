@@ -1,5 +1,6 @@
 # Sourced by the other scripts: installs the Debian packages libtfm builds
-# and tests with, when any is missing (apt-get needs root).
+# and tests with, when any is missing (apt-get needs root), showing each
+# package as it is set up.
 TFM_DEBIAN_PACKAGES="gcc meson ninja-build pkg-config libopenblas-dev libutf8proc-dev check python3"
 
 tfm_install_deps() {
@@ -15,5 +16,10 @@ tfm_install_deps() {
         return 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    echo "apt-get update"
+    apt-get update -qq || return 1
+    # one line a package fetched and set up, and the total, of apt's output
+    apt-get install -y -q --no-install-recommends $missing </dev/null |
+        grep --line-buffered -E '^(Get:|Fetched |Setting up )'
+    return "${PIPESTATUS[0]}"
 }

@@ -127,29 +127,50 @@ count_step "installed tfm-causal trains (small flags)" $?
 "$prefix/bin/tfm-average" --print-first | grep -q "raw output: 0.544199352975335"
 count_step "installed tfm-average reproduces the tutorials' first sample" $?
 # Command-line conventions: --help and --version on stdout with status 0,
-# an unknown flag or a bad value on stderr with status 2.
+# an unknown flag or a bad value, or flags that cannot go together, on
+# stderr with status 2; messages and --version name the program by its
+# short name (tfm-taylor), never by the path it was started with.
 version=$(meson introspect --projectinfo build-test | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+# each program's usage error that no single flag's value shows
+declare -A usage_error=([tfm-taylor]="--heads 3" [tfm-average]="--heads 3" [tfm-causal]="--heads 3"
+    [tfm-encoder-layer]="--heads 3" [tfm-sampling]="--top-k 2" [tfm-fit-line]="extra")
 conventions=0
+usage() { # program arguments...: status 2, nothing on stdout, stderr's lines all the program's
+    local name
+    name=$(basename "$1")
+    "$@" >"$checkpoint/stdout" 2>"$checkpoint/stderr"
+    [ $? -eq 2 ] && [ ! -s "$checkpoint/stdout" ] && [ -s "$checkpoint/stderr" ] &&
+        head -n 1 "$checkpoint/stderr" | grep -q "^$name: " &&
+        ! grep -qF "$prefix" "$checkpoint/stderr"
+}
+checkpoint=$(mktemp -d)
 for program in "$prefix"/bin/tfm-*; do
-    "$program" --help 2>/dev/null | grep -q "^usage: " &&
-        "$program" --version 2>/dev/null | grep -q "(libtfm $version)" &&
-        { "$program" --no-such-flag >/dev/null 2>&1; [ $? -eq 2 ]; } &&
-        [ -z "$("$program" --no-such-flag 2>/dev/null)" ] &&
-        "$program" --no-such-flag 2>&1 | grep -q "no-such-flag" || {
-        echo "$program does not follow the command-line conventions"
+    name=$(basename "$program")
+    "$program" --help 2>/dev/null | grep -q "^usage: $name " &&
+        "$program" --version 2>/dev/null | grep -qxF "$name (libtfm $version)" &&
+        usage "$program" --no-such-flag && grep -q "no-such-flag" "$checkpoint/stderr" &&
+        [ -n "${usage_error[$name]:-}" ] && usage "$program" ${usage_error[$name]} || {
+        echo "$program does not follow the command-line conventions:"
+        cat "$checkpoint/stderr" 2>/dev/null
         conventions=1
     }
 done
-count_step "installed programs answer --help and --version, refuse unknown flags with status 2" $conventions
-checkpoint=$(mktemp -d)
+count_step "installed programs answer --help and --version by their short name, refuse unknown flags and flags that cannot go together with status 2" $conventions
 "$prefix/bin/tfm-average" --epochs 1 --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 \
-    --d-ff 16 --save "$checkpoint/average.safetensors" | grep -q "Test RMSE" &&
-    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/average.safetensors" | grep -q "^top-p " &&
-    "$prefix/bin/tfm-average" --load "$checkpoint/average.safetensors" | grep -q "Test RMSE"
-count_step "installed tfm-average trains; tfm-sampling and tfm-average --load read its model with no flags" $?
-"$prefix/bin/tfm-taylor" --out "$checkpoint/taylor" \
+    --d-ff 16 --save "$checkpoint/new/models/average.safetensors" | grep -q "Test RMSE" &&
+    "$prefix/bin/tfm-sampling" --checkpoint "$checkpoint/new/models/average.safetensors" |
+    grep -q "^top-p " &&
+    "$prefix/bin/tfm-average" --load "$checkpoint/new/models/average.safetensors" | grep -q "Test RMSE"
+count_step "installed tfm-average trains and saves two new folders deep; tfm-sampling and tfm-average --load read its model with no flags" $?
+"$prefix/bin/tfm-taylor" --out "$checkpoint/runs/taylor" \
     --iterations 20 --step 10 --schedule cosine --warmup 5 --decode-batch 250 | grep -q "Accuracy: "
-count_step "installed tfm-taylor trains, checkpoints and translates" $?
+count_step "installed tfm-taylor trains into --out two new folders deep, checkpoints and translates" $?
+# (tfm-taylor's first lines are its own, not the notebook's printme)
+"$prefix/bin/tfm-taylor" --translate "$checkpoint/runs/taylor/taylor_best.safetensors" \
+    --decode-batch 750 --examples 0 | head -n 3 | grep -q " 0 0 0 "
+[ $? -ne 0 ] && "$prefix/bin/tfm-taylor" --print-first | grep -q "^ target: 1 "
+count_step "installed tfm-taylor prints the data's token codes with --print-first only" $?
+run_script "MPI jobs with a failing rank" scripts/check_mpi_failure.sh "$prefix/bin/tfm-taylor"
 # 20 iterations straight, and 10 then 10 more from the checkpoint: the same bits
 taylor_flags="--batch 1000 --d-model 8 --heads 2 --d-ff 8 --layers 1 --bucket 2 --step 7 --evaluate 0"
 "$prefix/bin/tfm-taylor" $taylor_flags --out "$checkpoint/straight" --iterations 20 >/dev/null &&
