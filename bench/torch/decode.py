@@ -35,7 +35,6 @@ import time
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from bench import CausalTransformer, Seq2SeqTransformer, Taylor
 
