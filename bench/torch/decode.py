@@ -326,7 +326,7 @@ def make_decoder(config, precision='float32', max_length=None):
     return model, decoder
 
 
-# --- the strategies, over any decoder with start/step/reorder -----------------------------
+# --- the strategies, over any decoder with start/step/expand/reorder ----------------------
 
 
 def greedy(decoder, src, max_length):
