@@ -27,8 +27,8 @@ greedy and beam 4 translation of 003's 750 test functions are timed too
 then the PyTorch anchors (the tutorials' code, and --style fast for
 training), each in its own process; each keeps its best (lowest) median
 over the rounds, and ratios are taken against the fastest anchor. 002 and
-PyTorch's decoding run one round (a PyTorch step takes ~12 s or more, its
-translation loop minutes).
+the tutorial's translation loop run one round (a PyTorch step takes ~12 s
+or more, the loop minutes).
 """
 import argparse
 import json
@@ -118,13 +118,14 @@ def jobs(configs, decode=True, bf16=False, checkpoint=None, train=True):
 
 def decode_impls(config, what, first_round, libtfm_int8):
     """Who runs a decoding job: libtfm (in int8 only with --libtfm-int8),
-    then its PyTorch anchors, which run in the first round only."""
+    then its PyTorch anchors; the tutorial's loop (minutes) in the first
+    round only."""
     beam, precision = DECODE_JOBS[what]
     impls = ['libtfm'] if precision == 'float32' or libtfm_int8 else []
-    if first_round:
-        impls += [INT8_ANCHOR] if precision == 'int8' else \
-            (['pytorch'] if config == '003' and beam == 1 else []) + ['pytorch-fast']
-    return impls
+    if precision == 'int8':
+        return impls + [INT8_ANCHOR]
+    loop = config == '003' and beam == 1 and first_round
+    return impls + (['pytorch'] if loop else []) + ['pytorch-fast']
 
 
 def base_env(name):
@@ -260,7 +261,7 @@ def run_all(a, log):
                     [BF16_ANCHOR] if what == BF16 else ['pytorch']
                 impls = ['versus', 'libtfm'] if a.versus else \
                     ['libtfm'] + anchors if with_torch else ['libtfm']
-                if what in DECODE_JOBS:  # the tutorial's loop takes minutes: once
+                if what in DECODE_JOBS:
                     impls = decode_impls(config, what, r == 0, a.libtfm_int8)
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
@@ -333,9 +334,8 @@ def table(records, env):
     coretypes = {r.get('coretype') for r in records if r.get('env') == env}
     print(f'\n### Environment "{env}": OPENBLAS_CORETYPE='
           f'{", ".join(str(c) if c is not None else "(unset)" for c in coretypes)}\n')
-    print('Each figure: the best median over the rounds (002 and PyTorch\'s decoding: one '
-          'round); '
-          'ms per training step, or for all the sources decoded.\n')
+    print('Each figure: the best median over the rounds (002 and the tutorial\'s decoding '
+          'loop: one round); ms per training step, or for all the sources decoded.\n')
     print('| config | what | threads | libtfm ms | PyTorch ms (fastest anchor) | anchor | '
           'PyTorch / libtfm | libtfm GFLOP/s | PyTorch GFLOP/s | sgemm GFLOP/s | '
           'libtfm / sgemm | RSS MB libtfm | RSS MB PyTorch | RSS libtfm / PyTorch | '
@@ -537,7 +537,7 @@ def main():
     p.add_argument('--bf16', choices=['auto', 'yes', 'no'], default='auto',
                    help='also time training with bfloat16 products (auto: if the CPU has '
                         'AVX512_BF16)')
-    p.add_argument('--rounds', type=int, default=3, help="002 and PyTorch's decoding always run once")
+    p.add_argument('--rounds', type=int, default=3, help="002 and the tutorial's decoding loop always run once")
     p.add_argument('--envs', default=','.join(ENVS))
     p.add_argument('--quick', action='store_true',
                    help='smoke test: steps 2, warmup 1, sources 20, rounds 1')
