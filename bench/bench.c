@@ -1,8 +1,9 @@
 /* tfm-bench: times a full training step (forward, loss, backward, Adam
- * step) or greedy decoding at one tutorial's configuration, with the data
- * already in memory, and prints one JSON line for bench/run.py:
+ * step) or greedy or beam decoding at one tutorial's configuration, with
+ * the data already in memory, and prints one JSON line for bench/run.py:
  *
- *   median and min ms of the timed steps (decode: the whole run);
+ *   median and min ms of the timed steps (decode: the whole run, and
+ *     tokens_per_s: the sources' max_length tokens each over its time);
  *   gemm_gflop: the FLOPs of the step's cblas_sgemm calls, recorded by
  *     interposing cblas_sgemm during one step;
  *   sgemm_ms: the time cblas_sgemm alone takes for those calls, timed here
@@ -468,7 +469,8 @@ int main(int argc, char **argv)
         if (shapes_overflowed)
             printf(",\"shapes_overflowed\":true");
     } else {
-        printf(",\"sources\":%ld,\"beam\":%ld", sources, beam);
+        printf(",\"sources\":%ld,\"beam\":%ld,\"max_length\":%lld,\"tokens_per_s\":%.1f", sources,
+               beam, (long long)c->tgt_len, (double)(sources * c->tgt_len) / (r.median_ms / 1e3));
     }
     printf("}\n");
     return 0;

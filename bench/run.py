@@ -5,23 +5,30 @@ environment with the issue's targets, met or missed.
 
   /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
       [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
-      [--checkpoint FILE]
+      [--checkpoint FILE] [--decode-only | --train-only] [--libtfm-int8]
   /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
   /usr/bin/python3 bench/run.py --versus DIR [--build DIR] ...
       (libtfm against libtfm from another build, e.g. -Dnative=true)
 
-Jobs: a training step of each config on 2 threads, tutorial 003's greedy
-decoding on 2 threads (and libtfm's beam 4 decoding, against its greedy), and libtfm's steps on 1 thread (for the 2-thread
-speed-up). The decoding jobs run an untrained model on random sources that
-never end, the PyTorch twin's way; with --checkpoint (a tutorial 003 model,
+Jobs: a training step of each config on 2 threads; each config's decoding
+on 2 threads, greedy and beam 4, in float32 and int8; and libtfm's steps on
+1 thread (for the 2-thread speed-up). The decoding jobs run an untrained
+model on random sources that never end (no end token: max_length tokens
+each), the PyTorch twin's way. Their anchors: PyTorch decoding its fastest
+way (bench/torch/decode.py: batched, keys and values cached; int8 by
+quantize_dynamic), and at 003 greedy the tutorial's translate loop
+(bench/torch/bench.py); each decoding job prints a "decode ratio against the
+fastest PyTorch decode" line, tokens per second over tokens per second.
+libtfm's int8 decoding (tfm-bench --precision int8) runs with --libtfm-int8,
+once libtfm has it. With --checkpoint (a tutorial 003 model,
 e.g. runs/demo/taylor_best.safetensors from scripts/demo.sh), libtfm's
 greedy and beam 4 translation of 003's 750 test functions are timed too
 (examples/tfm-taylor --translate). Each round runs, job by job, libtfm
 then the PyTorch anchors (the tutorials' code, and --style fast for
 training), each in its own process; each keeps its best (lowest) median
 over the rounds, and ratios are taken against the fastest anchor. 002 and
-PyTorch's decoding run one round (a PyTorch step takes ~12 s or more, its
-translation loop minutes).
+the tutorial's translation loop run one round (a PyTorch step takes ~12 s
+or more, the loop minutes).
 """
 import argparse
 import json
@@ -34,6 +41,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWIN = os.path.join(ROOT, 'bench', 'torch', 'bench.py')
+DECODER = os.path.join(ROOT, 'bench', 'torch', 'decode.py')  # PyTorch's fastest decoding
 PYTHON = '/usr/bin/python3'  # Debian's python3-torch
 CONFIGS = ['003', 'avg', '002']
 ENVS = ['found', 'unset', 'haswell']
@@ -61,6 +69,16 @@ ANCHORS = ['pytorch', 'pytorch-fast', 'libtorch']
 # mixed precision: the fast twin under CPU autocast to bfloat16.
 BF16 = 'train-bf16'
 BF16_ANCHOR = 'pytorch-fast-bf16'
+# Decoding jobs: (beam, precision) by name. Their anchors: bench/torch/
+# decode.py in float32 ('pytorch-fast') or after quantize_dynamic
+# ('pytorch-int8'), and at 003 greedy the tutorial's loop ('pytorch').
+DECODE_JOBS = {'decode': (1, 'float32'), f'beam{BEAM}': (BEAM, 'float32'),
+               'decode-int8': (1, 'int8'), f'beam{BEAM}-int8': (BEAM, 'int8')}
+INT8_ANCHOR = 'pytorch-int8'
+DECODE_SOURCES = {'003': 750, 'avg': 750, '002': 64}  # 002: ~100x 003's work per token
+# Issue 31's target: libtfm's tokens per second over the fastest PyTorch
+# decode's, at least, float32 against float32 and int8 against int8.
+DECODE_ANCHOR_RATIO = 3.0
 
 
 def cpu_has_bf16():
@@ -81,21 +99,33 @@ def anchors_in(build):
 TEST_SET = 'test-'
 
 
-def jobs(configs, decode=True, bf16=False, checkpoint=None):
+def jobs(configs, decode=True, bf16=False, checkpoint=None, train=True):
     """(config, what, threads, with PyTorch) in run order."""
-    out = [(c, 'train', 2, True) for c in configs]
-    if bf16:
+    out = [(c, 'train', 2, True) for c in configs] if train else []
+    if bf16 and train:
         out += [(c, BF16, 2, True) for c in configs]
-    if '002' in configs:  # libtfm's 002 step recomputing what it may (its memory)
+    if '002' in configs and train:  # libtfm's 002 step recomputing what it may (its memory)
         out.append(('002', RECOMPUTED, 2, False))
-    if '003' in configs and decode:
-        out.append(('003', 'decode', 2, True))
-        out.append(('003', f'beam{BEAM}', 2, False))  # libtfm's beam against its greedy
-        if checkpoint:
+    if decode:
+        out += [(c, what, 2, True) for c in configs for what in DECODE_JOBS]
+        if '003' in configs and checkpoint:
             out += [('003', TEST_SET + what, 2, False) for what in ('greedy', f'beam{BEAM}')]
     # libtfm alone on 1 thread: its 2-thread scaling (the target is 002's)
-    out += [(c, 'train', 1, False) for c in configs]
+    if train:
+        out += [(c, 'train', 1, False) for c in configs]
     return out
+
+
+def decode_impls(config, what, first_round, libtfm_int8):
+    """Who runs a decoding job: libtfm (in int8 only with --libtfm-int8),
+    then its PyTorch anchors; the tutorial's loop (minutes) in the first
+    round only."""
+    beam, precision = DECODE_JOBS[what]
+    impls = ['libtfm'] if precision == 'float32' or libtfm_int8 else []
+    if precision == 'int8':
+        return impls + [INT8_ANCHOR]
+    loop = config == '003' and beam == 1 and first_round
+    return impls + (['pytorch'] if loop else []) + ['pytorch-fast']
 
 
 def base_env(name):
@@ -108,11 +138,32 @@ def base_env(name):
     return env
 
 
+def decode_command(impl, config, what, threads, sources, build):
+    """(argv, extra environment) of a decoding job."""
+    beam, precision = DECODE_JOBS[what]
+    if impl == 'libtfm':
+        # libtfm's threads alone, the BLAS on one (as tfm_set_num_threads sets it)
+        extra = {'OPENBLAS_NUM_THREADS': 1, 'BLIS_NUM_THREADS': 1, 'OMP_NUM_THREADS': threads}
+        argv = [os.path.join(build, 'bench', 'tfm-bench'), '--threads', str(threads),
+                '--config', config, '--what', 'decode', '--sources', str(sources),
+                '--beam', str(beam)] + (['--precision', precision] if precision != 'float32'
+                                        else [])
+        return argv, extra
+    extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}
+    if impl == 'pytorch':  # the tutorial's loop
+        return [PYTHON, TWIN, '--threads', str(threads), '--config', config, '--what', 'decode',
+                '--sources', str(sources)], extra
+    return [PYTHON, DECODER, '--threads', str(threads), '--config', config, '--sources',
+            str(sources), '--beam', str(beam), '--precision', precision], extra
+
+
 def command(impl, env_name, config, what, threads, counts, build, sgemm=True, checkpoint=None):
     """(argv, env, a shell line that reproduces the run); impl is 'libtfm',
-    'pytorch' or 'versus' (libtfm from the build given as build); sgemm False
-    skips libtfm's timing of the BLAS alone."""
-    if what.startswith(TEST_SET):
+    'versus' (libtfm from the build given as build) or a PyTorch anchor;
+    sgemm False skips libtfm's timing of the BLAS alone."""
+    if what in DECODE_JOBS:
+        argv, extra = decode_command(impl, config, what, threads, counts['sources'], build)
+    elif what.startswith(TEST_SET):
         extra = {'OPENBLAS_NUM_THREADS': 1}
         argv = [os.path.join(build, 'examples', 'tfm-taylor'), '--translate', checkpoint,
                 '--threads', str(threads), '--examples', '0', '--beam',
@@ -131,7 +182,7 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True, ch
             if impl == 'libtorch' else [PYTHON, TWIN, '--threads', str(threads)]
         if impl in ('pytorch-fast', BF16_ANCHOR):
             argv += ['--style', 'fast']
-    if not what.startswith(TEST_SET):
+    if not what.startswith(TEST_SET) and what not in DECODE_JOBS:
         argv += ['--config', config, '--what', what]
     if what == BF16:
         argv[argv.index(what)] = 'train'
@@ -141,11 +192,6 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True, ch
     if what == RECOMPUTED:
         argv[argv.index(what)] = 'train'
         argv += ['--recompute', str(RECOMPUTE_FLAGS)]
-    elif not what.startswith(TEST_SET):
-        argv += ['--sources', str(counts['sources'])]
-    if what.startswith('beam'):  # libtfm's decoding with --beam N
-        argv[argv.index(what)] = 'decode'
-        argv += ['--beam', what[len('beam'):]]
     env = base_env(env_name)
     env.update({k: str(v) for k, v in extra.items()})
     prefix = ['env'] + (['-u', 'OPENBLAS_CORETYPE'] if 'OPENBLAS_CORETYPE' not in env else
@@ -159,7 +205,7 @@ def counts_for(a, config):
     default = lambda value, d: d if value is None else value  # noqa: E731
     return {'steps': default(a.steps, 10),
             'warmup': default(a.warmup, 1 if config == '002' else 3),
-            'sources': default(a.sources, 750)}
+            'sources': default(a.sources, DECODE_SOURCES[config])}
 
 
 def run_one(argv, env):
@@ -202,7 +248,8 @@ def run_all(a, log):
     for env_name in envs:
         for r in range(a.rounds):
             for config, what, threads, with_torch in jobs(a.configs, not a.train_only,
-                                                          a.bf16, a.checkpoint):
+                                                          a.bf16, a.checkpoint,
+                                                          not a.decode_only):
                 if a.versus:
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
@@ -214,8 +261,8 @@ def run_all(a, log):
                     [BF16_ANCHOR] if what == BF16 else ['pytorch']
                 impls = ['versus', 'libtfm'] if a.versus else \
                     ['libtfm'] + anchors if with_torch else ['libtfm']
-                if what == 'decode' and r > 0:  # the tutorial's loop takes minutes: once
-                    impls = ['libtfm']
+                if what in DECODE_JOBS:
+                    impls = decode_impls(config, what, r == 0, a.libtfm_int8)
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
@@ -256,7 +303,7 @@ def fastest_anchor(records, env, config, what, threads):
     """The fastest PyTorch anchor's best record, or None; libtfm's bfloat16
     step is held against the float32 anchors and PyTorch's bfloat16 one."""
     found = [best(records, env, impl, config, 'train' if what == BF16 else what, threads)
-             for impl in ANCHORS]
+             for impl in ANCHORS + [INT8_ANCHOR]]
     if what == BF16:
         found.append(best(records, env, BF16_ANCHOR, config, what, threads))
     return min((r for r in found if r), key=lambda r: r['median_ms'], default=None)
@@ -287,9 +334,8 @@ def table(records, env):
     coretypes = {r.get('coretype') for r in records if r.get('env') == env}
     print(f'\n### Environment "{env}": OPENBLAS_CORETYPE='
           f'{", ".join(str(c) if c is not None else "(unset)" for c in coretypes)}\n')
-    print('Each figure: the best median over the rounds (002 and PyTorch\'s decoding: one '
-          'round); '
-          'ms per training step, or for all the sources decoded.\n')
+    print('Each figure: the best median over the rounds (002 and the tutorial\'s decoding '
+          'loop: one round); ms per training step, or for all the sources decoded.\n')
     print('| config | what | threads | libtfm ms | PyTorch ms (fastest anchor) | anchor | '
           'PyTorch / libtfm | libtfm GFLOP/s | PyTorch GFLOP/s | sgemm GFLOP/s | '
           'libtfm / sgemm | RSS MB libtfm | RSS MB PyTorch | RSS libtfm / PyTorch | '
@@ -330,8 +376,36 @@ def table(records, env):
     return bests
 
 
-def targets(bests):
-    """A line per target of the issue, from table()'s best records."""
+def tokens_per_s(record):
+    return record and record.get('tokens_per_s')
+
+
+def decode_ratio(records, env, config, what):
+    """The line of a decoding job: libtfm's tokens per second over the
+    fastest PyTorch decode's (float32 against float32, int8 against int8),
+    or None if neither ran."""
+    beam, precision = DECODE_JOBS[what]
+    t = best(records, env, 'libtfm', config, what, 2)
+    anchors = [best(records, env, impl, config, what, 2)
+               for impl in ('pytorch', 'pytorch-fast', INT8_ANCHOR)]
+    p = max((r for r in anchors if tokens_per_s(r)), key=tokens_per_s, default=None)
+    if not t and not p:
+        return None
+    name = (f"{config} {'greedy' if beam == 1 else f'beam {beam}'} {precision} decode ratio "
+            'against the fastest PyTorch decode')
+
+    def figures(r, who):
+        return f"{who} {fmt(tokens_per_s(r), ',.0f')} tokens/s, {fmt(r.get('peak_rss_mb'), '.0f')} MB"
+    if not t and precision == 'int8':
+        return f"{name}: {figures(p, p['impl'])}; libtfm int8: not built"
+    line = verdict(name, ratio(tokens_per_s(t), tokens_per_s(p)), DECODE_ANCHOR_RATIO, True)
+    return line + ''.join(f'; {figures(r, who)}' for r, who in
+                          ((t, 'libtfm'), (p, p and p['impl'])) if r)
+
+
+def targets(bests, records, env):
+    """A line per target of the issues, from table()'s best records (and
+    the records, for the decoding jobs' anchors)."""
     lines = []
 
     def get(*key):
@@ -344,11 +418,17 @@ def targets(bests):
                                      f'{p["impl"] if p else "-"})',
                                      ratio(p and p['median_ms'], t and t['median_ms']), target,
                                      True))
-    t, p = get('003', 'decode', 2)
-    if t or p:
-        lines.append(verdict('003 decode ratio (2 threads)',
-                             ratio(p and p['median_ms'], t and t['median_ms']),
+    t, _ = get('003', 'decode', 2)
+    loop = best(records, env, 'pytorch', '003', 'decode', 2)
+    if t or loop:
+        lines.append(verdict("003 decode ratio against tutorial 003's loop (2 threads)",
+                             ratio(loop and loop['median_ms'], t and t['median_ms']),
                              DECODE_RATIO, True))
+    for config in CONFIGS:
+        for what in DECODE_JOBS:
+            line = decode_ratio(records, env, config, what)
+            if line:
+                lines.append(line)
     t, _ = get('003', 'decode', 2)
     b, _ = get('003', f'beam{BEAM}', 2)
     if t or b:
@@ -438,7 +518,7 @@ def report(records):
     for env in envs:
         bests = table(records, env)
         print()
-        for line in targets(bests):
+        for line in targets(bests, records, env):
             print('- ' + line)
 
 
@@ -449,17 +529,22 @@ def main():
     p.add_argument('--versus', metavar='DIR',
                    help='time libtfm from this build too (e.g. -Dnative=true), not PyTorch')
     p.add_argument('--configs', default=','.join(CONFIGS))
-    p.add_argument('--train-only', action='store_true', help='no decoding job')
+    only = p.add_mutually_exclusive_group()
+    only.add_argument('--train-only', action='store_true', help='no decoding job')
+    only.add_argument('--decode-only', action='store_true', help='the decoding jobs alone')
+    p.add_argument('--libtfm-int8', action='store_true',
+                   help="also time libtfm's int8 decoding (tfm-bench --precision int8)")
     p.add_argument('--bf16', choices=['auto', 'yes', 'no'], default='auto',
                    help='also time training with bfloat16 products (auto: if the CPU has '
                         'AVX512_BF16)')
-    p.add_argument('--rounds', type=int, default=3, help="002 and PyTorch's decoding always run once")
+    p.add_argument('--rounds', type=int, default=3, help="002 and the tutorial's decoding loop always run once")
     p.add_argument('--envs', default=','.join(ENVS))
     p.add_argument('--quick', action='store_true',
                    help='smoke test: steps 2, warmup 1, sources 20, rounds 1')
     p.add_argument('--steps', type=int, help='timed steps (default 10)')
     p.add_argument('--warmup', type=int, help='untimed steps (default 3; 002: 1)')
-    p.add_argument('--sources', type=int, help='decoded sources (default 750)')
+    p.add_argument('--sources', type=int,
+                   help='decoded sources (default 750; 002: %d)' % DECODE_SOURCES['002'])
     p.add_argument('--log', default='/tmp/tfm-bench.jsonl', help='where the JSON lines go')
     p.add_argument('--checkpoint', metavar='FILE',
                    help='a trained tutorial 003 model: also time its greedy and beam '

@@ -13,7 +13,8 @@ modules do it fastest, timed the same way.
                  untimed steps, then `steps` timed ones; median and min ms
   --what decode  (003 only) tutorial 003's greedy translate loop over
                  `sources` random sources, one at a time; the whole loop is
-                 timed once, after one warm-up source
+                 timed once, after one warm-up source (decode.py beside
+                 it: the same decoding batched and cached, every config)
 
 Prints one JSON line. Run as /usr/bin/python3 (Debian's python3-torch), with
 OMP_WAIT_POLICY=passive and OMP_NUM_THREADS set as bench/run.py does.
@@ -565,7 +566,8 @@ def bench_decode(sources, n_tokens=84):
             model.translate(all_src[i:i + 1], n_tokens)
         total = (time.perf_counter() - start) * 1e3
     return {'steps': 1, 'sources': sources, 'median_ms': total, 'min_ms': total,
-            'ms_per_source': total / sources}
+            'ms_per_source': total / sources, 'max_length': n_tokens, 'beam': 1,
+            'tokens_per_s': sources * n_tokens / (total / 1e3)}
 
 
 def main():
