@@ -327,6 +327,8 @@ START_TEST(null_and_bad_arguments)
     ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "a", -1), -1);
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
     ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, -1, text, 8, &n), TFM_ERR_RANGE);
+    /* the message names the argument given: id, not decode's ids[i] */
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_id_to_piece: id -1 is outside [0, 2000)");
     ck_assert_int_eq(tfm_tokenizer_id_to_piece(NULL, 0, text, 8, &n), TFM_ERR_NULL);
     ck_assert_int_eq(tfm_tokenizer_special_id(NULL, TFM_TOKEN_BOS), -1);
     ck_assert_int_eq(tfm_tokenizer_special_id(tok, (tfm_special_token)4), -1);
