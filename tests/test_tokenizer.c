@@ -334,6 +334,13 @@ START_TEST(null_and_bad_arguments)
     ck_assert_int_eq(tfm_tokenizer_special_id(tok, (tfm_special_token)4), -1);
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
     ck_assert_int_eq(tfm_tokenizer_save_bytes(NULL, text, 8, &n), TFM_ERR_NULL);
+    /* a NULL buffer with room claimed: the message names the argument */
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 0, NULL, 8, &n), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_decode: text is NULL");
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, 0, NULL, 64, &n), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_id_to_piece: piece is NULL");
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, INT64_MAX, &n), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_save_bytes: bytes is NULL");
     tfm_tokenizer_free(NULL);
     tfm_tokenizer_free(tok);
 }
