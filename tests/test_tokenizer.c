@@ -303,6 +303,10 @@ START_TEST(null_and_bad_arguments)
     char text[8];
     ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe("vocab.json", NULL));
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_load_byte_bpe: merges_path is NULL");
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(NULL, "merges.txt"));
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_load_byte_bpe: vocab_path is NULL");
     ck_assert_ptr_null(tfm_tokenizer_from_bytes(NULL, 3));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
     ck_assert_ptr_null(tfm_tokenizer_from_bytes("", -1));

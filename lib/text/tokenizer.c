@@ -40,6 +40,10 @@ tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path, const char *m
     char *vocab = NULL, *merges = NULL;
     size_t vocab_size, merges_size;
     tfm_tokenizer *tok = NULL;
+    if (!vocab_path || !merges_path) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !vocab_path ? "vocab_path" : "merges_path");
+        return NULL;
+    }
     if (!tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) &&
         !tfm__read_whole_file(op, merges_path, TFM__TOKENIZER_MAX_BYTES, &merges, &merges_size))
         tok = tfm__byte_bpe_parse(op, vocab, vocab_size, merges, merges_size);
