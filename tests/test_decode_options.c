@@ -481,6 +481,56 @@ START_TEST(callback_streams_and_stops)
 }
 END_TEST
 
+/* The decoding a callback runs again, and what that run returned. */
+typedef struct reentry {
+    tfm_decoding *decoding;
+    tfm_status status;
+    char message[256];
+} reentry;
+
+static int run_again(void *user, int64_t source, int32_t token, int64_t position)
+{
+    (void)source, (void)token, (void)position;
+    reentry *e = user;
+    result *inner = malloc(sizeof *inner);
+    ck_assert_ptr_nonnull(inner);
+    e->status = tfm_decoding_run(e->decoding, src, inner->tokens, COUNT(inner->tokens),
+                                 inner->lengths, COUNT(inner->lengths), NULL, 0, NULL, 0,
+                                 NULL, 0);
+    snprintf(e->message, sizeof e->message, "%s", tfm_last_error());
+    free(inner);
+    return 0;
+}
+
+/* A callback that runs the decoding calling it is refused (its run would
+ * overwrite the caches and state of the run in progress), and the outer
+ * run's tokens are those of a run without the callback. _i: strategy. */
+START_TEST(callback_cannot_rerun_its_decoding)
+{
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], (tfm_decode_strategy)_i, 1);
+    o.seed = 9;
+    result *r = calloc(2, sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    decode(&o, NULL, &r[0]);
+    reentry e = {NULL, TFM_OK, ""};
+    o.callback = run_again;
+    o.callback_user = &e;
+    e.decoding = tfm_decoding_create(model, &o, B, S);
+    ck_assert_msg(e.decoding, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_decoding_run(e.decoding, src, r[1].tokens, COUNT(r[1].tokens),
+                                      r[1].lengths, COUNT(r[1].lengths), NULL, 0, NULL, 0,
+                                      NULL, 0),
+                     TFM_OK);
+    ck_assert_int_eq(e.status, TFM_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(e.message, "tfm_decoding_run: the decoding is already running"));
+    ck_assert_mem_eq(r[1].tokens, r[0].tokens, sizeof r[0].tokens);
+    ck_assert_mem_eq(r[1].lengths, r[0].lengths, sizeof r[0].lengths);
+    tfm_decoding_free(e.decoding);
+    free(r);
+}
+END_TEST
+
 /* A source whose every token is banned (forced_bos_id suppressed) ends
  * before the first step: bos alone (greedy, sampling: nothing drawn, no
  * logits or probabilities written), no hypothesis (beam). _i: strategy,
@@ -572,6 +622,7 @@ static Suite *decode_options_suite(void)
     tcase_add_test(c, out_of_range_options_are_named);
     tcase_add_test(c, prefix_errors);
     tcase_add_loop_test(c, callback_streams_and_stops, 0, 6);
+    tcase_add_loop_test(c, callback_cannot_rerun_its_decoding, 0, 3);
     tcase_add_loop_test(c, every_token_banned_ends_the_source, 0, 6);
     suite_add_tcase(s, c);
     return s;

@@ -303,6 +303,10 @@ START_TEST(null_and_bad_arguments)
     char text[8];
     ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece(NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe("vocab.json", NULL));
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_load_byte_bpe: merges_path is NULL");
+    ck_assert_ptr_null(tfm_tokenizer_load_byte_bpe(NULL, "merges.txt"));
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_load_byte_bpe: vocab_path is NULL");
     ck_assert_ptr_null(tfm_tokenizer_from_bytes(NULL, 3));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
     ck_assert_ptr_null(tfm_tokenizer_from_bytes("", -1));
@@ -327,11 +331,20 @@ START_TEST(null_and_bad_arguments)
     ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "a", -1), -1);
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
     ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, -1, text, 8, &n), TFM_ERR_RANGE);
+    /* the message names the argument given: id, not decode's ids[i] */
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_id_to_piece: id -1 is outside [0, 2000)");
     ck_assert_int_eq(tfm_tokenizer_id_to_piece(NULL, 0, text, 8, &n), TFM_ERR_NULL);
     ck_assert_int_eq(tfm_tokenizer_special_id(NULL, TFM_TOKEN_BOS), -1);
     ck_assert_int_eq(tfm_tokenizer_special_id(tok, (tfm_special_token)4), -1);
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
     ck_assert_int_eq(tfm_tokenizer_save_bytes(NULL, text, 8, &n), TFM_ERR_NULL);
+    /* a NULL buffer with room claimed: the message names the argument */
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, 0, NULL, 8, &n), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_decode: text is NULL");
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, 0, NULL, 64, &n), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_id_to_piece: piece is NULL");
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, INT64_MAX, &n), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_tokenizer_save_bytes: bytes is NULL");
     tfm_tokenizer_free(NULL);
     tfm_tokenizer_free(tok);
 }

@@ -44,7 +44,8 @@ enum {
  * hypothesis. Grouped sources decode on libtfm's threads, so calls for
  * different sources may come at once from different threads. Non-zero
  * stops that source: greedy and sampling end its output at this token,
- * beam search makes no more calls for it. */
+ * beam search makes no more calls for it. The callback may not run the
+ * decoding that calls it (TFM_ERR_STATE); other decodings it may. */
 typedef int (*tfm_decode_callback)(void *user, int64_t source, int32_t token,
                                    int64_t position);
 

@@ -715,8 +715,13 @@ tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
                                   scores_count, logits, logits_count, probs, probs_count);
     if (status == TFM_OK && prefix)
         status = check_prefix(d, src, prefix);
+    if (status == TFM_OK && d->running)
+        /* a callback's run would overwrite the caches and state this run is using */
+        status = tfm__fail(TFM_ERR_STATE, "tfm_decoding_run: the decoding is already running "
+                           "(called from its own callback); use another decoding");
     if (status != TFM_OK)
         return status;
+    d->running = 1;
     per_source(d, src, prefix);
     int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
     size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
@@ -744,6 +749,7 @@ tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
     }
     model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
+    d->running = 0;
     if (status != TFM_OK)
         tfm__fail_within("tfm_decoding_run", mark);
     return status;

@@ -40,6 +40,10 @@ tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path, const char *m
     char *vocab = NULL, *merges = NULL;
     size_t vocab_size, merges_size;
     tfm_tokenizer *tok = NULL;
+    if (!vocab_path || !merges_path) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !vocab_path ? "vocab_path" : "merges_path");
+        return NULL;
+    }
     if (!tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) &&
         !tfm__read_whole_file(op, merges_path, TFM__TOKENIZER_MAX_BYTES, &merges, &merges_size))
         tok = tfm__byte_bpe_parse(op, vocab, vocab_size, merges, merges_size);
@@ -65,10 +69,10 @@ tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
                : tfm__sentencepiece_parse(op, bytes, (size_t)size);
 }
 
-/* Copies data[0, size) into the caller's buffer of capacity bytes (plus a
- * NUL when text), after checking it fits. */
+/* Copies data[0, size) into the caller's buffer dst, the argument called
+ * dst_name, of capacity bytes (plus a NUL when text), after checking it fits. */
 static tfm_status copy_out(const char *op, const void *data, size_t size, int text, void *dst,
-                          int64_t capacity, int64_t *size_out)
+                          const char *dst_name, int64_t capacity, int64_t *size_out)
 {
     *size_out = (int64_t)size;
     if (capacity < 0)
@@ -77,7 +81,7 @@ static tfm_status copy_out(const char *op, const void *data, size_t size, int te
         return tfm__fail(TFM_ERR_SIZE, "%s: the result takes %zu bytes%s; capacity is %lld",
                          op, size, text ? " and a NUL" : "", (long long)capacity);
     if (!dst)
-        return tfm__fail(TFM_ERR_NULL, "%s: the buffer is NULL", op);
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, dst_name);
     memcpy(dst, data, size);
     if (text)
         ((char *)dst)[size] = 0;
@@ -90,7 +94,8 @@ tfm_status tfm_tokenizer_save_bytes(const tfm_tokenizer *tokenizer, void *bytes,
     static const char op[] = "tfm_tokenizer_save_bytes";
     if (!tokenizer || !size)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, tokenizer ? "size" : "tokenizer");
-    return copy_out(op, tokenizer->file, tokenizer->file_size, 0, bytes, capacity, size);
+    return copy_out(op, tokenizer->file, tokenizer->file_size, 0, bytes, "bytes", capacity,
+                    size);
 }
 
 tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text,
@@ -154,7 +159,7 @@ tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer, const int32_t *i
     int failed = tokenizer->byte_bpe ? tfm__byte_bpe_decode(op, tokenizer, ids, count, &out)
                                      : tfm__sentencepiece_decode(op, tokenizer, ids, count, &out);
     tfm_status s = failed ? tfm_last_status()
-                       : copy_out(op, out.data ? out.data : "", out.size, 1, text, capacity,
+                       : copy_out(op, out.data ? out.data : "", out.size, 1, text, "text", capacity,
                                   length);
     free(out.data);
     return s;
@@ -191,10 +196,11 @@ tfm_status tfm_tokenizer_id_to_piece(const tfm_tokenizer *tokenizer, int32_t id,
     if (!tokenizer || !length)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, tokenizer ? "length" : "tokenizer");
     *length = 0;
-    if (check_ids(op, tokenizer, &id, 1))
-        return tfm_last_status();
+    if (id < 0 || id >= tokenizer->size)
+        return tfm__fail(TFM_ERR_RANGE, "%s: id %d is outside [0, %d)", op, (int)id,
+                         (int)tokenizer->size);
     const tfm__piece *p = &tokenizer->pieces[id];
-    return copy_out(op, p->text, p->length, 1, piece, capacity, length);
+    return copy_out(op, p->text, p->length, 1, piece, "piece", capacity, length);
 }
 
 int32_t tfm_tokenizer_special_id(const tfm_tokenizer *tokenizer, tfm_special_token which)
