@@ -604,6 +604,18 @@ START_TEST(prefix_errors)
             ck_assert_int_eq(lengths[j], 0x5a5a5a5a);
         tfm_tensor_free(bad[i].prefix);
     }
+    /* the run's own checks name the call made too, not tfm_decoding_run */
+    tfm_tensor *prefix = tfm_tensor_from_i32(2, (const int64_t[]){B, 2}, after_padding);
+    ck_assert_int_eq(tfm_decoding_run_with_prefix(d, src, prefix, NULL, 0, lengths, B, NULL, 0,
+                                                  NULL, 0, NULL, 0),
+                     TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_decoding_run_with_prefix: tokens is NULL");
+    ck_assert_int_eq(tfm_decoding_run_with_prefix(d, src, NULL, tokens, B * T1 - 1, lengths, B,
+                                                  NULL, 0, NULL, 0, NULL, 0),
+                     TFM_ERR_SIZE);
+    ck_assert_msg(strncmp(tfm_last_error(), "tfm_decoding_run_with_prefix: tokens holds", 42) == 0,
+                  "%s", tfm_last_error());
+    tfm_tensor_free(prefix);
     tfm_decoding_free(d);
 }
 END_TEST

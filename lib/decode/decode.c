@@ -415,7 +415,7 @@ void tfm_decoding_free(tfm_decoding *d)
 
 /* The trainable attention scales must be usable, as tfm_attention_forward
  * requires. 0 or -1 with the error set. */
-static int check_scales(const tfm_decoding *d)
+static int check_scales(const char *op, const tfm_decoding *d)
 {
     for (int32_t l = 0; l < d->layers; l++) {
         const tfm_layer *block = d->model->decoder->children[l];
@@ -424,8 +424,8 @@ static int check_scales(const tfm_decoding *d)
         for (int a = 0; a < 2; a++) {
             float s = atts[a]->scale ? tfm__f32(atts[a]->scale)[0] : 1.0f;
             if (!(s != 0.0f) || !isfinite(s)) {
-                tfm__fail(TFM_ERR_NUMERIC, "tfm_decoding_run: decoder layer %d's %s scale "
-                          "is %g; it must be finite and nonzero", (int)l,
+                tfm__fail(TFM_ERR_NUMERIC, "%s: decoder layer %d's %s scale "
+                          "is %g; it must be finite and nonzero", op, (int)l,
                           a ? "cross-attention" : "self-attention", (double)s);
                 return -1;
             }
@@ -434,10 +434,10 @@ static int check_scales(const tfm_decoding *d)
     return 0;
 }
 
-static tfm_status not_finite(int64_t t)
+static tfm_status not_finite(const char *op, int64_t t)
 {
-    return tfm__fail(TFM_ERR_NUMERIC, "tfm_decoding_run: the model's logits at step %lld are "
-                     "not finite", (long long)t);
+    return tfm__fail(TFM_ERR_NUMERIC, "%s: the model's logits at step %lld are not finite", op,
+                     (long long)t);
 }
 
 /* --- groups ---------------------------------------------------------------------------- */
@@ -522,7 +522,7 @@ static tfm_status search_groups(decode_run *run)
             if (run->bad_step[w] >= 0 && (bad < 0 || run->bad_step[w] < bad))
                 bad = run->bad_step[w];
     }
-    return bad >= 0 ? not_finite(bad) : TFM_OK;
+    return bad >= 0 ? not_finite(run->d->running, bad) : TFM_OK;
 }
 
 /* --- run ------------------------------------------------------------------------------ */
@@ -564,22 +564,22 @@ tfm_status tfm_decoding_buffer_sizes(const tfm_decoding *d, int64_t batch, int64
 }
 
 /* A buffer given (count elements) must hold what the run writes into it. */
-static tfm_status check_room(const char *what, const void *buffer, int64_t count,
-                             int64_t needed, const char *formula)
+static tfm_status check_room(const char *op, const char *what, const void *buffer,
+                             int64_t count, int64_t needed, const char *formula)
 {
     if (buffer && count < needed)
-        return tfm__fail(TFM_ERR_SIZE, "tfm_decoding_run: %s holds %lld elements; this batch "
-                         "needs %lld (%s; tfm_decoding_buffer_sizes tells)", what,
+        return tfm__fail(TFM_ERR_SIZE, "%s: %s holds %lld elements; this batch needs %lld "
+                         "(%s; tfm_decoding_buffer_sizes tells)", op, what,
                          (long long)count, (long long)needed, formula);
     return TFM_OK;
 }
 
-static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const int32_t *tokens,
+static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_tensor *src,
+                            const int32_t *tokens,
                             int64_t tokens_count, const int32_t *lengths, int64_t lengths_count,
                             const float *scores, int64_t scores_count, const float *logits,
                             int64_t logits_count, const float *probs, int64_t probs_count)
 {
-    const char *op = "tfm_decoding_run";
     if (!d || !tokens || !lengths)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
                          !d ? "decoding" : !tokens ? "tokens" : "lengths");
@@ -601,12 +601,12 @@ static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const 
     char tokens_formula[64];
     snprintf(tokens_formula, sizeof tokens_formula, "%s * (max_length + 1)", per_hypothesis);
     tfm_status status;
-    if ((status = check_room("tokens", tokens, tokens_count, n.tokens, tokens_formula)) ||
-        (status = check_room("lengths", lengths, lengths_count, n.lengths, per_hypothesis)) ||
-        (status = check_room("scores", scores, scores_count, n.lengths, per_hypothesis)) ||
-        (status = check_room("logits", logits, logits_count, n.logits,
+    if ((status = check_room(op, "tokens", tokens, tokens_count, n.tokens, tokens_formula)) ||
+        (status = check_room(op, "lengths", lengths, lengths_count, n.lengths, per_hypothesis)) ||
+        (status = check_room(op, "scores", scores, scores_count, n.lengths, per_hypothesis)) ||
+        (status = check_room(op, "logits", logits, logits_count, n.logits,
                              "batch * max_length * tgt_vocab")) ||
-        (status = check_room("probs", probs, probs_count, n.logits,
+        (status = check_room(op, "probs", probs, probs_count, n.logits,
                              "batch * max_length * tgt_vocab")))
         return status;
     const int32_t *ids = tfm__i32(src);
@@ -615,7 +615,7 @@ static tfm_status check_run(const tfm_decoding *d, const tfm_tensor *src, const 
             return tfm__fail(TFM_ERR_RANGE, "%s: src%s is %d, outside the source vocabulary "
                              "of %lld", op, tfm__index_str(src, i, s, sizeof s), (int)ids[i],
                              (long long)d->model->options.src_vocab);
-    if (check_scales(d) < 0)
+    if (check_scales(op, d) < 0)
         return tfm_last_status();
     return TFM_OK;
 }
@@ -648,10 +648,9 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 }
 
 /* A forced prefix [B, P]: target ids, then -1s. */
-static tfm_status check_prefix(const tfm_decoding *d, const tfm_tensor *src,
+static tfm_status check_prefix(const char *op, const tfm_decoding *d, const tfm_tensor *src,
                                const tfm_tensor *prefix)
 {
-    const char *op = "tfm_decoding_run_with_prefix";
     char s[64];
     if (tfm__check_input(op, "prefix", prefix, TFM_I32) < 0)
         return tfm_last_status();
@@ -692,36 +691,26 @@ static void per_source(tfm_decoding *d, const tfm_tensor *src, const tfm_tensor 
     d->processing = tfm__decode_processing(d) || prefix;
 }
 
-tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
-                            int64_t tokens_count, int32_t *lengths, int64_t lengths_count,
-                            float *scores, int64_t scores_count, float *logits,
-                            int64_t logits_count, float *probs, int64_t probs_count)
-{
-    return tfm_decoding_run_with_prefix(d, src, NULL, tokens, tokens_count, lengths,
-                                        lengths_count, scores, scores_count, logits,
-                                        logits_count, probs, probs_count);
-}
-
-tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
-                                        const tfm_tensor *prefix, int32_t *tokens,
-                                        int64_t tokens_count, int32_t *lengths,
-                                        int64_t lengths_count, float *scores,
-                                        int64_t scores_count, float *logits,
-                                        int64_t logits_count, float *probs,
-                                        int64_t probs_count)
+/* Both public runs; op names the one called, in every message. */
+static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *src,
+                           const tfm_tensor *prefix, int32_t *tokens, int64_t tokens_count,
+                           int32_t *lengths, int64_t lengths_count, float *scores,
+                           int64_t scores_count, float *logits, int64_t logits_count,
+                           float *probs, int64_t probs_count)
 {
     uint64_t mark = tfm__error_mark();
-    tfm_status status = check_run(d, src, tokens, tokens_count, lengths, lengths_count, scores,
-                                  scores_count, logits, logits_count, probs, probs_count);
+    tfm_status status = check_run(op, d, src, tokens, tokens_count, lengths, lengths_count,
+                                  scores, scores_count, logits, logits_count, probs,
+                                  probs_count);
     if (status == TFM_OK && prefix)
-        status = check_prefix(d, src, prefix);
+        status = check_prefix(op, d, src, prefix);
     if (status == TFM_OK && d->running)
         /* a callback's run would overwrite the caches and state this run is using */
-        status = tfm__fail(TFM_ERR_STATE, "tfm_decoding_run: the decoding is already running "
-                           "(called from its own callback); use another decoding");
+        status = tfm__fail(TFM_ERR_STATE, "%s: the decoding is already running (called from "
+                           "its own callback); use another decoding", op);
     if (status != TFM_OK)
         return status;
-    d->running = 1;
+    d->running = op;
     per_source(d, src, prefix);
     int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
     size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
@@ -749,8 +738,31 @@ tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
     }
     model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
-    d->running = 0;
+    d->running = NULL;
     if (status != TFM_OK)
-        tfm__fail_within("tfm_decoding_run", mark);
+        tfm__fail_within(op, mark);
     return status;
+}
+
+tfm_status tfm_decoding_run(tfm_decoding *d, const tfm_tensor *src, int32_t *tokens,
+                            int64_t tokens_count, int32_t *lengths, int64_t lengths_count,
+                            float *scores, int64_t scores_count, float *logits,
+                            int64_t logits_count, float *probs, int64_t probs_count)
+{
+    return run_call("tfm_decoding_run", d, src, NULL, tokens, tokens_count, lengths,
+                    lengths_count, scores, scores_count, logits, logits_count, probs,
+                    probs_count);
+}
+
+tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
+                                        const tfm_tensor *prefix, int32_t *tokens,
+                                        int64_t tokens_count, int32_t *lengths,
+                                        int64_t lengths_count, float *scores,
+                                        int64_t scores_count, float *logits,
+                                        int64_t logits_count, float *probs,
+                                        int64_t probs_count)
+{
+    return run_call("tfm_decoding_run_with_prefix", d, src, prefix, tokens, tokens_count,
+                    lengths, lengths_count, scores, scores_count, logits, logits_count, probs,
+                    probs_count);
 }

@@ -41,7 +41,8 @@ struct tfm_decoding {
     tfm_rng *rng;
     struct tfm_rng rng_seeded; /* the rng as seeded, restored at each run */
     int32_t *training;     /* the model's layers' flags, kept across a run */
-    int running;           /* 1 during a run: a callback may not run it again */
+    const char *running;   /* the public call running it, for messages; NULL when idle:
+                              a callback may not run it again */
     int64_t n_layers;
 
     /* one step over n rows: residual stream, normed input, sublayer output,
