@@ -101,12 +101,12 @@ typedef struct tfm_decode_options {
     /** n_suppress_ids target token ids never chosen. Read by
      * tfm_decoding_create only (the decoding keeps a copy); NULL with 0. */
     const int32_t *suppress_ids;
-    int32_t n_suppress_ids;
+    int32_t n_suppress_ids; /**< the count of suppress_ids */
     /** n_eos_ids more end tokens beside eos_id: a sequence ends at any of
      * them (Hugging Face's list of eos_token_id). Read by
      * tfm_decoding_create only (copied); NULL with 0. */
     const int32_t *eos_ids;
-    int32_t n_eos_ids;
+    int32_t n_eos_ids;      /**< the count of eos_ids */
 
     /** A source of n tokens (not counting src_pad_id's) gets at most
      * floor(max_length_a * n) + max_length_b tokens, and never more than
@@ -114,7 +114,7 @@ typedef struct tfm_decode_options {
      * max_length_a >= 0 (default 0); max_length_b >= 1, default INT32_MAX:
      * max_length alone. */
     float max_length_a;
-    int32_t max_length_b;
+    int32_t max_length_b;   /**< see max_length_a */
     /** The first token generated, forced (Hugging Face's
      * ForcedBOSTokenLogitsProcessor, as multilingual models need for the
      * target language): every other token banned at the first step, the
@@ -134,12 +134,12 @@ typedef struct tfm_decode_options {
      * no_repeat_ngram_size. Read by tfm_decoding_create only (copied);
      * NULL with 0. */
     const int32_t *bad_words;
-    const int32_t *bad_word_lengths;
-    int32_t n_bad_words;
+    const int32_t *bad_word_lengths; /**< each sequence's token count */
+    int32_t n_bad_words;    /**< the count of sequences */
     /** Called with each source's tokens as they are chosen (see
      * tfm_decode_callback), with callback_user; NULL (default): none. */
     tfm_decode_callback callback;
-    void *callback_user;
+    void *callback_user;    /**< passed to callback as it is */
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
