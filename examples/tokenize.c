@@ -195,22 +195,23 @@ int main(int argc, char **argv)
                              flags, (int)(sizeof flags / sizeof flags[0]), NULL);
     if (exit_now != CLI_CONTINUE)
         return exit_now;
+    const char *program = cli_name(argv[0]);
     if (train_path) {
         if (!out || model || vocab || merges || decode) {
-            fprintf(stderr, "%s: --train takes --out and no model\n", argv[0]);
-            return cli_usage_error(argv[0]);
+            fprintf(stderr, "%s: --train takes --out and no model\n", program);
+            return cli_usage_error(program);
         }
-        return train(argv[0], train_path, vocab_size, byte_fallback, coverage, out);
+        return train(program, train_path, vocab_size, byte_fallback, coverage, out);
     }
     if (!model == !(vocab && merges) || !vocab != !merges) {
-        fprintf(stderr, "%s: give --model FILE, or --vocab and --merges\n", argv[0]);
-        return cli_usage_error(argv[0]);
+        fprintf(stderr, "%s: give --model FILE, or --vocab and --merges\n", program);
+        return cli_usage_error(program);
     }
     tfm_tokenizer *tok = model ? tfm_tokenizer_load_sentencepiece(model)
                                : tfm_tokenizer_load_byte_bpe(vocab, merges);
     if (!tok)
-        return cli_fail(argv[0], "loading the tokenizer");
-    int status = decode ? decode_lines(argv[0], tok) : encode_lines(argv[0], tok);
+        return cli_fail(program, "loading the tokenizer");
+    int status = decode ? decode_lines(program, tok) : encode_lines(program, tok);
     tfm_tokenizer_free(tok);
     return status;
 }

@@ -133,7 +133,8 @@ count_step "installed tfm-average reproduces the tutorials' first sample" $?
 version=$(meson introspect --projectinfo build-test | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
 # each program's usage error that no single flag's value shows
 declare -A usage_error=([tfm-taylor]="--heads 3" [tfm-average]="--heads 3" [tfm-causal]="--heads 3"
-    [tfm-encoder-layer]="--heads 3" [tfm-sampling]="--top-k 2" [tfm-fit-line]="extra")
+    [tfm-encoder-layer]="--heads 3" [tfm-sampling]="--top-k 2" [tfm-fit-line]="extra"
+    [tfm-tokenize]="--train x")
 conventions=0
 usage() { # program arguments...: status 2, nothing on stdout, stderr's lines all the program's
     local name

@@ -40,7 +40,7 @@ def load(model):
 
 
 CASES = [('unigram', 'lines'), ('unigram', 'edge'), ('bpe', 'lines'), ('bpe', 'edge'),
-         ('bytes', 'lines'), ('bytes', 'edge'), ('char', 'heldout'), ('word', 'heldout'),
+         ('bytes', 'heldout'), ('bytes', 'edge'), ('char', 'heldout'), ('word', 'heldout'),
          ('byte_bpe', 'heldout'), ('byte_bpe', 'edge')]
 
 
