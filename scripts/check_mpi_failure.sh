@@ -7,8 +7,7 @@ set -u
 taylor=$1
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-passed=0
-failed=0
+. "$(dirname "$0")/steps.sh"
 mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 flags=(--distributed --batch 4 --iterations 20 --step 10 --evaluate 0)
@@ -23,11 +22,9 @@ job() { # name, expected message, mpirun arguments...
     seconds=$(($(date +%s) - start))
     if [ "$status" -ne 0 ] && [ "$status" -ne 124 ] && [ "$seconds" -lt 30 ] &&
         grep -qF "$message" "$scratch/err"; then
-        passed=$((passed + 1))
-        echo "ok   $name (status $status after $seconds s)"
+        step "$name (status $status after $seconds s)" 0
     else
-        failed=$((failed + 1))
-        echo "FAILED: $name (status $status after $seconds s; 124: timed out)"
+        step "$name (status $status after $seconds s; 124: timed out)" 1
         tail -n 5 "$scratch/err"
     fi
 }

@@ -9,9 +9,4 @@ libdir=$(ls -d "$prefix"/lib*/ "$prefix"/lib/*-linux-gnu/ 2>/dev/null | while re
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-passed=0
-failed=0
-step() { # name, exit status
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
-    else failed=$((failed + 1)); echo "FAILED: $1"; fi
-}
+. scripts/steps.sh

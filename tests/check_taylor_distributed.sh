@@ -8,12 +8,7 @@ mpirun=$2
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-step() { # name, exit status
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
-    else failed=$((failed + 1)); echo "FAILED: $1"; fi
-}
+. "$(dirname "$0")/../scripts/steps.sh"
 losses() { awk '$2 == "train" && $4 == "val" { print $1, $3, $5 }' "$1"; }
 flags="--iterations 20 --step 10 --evaluate 0 --batch 32"
 "$taylor" $flags --out "$scratch/one" >"$scratch/one.txt" 2>&1 &&

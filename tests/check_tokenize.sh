@@ -8,12 +8,7 @@ tokenize=$1
 text=$2
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-passed=0
-failed=0
-step() { # name, exit status
-    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "ok   $1"
-    else failed=$((failed + 1)); echo "FAILED: $1"; fi
-}
+. "$(dirname "$0")/../scripts/steps.sh"
 for case in unigram.lines bpe.lines bytes.heldout char.heldout word.heldout; do
     model=${case%.*}
     "$tokenize" --model "$text/$model.model" <"$text/${case#*.}.txt" >"$scratch/$case.ids" &&
