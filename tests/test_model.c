@@ -27,6 +27,17 @@ static void small_options(tfm_model_options *o)
     o->seed = 7;
 }
 
+/* Small enough for finite differences through the whole model, no dropout. */
+static void gradcheck_options(tfm_model_options *o)
+{
+    small_options(o);
+    o->d_model = 8;
+    o->d_ff = 8;
+    o->encoder_layers = 1;
+    o->decoder_layers = 1;
+    o->dropout = 0.0f;
+}
+
 static tfm_tensor *ids(int64_t batch, int64_t length, int32_t vocab, uint32_t salt)
 {
     int32_t values[64];
@@ -400,12 +411,7 @@ static tfm_tensor *model_loss(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
 START_TEST(gradients_through_the_model)
 {
     tfm_model_options o;
-    small_options(&o);
-    o.d_model = 8;
-    o.d_ff = 8;
-    o.encoder_layers = 1;
-    o.decoder_layers = 1;
-    o.dropout = 0.0f;
+    gradcheck_options(&o);
     model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
     tfm_model_set_training(c.model, 0);
     tfm_params *p = tfm_model_params(c.model);
@@ -617,12 +623,7 @@ END_TEST
 START_TEST(tied_generator_shares_the_target_embedding)
 {
     tfm_model_options o;
-    small_options(&o);
-    o.d_model = 8;
-    o.d_ff = 8;
-    o.encoder_layers = 1;
-    o.decoder_layers = 1;
-    o.dropout = 0.0f;
+    gradcheck_options(&o);
     tfm_model *untied = tfm_model_create(&o);
     o.tie_generator = 1;
     model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
