@@ -567,6 +567,134 @@ START_TEST(bpe_training_with_byte_fallback)
 }
 END_TEST
 
+/* pad_piece puts <pad> at id 3, a control piece: the pad id the tokenizer
+ * names, never an id of text, and what the saved bytes say again. */
+/* The ids of text by tok (at most 256). */
+static int64_t ids_of(const tfm_tokenizer *tok, const char *text, int32_t *ids)
+{
+    int64_t n = 0;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), ids, 256, &n),
+                     TFM_OK);
+    return n;
+}
+
+static tfm_model *model_of_vocab(int64_t src_vocab, int64_t tgt_vocab)
+{
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = src_vocab;
+    o.tgt_vocab = tgt_vocab;
+    o.max_src_len = o.max_tgt_len = 8;
+    o.encoder_layers = o.decoder_layers = 1;
+    o.d_model = 8;
+    o.heads = 2;
+    o.d_ff = 8;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
+/* A model's tokenizers travel in its file: one tokenizer for both sides, or
+ * two; a file whose tokenizer is damaged or does not fit is refused. */
+START_TEST(tokenizers_travel_in_the_model_file)
+{
+    tfm_tokenizer *unigram = tfm_tokenizer_load_sentencepiece(TEXT_DIR "unigram.model");
+    tfm_tokenizer *bpe = tfm_tokenizer_load_sentencepiece(TEXT_DIR "bpe.model");
+    int32_t vocab = tfm_tokenizer_vocab_size(unigram);
+    tfm_model *m = model_of_vocab(vocab, tfm_tokenizer_vocab_size(bpe));
+    ck_assert_ptr_null(tfm_model_tokenizer(m, 0));
+    const char *path = "tokenizers_travel.safetensors", *text = "Cannot open the file: %s";
+    int32_t want[256], got[256];
+
+    ck_assert_int_eq(tfm_model_set_tokenizers(m, unigram, NULL), TFM_OK);
+    ck_assert_ptr_eq(tfm_model_tokenizer(m, 1), tfm_model_tokenizer(m, 0));
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    tfm_model *back = tfm_model_load(path);
+    ck_assert_msg(back != NULL, "%s", tfm_last_error());
+    int64_t n = ids_of(unigram, text, want);
+    ck_assert_int_eq(ids_of(tfm_model_tokenizer(back, 0), text, got), n);
+    ck_assert_mem_eq(got, want, (size_t)n * sizeof *got);
+    ck_assert_ptr_eq(tfm_model_tokenizer(back, 1), tfm_model_tokenizer(back, 0));
+    tfm_model_free(back);
+
+    ck_assert_int_eq(tfm_model_set_tokenizers(m, unigram, bpe), TFM_OK);
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    back = tfm_model_load(path);
+    ck_assert_ptr_nonnull(back);
+    n = ids_of(bpe, text, want);
+    ck_assert_int_eq(ids_of(tfm_model_tokenizer(back, 1), text, got), n);
+    ck_assert_mem_eq(got, want, (size_t)n * sizeof *got);
+    tfm_model_free(back);
+
+    /* one base64 character damaged: refused, naming the key */
+    size_t size;
+    char *file = read_all(path, &size);
+    char *at = strstr(file + 8, "\"tfm.tokenizer\":\"");
+    ck_assert_ptr_nonnull(at);
+    at[strlen("\"tfm.tokenizer\":\"") + 10] = '!';
+    const char *damaged = "tokenizers_damaged.safetensors";
+    FILE *f = fopen(damaged, "wb");
+    ck_assert_uint_eq(fwrite(file, 1, size, f), size);
+    fclose(f);
+    free(file);
+    ck_assert_ptr_null(tfm_model_load(damaged));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm.tokenizer is not base64"));
+
+    /* too many ids for the vocabulary; a target alone; removal */
+    tfm_model *small = model_of_vocab(vocab - 1, vocab);
+    ck_assert_int_eq(tfm_model_set_tokenizers(small, unigram, NULL), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_model_set_tokenizers(small, NULL, unigram), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_model_tokenizer(small, 0));
+    ck_assert_int_eq(tfm_model_set_tokenizers(m, NULL, NULL), TFM_OK);
+    ck_assert_ptr_null(tfm_model_tokenizer(m, 1));
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    back = tfm_model_load(path);
+    ck_assert_ptr_null(tfm_model_tokenizer(back, 0));
+    tfm_model_free(back);
+    tfm_model_free(small);
+    tfm_model_free(m);
+    tfm_tokenizer_free(unigram);
+    tfm_tokenizer_free(bpe);
+    remove(path);
+    remove(damaged);
+}
+END_TEST
+
+START_TEST(bpe_training_with_a_pad_piece)
+{
+    const char *lines[2] = {"abc abd", "abc"};
+    tfm_bpe_train_options options;
+    tfm_bpe_train_options_init(&options);
+    options.character_coverage = 1.0;
+    options.vocab_size = 11;
+    options.pad_piece = 1;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), 11);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), 3);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "<pad>", 5), 3);
+    int32_t ids[8];
+    int64_t n = encode(tok, "<pad> abd", 9, ids, 8);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_int_ne(ids[i], 3);
+    int64_t size = 0;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
+    char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, size);
+    ck_assert_int_eq(tfm_tokenizer_special_id(copy, TFM_TOKEN_PAD), 3);
+    options.pad_piece = 2;
+    tfm_tokenizer *refused = tok;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &refused), TFM_ERR_ARG);
+    ck_assert_ptr_null(refused);
+    free(bytes);
+    tfm_tokenizer_free(copy);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
 START_TEST(bpe_training_refuses_bad_requests)
 {
     const char *lines[2] = {"abc abd", "abc"};
@@ -707,6 +835,8 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_training_compresses_as_spm_train);
     tcase_add_test(tc, bpe_training_with_byte_fallback);
     tcase_add_test(tc, bpe_training_refuses_bad_requests);
+    tcase_add_test(tc, bpe_training_with_a_pad_piece);
+    tcase_add_test(tc, tokenizers_travel_in_the_model_file);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,6 +37,7 @@
 #define TFM_MODEL_H
 
 #include "nn.h"
+#include "text.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -222,6 +223,24 @@ TFM_API tfm_status tfm_model_save_with_metadata(const tfm_model *model,
  * file is ignored. The model starts in training mode with its dropout
  * stream as tfm_model_create seeds it. */
 TFM_API tfm_model *tfm_model_load(const char *path);
+
+/** Gives the model its tokenizers, as copies: source turns the encoder's
+ * text into ids, target the decoder's ids into text (NULL: source does
+ * both, as for a shared vocabulary). They travel with the model:
+ * tfm_model_save() and tfm_training_save() write them into the file
+ * (metadata "tfm.tokenizer" and "tfm.target_tokenizer", base64 of
+ * tfm_tokenizer_save_bytes()) and tfm_model_load() reads them back, so one
+ * file is enough to translate text. source and target NULL remove them.
+ * TFM_ERR_NULL for a NULL model or a target without a source; TFM_ERR_ARG
+ * for a tokenizer with more ids than the vocabulary it feeds (src_vocab,
+ * tgt_vocab); nothing changes on error. */
+TFM_API tfm_status tfm_model_set_tokenizers(tfm_model *model, const tfm_tokenizer *source,
+                                            const tfm_tokenizer *target);
+/** The model's tokenizer of its source text (target 0) or target text
+ * (target 1: the source's when it has no target one); NULL when it has
+ * none or model is NULL (no error is recorded). The model owns it: valid
+ * until the model is freed or given other tokenizers. */
+TFM_API const tfm_tokenizer *tfm_model_tokenizer(const tfm_model *model, int32_t target);
 
 /* --- forwards (masks: see the file's notes) ----------------------------------- */
 /** src [B, S] int32 -> memory [B, S, D]. */

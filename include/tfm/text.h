@@ -129,7 +129,7 @@ TFM_API int32_t tfm_tokenizer_special_id(const tfm_tokenizer *tokenizer,
  * tfm_bpe_train_options_init(), then change fields. */
 typedef struct tfm_bpe_train_options {
     uint32_t struct_size;      /**< set by tfm_bpe_train_options_init */
-    /** Pieces in all, including `<unk>`, `<s>`, `</s>` (ids 0, 1, 2), the
+    /** Pieces in all, including `<unk>`, `<s>`, `</s>` (ids 0, 1, 2; `<pad>` 3 with pad_piece), the
      * characters and, with byte_fallback, the 256 byte pieces (default
      * 8000, as spm_train's; at least the count of those plus one). */
     int32_t vocab_size;
@@ -142,6 +142,10 @@ typedef struct tfm_bpe_train_options {
     double character_coverage;
     /** Longest piece in characters (default 16, as spm_train's). */
     int32_t max_piece_length;
+    /** 1: a `<pad>` control piece at id 3, after `<unk>`, `<s>`, `</s>`, as
+     * spm_train's `--pad_id=3` makes (default 0: none). Models padding
+     * their batches need an id that is never text. */
+    int32_t pad_piece;
 } tfm_bpe_train_options;
 
 /** Writes the defaults; use the tfm_bpe_train_options_init macro. */

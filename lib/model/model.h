@@ -15,6 +15,7 @@ struct tfm_model {
     tfm_tensor *src_scale, *tgt_scale;        /* trainable embedding scales */
     tfm_layer *dropout;
     tfm_layer *encoder, *decoder, *generator;
+    tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
 };
 
 /* tfm_model_create for op, with at most max_params parameter values (0:

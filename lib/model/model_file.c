@@ -15,6 +15,7 @@
 #include "io/load.h"
 #include "model/model.h"
 #include "model/model_file.h"
+#include "model/tokenizers.h"
 
 /* The bounds of every option, for a model made (tfm_model_create), saved
  * and read back alike. Sizes past these are absurd, whatever a file claims. */
@@ -106,9 +107,11 @@ static void model_metadata(const tfm_model *m, tfm__metadata *md)
     tfm__fields_write(fields, FIELD_COUNT, TFM__MODEL_KEY_PREFIX, &m->options, md);
 }
 
-/* The model's keys followed by the caller's, which must not use libtfm's
- * prefix; NULL on error. */
-static const char **join_keys(const char *op, const tfm__metadata *md, int64_t user_count,
+/* The model's keys (md's, then the tokenizers') followed by the caller's,
+ * which must not use libtfm's prefix; NULL on error. */
+static const char **join_keys(const char *op, const tfm__metadata *md, int tokenizers,
+                              const char *const *tokenizer_keys,
+                              const char *const *tokenizer_values, int64_t user_count,
                               const char *const *user_keys, const char *const *user_values,
                               const char ***values_out)
 {
@@ -128,7 +131,7 @@ static const char **join_keys(const char *op, const tfm__metadata *md, int64_t u
                       user_keys[i]);
             return NULL;
         }
-    size_t total = (size_t)(md->count + user_count);
+    size_t total = (size_t)(md->count + tokenizers + user_count);
     const char **keys = malloc(total * sizeof *keys);
     const char **values = malloc(total * sizeof *values);
     if (!keys || !values) {
@@ -141,9 +144,13 @@ static const char **join_keys(const char *op, const tfm__metadata *md, int64_t u
         keys[i] = md->keys[i];
         values[i] = md->values[i];
     }
+    for (int i = 0; i < tokenizers; i++) {
+        keys[md->count + i] = tokenizer_keys[i];
+        values[md->count + i] = tokenizer_values[i];
+    }
     for (int64_t i = 0; i < user_count; i++) {
-        keys[md->count + i] = user_keys[i];
-        values[md->count + i] = user_values[i];
+        keys[md->count + tokenizers + i] = user_keys[i];
+        values[md->count + tokenizers + i] = user_values[i];
     }
     *values_out = values;
     return keys;
@@ -159,10 +166,20 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
     if (tfm__model_options_check(op, "options.", &m->options, TFM_ERR_ARG) != TFM_OK)
         return tfm_last_status();
     model_metadata(m, md);
-    const char **values = NULL;
-    const char **keys = join_keys(op, md, user_count, user_keys, user_values, &values);
-    if (!keys)
+    const char *tokenizer_keys[2];
+    char *tokenizer_values[2];
+    int tokenizers = tfm__model_tokenizer_metadata(op, m, tokenizer_keys, tokenizer_values);
+    if (tokenizers < 0)
         return tfm_last_status();
+    const char **values = NULL;
+    const char **keys = join_keys(op, md, tokenizers, tokenizer_keys,
+                                  (const char *const *)tokenizer_values, user_count, user_keys,
+                                  user_values, &values);
+    if (!keys) {
+        while (tokenizers > 0)
+            free(tokenizer_values[--tokenizers]);
+        return tfm_last_status();
+    }
     int64_t count = tfm_params_count(m->params), total = count + extra_count;
     const char **names = malloc((size_t)total * sizeof *names);
     const tfm_tensor **tensors = malloc((size_t)total * sizeof *tensors);
@@ -178,9 +195,11 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
             names[count + i] = extra_names[i];
             tensors[count + i] = extra_tensors[i];
         }
-        s = tfm__safetensors_write(op, path, total, names, tensors, md->count + user_count,
-                                   keys, values);
+        s = tfm__safetensors_write(op, path, total, names, tensors,
+                                   md->count + tokenizers + user_count, keys, values);
     }
+    while (tokenizers > 0)
+        free(tokenizer_values[--tokenizers]);
     free(names);
     free(tensors);
     free(keys);
@@ -288,6 +307,10 @@ tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safe
         return NULL;
     }
     tfm__load_apply(m->params, file, &match, NULL);
+    if (tfm__model_tokenizers_read(ctx, file, m) != TFM_OK) {
+        tfm_model_free(m);
+        return NULL;
+    }
     return m;
 }
 

@@ -21,6 +21,7 @@ static const tfm_bpe_train_options default_options = {
     .byte_fallback = 0,
     .character_coverage = 0.9995,
     .max_piece_length = 16,
+    .pad_piece = 0,
 };
 
 void tfm_bpe_train_options_init_sized(tfm_bpe_train_options *options, uint32_t struct_size)
@@ -464,15 +465,16 @@ static void trainer_free(trainer *t)
     free(t->pairs.values);
 }
 
-static const char *const meta_pieces[3] = {"<unk>", "<s>", "</s>"};
+static const char *const meta_pieces[4] = {"<unk>", "<s>", "</s>", "<pad>"};
 static const char byte_names[] = "0123456789ABCDEF";
 
 /* The vocabulary: meta pieces, byte pieces, merged pieces by merge order,
  * characters by frequency, scores falling from 0 as spm_train's. */
 static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t merge_count,
-                                  int32_t kept, int byte_fallback)
+                                  int32_t kept, int byte_fallback, int pad_piece)
 {
-    int32_t count = 3 + (byte_fallback ? 256 : 0) + merge_count + kept;
+    int32_t metas = pad_piece ? 4 : 3;
+    int32_t count = metas + (byte_fallback ? 256 : 0) + merge_count + kept;
     tfm__piece *pieces = malloc((size_t)count * sizeof *pieces);
     char *bytes = malloc(256 * 6);
     tfm__bytes file = {0};
@@ -482,7 +484,7 @@ static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t mer
         goto done;
     }
     int32_t n = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < metas; i++)
         pieces[n++] = (tfm__piece){meta_pieces[i], (uint32_t)strlen(meta_pieces[i]), 0.0f,
                                    i ? TFM__PIECE_CONTROL : TFM__PIECE_UNKNOWN, -1};
     for (int b = 0; byte_fallback && b < 256; b++) {
@@ -500,7 +502,8 @@ static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t mer
         pieces[n++] = (tfm__piece){symbol_text(t, symbol), t->symbol[symbol].length, score,
                                    TFM__PIECE_NORMAL, -1};
     }
-    if (!tfm__sentencepiece_write(t->op, pieces, count, byte_fallback, &file))
+    if (!tfm__sentencepiece_write(t->op, pieces, count, byte_fallback, pad_piece ? 3 : -1,
+                                  &file))
         tok = tfm__sentencepiece_parse(t->op, file.data, file.size);
 done:
     free(pieces);
@@ -519,17 +522,19 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
     *tokenizer = NULL;
     tfm_bpe_train_options o = default_options;
     if (tfm__read_options(op, "tfm_bpe_train_options_init", options, &o, sizeof o,
-                          sizeof o))
+                          offsetof(tfm_bpe_train_options, pad_piece)))
         return tfm_last_status();
     if (!lines && count)
         return tfm__fail(TFM_ERR_NULL, "%s: lines is NULL", op);
     if (count < 0)
         return tfm__fail(TFM_ERR_ARG, "%s: count %lld is negative", op, (long long)count);
     if (!(o.character_coverage > 0.0 && o.character_coverage <= 1.0) ||
-        o.max_piece_length < 1 || o.max_piece_length > 64 || o.vocab_size < 4)
+        o.max_piece_length < 1 || o.max_piece_length > 64 || o.vocab_size < 4 ||
+        (o.pad_piece != 0 && o.pad_piece != 1))
         return tfm__fail(TFM_ERR_ARG, "%s: options out of range (vocab_size %d >= 4, "
-                         "character_coverage %g in (0, 1], max_piece_length %d in [1, 64])",
-                         op, (int)o.vocab_size, o.character_coverage, (int)o.max_piece_length);
+                         "character_coverage %g in (0, 1], max_piece_length %d in [1, 64], "
+                         "pad_piece %d 0 or 1)", op, (int)o.vocab_size, o.character_coverage,
+                         (int)o.max_piece_length, (int)o.pad_piece);
     trainer t = {.op = op};
     tfm__bytes normalized = {0};
     int32_t *merges = NULL;
@@ -549,7 +554,7 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
     int32_t kept = 0;
     if (!(characters = keep_characters(&t, o.character_coverage, &kept)) || spell_words(&t))
         goto fail;
-    int32_t fixed = 3 + (o.byte_fallback ? 256 : 0) + kept;
+    int32_t fixed = 3 + o.pad_piece + (o.byte_fallback ? 256 : 0) + kept;
     int32_t wanted = o.vocab_size - fixed;
     if (wanted < 1) {
         tfm__fail(TFM_ERR_ARG, "%s: vocab_size %d leaves no room for merges beside %d "
@@ -583,7 +588,7 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
                   "(%d at most)", op, (int)made, (int)o.vocab_size, (int)(fixed + made));
         goto fail;
     }
-    *tokenizer = write_model(&t, merges, made, kept, o.byte_fallback);
+    *tokenizer = write_model(&t, merges, made, kept, o.byte_fallback, o.pad_piece);
 fail:
     free(normalized.data);
     free(merges);

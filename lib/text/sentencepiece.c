@@ -958,7 +958,7 @@ static int put_number(const char *op, tfm__bytes *out, uint32_t number, uint64_t
 }
 
 int tfm__sentencepiece_write(const char *op, const tfm__piece *pieces, int32_t count,
-                             int byte_fallback, tfm__bytes *out)
+                             int byte_fallback, int32_t pad_id, tfm__bytes *out)
 {
     tfm__bytes message = {0};
     int status = -1;
@@ -978,7 +978,9 @@ int tfm__sentencepiece_write(const char *op, const tfm__piece *pieces, int32_t c
     }
     message.size = 0;
     if (put_number(op, &message, 3, TFM__MODEL_BPE) || put_number(op, &message, 4, (uint64_t)count) ||
-        put_number(op, &message, 35, byte_fallback != 0) || put_bytes(op, out, 2, message.data, message.size))
+        put_number(op, &message, 35, byte_fallback != 0) ||
+        (pad_id >= 0 && put_number(op, &message, 43, (uint64_t)pad_id)) ||
+        put_bytes(op, out, 2, message.data, message.size))
         goto done;
     message.size = 0;
     if (put_bytes(op, &message, 1, "identity", 8) || put_number(op, &message, 3, 1) ||

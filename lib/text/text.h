@@ -181,9 +181,10 @@ int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const in
 int32_t tfm__piece_id(const tfm_tokenizer *tok, const char *piece, size_t len);
 
 /* Writes a ModelProto of pieces[0, count) (text, score, type) for a BPE
- * model with identity normalisation and the given byte fallback. */
+ * model with identity normalisation, the given byte fallback and the
+ * `<pad>` piece's id (-1: none, as spm_train's default). */
 int tfm__sentencepiece_write(const char *op, const tfm__piece *pieces, int32_t count,
-                             int byte_fallback, tfm__bytes *out);
+                             int byte_fallback, int32_t pad_id, tfm__bytes *out);
 
 /* Byte-level BPE (byte_bpe.c). */
 tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t vocab_size,
