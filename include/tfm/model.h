@@ -113,7 +113,10 @@ typedef struct tfm_model_options {
     /** 1: the generator's weight is the target embedding table (the shared
      * one when share_embeddings), as translation models tie them: no
      * generator.weight parameter, and the table's gradient takes both
-     * uses. 0 (default): a generator.weight of its own. */
+     * uses; the table starts at N(0, 1/d_model) (fairseq's tied tables)
+     * rather than nn.Embedding's N(0, 1), whose logits would start with a
+     * standard deviation of sqrt(d_model). 0 (default): a generator.weight
+     * of its own. */
     int32_t tie_generator;
 } tfm_model_options;
 

@@ -117,6 +117,16 @@ static int reset_like_nn_transformer(tfm_model *m)
     return 0;
 }
 
+/* A table that is also the output projection starts at N(0, 1/d_model), as
+ * fairseq's and Vaswani et al.'s tied tables: nn.Embedding's N(0, 1) would
+ * give first logits of standard deviation sqrt(d_model). Drawn last, so
+ * every other parameter is the untied model's of the same seed. */
+static int scale_tied_table(tfm_model *m)
+{
+    float std = 1.0f / sqrtf((float)m->block.d_model);
+    return tfm_init_normal(m->tgt_embedding->weight, 0.0f, std, m->rng) == TFM_OK ? 0 : -1;
+}
+
 tfm_model *tfm_model_create(const tfm_model_options *options)
 {
     return tfm__model_create("tfm_model_create", options, 0);
@@ -165,7 +175,7 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                                                 m->tgt_embedding->weight, 1, m->rng)
                              : tfm_linear_create(m->params, "generator", b->d_model,
                                                  o->tgt_vocab, 1, m->rng)) &&
-         reset_like_nn_transformer(m) == 0 &&
+         reset_like_nn_transformer(m) == 0 && (!o->tie_generator || scale_tied_table(m) == 0) &&
          (learned || (sinusoidal_tables_fit(op, m) == 0 && make_positions(m) == 0));
     if (!ok) {
         tfm__fail_within(op, mark);

@@ -1,0 +1,1059 @@
+/* tfm-translate: text in, text out. Trains a translation model on two
+ * line-aligned files with a vocabulary it trains itself, keeps the best
+ * checkpoint (the tokenizer inside), scores it with chrF and BLEU, and
+ * translates standard input line by line:
+ *
+ *   python3 scripts/translation_data.py           # runs/translation/data
+ *   tfm-translate --train --minutes 10            # runs/translation/model.safetensors
+ *   echo "Cannot open file" | tfm-translate --model runs/translation/model.safetensors
+ *   tfm-translate --score hyp.fr --reference test.fr
+ *
+ * Training: a joint BPE vocabulary (byte fallback, so no text is
+ * untokenisable), a pre-norm encoder-decoder with one embedding table for
+ * both languages and the output projection tied to it, label smoothing,
+ * AdamW with warm-up then 1/sqrt decay, clipping, batches of about
+ * --max-tokens padded tokens grouped by length (tfm_batch_plan), the
+ * validation loss over every validation pair, on threads or MPI ranks. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tfm/tfm.h>
+
+#include "cli.h"
+#include "ranks.h"
+
+static const char *program = "tfm-translate";
+
+typedef struct config {
+    int64_t train, distributed;
+    const char *model, *score, *reference;
+    const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
+    int64_t vocab_size, max_len;
+    int64_t d_model, heads, layers, d_ff;
+    double dropout, label_smoothing, lr, weight_decay, clip, minutes;
+    int64_t warmup, max_tokens, steps, validate_every, seed, threads;
+    int64_t beam, batch, evaluate;
+} config;
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* --- text files --------------------------------------------------------------------- */
+
+typedef struct text_lines {
+    char *data;
+    char **line; /* NUL-terminated, without the line end */
+    int64_t count;
+} text_lines;
+
+static void text_lines_free(text_lines *t)
+{
+    free(t->data);
+    free(t->line);
+    *t = (text_lines){0};
+}
+
+/* Every line of path; 0, or -1 after a message. */
+static int text_lines_read(const char *path, text_lines *t)
+{
+    *t = (text_lines){0};
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open '%s': %s\n", program, path, strerror(errno));
+        return -1;
+    }
+    size_t size = 0, capacity = 1 << 20, got;
+    t->data = malloc(capacity);
+    while (t->data && (got = fread(t->data + size, 1, capacity - size - 1, f)) > 0) {
+        size += got;
+        if (size + 1 == capacity) {
+            char *grown = realloc(t->data, capacity *= 2);
+            if (!grown) {
+                free(t->data);
+                t->data = NULL;
+            }
+            t->data = grown;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!t->data || failed) {
+        fprintf(stderr, "%s: cannot read '%s'%s\n", program, path,
+                t->data ? "" : ": out of memory");
+        text_lines_free(t);
+        return -1;
+    }
+    t->data[size] = '\0';
+    int64_t lines = 0;
+    for (size_t i = 0; i < size; i++)
+        lines += t->data[i] == '\n';
+    lines += size && t->data[size - 1] != '\n';
+    t->line = malloc((size_t)(lines + 1) * sizeof *t->line);
+    if (!t->line) {
+        fprintf(stderr, "%s: out of memory for the lines of '%s'\n", program, path);
+        text_lines_free(t);
+        return -1;
+    }
+    char *start = t->data;
+    for (size_t i = 0; i <= size; i++) {
+        if (i < size && t->data[i] != '\n')
+            continue;
+        if (i == size && start == t->data + size)
+            break;
+        t->data[i] = '\0';
+        if (t->data + i > start && t->data[i - 1] == '\r')
+            t->data[i - 1] = '\0';
+        t->line[t->count++] = start;
+        start = t->data + i + 1;
+    }
+    return 0;
+}
+
+/* --- pairs of token ids ------------------------------------------------------------- */
+
+/* One side of a corpus as batch.h reads it: example i is
+ * ids[offsets[i], offsets[i + 1]). */
+typedef struct corpus {
+    int32_t *ids;
+    int64_t ids_count, ids_capacity;
+    int64_t *offsets, count;
+} corpus;
+
+typedef struct pairs {
+    corpus source, target;
+    int64_t *source_lengths, *target_lengths; /* as the tensors hold them: target + 1 */
+    int64_t *line;                            /* each pair's line in the files */
+    int64_t empty, too_long;                  /* pairs skipped */
+} pairs;
+
+static void pairs_free(pairs *p)
+{
+    free(p->source.ids);
+    free(p->source.offsets);
+    free(p->target.ids);
+    free(p->target.offsets);
+    free(p->source_lengths);
+    free(p->target_lengths);
+    free(p->line);
+    *p = (pairs){0};
+}
+
+/* Appends text's ids to c, at most limit of them; the count, -1 past the
+ * limit (nothing kept), or -2 on error. */
+static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text, int64_t limit)
+{
+    int64_t length = (int64_t)strlen(text), count = 0;
+    for (;;) {
+        tfm_status s = tfm_tokenizer_encode(tok, text, length, c->ids + c->ids_count,
+                                            c->ids_capacity - c->ids_count, &count);
+        if (s == TFM_OK)
+            break;
+        if (s != TFM_ERR_SIZE)
+            return -2;
+        int64_t capacity = c->ids_capacity ? c->ids_capacity * 2 : 1 << 16;
+        while (capacity < c->ids_count + count)
+            capacity *= 2;
+        int32_t *grown = realloc(c->ids, (size_t)capacity * sizeof *grown);
+        if (!grown)
+            return -2;
+        c->ids = grown;
+        c->ids_capacity = capacity;
+    }
+    if (count > limit)
+        return -1;
+    c->ids_count += count;
+    return count;
+}
+
+/* The pairs of source and target lines tokenized: a pair with a side that
+ * gives no ids (empty, or spaces only) or more than max_len ids is
+ * counted and skipped, never trained on. 0, or -1 after a message. */
+static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
+                      const text_lines *target, int64_t max_len, const char *name, pairs *p)
+{
+    *p = (pairs){0};
+    if (source->count != target->count) {
+        fprintf(stderr, "%s: the %s files are not aligned: %lld source lines, %lld target "
+                "lines\n", program, name, (long long)source->count, (long long)target->count);
+        return -1;
+    }
+    int64_t n = source->count;
+    p->source.offsets = malloc((size_t)(n + 1) * sizeof(int64_t));
+    p->target.offsets = malloc((size_t)(n + 1) * sizeof(int64_t));
+    p->source_lengths = malloc((size_t)(n + 1) * sizeof(int64_t));
+    p->target_lengths = malloc((size_t)(n + 1) * sizeof(int64_t));
+    p->line = malloc((size_t)(n + 1) * sizeof(int64_t));
+    if (!p->source.offsets || !p->target.offsets || !p->source_lengths ||
+        !p->target_lengths || !p->line)
+        goto nomem;
+    p->source.offsets[0] = p->target.offsets[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t kept_source = p->source.ids_count;
+        int64_t a = corpus_add(&p->source, tok, source->line[i], max_len);
+        int64_t b = a > 0 ? corpus_add(&p->target, tok, target->line[i], max_len - 1) : 0;
+        if (a == -2 || b == -2)
+            goto nomem;
+        if (a <= 0 || b <= 0) {
+            p->source.ids_count = kept_source;
+            if (a == 0 || b == 0)
+                p->empty++;
+            else
+                p->too_long++;
+            continue;
+        }
+        int64_t k = p->source.count;
+        p->line[k] = i;
+        p->source_lengths[k] = a;
+        p->target_lengths[k] = b + 1; /* <s> before, </s> after */
+        p->source.offsets[++p->source.count] = p->source.ids_count;
+        p->target.offsets[++p->target.count] = p->target.ids_count;
+    }
+    if (p->empty || p->too_long)
+        printf("%s: skipped %lld of %lld pairs: %lld with a side that holds no text, %lld "
+               "longer than %lld tokens\n", name, (long long)(p->empty + p->too_long),
+               (long long)n, (long long)p->empty, (long long)p->too_long, (long long)max_len);
+    if (p->source.count == 0) {
+        fprintf(stderr, "%s: no %s pair to use\n", program, name);
+        return -1;
+    }
+    return 0;
+nomem:
+    fprintf(stderr, "%s: out of memory tokenizing the %s pairs (%s)\n", program, name,
+            tfm_last_error());
+    return -1;
+}
+
+/* --- the model ---------------------------------------------------------------------- */
+
+enum { UNK_ID = 0, BOS_ID = 1, EOS_ID = 2, PAD_ID = 3 };
+
+/* A joint BPE vocabulary of both languages' training text. */
+static tfm_tokenizer *train_vocabulary(const config *c, const text_lines *source,
+                                       const text_lines *target)
+{
+    int64_t n = source->count + target->count;
+    const char **lines = malloc((size_t)n * sizeof *lines);
+    if (!lines)
+        return NULL;
+    memcpy(lines, source->line, (size_t)source->count * sizeof *lines);
+    memcpy(lines + source->count, target->line, (size_t)target->count * sizeof *lines);
+    tfm_bpe_train_options options;
+    tfm_bpe_train_options_init(&options);
+    options.vocab_size = (int32_t)c->vocab_size;
+    options.byte_fallback = 1;
+    options.pad_piece = 1;
+    tfm_tokenizer *tok = NULL;
+    tfm_tokenizer_train_bpe(lines, NULL, n, &options, &tok);
+    free(lines);
+    return tok;
+}
+
+static tfm_model *build_model(const config *c, int64_t vocab)
+{
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = o.tgt_vocab = vocab;
+    o.max_src_len = c->max_len;
+    o.max_tgt_len = c->max_len + 1;
+    o.share_embeddings = 1;
+    o.tie_generator = 1;
+    o.positions = TFM_POSITIONS_SINUSOIDAL;
+    o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
+    o.encoder_layers = o.decoder_layers = (int32_t)c->layers;
+    o.final_norm = 1;
+    o.norm_first = 1;
+    o.d_model = c->d_model;
+    o.heads = (int32_t)c->heads;
+    o.d_ff = c->d_ff;
+    o.dropout = (float)c->dropout;
+    o.seed = (uint64_t)c->seed;
+    o.bos_id = BOS_ID;
+    o.eos_id = EOS_ID;
+    o.pad_id = PAD_ID;
+    return tfm_model_create(&o);
+}
+
+/* The cross-entropy of the pairs indices[0, rows): the mean over their
+ * target tokens (with label smoothing) for training, or their sum for
+ * validation; *counted the tokens. */
+static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
+                              const int64_t *indices, int64_t rows, float label_smoothing,
+                              tfm_reduction reduction, int64_t *counted)
+{
+    int64_t n = p->source.count;
+    tfm_tensor *src = tfm_batch_pad(tape, p->source.ids, p->source.ids_count,
+                                    p->source.offsets, n, indices, rows, PAD_ID);
+    tfm_tensor *decoder_input = NULL, *labels = NULL;
+    if (!src || tfm_batch_shift_targets(tape, p->target.ids, p->target.ids_count,
+                                        p->target.offsets, n, indices, rows, BOS_ID, EOS_ID,
+                                        PAD_ID, &decoder_input, &labels) != TFM_OK)
+        return NULL;
+    int64_t lengths[4096];
+    int64_t *source_lengths = rows <= 4096 ? lengths : malloc((size_t)rows * sizeof *lengths);
+    if (!source_lengths)
+        return NULL;
+    for (int64_t b = 0; b < rows; b++)
+        source_lengths[b] = p->source_lengths[indices[b]];
+    tfm_tensor *padding =
+        tfm_mask_from_lengths(tape, source_lengths, rows, tfm_tensor_dim(src, 1), TFM_I32);
+    if (source_lengths != lengths)
+        free(source_lengths);
+    /* Pads follow every target's tokens, so the causal mask alone keeps them
+     * from the tokens; their own rows are ignored by the loss. */
+    tfm_tensor *causal = tfm_mask_causal(tape, tfm_tensor_dim(decoder_input, 1), TFM_I32);
+    tfm_tensor *logits = tfm_model_forward(tape, model, src, decoder_input, NULL, causal, NULL,
+                                           padding, NULL, padding);
+    return tfm_cross_entropy_reduced(tape, logits, labels, PAD_ID, label_smoothing, reduction,
+                                     counted);
+}
+
+/* The mean cross-entropy (no smoothing, no dropout) over every target
+ * token of the pairs, in batches of the plan; NAN on error. */
+static double validation_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
+                              const int64_t *order, const int64_t *starts, int64_t batches)
+{
+    double sum = 0.0;
+    int64_t tokens = 0;
+    tfm_model_set_training(model, 0);
+    tfm_tape_set_recording(tape, 0);
+    for (int64_t b = 0; b < batches && isfinite(sum); b++) {
+        int64_t counted = 0;
+        float value = NAN;
+        tfm_tensor *loss = batch_loss(tape, model, p, order + starts[b],
+                                      starts[b + 1] - starts[b], 0.0f, TFM_REDUCTION_SUM,
+                                      &counted);
+        if (!loss || tfm_tensor_item(loss, &value) != TFM_OK)
+            value = NAN;
+        sum += value;
+        tokens += counted;
+        tfm_tape_reset(tape);
+    }
+    tfm_tape_set_recording(tape, 1);
+    tfm_model_set_training(model, 1);
+    return tokens ? sum / (double)tokens : NAN;
+}
+
+/* --- translating -------------------------------------------------------------------- */
+
+typedef struct translator {
+    tfm_model *model;
+    const tfm_tokenizer *source, *target;
+    tfm_decoding *decoding;
+    int64_t max_batch, max_src, max_length, n_best;
+    int32_t *ids, *tokens, *lengths;
+    int64_t *order, *counts;
+    char *text;
+    int64_t text_capacity;
+} translator;
+
+static void translator_free(translator *t)
+{
+    tfm_decoding_free(t->decoding);
+    free(t->ids);
+    free(t->tokens);
+    free(t->lengths);
+    free(t->order);
+    free(t->counts);
+    free(t->text);
+    *t = (translator){0};
+}
+
+/* A translator of up to max_batch lines at once with the model's own
+ * tokenizers; 0, or -1 with libtfm's error. */
+static int translator_make(translator *t, tfm_model *model, int64_t beam, int64_t max_batch)
+{
+    *t = (translator){.model = model, .max_batch = max_batch};
+    t->source = tfm_model_tokenizer(model, 0);
+    t->target = tfm_model_tokenizer(model, 1);
+    if (!t->source) {
+        fprintf(stderr, "%s: the model file holds no tokenizer: it was not saved by "
+                "tfm-translate or tfm_model_set_tokenizers\n", program);
+        return -1;
+    }
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    tfm_decode_options_from_model(model, &o);
+    o.strategy = beam > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    o.beam_size = (int32_t)beam;
+    o.max_length = (int32_t)(tfm_model_max_tgt_len(model) - 1);
+    /* targets run about as long as their sources: room for twice that */
+    o.max_length_a = 2.0f;
+    o.max_length_b = 10;
+    /* never text: the start token and padding */
+    static const int32_t never[2] = {BOS_ID, PAD_ID};
+    o.suppress_ids = never;
+    o.n_suppress_ids = 2;
+    t->max_src = tfm_model_max_src_len(model);
+    t->max_length = o.max_length;
+    t->n_best = 1;
+    t->decoding = tfm_decoding_create(model, &o, max_batch, t->max_src);
+    int64_t tokens = 0;
+    if (!t->decoding ||
+        tfm_decoding_buffer_sizes(t->decoding, max_batch, &tokens, NULL, NULL, NULL) != TFM_OK)
+        return -1;
+    t->ids = malloc((size_t)(max_batch * t->max_src) * sizeof *t->ids);
+    t->tokens = malloc((size_t)tokens * sizeof *t->tokens);
+    t->lengths = malloc((size_t)max_batch * sizeof *t->lengths);
+    t->order = malloc((size_t)max_batch * sizeof *t->order);
+    t->counts = malloc((size_t)max_batch * sizeof *t->counts);
+    if (!t->ids || !t->tokens || !t->lengths || !t->order || !t->counts) {
+        fprintf(stderr, "%s: out of memory for a translator of %lld lines\n", program,
+                (long long)max_batch);
+        return -1;
+    }
+    return 0;
+}
+
+static const int64_t *sort_counts;
+static int by_count(const void *a, const void *b)
+{
+    int64_t x = sort_counts[*(const int64_t *)a], y = sort_counts[*(const int64_t *)b];
+    return (x > y) - (x < y);
+}
+
+/* Decodes out[i] = the translation of lines[i], for n <= max_batch lines,
+ * each malloc'd (the caller frees them). A line longer than the model's
+ * sources is cut there, saying so. 0, or -1 with libtfm's error. */
+static int translator_run(translator *t, const char *const *lines, int64_t n, char **out)
+{
+    int64_t width = 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t count = 0, length = (int64_t)strlen(lines[i]);
+        int32_t *row = t->ids + i * t->max_src;
+        tfm_status s = tfm_tokenizer_encode(t->source, lines[i], length, row, t->max_src,
+                                            &count);
+        if (s == TFM_ERR_SIZE) {
+            fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n",
+                    program, (long long)count, (long long)t->max_src);
+            int32_t *all = malloc((size_t)count * sizeof *all);
+            s = all ? tfm_tokenizer_encode(t->source, lines[i], length, all, count, &count)
+                    : TFM_ERR_NOMEM;
+            if (s == TFM_OK)
+                memcpy(row, all, (size_t)t->max_src * sizeof *row);
+            free(all);
+            count = t->max_src;
+        }
+        if (s != TFM_OK)
+            return -1;
+        t->counts[i] = count;
+        t->order[i] = i;
+        width = count > width ? count : width;
+    }
+    /* similar lengths decode together: sort, then split where it pays off */
+    sort_counts = t->counts;
+    qsort(t->order, (size_t)n, sizeof *t->order, by_count);
+    tfm_tensor *src = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){n, width});
+    if (!src)
+        return -1;
+    int32_t *cells = tfm_tensor_data_i32(src);
+    for (int64_t r = 0; r < n; r++) {
+        int64_t i = t->order[r];
+        for (int64_t k = 0; k < width; k++)
+            cells[r * width + k] = k < t->counts[i] ? t->ids[i * t->max_src + k] : PAD_ID;
+    }
+    int64_t tokens = 0;
+    tfm_decoding_buffer_sizes(t->decoding, n, &tokens, NULL, NULL, NULL);
+    tfm_status s = tfm_decoding_run(t->decoding, src, t->tokens, tokens, t->lengths, n, NULL,
+                                    0, NULL, 0, NULL, 0);
+    tfm_tensor_free(src);
+    if (s != TFM_OK)
+        return -1;
+    for (int64_t r = 0; r < n; r++) {
+        const int32_t *row = t->tokens + r * t->n_best * (t->max_length + 1);
+        int64_t count = t->lengths[r] - 1; /* after <s> */
+        if (count > 0 && row[count] == EOS_ID)
+            count--;
+        int64_t length = 0;
+        s = tfm_tokenizer_decode(t->target, row + 1, count, NULL, 0, &length);
+        char *text = malloc((size_t)length + 1);
+        if (!text || tfm_tokenizer_decode(t->target, row + 1, count, text, length + 1,
+                                          &length) != TFM_OK) {
+            free(text);
+            for (int64_t k = 0; k < r; k++)
+                free(out[t->order[k]]);
+            return -1;
+        }
+        out[t->order[r]] = text;
+    }
+    return 0;
+}
+
+/* Translates every line, max_batch at a time; out[i] malloc'd. */
+static int translate_all(translator *t, char *const *lines, int64_t n, char **out)
+{
+    for (int64_t first = 0; first < n; first += t->max_batch) {
+        int64_t count = n - first < t->max_batch ? n - first : t->max_batch;
+        if (translator_run(t, (const char *const *)lines + first, count, out + first) < 0) {
+            for (int64_t k = 0; k < first; k++)
+                free(out[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* chrF and BLEU of the hypotheses against the references. */
+static int score(char *const *hypotheses, char *const *references, int64_t n, double *chrf,
+                 double *bleu)
+{
+    return tfm_score_chrf((const char *const *)hypotheses, (const char *const *)references, n,
+                          chrf) == TFM_OK &&
+                   tfm_score_bleu((const char *const *)hypotheses,
+                                  (const char *const *)references, n, bleu) == TFM_OK
+               ? 0
+               : -1;
+}
+
+/* Lines from a file descriptor as they come: a line is taken as soon as
+ * it is complete, and the reader says when no more is waiting, so a batch
+ * is translated as soon as its input stops. */
+typedef struct line_reader {
+    int fd, eof;
+    char *buffer;
+    size_t size, capacity, start;
+} line_reader;
+
+/* The next complete line (NUL-terminated, valid until the next call), or
+ * NULL: at the end of input (*ended = 1), or when wait is 0 and no line is
+ * complete yet. */
+static char *next_line(line_reader *r, int wait, int *ended)
+{
+    *ended = 0;
+    for (;;) {
+        char *newline = r->size > r->start
+                            ? memchr(r->buffer + r->start, '\n', r->size - r->start)
+                            : NULL;
+        if (newline || (r->eof && r->size > r->start)) {
+            char *line = r->buffer + r->start;
+            size_t end = newline ? (size_t)(newline - r->buffer) : r->size;
+            r->buffer[end] = '\0';
+            if (end > r->start && r->buffer[end - 1] == '\r')
+                r->buffer[end - 1] = '\0';
+            r->start = end + 1;
+            return line;
+        }
+        if (r->eof) {
+            *ended = 1;
+            return NULL;
+        }
+        if (!wait) {
+            struct pollfd p = {r->fd, POLLIN, 0};
+            if (poll(&p, 1, 0) <= 0)
+                return NULL;
+        }
+        if (r->start > 0) { /* earlier lines are done with */
+            memmove(r->buffer, r->buffer + r->start, r->size - r->start);
+            r->size -= r->start;
+            r->start = 0;
+        }
+        if (r->size + 4096 + 1 > r->capacity) {
+            size_t capacity = r->capacity ? r->capacity * 2 : 1 << 16;
+            char *grown = realloc(r->buffer, capacity);
+            if (!grown) {
+                *ended = -1;
+                return NULL;
+            }
+            r->buffer = grown;
+            r->capacity = capacity;
+        }
+        ssize_t got = read(r->fd, r->buffer + r->size, r->capacity - r->size - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            *ended = -1;
+            return NULL;
+        }
+        r->eof = got == 0;
+        r->size += (size_t)got;
+    }
+}
+
+static int translate_stream(const config *c)
+{
+    tfm_model *model = tfm_model_load(c->model);
+    if (!model)
+        return cli_fail(program, "loading the model");
+    translator t = {0};
+    line_reader reader = {.fd = STDIN_FILENO};
+    int64_t batch = c->batch ? c->batch : isatty(STDIN_FILENO) ? 1 : 32;
+    char **lines = malloc((size_t)batch * sizeof *lines);
+    char **out = malloc((size_t)batch * sizeof *out);
+    int status = EXIT_FAILURE, ended = 0;
+    int64_t n = 0;
+    if (!lines || !out || translator_make(&t, model, c->beam, batch) < 0) {
+        cli_fail(program, "preparing to translate");
+        goto done;
+    }
+    while (ended == 0) {
+        /* wait for a first line, then take what has come with it */
+        char *line = next_line(&reader, n == 0, &ended);
+        if (line && !(lines[n++] = strdup(line))) {
+            fprintf(stderr, "%s: out of memory\n", program);
+            goto done;
+        }
+        if (ended < 0) {
+            fprintf(stderr, "%s: cannot read standard input: %s\n", program, strerror(errno));
+            goto done;
+        }
+        if (n == batch || (n > 0 && !line)) {
+            if (translator_run(&t, (const char *const *)lines, n, out) < 0) {
+                cli_fail(program, "translating");
+                goto done;
+            }
+            for (int64_t i = 0; i < n; i++) {
+                printf("%s\n", out[i]);
+                free(out[i]);
+                free(lines[i]);
+            }
+            n = 0;
+            fflush(stdout);
+        }
+    }
+    status = EXIT_SUCCESS;
+done:
+    for (int64_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    free(out);
+    free(reader.buffer);
+    translator_free(&t);
+    tfm_model_free(model);
+    return status;
+}
+
+static int score_files(const config *c)
+{
+    text_lines hypotheses, references;
+    if (text_lines_read(c->score, &hypotheses) < 0)
+        return EXIT_FAILURE;
+    if (text_lines_read(c->reference, &references) < 0) {
+        text_lines_free(&hypotheses);
+        return EXIT_FAILURE;
+    }
+    int status = EXIT_FAILURE;
+    double chrf, bleu;
+    if (hypotheses.count != references.count)
+        fprintf(stderr, "%s: %lld hypotheses for %lld references\n", program,
+                (long long)hypotheses.count, (long long)references.count);
+    else if (score(hypotheses.line, references.line, hypotheses.count, &chrf, &bleu) < 0)
+        cli_fail(program, "scoring");
+    else {
+        printf("chrF %.2f  BLEU %.2f  (%lld lines)\n", chrf, bleu, (long long)hypotheses.count);
+        status = EXIT_SUCCESS;
+    }
+    text_lines_free(&hypotheses);
+    text_lines_free(&references);
+    return status;
+}
+
+/* --- training ----------------------------------------------------------------------- */
+
+typedef struct text_data {
+    text_lines source[3], target[3]; /* train, validation, test */
+} text_data;
+
+static const char *const split_names[3] = {"train", "validation", "test"};
+
+static void text_data_free(text_data *d)
+{
+    for (int s = 0; s < 3; s++) {
+        text_lines_free(&d->source[s]);
+        text_lines_free(&d->target[s]);
+    }
+}
+
+static int text_data_read(const config *c, text_data *d)
+{
+    *d = (text_data){0};
+    for (int s = 0; s < 3; s++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.%s", c->data, split_names[s], c->source_ext);
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "%s: no '%s': make the English-French pairs of the Debian "
+                    "catalogs with `python3 scripts/translation_data.py %s`, or give --data "
+                    "a folder of train, validation and test .%s and .%s files\n", program,
+                    path, c->data, c->source_ext, c->target_ext);
+            return -1;
+        }
+        if (text_lines_read(path, &d->source[s]) < 0)
+            return -1;
+        snprintf(path, sizeof path, "%s/%s.%s", c->data, split_names[s], c->target_ext);
+        if (text_lines_read(path, &d->target[s]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Translates the test pairs' sources with the model and prints their
+ * scores; 0, or -1 after a message. */
+static int evaluate(const config *c, tfm_model *model, const text_data *d, double start)
+{
+    const text_lines *source = &d->source[2], *reference = &d->target[2];
+    int64_t n = source->count;
+    char **out = calloc((size_t)n, sizeof *out);
+    translator t = {0};
+    double begun = seconds_now(), chrf, bleu;
+    tfm_model_set_training(model, 0);
+    int status = -1;
+    if (!out || translator_make(&t, model, c->beam, 64) < 0 ||
+        translate_all(&t, source->line, n, out) < 0 ||
+        score(out, reference->line, n, &chrf, &bleu) < 0) {
+        cli_fail(program, "translating the test set");
+    } else {
+        printf("Test (%lld pairs, %s): chrF %.2f  BLEU %.2f  translated in %.1f s "
+               "(%.1f sentences/s); trained and translated in %.1f minutes\n", (long long)n,
+               c->beam > 1 ? "beam" : "greedy", chrf, bleu, seconds_now() - begun,
+               (double)n / (seconds_now() - begun), (seconds_now() - start) / 60.0);
+        for (int64_t i = 0; i < 3 && i < n; i++)
+            printf("  %s\n  -> %s\n  (reference: %s)\n", source->line[i], out[i],
+                   reference->line[i]);
+        status = 0;
+    }
+    for (int64_t i = 0; out && i < n; i++)
+        free(out[i]);
+    free(out);
+    translator_free(&t);
+    return status;
+}
+
+static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
+{
+    tfm_optimizer_options o;
+    tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAMW);
+    o.lr = (float)c->lr;
+    o.beta2 = 0.98f;
+    o.eps = 1e-9f;
+    o.weight_decay = (float)c->weight_decay;
+    o.clip_norm = (float)c->clip;
+    o.schedule = TFM_SCHEDULE_WARMUP_INVSQRT;
+    o.warmup_steps = c->warmup;
+    tfm_optimizer *adam = tfm_optimizer_create(tfm_model_params(model), &o);
+    if (adam && tfm_optimizer_no_decay_for_vectors(adam) != TFM_OK) {
+        tfm_optimizer_free(adam);
+        return NULL;
+    }
+    return adam;
+}
+
+/* An epoch's plan: order and starts of its batches. */
+typedef struct plan {
+    int64_t *order, *starts, batches, next;
+} plan;
+
+static int plan_make(plan *p, const pairs *data, int64_t max_tokens, tfm_rng *rng)
+{
+    int64_t n = data->source.count;
+    if (!p->order) {
+        p->order = malloc((size_t)n * sizeof *p->order);
+        p->starts = malloc((size_t)(n + 1) * sizeof *p->starts);
+        if (!p->order || !p->starts)
+            return -1;
+    }
+    p->next = 0;
+    return tfm_batch_plan(data->source_lengths, data->target_lengths, n, max_tokens, 0, rng,
+                          p->order, n, p->starts, n + 1, &p->batches) == TFM_OK
+               ? 0
+               : -1;
+}
+
+static void plan_free(plan *p)
+{
+    free(p->order);
+    free(p->starts);
+}
+
+static int train(const config *c, ranks *r)
+{
+    double start = seconds_now();
+    int status = EXIT_FAILURE;
+    text_data d;
+    pairs train_pairs = {0}, val_pairs = {0};
+    tfm_tokenizer *tok = NULL;
+    tfm_model *model = NULL;
+    tfm_optimizer *adam = NULL;
+    tfm_tape *tape = NULL;
+    tfm_rng *rng = NULL;
+    plan epoch = {0}, val_plan = {0};
+    if (text_data_read(c, &d) < 0)
+        goto done;
+    if (c->vocab) {
+        tok = tfm_tokenizer_load_sentencepiece(c->vocab);
+    } else {
+        if (r->rank == 0)
+            printf("Training a BPE vocabulary of %lld pieces on %lld + %lld lines...\n",
+                   (long long)c->vocab_size, (long long)d.source[0].count,
+                   (long long)d.target[0].count);
+        fflush(stdout);
+        tok = train_vocabulary(c, &d.source[0], &d.target[0]);
+    }
+    if (!tok) {
+        cli_fail(program, "the vocabulary");
+        goto done;
+    }
+    if (tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD) != PAD_ID ||
+        tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS) != EOS_ID ||
+        tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS) != BOS_ID) {
+        fprintf(stderr, "%s: the vocabulary must have <s>, </s> and <pad> at ids 1, 2 and 3 "
+                "(spm_train --pad_id=3)\n", program);
+        goto done;
+    }
+    if (c->save_vocab && r->rank == 0) {
+        int64_t size = 0;
+        tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
+        char *bytes = malloc((size_t)size);
+        FILE *f = bytes && cli_make_parent_folders(c->save_vocab) == 0
+                      ? fopen(c->save_vocab, "wb")
+                      : NULL;
+        int saved = f && tfm_tokenizer_save_bytes(tok, bytes, size, &size) == TFM_OK &&
+                    fwrite(bytes, 1, (size_t)size, f) == (size_t)size;
+        saved = (f && fclose(f) == 0) && saved;
+        free(bytes);
+        if (!saved) {
+            fprintf(stderr, "%s: cannot write the vocabulary to '%s'\n", program,
+                    c->save_vocab);
+            goto done;
+        }
+    }
+    if (pairs_make(tok, &d.source[0], &d.target[0], c->max_len, "train", &train_pairs) < 0 ||
+        pairs_make(tok, &d.source[1], &d.target[1], c->max_len, "validation", &val_pairs) < 0)
+        goto done;
+    model = build_model(c, tfm_tokenizer_vocab_size(tok));
+    tape = tfm_tape_create();
+    rng = tfm_rng_create((uint64_t)c->seed + 1);
+    if (!model || !tape || !rng || tfm_model_set_tokenizers(model, tok, NULL) != TFM_OK ||
+        ranks_share_model(r, model) != TFM_OK || !(adam = make_optimizer(c, model)) ||
+        plan_make(&val_plan, &val_pairs, c->max_tokens, NULL) < 0) {
+        cli_fail(program, "setting up training");
+        goto done;
+    }
+    if (r->rank == 0 && cli_make_parent_folders(c->out) != 0) {
+        fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program, c->out,
+                strerror(errno));
+        goto done;
+    }
+    int64_t tokens_per_epoch = 0;
+    for (int64_t i = 0; i < train_pairs.source.count; i++)
+        tokens_per_epoch += train_pairs.target_lengths[i];
+    if (r->rank == 0) {
+        printf("Data: %lld training pairs (%lld target tokens), %lld validation pairs; "
+               "vocabulary %d pieces (%.2f source and %.2f target tokens a line)\n",
+               (long long)train_pairs.source.count, (long long)tokens_per_epoch,
+               (long long)val_pairs.source.count, (int)tfm_tokenizer_vocab_size(tok),
+               (double)train_pairs.source.ids_count / (double)train_pairs.source.count,
+               (double)train_pairs.target.ids_count / (double)train_pairs.target.count);
+        printf("Model: d %lld, %lld heads, %lld+%lld pre-norm layers, d_ff %lld, tied "
+               "embeddings and output, %lld parameters; %s products, %lld thread%s x %d "
+               "rank%s\n", (long long)c->d_model, (long long)c->heads, (long long)c->layers,
+               (long long)c->layers, (long long)c->d_ff,
+               (long long)tfm_model_parameter_count(model), c->precision,
+               (long long)c->threads, c->threads > 1 ? "s" : "", r->size,
+               r->size > 1 ? "s" : "");
+        printf("Training: AdamW lr %g (warm-up %lld steps, then 1/sqrt), weight decay %g, "
+               "clip %g, label smoothing %g, dropout %g, batches of %lld tokens, %s\n",
+               c->lr, (long long)c->warmup, c->weight_decay, c->clip, c->label_smoothing,
+               c->dropout, (long long)c->max_tokens,
+               c->minutes > 0 ? "until the time limit" : "a fixed number of steps");
+        fflush(stdout);
+    }
+    double limit = c->minutes * 60.0, best = INFINITY, trained_at = seconds_now();
+    int64_t steps = 0, epochs = 0, window_tokens = 0;
+    double window_start = seconds_now(), window_loss = 0.0;
+    int64_t window_steps = 0;
+    int stop = 0;
+    tfm_model_set_training(model, 1);
+    while (!stop) {
+        if (epoch.next == epoch.batches) {
+            if (plan_make(&epoch, &train_pairs, c->max_tokens, rng) < 0) {
+                cli_fail(program, "planning the batches");
+                goto done;
+            }
+            epochs++;
+        }
+        const int64_t *indices = epoch.order + epoch.starts[epoch.next];
+        int64_t rows = epoch.starts[epoch.next + 1] - epoch.starts[epoch.next];
+        epoch.next++;
+        int64_t first, count, counted = 0;
+        ranks_slice(r, rows, &first, &count);
+        tfm_optimizer_zero_grad(adam);
+        int stepped = 1;
+        float value = 0.0f;
+        if (count > 0) {
+            tfm_tensor *loss = batch_loss(tape, model, &train_pairs, indices + first, count,
+                                          (float)c->label_smoothing, TFM_REDUCTION_MEAN,
+                                          &counted);
+            stepped = loss && tfm_tape_backward(tape, loss) == TFM_OK &&
+                      tfm_tensor_item(loss, &value) == TFM_OK;
+        }
+        if (ranks_average_gradients(r, stepped ? (double)counted : -1.0) != TFM_OK ||
+            !stepped || tfm_optimizer_step(adam) != TFM_OK) {
+            cli_fail(program, "training step");
+            goto done;
+        }
+        tfm_tape_reset(tape);
+        steps++;
+        for (int64_t k = 0; k < rows; k++)
+            window_tokens += train_pairs.target_lengths[indices[k]];
+        window_loss += ranks_mean(r, value, (double)counted);
+        window_steps++;
+        double now = seconds_now();
+        stop = ranks_decide(r, (limit > 0 && now - trained_at >= limit) ||
+                                   (c->steps > 0 && steps >= c->steps));
+        if (!stop && steps % c->validate_every)
+            continue;
+        if (r->rank == 0) {
+            double val = validation_loss(tape, model, &val_pairs, val_plan.order,
+                                         val_plan.starts, val_plan.batches);
+            if (!isfinite(val)) {
+                cli_fail(program, "the validation loss");
+                goto done;
+            }
+            int improved = val < best;
+            if (improved) {
+                best = val;
+                if (tfm_model_save(model, c->out) != TFM_OK) {
+                    cli_fail(program, "saving the best model");
+                    goto done;
+                }
+            }
+            printf("%7lld  epoch %lld  train %.3f  val %.3f  lr %.2e  %.0f target tokens/s  "
+                   "%.1f min%s\n", (long long)steps, (long long)epochs,
+                   window_loss / (double)window_steps, val, (double)tfm_optimizer_lr(adam),
+                   (double)window_tokens / (now - window_start), (now - start) / 60.0,
+                   improved ? "  *best" : "");
+            fflush(stdout);
+        }
+        window_tokens = 0;
+        window_loss = 0.0;
+        window_steps = 0;
+        window_start = seconds_now(); /* validation is not training time */
+    }
+    if (r->rank == 0) {
+        double trained = seconds_now() - trained_at;
+        printf("Trained %lld steps (%lld epochs) in %.1f minutes; best validation loss %.3f, "
+               "model and tokenizer in %s\n", (long long)steps, (long long)epochs,
+               trained / 60.0, best, c->out);
+        fflush(stdout);
+        if (c->evaluate) {
+            tfm_model *best_model = tfm_model_load(c->out);
+            if (!best_model) {
+                cli_fail(program, "loading the best model");
+                goto done;
+            }
+            int evaluated = evaluate(c, best_model, &d, start);
+            tfm_model_free(best_model);
+            if (evaluated < 0)
+                goto done;
+        }
+    }
+    status = EXIT_SUCCESS;
+done:
+    plan_free(&epoch);
+    plan_free(&val_plan);
+    pairs_free(&train_pairs);
+    pairs_free(&val_pairs);
+    text_data_free(&d);
+    tfm_optimizer_free(adam);
+    tfm_tape_free(tape);
+    tfm_rng_free(rng);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+    return status;
+}
+
+/* --- main --------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    program = cli_name(argv[0]);
+    config c = {
+        .data = "runs/translation/data", .source_ext = "en", .target_ext = "fr",
+        .out = "runs/translation/model.safetensors", .precision = "float32",
+        .vocab_size = 8000, .max_len = 128, .d_model = 256, .heads = 4, .layers = 3,
+        .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 1e-3,
+        .weight_decay = 0.01, .clip = 1.0, .warmup = 4000, .max_tokens = 4000,
+        .validate_every = 1000, .seed = 0, .threads = 1, .beam = 4, .evaluate = 1,
+    };
+    const cli_flag flags[] = {
+        {"train", CLI_SWITCH, &c.train, 0, 0, "train a model on --data, keep the best in --out"},
+        {"model", CLI_STRING, &c.model, 0, 0, "translate standard input with this model file"},
+        {"score", CLI_STRING, &c.score, 0, 0, "print chrF and BLEU of this file of translations"},
+        {"reference", CLI_STRING, &c.reference, 0, 0, "--score's reference translations"},
+        {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
+        {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
+        {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer)"},
+        {"vocab", CLI_STRING, &c.vocab, 0, 0, "a SentencePiece model to use instead of "
+         "training one (<pad> at id 3)"},
+        {"vocab-size", CLI_INT, &c.vocab_size, 300, 1 << 20, "pieces of the trained vocabulary"},
+        {"save-vocab", CLI_STRING, &c.save_vocab, 0, 0, "also write the vocabulary here "
+         "(a SentencePiece .model file)"},
+        {"max-len", CLI_INT, &c.max_len, 2, 4096, "longest sentence in tokens (longer pairs "
+         "are skipped)"},
+        {"d-model", CLI_INT, &c.d_model, 1, 8192, "model width"},
+        {"heads", CLI_INT, &c.heads, 1, 256, "attention heads"},
+        {"layers", CLI_INT, &c.layers, 1, 64, "encoder layers and decoder layers, each"},
+        {"d-ff", CLI_INT, &c.d_ff, 1, 65536, "feed-forward width"},
+        {"dropout", CLI_FLOAT, &c.dropout, 0, 0.99, "dropout probability"},
+        {"label-smoothing", CLI_FLOAT, &c.label_smoothing, 0, 0.99, "cross-entropy smoothing"},
+        {"lr", CLI_FLOAT, &c.lr, 1e-7, 1, "peak learning rate (after the warm-up)"},
+        {"weight-decay", CLI_FLOAT, &c.weight_decay, 0, 1, "AdamW's decoupled weight decay"},
+        {"clip", CLI_FLOAT, &c.clip, 0, 1e6, "clip the gradient norm to this (0: off)"},
+        {"warmup", CLI_INT, &c.warmup, 1, 1e9, "warm-up steps"},
+        {"max-tokens", CLI_INT, &c.max_tokens, 1, 1e9, "padded tokens a batch (all ranks)"},
+        {"minutes", CLI_FLOAT, &c.minutes, 0, 1e7, "stop training after this many minutes"},
+        {"steps", CLI_INT, &c.steps, 0, 1e12, "stop training after this many steps (0: none)"},
+        {"validate-every", CLI_INT, &c.validate_every, 1, 1e12, "steps between validations"},
+        {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and batches"},
+        {"threads", CLI_INT, &c.threads, 1, 64, "libtfm threads (each rank's)"},
+        {"precision", CLI_STRING, &c.precision, 0, 0, CLI_PRECISION_HELP},
+        {"evaluate", CLI_INT, &c.evaluate, 0, 1, "after training, translate and score the test "
+         "pairs with the best model"},
+        {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy)"},
+        {"batch", CLI_INT, &c.batch, 0, 100000, "lines translated at once (0: 1 from a "
+         "terminal, else 32)"},
+        {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
+         "mpirun, one rank a process"},
+    };
+    const int n_flags = (int)(sizeof flags / sizeof flags[0]);
+    int parsed = cli_parse(argc, argv,
+                           "Trains a translation model on text, translates standard input "
+                           "with one, or scores translations.",
+                           flags, n_flags, NULL);
+    if (parsed != CLI_CONTINUE)
+        return parsed;
+    int modes = (c.train != 0) + (c.model != NULL) + (c.score != NULL);
+    if (modes != 1 || (c.score != NULL) != (c.reference != NULL) ||
+        (c.distributed && !c.train)) {
+        fprintf(stderr, "%s: give one of --train, --model FILE or --score FILE --reference "
+                "FILE (--distributed with --train)\n", program);
+        return cli_usage_error(program);
+    }
+    if (c.train && (c.minutes <= 0) == (c.steps <= 0)) {
+        fprintf(stderr, "%s: --train needs --minutes or --steps (one of them)\n", program);
+        return cli_usage_error(program);
+    }
+    if (cli_check_heads(program, c.d_model, c.heads))
+        return CLI_USAGE_ERROR;
+    if (c.score)
+        return score_files(&c);
+    if (cli_set_precision(program, c.precision) < 0 ||
+        tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
+        return cli_fail(program, "setting up");
+    if (c.model)
+        return translate_stream(&c);
+    ranks r;
+    if (ranks_start(&r, (int)c.distributed, &argc, &argv, program) < 0)
+        return EXIT_FAILURE;
+    return ranks_stop(&r, train(&c, &r));
+}
