@@ -72,12 +72,19 @@ def write_lines(path, lines):
 
 
 def train_spm(workdir, lines, prefix, vocab_size, **options):
+    """A SentencePiece model trained on lines. Run inside workdir with
+    relative names: the model file records its input's path, and a
+    temporary directory's name would make every run's file differ."""
     import sentencepiece
-    text = os.path.join(workdir, prefix + ".txt")
-    write_lines(text, lines)
-    sentencepiece.SentencePieceTrainer.Train(
-        input=text, model_prefix=os.path.join(workdir, prefix), vocab_size=vocab_size,
-        character_coverage=1.0, num_threads=1, minloglevel=1, **options)
+    write_lines(os.path.join(workdir, prefix + ".txt"), lines)
+    home = os.getcwd()
+    os.chdir(workdir)
+    try:
+        sentencepiece.SentencePieceTrainer.Train(
+            input=prefix + ".txt", model_prefix=prefix, vocab_size=vocab_size, character_coverage=1.0,
+            num_threads=1, minloglevel=1, **options)
+    finally:
+        os.chdir(home)
     return os.path.join(workdir, prefix + ".model")
 
 
