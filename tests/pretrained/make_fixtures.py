@@ -256,6 +256,30 @@ def make_m2m100(folder, workdir, pairs):
     return random_weights(seq2seq.parameter_shapes(config, m2m100.LAYOUT), 4, [("model.shared.weight", 1)])
 
 
+def make_nllb(folder, workdir, pairs):
+    """nllb-200-distilled-600M's layout: an M2M100 model (model_type m2m_100)
+    with NllbTokenizer's sentencepiece.bpe.model and no vocab.json."""
+    model = train_spm(workdir, multilingual_lines(pairs), "nllb", 300, model_type="bpe")
+    shutil.copy(model, os.path.join(folder, "sentencepiece.bpe.model"))
+    write_json(folder, "tokenizer_config.json", {
+        "bos_token": "<s>", "cls_token": "<s>", "eos_token": "</s>", "legacy_behaviour": False,
+        "mask_token": {"__type": "AddedToken", "content": "<mask>", "lstrip": True, "normalized": True,
+                       "rstrip": False, "single_word": False},
+        "model_max_length": 1024, "pad_token": "<pad>", "sep_token": "</s>", "sp_model_kwargs": {},
+        "src_lang": "eng_Latn", "tgt_lang": "fra_Latn", "tokenizer_class": "NllbTokenizer", "unk_token": "<unk>"})
+    size = m2m100.NllbTokenizer(folder).ids["<mask>"] + 1
+    config = bart_config({}, size, **{
+        "_name_or_path": "facebook/nllb-200-distilled-600M", "activation_function": "relu",
+        "architectures": ["M2M100ForConditionalGeneration"], "decoder_start_token_id": 2, "eos_token_id": 2,
+        "max_length": 24, "model_type": "m2m_100", "pad_token_id": 1, "scale_embedding": True,
+        "tokenizer_class": "NllbTokenizer"})
+    write_json(folder, "config.json", config)
+    write_json(folder, "generation_config.json", {
+        "bos_token_id": 0, "decoder_start_token_id": 2, "eos_token_id": 2, "max_length": 24, "pad_token_id": 1,
+        "transformers_version": "4.27.0"})
+    return random_weights(seq2seq.parameter_shapes(config, m2m100.LAYOUT), 7, [("model.shared.weight", 1)])
+
+
 def make_t5(folder, workdir, pairs):
     model = train_spm(workdir, multilingual_lines(pairs), "spiece", 300,
                       pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
@@ -301,6 +325,7 @@ FAMILIES = [
     ("bart", make_bart, bart, (None, None)),
     ("mbart", make_mbart, mbart, ("en_XX", "fr_XX")),
     ("m2m100", make_m2m100, m2m100, ("en", "fr")),
+    ("m2m100/nllb", make_nllb, m2m100, ("eng_Latn", "fra_Latn")),
     ("t5", make_t5, t5, (None, None)),
     ("t5/original", make_t5_original, t5, (None, None)),
 ]
