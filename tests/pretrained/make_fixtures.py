@@ -30,7 +30,7 @@ import mbart  # noqa: E402
 import seq2seq  # noqa: E402
 import t5  # noqa: E402
 from byte_bpe import bytes_to_unicode, text_fixtures, train_merges  # noqa: E402
-from common import save_safetensors, write_json  # noqa: E402
+from common import read_json, save_safetensors, write_json  # noqa: E402
 
 CATALOGS = ["coreutils", "grep", "sed", "tar", "findutils", "diffutils", "bash", "wget"]
 D_MODEL, FFN, HEADS, LAYERS, POSITIONS = 16, 32, 2, 2, 64
@@ -213,7 +213,7 @@ def make_mbart(folder, workdir, pairs):
         "model_max_length": 1024, "pad_token": "<pad>", "sep_token": "</s>", "cls_token": "<s>",
         "sp_model_kwargs": {}, "src_lang": "en_XX", "tgt_lang": "fr_XX", "tokenizer_class": "MBart50Tokenizer",
         "unk_token": "<unk>"})
-    size = mbart.MBart50Tokenizer(folder).ids["<mask>"] + 1
+    size = mbart.FairseqSentencePiece(folder, mbart.LANGUAGE_CODES).ids["<mask>"] + 1
     config = bart_config(dict(LABELS, _num_labels=3), size, **{
         "_name_or_path": "facebook/mbart-large-50", "activation_function": "gelu", "add_bias_logits": False,
         "add_final_layer_norm": True, "architectures": ["MBartForConditionalGeneration"], "classif_dropout": 0.0,
@@ -267,7 +267,7 @@ def make_nllb(folder, workdir, pairs):
                        "rstrip": False, "single_word": False},
         "model_max_length": 1024, "pad_token": "<pad>", "sep_token": "</s>", "sp_model_kwargs": {},
         "src_lang": "eng_Latn", "tgt_lang": "fra_Latn", "tokenizer_class": "NllbTokenizer", "unk_token": "<unk>"})
-    size = m2m100.NllbTokenizer(folder).ids["<mask>"] + 1
+    size = m2m100.FairseqSentencePiece(folder, m2m100.NLLB_LANGUAGE_CODES).ids["<mask>"] + 1
     config = bart_config({}, size, **{
         "_name_or_path": "facebook/nllb-200-distilled-600M", "activation_function": "relu",
         "architectures": ["M2M100ForConditionalGeneration"], "decoder_start_token_id": 2, "eos_token_id": 2,
@@ -418,8 +418,8 @@ def main():
                 RESEED[0] = reseed
                 with tempfile.TemporaryDirectory() as workdir:
                     weights = builder(folder, workdir, training)
-                config = twin_module.read_json(folder, "config.json")
-                max_length = twin_module.read_json(folder, "generation_config.json").get("max_length", 20)
+                config = read_json(folder, "config.json")
+                max_length = read_json(folder, "generation_config.json").get("max_length", 20)
             save_safetensors(os.path.join(folder, "model.safetensors"), boost_eos(weights, config, step),
                              {"format": "pt"})
             if usable_expectations(record(name, twin_module, languages, chosen), max_length):

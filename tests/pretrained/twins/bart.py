@@ -11,8 +11,8 @@ Written from huggingface/transformers (read, not copied):
 import os
 
 from byte_bpe import apply_merges, bytes_to_unicode, pretokenize, to_symbols
-from common import Twin, load_safetensors, read_json
-from seq2seq import EncoderDecoder, Layout
+from common import Twin, read_json
+from seq2seq import Layout, load_model
 
 LAYOUT = Layout(pre_norm=False, layernorm_embedding=True, final_layer_norm=False,
                 positions="learned", final_logits_bias=True)
@@ -43,6 +43,4 @@ class BartTokenizer:
 
 
 def load(folder):
-    config = read_json(folder, "config.json")
-    model = EncoderDecoder(config, load_safetensors(os.path.join(folder, "model.safetensors")), LAYOUT)
-    return Twin(folder, model, BartTokenizer(folder))
+    return Twin(folder, load_model(folder, LAYOUT), BartTokenizer(folder))

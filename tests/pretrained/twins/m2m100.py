@@ -16,11 +16,9 @@ Written from huggingface/transformers (read, not copied):
       <mask> after the pieces (the published ids: eng_Latn 256047, <mask>
       256203); legacy_behaviour false: src_lang X </s>
 """
-import os
-
-from common import Twin, load_safetensors, load_sentencepiece, read_json
+from common import Twin, load_sentencepiece, read_json
 from mbart import FairseqSentencePiece
-from seq2seq import EncoderDecoder, Layout
+from seq2seq import Layout, load_model
 
 LAYOUT = Layout(pre_norm=True, layernorm_embedding=False, final_layer_norm=True,
                 positions="fairseq", final_logits_bias=False)
@@ -88,13 +86,8 @@ class M2M100Tokenizer:
         return self.sp.decode([self.pieces.get(i, "<unk>") for i in ids if i not in self.special])
 
 
-class NllbTokenizer(FairseqSentencePiece):
-    def __init__(self, folder):
-        super().__init__(folder, NLLB_LANGUAGE_CODES)
-
-
 def load(folder):
-    config = read_json(folder, "config.json")
-    model = EncoderDecoder(config, load_safetensors(os.path.join(folder, "model.safetensors")), LAYOUT)
-    nllb = config.get("tokenizer_class") == "NllbTokenizer"
-    return Twin(folder, model, NllbTokenizer(folder) if nllb else M2M100Tokenizer(folder))
+    model = load_model(folder, LAYOUT)
+    if model.config.get("tokenizer_class") == "NllbTokenizer":
+        return Twin(folder, model, FairseqSentencePiece(folder, NLLB_LANGUAGE_CODES))
+    return Twin(folder, model, M2M100Tokenizer(folder))

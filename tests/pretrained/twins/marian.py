@@ -12,10 +12,9 @@ The Moses punctuation normaliser (sacremoses, used only when installed) is
 not applied: the fixture sentences are ones it leaves unchanged.
 """
 import math
-import os
 
-from common import (Twin, load_safetensors, load_sentencepiece, read_json)
-from seq2seq import EncoderDecoder, Layout
+from common import Twin, load_sentencepiece, read_json
+from seq2seq import EncoderDecoder, Layout, load_model
 
 LAYOUT = Layout(pre_norm=False, layernorm_embedding=False, final_layer_norm=False,
                 positions="marian", final_logits_bias=True)
@@ -54,6 +53,4 @@ class MarianTokenizer:
 
 
 def load(folder):
-    config = read_json(folder, "config.json")
-    model = MarianModel(config, load_safetensors(os.path.join(folder, "model.safetensors")), LAYOUT)
-    return Twin(folder, model, MarianTokenizer(folder))
+    return Twin(folder, load_model(folder, LAYOUT, MarianModel), MarianTokenizer(folder))

@@ -10,10 +10,8 @@ Written from huggingface/transformers (read, not copied):
       (<s> 0, <pad> 1, </s> 2, <unk> 3), the 52 language codes after the
       pieces, <mask> last; [lang_code] X </s>
 """
-import os
-
-from common import Twin, load_safetensors, load_sentencepiece, read_json
-from seq2seq import EncoderDecoder, Layout
+from common import Twin, load_sentencepiece
+from seq2seq import Layout, load_model
 
 LAYOUT = Layout(pre_norm=True, layernorm_embedding=True, final_layer_norm=True,
                 positions="learned", final_logits_bias=True)
@@ -56,12 +54,5 @@ class FairseqSentencePiece:
         return self.sp.decode_pieces(pieces).strip()
 
 
-class MBart50Tokenizer(FairseqSentencePiece):
-    def __init__(self, folder):
-        super().__init__(folder, LANGUAGE_CODES)
-
-
 def load(folder):
-    config = read_json(folder, "config.json")
-    model = EncoderDecoder(config, load_safetensors(os.path.join(folder, "model.safetensors")), LAYOUT)
-    return Twin(folder, model, MBart50Tokenizer(folder))
+    return Twin(folder, load_model(folder, LAYOUT), FairseqSentencePiece(folder, LANGUAGE_CODES))

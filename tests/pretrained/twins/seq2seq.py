@@ -9,13 +9,14 @@ Written from huggingface/transformers (read, not copied):
   src/transformers/models/m2m_100/modeling_m2m_100.py  001400f58fab2511856b86500380fd51aaa6150f
 """
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from common import (ACTIVATIONS, causal_mask, layer_norm, linear, merge_heads, padding_mask,
-                    split_heads)
+from common import (ACTIVATIONS, causal_mask, layer_norm, linear, load_safetensors, merge_heads, padding_mask,
+                    read_json, split_heads)
 
 
 @dataclass
@@ -181,3 +182,9 @@ class EncoderDecoder:
 
     def adjust_logits_during_generation(self, logits):
         return logits
+
+
+def load_model(folder, layout, model_class=EncoderDecoder):
+    """The folder's config.json and model.safetensors as a family's model."""
+    config = read_json(folder, "config.json")
+    return model_class(config, load_safetensors(os.path.join(folder, "model.safetensors")), layout)
