@@ -2,9 +2,10 @@
 MBart50Tokenizer.
 
 Written from huggingface/transformers (read, not copied):
-  src/transformers/models/mbart/modeling_mbart.py          (MBartEncoderLayer/MBartDecoderLayer
-      normalise before each sublayer; layernorm_embedding and a final
-      layer_norm per stack; learned positions, offset 2; final_logits_bias)
+  src/transformers/models/mbart/modeling_mbart.py          00b676f8f0489b88652a31d70751cc540dd06305
+      MBartEncoderLayer/MBartDecoderLayer normalise before each sublayer;
+      layernorm_embedding and a final layer_norm per stack; learned
+      positions, offset 2; embeddings times sqrt(d_model); final_logits_bias
   src/transformers/models/mbart50/tokenization_mbart50.py  0246c77f9ec0ec1d9d0b56dcc21f555d9ce7a4d3
       sentencepiece.bpe.model ids shifted by the fairseq offset 1
       (<s> 0, <pad> 1, </s> 2, <unk> 3), the 52 language codes after the

@@ -175,8 +175,19 @@ class T5Tokenizer:
         return [self.token_id(p) for p in self.sp.encode(text, out_type=str)] + [self.sp.eos_id()]
 
     def decode(self, ids):
+        """Pad, eos, unk and the sentinels are special and skipped. Ids past
+        the sentinels (config.json's vocab_size is padded beyond the
+        tokenizer's) become "<extra_id_-1>" … pieces, which SentencePiece
+        decodes as its unknown surface."""
         special = {self.sp.pad_id(), self.sp.eos_id(), self.sp.unk_id()}
-        return self.sp.decode([self.sp.id_to_piece(i) for i in ids if i not in special and i < self.size])
+        pieces = []
+        for i in ids:
+            if i < self.size:
+                if i not in special:
+                    pieces.append(self.sp.id_to_piece(i))
+            elif i >= self.size + self.extra_ids:
+                pieces.append("<extra_id_%d>" % (self.size + self.extra_ids - 1 - i))
+        return self.sp.decode(pieces).strip()
 
 
 def load(folder):
