@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Self-check of the twins against the committed fixture folders (needs
+torch, so it is not in the meson suite):
+
+    /usr/bin/python3 tests/pretrained/check_twins.py
+
+For every folder: the twin's tokenizer gives the recorded input ids and
+labels and decodes the labels back to the target text; its logits equal
+expected.safetensors (within 1e-6); its greedy and beam outputs, texts,
+scores and margins equal expected.json; and a second twin read from the
+same folder gives bit-identical logits and outputs. Exits 1 on the first
+folder that differs, naming what differs.
+"""
+import os
+import sys
+import unicodedata
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "twins"))
+
+from common import load_safetensors, read_json  # noqa: E402
+from make_fixtures import FAMILIES, TESTS  # noqa: E402
+
+
+def run(twin, expected):
+    """What the twin computes for each recorded case."""
+    results = []
+    for case in expected["cases"]:
+        greedy = twin.generate(case["input_ids"], **case["greedy"]["options"])
+        beam = twin.generate(case["input_ids"], **case["beam"]["options"])
+        results.append({
+            "input_ids": twin.tokenizer.encode(case["source"], language=expected["source_language"]),
+            "labels": twin.tokenizer.encode(case["target"], language=expected["target_language"], target=True),
+            "logits": twin.logits(case["input_ids"], case["decoder_input_ids"]),
+            "greedy": {"ids": greedy[0], "text": twin.decode(greedy[0]), "min_margin": greedy[2]},
+            "beam": {"ids": beam[0], "text": twin.decode(beam[0]), "score": beam[1], "min_margin": beam[2]},
+        })
+    return results
+
+
+def compare(name, expected, logits, results):
+    problems = []
+    for number, (case, got) in enumerate(zip(expected["cases"], results)):
+        where = "%s case %d" % (name, number)
+        for field in ["input_ids", "labels"]:
+            if got[field] != case[field]:
+                problems.append("%s: %s %s, expected %s" % (where, field, got[field], case[field]))
+        difference = (got["logits"] - logits["logits.%d" % number]).abs().max().item()
+        if difference > 1e-6:
+            problems.append("%s: logits differ by %g" % (where, difference))
+        for kind in ["greedy", "beam"]:
+            for field, value in got[kind].items():
+                if value != case[kind][field]:
+                    problems.append("%s: %s %s %r, expected %r" % (where, kind, field, value, case[kind][field]))
+    return problems
+
+
+def roundtrip(name, twin, expected):
+    """The labels decode to the target text, for the cases every character
+    of which the tokenizer knows (the last case holds one it does not); the
+    SentencePiece models normalise it first (nmt_nfkc: NFKC, so a no-break
+    space comes back as a space)."""
+    problems = []
+    for number, case in enumerate(expected["cases"][:-1]):
+        text = twin.decode(case["labels"])
+        if text not in [case["target"], unicodedata.normalize("NFKC", case["target"])]:
+            problems.append("%s case %d: labels decode to %r, not %r" % (name, number, text, case["target"]))
+    return problems
+
+
+def identical(name, first, second):
+    problems = []
+    for number, (a, b) in enumerate(zip(first, second)):
+        if not torch.equal(a["logits"], b["logits"]) or {k: v for k, v in a.items() if k != "logits"} != \
+                {k: v for k, v in b.items() if k != "logits"}:
+            problems.append("%s case %d: a second twin of the folder gives other results" % (name, number))
+    return problems
+
+
+def main():
+    failed = False
+    for name, _, twin_module, _ in FAMILIES:
+        folder = os.path.join(TESTS, name)
+        expected = read_json(folder, "expected.json")
+        logits = load_safetensors(os.path.join(folder, "expected.safetensors"))
+        first = run(twin_module.load(folder), expected)
+        second = run(twin_module.load(folder), expected)
+        problems = compare(name, expected, logits, first) + roundtrip(name, twin_module.load(folder), expected) + \
+            identical(name, first, second)
+        for problem in problems:
+            print(problem)
+        failed = failed or bool(problems)
+        print("%s: %s (%d cases)" % (name, "differs" if problems else "ok", len(expected["cases"])))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
