@@ -38,7 +38,7 @@ typedef struct config {
     int64_t vocab_size, max_len;
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes;
-    int64_t warmup, max_tokens, steps, validate_every, seed, threads;
+    int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, batch, evaluate;
 } config;
 
@@ -773,6 +773,40 @@ static void plan_free(plan *p)
     free(p->starts);
 }
 
+/* The parameters at the last few validations, whose mean often beats
+ * each of them (checkpoint averaging, as fairseq's average_checkpoints). */
+typedef struct snapshots {
+    float *values; /* capacity blocks of numel values */
+    int64_t numel, capacity, kept, next;
+} snapshots;
+
+static int snapshots_make(snapshots *s, int64_t capacity, int64_t numel)
+{
+    *s = (snapshots){.numel = numel, .capacity = capacity};
+    return capacity < 2 || (s->values = malloc((size_t)(capacity * numel) * sizeof(float)))
+               ? 0
+               : -1;
+}
+
+static void snapshots_take(snapshots *s, const float *values)
+{
+    if (s->capacity < 2)
+        return;
+    memcpy(s->values + s->next * s->numel, values, (size_t)s->numel * sizeof(float));
+    s->next = (s->next + 1) % s->capacity;
+    s->kept += s->kept < s->capacity;
+}
+
+static void snapshots_mean(const snapshots *s, float *out)
+{
+    for (int64_t i = 0; i < s->numel; i++) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < s->kept; k++)
+            sum += s->values[k * s->numel + i];
+        out[i] = (float)(sum / (double)s->kept);
+    }
+}
+
 static int train(const config *c, ranks *r)
 {
     double start = seconds_now();
@@ -785,6 +819,7 @@ static int train(const config *c, ranks *r)
     tfm_tape *tape = NULL;
     tfm_rng *rng = NULL;
     plan epoch = {0}, val_plan = {0};
+    snapshots kept = {0};
     if (text_data_read(c, &d) < 0)
         goto done;
     if (c->vocab) {
@@ -833,7 +868,9 @@ static int train(const config *c, ranks *r)
     rng = tfm_rng_create((uint64_t)c->seed + 1);
     if (!model || !tape || !rng || tfm_model_set_tokenizers(model, tok, NULL) != TFM_OK ||
         ranks_share_model(r, model) != TFM_OK || !(adam = make_optimizer(c, model)) ||
-        plan_make(&val_plan, &val_pairs, c->max_tokens, NULL) < 0) {
+        plan_make(&val_plan, &val_pairs, c->max_tokens, NULL) < 0 ||
+        snapshots_make(&kept, r->rank == 0 ? c->average : 0,
+                       tfm_params_numel(tfm_model_params(model))) < 0) {
         cli_fail(program, "setting up training");
         goto done;
     }
@@ -907,7 +944,8 @@ static int train(const config *c, ranks *r)
         window_loss += ranks_mean(r, value, (double)counted);
         window_steps++;
         double now = seconds_now();
-        stop = ranks_decide(r, (limit > 0 && now - trained_at >= limit) ||
+        /* the limit counts from the start: vocabulary and data included */
+        stop = ranks_decide(r, (limit > 0 && now - start >= limit) ||
                                    (c->steps > 0 && steps >= c->steps));
         if (!stop && steps % c->validate_every)
             continue;
@@ -918,6 +956,7 @@ static int train(const config *c, ranks *r)
                 cli_fail(program, "the validation loss");
                 goto done;
             }
+            snapshots_take(&kept, tfm_params_values(tfm_model_params(model)));
             int improved = val < best;
             if (improved) {
                 best = val;
@@ -937,6 +976,21 @@ static int train(const config *c, ranks *r)
         window_loss = 0.0;
         window_steps = 0;
         window_start = seconds_now(); /* validation is not training time */
+    }
+    if (r->rank == 0 && kept.kept >= 2) {
+        snapshots_mean(&kept, tfm_params_values(tfm_model_params(model)));
+        double val = validation_loss(tape, model, &val_pairs, val_plan.order, val_plan.starts,
+                                     val_plan.batches);
+        int better = val < best;
+        printf("The mean of the last %lld validations' parameters: val %.3f%s\n",
+               (long long)kept.kept, val, better ? "  *best, kept" : ", not kept");
+        if (better) {
+            best = val;
+            if (tfm_model_save(model, c->out) != TFM_OK) {
+                cli_fail(program, "saving the averaged model");
+                goto done;
+            }
+        }
     }
     if (r->rank == 0) {
         double trained = seconds_now() - trained_at;
@@ -960,6 +1014,7 @@ static int train(const config *c, ranks *r)
 done:
     plan_free(&epoch);
     plan_free(&val_plan);
+    free(kept.values);
     pairs_free(&train_pairs);
     pairs_free(&val_pairs);
     text_data_free(&d);
@@ -980,9 +1035,9 @@ int main(int argc, char **argv)
         .data = "runs/translation/data", .source_ext = "en", .target_ext = "fr",
         .out = "runs/translation/model.safetensors", .precision = "float32",
         .vocab_size = 8000, .max_len = 128, .d_model = 256, .heads = 4, .layers = 3,
-        .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 1e-3,
-        .weight_decay = 0.01, .clip = 1.0, .warmup = 4000, .max_tokens = 4000,
-        .validate_every = 1000, .seed = 0, .threads = 1, .beam = 4, .evaluate = 1,
+        .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 2e-3,
+        .weight_decay = 0.01, .clip = 1.0, .warmup = 500, .max_tokens = 4000,
+        .validate_every = 100, .average = 5, .seed = 0, .threads = 1, .beam = 4, .evaluate = 1,
     };
     const cli_flag flags[] = {
         {"train", CLI_SWITCH, &c.train, 0, 0, "train a model on --data, keep the best in --out"},
@@ -1011,9 +1066,12 @@ int main(int argc, char **argv)
         {"clip", CLI_FLOAT, &c.clip, 0, 1e6, "clip the gradient norm to this (0: off)"},
         {"warmup", CLI_INT, &c.warmup, 1, 1e9, "warm-up steps"},
         {"max-tokens", CLI_INT, &c.max_tokens, 1, 1e9, "padded tokens a batch (all ranks)"},
-        {"minutes", CLI_FLOAT, &c.minutes, 0, 1e7, "stop training after this many minutes"},
+        {"minutes", CLI_FLOAT, &c.minutes, 0, 1e7, "stop training this many minutes after the "
+         "start (the vocabulary's training included)"},
         {"steps", CLI_INT, &c.steps, 0, 1e12, "stop training after this many steps (0: none)"},
         {"validate-every", CLI_INT, &c.validate_every, 1, 1e12, "steps between validations"},
+        {"average", CLI_INT, &c.average, 0, 100, "at the end, try the mean of the parameters "
+         "of this many last validations (0, 1: none)"},
         {"seed", CLI_INT, &c.seed, 0, 1e15, "initialisation, dropout and batches"},
         {"threads", CLI_INT, &c.threads, 1, 64, "libtfm threads (each rank's)"},
         {"precision", CLI_STRING, &c.precision, 0, 0, CLI_PRECISION_HELP},
