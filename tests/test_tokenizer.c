@@ -726,6 +726,199 @@ START_TEST(bpe_training_refuses_bad_requests)
 }
 END_TEST
 
+/* FNV-1a of the tokenizer's saved bytes. */
+static uint64_t saved_bytes_hash(const tfm_tokenizer *tok)
+{
+    int64_t size = 0;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
+    unsigned char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    uint64_t hash = 1469598103934665603ull;
+    for (int64_t i = 0; i < size; i++)
+        hash = (hash ^ bytes[i]) * 1099511628211ull;
+    free(bytes);
+    return hash;
+}
+
+/* The vocabulary trained on the fixture is pinned: these are the hashes of
+ * the models the first (exhaustive-scan) trainer wrote, so a faster
+ * trainer, or any later change, must make the same vocabulary. */
+START_TEST(bpe_training_gives_the_pinned_vocabulary)
+{
+    lines all = read_lines("lines.txt");
+    const uint64_t pinned[2] = {0x061f1508d3c10cbfull, 0xdc34924c7e37697cull};
+    for (int byte_fallback = 0; byte_fallback < 2; byte_fallback++) {
+        tfm_tokenizer *tok = train_on_fixture(&all, 2000, byte_fallback);
+        uint64_t hash = saved_bytes_hash(tok);
+        ck_assert_msg(hash == pinned[byte_fallback], "byte_fallback %d: model hash %016llx",
+                      byte_fallback, (unsigned long long)hash);
+        tfm_tokenizer_free(tok);
+    }
+    free_lines(&all);
+}
+END_TEST
+
+/* The obvious BPE, for a handful of words of lowercase letters: count
+ * every adjacent pair of every word (pieces of at most max_chars
+ * characters), merge the most frequent (ties: the merged piece first by
+ * bytes) everywhere, left to right, until no pair is left. '~' stands for
+ * U+2581 (it sorts after the letters as U+2581's bytes do). The vocabulary
+ * (merged pieces in order, then the characters by count) goes to
+ * vocab[0, return). */
+#define REF_PIECES 64
+#define REF_PIECE_CHARS 24
+typedef char ref_piece[REF_PIECE_CHARS];
+
+static int reference_bpe(const char *const *text, int lines, int max_chars,
+                         ref_piece vocab[REF_PIECES])
+{
+    enum { WORDS = 64, LENGTH = 24 };
+    ref_piece word[WORDS][LENGTH];
+    int word_length[WORDS], words = 0;
+    for (int i = 0; i < lines; i++)
+        for (const char *at = text[i]; *at;) {
+            ck_assert_int_lt(words, WORDS);
+            at += *at == ' ';
+            word_length[words] = 1;
+            strcpy(word[words][0], "~");
+            for (; *at && *at != ' '; at++) {
+                ck_assert_int_lt(word_length[words], LENGTH);
+                word[words][word_length[words]][0] = *at;
+                word[words][word_length[words]++][1] = 0;
+            }
+            words++;
+        }
+    int merges = 0;
+    for (;;) {
+        ck_assert_int_lt(merges, REF_PIECES);
+        /* the best pair, found by counting every pair of every word again */
+        int best_count = 0;
+        char best[2 * REF_PIECE_CHARS] = "", best_left[REF_PIECE_CHARS] = "";
+        for (int w = 0; w < words; w++)
+            for (int i = 0; i + 1 < word_length[w]; i++) {
+                const char *l = word[w][i], *r = word[w][i + 1];
+                if ((int)(strlen(l) + strlen(r)) > max_chars)
+                    continue;
+                int count = 0; /* every place: "a a a" holds "a a" twice */
+                for (int v = 0; v < words; v++)
+                    for (int k = 0; k + 1 < word_length[v]; k++)
+                        count += !strcmp(word[v][k], l) && !strcmp(word[v][k + 1], r);
+                char merged[2 * REF_PIECE_CHARS];
+                snprintf(merged, sizeof merged, "%s%s", l, r);
+                int order = strcmp(merged, best);
+                /* two different pairs making one piece would leave the
+                   choice to the trainer's hash order: keep the cases clear */
+                ck_assert(!(count == best_count && order == 0 && strcmp(l, best_left)));
+                if (count > best_count || (count == best_count && order < 0)) {
+                    best_count = count;
+                    strcpy(best, merged);
+                    strcpy(best_left, l);
+                }
+            }
+        if (!best_count)
+            break;
+        size_t left_length = strlen(best_left);
+        for (int w = 0; w < words; w++) {
+            int out = 0;
+            for (int i = 0; i < word_length[w]; i++) {
+                if (i + 1 < word_length[w] && !strcmp(word[w][i], best_left) &&
+                    !strcmp(word[w][i + 1], best + left_length)) {
+                    strcpy(word[w][out++], best);
+                    i++;
+                } else {
+                    memmove(word[w][out++], word[w][i], REF_PIECE_CHARS);
+                }
+            }
+            word_length[w] = out;
+        }
+        int known = 0;
+        for (int k = 0; k < merges; k++)
+            known |= !strcmp(vocab[k], best);
+        ck_assert_uint_lt(strlen(best), REF_PIECE_CHARS);
+        if (!known)
+            strcpy(vocab[merges++], best);
+    }
+    /* the characters, most frequent first, ties by code point */
+    int count[128] = {0}, n = merges;
+    for (int i = 0; i < lines; i++)
+        for (const char *at = text[i]; *at; at++)
+            count[*at == ' ' ? '~' : (unsigned char)*at]++;
+    count['~'] += lines; /* the space before each line */
+    for (;;) {
+        int most = 0;
+        for (int c = 1; c < 128; c++)
+            most = count[c] > count[most] ? c : most;
+        if (!count[most])
+            return n;
+        ck_assert_int_lt(n, REF_PIECES);
+        vocab[n][0] = (char)most;
+        vocab[n++][1] = 0;
+        count[most] = 0;
+    }
+}
+
+/* Training where ties are everywhere (a few words of two or three letters)
+ * makes the brute-force reference's vocabulary, piece for piece, and no
+ * piece more. */
+START_TEST(bpe_training_matches_the_obvious_algorithm)
+{
+    static const char *const fixed[][3] = {
+        {"ab ba ab ba", "", ""},
+        {"aaaa aaa aa a", "aaaaaaaa", ""},
+        {"abc bca cab abc", "cba", "c b a"},
+        {"abab baba", "aabb bbaa", "ab"},
+    };
+    uint64_t state = 30;
+    for (int round = 0; round < 24; round++) {
+        char random_text[3][64];
+        const char *text[3];
+        int lines = round < 4 ? 1 + (fixed[round][1][0] != 0) + (fixed[round][2][0] != 0) : 3;
+        for (int i = 0; i < lines; i++) {
+            text[i] = round < 4 ? fixed[round][i] : random_text[i];
+            if (round < 4)
+                continue;
+            /* three to five words of one to six letters of a, b (and c) */
+            int words = 3 + (int)((state = state * 6364136223846793005ull + 1) >> 62) % 3, at = 0;
+            for (int w = 0; w < words; w++) {
+                int letters = 1 + (int)((state = state * 6364136223846793005ull + 1) >> 61) % 6;
+                for (int k = 0; k < letters; k++) {
+                    state = state * 6364136223846793005ull + 1;
+                    random_text[i][at++] = (char)('a' + (state >> 62) % (2 + round % 2));
+                }
+                random_text[i][at++] = ' ';
+            }
+            random_text[i][at - 1] = 0;
+        }
+        int max_chars = (int[]){16, 2, 3}[round % 3];
+        ref_piece want[REF_PIECES];
+        int n = reference_bpe(text, lines, max_chars, want);
+        tfm_bpe_train_options options;
+        tfm_bpe_train_options_init(&options);
+        options.character_coverage = 1.0;
+        options.max_piece_length = max_chars;
+        options.vocab_size = 3 + n;
+        tfm_tokenizer *tok = NULL;
+        ck_assert_msg(tfm_tokenizer_train_bpe(text, NULL, lines, &options, &tok) == TFM_OK,
+                      "round %d: %s", round, tfm_last_error());
+        for (int i = 0; i < n; i++) {
+            char piece[64], expected[64];
+            int64_t length;
+            ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, 3 + i, piece, 64, &length), TFM_OK);
+            size_t e = 0;
+            for (const char *c = want[i]; *c; c++)
+                e += (size_t)snprintf(expected + e, sizeof expected - e, "%s",
+                                      *c == '~' ? "\xe2\x96\x81" : (char[]){*c, 0});
+            ck_assert_msg(!strcmp(piece, expected), "round %d (\"%s\"...), max %d: piece %d is "
+                          "\"%s\", not \"%s\"", round, text[0], max_chars, i, piece, expected);
+        }
+        tfm_tokenizer_free(tok);
+        options.vocab_size = 4 + n;
+        ck_assert_int_eq(tfm_tokenizer_train_bpe(text, NULL, lines, &options, &tok),
+                         TFM_ERR_SIZE);
+    }
+}
+END_TEST
+
 START_TEST(char_and_word_models_match_sentencepiece)
 {
     check_against_reference("char", "heldout");
@@ -836,6 +1029,8 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_training_with_byte_fallback);
     tcase_add_test(tc, bpe_training_refuses_bad_requests);
     tcase_add_test(tc, bpe_training_with_a_pad_piece);
+    tcase_add_test(tc, bpe_training_gives_the_pinned_vocabulary);
+    tcase_add_test(tc, bpe_training_matches_the_obvious_algorithm);
     tcase_add_test(tc, tokenizers_travel_in_the_model_file);
     suite_add_tcase(s, tc);
     return s;
