@@ -714,6 +714,10 @@ START_TEST(bpe_training_refuses_bad_requests)
     options.vocab_size = 100; /* more than "▁abc", "▁abd" ... can make */
     ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_SIZE);
     ck_assert_ptr_null(tok);
+    options.vocab_size = 10;
+    options.max_piece_length = 1; /* no pair at all */
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_SIZE);
+    options.max_piece_length = 16;
     options.vocab_size = 10; /* ▁a, then ▁ab */
     ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_OK);
     int32_t ids[8];
@@ -806,8 +810,7 @@ static int reference_bpe(const char *const *text, int lines, int max_chars,
                 char merged[2 * REF_PIECE_CHARS];
                 snprintf(merged, sizeof merged, "%s%s", l, r);
                 int order = strcmp(merged, best);
-                /* two different pairs making one piece would leave the
-                   choice to the trainer's hash order: keep the cases clear */
+                /* one pair makes each piece (the trainer counts on it) */
                 ck_assert(!(count == best_count && order == 0 && strcmp(l, best_left)));
                 if (count > best_count || (count == best_count && order < 0)) {
                     best_count = count;

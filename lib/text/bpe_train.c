@@ -39,6 +39,24 @@ typedef struct number_map {
 
 static size_t hash64(uint64_t key) { return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20); }
 
+/* The slot holding key, or the empty slot where it would go. */
+static size_t number_probe(const number_map *m, uint64_t key)
+{
+    size_t i = hash64(key + 1) & (m->slots - 1);
+    while (m->keys[i] && m->keys[i] != key + 1)
+        i = (i + 1) & (m->slots - 1);
+    return i;
+}
+
+/* The value slot of key, or NULL when missing (the map never grows). */
+static int64_t *number_find(const number_map *m, uint64_t key)
+{
+    if (!m->slots)
+        return NULL;
+    size_t i = number_probe(m, key);
+    return m->keys[i] ? &m->values[i] : NULL;
+}
+
 /* The value slot of key, added as 0 when missing; NULL when out of memory. */
 static int64_t *number_slot(number_map *m, uint64_t key)
 {
@@ -53,9 +71,7 @@ static int64_t *number_slot(number_map *m, uint64_t key)
         }
         for (size_t i = 0; i < m->slots; i++)
             if (m->keys[i]) {
-                size_t j = hash64(m->keys[i]) & (bigger.slots - 1);
-                while (bigger.keys[j])
-                    j = (j + 1) & (bigger.slots - 1);
+                size_t j = number_probe(&bigger, m->keys[i] - 1);
                 bigger.keys[j] = m->keys[i];
                 bigger.values[j] = m->values[i];
             }
@@ -63,9 +79,7 @@ static int64_t *number_slot(number_map *m, uint64_t key)
         free(m->values);
         *m = bigger;
     }
-    size_t i = hash64(key + 1) & (m->slots - 1);
-    while (m->keys[i] && m->keys[i] != key + 1)
-        i = (i + 1) & (m->slots - 1);
+    size_t i = number_probe(m, key);
     if (!m->keys[i]) {
         m->keys[i] = key + 1;
         m->values[i] = 0;
@@ -206,6 +220,25 @@ typedef struct trainer {
     int64_t *word_start, *word_length, *word_count;
     int64_t word_total;
     number_map pairs;        /* (left << 32 | right) -> count */
+    /* which words hold a pair: pair -> its list's first link + 1 (0: none);
+       a list may name a word that no longer holds the pair, or name it
+       twice, but names every word that does */
+    number_map pair_words;
+    struct link {
+        int64_t word, next; /* next: the list's next link, -1 at its end */
+    } *link;
+    size_t link_count, link_capacity;
+    /* the pairs by count, highest first (ties: the merged piece's bytes);
+       an entry whose count is no longer the pair's is dropped when met */
+    struct queued {
+        int64_t count;
+        uint64_t pair;
+    } *queue;
+    size_t queued, queue_capacity;
+    uint64_t *changed;       /* the pairs whose counts this step changed */
+    size_t changed_count, changed_capacity;
+    int64_t *visit;          /* the words the step's pair's list names */
+    size_t visit_capacity;
 } trainer;
 
 static int count_word(trainer *t, const char *s, size_t len)
@@ -356,20 +389,52 @@ static int spell_words(trainer *t)
     return 0;
 }
 
-/* Adds sign * the word's count to each of its pairs. */
-static int count_pairs(trainer *t, int64_t w, int sign, int max_chars)
+/* Names word w in pair's list of words (once, when it already heads it). */
+static int note_word(trainer *t, uint64_t pair, int64_t w)
+{
+    int64_t *head = number_slot(&t->pair_words, pair);
+    if (!head) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
+        return -1;
+    }
+    if (*head && t->link[*head - 1].word == w)
+        return 0;
+    void *data = t->link;
+    if (tfm__grow(t->op, &data, sizeof *t->link, t->link_count, &t->link_capacity, 1))
+        return -1;
+    t->link = data;
+    t->link[t->link_count] = (struct link){w, *head - 1};
+    *head = (int64_t)++t->link_count;
+    return 0;
+}
+
+/* Adds sign * the word's count to each of its pairs, noting them as
+ * changed; with sign 1, names the word in the lists of its pairs holding
+ * symbol fresh (of all its pairs when fresh is -1): the pairs a merge
+ * making fresh gave it, the others being there before. */
+static int count_pairs(trainer *t, int64_t w, int sign, int max_chars, int32_t fresh)
 {
     const int32_t *s = t->sequence + t->word_start[w];
     for (int64_t i = 0; i + 1 < t->word_length[w]; i++) {
         if (s[i] < 0 || s[i + 1] < 0 ||
             t->symbol[s[i]].chars + t->symbol[s[i + 1]].chars > (uint32_t)max_chars)
             continue;
-        int64_t *n = number_slot(&t->pairs, (uint64_t)(uint32_t)s[i] << 32 | (uint32_t)s[i + 1]);
+        uint64_t pair = (uint64_t)(uint32_t)s[i] << 32 | (uint32_t)s[i + 1];
+        int64_t *n = number_slot(&t->pairs, pair);
         if (!n) {
             tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
             return -1;
         }
         *n += sign * t->word_count[w];
+        void *data = t->changed;
+        if (tfm__grow(t->op, &data, sizeof *t->changed, t->changed_count, &t->changed_capacity,
+                      1))
+            return -1;
+        t->changed = data;
+        t->changed[t->changed_count++] = pair;
+        if (sign > 0 && (fresh < 0 || s[i] == fresh || s[i + 1] == fresh) &&
+            note_word(t, pair, w))
+            return -1;
     }
     return 0;
 }
@@ -392,46 +457,120 @@ static int pair_text_cmp(const trainer *t, uint64_t a, uint64_t b)
     return c ? c : (xl < yl ? -1 : xl > yl);
 }
 
-/* Merges the best pair once; its new symbol in *made, or -1 when no pair is
- * left. */
-static int merge_best(trainer *t, int max_chars, int32_t *made)
+/* ---- the queue of pairs: a binary heap, the best pair on top ---- */
+
+static int queued_before(const trainer *t, struct queued a, struct queued b)
 {
-    uint64_t best = 0;
-    int64_t best_count = 0;
-    for (size_t i = 0; i < t->pairs.slots; i++) {
-        int64_t n = t->pairs.values[i];
-        if (!t->pairs.keys[i] || n <= 0)
-            continue;
-        uint64_t key = t->pairs.keys[i] - 1;
-        if (n > best_count || (n == best_count && pair_text_cmp(t, key, best) < 0)) {
-            best = key;
-            best_count = n;
+    return a.count != b.count ? a.count > b.count : pair_text_cmp(t, a.pair, b.pair) < 0;
+}
+
+static int queue_push(trainer *t, int64_t count, uint64_t pair)
+{
+    void *data = t->queue;
+    if (tfm__grow(t->op, &data, sizeof *t->queue, t->queued, &t->queue_capacity, 1))
+        return -1;
+    t->queue = data;
+    struct queued entry = {count, pair};
+    size_t i = t->queued++;
+    for (; i && queued_before(t, entry, t->queue[(i - 1) / 2]); i = (i - 1) / 2)
+        t->queue[i] = t->queue[(i - 1) / 2];
+    t->queue[i] = entry;
+    return 0;
+}
+
+static struct queued queue_pop(trainer *t)
+{
+    struct queued top = t->queue[0], last = t->queue[--t->queued];
+    size_t i = 0;
+    for (size_t child; (child = 2 * i + 1) < t->queued; i = child) {
+        if (child + 1 < t->queued && queued_before(t, t->queue[child + 1], t->queue[child]))
+            child++;
+        if (!queued_before(t, t->queue[child], last))
+            break;
+        t->queue[i] = t->queue[child];
+    }
+    t->queue[i] = last;
+    return top;
+}
+
+static int by_pair(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int by_word(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Queues each changed pair (once) at its count, when any. */
+static int queue_changed(trainer *t)
+{
+    if (!t->changed_count) /* no pair at all: changed may be NULL */
+        return 0;
+    qsort(t->changed, t->changed_count, sizeof *t->changed, by_pair);
+    for (size_t i = 0; i < t->changed_count; i++) {
+        int64_t n = *number_find(&t->pairs, t->changed[i]);
+        if ((!i || t->changed[i] != t->changed[i - 1]) && n > 0 &&
+            queue_push(t, n, t->changed[i]))
+            return -1;
+    }
+    t->changed_count = 0;
+    return 0;
+}
+
+/* The pair to merge in *best, 0 when none is left: the most frequent, ties
+ * by the merged piece's bytes (no two pairs with counts make one piece:
+ * see tfm_tokenizer_train_bpe). */
+static int best_pair(trainer *t, uint64_t *best)
+{
+    while (t->queued) {
+        struct queued top = queue_pop(t);
+        if (*number_find(&t->pairs, top.pair) == top.count) {
+            *best = top.pair;
+            return 1;
         }
     }
-    *made = -1;
-    if (!best_count)
-        return 0;
-    int32_t left = (int32_t)(best >> 32), right = (int32_t)(uint32_t)best;
+    return 0;
+}
+
+/* Merges pair, in every word its list names that holds it, into a new
+ * symbol, *made. */
+static int merge_pair(trainer *t, uint64_t pair, int max_chars, int32_t *made)
+{
+    int32_t left = (int32_t)(pair >> 32), right = (int32_t)(uint32_t)pair;
     size_t ll = t->symbol[left].length, rl = t->symbol[right].length;
-    char *text = malloc(ll + rl);
-    if (!text) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", t->op);
-        return -1;
-    }
+    char text[64 * 4]; /* a counted pair has at most 64 characters */
     memcpy(text, symbol_text(t, left), ll);
     memcpy(text + ll, symbol_text(t, right), rl);
     int32_t merged = symbol_of(t, text, ll + rl, t->symbol[left].chars + t->symbol[right].chars);
-    free(text);
     if (merged < 0)
         return -1;
-    for (int64_t w = 0; w < t->word_total; w++) {
+    *made = merged;
+    int64_t *head = number_find(&t->pair_words, pair);
+    size_t visits = 0;
+    for (int64_t at = *head - 1; at >= 0; at = t->link[at].next) {
+        void *data = t->visit;
+        if (tfm__grow(t->op, &data, sizeof *t->visit, visits, &t->visit_capacity, 1))
+            return -1;
+        t->visit = data;
+        t->visit[visits++] = t->link[at].word;
+    }
+    *head = 0; /* no word will hold the pair */
+    qsort(t->visit, visits, sizeof *t->visit, by_word);
+    for (size_t v = 0; v < visits; v++) {
+        int64_t w = t->visit[v];
+        if (v && w == t->visit[v - 1])
+            continue;
         int32_t *s = t->sequence + t->word_start[w];
         int64_t len = t->word_length[w], i = 0;
         while (i + 1 < len && !(s[i] == left && s[i + 1] == right))
             i++;
         if (i + 1 >= len)
             continue;
-        if (count_pairs(t, w, -1, max_chars))
+        if (count_pairs(t, w, -1, max_chars, merged))
             return -1;
         int64_t out = 0;
         for (i = 0; i < len; i++) {
@@ -443,11 +582,10 @@ static int merge_best(trainer *t, int max_chars, int32_t *made)
             }
         }
         t->word_length[w] = out;
-        if (count_pairs(t, w, 1, max_chars))
+        if (count_pairs(t, w, 1, max_chars, merged))
             return -1;
     }
-    *made = merged;
-    return 0;
+    return queue_changed(t);
 }
 
 static void trainer_free(trainer *t)
@@ -463,6 +601,12 @@ static void trainer_free(trainer *t)
     free(t->word_count);
     free(t->pairs.keys);
     free(t->pairs.values);
+    free(t->pair_words.keys);
+    free(t->pair_words.values);
+    free(t->link);
+    free(t->queue);
+    free(t->changed);
+    free(t->visit);
 }
 
 static const char *const meta_pieces[4] = {"<unk>", "<s>", "</s>", "<pad>"};
@@ -567,22 +711,18 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
         goto fail;
     }
     for (int64_t w = 0; w < t.word_total; w++)
-        if (count_pairs(&t, w, 1, o.max_piece_length))
+        if (count_pairs(&t, w, 1, o.max_piece_length, -1))
             goto fail;
+    if (queue_changed(&t))
+        goto fail;
+    /* Each merge makes a new piece, and no two pairs with counts make the
+     * same piece: a piece's characters, where no merge has crossed their
+     * ends, are cut the same way in every word (the merges are the same for
+     * all words, each applied left to right), so one pair makes it. */
     int32_t made = 0;
-    while (made < wanted) {
-        int32_t symbol;
-        if (merge_best(&t, o.max_piece_length, &symbol))
+    for (uint64_t pair; made < wanted && best_pair(&t, &pair); made++)
+        if (merge_pair(&t, pair, o.max_piece_length, &merges[made]))
             goto fail;
-        if (symbol < 0)
-            break;
-        /* a piece made again by another pair is the same piece */
-        int repeated = 0;
-        for (int32_t k = 0; k < made && !repeated; k++)
-            repeated = merges[k] == symbol;
-        if (!repeated)
-            merges[made++] = symbol;
-    }
     if (made < wanted) {
         tfm__fail(TFM_ERR_SIZE, "%s: the text has only %d merges for a vocab_size of %d "
                   "(%d at most)", op, (int)made, (int)o.vocab_size, (int)(fixed + made));
