@@ -200,6 +200,10 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
         bad = "length_penalty must be finite";
     else if (o->n_best < 1 || o->n_best > o->beam_size)
         bad = "n_best must be from 1 to beam_size";
+    else if (o->return_attention != 0 && o->return_attention != 1)
+        bad = "return_attention must be 0 or 1";
+    else if (o->return_attention && mo->decoder_layers < 1)
+        bad = "return_attention needs a decoder layer";
     if (bad) {
         tfm__fail(TFM_ERR_ARG, "%s: %s (strategy %d, max_length %d with max_tgt_len %lld, "
                   "bos_id %d, eos_id %d, src_pad_id %d, vocabularies %lld/%lld, "
@@ -340,7 +344,11 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double cross_cache = L * (double)max_batch * 2 * D * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
     double finished = (double)max_batch * (double)d->finish_count; /* beam's hypotheses */
+    double alignments = o.return_attention
+                            ? rows * (double)d->heads * S + (2 * rows + finished) * T * S
+                            : 0.0;
     double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) + finished * (T + 3) +
+                    alignments +
                     (o.use_cache ? self_cache + cross_cache + 2 * memory : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
         tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
@@ -371,6 +379,15 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
              BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
              BUFFER(prefix, rows * T);
+    if (ok && o.return_attention) {
+        double alignments = rows * T * S, hypotheses = (double)max_batch * o.n_best;
+        ok = BUFFER(head_weights, rows * (double)d->heads * S) &&
+             BUFFER(alignments, alignments) && BUFFER(result, hypotheses) &&
+             BUFFER(result_rows, hypotheses);
+        if (ok && o.strategy == TFM_DECODE_BEAM)
+            ok = BUFFER(alignments_tmp, alignments) &&
+                 BUFFER(fin_alignments, finished * T * S);
+    }
     if (ok && o.strategy == TFM_DECODE_BEAM)
         ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
              BUFFER(cand_parent, rows) && BUFFER(cand_token, rows) &&
@@ -407,7 +424,9 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
                        d->table_tmp, d->ends, d->suppress_ids, d->eos_ids, d->is_end,
                        d->processed, d->limit, d->forced, d->bad_words,
-                       d->bad_word_lengths};
+                       d->bad_word_lengths, d->head_weights, d->alignments,
+                       d->alignments_tmp, d->fin_alignments, (void *)d->result,
+                       d->result_rows};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -711,6 +730,7 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
     if (status != TFM_OK)
         return status;
     d->running = op;
+    d->result_count = 0;
     per_source(d, src, prefix);
     int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
     size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
@@ -734,7 +754,15 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
                 tokens[b * T1 + i] = i < lengths[b] ? d->hist[b * T1 + i] : -1;
             if (scores)
                 scores[b] = (float)d->sum[b];
+            if (d->alignments) {
+                d->result[b] = alignments_of(d, d->alignments, b);
+                d->result_rows[b] = lengths[b] - 1;
+            }
         }
+    }
+    if (status == TFM_OK && d->alignments) {
+        d->result_count = sizes_for(d, B).lengths;
+        d->result_S = S;
     }
     model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
@@ -765,4 +793,32 @@ tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
     return run_call("tfm_decoding_run_with_prefix", d, src, prefix, tokens, tokens_count,
                     lengths, lengths_count, scores, scores_count, logits, logits_count, probs,
                     probs_count);
+}
+
+tfm_status tfm_decoding_attention(const tfm_decoding *d, int64_t hypothesis, float *out,
+                                  int64_t count, int64_t *target_length, int64_t *source_length)
+{
+    const char *op = "tfm_decoding_attention";
+    if (!d)
+        return tfm__fail(TFM_ERR_NULL, "%s: decoding is NULL", op);
+    if (!d->alignments || d->result_count == 0)
+        return tfm__fail(TFM_ERR_STATE, "%s: %s", op,
+                         !d->alignments ? "the decoding was created without return_attention"
+                                        : "no run of the decoding has succeeded yet");
+    if (hypothesis < 0 || hypothesis >= d->result_count)
+        return tfm__fail(TFM_ERR_ARG, "%s: hypothesis %lld is outside the last run's 0..%lld",
+                         op, (long long)hypothesis, (long long)d->result_count - 1);
+    int64_t rows = d->result_rows[hypothesis], S = d->result_S;
+    if (out && count < rows * S)
+        return tfm__fail(TFM_ERR_SIZE, "%s: out holds %lld elements; hypothesis %lld's "
+                         "alignments need %lld (%lld tokens x %lld source positions)", op,
+                         (long long)count, (long long)hypothesis, (long long)(rows * S),
+                         (long long)rows, (long long)S);
+    for (int64_t i = 0; out && i < rows; i++)
+        memcpy(out + i * S, d->result[hypothesis] + i * d->max_src_len, (size_t)S * sizeof *out);
+    if (target_length)
+        *target_length = rows;
+    if (source_length)
+        *source_length = S;
+    return TFM_OK;
 }

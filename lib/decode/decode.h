@@ -93,6 +93,18 @@ struct tfm_decoding {
     uint8_t *is_end;
     int processing;
     float *processed;
+
+    /* alignments (return_attention; NULL without): a step's cross-attention
+     * weights of the last decoder layer per row and head [rows][heads]
+     * [max_src_len]; per row, each step's averaged over the heads
+     * [rows][max_len][max_src_len] (beam: with their reordering's scratch,
+     * and the finished hypotheses' [batch * finish_count][max_len]
+     * [max_src_len]); the last run's per returned hypothesis: where they
+     * are and how many rows (result_count 0: no run has succeeded) */
+    float *head_weights, *alignments, *alignments_tmp, *fin_alignments;
+    const float **result;
+    int32_t *result_rows;
+    int64_t result_count, result_S;
 };
 
 /* A group of sources [first, first + count) decoded on one thread: its
@@ -153,6 +165,18 @@ static inline void put_position(float *tile, int64_t j, const float *key, const 
     for (int64_t e = 0; e < dk; e++)
         tile[e * BLOCK + j % BLOCK] = key[e];
     memcpy(tile + (BLOCK + j % BLOCK) * dk, value, (size_t)dk * sizeof *value);
+}
+
+/* Row r's weights of head h in a step [max_src_len], and its alignments
+ * [max_len][max_src_len] (return_attention). */
+static inline float *head_weights_of(const tfm_decoding *d, int64_t r, int64_t h)
+{
+    return d->head_weights + (r * d->heads + h) * d->max_src_len;
+}
+
+static inline float *alignments_of(const tfm_decoding *d, float *all, int64_t r)
+{
+    return all + r * d->max_len * d->max_src_len;
 }
 
 /* --- calls between the rooms ------------------------------------------------------ */

@@ -183,22 +183,48 @@ static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
     if (d->o.src_pad_id >= 0 &&
         !(memory_mask = tfm_mask_padding(tape, &src, d->o.src_pad_id, TFM_I32)))
         return tfm_last_status();
-    tfm_tensor *logits = tfm_model_decode(tape, d->model, &prefix, &memory,
-                                          tfm_mask_causal(tape, len, TFM_I32), memory_mask, NULL,
-                                          NULL);
+    tfm_tensor *weights = NULL;
+    tfm_tensor *logits = tfm__model_decode_attending(tape, d->model, &prefix, &memory,
+                                                     tfm_mask_causal(tape, len, TFM_I32),
+                                                     memory_mask,
+                                                     d->head_weights ? &weights : NULL);
     if (!logits)
         return tfm_last_status();
     for (int64_t i = 0; i < n; i++)
         memcpy(g->logits + i * V, tfm__f32(logits) + (i * len + t) * V, (size_t)V * sizeof(float));
+    /* weights [n, heads, len, S]: position t's, as the cached step keeps them */
+    for (int64_t i = 0; weights && i < n; i++)
+        for (int64_t h = 0; h < d->heads; h++)
+            memcpy(head_weights_of(d, rows[i], h),
+                   tfm__f32(weights) + ((i * d->heads + h) * len + t) * S,
+                   (size_t)S * sizeof(float));
     return TFM_OK;
+}
+
+/* Each of the n rows' alignment of step t: its heads' weights averaged. */
+static void keep_alignments(tfm_decoding *d, const int32_t *rows, int64_t n, int64_t t,
+                            int64_t S)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *out = alignments_of(d, d->alignments, rows[i]) + t * d->max_src_len;
+        for (int64_t s = 0; s < S; s++) {
+            float sum = 0.0f;
+            for (int64_t h = 0; h < d->heads; h++)
+                sum += head_weights_of(d, rows[i], h)[s];
+            out[s] = sum / (float)d->heads;
+        }
+    }
 }
 
 /* The logits of the group's n rows listed in g->active at step t. */
 tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S)
 {
-    if (d->o.use_cache) {
+    tfm_status status = TFM_OK;
+    if (d->o.use_cache)
         cached_step(d, g, n, g->active, t, S);
-        return TFM_OK;
-    }
-    return recomputed_step(d, g, n, g->active, t, S);
+    else
+        status = recomputed_step(d, g, n, g->active, t, S);
+    if (status == TFM_OK && d->alignments)
+        keep_alignments(d, g->active, n, t, S);
+    return status;
 }
