@@ -45,6 +45,14 @@
  * that take them in turn end together, whatever their count. */
 #define MIN_GROUPS 16
 
+/* Sources encoded at once: as many as make about ENCODE_TOKENS tokens.
+ * The tape keeps every activation of an encoding until it is reset, some
+ * 20 rows of d_model per token and layer: a whole batch's encoding (64
+ * sources of 100 tokens at d_model 512, 6 layers) took more memory than
+ * all the caches, and its pages, new at each run, a third of a run's time
+ * at 000/001's size. 512 rows keep the products efficient. */
+#define ENCODE_TOKENS 512
+
 void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
 {
     tfm_decode_options d;
@@ -341,6 +349,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
     double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
     double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
+    /* the cross projections of one encoding's sources (see encode) */
+    double encoded = fmin(fmax(ENCODE_TOKENS, S), (double)max_batch * S) * D;
     double cross_cache = L * (double)max_batch * 2 * D * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
     double finished = (double)max_batch * (double)d->finish_count; /* beam's hypotheses */
@@ -349,7 +359,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
                             : 0.0;
     double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) + finished * (T + 3) +
                     alignments +
-                    (o.use_cache ? self_cache + cross_cache + 2 * memory : memory + rows * S * D);
+                    (o.use_cache ? self_cache + cross_cache + 2 * encoded : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
         tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
                   "max_batch (%lld), max_src_len (%lld), max_length or beam_size", op,
@@ -372,7 +382,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         ok = BUFFER(processed, V * TFM__MAX_THREADS);
     if (ok && o.use_cache)
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
-             BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * Sp) &&
+             BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
     else if (ok)
@@ -639,28 +649,43 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
     return TFM_OK;
 }
 
-/* Encodes src and keeps what the steps read: the cross-attention keys and
- * values (cached) or the memory (recomputed). */
+static int64_t sources_per_encoding(const tfm_decoding *d, int64_t S)
+{
+    int64_t n = ENCODE_TOKENS / S;
+    return n < 1 ? 1 : n < d->max_batch ? n : d->max_batch;
+}
+
+/* Encodes src, a slice of sources at a time, and keeps what the steps
+ * read: the cross-attention keys and values (cached) or the memory
+ * (recomputed). */
 static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 {
-    int64_t B = src->shape[0], S = src->shape[1];
+    int64_t B = src->shape[0], S = src->shape[1], per = sources_per_encoding(d, S);
     tfm_tape *tape = d->tape;
-    tfm_tape_reset(tape);
-    tfm_tensor *mask = NULL;
-    if (d->o.src_pad_id >= 0 &&
-        !(mask = tfm_mask_padding(tape, src, d->o.src_pad_id, TFM_I32)))
-        return tfm_last_status();
-    tfm_tensor *memory = tfm_model_encode(tape, d->model, src, mask, NULL);
-    if (!memory)
-        return tfm_last_status();
     const int32_t *ids = tfm__i32(src);
+    for (int64_t first = 0; first < B; first += per) {
+        int64_t n = B - first < per ? B - first : per;
+        tfm_tensor slice;
+        tensor_over(&slice, TFM_I32, 2, (const int64_t[]){n, S}, (void *)(ids + first * S));
+        tfm_tape_reset(tape);
+        tfm_tensor *mask = NULL;
+        if (d->o.src_pad_id >= 0 &&
+            !(mask = tfm_mask_padding(tape, &slice, d->o.src_pad_id, TFM_I32)))
+            return tfm_last_status();
+        tfm_tensor *memory = tfm_model_encode(tape, d->model, &slice, mask, NULL);
+        if (!memory)
+            return tfm_last_status();
+        if (d->o.use_cache)
+            tfm__decode_cache_memory(d, tfm__f32(memory), first, n, S);
+        else
+            memcpy(d->memory + first * S * d->d, tfm__f32(memory),
+                   (size_t)memory->numel * sizeof(float));
+    }
     if (d->o.use_cache) {
-        tfm__decode_cache_memory(d, tfm__f32(memory), B, S);
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++)
                 d->keep[b * d->cross_tiled + s] = ids[b * S + s] != d->o.src_pad_id;
     } else {
-        memcpy(d->memory, tfm__f32(memory), (size_t)memory->numel * sizeof(float));
         memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
     }
     return TFM_OK;

@@ -53,9 +53,9 @@ struct tfm_decoding {
     int64_t weights_stride;
     /* caches (use_cache): self-attention tiles [layers][heads][tiles],
      * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
-     * and the cross projections of the memory [batch * S, 2D] before their
-     * split into heads; each row's tiles [rows][self_tiled / BLOCK] and
-     * each tile's count of rows using it */
+     * and the cross projections of one encoding's memory [sources * S, 2D]
+     * before their split into heads; each row's tiles [rows][self_tiled /
+     * BLOCK] and each tile's count of rows using it */
     float *self_cache, *cross_cache, *kv;
     int64_t tiles;         /* rows * self_tiled / BLOCK */
     int32_t *tile_table, *tile_refs;
@@ -116,6 +116,17 @@ typedef struct group {
     int split;        /* its rows' attention may run on libtfm's threads */
     int64_t bad_step; /* the first step whose logits were not finite, or -1 */
 } group;
+
+/* t: a tensor header over data the decoding owns (no copy). */
+static inline void tensor_over(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *shape,
+                               void *data)
+{
+    int64_t numel = 1;
+    for (int32_t i = 0; i < ndim; i++)
+        numel *= shape[i];
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
+    t->data = data;
+}
 
 /* A parameter's values, or NULL for none (a layer without bias). */
 static inline const float *values(const tfm_tensor *t)
@@ -188,9 +199,10 @@ void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the
- * memory [B, S, D]; a free tile of source b's; source b's new hypotheses'
+ * memory [n, S, D] of sources first..first + n - 1; a free tile of source b's; source b's new hypotheses'
  * tile tables from their parents' (beam.c's reorder) */
-void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_t S);
+void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
+                              int64_t S);
 int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b);
 void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b, int64_t live,
                                int64_t n_new, int64_t t);

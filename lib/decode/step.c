@@ -154,15 +154,6 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
     tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
 }
 
-static void header(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *shape, void *data)
-{
-    int64_t numel = 1;
-    for (int32_t i = 0; i < ndim; i++)
-        numel *= shape[i];
-    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
-    t->data = data;
-}
-
 static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
                                   const int32_t *rows, int64_t t, int64_t S)
 {
@@ -174,9 +165,9 @@ static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
         memcpy(d->src_rows + i * S, d->src + b * S, (size_t)S * sizeof(int32_t));
     }
     tfm_tensor prefix, memory, src;
-    header(&prefix, TFM_I32, 2, (const int64_t[]){n, len}, d->prefix);
-    header(&memory, TFM_F32, 3, (const int64_t[]){n, S, D}, d->memory_rows);
-    header(&src, TFM_I32, 2, (const int64_t[]){n, S}, d->src_rows);
+    tensor_over(&prefix, TFM_I32, 2, (const int64_t[]){n, len}, d->prefix);
+    tensor_over(&memory, TFM_F32, 3, (const int64_t[]){n, S, D}, d->memory_rows);
+    tensor_over(&src, TFM_I32, 2, (const int64_t[]){n, S}, d->src_rows);
     tfm_tape *tape = d->tape;
     tfm_tape_reset(tape);
     tfm_tensor *memory_mask = NULL;
