@@ -199,8 +199,9 @@ void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the
- * memory [n, S, D] of sources first..first + n - 1; a free tile of source b's; source b's new hypotheses'
- * tile tables from their parents' (beam.c's reorder) */
+ * memory [n, S, D] of sources first..first + n - 1; a free tile of source
+ * b's; source b's new hypotheses' tile tables from their parents' (beam.c's
+ * reorder) */
 void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
                               int64_t S);
 int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b);
