@@ -319,31 +319,45 @@ START_TEST(groups_equal_recomputed)
 }
 END_TEST
 
-/* A batch too long to encode at once (768 tokens: two slices) decodes
- * as each of its sources alone, cached and recomputed. */
+/* A batch too long to encode at once (48,000 tokens: two slices for this
+ * model) decodes as its sources alone, cached and recomputed: every 37th,
+ * and the last. */
 START_TEST(a_batch_encoded_in_slices_decodes_as_its_sources)
 {
-    enum { SOURCES = 64 };
+    enum { SOURCES = 4000, STEPS = 6 };
     tfm_model *m = make_model(PLAIN, 11, MAXT);
-    int32_t ids[SOURCES * MAXS];
+    int32_t *ids = malloc(SOURCES * MAXS * sizeof *ids);
+    int32_t *tokens = malloc(SOURCES * (STEPS + 1) * sizeof *tokens);
+    int32_t *lengths = malloc(SOURCES * sizeof *lengths), alone_tokens[STEPS + 1], alone_length;
+    ck_assert(ids && tokens && lengths);
     for (int b = 0; b < SOURCES; b++)
         for (int s = 0; s < MAXS; s++)
             ids[b * MAXS + s] = s < 4 + b % 8 ? 3 + (b * 5 + s * 3) % 10 : PAD;
     tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, MAXS}, ids);
     tfm_decode_options o;
-    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    options(&o, TFM_DECODE_GREEDY, STEPS);
     o.use_cache = _i == 0;
-    result *all = new_result(), *one = new_result();
-    decode(m, &o, src, all);
-    for (int b = 0; b < SOURCES; b++) {
+    tfm_decoding *d = tfm_decoding_create(m, &o, SOURCES, MAXS);
+    ck_assert_msg(d && tfm_decoding_run(d, src, tokens, SOURCES * (STEPS + 1), lengths, SOURCES,
+                                        NULL, 0, NULL, 0, NULL, 0) == TFM_OK,
+                  "%s", tfm_last_error());
+    tfm_decoding *one = tfm_decoding_create(m, &o, 1, MAXS);
+    ck_assert_ptr_nonnull(one);
+    for (int every = 0; every < SOURCES + 37; every += 37) {
+        int b = every < SOURCES ? every : SOURCES - 1;
         tfm_tensor *alone = tfm_tensor_from_i32(2, (const int64_t[]){1, MAXS}, ids + b * MAXS);
-        decode(m, &o, alone, one);
-        ck_assert_msg(memcmp(one->tokens, all->tokens + b * MAXT, MAXT * sizeof(int32_t)) == 0,
+        ck_assert_int_eq(tfm_decoding_run(one, alone, alone_tokens, STEPS + 1, &alone_length, 1,
+                                          NULL, 0, NULL, 0, NULL, 0),
+                         TFM_OK);
+        ck_assert_msg(memcmp(alone_tokens, tokens + b * (STEPS + 1), sizeof alone_tokens) == 0,
                       "source %d decodes otherwise in the batch", b);
         tfm_tensor_free(alone);
     }
-    free(all);
-    free(one);
+    tfm_decoding_free(one);
+    tfm_decoding_free(d);
+    free(ids);
+    free(tokens);
+    free(lengths);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }

@@ -41,17 +41,39 @@
  * its products would run mostly on their edges. */
 #define GROUP_CACHE_BYTES (4 << 20)
 #define GROUP_MIN_ROWS 16
+/* A group's step reads the decoder's weights once (each product packs
+ * them, as OpenBLAS does both operands): when they are larger than the
+ * caches, it keeps at least WIDE_GROUP_ROWS rows, which pack them a
+ * quarter as often (002's beam 4: a quarter less CPU time), but the batch
+ * still makes two groups (one group runs its products split among the
+ * threads, which costs more than it saves). */
+#define WIDE_GROUP_ROWS 64
 /* A batch makes at least this many groups if it can, so that the threads
  * that take them in turn end together, whatever their count. */
 #define MIN_GROUPS 16
 
-/* Sources encoded at once: as many as make about ENCODE_TOKENS tokens.
- * The tape keeps every activation of an encoding until it is reset, some
- * 20 rows of d_model per token and layer: a whole batch's encoding (64
- * sources of 100 tokens at d_model 512, 6 layers) took more memory than
- * all the caches, and its pages, new at each run, a third of a run's time
- * at 000/001's size. 512 rows keep the products efficient. */
-#define ENCODE_TOKENS 512
+/* Sources encoded at once: as many as keep the tape within about
+ * ENCODE_BYTES. The tape keeps every activation of an encoding until it is
+ * reset, some ENCODED_ROWS rows of d_model floats per token and layer: a
+ * whole batch's encoding (64 sources of 100 tokens at d_model 512, 6
+ * layers: 1.5 GB) took more memory than all the caches, and its pages, new
+ * at each run, a third of a run's time at 000/001's size. Fewer tokens
+ * would cost a sync of the threads per operation per slice. */
+#define ENCODE_BYTES (128 << 20)
+#define ENCODED_ROWS 20
+
+static int64_t tokens_per_encoding(const tfm_decoding *d)
+{
+    double per_token = (double)ENCODED_ROWS * (double)d->d * sizeof(float) *
+                       (double)(d->model->options.encoder_layers + 1);
+    return (int64_t)(ENCODE_BYTES / per_token);
+}
+
+static int64_t sources_per_encoding(const tfm_decoding *d, int64_t S)
+{
+    int64_t n = tokens_per_encoding(d) / S;
+    return n < 1 ? 1 : n < d->max_batch ? n : d->max_batch;
+}
 
 void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
 {
@@ -350,7 +372,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
     double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
     /* the cross projections of one encoding's sources (see encode) */
-    double encoded = fmin(fmax(ENCODE_TOKENS, S), (double)max_batch * S) * D;
+    double encoded = fmin(fmax((double)tokens_per_encoding(d), S), (double)max_batch * S) * D;
     double cross_cache = L * (double)max_batch * 2 * D * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
     double finished = (double)max_batch * (double)d->finish_count; /* beam's hypotheses */
@@ -414,6 +436,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
+    double weights = L * (8 * D * D + 2 * D * (double)d->d_ff) + V * D; /* the decoder's */
+    d->min_rows = weights * sizeof(float) > GROUP_CACHE_BYTES ? WIDE_GROUP_ROWS : GROUP_MIN_ROWS;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
     d->group_sources = per_source > 0.0 ? (int64_t)(GROUP_CACHE_BYTES / per_source) : max_batch;
@@ -495,14 +519,18 @@ typedef struct decode_run {
 } decode_run;
 
 /* Sources per group for a batch of B: as many as fit (group_sources), but
- * few enough to make MIN_GROUPS groups, and never fewer than
- * GROUP_MIN_ROWS rows' worth. */
+ * few enough to make MIN_GROUPS groups, and never fewer than min_rows'
+ * worth (GROUP_MIN_ROWS; WIDE_GROUP_ROWS with large weights, as long as
+ * that leaves two groups). */
 static int64_t sources_per_group(const tfm_decoding *d, int64_t B)
 {
     if (!d->grouped)
         return B;
-    int64_t even = (B + MIN_GROUPS - 1) / MIN_GROUPS;
+    int64_t even = (B + MIN_GROUPS - 1) / MIN_GROUPS, half = (B + 1) / 2;
+    int64_t wide = (d->min_rows + d->beam - 1) / d->beam;
+    wide = wide < half ? wide : half;
     int64_t fewest = (GROUP_MIN_ROWS + d->beam - 1) / d->beam;
+    fewest = wide > fewest ? wide : fewest;
     int64_t n = even < d->group_sources ? even : d->group_sources;
     return n > fewest ? n : fewest;
 }
@@ -647,12 +675,6 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
     if (check_scales(op, d) < 0)
         return tfm_last_status();
     return TFM_OK;
-}
-
-static int64_t sources_per_encoding(const tfm_decoding *d, int64_t S)
-{
-    int64_t n = ENCODE_TOKENS / S;
-    return n < 1 ? 1 : n < d->max_batch ? n : d->max_batch;
 }
 
 /* Encodes src, a slice of sources at a time, and keeps what the steps

@@ -35,6 +35,7 @@ struct tfm_decoding {
     int64_t rows;          /* max_batch * beam */
     int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
     int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */
+    int64_t min_rows;      /* a group's fewest rows, as its weights want (decode.c) */
     int grouped;           /* 0: the batch is one group (sampling, the reference path) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
