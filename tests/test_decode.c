@@ -2,9 +2,11 @@
  * tfm_model_decode run here step by step on unpadded sources; greedy, eos
  * and max_length; sampling's seeds, temperature, top-k and top-p, down to
  * the frequencies of many draws; beam search against greedy and against an
- * exhaustive search; the model's mode; every error path. */
+ * exhaustive search; the model's mode; every error path; a batch encoded in
+ * slices, and the memory that spares. */
 #include <check.h>
 #include <math.h>
+#include <sys/resource.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +314,113 @@ START_TEST(groups_equal_recomputed)
     ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
     cached_matches_recomputed(m, &o, src, SOURCES * (MAXT - 1) * 11);
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* A batch too long to encode at once (48,000 tokens: two slices for this
+ * model) decodes as its sources alone, cached and recomputed: every 37th,
+ * and the last. */
+START_TEST(a_batch_encoded_in_slices_decodes_as_its_sources)
+{
+    enum { SOURCES = 4000, STEPS = 6 };
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    int32_t *ids = malloc(SOURCES * MAXS * sizeof *ids);
+    int32_t *tokens = malloc(SOURCES * (STEPS + 1) * sizeof *tokens);
+    int32_t *lengths = malloc(SOURCES * sizeof *lengths), alone_tokens[STEPS + 1], alone_length;
+    ck_assert(ids && tokens && lengths);
+    for (int b = 0; b < SOURCES; b++)
+        for (int s = 0; s < MAXS; s++)
+            ids[b * MAXS + s] = s < 4 + b % 8 ? 3 + (b * 5 + s * 3) % 10 : PAD;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, MAXS}, ids);
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, STEPS);
+    o.use_cache = _i == 0;
+    tfm_decoding *d = tfm_decoding_create(m, &o, SOURCES, MAXS);
+    ck_assert_msg(d && tfm_decoding_run(d, src, tokens, SOURCES * (STEPS + 1), lengths, SOURCES,
+                                        NULL, 0, NULL, 0, NULL, 0) == TFM_OK,
+                  "%s", tfm_last_error());
+    tfm_decoding *one = tfm_decoding_create(m, &o, 1, MAXS);
+    ck_assert_ptr_nonnull(one);
+    for (int every = 0; every < SOURCES + 37; every += 37) {
+        int b = every < SOURCES ? every : SOURCES - 1;
+        tfm_tensor *alone = tfm_tensor_from_i32(2, (const int64_t[]){1, MAXS}, ids + b * MAXS);
+        ck_assert_int_eq(tfm_decoding_run(one, alone, alone_tokens, STEPS + 1, &alone_length, 1,
+                                          NULL, 0, NULL, 0, NULL, 0),
+                         TFM_OK);
+        ck_assert_msg(memcmp(alone_tokens, tokens + b * (STEPS + 1), sizeof alone_tokens) == 0,
+                      "source %d decodes otherwise in the batch", b);
+        tfm_tensor_free(alone);
+    }
+    tfm_decoding_free(one);
+    tfm_decoding_free(d);
+    free(ids);
+    free(tokens);
+    free(lengths);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* The process' virtual memory in bytes (/proc/self/statm), or -1. */
+static double virtual_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &pages) != 1)
+            pages = -1;
+        fclose(f);
+    }
+    return pages < 0 ? -1.0 : (double)pages * 4096.0;
+}
+
+/* A run needs far less memory than the whole batch's encoding takes on a
+ * tape (which a run once held, 1.9 GB of its 2 GB at tutorial 002's size):
+ * with the address space limited to what the decoding holds after its
+ * creation plus half that encoding, the run succeeds. (Not under
+ * AddressSanitizer, whose shadow memory needs the address space.) */
+START_TEST(a_run_needs_less_memory_than_the_batchs_encoding)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return;
+#endif
+    enum { SOURCES = 20000, STEPS = 4 };
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    int32_t *ids = malloc(SOURCES * MAXS * sizeof *ids), *tokens = NULL, *lengths = NULL;
+    ck_assert_ptr_nonnull(ids);
+    for (int i = 0; i < SOURCES * MAXS; i++)
+        ids[i] = 3 + i % 10;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, MAXS}, ids);
+    tfm_tape *tape = tfm_tape_create();
+    ck_assert(src && tape && tfm_tape_set_recording(tape, 0) == TFM_OK);
+    tfm_model_set_training(m, 0);
+    ck_assert_ptr_nonnull(tfm_model_encode(tape, m, src, NULL, NULL));
+    double encoding = (double)tfm_tape_arena_bytes(tape);
+    tfm_tape_free(tape);
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, STEPS);
+    o.src_pad_id = -1;
+    tfm_decoding *d = tfm_decoding_create(m, &o, SOURCES, MAXS);
+    tokens = malloc(SOURCES * (STEPS + 1) * sizeof *tokens);
+    lengths = malloc(SOURCES * sizeof *lengths);
+    ck_assert(d && tokens && lengths);
+    struct rlimit was, limited;
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &was), 0);
+    limited = was;
+    limited.rlim_cur = (rlim_t)(virtual_bytes() + encoding / 2);
+    ck_assert(virtual_bytes() > 0 && encoding > 100e6);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &limited), 0);
+    tfm_status status = tfm_decoding_run(d, src, tokens, SOURCES * (STEPS + 1), lengths,
+                                         SOURCES, NULL, 0, NULL, 0, NULL, 0);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &was), 0);
+    ck_assert_msg(status == TFM_OK, "%s (the encoding alone takes %.0f MB)", tfm_last_error(),
+                  encoding / 1e6);
+    tfm_decoding_free(d);
+    free(tokens);
+    free(lengths);
+    free(ids);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
@@ -1059,6 +1168,8 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2);
+    tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
+    tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);
     tcase_add_loop_test(c, a_source_of_padding_only, 0, 2);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);

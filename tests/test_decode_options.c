@@ -8,7 +8,9 @@
  * invariants (a banned token never drawn nor given probability, the
  * distribution drawn from is the processed one); the scores, the copies of
  * the token lists, an older struct's defaults, each option's range and the
- * prefix's errors. */
+ * prefix's errors; the alignments (return_attention) against
+ * fixtures/decode_alignments.h, the same model's forward in PyTorch over
+ * each output, and their getter's errors. */
 #include <check.h>
 #include <math.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 
 #include "check_main.h"
 #include "fixtures/decode_cases.h"
+#include "fixtures/decode_alignments.h"
 #include <tfm/tfm.h>
 
 enum { PAD = 0, BOS = 1, EOS = 2, V = 11, T = DECODE_MAX_LENGTH, T1 = T + 1,
@@ -122,8 +125,10 @@ typedef struct result {
 
 #define COUNT(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
 
-/* Decodes the sources with the options and, unless NULL, the forced prefix. */
-static void decode(const tfm_decode_options *o, const tfm_tensor *prefix, result *r)
+/* Decodes the sources with the options and, unless NULL, the forced
+ * prefix; returns the decoding, the caller's to free. */
+static tfm_decoding *decode_kept(const tfm_decode_options *o, const tfm_tensor *prefix,
+                                 result *r)
 {
     memset(r, 0, sizeof *r);
     tfm_decoding *d = tfm_decoding_create(model, o, tfm_tensor_dim(src, 0), tfm_tensor_dim(src, 1));
@@ -135,7 +140,12 @@ static void decode(const tfm_decode_options *o, const tfm_tensor *prefix, result
                                                COUNT(r->logits), beam ? NULL : r->probs,
                                                COUNT(r->probs)) == TFM_OK,
                   "%s", tfm_last_error());
-    tfm_decoding_free(d);
+    return d;
+}
+
+static void decode(const tfm_decode_options *o, const tfm_tensor *prefix, result *r)
+{
+    tfm_decoding_free(decode_kept(o, prefix, r));
 }
 
 static void expect_tokens(const int32_t *got, const int32_t *want, int64_t n, const char *what,
@@ -620,6 +630,101 @@ START_TEST(prefix_errors)
 }
 END_TEST
 
+static const decode_case *case_named(const char *name)
+{
+    for (int i = 0; i < DECODE_CASES; i++)
+        if (strcmp(decode_cases[i].name, name) == 0)
+            return &decode_cases[i];
+    ck_abort_msg("no decode case %s", name);
+    return NULL;
+}
+
+/* Each output's alignments are PyTorch's over its tokens (the last decoder
+ * layer's cross-attention weights, averaged over the heads), a row per
+ * generated token, the padded source keys 0. _i: aligned case, strategy
+ * (greedy, beam), path (cached, recomputed). */
+START_TEST(alignments_match_the_forward)
+{
+    const decode_case *c = case_named(aligned_cases[_i / 4]);
+    int beam = _i / 2 % 2, use_cache = _i % 2 == 0, rows = beam ? DECODE_N_BEST : 1;
+    tfm_decode_options o;
+    case_options(&o, c, beam ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY, use_cache);
+    o.return_attention = 1;
+    result *r = malloc(sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    tfm_tensor *prefix = case_prefix(c);
+    tfm_decoding *d = decode_kept(&o, prefix, r);
+    tfm_tensor_free(prefix);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < rows; h++) {
+            int hyp = b * rows + h;
+            const int32_t *want_tokens = beam ? c->beam[b][h] : c->greedy[b];
+            const float(*want)[S] = beam ? aligned_beam[_i / 4][b][h] : aligned_greedy[_i / 4][b];
+            expect_tokens(r->tokens + hyp * T1, want_tokens, T1, c->name, hyp);
+            float got[T * S];
+            int64_t target = -1, source = -1;
+            ck_assert_msg(tfm_decoding_attention(d, hyp, got, COUNT(got), &target, &source) ==
+                              TFM_OK,
+                          "%s", tfm_last_error());
+            /* a hypothesis beam search did not find (length 0) has none */
+            ck_assert_int_eq(target, r->lengths[hyp] > 0 ? r->lengths[hyp] - 1 : 0);
+            ck_assert_int_eq(source, S);
+            for (int64_t i = 0; i < target; i++)
+                for (int s = 0; s < S; s++)
+                    ck_assert_msg(fabsf(got[i * S + s] - want[i][s]) < 2e-6f,
+                                  "%s, %s, %s, hypothesis %d: weight [%lld, %d] is %.7g, "
+                                  "PyTorch's %.7g", c->name, beam ? "beam" : "greedy",
+                                  use_cache ? "cached" : "recomputed", hyp, (long long)i, s,
+                                  (double)got[i * S + s], (double)want[i][s]);
+        }
+    tfm_decoding_free(d);
+    free(r);
+}
+END_TEST
+
+/* The getter refuses a decoding without return_attention (an older
+ * struct's too), one not yet run, a hypothesis outside the run and a
+ * buffer too small; sizes alone with out NULL. */
+START_TEST(alignment_errors)
+{
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], TFM_DECODE_BEAM, 1);
+    o.return_attention = 1;
+    o.struct_size = (uint32_t)offsetof(tfm_decode_options, return_attention);
+    result *r = malloc(sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    tfm_decoding *d = decode_kept(&o, NULL, r);
+    float out[T * S];
+    ck_assert_int_eq(tfm_decoding_attention(d, 0, out, COUNT(out), NULL, NULL), TFM_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_decoding_attention: the decoding was "
+                                                   "created without return_attention"));
+    tfm_decoding_free(d);
+    o.struct_size = sizeof o;
+    d = tfm_decoding_create(model, &o, B, S);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(tfm_decoding_attention(d, 0, out, COUNT(out), NULL, NULL), TFM_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "no run"));
+    tfm_decoding_free(d);
+    d = decode_kept(&o, NULL, r);
+    int64_t target = -1, source = -1;
+    ck_assert_int_eq(tfm_decoding_attention(d, 0, NULL, 0, &target, &source), TFM_OK);
+    ck_assert_int_eq(target, r->lengths[0] - 1);
+    ck_assert_int_eq(source, S);
+    ck_assert_int_eq(tfm_decoding_attention(d, 0, out, target * S - 1, NULL, NULL),
+                     TFM_ERR_SIZE);
+    ck_assert_int_eq(tfm_decoding_attention(d, B * DECODE_N_BEST, out, COUNT(out), NULL, NULL),
+                     TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_decoding_attention(d, -1, out, COUNT(out), NULL, NULL), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_decoding_attention(NULL, 0, out, COUNT(out), NULL, NULL),
+                     TFM_ERR_NULL);
+    tfm_decoding_free(d);
+    o.return_attention = 2;
+    ck_assert_ptr_null(tfm_decoding_create(model, &o, B, S));
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "return_attention must be 0 or 1"));
+    free(r);
+}
+END_TEST
+
 static Suite *decode_options_suite(void)
 {
     Suite *s = suite_create("decode_options");
@@ -636,6 +741,8 @@ static Suite *decode_options_suite(void)
     tcase_add_loop_test(c, callback_streams_and_stops, 0, 6);
     tcase_add_loop_test(c, callback_cannot_rerun_its_decoding, 0, 3);
     tcase_add_loop_test(c, every_token_banned_ends_the_source, 0, 6);
+    tcase_add_loop_test(c, alignments_match_the_forward, 0, 4 * ALIGNED_CASES);
+    tcase_add_test(c, alignment_errors);
     suite_add_tcase(s, c);
     return s;
 }

@@ -140,6 +140,12 @@ typedef struct tfm_decode_options {
      * tfm_decode_callback), with callback_user; NULL (default): none. */
     tfm_decode_callback callback;
     void *callback_user;    /**< passed to callback as it is */
+    /** 1: each run keeps, per returned hypothesis, the cross-attention
+     * weights of its chosen tokens (alignments; tfm_decoding_attention
+     * reads them): the last decoder layer's, averaged over its heads
+     * (CTranslate2's return_attention over its default alignment layer,
+     * with all heads). 0 (default): none kept, nothing allocated. */
+    int32_t return_attention;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
@@ -147,7 +153,7 @@ typedef struct tfm_decode_options {
  * no processors: min_length 0, repetition_penalty 1, no_repeat_ngram_size
  * 0, no suppressed tokens, no end tokens beside eos_id; max_length_a 0,
  * max_length_b INT32_MAX, forced_bos_id -1, patience 1; no bad words, no
- * callback. */
+ * callback; no attention kept. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -227,6 +233,23 @@ TFM_API tfm_status tfm_decoding_buffer_sizes(const tfm_decoding *decoding,
                                              int64_t batch, int64_t *tokens,
                                              int64_t *lengths, int64_t *scores,
                                              int64_t *logits);
+
+/** The alignments of the last run of a decoding created with
+ * return_attention: hypothesis `hypothesis` (as the run's lengths index
+ * it: b * n_best + h, b for greedy decoding and sampling) gets
+ * target_length = its length - 1 rows (one per token generated, forced
+ * ones too: row i for the token at position i + 1 of its tokens) of
+ * source_length = the run's S weights, the cross-attention of the last
+ * decoder layer, averaged over its heads, with which the decoder chose
+ * that token (padded source keys 0). Writes them into out [target_length,
+ * source_length] when out is not NULL (count elements, at least that,
+ * else TFM_ERR_SIZE); either length pointer may be NULL. A hypothesis
+ * beam search did not find (length 0) has none. TFM_ERR_STATE without
+ * return_attention or before a run has succeeded, TFM_ERR_ARG for a
+ * hypothesis outside the last run's. */
+TFM_API tfm_status tfm_decoding_attention(const tfm_decoding *decoding, int64_t hypothesis,
+                                          float *out, int64_t count, int64_t *target_length,
+                                          int64_t *source_length);
 
 #ifdef __cplusplus
 }

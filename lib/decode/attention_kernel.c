@@ -13,11 +13,12 @@
 
 /* A query head for attend: its query [d_k] over the tiles listed in table
  * (NULL: the tiles one after another), the keys it may attend to (keep,
- * whole tiles of them; NULL: all), and where its context [d_k] goes. */
+ * whole tiles of them; NULL: all), where its context [d_k] goes, and its
+ * weights [len] (NULL: nowhere; the alignments). */
 typedef struct query {
     const float *q, *tiles;
     const int32_t *table, *keep;
-    float *context;
+    float *context, *weights;
 } query;
 
 static const float *tile_of(const query *query, int64_t j0, int64_t size)
@@ -104,6 +105,9 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             }
         }
         inv[i] = max == -INFINITY ? 0.0f : 1.0f / sum16(load16(sums));
+        if (queries[i].weights)
+            for (int64_t j = 0; j < len; j++)
+                queries[i].weights[j] = pi[j] * inv[i];
     }
     int64_t e0 = 0;
     for (; e0 + 8 <= dk; e0 += 8) {
@@ -232,7 +236,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
             for (int64_t i = first; i < last; i++)
                 add_query(&batch, (query){j->g->qkv + i * 3 * D + h * dk, self_tiles(d, j->l, h),
                                           tile_table_of(d, j->rows[i]), NULL,
-                                          j->g->ctx + i * D + h * dk});
+                                          j->g->ctx + i * D + h * dk, NULL});
     }
     finish_batch(&batch);
 }
@@ -249,10 +253,12 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         last = next_source(j, first, end);
         int64_t b = j->rows[first] / d->beam;
         const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->cross_tiled : NULL;
+        int aligning = d->head_weights && j->l == d->layers - 1;
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++)
                 add_query(&batch, (query){j->g->qkv + i * D + h * dk, cross_tiles(d, j->l, b, h),
-                                          NULL, keep, j->g->ctx + i * D + h * dk});
+                                          NULL, keep, j->g->ctx + i * D + h * dk,
+                                          aligning ? head_weights_of(d, j->rows[i], h) : NULL});
     }
     finish_batch(&batch);
 }

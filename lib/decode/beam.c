@@ -16,13 +16,16 @@ static double normalised(const tfm_decoding *d, double score, int64_t generated)
     return score / pow((double)generated, (double)d->o.length_penalty);
 }
 
-/* Moves row `from`'s hypothesis (its first `len` tokens) to source b's
- * finished ones. */
-static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t len, double score)
+/* Moves row r's hypothesis (its first `len` tokens, and the alignments
+ * of those after bos_id) to source b's finished ones. */
+static void finish(tfm_decoding *d, int64_t b, int64_t r, int64_t len, double score)
 {
     int64_t T1 = d->max_len + 1, f = b * d->finish_count + d->done[b]++;
     int32_t *out = d->fin_tokens + f * T1;
-    memcpy(out, tokens, (size_t)len * sizeof *out);
+    memcpy(out, d->hist + r * T1, (size_t)len * sizeof *out);
+    if (d->alignments)
+        memcpy(alignments_of(d, d->fin_alignments, f), alignments_of(d, d->alignments, r),
+               (size_t)((len - 1) * d->max_src_len) * sizeof(float));
     for (int64_t i = len; i < T1; i++)
         out[i] = -1;
     d->fin_length[f] = (int32_t)len;
@@ -33,9 +36,9 @@ static void finish(tfm_decoding *d, int64_t b, const int32_t *tokens, int64_t le
  * max_length or the source's own limit). */
 static void end_live(tfm_decoding *d, int64_t b, int64_t len)
 {
-    int64_t K = d->beam, T1 = d->max_len + 1;
+    int64_t K = d->beam;
     for (int32_t j = 0; j < d->live[b]; j++)
-        finish(d, b, d->hist + (b * K + j) * T1, len, d->sum[b * K + j]);
+        finish(d, b, b * K + j, len, d->sum[b * K + j]);
     d->live[b] = 0;
 }
 
@@ -86,6 +89,15 @@ static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_n
         memcpy(d->hist + (base + j) * T1, hist_tmp + j * T1, (size_t)(t + 2) * sizeof(int32_t));
         d->sum[base + j] = sum_tmp[j];
     }
+    if (d->alignments) { /* steps 0..t's, through the scratch as the tokens */
+        size_t bytes = (size_t)((t + 1) * d->max_src_len) * sizeof(float);
+        for (int64_t j = 0; j < n_new; j++)
+            memcpy(alignments_of(d, d->alignments_tmp, base + j),
+                   alignments_of(d, d->alignments, base + c->parent[j]), bytes);
+        for (int64_t j = 0; j < n_new; j++)
+            memcpy(alignments_of(d, d->alignments, base + j),
+                   alignments_of(d, d->alignments_tmp, base + j), bytes);
+    }
     if (d->o.use_cache)
         tfm__decode_reorder_tiles(d, c->parent, b, d->live[b], n_new, t);
 }
@@ -106,9 +118,9 @@ static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
     int64_t n_new = 0;
     for (int64_t i = 0; i < count; i++) {
         if (d->is_end[c.token[i]]) {
-            int32_t *tokens = d->hist + (b * K + c.parent[i]) * T1;
-            tokens[t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
-            finish(d, b, tokens, t + 2, c.score[i]);
+            int64_t r = b * K + c.parent[i];
+            d->hist[r * T1 + t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
+            finish(d, b, r, t + 2, c.score[i]);
         } else {
             c.score[n_new] = c.score[i];
             c.parent[n_new] = c.parent[i];
@@ -194,6 +206,10 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             }
             if (scores)
                 scores[out] = h < found ? (float)d->fin_score[f] : -INFINITY;
+            if (d->alignments) {
+                d->result[out] = alignments_of(d, d->fin_alignments, f);
+                d->result_rows[out] = h < found ? d->fin_length[f] - 1 : 0;
+            }
         }
         if (d->o.callback && found > 0) { /* the best hypothesis, now final */
             const int32_t *best = d->fin_tokens + (b * F + rank[0]) * T1;

@@ -15,9 +15,11 @@
 #include "nn/layer.h"
 
 /* Each decoder layer's cross-attention keys and values of the memory
- * [B, S, D], split into heads once for the whole run. */
-void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_t S)
+ * [n, S, D] of sources first.., split into heads once for the whole run. */
+void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
+                              int64_t S)
 {
+    int64_t B = n;
     int64_t D = d->d, H = d->heads, dk = d->dk;
     for (int32_t l = 0; l < d->layers; l++) {
         const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
@@ -31,7 +33,7 @@ void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t B, i
         }
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++) {
-                float *tiles = cross_tiles(d, l, b, h);
+                float *tiles = cross_tiles(d, l, first + b, h);
                 for (int64_t s = 0; s < S; s++) {
                     const float *k = d->kv + (b * S + s) * 2 * D + h * dk;
                     put_position(tiles + s / BLOCK * tile_floats(d), s, k, k + D, dk);

@@ -41,9 +41,39 @@
  * its products would run mostly on their edges. */
 #define GROUP_CACHE_BYTES (4 << 20)
 #define GROUP_MIN_ROWS 16
+/* A group's step reads the decoder's weights once (each product packs
+ * them, as OpenBLAS does both operands): when they are larger than the
+ * caches, it keeps at least WIDE_GROUP_ROWS rows, which pack them a
+ * quarter as often (002's beam 4: a quarter less CPU time), but the batch
+ * still makes two groups (one group runs its products split among the
+ * threads, which costs more than it saves). */
+#define WIDE_GROUP_ROWS 64
 /* A batch makes at least this many groups if it can, so that the threads
  * that take them in turn end together, whatever their count. */
 #define MIN_GROUPS 16
+
+/* Sources encoded at once: as many as keep the tape within about
+ * ENCODE_BYTES. The tape keeps every activation of an encoding until it is
+ * reset, some ENCODED_ROWS rows of d_model floats per token and layer: a
+ * whole batch's encoding (64 sources of 100 tokens at d_model 512, 6
+ * layers: 1.5 GB) took more memory than all the caches, and its pages, new
+ * at each run, a third of a run's time at 000/001's size. Fewer tokens
+ * would cost a sync of the threads per operation per slice. */
+#define ENCODE_BYTES (128 << 20)
+#define ENCODED_ROWS 20
+
+static int64_t tokens_per_encoding(const tfm_decoding *d)
+{
+    double per_token = (double)ENCODED_ROWS * (double)d->d * sizeof(float) *
+                       (double)(d->model->options.encoder_layers + 1);
+    return (int64_t)(ENCODE_BYTES / per_token);
+}
+
+static int64_t sources_per_encoding(const tfm_decoding *d, int64_t S)
+{
+    int64_t n = tokens_per_encoding(d) / S;
+    return n < 1 ? 1 : n < d->max_batch ? n : d->max_batch;
+}
 
 void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
 {
@@ -200,6 +230,10 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
         bad = "length_penalty must be finite";
     else if (o->n_best < 1 || o->n_best > o->beam_size)
         bad = "n_best must be from 1 to beam_size";
+    else if (o->return_attention != 0 && o->return_attention != 1)
+        bad = "return_attention must be 0 or 1";
+    else if (o->return_attention && mo->decoder_layers < 1)
+        bad = "return_attention needs a decoder layer";
     if (bad) {
         tfm__fail(TFM_ERR_ARG, "%s: %s (strategy %d, max_length %d with max_tgt_len %lld, "
                   "bos_id %d, eos_id %d, src_pad_id %d, vocabularies %lld/%lld, "
@@ -337,11 +371,17 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
     double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
     double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
+    /* the cross projections of one encoding's sources (see encode) */
+    double encoded = fmin(fmax((double)tokens_per_encoding(d), S), (double)max_batch * S) * D;
     double cross_cache = L * (double)max_batch * 2 * D * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
     double finished = (double)max_batch * (double)d->finish_count; /* beam's hypotheses */
+    double alignments = o.return_attention
+                            ? rows * (double)d->heads * S + (2 * rows + finished) * T * S
+                            : 0.0;
     double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) + finished * (T + 3) +
-                    (o.use_cache ? self_cache + cross_cache + 2 * memory : memory + rows * S * D);
+                    alignments +
+                    (o.use_cache ? self_cache + cross_cache + 2 * encoded : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
         tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
                   "max_batch (%lld), max_src_len (%lld), max_length or beam_size", op,
@@ -364,13 +404,22 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         ok = BUFFER(processed, V * TFM__MAX_THREADS);
     if (ok && o.use_cache)
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
-             BUFFER(kv, 2 * memory) && BUFFER(keep, (double)max_batch * Sp) &&
+             BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
     else if (ok)
         ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
              BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
              BUFFER(prefix, rows * T);
+    if (ok && o.return_attention) {
+        double alignments = rows * T * S, hypotheses = (double)max_batch * o.n_best;
+        ok = BUFFER(head_weights, rows * (double)d->heads * S) &&
+             BUFFER(alignments, alignments) && BUFFER(result, hypotheses) &&
+             BUFFER(result_rows, hypotheses);
+        if (ok && o.strategy == TFM_DECODE_BEAM)
+            ok = BUFFER(alignments_tmp, alignments) &&
+                 BUFFER(fin_alignments, finished * T * S);
+    }
     if (ok && o.strategy == TFM_DECODE_BEAM)
         ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
              BUFFER(cand_parent, rows) && BUFFER(cand_token, rows) &&
@@ -387,6 +436,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
+    double weights = L * (8 * D * D + 2 * D * (double)d->d_ff) + V * D; /* the decoder's */
+    d->min_rows = weights * sizeof(float) > GROUP_CACHE_BYTES ? WIDE_GROUP_ROWS : GROUP_MIN_ROWS;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
     d->group_sources = per_source > 0.0 ? (int64_t)(GROUP_CACHE_BYTES / per_source) : max_batch;
@@ -407,7 +458,9 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
                        d->table_tmp, d->ends, d->suppress_ids, d->eos_ids, d->is_end,
                        d->processed, d->limit, d->forced, d->bad_words,
-                       d->bad_word_lengths};
+                       d->bad_word_lengths, d->head_weights, d->alignments,
+                       d->alignments_tmp, d->fin_alignments, (void *)d->result,
+                       d->result_rows};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -466,14 +519,18 @@ typedef struct decode_run {
 } decode_run;
 
 /* Sources per group for a batch of B: as many as fit (group_sources), but
- * few enough to make MIN_GROUPS groups, and never fewer than
- * GROUP_MIN_ROWS rows' worth. */
+ * few enough to make MIN_GROUPS groups, and never fewer than min_rows'
+ * worth (GROUP_MIN_ROWS; WIDE_GROUP_ROWS with large weights, as long as
+ * that leaves two groups). */
 static int64_t sources_per_group(const tfm_decoding *d, int64_t B)
 {
     if (!d->grouped)
         return B;
-    int64_t even = (B + MIN_GROUPS - 1) / MIN_GROUPS;
+    int64_t even = (B + MIN_GROUPS - 1) / MIN_GROUPS, half = (B + 1) / 2;
+    int64_t wide = (d->min_rows + d->beam - 1) / d->beam;
+    wide = wide < half ? wide : half;
     int64_t fewest = (GROUP_MIN_ROWS + d->beam - 1) / d->beam;
+    fewest = wide > fewest ? wide : fewest;
     int64_t n = even < d->group_sources ? even : d->group_sources;
     return n > fewest ? n : fewest;
 }
@@ -620,28 +677,37 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
     return TFM_OK;
 }
 
-/* Encodes src and keeps what the steps read: the cross-attention keys and
- * values (cached) or the memory (recomputed). */
+/* Encodes src, a slice of sources at a time, and keeps what the steps
+ * read: the cross-attention keys and values (cached) or the memory
+ * (recomputed). */
 static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 {
-    int64_t B = src->shape[0], S = src->shape[1];
+    int64_t B = src->shape[0], S = src->shape[1], per = sources_per_encoding(d, S);
     tfm_tape *tape = d->tape;
-    tfm_tape_reset(tape);
-    tfm_tensor *mask = NULL;
-    if (d->o.src_pad_id >= 0 &&
-        !(mask = tfm_mask_padding(tape, src, d->o.src_pad_id, TFM_I32)))
-        return tfm_last_status();
-    tfm_tensor *memory = tfm_model_encode(tape, d->model, src, mask, NULL);
-    if (!memory)
-        return tfm_last_status();
     const int32_t *ids = tfm__i32(src);
+    for (int64_t first = 0; first < B; first += per) {
+        int64_t n = B - first < per ? B - first : per;
+        tfm_tensor slice;
+        tensor_over(&slice, TFM_I32, 2, (const int64_t[]){n, S}, (void *)(ids + first * S));
+        tfm_tape_reset(tape);
+        tfm_tensor *mask = NULL;
+        if (d->o.src_pad_id >= 0 &&
+            !(mask = tfm_mask_padding(tape, &slice, d->o.src_pad_id, TFM_I32)))
+            return tfm_last_status();
+        tfm_tensor *memory = tfm_model_encode(tape, d->model, &slice, mask, NULL);
+        if (!memory)
+            return tfm_last_status();
+        if (d->o.use_cache)
+            tfm__decode_cache_memory(d, tfm__f32(memory), first, n, S);
+        else
+            memcpy(d->memory + first * S * d->d, tfm__f32(memory),
+                   (size_t)memory->numel * sizeof(float));
+    }
     if (d->o.use_cache) {
-        tfm__decode_cache_memory(d, tfm__f32(memory), B, S);
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++)
                 d->keep[b * d->cross_tiled + s] = ids[b * S + s] != d->o.src_pad_id;
     } else {
-        memcpy(d->memory, tfm__f32(memory), (size_t)memory->numel * sizeof(float));
         memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
     }
     return TFM_OK;
@@ -711,6 +777,7 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
     if (status != TFM_OK)
         return status;
     d->running = op;
+    d->result_count = 0;
     per_source(d, src, prefix);
     int64_t B = src->shape[0], S = src->shape[1], T1 = d->max_len + 1;
     size_t outputs = (size_t)(B * d->max_len * d->vocab) * sizeof(float);
@@ -734,7 +801,15 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
                 tokens[b * T1 + i] = i < lengths[b] ? d->hist[b * T1 + i] : -1;
             if (scores)
                 scores[b] = (float)d->sum[b];
+            if (d->alignments) {
+                d->result[b] = alignments_of(d, d->alignments, b);
+                d->result_rows[b] = lengths[b] - 1;
+            }
         }
+    }
+    if (status == TFM_OK && d->alignments) {
+        d->result_count = sizes_for(d, B).lengths;
+        d->result_S = S;
     }
     model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
@@ -765,4 +840,32 @@ tfm_status tfm_decoding_run_with_prefix(tfm_decoding *d, const tfm_tensor *src,
     return run_call("tfm_decoding_run_with_prefix", d, src, prefix, tokens, tokens_count,
                     lengths, lengths_count, scores, scores_count, logits, logits_count, probs,
                     probs_count);
+}
+
+tfm_status tfm_decoding_attention(const tfm_decoding *d, int64_t hypothesis, float *out,
+                                  int64_t count, int64_t *target_length, int64_t *source_length)
+{
+    const char *op = "tfm_decoding_attention";
+    if (!d)
+        return tfm__fail(TFM_ERR_NULL, "%s: decoding is NULL", op);
+    if (!d->alignments || d->result_count == 0)
+        return tfm__fail(TFM_ERR_STATE, "%s: %s", op,
+                         !d->alignments ? "the decoding was created without return_attention"
+                                        : "no run of the decoding has succeeded yet");
+    if (hypothesis < 0 || hypothesis >= d->result_count)
+        return tfm__fail(TFM_ERR_ARG, "%s: hypothesis %lld is outside the last run's 0..%lld",
+                         op, (long long)hypothesis, (long long)d->result_count - 1);
+    int64_t rows = d->result_rows[hypothesis], S = d->result_S;
+    if (out && count < rows * S)
+        return tfm__fail(TFM_ERR_SIZE, "%s: out holds %lld elements; hypothesis %lld's "
+                         "alignments need %lld (%lld tokens x %lld source positions)", op,
+                         (long long)count, (long long)hypothesis, (long long)(rows * S),
+                         (long long)rows, (long long)S);
+    for (int64_t i = 0; out && i < rows; i++)
+        memcpy(out + i * S, d->result[hypothesis] + i * d->max_src_len, (size_t)S * sizeof *out);
+    if (target_length)
+        *target_length = rows;
+    if (source_length)
+        *source_length = S;
+    return TFM_OK;
 }

@@ -35,6 +35,7 @@ struct tfm_decoding {
     int64_t rows;          /* max_batch * beam */
     int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
     int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */
+    int64_t min_rows;      /* a group's fewest rows, as its weights want (decode.c) */
     int grouped;           /* 0: the batch is one group (sampling, the reference path) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
@@ -53,9 +54,9 @@ struct tfm_decoding {
     int64_t weights_stride;
     /* caches (use_cache): self-attention tiles [layers][heads][tiles],
      * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
-     * and the cross projections of the memory [batch * S, 2D] before their
-     * split into heads; each row's tiles [rows][self_tiled / BLOCK] and
-     * each tile's count of rows using it */
+     * and the cross projections of one encoding's memory [sources * S, 2D]
+     * before their split into heads; each row's tiles [rows][self_tiled /
+     * BLOCK] and each tile's count of rows using it */
     float *self_cache, *cross_cache, *kv;
     int64_t tiles;         /* rows * self_tiled / BLOCK */
     int32_t *tile_table, *tile_refs;
@@ -93,6 +94,18 @@ struct tfm_decoding {
     uint8_t *is_end;
     int processing;
     float *processed;
+
+    /* alignments (return_attention; NULL without): a step's cross-attention
+     * weights of the last decoder layer per row and head [rows][heads]
+     * [max_src_len]; per row, each step's averaged over the heads
+     * [rows][max_len][max_src_len] (beam: with their reordering's scratch,
+     * and the finished hypotheses' [batch * finish_count][max_len]
+     * [max_src_len]); the last run's per returned hypothesis: where they
+     * are and how many rows (result_count 0: no run has succeeded) */
+    float *head_weights, *alignments, *alignments_tmp, *fin_alignments;
+    const float **result;
+    int32_t *result_rows;
+    int64_t result_count, result_S;
 };
 
 /* A group of sources [first, first + count) decoded on one thread: its
@@ -104,6 +117,17 @@ typedef struct group {
     int split;        /* its rows' attention may run on libtfm's threads */
     int64_t bad_step; /* the first step whose logits were not finite, or -1 */
 } group;
+
+/* t: a tensor header over data the decoding owns (no copy). */
+static inline void tensor_over(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *shape,
+                               void *data)
+{
+    int64_t numel = 1;
+    for (int32_t i = 0; i < ndim; i++)
+        numel *= shape[i];
+    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
+    t->data = data;
+}
 
 /* A parameter's values, or NULL for none (a layer without bias). */
 static inline const float *values(const tfm_tensor *t)
@@ -155,6 +179,18 @@ static inline void put_position(float *tile, int64_t j, const float *key, const 
     memcpy(tile + (BLOCK + j % BLOCK) * dk, value, (size_t)dk * sizeof *value);
 }
 
+/* Row r's weights of head h in a step [max_src_len], and its alignments
+ * [max_len][max_src_len] (return_attention). */
+static inline float *head_weights_of(const tfm_decoding *d, int64_t r, int64_t h)
+{
+    return d->head_weights + (r * d->heads + h) * d->max_src_len;
+}
+
+static inline float *alignments_of(const tfm_decoding *d, float *all, int64_t r)
+{
+    return all + r * d->max_len * d->max_src_len;
+}
+
 /* --- calls between the rooms ------------------------------------------------------ */
 
 /* step.c: out[i, 0:out_f] (row stride ldc) = in[i] W^T + b for n rows,
@@ -164,9 +200,11 @@ void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the
- * memory [B, S, D]; a free tile of source b's; source b's new hypotheses'
- * tile tables from their parents' (beam.c's reorder) */
-void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t B, int64_t S);
+ * memory [n, S, D] of sources first..first + n - 1; a free tile of source
+ * b's; source b's new hypotheses' tile tables from their parents' (beam.c's
+ * reorder) */
+void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
+                              int64_t S);
 int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b);
 void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b, int64_t live,
                                int64_t n_new, int64_t t);

@@ -154,15 +154,6 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
     tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
 }
 
-static void header(tfm_tensor *t, tfm_dtype dtype, int32_t ndim, const int64_t *shape, void *data)
-{
-    int64_t numel = 1;
-    for (int32_t i = 0; i < ndim; i++)
-        numel *= shape[i];
-    tfm__tensor_init(t, dtype, ndim, shape, numel, TFM_STORAGE_HEAP);
-    t->data = data;
-}
-
 static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
                                   const int32_t *rows, int64_t t, int64_t S)
 {
@@ -174,31 +165,57 @@ static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,
         memcpy(d->src_rows + i * S, d->src + b * S, (size_t)S * sizeof(int32_t));
     }
     tfm_tensor prefix, memory, src;
-    header(&prefix, TFM_I32, 2, (const int64_t[]){n, len}, d->prefix);
-    header(&memory, TFM_F32, 3, (const int64_t[]){n, S, D}, d->memory_rows);
-    header(&src, TFM_I32, 2, (const int64_t[]){n, S}, d->src_rows);
+    tensor_over(&prefix, TFM_I32, 2, (const int64_t[]){n, len}, d->prefix);
+    tensor_over(&memory, TFM_F32, 3, (const int64_t[]){n, S, D}, d->memory_rows);
+    tensor_over(&src, TFM_I32, 2, (const int64_t[]){n, S}, d->src_rows);
     tfm_tape *tape = d->tape;
     tfm_tape_reset(tape);
     tfm_tensor *memory_mask = NULL;
     if (d->o.src_pad_id >= 0 &&
         !(memory_mask = tfm_mask_padding(tape, &src, d->o.src_pad_id, TFM_I32)))
         return tfm_last_status();
-    tfm_tensor *logits = tfm_model_decode(tape, d->model, &prefix, &memory,
-                                          tfm_mask_causal(tape, len, TFM_I32), memory_mask, NULL,
-                                          NULL);
+    tfm_tensor *weights = NULL;
+    tfm_tensor *logits = tfm__model_decode_attending(tape, d->model, &prefix, &memory,
+                                                     tfm_mask_causal(tape, len, TFM_I32),
+                                                     memory_mask,
+                                                     d->head_weights ? &weights : NULL);
     if (!logits)
         return tfm_last_status();
     for (int64_t i = 0; i < n; i++)
         memcpy(g->logits + i * V, tfm__f32(logits) + (i * len + t) * V, (size_t)V * sizeof(float));
+    /* weights [n, heads, len, S]: position t's, as the cached step keeps them */
+    for (int64_t i = 0; weights && i < n; i++)
+        for (int64_t h = 0; h < d->heads; h++)
+            memcpy(head_weights_of(d, rows[i], h),
+                   tfm__f32(weights) + ((i * d->heads + h) * len + t) * S,
+                   (size_t)S * sizeof(float));
     return TFM_OK;
+}
+
+/* Each of the n rows' alignment of step t: its heads' weights averaged. */
+static void keep_alignments(tfm_decoding *d, const int32_t *rows, int64_t n, int64_t t,
+                            int64_t S)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float *out = alignments_of(d, d->alignments, rows[i]) + t * d->max_src_len;
+        for (int64_t s = 0; s < S; s++) {
+            float sum = 0.0f;
+            for (int64_t h = 0; h < d->heads; h++)
+                sum += head_weights_of(d, rows[i], h)[s];
+            out[s] = sum / (float)d->heads;
+        }
+    }
 }
 
 /* The logits of the group's n rows listed in g->active at step t. */
 tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S)
 {
-    if (d->o.use_cache) {
+    tfm_status status = TFM_OK;
+    if (d->o.use_cache)
         cached_step(d, g, n, g->active, t, S);
-        return TFM_OK;
-    }
-    return recomputed_step(d, g, n, g->active, t, S);
+    else
+        status = recomputed_step(d, g, n, g->active, t, S);
+    if (status == TFM_OK && d->alignments)
+        keep_alignments(d, g->active, n, t, S);
+    return status;
 }

@@ -298,7 +298,7 @@ static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tf
 static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
                           const tfm_tensor *memory, const tfm_tensor *tgt_mask,
                           const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
-                          const tfm_tensor *memory_key_padding_mask)
+                          const tfm_tensor *memory_key_padding_mask, tfm_tensor **cross_weights)
 {
     uint64_t mark = tfm__error_mark();
     if (!m) {
@@ -310,7 +310,8 @@ static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tf
                          &(const tfm__masks){tgt_mask, tgt_key_padding_mask, "tgt_mask",
                                              "tgt_key_padding_mask"},
                          &(const tfm__masks){memory_mask, memory_key_padding_mask,
-                                             "memory_mask", "memory_key_padding_mask"});
+                                             "memory_mask", "memory_key_padding_mask"},
+                         cross_weights);
     return tfm__result_within(op, mark, tfm_linear_forward(tape, m->generator, y));
 }
 
@@ -326,7 +327,16 @@ tfm_tensor *tfm_model_decode(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt
                              const tfm_tensor *memory_key_padding_mask)
 {
     return decode(tape, m, "tfm_model_decode", tgt, memory, tgt_mask, memory_mask,
-                  tgt_key_padding_mask, memory_key_padding_mask);
+                  tgt_key_padding_mask, memory_key_padding_mask, NULL);
+}
+
+tfm_tensor *tfm__model_decode_attending(tfm_tape *tape, tfm_model *m, const tfm_tensor *tgt,
+                                        const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                                        const tfm_tensor *memory_mask,
+                                        tfm_tensor **cross_weights)
+{
+    return decode(tape, m, "tfm_model_decode", tgt, memory, tgt_mask, memory_mask, NULL, NULL,
+                  cross_weights);
 }
 
 tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,
@@ -339,5 +349,5 @@ tfm_tensor *tfm_model_forward(tfm_tape *tape, tfm_model *m, const tfm_tensor *sr
     const char *op = "tfm_model_forward";
     tfm_tensor *memory = encode(tape, m, op, src, src_mask, src_key_padding_mask);
     return decode(tape, m, op, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                  memory_key_padding_mask);
+                  memory_key_padding_mask, NULL);
 }

@@ -24,4 +24,11 @@ struct tfm_model {
 tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                              int64_t max_params);
 
+/* tfm_model_decode, the last decoder layer's cross-attention weights [B,
+ * heads, T, S] (tape-owned) into cross_weights: decoding's alignments. */
+tfm_tensor *tfm__model_decode_attending(tfm_tape *tape, tfm_model *model, const tfm_tensor *tgt,
+                                        const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                                        const tfm_tensor *memory_mask,
+                                        tfm_tensor **cross_weights);
+
 #endif

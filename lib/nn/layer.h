@@ -105,12 +105,15 @@ typedef struct tfm__masks {
 int tfm__attention_mask(tfm_tape *tape, const char *op, const tfm__masks *given,
                         const int64_t *scores, const tfm_tensor **out);
 
-/* The encoder and decoder stacks' forwards for op, the public call. */
+/* The encoder and decoder stacks' forwards for op, the public call; the
+ * decoder's last layer's cross-attention weights [B, heads, T, S] go to
+ * last_cross_weights unless it is NULL (decoding's alignments). */
 tfm_tensor *tfm__encoder_run(tfm_tape *tape, const char *op, const tfm_layer *encoder,
                              const tfm_tensor *x, const tfm__masks *masks);
 tfm_tensor *tfm__decoder_run(tfm_tape *tape, const char *op, const tfm_layer *decoder,
                              const tfm_tensor *x, const tfm_tensor *memory,
-                             const tfm__masks *self_masks, const tfm__masks *memory_masks);
+                             const tfm__masks *self_masks, const tfm__masks *memory_masks,
+                             tfm_tensor **last_cross_weights);
 
 /* The sublayers without their last linear (out_proj, linear2), which the
  * transformer layers fuse with dropout and the residual connection. mask

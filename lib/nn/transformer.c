@@ -156,12 +156,13 @@ static tfm_tensor *norm_output(tfm_tape *tape, const char *op, const tfm_layer *
  * when attn is NULL, the feed-forward:
  * post-norm norm(x + dropout(f(x))), pre-norm x + dropout(f(norm(x))).
  * mask is the merged one (tfm__attention_mask); op is the public call;
- * output_internal: the result is read only up to the stack's next norm. */
+ * output_internal: the result is read only up to the stack's next norm;
+ * weights_out (NULL: none) receives the attention's weights. */
 static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *block,
                             const tfm_layer *attn, const tfm_layer *norm,
                             const tfm_layer *dropout, const tfm_tensor *x,
                             const tfm_tensor *memory, const tfm_tensor *mask,
-                            int output_internal)
+                            int output_internal, tfm_tensor **weights_out)
 {
     const tfm_tensor *in = block->norm_first ? norm_output(tape, op, norm, x, 1) : x;
     const tfm_layer *ff = block->children[TFM__BLK_FF];
@@ -180,7 +181,7 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
         return block->norm_first || !sum ? sum : norm_output(tape, op, norm, sum, output_internal);
     }
     tfm_tensor *h = attn ? tfm__attention_context(tape, op, attn, in, memory ? memory : in, mask,
-                                                  NULL)
+                                                  weights_out)
                          : tfm__feed_forward_hidden(tape, ff, in);
     if (!h)
         return NULL;
@@ -200,9 +201,9 @@ static tfm_tensor *encoder_layer(tfm_tape *tape, const char *op, const tfm_layer
     uint64_t mark = tfm__error_mark();
     tfm_layer *const *c = layer->children;
     tfm_tensor *h = sublayer(tape, op, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1],
-                             c[TFM__BLK_DROP1], x, NULL, mask, 1);
+                             c[TFM__BLK_DROP1], x, NULL, mask, 1, NULL);
     h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM2], c[TFM__BLK_DROP2], h, NULL, NULL,
-                     output_internal)
+                     output_internal, NULL)
           : NULL;
     return tfm__result_within(op, mark, h);
 }
@@ -210,17 +211,17 @@ static tfm_tensor *encoder_layer(tfm_tape *tape, const char *op, const tfm_layer
 static tfm_tensor *decoder_layer(tfm_tape *tape, const char *op, const tfm_layer *layer,
                                  const tfm_tensor *x, const tfm_tensor *memory,
                                  const tfm_tensor *self_mask, const tfm_tensor *memory_mask,
-                                 int output_internal)
+                                 int output_internal, tfm_tensor **cross_weights)
 {
     uint64_t mark = tfm__error_mark();
     tfm_layer *const *c = layer->children;
     tfm_tensor *h = sublayer(tape, op, layer, c[TFM__BLK_SELF_ATTN], c[TFM__BLK_NORM1],
-                             c[TFM__BLK_DROP1], x, NULL, self_mask, 1);
+                             c[TFM__BLK_DROP1], x, NULL, self_mask, 1, NULL);
     h = h ? sublayer(tape, op, layer, c[TFM__BLK_CROSS_ATTN], c[TFM__BLK_NORM2],
-                     c[TFM__BLK_DROP2], h, memory, memory_mask, 1)
+                     c[TFM__BLK_DROP2], h, memory, memory_mask, 1, cross_weights)
           : NULL;
     h = h ? sublayer(tape, op, layer, NULL, c[TFM__BLK_NORM3], c[TFM__BLK_DROP3], h, NULL, NULL,
-                     output_internal)
+                     output_internal, NULL)
           : NULL;
     return tfm__result_within(op, mark, h);
 }
@@ -282,7 +283,7 @@ tfm_tensor *tfm_decoder_layer_forward(tfm_tape *tape, const tfm_layer *layer,
     if (tfm__check_layer(op, layer, TFM_LAYER_DECODER_LAYER) < 0 ||
         prepare(tape, op, layer, x, memory, &self, &cross, &self_merged, &memory_merged) < 0)
         return NULL;
-    return decoder_layer(tape, op, layer, x, memory, self_merged, memory_merged, 0);
+    return decoder_layer(tape, op, layer, x, memory, self_merged, memory_merged, 0, NULL);
 }
 
 /* --- stacks ------------------------------------------------------------------- */
@@ -383,7 +384,8 @@ tfm_tensor *tfm__encoder_run(tfm_tape *tape, const char *op, const tfm_layer *en
 
 tfm_tensor *tfm__decoder_run(tfm_tape *tape, const char *op, const tfm_layer *decoder,
                              const tfm_tensor *x, const tfm_tensor *memory,
-                             const tfm__masks *self_masks, const tfm__masks *memory_masks)
+                             const tfm__masks *self_masks, const tfm__masks *memory_masks,
+                             tfm_tensor **last_cross_weights)
 {
     uint64_t mark = tfm__error_mark();
     const tfm_tensor *self_mask, *memory_mask;
@@ -392,9 +394,11 @@ tfm_tensor *tfm__decoder_run(tfm_tape *tape, const char *op, const tfm_layer *de
                 &memory_mask) < 0)
         return NULL;
     tfm_tensor *h = NULL;
-    for (int32_t i = 0; i < decoder->n_children - 1; i++)
+    int32_t last = decoder->n_children - 2;
+    for (int32_t i = 0; i <= last; i++)
         if (!(h = decoder_layer(tape, op, decoder->children[i], i ? h : x, memory, self_mask,
-                                memory_mask, output_internal(decoder, i))))
+                                memory_mask, output_internal(decoder, i),
+                                i == last ? last_cross_weights : NULL)))
             return NULL;
     return tfm__result_within(op, mark, finish_stack(tape, decoder, x, h));
 }
@@ -417,5 +421,6 @@ tfm_tensor *tfm_decoder_forward(tfm_tape *tape, const tfm_layer *decoder, const 
                             &(const tfm__masks){self_mask, self_key_padding_mask, "self_mask",
                                                 "self_key_padding_mask"},
                             &(const tfm__masks){memory_mask, memory_key_padding_mask,
-                                                "memory_mask", "memory_key_padding_mask"});
+                                                "memory_mask", "memory_key_padding_mask"},
+                            NULL);
 }

@@ -3,6 +3,7 @@ path, lifetimes, and gradients equal to PyTorch's (the fixture the C suite
 uses) and to the C library's own calls."""
 import gc
 import os
+import re
 
 import numpy as np
 import pytest
@@ -785,3 +786,83 @@ def test_the_python_reference_is_generated_from_these_docstrings():
     with open(os.path.join(root, 'docs', 'python.md')) as committed:
         assert generated == committed.read(), \
             'docs/python.md is stale: python3 scripts/python_reference.py > docs/python.md'
+
+
+# --- decoding hooks: a forced prefix, streaming, alignments -------------------------
+DECODE_SOURCES = np.array([[3, 7, 12, 5, 9, 4], [4, 11, 2, 6, 0, 0], [8, 8, 10, 0, 0, 0]])
+
+
+def fixture_decoder():
+    """The fixture model as tests/test_decode_options.c decodes it."""
+    model = small_model(max_src_len=16, max_tgt_len=16)
+    outcome = model.params.load(MODEL_FIXTURE, strip_prefix='param.', allow_unexpected=True)
+    assert outcome['missing'] == []
+    return model.eval()
+
+
+def aligned_fixture(name):
+    """decode_alignments.h's array `name` for its first case ("none")."""
+    with open(os.path.join(FIXTURES, 'decode_alignments.h')) as f:
+        lines = f.read().split('\n')
+    first = lines[[i for i, line in enumerate(lines) if ' %s[' % name in line][0] + 1]
+    return np.array([float(v) for v in re.findall(r'(-?[0-9.e+-]+)f', first)], np.float32)
+
+
+def test_a_forced_prefix_is_in_every_strategys_output():
+    model = fixture_decoder()
+    prefix = np.array([[5, 3, -1], [-1, -1, -1], [8, 6, 4]])
+    greedy = model.greedy(DECODE_SOURCES, max_length=6, prefix=prefix)
+    tokens, _ = model.beam(DECODE_SOURCES, max_length=6, beam_size=3, n_best=2, prefix=prefix)
+    drawn = model.sample(DECODE_SOURCES, max_length=6, seed=4, prefix=prefix)
+    for out in (greedy, tokens[:, 0], tokens[:, 1], drawn):
+        np.testing.assert_array_equal(out[0, 1:3], [5, 3])
+        np.testing.assert_array_equal(out[2, 1:4], [8, 6, 4])
+    assert (greedy[1] == model.greedy(DECODE_SOURCES, max_length=6)[1]).all()
+    with tfm.Decoding(model, 3, 6, max_length=6) as decoding:
+        np.testing.assert_array_equal(decoding.run(DECODE_SOURCES, prefix=prefix).tokens, greedy)
+    with pytest.raises(tfm.RangeError, match='tfm_decoding_run_with_prefix: prefix'):
+        model.greedy(DECODE_SOURCES, max_length=6, prefix=[[5, -1, 3]] * 3)
+
+
+def test_the_callback_streams_each_token_and_can_stop_a_source():
+    model = fixture_decoder()
+    for strategy in ('greedy', 'beam'):
+        decode = getattr(model, strategy)
+        seen = {}
+
+        def stream(source, token, position):
+            seen.setdefault(source, []).append((position, token))
+            return source == 1 and position == 2
+
+        out = decode(DECODE_SOURCES, max_length=8, eos_id=-1, callback=stream)
+        best = out if strategy == 'greedy' else out[0][:, 0]
+        plain = decode(DECODE_SOURCES, max_length=8, eos_id=-1)
+        plain = plain if strategy == 'greedy' else plain[0][:, 0]
+        for source in (0, 2):
+            assert seen[source] == [(i, int(t)) for i, t in enumerate(best[source, 1:], 1)]
+        assert seen[1] == [(i, int(plain[1, i])) for i in (1, 2)]
+        if strategy == 'greedy':  # stopped at its second token
+            np.testing.assert_array_equal(best[1, 3:], -1)
+            np.testing.assert_array_equal(best[[0, 2]], plain[[0, 2]])
+
+    def failing(source, token, position):
+        raise KeyError('from the callback')
+    with pytest.raises(KeyError, match='from the callback'):
+        model.greedy(DECODE_SOURCES, max_length=4, callback=failing)
+
+
+def test_alignments_are_pytorchs_cross_attention_of_the_chosen_tokens():
+    model = fixture_decoder()
+    decoded = model.greedy(DECODE_SOURCES, max_length=12, eos_id=2, return_attention=True)
+    want = aligned_fixture('aligned_greedy').reshape(3, 12, 6)
+    for b, weights in enumerate(decoded.attention):
+        assert weights.shape == (decoded.lengths[b] - 1, 6)
+        np.testing.assert_allclose(weights, want[b, :len(weights)], atol=2e-6)
+    tokens, _, attention = model.beam(DECODE_SOURCES, max_length=12, eos_id=2, beam_size=3,
+                                      n_best=2, return_attention=True)
+    want = aligned_fixture('aligned_beam').reshape(3, 2, 12, 6)
+    for b in range(3):
+        for h in range(2):
+            rows = int((tokens[b, h] != -1).sum()) - 1
+            np.testing.assert_allclose(attention[b][h], want[b, h, :rows], atol=2e-6)
+    assert model.greedy(DECODE_SOURCES, max_length=4, return_scores=True).attention is None

@@ -588,49 +588,68 @@ class Model(Handle):
 
     __call__ = forward
 
-    def _decode(self, src, with_logits=False, **fields):
+    def _decode(self, src, with_logits=False, prefix=None, return_attention=False, **fields):
         src = as_array(src, np.int32)
         if src.ndim != 2:
             raise ValueError('src must be [batch, length], not %d-D' % src.ndim)
-        with Decoding(self, src.shape[0], src.shape[1], **fields) as decoding:
-            return decoding.run(src, with_logits)
+        with Decoding(self, src.shape[0], src.shape[1], return_attention=int(return_attention),
+                      **fields) as decoding:
+            return decoding.run(src, with_logits, prefix)
 
     def greedy(self, src, max_length=None, bos_id=None, eos_id=None, src_pad_id=None,
-               return_scores=False, return_logits=False, **processors):
+               return_scores=False, return_logits=False, prefix=None, callback=None,
+               return_attention=False, **processors):
         """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after;
         bos_id, eos_id and src_pad_id are the model's unless given. With
-        return_scores or return_logits, a Decoded (tokens, lengths, scores,
-        and with return_logits the logits [B, max_length, tgt_vocab] of
-        each step). processors, tfm_decode_options' fields by keyword:
+        return_scores, return_logits or return_attention, a Decoded (tokens,
+        lengths, scores; with return_logits the logits [B, max_length,
+        tgt_vocab] of each step; with return_attention each source's
+        alignments). processors, tfm_decode_options' fields by keyword:
         min_length, repetition_penalty, no_repeat_ngram_size, suppress_ids
         and eos_ids (lists of ids), bad_words (a list of id sequences),
-        max_length_a, max_length_b, forced_bos_id."""
-        decoded = self._decode(src, return_logits, **_processors(processors), **_given(
-            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
-        return decoded if return_scores or return_logits else decoded.tokens
+        max_length_a, max_length_b, forced_bos_id. prefix [B, P]: each
+        source's first tokens after bos_id, forced (-1s pad a row).
+        callback(source, token, position) streams each token as it is
+        chosen (possibly from libtfm's threads); a true result stops that
+        source (see Decoding)."""
+        decoded = self._decode(src, return_logits, prefix, return_attention,
+                               **_processors(processors), **_given(
+            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id,
+            callback=callback))
+        return decoded if return_scores or return_logits or return_attention else decoded.tokens
 
     def sample(self, src, temperature=1.0, top_k=0, top_p=1.0, seed=0, max_length=None,
                bos_id=None, eos_id=None, src_pad_id=None, return_scores=False,
-               return_logits=False, **processors):
+               return_logits=False, prefix=None, callback=None, return_attention=False,
+               **processors):
         """Tokens drawn with temperature, top-k and top-p, as greedy's (with
         return_logits, also probs: the distributions drawn from)."""
-        decoded = self._decode(src, return_logits, strategy='sample',
+        decoded = self._decode(src, return_logits, prefix, return_attention, strategy='sample',
                                **_processors(processors), **_given(
             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
-            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
-        return decoded if return_scores or return_logits else decoded.tokens
+            max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id,
+            callback=callback))
+        return decoded if return_scores or return_logits or return_attention else decoded.tokens
 
     def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None,
-             bos_id=None, eos_id=None, src_pad_id=None, patience=None, **processors):
-        """(tokens [B, n_best, max_length + 1], scores [B, n_best]); the
-        special tokens and processors as greedy's; patience: a source stops
-        at round(beam_size * patience) finished hypotheses."""
-        decoded = self._decode(src, strategy='beam', **_processors(processors), **_given(
-            patience=patience,
+             bos_id=None, eos_id=None, src_pad_id=None, patience=None, prefix=None,
+             callback=None, return_attention=False, **processors):
+        """(tokens [B, n_best, max_length + 1], scores [B, n_best]), and with
+        return_attention a third, the alignments [B][n_best]; the special
+        tokens, processors, prefix and callback as greedy's (the callback
+        gets each source's best hypothesis once its search has ended);
+        patience: a source stops at round(beam_size * patience) finished
+        hypotheses."""
+        decoded = self._decode(src, False, prefix, return_attention, strategy='beam',
+                               **_processors(processors), **_given(
+            patience=patience, callback=callback,
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         batch = decoded.tokens.shape[0] // n_best
-        return decoded.tokens.reshape(batch, n_best, -1), decoded.scores.reshape(batch, n_best)
+        out = decoded.tokens.reshape(batch, n_best, -1), decoded.scores.reshape(batch, n_best)
+        if return_attention:
+            out += ([decoded.attention[b * n_best:(b + 1) * n_best] for b in range(batch)],)
+        return out
 
 
 def _rebuilt_model(options, state, training, recompute):
@@ -681,12 +700,34 @@ def _token_lists(fields):
     return arrays
 
 
-Decoded = collections.namedtuple('Decoded', 'tokens lengths scores logits probs')
+Decoded = collections.namedtuple('Decoded', 'tokens lengths scores logits probs attention',
+                                 defaults=(None,))
 Decoded.__doc__ = """A decoding run's results: tokens [N, max_length + 1] (bos, the
 tokens, -1 after), lengths [N] (the tokens before the -1s), scores [N] (the
 sum of the chosen tokens' log probabilities), and when asked logits and
 probs [N, max_length, tgt_vocab] (each step's logits and the distribution
-the token was drawn from; zeros after a sequence ended), else None."""
+the token was drawn from; zeros after a sequence ended), else None; with
+return_attention, attention: per hypothesis its alignments [lengths - 1, S]
+(row i the last decoder layer's cross-attention weights, averaged over its
+heads, that chose the token at i + 1), else None."""
+
+
+class _Streaming:
+    """A Python callable as a tfm_decode_callback: function(source, token,
+    position), a true result stopping that source. An exception it raises
+    stops the source too, and the run raises it once decoding has ended."""
+
+    def __init__(self, function):
+        self.function, self.error = function, None
+        self.c = ffi.callback('tfm_decode_callback', self._call)
+
+    def _call(self, user, source, token, position):
+        try:
+            return 1 if self.function(int(source), int(token), int(position)) else 0
+        except BaseException as error:  # noqa: B902 - raised again by Decoding.run
+            if self.error is None:
+                self.error = error
+            return 1
 
 
 # The decoding options a model's special tokens fill, and those tokens.
@@ -698,7 +739,13 @@ class Decoding(Handle):
     max_src_len tokens; keyword arguments are tfm_decode_options' fields.
     bos_id, eos_id and src_pad_id are the model's unless given; one that
     neither the model nor the caller has is refused (ArgumentError).
-    max_length is the model's max_tgt_len - 1 unless given."""
+    max_length is the model's max_tgt_len - 1 unless given. callback, a
+    Python callable(source, token, position), streams each source's tokens
+    as they are chosen (tfm_decode_callback: greedy and sampling at each
+    step, beam search the best hypothesis once a source's search has ended;
+    calls for different sources may come from libtfm's threads at once); a
+    true result stops that source. return_attention=1 keeps each
+    hypothesis' alignments (Decoded.attention)."""
     _free = lib.tfm_decoding_free
     _copy_advice = 'make another tfm.Decoding for the model'
 
@@ -716,16 +763,23 @@ class Decoding(Handle):
             lib.tfm_decode_options_init_sized(o, size)
             check(lib.tfm_decode_options_from_model(model._ptr(), o))
         kept = _token_lists(fields)
+        self._streaming = None  # kept alive as long as the C side may call it
+        if fields.get('callback') is not None:
+            self._streaming = _Streaming(fields['callback'])
+            fields['callback'] = self._streaming.c
         o = options('tfm_decode_options', init_from_model, fields)
         super().__init__(check_pointer(lib.tfm_decoding_create(model._ptr(), o, max_batch,
                                                                max_src_len)), model)
         del kept  # copied by tfm_decoding_create
         self._width = o.max_length + 1
         self._steps = o.max_length
+        self._attention = bool(o.return_attention)
 
-    def run(self, src, with_logits=False):
+    def run(self, src, with_logits=False, prefix=None):
         """A Decoded for src [B, S] (tokens [B * n_best, max_length + 1]);
-        with_logits also fills logits and probs (not for beam search)."""
+        with_logits also fills logits and probs (not for beam search).
+        prefix [B, P]: each source's first tokens after bos_id, forced as
+        generated ones (tfm_decoding_run_with_prefix; -1s pad a row)."""
         src = as_array(src, np.int32)
         counts = ffi.new('int64_t[4]')
         check(lib.tfm_decoding_buffer_sizes(self._ptr(), src.shape[0], counts, counts + 1,
@@ -737,15 +791,31 @@ class Decoding(Handle):
         steps = [np.empty((src.shape[0], self._steps, vocab), np.float32)
                  for _ in range(2)] if with_logits else []
         step_buffers = [ffi.from_buffer('float[]', a) for a in steps] or [ffi.NULL] * 2
+        if self._streaming is not None:
+            self._streaming.error = None
         with Inputs() as inputs:
-            check(lib.tfm_decoding_run(
-                self._ptr(), inputs(src, np.int32), ffi.from_buffer('int32_t[]', tokens),
-                tokens.size, ffi.from_buffer('int32_t[]', lengths), lengths.size,
+            status = lib.tfm_decoding_run_with_prefix(
+                self._ptr(), inputs(src, np.int32), inputs(prefix, np.int32),
+                ffi.from_buffer('int32_t[]', tokens), tokens.size,
+                ffi.from_buffer('int32_t[]', lengths), lengths.size,
                 ffi.from_buffer('float[]', scores), scores.size,
                 step_buffers[0], steps[0].size if steps else 0,
-                step_buffers[1], steps[0].size if steps else 0))
+                step_buffers[1], steps[0].size if steps else 0)
+        if self._streaming is not None and self._streaming.error is not None:
+            raise self._streaming.error
+        check(status)
         logits, probs = steps or (None, None)
-        return Decoded(tokens.reshape(-1, self._width), lengths, scores, logits, probs)
+        attention = [self._alignments(i) for i in range(lengths.size)] if self._attention else None
+        return Decoded(tokens.reshape(-1, self._width), lengths, scores, logits, probs, attention)
+
+    def _alignments(self, hypothesis):
+        """The last run's hypothesis' alignments [target length, source length]."""
+        sizes = ffi.new('int64_t[2]')
+        check(lib.tfm_decoding_attention(self._ptr(), hypothesis, ffi.NULL, 0, sizes, sizes + 1))
+        out = np.empty((sizes[0], sizes[1]), np.float32)
+        check(lib.tfm_decoding_attention(self._ptr(), hypothesis, ffi.from_buffer('float[]', out),
+                                         out.size, ffi.NULL, ffi.NULL))
+        return out
 
 
 # --- optimizers ---------------------------------------------------------------------
