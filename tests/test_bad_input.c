@@ -1241,7 +1241,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 2, 3));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 3, 0));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 4, -0.5));
-    NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 5, 2));
+    NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 5, 4));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 6, -1));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 7, NAN));
     NUL(tfm_encoder_layer_create, E_SIZE, block_with(0, 3, 1e15));

@@ -518,7 +518,7 @@ static void field_text(const tfm_model_options *o, const struct option_field *f,
 {
     static const char *const choices[3][4] = {{"sinusoidal", "learned"},
                                               {"none", "sqrt_d", "trainable"},
-                                              {"relu", "gelu"}};
+                                              {"relu", "gelu", "silu", "gelu_tanh"}};
     const char *at = (const char *)o + f->offset;
     int32_t i32;
     memcpy(&i32, at, sizeof i32);

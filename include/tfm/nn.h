@@ -60,7 +60,11 @@ typedef int32_t tfm_activation;
 /** The activations. */
 enum {
     TFM_ACTIVATION_RELU = 0, /**< max(x, 0), PyTorch's default */
-    TFM_ACTIVATION_GELU = 1  /**< exact GELU (erf), as F.gelu */
+    TFM_ACTIVATION_GELU = 1, /**< exact GELU (erf), as F.gelu */
+    TFM_ACTIVATION_SILU = 2, /**< x * sigmoid(x), as F.silu (Marian's "swish") */
+    /** GELU's tanh approximation, as F.gelu(approximate="tanh") (Hugging
+     * Face's "gelu_new", T5 v1.1's gated-gelu) */
+    TFM_ACTIVATION_GELU_TANH = 3
 };
 
 /** Frees the layer and its sublayers; NULL is a no-op. Its parameters stay

@@ -72,6 +72,11 @@ TFM_API tfm_tensor *tfm_masked_fill(tfm_tape *tape, const tfm_tensor *x,
 TFM_API tfm_tensor *tfm_relu(tfm_tape *tape, const tfm_tensor *x);
 /** Exact GELU, x * Phi(x) with erf, as torch.nn.functional.gelu. */
 TFM_API tfm_tensor *tfm_gelu(tfm_tape *tape, const tfm_tensor *x);
+/** GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ * as torch.nn.functional.gelu(x, approximate="tanh"). */
+TFM_API tfm_tensor *tfm_gelu_tanh(tfm_tape *tape, const tfm_tensor *x);
+/** x * sigmoid(x), as torch.nn.functional.silu. */
+TFM_API tfm_tensor *tfm_silu(tfm_tape *tape, const tfm_tensor *x);
 /** tanh(x). */
 TFM_API tfm_tensor *tfm_tanh(tfm_tape *tape, const tfm_tensor *x);
 

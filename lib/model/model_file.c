@@ -25,7 +25,7 @@
 
 static const char *const positions_names[] = {"sinusoidal", "learned", NULL};
 static const char *const scale_names[] = {"none", "sqrt_d", "trainable", NULL};
-static const char *const activation_names[] = {"relu", "gelu", NULL};
+static const char *const activation_names[] = {"relu", "gelu", "silu", "gelu_tanh", NULL};
 
 #define AT(member) offsetof(tfm_model_options, member)
 static const tfm__field fields[] = {

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "nn/layer.h"
+#include "ops/activation.h"
 
 /* --- linear ------------------------------------------------------------------ */
 
@@ -172,10 +173,8 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
                                    tfm_rng *rng)
 {
     const char *op = "tfm_feed_forward_create";
-    if (activation != TFM_ACTIVATION_RELU && activation != TFM_ACTIVATION_GELU) {
-        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)activation);
+    if (tfm__check_activation(op, activation) < 0)
         return NULL;
-    }
     char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX];
     if (!params || !name || !rng) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
@@ -207,9 +206,11 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
         return NULL;
     tfm_layer *const *c = ff->children;
     const tfm_layer *first = c[TFM__FF_LINEAR1], *dropout = c[TFM__FF_DROPOUT];
-    if (ff->activation == TFM_ACTIVATION_GELU)
-        return tfm__dropout_if_active(tape, dropout,
-                                      tfm_gelu(tape, tfm_linear_forward(tape, first, x)));
+    if (ff->activation != TFM_ACTIVATION_RELU)
+        return tfm__dropout_if_active(
+            tape, dropout,
+            tfm__activation(tape, "tfm_feed_forward_forward", ff->activation,
+                            tfm_linear_forward(tape, first, x)));
     return tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
                                    dropout->training, dropout->rng);
 }

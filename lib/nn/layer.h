@@ -74,6 +74,10 @@ tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, u
 int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
                                  int32_t trainable_scale, float scale_init);
 
+/* Checks a feed-forward activation is one of TFM_ACTIVATION_*; 0 or -1
+ * with TFM_ERR_ARG set. */
+int tfm__check_activation(const char *op, tfm_activation activation);
+
 /* A linear layer whose weight is weight [out, in], a parameter of another
  * layer (a tied output projection: both add into its one gradient), with
  * its own bias when asked; NULL with the error set. */

@@ -48,10 +48,8 @@ static int read_options(const char *op, const tfm_block_options *given, tfm_bloc
         tfm__fail(TFM_ERR_ARG, "%s: d_ff %lld is not positive", op, (long long)o->d_ff);
         return -1;
     }
-    if (o->activation != TFM_ACTIVATION_RELU && o->activation != TFM_ACTIVATION_GELU) {
-        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)o->activation);
+    if (tfm__check_activation(op, o->activation) < 0)
         return -1;
-    }
     if (!(o->layer_norm_eps >= 0.0f) || !isfinite(o->layer_norm_eps)) {
         tfm__fail(TFM_ERR_ARG, "%s: layer_norm_eps %g must be finite and not negative", op,
                   (double)o->layer_norm_eps);
