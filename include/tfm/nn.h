@@ -223,12 +223,14 @@ typedef struct tfm_block_options {
     tfm_activation activation; /**< the feed-forward's */
     int32_t norm_first;     /**< 0: post-norm (all the tutorials), 1: pre-norm */
     float layer_norm_eps;   /**< added to the variance in every layer norm */
-    /** attention biases (the feed-forward linears always have theirs, as
-     * in PyTorch 1.13) */
+    /** attention biases (the feed-forward's: feed_forward_bias) */
     int32_t bias;
     int32_t fused_qkv;      /**< see tfm_attention_options */
     int32_t trainable_scale; /**< see tfm_attention_options */
     float scale_init;       /**< see tfm_attention_options */
+    /** the feed-forward linears' biases: 1 (default, as PyTorch 1.13's
+     * layers) or 0 (T5's) */
+    int32_t feed_forward_bias;
 } tfm_block_options;
 
 /** Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout
@@ -300,6 +302,26 @@ TFM_API tfm_tensor *tfm_decoder_forward(
  * for positions below max_len; no parameters. */
 TFM_API tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len,
                                                    int64_t d_model);
+/** How a sinusoidal table lays out its sines and cosines: one of the
+ * TFM_SINUSOIDS_ values. */
+typedef int32_t tfm_sinusoid_layout;
+/** The sinusoidal layouts. */
+enum {
+    /** columns 2i, 2i+1: sin, cos of pos / 10000^(2i/d) (the tutorials') */
+    TFM_SINUSOIDS_INTERLEAVED = 0,
+    /** the first ceil(d/2) columns sin(pos / 10000^(2i/d)), the rest the
+     * cosines (Marian's) */
+    TFM_SINUSOIDS_HALVES = 1,
+    /** the first floor(d/2) columns sin(pos * exp(-i ln(10000) / (d/2 - 1))),
+     * then the cosines, then a zero column when d is odd (fairseq's:
+     * M2M100, NLLB), in float32 as fairseq computes it */
+    TFM_SINUSOIDS_HALVES_FAIRSEQ = 2
+};
+/** A fixed table of positions 0 to max_len - 1 in the layout given; no
+ * parameters. TFM_ERR_ARG for an unknown layout. */
+TFM_API tfm_layer *tfm_sinusoidal_positions_create_with_layout(int64_t max_len,
+                                                               int64_t d_model,
+                                                               tfm_sinusoid_layout layout);
 /** NAME.weight [max_len, d_model] ~ N(0, 1), as an nn.Embedding of positions. */
 TFM_API tfm_layer *tfm_learned_positions_create(tfm_params *params,
                                                 const char *name,

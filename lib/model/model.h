@@ -12,6 +12,7 @@ struct tfm_model {
     tfm_rng *rng;                   /* initialisation, then dropout */
     tfm_layer *src_embedding, *tgt_embedding; /* the same layer when shared */
     tfm_layer *src_positions, *tgt_positions;
+    tfm_layer *src_embedding_norm, *tgt_embedding_norm; /* NULL without embedding_norm */
     tfm_tensor *src_scale, *tgt_scale;        /* trainable embedding scales */
     tfm_layer *dropout;
     tfm_layer *encoder, *decoder, *generator;

@@ -172,7 +172,14 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
                                    int64_t d_ff, tfm_activation activation, float dropout,
                                    tfm_rng *rng)
 {
-    const char *op = "tfm_feed_forward_create";
+    return tfm__feed_forward_make("tfm_feed_forward_create", params, name, d_model, d_ff,
+                                  activation, dropout, 1, rng);
+}
+
+tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char *name,
+                                  int64_t d_model, int64_t d_ff, tfm_activation activation,
+                                  float dropout, int32_t bias, tfm_rng *rng)
+{
     if (tfm__check_activation(op, activation) < 0)
         return NULL;
     char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX];
@@ -191,8 +198,8 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
     layer->activation = activation;
     layer->d_model = d_model;
     tfm_layer **c = layer->children;
-    if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
-        !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
+    if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, bias, rng)) ||
+        !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, bias, rng)) ||
         !(c[TFM__FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
         tfm__fail_within(op, error_mark);
         return tfm__layer_abandon(layer, params, mark);

@@ -78,6 +78,12 @@ int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads,
  * with TFM_ERR_ARG set. */
 int tfm__check_activation(const char *op, tfm_activation activation);
 
+/* tfm_feed_forward_create for op, its linears with biases or (bias 0)
+ * without. */
+tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char *name,
+                                  int64_t d_model, int64_t d_ff, tfm_activation activation,
+                                  float dropout, int32_t bias, tfm_rng *rng);
+
 /* A linear layer whose weight is weight [out, in], a parameter of another
  * layer (a tied output projection: both add into its one gradient), with
  * its own bias when asked; NULL with the error set. */

@@ -30,6 +30,7 @@ void tfm_block_options_init_sized(tfm_block_options *o, uint32_t struct_size)
     d.fused_qkv = 1;
     d.trainable_scale = 0;
     d.scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    d.feed_forward_bias = 1;
     tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
@@ -111,8 +112,9 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
     int ok = (c[TFM__BLK_SELF_ATTN] = make_attention(op, params, name, "self_attn", &o, rng)) &&
              (!cross || (c[TFM__BLK_CROSS_ATTN] = make_attention(op, params, name, "multihead_attn",
                                                             &o, rng))) &&
-             (c[TFM__BLK_FF] = tfm_feed_forward_create(params, name, o.d_model, o.d_ff, o.activation,
-                                                  o.dropout, rng)) &&
+             (c[TFM__BLK_FF] = tfm__feed_forward_make(op, params, name, o.d_model, o.d_ff,
+                                                      o.activation, o.dropout,
+                                                      o.feed_forward_bias, rng)) &&
              (c[TFM__BLK_NORM1] = make_norm(op, params, name, "norm1", &o)) &&
              (c[TFM__BLK_NORM2] = make_norm(op, params, name, "norm2", &o)) &&
              (!cross || (c[TFM__BLK_NORM3] = make_norm(op, params, name, "norm3", &o))) &&

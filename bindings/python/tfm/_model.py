@@ -12,11 +12,14 @@ from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, check, chec
 
 _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
-                  'learned': lib.TFM_POSITIONS_LEARNED},
+                  'learned': lib.TFM_POSITIONS_LEARNED,
+                  'sinusoidal_halves': lib.TFM_POSITIONS_SINUSOIDAL_HALVES,
+                  'sinusoidal_fairseq': lib.TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
     'embedding_scale': {'none': lib.TFM_EMBEDDING_SCALE_NONE,
                         'sqrt_d': lib.TFM_EMBEDDING_SCALE_SQRT_D,
                         'trainable': lib.TFM_EMBEDDING_SCALE_TRAINABLE},
-    'activation': {'relu': lib.TFM_ACTIVATION_RELU, 'gelu': lib.TFM_ACTIVATION_GELU},
+    'activation': {'relu': lib.TFM_ACTIVATION_RELU, 'gelu': lib.TFM_ACTIVATION_GELU,
+                   'silu': lib.TFM_ACTIVATION_SILU, 'gelu_tanh': lib.TFM_ACTIVATION_GELU_TANH},
     'strategy': {'greedy': lib.TFM_DECODE_GREEDY, 'sample': lib.TFM_DECODE_SAMPLE,
                  'beam': lib.TFM_DECODE_BEAM},
     'schedule': {'constant': lib.TFM_SCHEDULE_CONSTANT, 'step': lib.TFM_SCHEDULE_STEP,
