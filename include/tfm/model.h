@@ -283,6 +283,24 @@ TFM_API tfm_tensor *tfm_model_forward(
     const tfm_tensor *tgt_key_padding_mask,
     const tfm_tensor *memory_key_padding_mask);
 
+/* --- published models ------------------------------------------------------------ */
+/** A new model, caller-owned, from a folder as Hugging Face transformers
+ * saves an encoder-decoder (save_pretrained with safetensors): config.json
+ * and model.safetensors, or model.safetensors.index.json and the shards
+ * it names. Families: model_type "marian", "bart", "mbart" and "m2m_100"
+ * (which NLLB uses); activation_function relu, gelu, silu/swish, gelu_new
+ * or gelu_pytorch_tanh. The options follow the family (norms, positions,
+ * offsets) and the config (sizes, scale_embedding, tie_word_embeddings);
+ * bos_id is decoder_start_token_id, the first decoder input. Every
+ * parameter is read from its published tensor (float32, float16 or
+ * bfloat16, read as float32), and every tensor must be one libtfm reads or
+ * derives (sinusoidal tables, tied copies). The model starts in
+ * evaluation mode. NULL with TFM_ERR_NULL, TFM_ERR_IO (a file missing or
+ * unreadable), TFM_ERR_FORMAT (a family, option, value or tensor libtfm
+ * does not support or that contradicts the config: the message names it),
+ * TFM_ERR_SIZE or TFM_ERR_NOMEM. */
+TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
+
 #ifdef __cplusplus
 }
 #endif
