@@ -38,7 +38,7 @@ static void remove_folder(void)
 {
     static const char *const names[] = {"config.json", "model.safetensors",
                                         "model.safetensors.index.json", "a.safetensors",
-                                        "b.safetensors"};
+                                        "b.safetensors", "generation_config.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(in_folder(names[i]));
     rmdir(folder);
@@ -387,6 +387,81 @@ START_TEST(corrupt_weights_are_named)
 }
 END_TEST
 
+/* generation_config.json's defaults reach a decoding through
+ * tfm_decode_options_from_model, lengths less the start token; a
+ * decoding made with them never produces a bad word. */
+START_TEST(published_decoding_defaults)
+{
+    tfm_model *m = good_folder(MARIAN);
+    write_text("generation_config.json",
+               "{\"bad_words_ids\": [[1], [4, 5]], \"max_length\": 9, \"num_beams\": 3,"
+               " \"decoder_start_token_id\": 1, \"eos_token_id\": [2, 3],"
+               " \"forced_bos_token_id\": 7, \"min_length\": 3, \"length_penalty\": 0.5,"
+               " \"no_repeat_ngram_size\": 2, \"forced_eos_token_id\": 2}");
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.strategy, TFM_DECODE_BEAM);
+    ck_assert_int_eq(o.beam_size, 3);
+    ck_assert_int_eq(o.max_length, 8);
+    ck_assert_int_eq(o.min_length, 2);
+    ck_assert_float_eq(o.length_penalty, 0.5f);
+    ck_assert_int_eq(o.no_repeat_ngram_size, 2);
+    ck_assert_int_eq(o.bos_id, 1);
+    ck_assert_int_eq(o.eos_id, 2);
+    ck_assert_int_eq(o.n_eos_ids, 1);
+    ck_assert_int_eq(o.eos_ids[0], 3);
+    ck_assert_int_eq(o.forced_bos_id, 7);
+    ck_assert_int_eq(o.src_pad_id, PAD);
+    ck_assert_int_eq(o.n_bad_words, 2);
+    ck_assert_int_eq(o.bad_word_lengths[0], 1);
+    ck_assert_int_eq(o.bad_word_lengths[1], 2);
+    ck_assert_int_eq(o.bad_words[0], 1);
+    ck_assert_int_eq(o.bad_words[2], 5);
+    tfm_decoding *d = tfm_decoding_create(loaded, &o, 1, 5);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, 5},
+                                          (const int32_t[]){4, 7, 9, 3, 2});
+    int32_t tokens[9], lengths[1];
+    ck_assert_int_eq(tfm_decoding_run(d, src, tokens, 9, lengths, 1, NULL, 0, NULL, 0, NULL, 0),
+                     TFM_OK);
+    ck_assert_int_eq(tokens[1], 7); /* forced */
+    for (int i = 1; i < lengths[0]; i++)
+        ck_assert_int_ne(tokens[i], 1);
+    tfm_tensor_free(src);
+    tfm_decoding_free(d);
+    tfm_model_free(loaded);
+
+    /* older folders keep them in config.json */
+    unlink(in_folder("generation_config.json"));
+    write_config(MARIAN, "swish", ", \"num_beams\": 4, \"max_length\": 6");
+    loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.beam_size, 4);
+    ck_assert_int_eq(o.max_length, 5);
+    tfm_model_free(loaded);
+
+    write_text("generation_config.json", "{\"bad_words_ids\": [[]]}");
+    expect_refusal(TFM_ERR_FORMAT, "generation_config.json's bad_words_ids is not a list");
+    write_text("generation_config.json", "{\"bad_words_ids\": [[99]]}");
+    expect_refusal(TFM_ERR_FORMAT, "bad_words_ids holds something other than token ids");
+    write_text("generation_config.json", "{\"num_beams\": 0}");
+    expect_refusal(TFM_ERR_FORMAT, "generation_config.json's num_beams must be an integer");
+    write_text("generation_config.json", "{\"length_penalty\": \"long\"}");
+    expect_refusal(TFM_ERR_FORMAT, "length_penalty must be a number");
+    write_text("generation_config.json", "{\"eos_token_id\": []}");
+    expect_refusal(TFM_ERR_FORMAT, "eos_token_id is an empty list");
+    write_text("generation_config.json", "7");
+    expect_refusal(TFM_ERR_FORMAT, "generation_config.json is not a JSON object");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
 START_TEST(null_folder)
 {
     ck_assert_ptr_null(tfm_model_from_pretrained(NULL));
@@ -402,6 +477,7 @@ static Suite *pretrained_folders_suite(void)
     tcase_add_loop_test(tc, each_family_loads_its_published_names, 0, 2 * FAMILIES);
     tcase_add_test(tc, unsupported_configs_are_named);
     tcase_add_test(tc, corrupt_weights_are_named);
+    tcase_add_test(tc, published_decoding_defaults);
     tcase_add_test(tc, null_folder);
     suite_add_tcase(s, tc);
     return s;

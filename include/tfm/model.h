@@ -294,7 +294,11 @@ TFM_API tfm_tensor *tfm_model_forward(
  * bos_id is decoder_start_token_id, the first decoder input. Every
  * parameter is read from its published tensor (float32, float16 or
  * bfloat16, read as float32), and every tensor must be one libtfm reads or
- * derives (sinusoidal tables, tied copies). The model starts in
+ * derives (sinusoidal tables, tied copies). generation_config.json (or
+ * config.json's same keys) gives the decoding defaults that
+ * tfm_decode_options_from_model() (decode.h) then sets; they are not
+ * saved with the model, and forced_eos_token_id (which only changes a
+ * sequence cut at max_length) is not applied. The model starts in
  * evaluation mode. NULL with TFM_ERR_NULL, TFM_ERR_IO (a file missing or
  * unreadable), TFM_ERR_FORMAT (a family, option, value or tensor libtfm
  * does not support or that contradicts the config: the message names it),

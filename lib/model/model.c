@@ -222,6 +222,7 @@ void tfm_model_free(tfm_model *m)
     tfm_layer_free(m->generator);
     tfm_params_free(m->params);
     tfm_rng_free(m->rng);
+    tfm__generation_free(m->generation);
     tfm_tokenizer_free(m->tokenizers[0]);
     tfm_tokenizer_free(m->tokenizers[1]);
     free(m);

@@ -5,6 +5,7 @@
  * the loader does not know (a family, an option's value, a tensor) is
  * refused by name rather than guessed. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,11 @@ typedef struct loader {
     const char *op;
     char ctx[PATH_MAX_BYTES + 64]; /* "op: \"folder\"" for messages */
     const char *folder;
-    char *config_text;
-    tfm__json config;
-    int has_config;
+    char *config_text, *generation_text;
+    tfm__json config, generation;
+    int has_config, has_generation;
+    const tfm__json *doc;          /* the document the config_ helpers read */
+    const char *doc_name;          /* its file's name, for messages */
     tfm_safetensors *files[MAX_SHARDS];
     int32_t n_files;
     uint8_t **used;                /* per file, per tensor: mapped onto a parameter */
@@ -69,8 +72,10 @@ static int in_folder(loader *l, const char *name, char *out)
 
 /* --- config.json ------------------------------------------------------------------ */
 
-static const tfm__json_node *member(const tfm__json *doc, const char *key)
+/* A member of the loader's current document, or NULL. */
+static const tfm__json_node *member(const loader *l, const char *key)
 {
+    const tfm__json *doc = l->doc;
     const tfm__json_node *top = &doc->nodes[0];
     for (uint32_t i = 1; i < top->next; i = doc->nodes[i].next)
         if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
@@ -83,18 +88,18 @@ static const tfm__json_node *member(const tfm__json *doc, const char *key)
 static int config_int(loader *l, const char *key, int required, int64_t fallback, int64_t min,
                       int64_t max, int64_t *out)
 {
-    const tfm__json_node *n = member(&l->config, key);
+    const tfm__json_node *n = member(l, key);
     if (!n || n->type == TFM__JSON_NULL) {
         if (required) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: config.json has no %s", l->ctx, key);
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s has no %s", l->ctx, l->doc_name, key);
             return -1;
         }
         *out = fallback;
         return 0;
     }
     if (n->type != TFM__JSON_NUMBER || !n->is_integer || n->integer < min || n->integer > max) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s must be an integer in [%lld, %lld]",
-                  l->ctx, key, (long long)min, (long long)max);
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be an integer in [%lld, %lld]", l->ctx,
+                  l->doc_name, key, (long long)min, (long long)max);
         return -1;
     }
     *out = n->integer;
@@ -103,13 +108,14 @@ static int config_int(loader *l, const char *key, int required, int64_t fallback
 
 static int config_bool(loader *l, const char *key, int fallback, int32_t *out)
 {
-    const tfm__json_node *n = member(&l->config, key);
+    const tfm__json_node *n = member(l, key);
     if (!n || n->type == TFM__JSON_NULL) {
         *out = fallback;
         return 0;
     }
     if (n->type != TFM__JSON_TRUE && n->type != TFM__JSON_FALSE) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s must be true or false", l->ctx, key);
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be true or false", l->ctx, l->doc_name,
+                  key);
         return -1;
     }
     *out = n->type == TFM__JSON_TRUE;
@@ -118,8 +124,8 @@ static int config_bool(loader *l, const char *key, int fallback, int32_t *out)
 
 static const char *config_string(loader *l, const char *key)
 {
-    const tfm__json_node *n = member(&l->config, key);
-    return n && n->type == TFM__JSON_STRING ? tfm__json_string(&l->config, n) : NULL;
+    const tfm__json_node *n = member(l, key);
+    return n && n->type == TFM__JSON_STRING ? tfm__json_string(l->doc, n) : NULL;
 }
 
 /* transformers' ACT2FN names of the activations libtfm has. */
@@ -171,6 +177,8 @@ static int read_config(loader *l, tfm_model_options *o)
             TFM_OK)
         return -1;
     l->has_config = 1;
+    l->doc = &l->config;
+    l->doc_name = "config.json";
     if (l->config.nodes[0].type != TFM__JSON_OBJECT) {
         tfm__fail(TFM_ERR_FORMAT, "%s: config.json is not a JSON object", l->ctx);
         return -1;
@@ -237,6 +245,175 @@ static int read_config(loader *l, tfm_model_options *o)
     o->bos_id = (int32_t)start;
     o->eos_id = (int32_t)eos;
     o->pad_id = (int32_t)pad;
+    return 0;
+}
+
+/* --- generation_config.json ------------------------------------------------------------- */
+
+/* A number member in [min, max]; fallback when absent. */
+static int config_float(loader *l, const char *key, float fallback, double min, double max,
+                        float *out)
+{
+    const tfm__json_node *n = member(l, key);
+    if (!n || n->type == TFM__JSON_NULL) {
+        *out = fallback;
+        return 0;
+    }
+    double v = n->type != TFM__JSON_NUMBER ? NAN
+               : n->is_integer             ? (double)n->integer
+                                           : strtod(l->doc->text + n->offset, NULL);
+    if (!(v >= min && v <= max)) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be a number in [%g, %g]", l->ctx,
+                  l->doc_name, key, min, max);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+/* The integers of an array node into out (count of them), each in
+ * [0, max]; -1 with the key named when one is not. */
+static int ids_of(loader *l, const char *key, const tfm__json_node *array, int64_t max,
+                  int32_t *out)
+{
+    const tfm__json *doc = l->doc;
+    uint32_t at = (uint32_t)(array - doc->nodes);
+    int32_t n = 0;
+    for (uint32_t i = at + 1; i < array->next; i = doc->nodes[i].next) {
+        const tfm__json_node *id = &doc->nodes[i];
+        if (id->type != TFM__JSON_NUMBER || !id->is_integer || id->integer < 0 ||
+            id->integer > max) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s holds something other than token ids in "
+                      "[0, %lld]", l->ctx, l->doc_name, key, (long long)max);
+            return -1;
+        }
+        out[n++] = (int32_t)id->integer;
+    }
+    return 0;
+}
+
+/* bad_words_ids: an array of non-empty arrays of ids. */
+static int bad_words(loader *l, int64_t vocab, tfm__generation *g)
+{
+    const tfm__json_node *list = member(l, "bad_words_ids");
+    if (!list || list->type == TFM__JSON_NULL)
+        return 0;
+    const tfm__json *doc = l->doc;
+    int64_t total = 0;
+    int ok = list->type == TFM__JSON_ARRAY && list->count <= INT32_MAX;
+    for (uint32_t i = (uint32_t)(list - doc->nodes) + 1; ok && i < list->next;
+         i = doc->nodes[i].next) {
+        ok = doc->nodes[i].type == TFM__JSON_ARRAY && doc->nodes[i].count > 0;
+        total += ok ? doc->nodes[i].count : 0;
+    }
+    if (!ok || total > INT32_MAX) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's bad_words_ids is not a list of lists of token ids",
+                  l->ctx, l->doc_name);
+        return -1;
+    }
+    g->bad_words = malloc((size_t)total * sizeof *g->bad_words + 1);
+    g->bad_word_lengths = malloc((size_t)list->count * sizeof *g->bad_word_lengths + 1);
+    if (!g->bad_words || !g->bad_word_lengths) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for bad_words_ids", l->ctx);
+        return -1;
+    }
+    int64_t at = 0;
+    for (uint32_t i = (uint32_t)(list - doc->nodes) + 1; i < list->next;
+         i = doc->nodes[i].next) {
+        if (ids_of(l, "bad_words_ids", &doc->nodes[i], vocab - 1, g->bad_words + at) < 0)
+            return -1;
+        g->bad_word_lengths[g->n_bad_words++] = (int32_t)doc->nodes[i].count;
+        at += doc->nodes[i].count;
+    }
+    return 0;
+}
+
+/* eos_token_id may list several end tokens: the first is the model's
+ * eos_id, the others end sequences too. */
+static int end_tokens(loader *l, tfm_model_options *o, tfm__generation *g)
+{
+    const tfm__json_node *eos = member(l, "eos_token_id");
+    if (!eos || eos->type != TFM__JSON_ARRAY) {
+        int64_t id;
+        if (config_int(l, "eos_token_id", 0, o->eos_id, 0, o->tgt_vocab - 1, &id) < 0)
+            return -1;
+        o->eos_id = (int32_t)id;
+        return 0;
+    }
+    int32_t *ids = malloc((size_t)eos->count * sizeof *ids + 1);
+    if (!ids) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for eos_token_id", l->ctx);
+        return -1;
+    }
+    if (eos->count == 0 || ids_of(l, "eos_token_id", eos, o->tgt_vocab - 1, ids) < 0) {
+        if (eos->count == 0)
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s's eos_token_id is an empty list", l->ctx,
+                      l->doc_name);
+        free(ids);
+        return -1;
+    }
+    o->eos_id = ids[0];
+    g->n_eos_ids = (int32_t)eos->count - 1;
+    memmove(ids, ids + 1, (size_t)g->n_eos_ids * sizeof *ids);
+    g->eos_ids = ids;
+    return 0;
+}
+
+/* The decoding defaults, from generation_config.json, or from config.json
+ * where older folders keep them; transformers' lengths count the decoder
+ * start token, libtfm's do not. */
+static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
+{
+    char path[PATH_MAX_BYTES];
+    size_t size;
+    if (in_folder(l, "generation_config.json", path) < 0)
+        return -1;
+    FILE *probe = fopen(path, "rb");
+    if (probe) {
+        fclose(probe);
+        if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->generation_text, &size) !=
+                TFM_OK ||
+            tfm__json_parse(l->ctx, l->generation_text, size, (int64_t)(size / 2 + 1),
+                            &l->generation) != TFM_OK)
+            return -1;
+        l->has_generation = 1;
+        l->doc = &l->generation;
+        l->doc_name = "generation_config.json";
+        if (l->generation.nodes[0].type != TFM__JSON_OBJECT) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: generation_config.json is not a JSON object",
+                      l->ctx);
+            return -1;
+        }
+    }
+    int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, start;
+    int32_t sample;
+    int64_t vocab = o->tgt_vocab, longest = o->max_tgt_len;
+    if (config_int(l, "max_length", 0, -1, 1, INT32_MAX, &max_length) < 0 ||
+        config_int(l, "max_new_tokens", 0, -1, 1, INT32_MAX, &max_new) < 0 ||
+        config_int(l, "min_length", 0, -1, 0, INT32_MAX, &min_length) < 0 ||
+        config_int(l, "min_new_tokens", 0, -1, 0, INT32_MAX, &min_new) < 0 ||
+        config_int(l, "num_beams", 0, 1, 1, 4096, &beams) < 0 ||
+        config_bool(l, "do_sample", 0, &sample) < 0 ||
+        config_int(l, "top_k", 0, 50, 0, INT32_MAX, &top_k) < 0 ||
+        config_float(l, "top_p", 1.0f, 1e-6, 1.0, &g->top_p) < 0 ||
+        config_float(l, "temperature", 1.0f, 1e-6, 1e6, &g->temperature) < 0 ||
+        config_float(l, "length_penalty", 1.0f, -1e3, 1e3, &g->length_penalty) < 0 ||
+        config_float(l, "repetition_penalty", 1.0f, 1e-6, 1e6, &g->repetition_penalty) < 0 ||
+        config_int(l, "no_repeat_ngram_size", 0, 0, 0, INT32_MAX, &ngram) < 0 ||
+        config_int(l, "forced_bos_token_id", 0, -1, 0, vocab - 1, &forced) < 0 ||
+        config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
+        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0)
+        return -1;
+    o->bos_id = (int32_t)start;
+    g->strategy = sample ? TFM_DECODE_SAMPLE : beams > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    g->beam_size = (int32_t)beams;
+    g->top_k = (int32_t)top_k;
+    /* never past the positions the model has (the start token takes one) */
+    int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : longest - 1;
+    g->max_length = (int32_t)(length < longest - 1 ? length : longest - 1);
+    g->min_length = (int32_t)(min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0);
+    g->no_repeat_ngram_size = (int32_t)ngram;
+    g->forced_bos_id = (int32_t)forced;
     return 0;
 }
 
@@ -516,7 +693,10 @@ static void loader_free(loader *l)
     free(l->used);
     if (l->has_config)
         tfm__json_free(&l->config);
+    if (l->has_generation)
+        tfm__json_free(&l->generation);
     free(l->config_text);
+    free(l->generation_text);
 }
 
 tfm_model *tfm_model_from_pretrained(const char *folder)
@@ -536,7 +716,13 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
     snprintf(l->ctx, sizeof l->ctx, "%s: \"%s\"", op, folder);
     tfm_model_options o;
     tfm_model *m = NULL;
-    int ok = read_config(l, &o) == 0 && open_files(l) == 0;
+    tfm__generation *g = calloc(1, sizeof *g);
+    if (!g) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        free(l);
+        return NULL;
+    }
+    int ok = read_config(l, &o) == 0 && read_generation(l, &o, g) == 0 && open_files(l) == 0;
     if (ok && !(l->used = calloc((size_t)l->n_files, sizeof *l->used))) {
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
         ok = 0;
@@ -549,9 +735,23 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
         tfm_model_free(m);
         m = NULL;
     }
-    if (m)
+    if (m) {
         tfm_model_set_training(m, 0); /* published for inference */
+        m->generation = g;
+    } else {
+        tfm__generation_free(g);
+    }
     loader_free(l);
     free(l);
     return m;
+}
+
+void tfm__generation_free(tfm__generation *g)
+{
+    if (!g)
+        return;
+    free(g->bad_words);
+    free(g->bad_word_lengths);
+    free(g->eos_ids);
+    free(g);
 }
