@@ -20,6 +20,8 @@ static const char *const model_type[FAMILIES] = {"marian", "bart", "mbart", "m2m
 enum { VOCAB = 19, D = 8, HEADS = 2, FF = 12, LAYERS = 2, MAX_POS = 16, PAD = 1, EOS = 2 };
 
 static char folder[64];
+/* The vocabulary the configs and options give: VOCAB, or a tokenizer's. */
+static int64_t vocab = VOCAB;
 
 static void make_folder(void)
 {
@@ -38,7 +40,8 @@ static void remove_folder(void)
 {
     static const char *const names[] = {"config.json", "model.safetensors",
                                         "model.safetensors.index.json", "a.safetensors",
-                                        "b.safetensors", "generation_config.json"};
+                                        "b.safetensors", "generation_config.json",
+                                        "source.spm", "target.spm", "vocab.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(in_folder(names[i]));
     rmdir(folder);
@@ -65,7 +68,7 @@ static void write_config(int family, const char *activation, const char *extra)
              " \"pad_token_id\": %d, \"eos_token_id\": %d, \"bos_token_id\": 0,"
              " \"decoder_start_token_id\": %d, \"scale_embedding\": %s,"
              " \"dropout\": 0.1, \"init_std\": 0.02%s}",
-             model_type[family], VOCAB, D, LAYERS, LAYERS, HEADS, HEADS, FF, FF, MAX_POS,
+             model_type[family], (int)vocab, D, LAYERS, LAYERS, HEADS, HEADS, FF, FF, MAX_POS,
              activation, PAD, EOS, family == MARIAN ? PAD : EOS,
              family == BART ? "false" : "true", extra);
     write_text("config.json", text);
@@ -75,7 +78,7 @@ static void write_config(int family, const char *activation, const char *extra)
 static void family_options(int family, tfm_model_options *o)
 {
     tfm_model_options_init(o);
-    o->src_vocab = o->tgt_vocab = VOCAB;
+    o->src_vocab = o->tgt_vocab = vocab;
     o->share_embeddings = 1;
     o->tie_generator = 1;
     o->max_src_len = o->max_tgt_len = MAX_POS;
@@ -462,6 +465,72 @@ START_TEST(published_decoding_defaults)
 }
 END_TEST
 
+static void copy_file(const char *from, const char *name)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(in_folder(name), "wb");
+    ck_assert(in && out);
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, in)) > 0)
+        ck_assert_uint_eq(fwrite(buffer, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* Marian's source.spm and target.spm with vocab.json become the model's
+ * tokenizers: here the fixture's SentencePiece model, its pieces numbered
+ * as they are, and <pad> after them. */
+START_TEST(marian_tokenizers_come_with_the_folder)
+{
+    tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
+    ck_assert_ptr_nonnull(base);
+    int32_t n = tfm_tokenizer_vocab_size(base);
+    vocab = n + 1;
+    tfm_model *m = good_folder(MARIAN);
+    copy_file(TFM_FIXTURES "/text/bpe.model", "source.spm");
+    copy_file(TFM_FIXTURES "/text/bpe.model", "target.spm");
+    FILE *f = fopen(in_folder("vocab.json"), "w");
+    fputc('{', f);
+    for (int32_t id = 0; id < n; id++) {
+        char piece[256];
+        int64_t length;
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(base, id, piece, sizeof piece, &length),
+                         TFM_OK);
+        fputc('"', f);
+        for (int64_t k = 0; k < length; k++) /* the fixture's pieces are printable */
+            fprintf(f, strchr("\"\\", piece[k]) ? "\\%c" : "%c", piece[k]);
+        fprintf(f, "\": %d, ", id);
+    }
+    fprintf(f, "\"<pad>\": %d}", n);
+    fclose(f);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    const tfm_tokenizer *source = tfm_model_tokenizer(loaded, 0);
+    const tfm_tokenizer *target = tfm_model_tokenizer(loaded, 1);
+    ck_assert_ptr_nonnull(source);
+    ck_assert_ptr_nonnull(target);
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(target), n + 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(target, TFM_TOKEN_PAD), n);
+    static const char text[] = "the quick brown fox";
+    int32_t want[64], got[64];
+    int64_t count, got_count;
+    ck_assert_int_eq(tfm_tokenizer_encode(base, text, sizeof text - 1, want, 64, &count), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_encode(source, text, sizeof text - 1, got, 64, &got_count),
+                     TFM_OK);
+    ck_assert_int_eq(got_count, count);
+    ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
+    tfm_model_free(loaded);
+
+    /* a broken vocabulary refuses the folder */
+    write_text("vocab.json", "{\"<unk>\": 0,");
+    expect_refusal(TFM_ERR_FORMAT, "tfm_tokenizer_load_sentencepiece_with_vocab");
+    tfm_model_free(m);
+    tfm_tokenizer_free(base);
+    vocab = VOCAB;
+    remove_folder();
+}
+END_TEST
+
 START_TEST(null_folder)
 {
     ck_assert_ptr_null(tfm_model_from_pretrained(NULL));
@@ -478,6 +547,7 @@ static Suite *pretrained_folders_suite(void)
     tcase_add_test(tc, unsupported_configs_are_named);
     tcase_add_test(tc, corrupt_weights_are_named);
     tcase_add_test(tc, published_decoding_defaults);
+    tcase_add_test(tc, marian_tokenizers_come_with_the_folder);
     tcase_add_test(tc, null_folder);
     suite_add_tcase(s, tc);
     return s;

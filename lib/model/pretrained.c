@@ -417,6 +417,51 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
     return 0;
 }
 
+/* --- tokenizers -------------------------------------------------------------------- */
+
+/* Whether the folder has the file (its path into path). */
+static int has_file(loader *l, const char *name, char *path)
+{
+    if (in_folder(l, name, path) < 0)
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
+/* The family's tokenizer files, when the folder has them, as the model's
+ * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
+ * (target_vocab.json for a separate target vocabulary), BART's byte-level
+ * vocab.json and merges.txt. 0 when attached or absent. */
+static int attach_tokenizers(loader *l, tfm_model *m)
+{
+    char a[PATH_MAX_BYTES], b[PATH_MAX_BYTES], c[PATH_MAX_BYTES];
+    tfm_tokenizer *source = NULL, *target = NULL;
+    uint64_t mark = tfm__error_mark();
+    int failed;
+    if (l->family == MARIAN) {
+        if (!has_file(l, "source.spm", a) || !has_file(l, "vocab.json", b))
+            return 0;
+        const char *target_vocab = has_file(l, "target_vocab.json", c) ? c : b;
+        failed = !(source = tfm_tokenizer_load_sentencepiece_with_vocab(a, b));
+        if (!failed && has_file(l, "target.spm", a))
+            failed = !(target = tfm_tokenizer_load_sentencepiece_with_vocab(a, target_vocab));
+    } else if (l->family == BART) {
+        if (!has_file(l, "vocab.json", a) || !has_file(l, "merges.txt", b))
+            return 0;
+        failed = !(source = tfm_tokenizer_load_byte_bpe(a, b));
+    } else {
+        return 0; /* fairseq's numbering of sentencepiece.bpe.model: not yet */
+    }
+    failed = failed || tfm_model_set_tokenizers(m, source, target) != TFM_OK;
+    tfm_tokenizer_free(source);
+    tfm_tokenizer_free(target);
+    if (failed)
+        tfm__fail_within(l->ctx, mark);
+    return failed ? -1 : 0;
+}
+
 /* --- the tensors -------------------------------------------------------------------- */
 
 /* model.safetensors, or every shard model.safetensors.index.json names. */
@@ -731,7 +776,7 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
         (tfm_last_status() == TFM_ERR_ARG || tfm_last_status() == TFM_ERR_SIZE))
         tfm__fail_because(TFM_ERR_FORMAT, "%s: config.json describes no model libtfm can make "
                           "from these files", l->ctx);
-    if (m && load_tensors(l, m) < 0) {
+    if (m && (load_tensors(l, m) < 0 || attach_tokenizers(l, m) < 0)) {
         tfm_model_free(m);
         m = NULL;
     }
