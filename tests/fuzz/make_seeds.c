@@ -2,8 +2,9 @@
  * FOLDER/files/ small valid files of every kind libtfm reads (parameters,
  * optimizer states, a model with metadata, a training state, every dtype
  * by hand), into FOLDER/json/ their headers and a few JSON texts, and into
- * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback)
- * and a byte-level BPE tokenizer's bytes, into FOLDER/pretrained/ a
+ * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback),
+ * a byte-level BPE tokenizer's bytes and the SentencePiece model numbered by
+ * a vocabulary, into FOLDER/pretrained/ a
  * published Marian folder's config.json and model.safetensors as
  * fuzz_pretrained reads them (the config's length, it, the weights). */
 #include <stdio.h>
@@ -119,6 +120,11 @@ static int tokenizer_seeds(void)
     snprintf(vocab_path, sizeof vocab_path, "%s", in("tokenizer", "vocab.json"));
     failed |= save_tokenizer(tfm_tokenizer_load_byte_bpe(vocab_path, in("tokenizer", "merges.txt")),
                              "byte_bpe.bin");
+    /* the SentencePiece model numbered by a vocabulary (Marian's) */
+    char model_path[600];
+    snprintf(model_path, sizeof model_path, "%s", in("tokenizer", "bpe.model"));
+    failed |= save_tokenizer(tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path),
+                             "renumbered.bin");
     return failed;
 }
 
