@@ -440,7 +440,8 @@ START_TEST(gradients_through_the_model)
 END_TEST
 
 /* The published models' pieces: an embedding norm, offset learned
- * positions, SiLU and feed-forwards without biases, through the gradient. */
+ * positions, SiLU, feed-forwards without biases and RMS norms, through
+ * the gradient. */
 START_TEST(gradients_through_the_published_pieces)
 {
     tfm_model_options o;
@@ -450,14 +451,17 @@ START_TEST(gradients_through_the_published_pieces)
     o.embedding_norm = 1;
     o.activation = TFM_ACTIVATION_SILU;
     o.feed_forward_bias = 0;
+    o.rms_norm = 1;
     tfm_model *m = tfm_model_create(&o);
     ck_assert_msg(m != NULL, "%s", tfm_last_error());
     tfm_params *p = tfm_model_params(m);
     ck_assert_ptr_null(tfm_params_find(p, "encoder.layers.0.linear1.bias"));
     ck_assert_ptr_null(tfm_params_find(p, "decoder.layers.0.linear2.bias"));
+    ck_assert_ptr_null(tfm_params_find(p, "decoder.layers.0.norm3.bias"));
+    ck_assert_ptr_null(tfm_params_find(p, "encoder.norm.bias"));
     /* max_tgt_len 6 + 2 rows before position 0 */
     ck_assert_int_eq(tfm_tensor_numel(tfm_params_find(p, "tgt_positions.weight")), 8 * 8);
-    static const char *const names[4] = {"src_embedding_norm.weight", "tgt_embedding_norm.bias",
+    static const char *const names[4] = {"src_embedding_norm.weight", "decoder.norm.weight",
                                          "tgt_positions.weight",
                                          "decoder.layers.0.linear1.weight"};
     gradcheck_model(m, names);

@@ -135,6 +135,9 @@ typedef struct tfm_model_options {
     int32_t embedding_norm;
     /** The feed-forward linears' biases: 1 (default) or 0 (T5's). */
     int32_t feed_forward_bias;
+    /** 1: every norm (layers', stacks', embeddings') an RMS norm without
+     * bias (T5's); 0 (default): layer norms. */
+    int32_t rms_norm;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,

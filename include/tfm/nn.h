@@ -129,7 +129,12 @@ TFM_API tfm_tensor *tfm_embedding_forward(tfm_tape *tape,
 /** NAME.weight (ones) and NAME.bias (zeros) [dim]. */
 TFM_API tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name,
                                          int64_t dim, float eps);
-/** Normalises x [..., dim] over its last axis. */
+/** NAME.weight (ones) [dim]: an RMS norm (T5's T5LayerNorm), no bias;
+ * its forward is tfm_layer_norm_forward's. */
+TFM_API tfm_layer *tfm_rms_norm_create(tfm_params *params, const char *name, int64_t dim,
+                                       float eps);
+/** Normalises x [..., dim] over its last axis (tfm_rms_norm for an RMS
+ * norm). */
 TFM_API tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape,
                                            const tfm_layer *norm,
                                            const tfm_tensor *x);
@@ -231,6 +236,9 @@ typedef struct tfm_block_options {
     /** the feed-forward linears' biases: 1 (default, as PyTorch 1.13's
      * layers) or 0 (T5's) */
     int32_t feed_forward_bias;
+    /** 1: every norm an RMS norm (tfm_rms_norm_create: T5's), 0 (default):
+     * layer norms */
+    int32_t rms_norm;
 } tfm_block_options;
 
 /** Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout

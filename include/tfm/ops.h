@@ -114,6 +114,10 @@ TFM_API tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x);
 TFM_API tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x,
                                    const tfm_tensor *weight,
                                    const tfm_tensor *bias, float eps);
+/** RMS norm over the last axis, x / sqrt(mean(x^2) + eps) * weight, as
+ * T5's T5LayerNorm (no mean, no bias); weight is [N] or NULL. */
+TFM_API tfm_tensor *tfm_rms_norm(tfm_tape *tape, const tfm_tensor *x,
+                                 const tfm_tensor *weight, float eps);
 /** Inverted dropout: in training, zeroes each value with probability p and
  * scales the rest by 1/(1-p); otherwise (or p == 0) the identity. The mask
  * comes from a counter-based generator seeded from rng, so backward

@@ -32,8 +32,8 @@ void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, flo
 
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
 {
-    tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), tfm__f32(norm->bias), norm->eps,
-                         out, NULL, NULL);
+    tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), values(norm->bias), norm->eps,
+                         norm->rms, out, NULL, NULL);
 }
 
 /* The factor the queries are multiplied by: 1/sqrt(d_k) or 1/scale. */

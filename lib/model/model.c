@@ -17,7 +17,7 @@
 #define BLOCK_FIELDS(X)                                                        \
     X(d_model) X(heads) X(d_ff) X(dropout) X(activation) X(norm_first)        \
     X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)     \
-    X(feed_forward_bias)
+    X(feed_forward_bias) X(rms_norm)
 
 void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 {
@@ -109,6 +109,13 @@ static int sinusoidal_tables_fit(const char *op, const tfm_model *m)
     return -1;
 }
 
+static tfm_layer *embedding_norm(tfm_model *m, const char *name)
+{
+    const tfm_model_options *o = &m->options;
+    return o->rms_norm ? tfm_rms_norm_create(m->params, name, o->d_model, o->layer_norm_eps)
+                       : tfm_layer_norm_create(m->params, name, o->d_model, o->layer_norm_eps);
+}
+
 static tfm_tensor *make_scale(tfm_model *m, const char *name)
 {
     tfm_tensor *scale = tfm_params_add(m->params, name, 1, (const int64_t[]){1});
@@ -180,10 +187,8 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
     if (ok && o->embedding_scale == TFM_EMBEDDING_SCALE_TRAINABLE)
         ok = (m->src_scale = make_scale(m, "src_scale")) && (m->tgt_scale = make_scale(m, "tgt_scale"));
     if (ok && o->embedding_norm)
-        ok = (m->src_embedding_norm = tfm_layer_norm_create(m->params, "src_embedding_norm",
-                                                            o->d_model, o->layer_norm_eps)) &&
-             (m->tgt_embedding_norm = tfm_layer_norm_create(m->params, "tgt_embedding_norm",
-                                                            o->d_model, o->layer_norm_eps));
+        ok = (m->src_embedding_norm = embedding_norm(m, "src_embedding_norm")) &&
+             (m->tgt_embedding_norm = embedding_norm(m, "tgt_embedding_norm"));
     float embedding_dropout = o->embedding_dropout >= 0.0f ? o->embedding_dropout : b->dropout;
     ok = ok && (m->dropout = tfm_dropout_create(embedding_dropout, m->rng)) &&
          (m->encoder = tfm_encoder_create(m->params, "encoder", o->encoder_layers, b,

@@ -96,9 +96,10 @@ tfm_tensor *tfm_embedding_forward(tfm_tape *tape, const tfm_layer *embedding,
 
 /* --- layer norm ---------------------------------------------------------------- */
 
-tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+/* A layer norm, or (rms) an RMS norm without bias; weight starts at ones. */
+static tfm_layer *make_norm(const char *op, tfm_params *params, const char *name, int64_t dim,
+                            float eps, int rms)
 {
-    const char *op = "tfm_layer_norm_create";
     if (!params || !name) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, params ? "name" : "params");
         return NULL;
@@ -112,17 +113,27 @@ tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t d
     if (!layer)
         return NULL;
     layer->weight = tfm__layer_param(op, params, name, "weight", 1, (const int64_t[]){dim});
-    if (layer->weight)
+    if (layer->weight && !rms)
         layer->bias = tfm__layer_param(op, params, name, "bias", 1, (const int64_t[]){dim});
-    if (!layer->bias) {
+    if (!layer->weight || (!rms && !layer->bias))
         return tfm__layer_abandon(layer, params, mark);
-    }
     float *w = tfm__f32(layer->weight);
     for (int64_t i = 0; i < dim; i++)
         w[i] = 1.0f;
     layer->eps = eps;
     layer->d_model = dim;
+    layer->rms = rms;
     return layer;
+}
+
+tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+{
+    return make_norm("tfm_layer_norm_create", params, name, dim, eps, 0);
+}
+
+tfm_layer *tfm_rms_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+{
+    return make_norm("tfm_rms_norm_create", params, name, dim, eps, 1);
 }
 
 tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const tfm_tensor *x)
@@ -132,7 +143,9 @@ tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const 
     if (tfm__check_layer(op, norm, TFM_LAYER_LAYER_NORM) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
     return tfm__result_within(op, mark,
-                              tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps));
+                              norm->rms ? tfm_rms_norm(tape, x, norm->weight, norm->eps)
+                                        : tfm_layer_norm(tape, x, norm->weight, norm->bias,
+                                                         norm->eps));
 }
 
 /* --- dropout ------------------------------------------------------------------- */

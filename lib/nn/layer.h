@@ -35,6 +35,7 @@ struct tfm_layer {
     int32_t heads;
     int32_t norm_first;
     int32_t fused;
+    int32_t rms;                  /* a norm without mean or bias (RMS norm) */
     int64_t d_model;
     int32_t n_children;
     tfm_layer **children;         /* sublayers, owned; meaning fixed per kind */

@@ -83,7 +83,8 @@ static tfm_layer *make_norm(const char *op, tfm_params *params, const char *name
     char full[TFM_NAME_MAX];
     if (tfm__layer_name(op, full, name, suffix) < 0)
         return NULL;
-    return tfm_layer_norm_create(params, full, o->d_model, o->layer_norm_eps);
+    return o->rms_norm ? tfm_rms_norm_create(params, full, o->d_model, o->layer_norm_eps)
+                       : tfm_layer_norm_create(params, full, o->d_model, o->layer_norm_eps);
 }
 
 /* An encoder layer, or a decoder layer when cross is set. Parameters are
@@ -148,7 +149,8 @@ static tfm_tensor *norm_output(tfm_tape *tape, const char *op, const tfm_layer *
                                const tfm_tensor *x, int internal)
 {
     if (internal && (norm->recompute & TFM_RECOMPUTE_NORM_OUTPUTS))
-        return tfm__layer_norm_recomputed(tape, op, x, norm->weight, norm->bias, norm->eps);
+        return tfm__layer_norm_recomputed(tape, op, x, norm->weight, norm->bias, norm->eps,
+                                          norm->rms);
     return tfm_layer_norm_forward(tape, norm, x);
 }
 
