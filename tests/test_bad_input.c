@@ -499,6 +499,10 @@ static tfm_model *model_with(int field, double value)
     case 25: o.dropout = (float)value; break;
     case 26: o.max_src_len = o.max_tgt_len = (int64_t)value; o.d_model = (int64_t)value; break;
     case 27: o.max_tgt_len = (int64_t)value; break; /* tables far larger than the model */
+    case 28: o.position_offset = (int64_t)value; break;
+    case 29: o.embedding_norm = (int32_t)value; break;
+    case 30: o.feed_forward_bias = (int32_t)value; break;
+    case 31: o.rms_norm = (int32_t)value; break;
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -1241,7 +1245,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 2, 3));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 3, 0));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 4, -0.5));
-    NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 5, 2));
+    NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 5, 4));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 6, -1));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 7, NAN));
     NUL(tfm_encoder_layer_create, E_SIZE, block_with(0, 3, 1e15));
@@ -1518,7 +1522,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(3, -1));
     NUL(tfm_model_create, E_ARG, model_with(4, 0));
     NUL(tfm_model_create, E_ARG, model_with(5, 0));
-    NUL(tfm_model_create, E_ARG, model_with(6, 2));
+    NUL(tfm_model_create, E_ARG, model_with(6, 4));
     NUL(tfm_model_create, E_ARG, model_with(6, -1));
     NUL(tfm_model_create, E_ARG, model_with(7, 3));
     NUL(tfm_model_create, E_ARG, model_with(7, -1));
@@ -1555,6 +1559,12 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(13, -1e-41));
     NUL(tfm_model_create, E_ARG, model_with(26, 2147483648.0)); /* tables of 2^63 values */
     NUL(tfm_model_create, E_SIZE, model_with(27, 1000000));
+    NUL(tfm_model_create, E_ARG, model_with(28, -1));
+    NUL(tfm_model_create, E_ARG, model_with(28, 2147483649.0));
+    NUL(tfm_model_create, E_SIZE, model_with(28, 1000000)); /* offset rows count as positions */
+    NUL(tfm_model_create, E_ARG, model_with(29, 2));
+    NUL(tfm_model_create, E_ARG, model_with(30, -1));
+    NUL(tfm_model_create, E_ARG, model_with(31, 2));
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));

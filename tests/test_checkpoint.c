@@ -459,6 +459,8 @@ static const struct option_field {
     FIELD(scale_init, FLOAT_FIELD),    FIELD(embedding_dropout, FLOAT_FIELD),
     FIELD(bos_id, ID_FIELD),           FIELD(eos_id, ID_FIELD),
     FIELD(pad_id, ID_FIELD),           FIELD(tie_generator, FLAG_FIELD),
+    FIELD(position_offset, SIZE_FIELD), FIELD(embedding_norm, FLAG_FIELD),
+    FIELD(feed_forward_bias, FLAG_FIELD), FIELD(rms_norm, FLAG_FIELD),
 };
 #undef FIELD
 enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
@@ -516,9 +518,10 @@ static void small_model_options(tfm_model_options *o)
 static void field_text(const tfm_model_options *o, const struct option_field *f, char *out,
                        size_t size)
 {
-    static const char *const choices[3][4] = {{"sinusoidal", "learned"},
+    static const char *const choices[3][4] = {{"sinusoidal", "learned", "sinusoidal_halves",
+                                               "sinusoidal_fairseq"},
                                               {"none", "sqrt_d", "trainable"},
-                                              {"relu", "gelu"}};
+                                              {"relu", "gelu", "silu", "gelu_tanh"}};
     const char *at = (const char *)o + f->offset;
     int32_t i32;
     memcpy(&i32, at, sizeof i32);

@@ -18,9 +18,17 @@
 enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
 
 /* Small models of every configuration the decoder supports. */
-enum { PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, KINDS };
+enum { PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, MARIAN, MBART, M2M100, RMS, KINDS };
 static const char *const kind_name[KINDS] = {"plain", "tutorial 003", "pre-norm",
-                                             "no decoder layers"};
+                                             "no decoder layers", "Marian's pieces",
+                                             "mBART's pieces", "M2M100's pieces",
+                                             "RMS norms"};
+
+/* The target vocabulary: the source's when the embeddings are shared. */
+static int64_t vocab_of(int kind)
+{
+    return kind == PRE_NORM || kind == MARIAN ? 13 : 11;
+}
 
 static float *param(tfm_model *m, const char *name)
 {
@@ -91,9 +99,45 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
         o.tgt_vocab = o.src_vocab;
     } else if (kind == NO_DECODER_LAYERS) {
         o.decoder_layers = 0;
+    } else if (kind == MARIAN) {
+        o.positions = TFM_POSITIONS_SINUSOIDAL_HALVES;
+        o.activation = TFM_ACTIVATION_SILU;
+        o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
+        o.share_embeddings = 1;
+        o.tgt_vocab = o.src_vocab;
+        o.tie_generator = 1;
+        o.fused_qkv = 0;
+        o.final_norm = 0;
+    } else if (kind == MBART) {
+        o.norm_first = 1;
+        o.positions = TFM_POSITIONS_LEARNED;
+        o.position_offset = 2;
+        o.embedding_norm = 1;
+        o.activation = TFM_ACTIVATION_GELU_TANH;
+        o.feed_forward_bias = 0;
+        o.fused_qkv = 0;
+    } else if (kind == RMS) {
+        o.norm_first = 1;
+        o.rms_norm = 1;
+        o.embedding_norm = 1;
+        o.bias = 0;
+        o.feed_forward_bias = 0;
+    } else if (kind == M2M100) {
+        o.norm_first = 1;
+        o.positions = TFM_POSITIONS_SINUSOIDAL_FAIRSEQ;
+        o.position_offset = 2;
+        o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
+        o.activation = TFM_ACTIVATION_RELU;
     }
     tfm_model *m = tfm_model_create(&o);
     ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    if (o.tie_generator) {
+        /* N(0, 1) embeddings as the generator spread the logits so far
+         * that eos never wins: trained tables are far smaller */
+        float *table = param(m, "src_embedding.weight");
+        for (int64_t i = 0; i < o.src_vocab * o.d_model; i++)
+            table[i] *= 0.1f;
+    }
     /* Freshly initialised, every context prefers the same few tokens: centre
      * each token's logit over a batch of contexts, so that the choice
      * depends on the context, and make eos likely enough that sequences
@@ -217,7 +261,7 @@ START_TEST(cached_equals_recomputed)
     o.use_cache = 0;
     decode(m, &o, src, recomputed);
     int64_t rows = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1);
-    int64_t V = kind == PRE_NORM ? 13 : 11;
+    int64_t V = vocab_of(kind);
     int64_t T1 = o.max_length + 1;
     int eos_seen = 0, ended_early = 0;
     for (int64_t r = 0; r < rows; r++) {
@@ -506,7 +550,7 @@ END_TEST
 START_TEST(greedy_is_the_argmax_step_by_step)
 {
     int kind = _i;
-    int64_t V = kind == PRE_NORM ? 13 : 11;
+    int64_t V = vocab_of(kind);
     tfm_model *m = make_model(kind, 11, MAXT);
     tfm_tensor *src = padded_sources();
     tfm_decode_options o;
@@ -771,7 +815,7 @@ START_TEST(beam_ranks_and_beats_greedy)
     o.n_best = 4;
     o.length_penalty = 0.0f;
     decode(m, &o, src, beam);
-    int64_t V = _i == PRE_NORM ? 13 : 11;
+    int64_t V = vocab_of(_i);
     for (int64_t b = 0; b < 3; b++) {
         const float *s = beam->scores + b * 4;
         ck_assert_msg(s[0] >= greedy->scores[b] - 1e-5, "beam %g below greedy %g",

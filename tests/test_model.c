@@ -408,25 +408,157 @@ static tfm_tensor *model_loss(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
     return tfm_cross_entropy(tape, logits, c->targets, 0, 0.1f);
 }
 
-START_TEST(gradients_through_the_model)
+/* Finite differences of a cross-entropy through the whole model (in
+ * evaluation mode) against the backward, for the four parameters named. */
+static void gradcheck_model(tfm_model *m, const char *const names[4])
 {
-    tfm_model_options o;
-    gradcheck_options(&o);
-    model_ctx c = {tfm_model_create(&o), ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
-    tfm_model_set_training(c.model, 0);
-    tfm_params *p = tfm_model_params(c.model);
-    tfm_tensor *checked[4] = {
-        tfm_params_find(p, "encoder.layers.0.self_attn.in_proj_bias"),
-        tfm_params_find(p, "decoder.layers.0.multihead_attn.out_proj.bias"),
-        tfm_params_find(p, "decoder.norm.weight"),
-        tfm_params_find(p, "generator.bias"),
-    };
+    model_ctx c = {m, ids(2, 4, 13, 1), ids(2, 3, 11, 2), ids(2, 3, 11, 5)};
+    tfm_model_set_training(m, 0);
+    tfm_tensor *checked[4];
+    for (int i = 0; i < 4; i++) {
+        checked[i] = tfm_params_find(tfm_model_params(m), names[i]);
+        ck_assert_msg(checked[i] != NULL, "no parameter %s", names[i]);
+    }
     /* only these four are perturbed; gradcheck zeroes their grads itself */
     ck_assert_gradcheck(model_loss, &c, checked, 4);
     tfm_tensor_free(c.src);
     tfm_tensor_free(c.tgt);
     tfm_tensor_free(c.targets);
-    tfm_model_free(c.model);
+}
+
+START_TEST(gradients_through_the_model)
+{
+    tfm_model_options o;
+    gradcheck_options(&o);
+    tfm_model *m = tfm_model_create(&o);
+    static const char *const names[4] = {"encoder.layers.0.self_attn.in_proj_bias",
+                                         "decoder.layers.0.multihead_attn.out_proj.bias",
+                                         "decoder.norm.weight", "generator.bias"};
+    gradcheck_model(m, names);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* The published models' pieces: an embedding norm, offset learned
+ * positions, SiLU, feed-forwards without biases and RMS norms, through
+ * the gradient. */
+START_TEST(gradients_through_the_published_pieces)
+{
+    tfm_model_options o;
+    gradcheck_options(&o);
+    o.positions = TFM_POSITIONS_LEARNED;
+    o.position_offset = 2;
+    o.embedding_norm = 1;
+    o.activation = TFM_ACTIVATION_SILU;
+    o.feed_forward_bias = 0;
+    o.rms_norm = 1;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_params *p = tfm_model_params(m);
+    ck_assert_ptr_null(tfm_params_find(p, "encoder.layers.0.linear1.bias"));
+    ck_assert_ptr_null(tfm_params_find(p, "decoder.layers.0.linear2.bias"));
+    ck_assert_ptr_null(tfm_params_find(p, "decoder.layers.0.norm3.bias"));
+    ck_assert_ptr_null(tfm_params_find(p, "encoder.norm.bias"));
+    /* max_tgt_len 6 + 2 rows before position 0 */
+    ck_assert_int_eq(tfm_tensor_numel(tfm_params_find(p, "tgt_positions.weight")), 8 * 8);
+    static const char *const names[4] = {"src_embedding_norm.weight", "decoder.norm.weight",
+                                         "tgt_positions.weight",
+                                         "decoder.layers.0.linear1.weight"};
+    gradcheck_model(m, names);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* With no encoder layers and no final norm, encoding is the embedding
+ * step alone: norm(E[id] * sqrt(d) + P[offset + t]) per row, in double. */
+START_TEST(embedding_norm_after_offset_positions)
+{
+    enum { B = 2, S = 4, D = 8 };
+    tfm_model_options o;
+    gradcheck_options(&o);
+    o.encoder_layers = 0;
+    o.final_norm = 0;
+    o.positions = TFM_POSITIONS_LEARNED;
+    o.position_offset = 3;
+    o.embedding_norm = 1;
+    o.embedding_scale = TFM_EMBEDDING_SCALE_SQRT_D;
+    o.layer_norm_eps = 1e-5f;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_ptr_nonnull(m);
+    tfm_model_set_training(m, 0);
+    tfm_params *p = tfm_model_params(m);
+    float *gamma = tfm_tensor_data_f32(tfm_params_find(p, "src_embedding_norm.weight"));
+    float *beta = tfm_tensor_data_f32(tfm_params_find(p, "src_embedding_norm.bias"));
+    for (int j = 0; j < D; j++) {
+        gamma[j] = 0.5f + 0.1f * (float)j;
+        beta[j] = 0.05f * (float)(j - 3);
+    }
+    const float *table = tfm_tensor_data_f32(tfm_params_find(p, "src_embedding.weight"));
+    const float *pos = tfm_tensor_data_f32(tfm_params_find(p, "src_positions.weight"));
+    tfm_tensor *src = ids(B, S, 13, 4);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *memory = tfm_model_encode(tape, m, src, NULL, NULL);
+    ck_assert_msg(memory != NULL, "%s", tfm_last_error());
+    const float *got = tfm_tensor_data_f32(memory);
+    const int32_t *id = tfm_tensor_data_i32(src);
+    for (int r = 0; r < B * S; r++) {
+        double x[D], mean = 0, var = 0;
+        for (int j = 0; j < D; j++) {
+            x[j] = table[id[r] * D + j] * sqrt((double)D) + pos[(3 + r % S) * D + j];
+            mean += x[j] / D;
+        }
+        for (int j = 0; j < D; j++)
+            var += (x[j] - mean) * (x[j] - mean) / D;
+        for (int j = 0; j < D; j++) {
+            double want = (x[j] - mean) / sqrt(var + 1e-5) * gamma[j] + beta[j];
+            ck_assert_msg(fabs(got[r * D + j] - want) < 1e-5, "row %d col %d: %g, want %g", r,
+                          j, (double)got[r * D + j], want);
+        }
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Sinusoidal tables in each layout, read from the offset's row: the
+ * encoder's input is the table layer's own rows offset + t. */
+START_TEST(sinusoidal_layouts_from_the_offset)
+{
+    enum { B = 1, S = 5, D = 8 };
+    static const tfm_positions kinds[3] = {TFM_POSITIONS_SINUSOIDAL,
+                                           TFM_POSITIONS_SINUSOIDAL_HALVES,
+                                           TFM_POSITIONS_SINUSOIDAL_FAIRSEQ};
+    static const tfm_sinusoid_layout layouts[3] = {
+        TFM_SINUSOIDS_INTERLEAVED, TFM_SINUSOIDS_HALVES, TFM_SINUSOIDS_HALVES_FAIRSEQ};
+    for (int k = 0; k < 3; k++) {
+        tfm_model_options o;
+        gradcheck_options(&o);
+        o.encoder_layers = 0;
+        o.final_norm = 0;
+        o.positions = kinds[k];
+        o.position_offset = 2;
+        tfm_model *m = tfm_model_create(&o);
+        ck_assert_ptr_nonnull(m);
+        tfm_model_set_training(m, 0);
+        tfm_layer *table = tfm_sinusoidal_positions_create_with_layout(16, D, layouts[k]);
+        tfm_tensor *src = ids(B, S, 13, 2);
+        tfm_tape *tape = tfm_tape_create();
+        tfm_tensor *zeros = tfm_tensor_zeros(TFM_F32, 3, (const int64_t[]){B, S, D});
+        const float *want = tfm_tensor_data_f32(tfm_positions_forward(tape, table, zeros, 2));
+        const float *got = tfm_tensor_data_f32(tfm_model_encode(tape, m, src, NULL, NULL));
+        const float *emb = tfm_tensor_data_f32(
+            tfm_params_find(tfm_model_params(m), "src_embedding.weight"));
+        const int32_t *id = tfm_tensor_data_i32(src);
+        for (int r = 0; r < S; r++)
+            for (int j = 0; j < D; j++)
+                ck_assert_float_eq(got[r * D + j], emb[id[r] * D + j] + want[r * D + j]);
+        tfm_tape_free(tape);
+        tfm_tensor_free(zeros);
+        tfm_tensor_free(src);
+        tfm_layer_free(table);
+        tfm_model_free(m);
+    }
 }
 END_TEST
 
@@ -693,6 +825,9 @@ static Suite *model_suite(void)
     tcase_add_test(tc, masks_are_read_as_declared);
     tcase_add_test(tc, a_source_of_padding_only);
     tcase_add_test(tc, gradients_through_the_model);
+    tcase_add_test(tc, gradients_through_the_published_pieces);
+    tcase_add_test(tc, embedding_norm_after_offset_positions);
+    tcase_add_test(tc, sinusoidal_layouts_from_the_offset);
     tcase_add_test(tc, threads_give_the_same_step);
     tcase_add_test(tc, checkpoint_reloads_bit_identically);
     tcase_add_test(tc, damaged_checkpoints_are_rejected);

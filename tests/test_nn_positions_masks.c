@@ -72,6 +72,61 @@ START_TEST(sinusoidal_odd_width)
 }
 END_TEST
 
+/* Marian's layout, against values its MarianSinusoidalPositionalEmbedding
+ * gave (transformers, PyTorch 1.13) for 50 positions of width 7, then
+ * its formula in double everywhere. */
+START_TEST(sinusoidal_halves_values)
+{
+    enum { L = 50, D = 7 };
+    tfm_layer *pe = tfm_sinusoidal_positions_create_with_layout(L, D, TFM_SINUSOIDS_HALVES);
+    ck_assert_ptr_nonnull(pe);
+    float table[L * D];
+    read_table(pe, L, D, table);
+    ck_assert_float_eq(table[1 * D + 0], 0.8414709568023682f);
+    ck_assert_float_eq(table[3 * D + 2], 0.015537798404693604f);
+    ck_assert_float_eq(table[49 * D + 3], 0.01826419308781624f);
+    ck_assert_float_eq(table[49 * D + 6], 0.9679667353630066f);
+    ck_assert_float_eq(table[7 * D + 5], 0.8757640719413757f);
+    for (int64_t pos = 0; pos < L; pos++)
+        for (int64_t j = 0; j < D; j++) {
+            int64_t sines = (D + 1) / 2, i = j < sines ? j : j - sines;
+            double angle = (double)pos / pow(10000.0, 2.0 * (double)i / D);
+            ck_assert_double_eq_tol(table[pos * D + j], j < sines ? sin(angle) : cos(angle),
+                                    1e-7);
+        }
+    tfm_layer_free(pe);
+}
+END_TEST
+
+/* fairseq's layout (M2M100's get_embedding, PyTorch 1.13, float32), then
+ * its formula in double within float32's rounding of the angles. */
+START_TEST(sinusoidal_fairseq_values)
+{
+    enum { L = 50, D = 7, HALF = D / 2 };
+    tfm_layer *pe =
+        tfm_sinusoidal_positions_create_with_layout(L, D, TFM_SINUSOIDS_HALVES_FAIRSEQ);
+    ck_assert_ptr_nonnull(pe);
+    float table[L * D];
+    read_table(pe, L, D, table);
+    ck_assert_double_eq_tol(table[1 * D + 0], 0.8414709568023682, 1e-7);
+    ck_assert_double_eq_tol(table[3 * D + 2], 0.0002999999560415745, 1e-7);
+    ck_assert_double_eq_tol(table[49 * D + 3], 0.3005925416946411, 1e-7);
+    ck_assert_double_eq_tol(table[49 * D + 1], 0.4706258773803711, 1e-7);
+    ck_assert_double_eq_tol(table[7 * D + 5], 0.9999997615814209, 1e-7);
+    for (int64_t pos = 0; pos < L; pos++) {
+        for (int64_t i = 0; i < HALF; i++) {
+            double angle = (double)pos * exp(-(double)i * log(10000.0) / (HALF - 1));
+            ck_assert_double_eq_tol(table[pos * D + i], sin(angle), 1e-5);
+            ck_assert_double_eq_tol(table[pos * D + HALF + i], cos(angle), 1e-5);
+        }
+        ck_assert_float_eq(table[pos * D + D - 1], 0.0f);
+    }
+    ck_assert_ptr_null(tfm_sinusoidal_positions_create_with_layout(L, D, 3));
+    ck_assert_error(TFM_ERR_ARG, "tfm_sinusoidal_positions_create_with_layout: unknown layout 3");
+    tfm_layer_free(pe);
+}
+END_TEST
+
 /* x + P[offset + t] for every batch row; positions past the window unused. */
 START_TEST(offset_adds_the_right_rows)
 {
@@ -590,6 +645,8 @@ static Suite *positions_masks_suite(void)
     TCase *pos = tcase_create("positions");
     tcase_add_test(pos, sinusoidal_values);
     tcase_add_test(pos, sinusoidal_odd_width);
+    tcase_add_test(pos, sinusoidal_halves_values);
+    tcase_add_test(pos, sinusoidal_fairseq_values);
     tcase_add_test(pos, offset_adds_the_right_rows);
     tcase_add_test(pos, sinusoidal_gradient);
     tcase_add_test(pos, learned_parameters);

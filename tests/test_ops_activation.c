@@ -1,4 +1,4 @@
-/* relu, gelu (exact erf form) and tanh. */
+/* relu, gelu (exact erf form), silu, gelu's tanh form and tanh. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -6,13 +6,15 @@
 #include "check_main.h"
 #include "gradcheck.h"
 
-enum { ACT_RELU, ACT_GELU, ACT_TANH };
+enum { ACT_RELU, ACT_GELU, ACT_SILU, ACT_GELU_TANH, ACT_TANH };
 
 static tfm_tensor *apply(int kind, tfm_tape *tape, const tfm_tensor *x)
 {
     switch (kind) {
     case ACT_RELU: return tfm_relu(tape, x);
     case ACT_GELU: return tfm_gelu(tape, x);
+    case ACT_SILU: return tfm_silu(tape, x);
+    case ACT_GELU_TANH: return tfm_gelu_tanh(tape, x);
     default: return tfm_tanh(tape, x);
     }
 }
@@ -23,11 +25,16 @@ static tfm_tensor *build_activation(tfm_tape *tape, tfm_tensor *const *in, void 
 }
 
 /* Independent double-precision references: value and derivative. */
+static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double gelu_tanh_u(double x) { return sqrt(2.0 / acos(-1.0)) * (x + 0.044715 * x * x * x); }
+
 static double ref_value(int kind, double x)
 {
     switch (kind) {
     case ACT_RELU: return x > 0.0 ? x : 0.0;
     case ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case ACT_SILU: return x * sigmoid(x);
+    case ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(gelu_tanh_u(x)));
     default: return tanh(x);
     }
 }
@@ -38,6 +45,12 @@ static double ref_derivative(int kind, double x)
     case ACT_RELU: return x > 0.0 ? 1.0 : 0.0;
     case ACT_GELU:
         return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * acos(-1.0));
+    case ACT_SILU: return sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x)));
+    case ACT_GELU_TANH: {
+        /* by differences of the double reference: an independent route */
+        double h = 1e-5;
+        return (ref_value(kind, x + h) - ref_value(kind, x - h)) / (2 * h);
+    }
     default: return 1.0 - tanh(x) * tanh(x);
     }
 }
@@ -74,6 +87,26 @@ START_TEST(gelu_known_values)
     const float *y = tfm_tensor_data_f32(tfm_gelu(tape, x));
     ck_assert_double_eq_tol(y[0], 0.8413447460685429, 1e-6);
     ck_assert_double_eq_tol(y[1], -0.15865525393145707, 1e-6);
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+}
+END_TEST
+
+/* torch.nn.functional.silu and gelu(approximate="tanh") of [1, -1, 3] in
+ * float64 (PyTorch 1.13). */
+START_TEST(silu_and_gelu_tanh_known_values)
+{
+    static const double silu[3] = {0.7310585786300049, -0.2689414213699951, 2.8577223804672998};
+    static const double gelu_tanh[3] = {0.8411919906082768, -0.15880800939172324,
+                                        2.996362607918227};
+    tfm_tensor *x = tfm_tensor_from_f32(1, (const int64_t[]){3}, (const float[]){1, -1, 3});
+    tfm_tape *tape = tfm_tape_create();
+    const float *s = tfm_tensor_data_f32(tfm_silu(tape, x));
+    const float *g = tfm_tensor_data_f32(tfm_gelu_tanh(tape, x));
+    for (int i = 0; i < 3; i++) {
+        ck_assert_double_eq_tol(s[i], silu[i], 1e-6);
+        ck_assert_double_eq_tol(g[i], gelu_tanh[i], 1e-6);
+    }
     tfm_tape_free(tape);
     tfm_tensor_free(x);
 }
@@ -143,7 +176,8 @@ END_TEST
 
 START_TEST(errors)
 {
-    static const char *const names[] = {"tfm_relu", "tfm_gelu", "tfm_tanh"};
+    static const char *const names[] = {"tfm_relu", "tfm_gelu", "tfm_silu", "tfm_gelu_tanh",
+                                        "tfm_tanh"};
     tfm_tensor *x = tfm_tensor_zeros(TFM_F32, 1, (const int64_t[]){3});
     tfm_tensor *ids = tfm_tensor_zeros(TFM_I32, 1, (const int64_t[]){3});
     tfm_tape *tape = tfm_tape_create();
@@ -178,6 +212,7 @@ static Suite *activation_suite(void)
     TCase *tc = tcase_create("activation");
     tcase_add_test(tc, values_match_double_references);
     tcase_add_test(tc, gelu_known_values);
+    tcase_add_test(tc, silu_and_gelu_tanh_known_values);
     tcase_add_test(tc, derivatives_match_double_references);
     tcase_add_test(tc, gradients);
     tcase_add_test(tc, shape_is_kept);

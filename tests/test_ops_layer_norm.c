@@ -175,6 +175,63 @@ START_TEST(errors)
 }
 END_TEST
 
+/* --- RMS norm: no mean, no bias ---------------------------------------------- */
+
+static tfm_tensor *build_rms_norm(tfm_tape *tape, tfm_tensor *const *in, void *ctx)
+{
+    return tfm_rms_norm(tape, in[0], *(int *)ctx ? in[1] : NULL, 1e-6f);
+}
+
+/* x / sqrt(mean(x^2) + eps) * w in double, rows whose mean is far from 0
+ * (a layer norm would give other values), with and without the weight. */
+START_TEST(rms_values)
+{
+    tfm_tensor *x = gc_random(2, (const int64_t[]){3, N}, 50);
+    tfm_tensor *w = gc_random(1, (const int64_t[]){N}, 51);
+    float *xv = tfm_tensor_data_f32(x);
+    for (int i = 0; i < 3 * N; i++)
+        xv[i] += 2.0f;
+    const float *wv = tfm_tensor_data_f32(w);
+    tfm_tape *tape = tfm_tape_create();
+    for (int with_weight = 0; with_weight < 2; with_weight++) {
+        const float *y = tfm_tensor_data_f32(tfm_rms_norm(tape, x, with_weight ? w : NULL, 1e-6f));
+        for (int r = 0; r < 3; r++) {
+            double sq = 0;
+            for (int i = 0; i < N; i++)
+                sq += (double)xv[r * N + i] * xv[r * N + i] / N;
+            for (int i = 0; i < N; i++) {
+                double want = xv[r * N + i] / sqrt(sq + 1e-6) * (with_weight ? wv[i] : 1.0);
+                ck_assert_double_eq_tol(y[r * N + i], want, 1e-5);
+            }
+        }
+    }
+    ck_assert_ptr_null(tfm_rms_norm(tape, x, x, 1e-6f));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_rms_norm"));
+    tfm_clear_error();
+    tfm_tape_free(tape);
+    tfm_tensor_free(x);
+    tfm_tensor_free(w);
+}
+END_TEST
+
+START_TEST(rms_gradients)
+{
+    for (int with_weight = 0; with_weight < 2; with_weight++) {
+        tfm_tensor *in[2] = {gc_random(3, (const int64_t[]){2, 3, N}, 60 + with_weight),
+                             gc_random(1, (const int64_t[]){N}, 62)};
+        float *xv = tfm_tensor_data_f32(in[0]);
+        for (int i = 0; i < 6 * N; i++)
+            xv[i] += 0.5f; /* a mean that a wrong mean term would show */
+        tfm_tensor_set_requires_grad(in[0], 1);
+        tfm_tensor_set_requires_grad(in[1], with_weight);
+        ck_assert_gradcheck(build_rms_norm, &with_weight, in, 2);
+        tfm_tensor_free(in[0]);
+        tfm_tensor_free(in[1]);
+    }
+}
+END_TEST
+
 static Suite *layer_norm_suite(void)
 {
     Suite *s = suite_create("ops_layer_norm");
@@ -184,6 +241,8 @@ static Suite *layer_norm_suite(void)
     tcase_add_test(tc, gradients);
     tcase_add_test(tc, gradient_narrow_rows);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, rms_values);
+    tcase_add_test(tc, rms_gradients);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tfm/tfm.h>
 
@@ -1005,6 +1006,130 @@ START_TEST(byte_bpe_pattern_and_round_trip)
 }
 END_TEST
 
+/* --- SentencePiece pieces numbered by a published vocabulary ------------------ */
+
+/* Writes s[0, n) as a JSON string. */
+static void json_string(FILE *f, const char *s, int64_t n)
+{
+    fputc('"', f);
+    for (int64_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A vocab.json numbering bpe.model's pieces backwards, without piece
+ * `dropped`, and with <pad> last, as Marian's does beside source.spm. */
+static void write_renumbering(const tfm_tokenizer *base, int32_t dropped, const char *path)
+{
+    int32_t n = tfm_tokenizer_vocab_size(base);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputc('{', f);
+    for (int32_t id = 0, written = 0; id < n; id++) {
+        if (id == dropped)
+            continue;
+        char piece[256];
+        int64_t length;
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(base, id, piece, sizeof piece, &length), TFM_OK);
+        json_string(f, piece, length);
+        fprintf(f, ": %d, ", n - 2 - written++);
+    }
+    fprintf(f, "\"<pad>\": %d}", n - 1);
+    fclose(f);
+}
+
+/* The id the renumbering gives base id b (dropped: <unk>'s). */
+static int32_t renumbered_id(const tfm_tokenizer *base, int32_t dropped, int32_t b)
+{
+    int32_t n = tfm_tokenizer_vocab_size(base);
+    if (b == dropped)
+        b = tfm_tokenizer_special_id(base, TFM_TOKEN_UNK);
+    return n - 2 - (b > dropped ? b - 1 : b);
+}
+
+START_TEST(sentencepiece_with_a_published_vocabulary)
+{
+    tfm_tokenizer *base = load("bpe");
+    int32_t n = tfm_tokenizer_vocab_size(base), dropped = n / 2;
+    char model_path[512], vocab_path[] = "/tmp/tfm_vocab_XXXXXX";
+    snprintf(model_path, sizeof model_path, TEXT_DIR "bpe.model");
+    int fd = mkstemp(vocab_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    write_renumbering(base, dropped, vocab_path);
+    tfm_tokenizer *tok = tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path);
+    ck_assert_msg(tok != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), n - 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK),
+                     renumbered_id(base, dropped, tfm_tokenizer_special_id(base, TFM_TOKEN_UNK)));
+
+    /* through the bytes a model file carries, too */
+    int64_t size;
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, NULL, 0, &size), TFM_ERR_SIZE);
+    char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    tfm_tokenizer *again = tfm_tokenizer_from_bytes(bytes, size);
+    ck_assert_msg(again != NULL, "%s", tfm_last_error());
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(bytes, size - 1));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    free(bytes);
+
+    lines text = read_lines("lines.txt");
+    int compared = 0;
+    static int32_t want[1 << 16], got[1 << 16], back[1 << 16];
+    for (size_t i = 0; i < text.count; i++) {
+        int64_t count = encode(base, text.line[i], (int64_t)text.length[i], want, 1 << 16);
+        ck_assert_int_eq(encode(tok, text.line[i], (int64_t)text.length[i], got, 1 << 16), count);
+        ck_assert_int_eq(encode(again, text.line[i], (int64_t)text.length[i], back, 1 << 16),
+                         count);
+        int has_dropped = 0;
+        for (int64_t k = 0; k < count; k++) {
+            ck_assert_int_eq(got[k], renumbered_id(base, dropped, want[k]));
+            ck_assert_int_eq(back[k], got[k]);
+            has_dropped |= want[k] == dropped;
+        }
+        if (has_dropped)
+            continue; /* it decodes as the unknown piece */
+        static char a[1 << 18], b[1 << 18];
+        int64_t la, lb;
+        ck_assert_int_eq(tfm_tokenizer_decode(base, want, count, a, sizeof a, &la), TFM_OK);
+        ck_assert_int_eq(tfm_tokenizer_decode(tok, got, count, b, sizeof b, &lb), TFM_OK);
+        ck_assert_str_eq(a, b);
+        compared++;
+    }
+    ck_assert_int_gt(compared, 10);
+    /* the vocabulary's own control tokens give nothing */
+    char out[16];
+    int64_t length;
+    const int32_t controls[2] = {n - 1, tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS)};
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, controls, 2, out, sizeof out, &length), TFM_OK);
+    ck_assert_str_eq(out, "");
+    free_lines(&text);
+
+    /* a vocabulary without <unk> has nothing for the pieces it lacks */
+    FILE *f = fopen(vocab_path, "w");
+    fputs("{\"a\": 0}", f);
+    fclose(f);
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "no <unk>"));
+    ck_assert_ptr_null(tfm_tokenizer_load_sentencepiece_with_vocab(model_path, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    unlink(vocab_path);
+    tfm_tokenizer_free(again);
+    tfm_tokenizer_free(tok);
+    tfm_tokenizer_free(base);
+}
+END_TEST
+
 Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -1035,6 +1160,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_training_gives_the_pinned_vocabulary);
     tcase_add_test(tc, bpe_training_matches_the_obvious_algorithm);
     tcase_add_test(tc, tokenizers_travel_in_the_model_file);
+    tcase_add_test(tc, sentencepiece_with_a_published_vocabulary);
     suite_add_tcase(s, tc);
     return s;
 }

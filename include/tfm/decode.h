@@ -163,7 +163,15 @@ TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
  * tokens (tfm_model_options' bos_id, eos_id, pad_id) where the model has
  * them set, leaving each the model lacks and every other field as it was:
  * call after tfm_decode_options_init, so a padded batch decodes as the same
- * sources unpadded without the caller repeating the ids. TFM_ERR_NULL, or
+ * sources unpadded without the caller repeating the ids. A model from
+ * tfm_model_from_pretrained also sets its published decoding defaults
+ * (generation_config.json, or config.json where it keeps them):
+ * strategy (beam when num_beams > 1, sample with do_sample), max_length
+ * (transformers' less the start token, at most the positions the model
+ * has), beam_size, length_penalty, temperature, top_k, top_p and, as far
+ * as the caller's struct reaches, min_length, repetition_penalty,
+ * no_repeat_ngram_size, the further eos ids, forced_bos_id and bad words
+ * (pointing into the model: valid while it lives). TFM_ERR_NULL, or
  * TFM_ERR_ARG for an options struct too short to hold them. */
 TFM_API tfm_status tfm_decode_options_from_model(const tfm_model *model,
                                                  tfm_decode_options *options);

@@ -6,8 +6,10 @@
  * (encoder.layers.0.self_attn.in_proj_weight, …) plus src_embedding.weight,
  * tgt_embedding.weight (only src_embedding.weight when shared),
  * src_positions.weight / tgt_positions.weight (learned positions),
- * src_scale / tgt_scale (trainable embedding scale) and generator.weight
- * (unless tie_generator) / generator.bias.
+ * src_scale / tgt_scale (trainable embedding scale),
+ * src_embedding_norm.* / tgt_embedding_norm.* (embedding_norm) and
+ * generator.weight (unless tie_generator) / generator.bias (a published
+ * model's final_logits_bias).
  *
  * Ownership: a model is caller-owned (tfm_model_create(), tfm_model_load();
  * free with tfm_model_free()) and owns its parameters, layers and dropout
@@ -52,7 +54,11 @@ typedef int32_t tfm_positions;
 /** The position encodings. */
 enum {
     TFM_POSITIONS_SINUSOIDAL = 0, /**< fixed sin/cos, no parameters */
-    TFM_POSITIONS_LEARNED = 1     /**< a trained [max_len, d_model] table per side */
+    TFM_POSITIONS_LEARNED = 1,    /**< a trained [max_len, d_model] table per side */
+    /** fixed, sines then cosines (TFM_SINUSOIDS_HALVES in nn.h: Marian's) */
+    TFM_POSITIONS_SINUSOIDAL_HALVES = 2,
+    /** fixed, fairseq's (TFM_SINUSOIDS_HALVES_FAIRSEQ: M2M100's, NLLB's) */
+    TFM_POSITIONS_SINUSOIDAL_FAIRSEQ = 3
 };
 
 /** What multiplies the token embeddings: one of the TFM_EMBEDDING_SCALE_
@@ -118,6 +124,20 @@ typedef struct tfm_model_options {
      * standard deviation of sqrt(d_model). 0 (default): a generator.weight
      * of its own. */
     int32_t tie_generator;
+    /** Rows of each position table before position 0: position t reads
+     * row position_offset + t, and the tables have max_len +
+     * position_offset rows (BART's learned tables: 2; M2M100's sinusoidal
+     * ones: its padding id + 1). 0 (default) to 2^31. */
+    int64_t position_offset;
+    /** 1: a layer norm after embeddings + positions, before the dropout
+     * (src_embedding_norm.*, tgt_embedding_norm.*: BART's
+     * layernorm_embedding). 0 (default): none. */
+    int32_t embedding_norm;
+    /** The feed-forward linears' biases: 1 (default) or 0 (T5's). */
+    int32_t feed_forward_bias;
+    /** 1: every norm (layers', stacks', embeddings') an RMS norm without
+     * bias (T5's); 0 (default): layer norms. */
+    int32_t rms_norm;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
@@ -265,6 +285,28 @@ TFM_API tfm_tensor *tfm_model_forward(
     const tfm_tensor *src_key_padding_mask,
     const tfm_tensor *tgt_key_padding_mask,
     const tfm_tensor *memory_key_padding_mask);
+
+/* --- published models ------------------------------------------------------------ */
+/** A new model, caller-owned, from a folder as Hugging Face transformers
+ * saves an encoder-decoder (save_pretrained with safetensors): config.json
+ * and model.safetensors, or model.safetensors.index.json and the shards
+ * it names. Families: model_type "marian", "bart", "mbart" and "m2m_100"
+ * (which NLLB uses); activation_function relu, gelu, silu/swish, gelu_new
+ * or gelu_pytorch_tanh. The options follow the family (norms, positions,
+ * offsets) and the config (sizes, scale_embedding, tie_word_embeddings);
+ * bos_id is decoder_start_token_id, the first decoder input. Every
+ * parameter is read from its published tensor (float32, float16 or
+ * bfloat16, read as float32), and every tensor must be one libtfm reads or
+ * derives (sinusoidal tables, tied copies). generation_config.json (or
+ * config.json's same keys) gives the decoding defaults that
+ * tfm_decode_options_from_model() (decode.h) then sets; they are not
+ * saved with the model, and forced_eos_token_id (which only changes a
+ * sequence cut at max_length) is not applied. The model starts in
+ * evaluation mode. NULL with TFM_ERR_NULL, TFM_ERR_IO (a file missing or
+ * unreadable), TFM_ERR_FORMAT (a family, option, value or tensor libtfm
+ * does not support or that contradicts the config: the message names it),
+ * TFM_ERR_SIZE or TFM_ERR_NOMEM. */
+TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,11 @@ typedef int32_t tfm_activation;
 /** The activations. */
 enum {
     TFM_ACTIVATION_RELU = 0, /**< max(x, 0), PyTorch's default */
-    TFM_ACTIVATION_GELU = 1  /**< exact GELU (erf), as F.gelu */
+    TFM_ACTIVATION_GELU = 1, /**< exact GELU (erf), as F.gelu */
+    TFM_ACTIVATION_SILU = 2, /**< x * sigmoid(x), as F.silu (Marian's "swish") */
+    /** GELU's tanh approximation, as F.gelu(approximate="tanh") (Hugging
+     * Face's "gelu_new", T5 v1.1's gated-gelu) */
+    TFM_ACTIVATION_GELU_TANH = 3
 };
 
 /** Frees the layer and its sublayers; NULL is a no-op. Its parameters stay
@@ -125,7 +129,12 @@ TFM_API tfm_tensor *tfm_embedding_forward(tfm_tape *tape,
 /** NAME.weight (ones) and NAME.bias (zeros) [dim]. */
 TFM_API tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name,
                                          int64_t dim, float eps);
-/** Normalises x [..., dim] over its last axis. */
+/** NAME.weight (ones) [dim]: an RMS norm (T5's T5LayerNorm), no bias;
+ * its forward is tfm_layer_norm_forward's. */
+TFM_API tfm_layer *tfm_rms_norm_create(tfm_params *params, const char *name, int64_t dim,
+                                       float eps);
+/** Normalises x [..., dim] over its last axis (tfm_rms_norm for an RMS
+ * norm). */
 TFM_API tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape,
                                            const tfm_layer *norm,
                                            const tfm_tensor *x);
@@ -219,12 +228,17 @@ typedef struct tfm_block_options {
     tfm_activation activation; /**< the feed-forward's */
     int32_t norm_first;     /**< 0: post-norm (all the tutorials), 1: pre-norm */
     float layer_norm_eps;   /**< added to the variance in every layer norm */
-    /** attention biases (the feed-forward linears always have theirs, as
-     * in PyTorch 1.13) */
+    /** attention biases (the feed-forward's: feed_forward_bias) */
     int32_t bias;
     int32_t fused_qkv;      /**< see tfm_attention_options */
     int32_t trainable_scale; /**< see tfm_attention_options */
     float scale_init;       /**< see tfm_attention_options */
+    /** the feed-forward linears' biases: 1 (default, as PyTorch 1.13's
+     * layers) or 0 (T5's) */
+    int32_t feed_forward_bias;
+    /** 1: every norm an RMS norm (tfm_rms_norm_create: T5's), 0 (default):
+     * layer norms */
+    int32_t rms_norm;
 } tfm_block_options;
 
 /** Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout
@@ -296,6 +310,26 @@ TFM_API tfm_tensor *tfm_decoder_forward(
  * for positions below max_len; no parameters. */
 TFM_API tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len,
                                                    int64_t d_model);
+/** How a sinusoidal table lays out its sines and cosines: one of the
+ * TFM_SINUSOIDS_ values. */
+typedef int32_t tfm_sinusoid_layout;
+/** The sinusoidal layouts. */
+enum {
+    /** columns 2i, 2i+1: sin, cos of pos / 10000^(2i/d) (the tutorials') */
+    TFM_SINUSOIDS_INTERLEAVED = 0,
+    /** the first ceil(d/2) columns sin(pos / 10000^(2i/d)), the rest the
+     * cosines (Marian's) */
+    TFM_SINUSOIDS_HALVES = 1,
+    /** the first floor(d/2) columns sin(pos * exp(-i ln(10000) / (d/2 - 1))),
+     * then the cosines, then a zero column when d is odd (fairseq's:
+     * M2M100, NLLB), in float32 as fairseq computes it */
+    TFM_SINUSOIDS_HALVES_FAIRSEQ = 2
+};
+/** A fixed table of positions 0 to max_len - 1 in the layout given; no
+ * parameters. TFM_ERR_ARG for an unknown layout. */
+TFM_API tfm_layer *tfm_sinusoidal_positions_create_with_layout(int64_t max_len,
+                                                               int64_t d_model,
+                                                               tfm_sinusoid_layout layout);
 /** NAME.weight [max_len, d_model] ~ N(0, 1), as an nn.Embedding of positions. */
 TFM_API tfm_layer *tfm_learned_positions_create(tfm_params *params,
                                                 const char *name,

@@ -72,6 +72,11 @@ TFM_API tfm_tensor *tfm_masked_fill(tfm_tape *tape, const tfm_tensor *x,
 TFM_API tfm_tensor *tfm_relu(tfm_tape *tape, const tfm_tensor *x);
 /** Exact GELU, x * Phi(x) with erf, as torch.nn.functional.gelu. */
 TFM_API tfm_tensor *tfm_gelu(tfm_tape *tape, const tfm_tensor *x);
+/** GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+ * as torch.nn.functional.gelu(x, approximate="tanh"). */
+TFM_API tfm_tensor *tfm_gelu_tanh(tfm_tape *tape, const tfm_tensor *x);
+/** x * sigmoid(x), as torch.nn.functional.silu. */
+TFM_API tfm_tensor *tfm_silu(tfm_tape *tape, const tfm_tensor *x);
 /** tanh(x). */
 TFM_API tfm_tensor *tfm_tanh(tfm_tape *tape, const tfm_tensor *x);
 
@@ -109,6 +114,10 @@ TFM_API tfm_tensor *tfm_log_softmax(tfm_tape *tape, const tfm_tensor *x);
 TFM_API tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x,
                                    const tfm_tensor *weight,
                                    const tfm_tensor *bias, float eps);
+/** RMS norm over the last axis, x / sqrt(mean(x^2) + eps) * weight, as
+ * T5's T5LayerNorm (no mean, no bias); weight is [N] or NULL. */
+TFM_API tfm_tensor *tfm_rms_norm(tfm_tape *tape, const tfm_tensor *x,
+                                 const tfm_tensor *weight, float eps);
 /** Inverted dropout: in training, zeroes each value with probability p and
  * scales the rest by 1/(1-p); otherwise (or p == 0) the identity. The mask
  * comes from a counter-based generator seeded from rng, so backward

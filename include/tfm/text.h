@@ -58,6 +58,18 @@ TFM_API tfm_tokenizer *tfm_tokenizer_load_sentencepiece(const char *path);
 TFM_API tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path,
                                                    const char *merges_path);
 
+/** A SentencePiece model file's pieces numbered by a vocabulary JSON
+ * (an object of piece to id, ids 0 .. N-1, with `<unk>`): Marian's
+ * `source.spm` or `target.spm` with its `vocab.json`, as transformers'
+ * MarianTokenizer uses them. Encoding gives each piece the vocabulary's
+ * id (`<unk>`'s when it has none); decoding turns ids into the
+ * vocabulary's pieces and those into text as the SentencePiece model
+ * does, the vocabulary's `<s>`, `</s>` and `<pad>` giving nothing. Ids,
+ * pieces and special ids are the vocabulary's. NULL on failure as
+ * tfm_tokenizer_load_sentencepiece(). */
+TFM_API tfm_tokenizer *tfm_tokenizer_load_sentencepiece_with_vocab(const char *model_path,
+                                                                  const char *vocab_path);
+
 /** Makes a tokenizer from bytes tfm_tokenizer_save_bytes() wrote; the
  * bytes of a SentencePiece `.model` file are such bytes. The bytes are
  * copied. NULL on failure: TFM_ERR_NULL, TFM_ERR_ARG (a negative size),

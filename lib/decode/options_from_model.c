@@ -1,8 +1,42 @@
-/* A decoding's special tokens taken from the model that carries them. */
+/* A decoding's special tokens taken from the model that carries them, and
+ * a published model's decoding defaults. */
 #include <stddef.h>
 
 #include "core/error.h"
+#include "model/model.h"
 #include "tfm/decode.h"
+
+/* Whether the caller's struct, of options->struct_size bytes, has field. */
+#define HAS(options, field)                                                    \
+    ((options)->struct_size >= offsetof(tfm_decode_options, field) + sizeof (options)->field)
+
+/* generation_config.json's values, into the fields the caller's struct has. */
+static void published_defaults(const tfm__generation *g, tfm_decode_options *o)
+{
+    o->strategy = g->strategy;
+    o->max_length = g->max_length;
+    o->temperature = g->temperature;
+    o->top_k = g->top_k;
+    o->top_p = g->top_p;
+    o->beam_size = g->beam_size;
+    o->length_penalty = g->length_penalty;
+    if (HAS(o, no_repeat_ngram_size)) {
+        o->min_length = g->min_length;
+        o->repetition_penalty = g->repetition_penalty;
+        o->no_repeat_ngram_size = g->no_repeat_ngram_size;
+    }
+    if (HAS(o, n_eos_ids)) {
+        o->eos_ids = g->eos_ids;
+        o->n_eos_ids = g->n_eos_ids;
+    }
+    if (HAS(o, forced_bos_id))
+        o->forced_bos_id = g->forced_bos_id;
+    if (HAS(o, n_bad_words)) {
+        o->bad_words = g->bad_words;
+        o->bad_word_lengths = g->bad_word_lengths;
+        o->n_bad_words = g->n_bad_words;
+    }
+}
 
 tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_options *options)
 {
@@ -10,6 +44,8 @@ tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_opti
     if (!model || !options)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "options" : "model");
     size_t needed = offsetof(tfm_decode_options, src_pad_id) + sizeof options->src_pad_id;
+    if (model->generation)
+        needed = offsetof(tfm_decode_options, length_penalty) + sizeof options->length_penalty;
     if (options->struct_size < needed)
         return tfm__fail(TFM_ERR_ARG, "%s: options.struct_size %u is too small; call "
                          "tfm_decode_options_init first", op, (unsigned)options->struct_size);
@@ -21,5 +57,7 @@ tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_opti
         options->eos_id = eos;
     if (pad >= 0)
         options->src_pad_id = pad;
+    if (model->generation)
+        published_defaults(model->generation, options);
     return TFM_OK;
 }

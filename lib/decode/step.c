@@ -12,9 +12,9 @@
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
+#include "ops/activation.h"
 #include "ops/layer_norm.h"
 
-#define INV_SQRT2 0.70710678118654752440f
 
 /* out[i, 0:out_f] (row stride ldc) = in[i] W^T + b for n rows, W [out_f, in_f]. */
 void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *w,
@@ -32,8 +32,8 @@ void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, flo
 
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
 {
-    tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), tfm__f32(norm->bias), norm->eps,
-                         out, NULL, NULL);
+    tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), values(norm->bias), norm->eps,
+                         norm->rms, out, NULL, NULL);
 }
 
 /* The factor the queries are multiplied by: 1/sqrt(d_k) or 1/scale. */
@@ -78,13 +78,7 @@ static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, c
     int64_t width = d->d_ff;
     tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
-    if (ff->activation == TFM_ACTIVATION_GELU) {
-        for (int64_t i = 0; i < n * width; i++)
-            hv[i] = 0.5f * hv[i] * (1.0f + erff(hv[i] * INV_SQRT2));
-    } else {
-        for (int64_t i = 0; i < n * width; i++)
-            hv[i] = hv[i] <= 0.0f ? 0.0f : hv[i]; /* NaN passes on */
-    }
+    tfm__activation_rows(ff->activation, hv, n * width, hv);
     tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }
 
@@ -131,7 +125,8 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
     int64_t D = d->d, T1 = d->max_len + 1;
     const tfm_layer *positions = m->tgt_positions;
     const float *table = tfm__f32(m->tgt_embedding->weight);
-    const float *pos = tfm__f32(positions->weight ? positions->weight : positions->table) + t * D;
+    const float *pos = tfm__f32(positions->weight ? positions->weight : positions->table) +
+                       (m->options.position_offset + t) * D;
     float scale = m->options.embedding_scale == TFM_EMBEDDING_SCALE_SQRT_D ? sqrtf((float)D)
                   : m->tgt_scale ? tfm__f32(m->tgt_scale)[0] : 1.0f;
     int scaled = m->options.embedding_scale != TFM_EMBEDDING_SCALE_NONE;
@@ -140,6 +135,10 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
         float *x = g->x + i * D;
         for (int64_t j = 0; j < D; j++)
             x[j] = (scaled ? e[j] * scale : e[j]) + pos[j];
+    }
+    if (m->tgt_embedding_norm) {
+        layer_norm(m->tgt_embedding_norm, g->x, n, D, g->h);
+        memcpy(g->x, g->h, (size_t)(n * D) * sizeof(float));
     }
     const tfm_layer *decoder = m->decoder;
     for (int32_t l = 0; l < d->layers; l++)

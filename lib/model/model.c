@@ -16,7 +16,8 @@
 /* The fields tfm_model_options has of tfm_block_options, by name. */
 #define BLOCK_FIELDS(X)                                                        \
     X(d_model) X(heads) X(d_ff) X(dropout) X(activation) X(norm_first)        \
-    X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)
+    X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)     \
+    X(feed_forward_bias) X(rms_norm)
 
 void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 {
@@ -36,6 +37,8 @@ void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
     d.seed = 0;
     d.embedding_dropout = -1.0f;
     d.bos_id = d.eos_id = d.pad_id = -1;
+    d.position_offset = 0;
+    d.embedding_norm = 0;
     tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
@@ -58,20 +61,31 @@ static int read_options(const char *op, const tfm_model_options *given, tfm_mode
     return tfm__model_options_check(op, "options.", o, TFM_ERR_ARG) == TFM_OK ? 0 : -1;
 }
 
+static tfm_layer *sinusoidal_table(const tfm_model_options *o, int64_t rows)
+{
+    tfm_sinusoid_layout layout = o->positions == TFM_POSITIONS_SINUSOIDAL_HALVES
+                                     ? TFM_SINUSOIDS_HALVES
+                                 : o->positions == TFM_POSITIONS_SINUSOIDAL_FAIRSEQ
+                                     ? TFM_SINUSOIDS_HALVES_FAIRSEQ
+                                     : TFM_SINUSOIDS_INTERLEAVED;
+    return tfm_sinusoidal_positions_create_with_layout(rows, o->d_model, layout);
+}
+
+/* Each side's table: its longest sequence past the offset's rows. */
 static int make_positions(tfm_model *m)
 {
     const tfm_model_options *o = &m->options;
+    int64_t src_rows = o->max_src_len + o->position_offset;
+    int64_t tgt_rows = o->max_tgt_len + o->position_offset;
     if (o->positions == TFM_POSITIONS_LEARNED)
         return (m->src_positions = tfm_learned_positions_create(m->params, "src_positions",
-                                                                o->max_src_len, o->d_model,
-                                                                m->rng)) &&
+                                                                src_rows, o->d_model, m->rng)) &&
                        (m->tgt_positions = tfm_learned_positions_create(
-                            m->params, "tgt_positions", o->max_tgt_len, o->d_model, m->rng))
+                            m->params, "tgt_positions", tgt_rows, o->d_model, m->rng))
                    ? 0
                    : -1;
-    return (m->src_positions = tfm_sinusoidal_positions_create(o->max_src_len, o->d_model)) &&
-                   (m->tgt_positions = tfm_sinusoidal_positions_create(o->max_tgt_len,
-                                                                       o->d_model))
+    return (m->src_positions = sinusoidal_table(o, src_rows)) &&
+                   (m->tgt_positions = sinusoidal_table(o, tgt_rows))
                ? 0
                : -1;
 }
@@ -83,7 +97,8 @@ static int make_positions(tfm_model *m)
 static int sinusoidal_tables_fit(const char *op, const tfm_model *m)
 {
     const tfm_model_options *o = &m->options;
-    int64_t tables = (o->max_src_len + o->max_tgt_len) * o->d_model; /* <= 2^28: checked */
+    int64_t tables = (o->max_src_len + o->max_tgt_len + 2 * o->position_offset) *
+                     o->d_model; /* <= 2^28: checked */
     int64_t parameters = tfm_params_numel(m->params);
     if (tables <= SMALL_TABLES || tables <= parameters)
         return 0;
@@ -92,6 +107,13 @@ static int sinusoidal_tables_fit(const char *op, const tfm_model *m)
               (long long)o->max_src_len, (long long)o->max_tgt_len, (long long)o->d_model,
               (long long)parameters, (long long)SMALL_TABLES);
     return -1;
+}
+
+static tfm_layer *embedding_norm(tfm_model *m, const char *name)
+{
+    const tfm_model_options *o = &m->options;
+    return o->rms_norm ? tfm_rms_norm_create(m->params, name, o->d_model, o->layer_norm_eps)
+                       : tfm_layer_norm_create(m->params, name, o->d_model, o->layer_norm_eps);
 }
 
 static tfm_tensor *make_scale(tfm_model *m, const char *name)
@@ -164,6 +186,9 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
     ok = ok && (!learned || make_positions(m) == 0);
     if (ok && o->embedding_scale == TFM_EMBEDDING_SCALE_TRAINABLE)
         ok = (m->src_scale = make_scale(m, "src_scale")) && (m->tgt_scale = make_scale(m, "tgt_scale"));
+    if (ok && o->embedding_norm)
+        ok = (m->src_embedding_norm = embedding_norm(m, "src_embedding_norm")) &&
+             (m->tgt_embedding_norm = embedding_norm(m, "tgt_embedding_norm"));
     float embedding_dropout = o->embedding_dropout >= 0.0f ? o->embedding_dropout : b->dropout;
     ok = ok && (m->dropout = tfm_dropout_create(embedding_dropout, m->rng)) &&
          (m->encoder = tfm_encoder_create(m->params, "encoder", o->encoder_layers, b,
@@ -194,12 +219,15 @@ void tfm_model_free(tfm_model *m)
     tfm_layer_free(m->src_embedding);
     tfm_layer_free(m->src_positions);
     tfm_layer_free(m->tgt_positions);
+    tfm_layer_free(m->src_embedding_norm);
+    tfm_layer_free(m->tgt_embedding_norm);
     tfm_layer_free(m->dropout);
     tfm_layer_free(m->encoder);
     tfm_layer_free(m->decoder);
     tfm_layer_free(m->generator);
     tfm_params_free(m->params);
     tfm_rng_free(m->rng);
+    tfm__generation_free(m->generation);
     tfm_tokenizer_free(m->tokenizers[0]);
     tfm_tokenizer_free(m->tokenizers[1]);
     free(m);
@@ -225,11 +253,13 @@ tfm_status tfm_model_set_training(tfm_model *m, int32_t training)
 {
     if (!m)
         return tfm__fail(TFM_ERR_NULL, "tfm_model_set_training: model is NULL");
-    tfm_layer *layers[] = {m->src_embedding, m->tgt_embedding, m->src_positions,
-                           m->tgt_positions, m->dropout,       m->encoder,
-                           m->decoder,       m->generator};
+    tfm_layer *layers[] = {m->src_embedding,      m->tgt_embedding,      m->src_positions,
+                           m->tgt_positions,      m->src_embedding_norm, m->tgt_embedding_norm,
+                           m->dropout,            m->encoder,            m->decoder,
+                           m->generator};
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
-        tfm_layer_set_training(layers[i], training);
+        if (layers[i]) /* embedding norms are optional */
+            tfm_layer_set_training(layers[i], training);
     return TFM_OK;
 }
 
@@ -252,10 +282,11 @@ tfm_status tfm_model_set_shard(tfm_model *m, int64_t index, int64_t count)
     return status;
 }
 
-/* embedding * scale + positions, then dropout: [B, T] ids -> [B, T, D]. */
+/* embedding * scale + positions (from the offset's row), the embedding
+ * norm, then dropout: [B, T] ids -> [B, T, D]. */
 static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *ids,
                          const tfm_layer *embedding, const tfm_layer *positions,
-                         const tfm_tensor *scale)
+                         const tfm_tensor *scale, const tfm_layer *norm)
 {
     if (tfm__check_input(op, "ids", ids, TFM_I32) < 0)
         return NULL;
@@ -276,7 +307,10 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
     default:
         break;
     }
-    return tfm__dropout_if_active(tape, m->dropout, tfm_positions_forward(tape, positions, x, 0));
+    x = tfm_positions_forward(tape, positions, x, m->options.position_offset);
+    if (norm)
+        x = tfm_layer_norm_forward(tape, norm, x);
+    return tfm__dropout_if_active(tape, m->dropout, x);
 }
 
 static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *src,
@@ -287,7 +321,8 @@ static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tf
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
-    tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale);
+    tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale,
+                           m->src_embedding_norm);
     return tfm__result_within(
         op, mark,
         tfm__encoder_run(tape, op, m->encoder, x,
@@ -305,7 +340,8 @@ static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tf
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
-    tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale);
+    tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale,
+                           m->tgt_embedding_norm);
     y = tfm__decoder_run(tape, op, m->decoder, y, memory,
                          &(const tfm__masks){tgt_mask, tgt_key_padding_mask, "tgt_mask",
                                              "tgt_key_padding_mask"},

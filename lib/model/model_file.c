@@ -23,9 +23,10 @@
 #define MAX_LAYERS 4096
 #define MAX_ID (((int64_t)1 << 31) - 1)
 
-static const char *const positions_names[] = {"sinusoidal", "learned", NULL};
+static const char *const positions_names[] = {"sinusoidal", "learned", "sinusoidal_halves",
+                                                    "sinusoidal_fairseq", NULL};
 static const char *const scale_names[] = {"none", "sqrt_d", "trainable", NULL};
-static const char *const activation_names[] = {"relu", "gelu", NULL};
+static const char *const activation_names[] = {"relu", "gelu", "silu", "gelu_tanh", NULL};
 
 #define AT(member) offsetof(tfm_model_options, member)
 static const tfm__field fields[] = {
@@ -57,10 +58,16 @@ static const tfm__field fields[] = {
     {"eos_id", TFM__FIELD_I32, AT(eos_id), -1, MAX_ID, NULL},
     {"pad_id", TFM__FIELD_I32, AT(pad_id), -1, MAX_ID, NULL},
     {"tie_generator", TFM__FIELD_I32, AT(tie_generator), 0, 1, NULL},
+    /* added for published models: files written before load without them */
+    {"position_offset", TFM__FIELD_I64, AT(position_offset), 0, MAX_SIZE, NULL},
+    {"embedding_norm", TFM__FIELD_I32, AT(embedding_norm), 0, 1, NULL},
+    {"feed_forward_bias", TFM__FIELD_I32, AT(feed_forward_bias), 0, 1, NULL},
+    {"rms_norm", TFM__FIELD_I32, AT(rms_norm), 0, 1, NULL},
 };
 #undef AT
-/* Every file holds the fields before bos_id; the four added in 0.4 may be absent. */
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0], REQUIRED_FIELDS = FIELD_COUNT - 4 };
+/* Every file holds the fields before bos_id; the later ones may be absent. */
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 8,
+       REQUIRED_FIELDS = FIELD_COUNT - OPTIONAL_FIELDS };
 
 /* --- the one check ----------------------------------------------------------------- */
 
@@ -89,12 +96,14 @@ tfm_status tfm__model_options_check(const char *op, const char *prefix,
                              i == 2 ? ", the ids both vocabularies have"
                                     : ", the target vocabulary");
     /* lengths and width are at most 2^31 each: divide rather than multiply */
-    if (o->positions == TFM_POSITIONS_SINUSOIDAL &&
-        o->max_src_len + o->max_tgt_len > TFM__MAX_SINUSOIDAL_VALUES / o->d_model)
+    if (o->positions != TFM_POSITIONS_LEARNED &&
+        o->max_src_len + o->max_tgt_len + 2 * o->position_offset >
+            TFM__MAX_SINUSOIDAL_VALUES / o->d_model)
         return tfm__fail(status, "%s: sinusoidal tables of %lld + %lld positions of %lld "
-                         "values are absurd (more than %lld values)", op,
-                         (long long)o->max_src_len, (long long)o->max_tgt_len,
-                         (long long)o->d_model, (long long)TFM__MAX_SINUSOIDAL_VALUES);
+                         "values are absurd (more than %lld values, with %lld offset rows "
+                         "each)", op, (long long)o->max_src_len, (long long)o->max_tgt_len,
+                         (long long)o->d_model, (long long)TFM__MAX_SINUSOIDAL_VALUES,
+                         (long long)o->position_offset);
     return TFM_OK;
 }
 

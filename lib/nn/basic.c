@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "nn/layer.h"
+#include "ops/activation.h"
 
 /* --- linear ------------------------------------------------------------------ */
 
@@ -95,9 +96,10 @@ tfm_tensor *tfm_embedding_forward(tfm_tape *tape, const tfm_layer *embedding,
 
 /* --- layer norm ---------------------------------------------------------------- */
 
-tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+/* A layer norm, or (rms) an RMS norm without bias; weight starts at ones. */
+static tfm_layer *make_norm(const char *op, tfm_params *params, const char *name, int64_t dim,
+                            float eps, int rms)
 {
-    const char *op = "tfm_layer_norm_create";
     if (!params || !name) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, params ? "name" : "params");
         return NULL;
@@ -111,17 +113,27 @@ tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t d
     if (!layer)
         return NULL;
     layer->weight = tfm__layer_param(op, params, name, "weight", 1, (const int64_t[]){dim});
-    if (layer->weight)
+    if (layer->weight && !rms)
         layer->bias = tfm__layer_param(op, params, name, "bias", 1, (const int64_t[]){dim});
-    if (!layer->bias) {
+    if (!layer->weight || (!rms && !layer->bias))
         return tfm__layer_abandon(layer, params, mark);
-    }
     float *w = tfm__f32(layer->weight);
     for (int64_t i = 0; i < dim; i++)
         w[i] = 1.0f;
     layer->eps = eps;
     layer->d_model = dim;
+    layer->rms = rms;
     return layer;
+}
+
+tfm_layer *tfm_layer_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+{
+    return make_norm("tfm_layer_norm_create", params, name, dim, eps, 0);
+}
+
+tfm_layer *tfm_rms_norm_create(tfm_params *params, const char *name, int64_t dim, float eps)
+{
+    return make_norm("tfm_rms_norm_create", params, name, dim, eps, 1);
 }
 
 tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const tfm_tensor *x)
@@ -131,7 +143,9 @@ tfm_tensor *tfm_layer_norm_forward(tfm_tape *tape, const tfm_layer *norm, const 
     if (tfm__check_layer(op, norm, TFM_LAYER_LAYER_NORM) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
     return tfm__result_within(op, mark,
-                              tfm_layer_norm(tape, x, norm->weight, norm->bias, norm->eps));
+                              norm->rms ? tfm_rms_norm(tape, x, norm->weight, norm->eps)
+                                        : tfm_layer_norm(tape, x, norm->weight, norm->bias,
+                                                         norm->eps));
 }
 
 /* --- dropout ------------------------------------------------------------------- */
@@ -171,11 +185,16 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
                                    int64_t d_ff, tfm_activation activation, float dropout,
                                    tfm_rng *rng)
 {
-    const char *op = "tfm_feed_forward_create";
-    if (activation != TFM_ACTIVATION_RELU && activation != TFM_ACTIVATION_GELU) {
-        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)activation);
+    return tfm__feed_forward_make("tfm_feed_forward_create", params, name, d_model, d_ff,
+                                  activation, dropout, 1, rng);
+}
+
+tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char *name,
+                                  int64_t d_model, int64_t d_ff, tfm_activation activation,
+                                  float dropout, int32_t bias, tfm_rng *rng)
+{
+    if (tfm__check_activation(op, activation) < 0)
         return NULL;
-    }
     char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX];
     if (!params || !name || !rng) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
@@ -192,8 +211,8 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
     layer->activation = activation;
     layer->d_model = d_model;
     tfm_layer **c = layer->children;
-    if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, 1, rng)) ||
-        !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, 1, rng)) ||
+    if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, bias, rng)) ||
+        !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, bias, rng)) ||
         !(c[TFM__FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
         tfm__fail_within(op, error_mark);
         return tfm__layer_abandon(layer, params, mark);
@@ -207,9 +226,11 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
         return NULL;
     tfm_layer *const *c = ff->children;
     const tfm_layer *first = c[TFM__FF_LINEAR1], *dropout = c[TFM__FF_DROPOUT];
-    if (ff->activation == TFM_ACTIVATION_GELU)
-        return tfm__dropout_if_active(tape, dropout,
-                                      tfm_gelu(tape, tfm_linear_forward(tape, first, x)));
+    if (ff->activation != TFM_ACTIVATION_RELU)
+        return tfm__dropout_if_active(
+            tape, dropout,
+            tfm__activation(tape, "tfm_feed_forward_forward", ff->activation,
+                            tfm_linear_forward(tape, first, x)));
     return tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
                                    dropout->training, dropout->rng);
 }

@@ -94,6 +94,15 @@ tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm
                                                         : x;
 }
 
+int tfm__check_activation(const char *op, tfm_activation activation)
+{
+    if (activation < TFM_ACTIVATION_RELU || activation > TFM_ACTIVATION_GELU_TANH) {
+        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)activation);
+        return -1;
+    }
+    return 0;
+}
+
 int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
                                  int32_t trainable_scale, float scale_init)
 {

@@ -35,6 +35,7 @@ struct tfm_layer {
     int32_t heads;
     int32_t norm_first;
     int32_t fused;
+    int32_t rms;                  /* a norm without mean or bias (RMS norm) */
     int64_t d_model;
     int32_t n_children;
     tfm_layer **children;         /* sublayers, owned; meaning fixed per kind */
@@ -73,6 +74,16 @@ tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, u
  * with TFM_ERR_ARG set. */
 int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
                                  int32_t trainable_scale, float scale_init);
+
+/* Checks a feed-forward activation is one of TFM_ACTIVATION_*; 0 or -1
+ * with TFM_ERR_ARG set. */
+int tfm__check_activation(const char *op, tfm_activation activation);
+
+/* tfm_feed_forward_create for op, its linears with biases or (bias 0)
+ * without. */
+tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char *name,
+                                  int64_t d_model, int64_t d_ff, tfm_activation activation,
+                                  float dropout, int32_t bias, tfm_rng *rng);
 
 /* A linear layer whose weight is weight [out, in], a parameter of another
  * layer (a tied output projection: both add into its one gradient), with

@@ -16,10 +16,62 @@ static int check_sizes(const char *op, int64_t max_len, int64_t d_model)
     return 0;
 }
 
-tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len, int64_t d_model)
+/* Interleaved, as the tutorials' PositionalEncoding: columns 2i and 2i+1
+ * share the frequency exp(-2i ln(10000) / d); an odd d_model ends on a
+ * sine column. */
+static void interleaved(float *pe, int64_t max_len, int64_t d_model)
 {
-    const char *op = "tfm_sinusoidal_positions_create";
+    const double step = -log(10000.0) / (double)d_model;
+    for (int64_t j = 0; j < d_model; j++) {
+        double freq = exp((double)(j - j % 2) * step);
+        for (int64_t pos = 0; pos < max_len; pos++) {
+            double angle = (double)pos * freq;
+            pe[pos * d_model + j] = (float)(j % 2 ? cos(angle) : sin(angle));
+        }
+    }
+}
+
+/* Marian's: the sines of frequencies 10000^(-2i/d) in the first ceil(d/2)
+ * columns, the cosines in the rest, computed in double as Marian's numpy. */
+static void halves(float *pe, int64_t max_len, int64_t d_model)
+{
+    int64_t sines = (d_model + 1) / 2;
+    for (int64_t j = 0; j < d_model; j++) {
+        int64_t i = j < sines ? j : j - sines;
+        double freq = pow(10000.0, -2.0 * (double)i / (double)d_model);
+        for (int64_t pos = 0; pos < max_len; pos++) {
+            double angle = (double)pos * freq;
+            pe[pos * d_model + j] = (float)(j < sines ? sin(angle) : cos(angle));
+        }
+    }
+}
+
+/* fairseq's (M2M100, NLLB): floor(d/2) sines of frequencies
+ * exp(-i ln(10000) / (floor(d/2) - 1)), then their cosines, then a zero
+ * column when d is odd; in float32, as fairseq computes it. */
+static void halves_fairseq(float *pe, int64_t max_len, int64_t d_model)
+{
+    int64_t half = d_model / 2;
+    float step = half > 1 ? (float)(log(10000.0) / (double)(half - 1)) : 0.0f;
+    for (int64_t i = 0; i < half; i++) {
+        float freq = expf((float)i * -step);
+        for (int64_t pos = 0; pos < max_len; pos++) {
+            float angle = (float)pos * freq;
+            pe[pos * d_model + i] = sinf(angle);
+            pe[pos * d_model + half + i] = cosf(angle);
+        }
+    }
+}
+
+tfm_layer *tfm_sinusoidal_positions_create_with_layout(int64_t max_len, int64_t d_model,
+                                                       tfm_sinusoid_layout layout)
+{
+    const char *op = "tfm_sinusoidal_positions_create_with_layout";
     const int64_t shape[2] = {max_len, d_model};
+    if (layout < TFM_SINUSOIDS_INTERLEAVED || layout > TFM_SINUSOIDS_HALVES_FAIRSEQ) {
+        tfm__fail(TFM_ERR_ARG, "%s: unknown layout %d", op, (int)layout);
+        return NULL;
+    }
     if (check_sizes(op, max_len, d_model) < 0 || tfm__checked_numel(op, 2, shape) < 0)
         return NULL;
     uint64_t mark = tfm__error_mark();
@@ -33,18 +85,22 @@ tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len, int64_t d_model)
         return NULL;
     }
     layer->d_model = d_model;
-    /* As the tutorials' PositionalEncoding: columns 2i and 2i+1 share the
-     * frequency exp(-2i ln(10000) / d). An odd d_model ends on a sine column. */
     float *pe = tfm__f32(layer->table);
-    const double step = -log(10000.0) / (double)d_model;
-    for (int64_t j = 0; j < d_model; j++) {
-        double freq = exp((double)(j - j % 2) * step);
-        for (int64_t pos = 0; pos < max_len; pos++) {
-            double angle = (double)pos * freq;
-            pe[pos * d_model + j] = (float)(j % 2 ? cos(angle) : sin(angle));
-        }
-    }
+    if (layout == TFM_SINUSOIDS_HALVES)
+        halves(pe, max_len, d_model);
+    else if (layout == TFM_SINUSOIDS_HALVES_FAIRSEQ)
+        halves_fairseq(pe, max_len, d_model);
+    else
+        interleaved(pe, max_len, d_model);
     return layer;
+}
+
+tfm_layer *tfm_sinusoidal_positions_create(int64_t max_len, int64_t d_model)
+{
+    uint64_t mark = tfm__error_mark();
+    return tfm__result_within("tfm_sinusoidal_positions_create", mark,
+                              tfm_sinusoidal_positions_create_with_layout(
+                                  max_len, d_model, TFM_SINUSOIDS_INTERLEAVED));
 }
 
 tfm_layer *tfm_learned_positions_create(tfm_params *params, const char *name,

@@ -30,6 +30,7 @@ void tfm_block_options_init_sized(tfm_block_options *o, uint32_t struct_size)
     d.fused_qkv = 1;
     d.trainable_scale = 0;
     d.scale_init = 0.0f; /* sqrt(d_model), as tutorial 003 */
+    d.feed_forward_bias = 1;
     tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
@@ -48,10 +49,8 @@ static int read_options(const char *op, const tfm_block_options *given, tfm_bloc
         tfm__fail(TFM_ERR_ARG, "%s: d_ff %lld is not positive", op, (long long)o->d_ff);
         return -1;
     }
-    if (o->activation != TFM_ACTIVATION_RELU && o->activation != TFM_ACTIVATION_GELU) {
-        tfm__fail(TFM_ERR_ARG, "%s: unknown activation %d", op, (int)o->activation);
+    if (tfm__check_activation(op, o->activation) < 0)
         return -1;
-    }
     if (!(o->layer_norm_eps >= 0.0f) || !isfinite(o->layer_norm_eps)) {
         tfm__fail(TFM_ERR_ARG, "%s: layer_norm_eps %g must be finite and not negative", op,
                   (double)o->layer_norm_eps);
@@ -84,7 +83,8 @@ static tfm_layer *make_norm(const char *op, tfm_params *params, const char *name
     char full[TFM_NAME_MAX];
     if (tfm__layer_name(op, full, name, suffix) < 0)
         return NULL;
-    return tfm_layer_norm_create(params, full, o->d_model, o->layer_norm_eps);
+    return o->rms_norm ? tfm_rms_norm_create(params, full, o->d_model, o->layer_norm_eps)
+                       : tfm_layer_norm_create(params, full, o->d_model, o->layer_norm_eps);
 }
 
 /* An encoder layer, or a decoder layer when cross is set. Parameters are
@@ -113,8 +113,9 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
     int ok = (c[TFM__BLK_SELF_ATTN] = make_attention(op, params, name, "self_attn", &o, rng)) &&
              (!cross || (c[TFM__BLK_CROSS_ATTN] = make_attention(op, params, name, "multihead_attn",
                                                             &o, rng))) &&
-             (c[TFM__BLK_FF] = tfm_feed_forward_create(params, name, o.d_model, o.d_ff, o.activation,
-                                                  o.dropout, rng)) &&
+             (c[TFM__BLK_FF] = tfm__feed_forward_make(op, params, name, o.d_model, o.d_ff,
+                                                      o.activation, o.dropout,
+                                                      o.feed_forward_bias, rng)) &&
              (c[TFM__BLK_NORM1] = make_norm(op, params, name, "norm1", &o)) &&
              (c[TFM__BLK_NORM2] = make_norm(op, params, name, "norm2", &o)) &&
              (!cross || (c[TFM__BLK_NORM3] = make_norm(op, params, name, "norm3", &o))) &&
@@ -148,7 +149,8 @@ static tfm_tensor *norm_output(tfm_tape *tape, const char *op, const tfm_layer *
                                const tfm_tensor *x, int internal)
 {
     if (internal && (norm->recompute & TFM_RECOMPUTE_NORM_OUTPUTS))
-        return tfm__layer_norm_recomputed(tape, op, x, norm->weight, norm->bias, norm->eps);
+        return tfm__layer_norm_recomputed(tape, op, x, norm->weight, norm->bias, norm->eps,
+                                          norm->rms);
     return tfm_layer_norm_forward(tape, norm, x);
 }
 

@@ -1,5 +1,6 @@
 /* Layer norm over the last axis with optional weight and bias, as
- * torch.nn.functional.layer_norm (biased variance). Backward uses the mean
+ * torch.nn.functional.layer_norm (biased variance), and RMS norm, the same
+ * with the mean taken as 0 (T5's T5LayerNorm). Backward uses the mean
  * and 1/std saved per row by the forward. */
 #include <math.h>
 
@@ -17,9 +18,11 @@ typedef struct rows_job {
     float *y, *mean, *rstd, *gx;
     int64_t n;
     float eps;
+    int rms;     /* the mean is 0: RMS norm */
 } rows_job;
 
-/* dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) for rows [begin, end). */
+/* dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)) for rows [begin, end);
+ * RMS norm's mean is no function of x, so its mean(g*w) term is 0. */
 static TFM__KERNEL(input_grad_rows, (void *ctx, int64_t begin, int64_t end, int worker),
                    (ctx, begin, end, worker))
 {
@@ -35,7 +38,7 @@ static TFM__KERNEL(input_grad_rows, (void *ctx, int64_t begin, int64_t end, int 
             sum_gw += gwi;
             sum_gw_xhat += gwi * (xr[i] - mu) * rs;
         }
-        float a = sum_gw / (float)n, b = sum_gw_xhat / (float)n;
+        float a = j->rms ? 0.0f : sum_gw / (float)n, b = sum_gw_xhat / (float)n;
         float *gxr = j->gx + r * n;
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
@@ -75,7 +78,7 @@ static void layer_norm_backward(tfm_node *node)
     float *gb = bias ? tfm__grad_of(bias) : NULL;
     int64_t n = x->shape[x->ndim - 1], rows = x->numel / n;
     rows_job j = {.x = xv, .w = weight ? tfm__f32(weight) : NULL, .g = g, .mean_in = mean,
-                  .rstd_in = rstd, .gx = tfm__grad_of(x), .n = n};
+                  .rstd_in = rstd, .gx = tfm__grad_of(x), .n = n, .rms = node->ints[2]};
     if (gw || gb)
         param_grads(&j, rows, gw, gb);
     if (j.gx)
@@ -110,9 +113,10 @@ static TFM__KERNEL(normalise_rows, (void *ctx, int64_t begin, int64_t end, int w
         float *yr = j->y + r * n;
         /* two passes: sum((x - mu)^2) does not cancel as E[x^2] - mu^2 does */
         float sum = 0.0f;
+        if (!j->rms)
 #pragma omp simd reduction(+ : sum)
-        for (int64_t i = 0; i < n; i++)
-            sum += xr[i];
+            for (int64_t i = 0; i < n; i++)
+                sum += xr[i];
         float mu = sum / (float)n, sq = 0.0f;
 #pragma omp simd reduction(+ : sq)
         for (int64_t i = 0; i < n; i++)
@@ -129,10 +133,11 @@ static TFM__KERNEL(normalise_rows, (void *ctx, int64_t begin, int64_t end, int w
 }
 
 void tfm__layer_norm_rows(const float *x, int64_t rows, int64_t n, const float *w,
-                          const float *b, float eps, float *y, float *mean, float *rstd)
+                          const float *b, float eps, int rms, float *y, float *mean,
+                          float *rstd)
 {
     rows_job j = {.x = x, .w = w, .b = b, .y = y, .mean = mean, .rstd = rstd, .n = n,
-                  .eps = eps};
+                  .eps = eps, .rms = rms};
     tfm__parallel_for(rows, tfm__workers_for(rows * n), normalise_rows, &j);
 }
 
@@ -146,13 +151,13 @@ static void recompute_output(tfm_node *node)
     const tfm_tensor *bias = node->ints[1] ? node->in[1 + node->ints[0]] : NULL;
     int64_t n = x->shape[x->ndim - 1];
     tfm__layer_norm_rows(tfm__f32(x), x->numel / n, n, weight ? tfm__f32(weight) : NULL,
-                         bias ? tfm__f32(bias) : NULL, node->floats[0], tfm__f32(node->out),
-                         NULL, NULL);
+                         bias ? tfm__f32(bias) : NULL, node->floats[0], node->ints[2],
+                         tfm__f32(node->out), NULL, NULL);
 }
 
 static tfm_tensor *layer_norm(const char *op, tfm_tape *tape, const tfm_tensor *x,
                               const tfm_tensor *weight, const tfm_tensor *bias, float eps,
-                              int recomputed)
+                              int rms, int recomputed)
 {
     if (tfm__check_input(op, "x", x, TFM_F32) < 0 || tfm__check_tape(op, tape) < 0 ||
         (weight && check_param(op, "weight", weight, x) < 0) ||
@@ -184,13 +189,14 @@ static tfm_tensor *layer_norm(const char *op, tfm_tape *tape, const tfm_tensor *
     const float *xv = tfm__f32(x);
     const float *w = weight ? tfm__f32(weight) : NULL, *b = bias ? tfm__f32(bias) : NULL;
     float *y = tfm__f32(out);
-    tfm__layer_norm_rows(xv, rows, n, w, b, eps, y, mean, rstd);
+    tfm__layer_norm_rows(xv, rows, n, w, b, eps, rms, y, mean, rstd);
     tfm_node *node;
     if (tfm__record(tape, op, out, layer_norm_backward, n_in, in, &node) < 0)
         return NULL;
     if (node) {
         node->ints[0] = weight != NULL;
         node->ints[1] = bias != NULL;
+        node->ints[2] = rms;
         node->saved[0] = mean;
         node->saved[1] = rstd;
         node->floats[0] = eps;
@@ -203,12 +209,18 @@ static tfm_tensor *layer_norm(const char *op, tfm_tape *tape, const tfm_tensor *
 tfm_tensor *tfm_layer_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
                            const tfm_tensor *bias, float eps)
 {
-    return layer_norm("tfm_layer_norm", tape, x, weight, bias, eps, 0);
+    return layer_norm("tfm_layer_norm", tape, x, weight, bias, eps, 0, 0);
+}
+
+tfm_tensor *tfm_rms_norm(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *weight,
+                         float eps)
+{
+    return layer_norm("tfm_rms_norm", tape, x, weight, NULL, eps, 1, 0);
 }
 
 tfm_tensor *tfm__layer_norm_recomputed(tfm_tape *tape, const char *op, const tfm_tensor *x,
                                        const tfm_tensor *weight, const tfm_tensor *bias,
-                                       float eps)
+                                       float eps, int rms)
 {
-    return layer_norm(op, tape, x, weight, bias, eps, 1);
+    return layer_norm(op, tape, x, weight, bias, eps, rms, 1);
 }

@@ -21,8 +21,6 @@ static const char magic[8] = {'T', 'F', 'M', '-', 'B', 'B', 'P', 'E'};
 enum { MAX_MERGES = 1 << 24 }; /* ranks stay exact as float scores */
 
 struct tfm__byte_bpe {
-    tfm__json vocab;         /* the pieces' strings, in vocab_text */
-    char *vocab_text;        /* vocab.json, its strings decoded in place */
     tfm__trie symbols;       /* spellings of bytes, merge parts and results */
     int32_t symbol_count;
     int32_t *symbol_piece;   /* per symbol: its vocabulary id, or -1 */
@@ -130,55 +128,6 @@ static int read_merges(const char *op, tfm__byte_bpe *bpe, const char *text, siz
     return 0;
 }
 
-/* Reads vocab.json into the tokenizer's pieces: ids 0 .. N-1, each once. */
-static int read_vocab(const char *op, tfm_tokenizer *tok, const char *text, size_t size)
-{
-    tfm__byte_bpe *bpe = tok->byte_bpe;
-    /* a copy: the parser decodes strings in place, and the kept file's bytes
-     * are what save_bytes writes */
-    if (!(bpe->vocab_text = malloc(size ? size : 1))) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-        return -1;
-    }
-    memcpy(bpe->vocab_text, text, size);
-    if (tfm__json_parse(op, bpe->vocab_text, size, (int64_t)(size / 2 + 1), &bpe->vocab))
-        return -1;
-    const tfm__json_node *root = &bpe->vocab.nodes[0];
-    if (root->type != TFM__JSON_OBJECT || root->count < 1 || root->count > INT32_MAX) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: the vocabulary is not an object of pieces", op);
-        return -1;
-    }
-    tok->size = (int32_t)root->count;
-    tok->pieces = calloc((size_t)tok->size, sizeof *tok->pieces);
-    if (!tok->pieces) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %d pieces", op, (int)tok->size);
-        return -1;
-    }
-    for (int64_t i = 1; i < bpe->vocab.count; i = bpe->vocab.nodes[i].next) {
-        const tfm__json_node *n = &bpe->vocab.nodes[i];
-        const char *key = tfm__json_key(&bpe->vocab, n);
-        if (n->type != TFM__JSON_NUMBER || !n->is_integer || n->integer < 0 ||
-            n->integer >= tok->size || tok->pieces[n->integer].text || !n->key_len) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: the vocabulary's \"%.*s\" is not a new id in [0, %d)",
-                      op, (int)(n->key_len > 64 ? 64 : n->key_len), key, (int)tok->size);
-            return -1;
-        }
-        tok->pieces[n->integer] = (tfm__piece){key, (uint32_t)n->key_len, 0.0f,
-                                               TFM__PIECE_NORMAL, -1};
-        if (tfm__trie_add(op, &tok->trie, key, n->key_len, TFM__TRIE_MATCHED,
-                          (int32_t)n->integer))
-            return -1;
-    }
-    static const char *const names[4][2] = {
-        {"<unk>", "<unk>"}, {"<s>", "<|endoftext|>"}, {"</s>", "<|endoftext|>"}, {"<pad>", "<pad>"}};
-    for (int k = 0; k < 4; k++) {
-        int32_t id = tfm__piece_id(tok, names[k][0], strlen(names[k][0]));
-        tok->special[k] = id >= 0 ? id : tfm__piece_id(tok, names[k][1], strlen(names[k][1]));
-    }
-    tok->unk_id = tok->special[TFM_TOKEN_UNK];
-    return 0;
-}
-
 static int build(const char *op, tfm_tokenizer *tok, const char *vocab, size_t vocab_size,
                  const char *merges, size_t merges_size)
 {
@@ -190,7 +139,8 @@ static int build(const char *op, tfm_tokenizer *tok, const char *vocab, size_t v
         if ((bpe->byte_symbol[b] = symbol_of(op, bpe, utf8, len)) < 0)
             return -1;
     }
-    if (read_vocab(op, tok, vocab, vocab_size) || read_merges(op, bpe, merges, merges_size))
+    if (tfm__vocab_read(op, tok, &tok->vocab, vocab, vocab_size) ||
+        read_merges(op, bpe, merges, merges_size))
         return -1;
     bpe->symbol_piece = malloc((size_t)bpe->symbol_count * sizeof *bpe->symbol_piece);
     if (!bpe->symbol_piece) {
@@ -208,29 +158,6 @@ static int build(const char *op, tfm_tokenizer *tok, const char *vocab, size_t v
     return 0;
 }
 
-/* The container save_bytes writes: magic, then vocab.json and merges.txt,
- * each after its size (8 bytes, little-endian). */
-static int pack(const char *op, tfm_tokenizer *tok, const char *vocab, size_t vocab_size,
-                const char *merges, size_t merges_size)
-{
-    tfm__bytes out = {0};
-    unsigned char sizes[2][8];
-    for (int i = 0; i < 8; i++) {
-        sizes[0][i] = (unsigned char)((uint64_t)vocab_size >> (8 * i));
-        sizes[1][i] = (unsigned char)((uint64_t)merges_size >> (8 * i));
-    }
-    if (tfm__bytes_append(op, &out, magic, sizeof magic) ||
-        tfm__bytes_append(op, &out, sizes[0], 8) || tfm__bytes_append(op, &out, vocab, vocab_size) ||
-        tfm__bytes_append(op, &out, sizes[1], 8) ||
-        tfm__bytes_append(op, &out, merges, merges_size)) {
-        free(out.data);
-        return -1;
-    }
-    tok->file = out.data;
-    tok->file_size = out.size;
-    return 0;
-}
-
 tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t vocab_size,
                                    const char *merges, size_t merges_size)
 {
@@ -242,9 +169,10 @@ tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t voc
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
         return NULL;
     }
-    /* the pieces point into the kept copy, so pack first */
-    if (pack(op, tok, vocab, vocab_size, merges, merges_size) ||
-        build(op, tok, tok->file + 16, vocab_size, tok->file + 24 + vocab_size, merges_size)) {
+    const char *const parts[2] = {vocab, merges};
+    const size_t sizes[2] = {vocab_size, merges_size};
+    if (tfm__pair_pack(op, magic, parts, sizes, tok) ||
+        build(op, tok, vocab, vocab_size, merges, merges_size)) {
         tfm__tokenizer_free(tok);
         return NULL;
     }
@@ -253,40 +181,22 @@ tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t voc
 
 int tfm__byte_bpe_is_container(const char *bytes, size_t size)
 {
-    return size >= sizeof magic && !memcmp(bytes, magic, sizeof magic);
+    return tfm__pair_is_container(magic, bytes, size);
 }
 
 tfm_tokenizer *tfm__byte_bpe_from_bytes(const char *op, const char *bytes, size_t size)
 {
-    uint64_t sizes[2] = {0, 0};
-    size_t at = sizeof magic;
     const char *parts[2];
-    for (int k = 0; k < 2; k++) {
-        if (size - at < 8)
-            goto broken;
-        for (int i = 0; i < 8; i++)
-            sizes[k] |= (uint64_t)(unsigned char)bytes[at + (size_t)i] << (8 * i);
-        at += 8;
-        if (sizes[k] > size - at)
-            goto broken;
-        parts[k] = bytes + at;
-        at += (size_t)sizes[k];
-    }
-    if (at != size)
-        goto broken;
-    return tfm__byte_bpe_parse(op, parts[0], (size_t)sizes[0], parts[1], (size_t)sizes[1]);
-broken:
-    tfm__fail(TFM_ERR_FORMAT, "%s: a byte-level BPE tokenizer's bytes are truncated or "
-              "have bytes after them", op);
-    return NULL;
+    size_t sizes[2];
+    if (tfm__pair_unpack(op, "a byte-level BPE tokenizer", bytes, size, parts, sizes))
+        return NULL;
+    return tfm__byte_bpe_parse(op, parts[0], sizes[0], parts[1], sizes[1]);
 }
 
 void tfm__byte_bpe_free(tfm__byte_bpe *bpe)
 {
     if (!bpe)
         return;
-    tfm__json_free(&bpe->vocab);
-    free(bpe->vocab_text);
     tfm__trie_free(&bpe->symbols);
     free(bpe->symbol_piece);
     free(bpe->pair_keys);

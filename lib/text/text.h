@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/json.h"
 #include "tfm/text.h"
 
 /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's visible space. */
@@ -139,6 +140,12 @@ typedef struct tfm__normalizer {
 } tfm__normalizer;
 
 typedef struct tfm__byte_bpe tfm__byte_bpe;
+/* A vocabulary JSON ({piece: id}), kept: the pieces' strings are in text. */
+typedef struct tfm__vocab {
+    tfm__json doc;
+    char *text;       /* the JSON, its strings decoded in place */
+    int parsed;
+} tfm__vocab;
 
 struct tfm_tokenizer {
     tfm__model_kind kind;
@@ -159,6 +166,10 @@ struct tfm_tokenizer {
     size_t file_size;
     /* byte-level BPE */
     tfm__byte_bpe *byte_bpe;
+    /* renumbered (renumbered.c): the SentencePiece model whose pieces the
+     * vocabulary above numbers; NULL otherwise */
+    tfm_tokenizer *base;
+    tfm__vocab vocab;  /* byte-level BPE's and renumbered tokenizers' */
 };
 
 /* SentencePiece's Normalizer::Normalize of s[0, len) with n into out
@@ -186,6 +197,31 @@ int32_t tfm__piece_id(const tfm_tokenizer *tok, const char *piece, size_t len);
 int tfm__sentencepiece_write(const char *op, const tfm__piece *pieces, int32_t count,
                              int byte_fallback, int32_t pad_id, tfm__bytes *out);
 
+/* Vocabularies and two-part containers (vocab.c). */
+/* Reads a {piece: id} object (ids 0 .. N-1, each once) into tok's size,
+ * pieces, trie and special ids (<unk>, <s>, </s>, <pad>, GPT-2's
+ * <|endoftext|>), keeping the text in *vocab. */
+int tfm__vocab_read(const char *op, tfm_tokenizer *tok, tfm__vocab *vocab, const char *text,
+                    size_t size);
+void tfm__vocab_free(tfm__vocab *vocab);
+/* tok->file becomes magic, then each part after its size. */
+int tfm__pair_pack(const char *op, const char magic[8], const char *const parts[2],
+                   const size_t sizes[2], tfm_tokenizer *tok);
+int tfm__pair_is_container(const char magic[8], const char *bytes, size_t size);
+/* The two parts of a container (its magic already checked); what names
+ * the kind of tokenizer in the error. */
+int tfm__pair_unpack(const char *op, const char *what, const char *bytes, size_t size,
+                     const char *parts[2], size_t sizes[2]);
+/* Renumbered SentencePiece models (renumbered.c): base's pieces numbered
+ * by a vocabulary (Marian's vocab.json); takes base, also on failure. */
+tfm_tokenizer *tfm__renumbered_create(const char *op, tfm_tokenizer *base, const char *vocab,
+                                      size_t vocab_size);
+int tfm__renumbered_is_container(const char *bytes, size_t size);
+tfm_tokenizer *tfm__renumbered_from_bytes(const char *op, const char *bytes, size_t size);
+int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char *text,
+                           size_t length, tfm__ids *out);
+int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
+                           int64_t count, tfm__bytes *out);
 /* Byte-level BPE (byte_bpe.c). */
 tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t vocab_size,
                                    const char *merges, size_t merges_size);

@@ -14,6 +14,8 @@ void tfm__tokenizer_free(tfm_tokenizer *tok)
         return;
     tfm__trie_free(&tok->trie);
     tfm__byte_bpe_free(tok->byte_bpe);
+    tfm__tokenizer_free(tok->base);
+    tfm__vocab_free(&tok->vocab);
     free(tok->pieces);
     free(tok->unk_surface);
     free(tok->file);
@@ -52,6 +54,26 @@ tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path, const char *m
     return tok;
 }
 
+tfm_tokenizer *tfm_tokenizer_load_sentencepiece_with_vocab(const char *model_path,
+                                                          const char *vocab_path)
+{
+    static const char op[] = "tfm_tokenizer_load_sentencepiece_with_vocab";
+    char *model = NULL, *vocab = NULL;
+    size_t model_size, vocab_size;
+    tfm_tokenizer *tok = NULL, *base = NULL;
+    if (!model_path || !vocab_path) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !model_path ? "model_path" : "vocab_path");
+        return NULL;
+    }
+    if (!tfm__read_whole_file(op, model_path, TFM__TOKENIZER_MAX_BYTES, &model, &model_size) &&
+        !tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) &&
+        (base = tfm__sentencepiece_parse(op, model, model_size)))
+        tok = tfm__renumbered_create(op, base, vocab, vocab_size);
+    free(model);
+    free(vocab);
+    return tok;
+}
+
 tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
 {
     static const char op[] = "tfm_tokenizer_from_bytes";
@@ -66,6 +88,8 @@ tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
     }
     return tfm__byte_bpe_is_container(bytes, (size_t)size)
                ? tfm__byte_bpe_from_bytes(op, bytes, (size_t)size)
+           : tfm__renumbered_is_container(bytes, (size_t)size)
+               ? tfm__renumbered_from_bytes(op, bytes, (size_t)size)
                : tfm__sentencepiece_parse(op, bytes, (size_t)size);
 }
 
@@ -113,6 +137,9 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text
     tfm__ids out = {0};
     int failed = tokenizer->byte_bpe
                      ? tfm__byte_bpe_encode(op, tokenizer, text, (size_t)length, &out)
+                 : tokenizer->base
+                     ? tfm__renumbered_encode(op, tokenizer, text ? text : "", (size_t)length,
+                                              &out)
                      : tfm__sentencepiece_encode(op, tokenizer, text ? text : "", (size_t)length,
                                                  &out);
     if (failed) {
@@ -157,6 +184,7 @@ tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer, const int32_t *i
         return tfm_last_status();
     tfm__bytes out = {0};
     int failed = tokenizer->byte_bpe ? tfm__byte_bpe_decode(op, tokenizer, ids, count, &out)
+                 : tokenizer->base   ? tfm__renumbered_decode(op, tokenizer, ids, count, &out)
                                      : tfm__sentencepiece_decode(op, tokenizer, ids, count, &out);
     tfm_status s = failed ? tfm_last_status()
                        : copy_out(op, out.data ? out.data : "", out.size, 1, text, "text", capacity,

@@ -2,8 +2,11 @@
  * FOLDER/files/ small valid files of every kind libtfm reads (parameters,
  * optimizer states, a model with metadata, a training state, every dtype
  * by hand), into FOLDER/json/ their headers and a few JSON texts, and into
- * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback)
- * and a byte-level BPE tokenizer's bytes. */
+ * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback),
+ * a byte-level BPE tokenizer's bytes and the SentencePiece model numbered by
+ * a vocabulary, into FOLDER/pretrained/ a
+ * published Marian folder's config.json and model.safetensors as
+ * fuzz_pretrained reads them (the config's length, it, the weights). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -117,7 +120,46 @@ static int tokenizer_seeds(void)
     snprintf(vocab_path, sizeof vocab_path, "%s", in("tokenizer", "vocab.json"));
     failed |= save_tokenizer(tfm_tokenizer_load_byte_bpe(vocab_path, in("tokenizer", "merges.txt")),
                              "byte_bpe.bin");
+    /* the SentencePiece model numbered by a vocabulary (Marian's) */
+    char model_path[600];
+    snprintf(model_path, sizeof model_path, "%s", in("tokenizer", "bpe.model"));
+    failed |= save_tokenizer(tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path),
+                             "renumbered.bin");
     return failed;
+}
+
+/* A Marian model of no layers: its shared table and final_logits_bias. */
+static int pretrained_seed(void)
+{
+    static const char config[] =
+        "{\"model_type\": \"marian\", \"vocab_size\": 6, \"d_model\": 4,"
+        " \"encoder_layers\": 0, \"decoder_layers\": 0, \"encoder_attention_heads\": 2,"
+        " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 8, \"decoder_ffn_dim\": 8,"
+        " \"max_position_embeddings\": 8, \"activation_function\": \"swish\","
+        " \"pad_token_id\": 5, \"eos_token_id\": 0, \"decoder_start_token_id\": 5,"
+        " \"scale_embedding\": true}";
+    tfm_tensor *table = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){6, 4});
+    tfm_tensor *bias = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){1, 6});
+    const char *names[2] = {"model.shared.weight", "final_logits_bias"};
+    const tfm_tensor *tensors[2] = {table, bias};
+    const char *weights = in("pretrained", "weights.tmp");
+    int failed = check(tfm_safetensors_write(weights, 2, names, tensors), "pretrained");
+    tfm_tensor_free(table);
+    tfm_tensor_free(bias);
+    FILE *f = fopen(weights, "rb");
+    unsigned char seed[4096];
+    size_t n = sizeof config - 1;
+    seed[0] = (unsigned char)(n & 0xff);
+    seed[1] = (unsigned char)(n >> 8);
+    memcpy(seed + 2, config, n);
+    n += 2;
+    if (f) {
+        n += fread(seed + n, 1, sizeof seed - n, f);
+        fclose(f);
+    }
+    remove(weights);
+    write_bytes(in("pretrained", "marian"), seed, n);
+    return failed || !f;
 }
 
 int main(int argc, char **argv)
@@ -131,7 +173,8 @@ int main(int argc, char **argv)
     mkdir(in("files", ""), 0755);
     mkdir(in("json", ""), 0755);
     mkdir(in("tokenizer", ""), 0755);
-    int failed = tokenizer_seeds();
+    mkdir(in("pretrained", ""), 0755);
+    int failed = tokenizer_seeds() | pretrained_seed();
 
     tfm_params *p = fuzz_store();
     float *v = tfm_params_values(p);

@@ -866,3 +866,38 @@ def test_alignments_are_pytorchs_cross_attention_of_the_chosen_tokens():
             rows = int((tokens[b, h] != -1).sum()) - 1
             np.testing.assert_allclose(attention[b][h], want[b, h, :rows], atol=2e-6)
     assert model.greedy(DECODE_SOURCES, max_length=4, return_scores=True).attention is None
+
+def test_from_pretrained_reads_a_marian_folder(tmp_path):
+    """A Marian folder of no layers (its shared table and final_logits_bias
+    under their published names): the logits are the tied projection of
+    the scaled embeddings plus Marian's sinusoids, and the bias."""
+    vocab, d = 7, 4
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((vocab, d)).astype(np.float32)
+    bias = rng.standard_normal((1, vocab)).astype(np.float32)
+    weights = tfm.Params()
+    weights.add('model.shared.weight', [vocab, d]).write(table)
+    weights.add('final_logits_bias', [1, vocab]).write(bias)
+    weights.save(tmp_path / 'model.safetensors')
+    config = ('{"model_type": "marian", "vocab_size": 7, "d_model": 4, "encoder_layers": 0,'
+              ' "decoder_layers": 0, "encoder_attention_heads": 2, "decoder_attention_heads": 2,'
+              ' "encoder_ffn_dim": 8, "decoder_ffn_dim": 8, "max_position_embeddings": 8,'
+              ' "activation_function": "swish", "pad_token_id": 6, "eos_token_id": 0,'
+              ' "decoder_start_token_id": 6, "scale_embedding": true}')
+    (tmp_path / 'config.json').write_text(config)
+    model = tfm.Model.from_pretrained(tmp_path)
+    assert model.options['activation'] == 'silu'
+    assert model.options['positions'] == 'sinusoidal_halves'
+    assert model.options['bos_id'] == 6
+    tgt = np.array([[6, 2, 3]], np.int32)
+    with tfm.Tape():
+        memory = model.encode(np.array([[1, 2]], np.int32))
+        logits = model.decode(tgt, memory).numpy()
+    positions = np.arange(3)[:, None] / 10000 ** (2 * np.arange(2)[None, :] / d)
+    sinusoids = np.concatenate([np.sin(positions), np.cos(positions)], axis=1)
+    x = table[tgt[0]] * np.sqrt(d) + sinusoids
+    want = x @ table.T + bias
+    np.testing.assert_allclose(logits[0], want, rtol=1e-5, atol=1e-5)
+    (tmp_path / 'config.json').write_text('{"model_type": "t5"}')
+    with pytest.raises(tfm.FormatError, match='model_type "t5"'):
+        tfm.Model.from_pretrained(tmp_path)

@@ -23,9 +23,10 @@ from ._core import (ArgumentError, ClosedError, DtypeError, Error, FileError, Fo
                     NullError, NumericError, OutOfMemoryError, RangeError, Rng, ShapeError,
                     SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array,
                     causal_mask, check, combine_masks, concat, cross_entropy, current_tape,
-                    dropout, embedding, from_torch_bool, gelu, layer_norm, linear, log_softmax,
+                    dropout, embedding, from_torch_bool, gelu, gelu_tanh, layer_norm, linear,
+                    log_softmax,
                     mask_from_lengths, masked_fill, matmul, mean, merge_heads, mul, padding_mask, relu, reshape,
-                    scale, softmax, split_heads, sub, sum, tanh, tensor, to_numpy, transpose)
+                    scale, silu, softmax, split_heads, sub, sum, tanh, tensor, to_numpy, transpose)
 from ._model import (SGD, Adam, AdamW, Attention, Decoded, Decoding, DecoderLayer, Dropout,
                      Embedding, EncoderLayer, FeedForward, Layer, LayerNorm, LearnedPositions,
                      Linear, LoadResult, Model, Optimizer, Params, SinusoidalPositions,

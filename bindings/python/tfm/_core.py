@@ -615,6 +615,16 @@ def gelu(x):
     return _op(lib.tfm_gelu, (x,))
 
 
+def gelu_tanh(x):
+    """GELU's tanh approximation, as torch.nn.functional.gelu(x, approximate='tanh')."""
+    return _op(lib.tfm_gelu_tanh, (x,))
+
+
+def silu(x):
+    """x * sigmoid(x), as torch.nn.functional.silu."""
+    return _op(lib.tfm_silu, (x,))
+
+
 def tanh(x):
     """tanh(x)."""
     return _op(lib.tfm_tanh, (x,))

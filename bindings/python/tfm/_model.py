@@ -12,11 +12,14 @@ from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, check, chec
 
 _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
-                  'learned': lib.TFM_POSITIONS_LEARNED},
+                  'learned': lib.TFM_POSITIONS_LEARNED,
+                  'sinusoidal_halves': lib.TFM_POSITIONS_SINUSOIDAL_HALVES,
+                  'sinusoidal_fairseq': lib.TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
     'embedding_scale': {'none': lib.TFM_EMBEDDING_SCALE_NONE,
                         'sqrt_d': lib.TFM_EMBEDDING_SCALE_SQRT_D,
                         'trainable': lib.TFM_EMBEDDING_SCALE_TRAINABLE},
-    'activation': {'relu': lib.TFM_ACTIVATION_RELU, 'gelu': lib.TFM_ACTIVATION_GELU},
+    'activation': {'relu': lib.TFM_ACTIVATION_RELU, 'gelu': lib.TFM_ACTIVATION_GELU,
+                   'silu': lib.TFM_ACTIVATION_SILU, 'gelu_tanh': lib.TFM_ACTIVATION_GELU_TANH},
     'strategy': {'greedy': lib.TFM_DECODE_GREEDY, 'sample': lib.TFM_DECODE_SAMPLE,
                  'beam': lib.TFM_DECODE_BEAM},
     'schedule': {'constant': lib.TFM_SCHEDULE_CONSTANT, 'step': lib.TFM_SCHEDULE_STEP,
@@ -446,8 +449,10 @@ class Model(Handle):
     """The encoder-decoder transformer (tfm_model). Keyword arguments are
     tfm_model_options' fields: src_vocab, tgt_vocab, max_src_len,
     max_tgt_len, d_model, heads, encoder_layers, decoder_layers, d_ff,
-    dropout, positions ('sinusoidal' or 'learned'), embedding_scale ('none',
-    'sqrt_d', 'trainable'), activation ('relu', 'gelu'), norm_first, seed,
+    dropout, positions ('sinusoidal', 'learned', 'sinusoidal_halves',
+    'sinusoidal_fairseq'), position_offset, embedding_norm, embedding_scale
+    ('none', 'sqrt_d', 'trainable'), activation ('relu', 'gelu', 'silu',
+    'gelu_tanh'), feed_forward_bias, norm_first, seed,
     and the special tokens bos_id, eos_id, pad_id (-1: unset), which the
     decoders use and the model's file keeps, …
     copy.copy, copy.deepcopy and pickle give independent models with the
@@ -467,6 +472,17 @@ class Model(Handle):
     def load(cls, path):
         """A model rebuilt from a tfm_model_save or training-state file."""
         return cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
+
+    @classmethod
+    def from_pretrained(cls, folder):
+        """A model from a folder as Hugging Face transformers saves a
+        Marian, BART, mBART or M2M100/NLLB model (config.json and
+        model.safetensors or its sharded index), in evaluation mode;
+        tfm.Error naming whatever libtfm does not support."""
+        model = cls(_pointer=check_pointer(lib.tfm_model_from_pretrained(
+            os.fspath(folder).encode())))
+        model._training = False  # tfm_model_from_pretrained leaves it in evaluation mode
+        return model
 
     def save(self, path, metadata=None):
         """Writes options and parameters as one safetensors file, with the

@@ -1,0 +1,802 @@
+/* Published encoder-decoder models as Hugging Face transformers saves
+ * them: config.json says the family and sizes, model.safetensors (or
+ * model.safetensors.index.json and its shards) holds the tensors under the
+ * family's names, which map one to one onto libtfm's parameters. Whatever
+ * the loader does not know (a family, an option's value, a tensor) is
+ * refused by name rather than guessed. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/params.h"
+#include "core/tensor.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "model/model.h"
+
+#define CONFIG_MAX_BYTES ((size_t)1 << 20)
+#define INDEX_MAX_BYTES ((size_t)64 << 20)
+#define MAX_SHARDS 1024
+#define PATH_MAX_BYTES 4096
+
+/* The families and how each one builds its layers (modeling_*.py). */
+typedef enum { MARIAN, BART, MBART, M2M100 } family;
+static const struct family_info {
+    const char *model_type;
+    int32_t norm_first, final_norm, embedding_norm;
+    tfm_positions positions;
+} families[] = {
+    /* post-norm, Marian's sinusoids, no norms around the stacks */
+    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES},
+    /* post-norm, learned positions from row 2, layernorm_embedding */
+    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED},
+    /* pre-norm with layernorm_embedding and the stacks' layer_norm */
+    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED},
+    /* pre-norm, fairseq's sinusoids past the padding id, layer_norm */
+    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
+};
+enum { FAMILIES = sizeof families / sizeof families[0] };
+
+/* BART's learned tables keep two rows before position 0. */
+#define BART_POSITION_OFFSET 2
+
+typedef struct loader {
+    const char *op;
+    char ctx[PATH_MAX_BYTES + 64]; /* "op: \"folder\"" for messages */
+    const char *folder;
+    char *config_text, *generation_text;
+    tfm__json config, generation;
+    int has_config, has_generation;
+    const tfm__json *doc;          /* the document the config_ helpers read */
+    const char *doc_name;          /* its file's name, for messages */
+    tfm_safetensors *files[MAX_SHARDS];
+    int32_t n_files;
+    uint8_t **used;                /* per file, per tensor: mapped onto a parameter */
+    family family;
+    int32_t shared;                /* one embedding table for both sides */
+    const char *prefix;            /* "model." (ForConditionalGeneration) or "" */
+} loader;
+
+static int in_folder(loader *l, const char *name, char *out)
+{
+    if ((size_t)snprintf(out, PATH_MAX_BYTES, "%s/%s", l->folder, name) >= PATH_MAX_BYTES) {
+        tfm__fail(TFM_ERR_ARG, "%s: the path of %s is longer than %d bytes", l->ctx, name,
+                  PATH_MAX_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- config.json ------------------------------------------------------------------ */
+
+/* A member of the loader's current document, or NULL. */
+static const tfm__json_node *member(const loader *l, const char *key)
+{
+    const tfm__json *doc = l->doc;
+    const tfm__json_node *top = &doc->nodes[0];
+    for (uint32_t i = 1; i < top->next; i = doc->nodes[i].next)
+        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
+            return &doc->nodes[i];
+    return NULL;
+}
+
+/* An integer member in [min, max]: *out, or fallback when absent and
+ * optional (required 0). */
+static int config_int(loader *l, const char *key, int required, int64_t fallback, int64_t min,
+                      int64_t max, int64_t *out)
+{
+    const tfm__json_node *n = member(l, key);
+    if (!n || n->type == TFM__JSON_NULL) {
+        if (required) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s has no %s", l->ctx, l->doc_name, key);
+            return -1;
+        }
+        *out = fallback;
+        return 0;
+    }
+    if (n->type != TFM__JSON_NUMBER || !n->is_integer || n->integer < min || n->integer > max) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be an integer in [%lld, %lld]", l->ctx,
+                  l->doc_name, key, (long long)min, (long long)max);
+        return -1;
+    }
+    *out = n->integer;
+    return 0;
+}
+
+static int config_bool(loader *l, const char *key, int fallback, int32_t *out)
+{
+    const tfm__json_node *n = member(l, key);
+    if (!n || n->type == TFM__JSON_NULL) {
+        *out = fallback;
+        return 0;
+    }
+    if (n->type != TFM__JSON_TRUE && n->type != TFM__JSON_FALSE) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be true or false", l->ctx, l->doc_name,
+                  key);
+        return -1;
+    }
+    *out = n->type == TFM__JSON_TRUE;
+    return 0;
+}
+
+static const char *config_string(loader *l, const char *key)
+{
+    const tfm__json_node *n = member(l, key);
+    return n && n->type == TFM__JSON_STRING ? tfm__json_string(l->doc, n) : NULL;
+}
+
+/* transformers' ACT2FN names of the activations libtfm has. */
+static int activation_of(loader *l, tfm_activation *out)
+{
+    static const struct {
+        const char *name;
+        tfm_activation activation;
+    } known[] = {{"relu", TFM_ACTIVATION_RELU},          {"gelu", TFM_ACTIVATION_GELU},
+                 {"silu", TFM_ACTIVATION_SILU},          {"swish", TFM_ACTIVATION_SILU},
+                 {"gelu_new", TFM_ACTIVATION_GELU_TANH},
+                 {"gelu_pytorch_tanh", TFM_ACTIVATION_GELU_TANH}};
+    const char *name = config_string(l, "activation_function");
+    for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, known[i].name) == 0) {
+            *out = known[i].activation;
+            return 0;
+        }
+    tfm__fail(TFM_ERR_FORMAT, "%s: config.json's activation_function %s%s%s is not supported "
+              "(relu, gelu, silu, swish, gelu_new, gelu_pytorch_tanh are)", l->ctx,
+              name ? "\"" : "", name ? name : "(missing)", name ? "\"" : "");
+    return -1;
+}
+
+/* Two members that libtfm's one block description needs equal. */
+static int same_sides(loader *l, const char *encoder_key, const char *decoder_key,
+                      int64_t *out)
+{
+    int64_t decoder;
+    if (config_int(l, encoder_key, 1, 0, 1, INT32_MAX, out) < 0 ||
+        config_int(l, decoder_key, 1, 0, 1, INT32_MAX, &decoder) < 0)
+        return -1;
+    if (*out != decoder) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s %lld and %s %lld differ, which libtfm "
+                  "does not support (one layer description serves both stacks)", l->ctx,
+                  encoder_key, (long long)*out, decoder_key, (long long)decoder);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_config(loader *l, tfm_model_options *o)
+{
+    char path[PATH_MAX_BYTES];
+    size_t size;
+    if (in_folder(l, "config.json", path) < 0 ||
+        tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->config_text, &size) != TFM_OK ||
+        tfm__json_parse(l->ctx, l->config_text, size, (int64_t)(size / 2 + 1), &l->config) !=
+            TFM_OK)
+        return -1;
+    l->has_config = 1;
+    l->doc = &l->config;
+    l->doc_name = "config.json";
+    if (l->config.nodes[0].type != TFM__JSON_OBJECT) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: config.json is not a JSON object", l->ctx);
+        return -1;
+    }
+    const char *type = config_string(l, "model_type");
+    int found = 0;
+    for (int f = 0; type && f < FAMILIES; f++)
+        if (strcmp(type, families[f].model_type) == 0) {
+            l->family = (family)f;
+            found = 1;
+        }
+    if (!found) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's model_type %s%s%s is not a family "
+                  "libtfm supports (marian, bart, mbart, m2m_100)", l->ctx, type ? "\"" : "",
+                  type ? type : "(missing)", type ? "\"" : "");
+        return -1;
+    }
+    const struct family_info *f = &families[l->family];
+    tfm_model_options_init(o);
+    int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
+    int32_t scale, tie, share;
+    if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
+        config_int(l, "decoder_vocab_size", 0, vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
+        config_int(l, "d_model", 1, 0, 1, INT32_MAX, &d_model) < 0 ||
+        config_int(l, "encoder_layers", 1, 0, 0, 4096, &layers) < 0 ||
+        (o->encoder_layers = (int32_t)layers,
+         config_int(l, "decoder_layers", 1, 0, 0, 4096, &layers)) < 0 ||
+        same_sides(l, "encoder_attention_heads", "decoder_attention_heads", &heads) < 0 ||
+        same_sides(l, "encoder_ffn_dim", "decoder_ffn_dim", &d_ff) < 0 ||
+        config_int(l, "max_position_embeddings", 1, 0, 1, INT32_MAX, &max_len) < 0 ||
+        config_int(l, "pad_token_id", 1, 0, 0, INT32_MAX, &pad) < 0 ||
+        config_int(l, "eos_token_id", 1, 0, 0, INT32_MAX, &eos) < 0 ||
+        config_int(l, "decoder_start_token_id", 1, 0, 0, INT32_MAX, &start) < 0 ||
+        config_bool(l, "scale_embedding", 0, &scale) < 0 ||
+        config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
+        config_bool(l, "share_encoder_decoder_embeddings", 1, &share) < 0 ||
+        activation_of(l, &o->activation) < 0)
+        return -1;
+    o->decoder_layers = (int32_t)layers;
+    o->src_vocab = vocab;
+    /* Marian's decoder_vocab_size is the only way the two may differ */
+    o->tgt_vocab = l->family == MARIAN ? tgt_vocab : vocab;
+    o->share_embeddings = o->src_vocab == o->tgt_vocab && (l->family != MARIAN || share);
+    l->shared = o->share_embeddings;
+    o->tie_generator = tie;
+    o->d_model = d_model;
+    o->heads = (int32_t)heads;
+    o->d_ff = d_ff;
+    o->max_src_len = o->max_tgt_len = max_len;
+    o->norm_first = f->norm_first;
+    o->final_norm = f->final_norm;
+    o->embedding_norm = f->embedding_norm;
+    o->positions = f->positions;
+    o->position_offset = l->family == M2M100 ? pad + 1
+                         : o->positions == TFM_POSITIONS_LEARNED ? BART_POSITION_OFFSET
+                                                                 : 0;
+    o->embedding_scale = scale ? TFM_EMBEDDING_SCALE_SQRT_D : TFM_EMBEDDING_SCALE_NONE;
+    o->fused_qkv = 0;
+    o->bias = 1;
+    o->dropout = 0.0f; /* published for inference; fine-tuning sets its own */
+    o->embedding_dropout = 0.0f;
+    o->layer_norm_eps = 1e-5f; /* nn.LayerNorm's, which every family uses */
+    /* generation starts from decoder_start_token_id */
+    o->bos_id = (int32_t)start;
+    o->eos_id = (int32_t)eos;
+    o->pad_id = (int32_t)pad;
+    return 0;
+}
+
+/* --- generation_config.json ------------------------------------------------------------- */
+
+/* A number member in [min, max]; fallback when absent. */
+static int config_float(loader *l, const char *key, float fallback, double min, double max,
+                        float *out)
+{
+    const tfm__json_node *n = member(l, key);
+    if (!n || n->type == TFM__JSON_NULL) {
+        *out = fallback;
+        return 0;
+    }
+    double v = n->type != TFM__JSON_NUMBER ? NAN
+               : n->is_integer             ? (double)n->integer
+                                           : strtod(l->doc->text + n->offset, NULL);
+    if (!(v >= min && v <= max)) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be a number in [%g, %g]", l->ctx,
+                  l->doc_name, key, min, max);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+/* The integers of an array node into out (count of them), each in
+ * [0, max]; -1 with the key named when one is not. */
+static int ids_of(loader *l, const char *key, const tfm__json_node *array, int64_t max,
+                  int32_t *out)
+{
+    const tfm__json *doc = l->doc;
+    uint32_t at = (uint32_t)(array - doc->nodes);
+    int32_t n = 0;
+    for (uint32_t i = at + 1; i < array->next; i = doc->nodes[i].next) {
+        const tfm__json_node *id = &doc->nodes[i];
+        if (id->type != TFM__JSON_NUMBER || !id->is_integer || id->integer < 0 ||
+            id->integer > max) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s holds something other than token ids in "
+                      "[0, %lld]", l->ctx, l->doc_name, key, (long long)max);
+            return -1;
+        }
+        out[n++] = (int32_t)id->integer;
+    }
+    return 0;
+}
+
+/* bad_words_ids: an array of non-empty arrays of ids. */
+static int bad_words(loader *l, int64_t vocab, tfm__generation *g)
+{
+    const tfm__json_node *list = member(l, "bad_words_ids");
+    if (!list || list->type == TFM__JSON_NULL)
+        return 0;
+    const tfm__json *doc = l->doc;
+    int64_t total = 0;
+    int ok = list->type == TFM__JSON_ARRAY && list->count <= INT32_MAX;
+    for (uint32_t i = (uint32_t)(list - doc->nodes) + 1; ok && i < list->next;
+         i = doc->nodes[i].next) {
+        ok = doc->nodes[i].type == TFM__JSON_ARRAY && doc->nodes[i].count > 0;
+        total += ok ? doc->nodes[i].count : 0;
+    }
+    if (!ok || total > INT32_MAX) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's bad_words_ids is not a list of lists of token ids",
+                  l->ctx, l->doc_name);
+        return -1;
+    }
+    g->bad_words = malloc((size_t)total * sizeof *g->bad_words + 1);
+    g->bad_word_lengths = malloc((size_t)list->count * sizeof *g->bad_word_lengths + 1);
+    if (!g->bad_words || !g->bad_word_lengths) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for bad_words_ids", l->ctx);
+        return -1;
+    }
+    int64_t at = 0;
+    for (uint32_t i = (uint32_t)(list - doc->nodes) + 1; i < list->next;
+         i = doc->nodes[i].next) {
+        if (ids_of(l, "bad_words_ids", &doc->nodes[i], vocab - 1, g->bad_words + at) < 0)
+            return -1;
+        g->bad_word_lengths[g->n_bad_words++] = (int32_t)doc->nodes[i].count;
+        at += doc->nodes[i].count;
+    }
+    return 0;
+}
+
+/* eos_token_id may list several end tokens: the first is the model's
+ * eos_id, the others end sequences too. */
+static int end_tokens(loader *l, tfm_model_options *o, tfm__generation *g)
+{
+    const tfm__json_node *eos = member(l, "eos_token_id");
+    if (!eos || eos->type != TFM__JSON_ARRAY) {
+        int64_t id;
+        if (config_int(l, "eos_token_id", 0, o->eos_id, 0, o->tgt_vocab - 1, &id) < 0)
+            return -1;
+        o->eos_id = (int32_t)id;
+        return 0;
+    }
+    int32_t *ids = malloc((size_t)eos->count * sizeof *ids + 1);
+    if (!ids) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for eos_token_id", l->ctx);
+        return -1;
+    }
+    if (eos->count == 0 || ids_of(l, "eos_token_id", eos, o->tgt_vocab - 1, ids) < 0) {
+        if (eos->count == 0)
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s's eos_token_id is an empty list", l->ctx,
+                      l->doc_name);
+        free(ids);
+        return -1;
+    }
+    o->eos_id = ids[0];
+    g->n_eos_ids = (int32_t)eos->count - 1;
+    memmove(ids, ids + 1, (size_t)g->n_eos_ids * sizeof *ids);
+    g->eos_ids = ids;
+    return 0;
+}
+
+/* The decoding defaults, from generation_config.json, or from config.json
+ * where older folders keep them; transformers' lengths count the decoder
+ * start token, libtfm's do not. */
+static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
+{
+    char path[PATH_MAX_BYTES];
+    size_t size;
+    if (in_folder(l, "generation_config.json", path) < 0)
+        return -1;
+    FILE *probe = fopen(path, "rb");
+    if (probe) {
+        fclose(probe);
+        if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->generation_text, &size) !=
+                TFM_OK ||
+            tfm__json_parse(l->ctx, l->generation_text, size, (int64_t)(size / 2 + 1),
+                            &l->generation) != TFM_OK)
+            return -1;
+        l->has_generation = 1;
+        l->doc = &l->generation;
+        l->doc_name = "generation_config.json";
+        if (l->generation.nodes[0].type != TFM__JSON_OBJECT) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: generation_config.json is not a JSON object",
+                      l->ctx);
+            return -1;
+        }
+    }
+    int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, start;
+    int32_t sample;
+    int64_t vocab = o->tgt_vocab, longest = o->max_tgt_len;
+    if (config_int(l, "max_length", 0, -1, 1, INT32_MAX, &max_length) < 0 ||
+        config_int(l, "max_new_tokens", 0, -1, 1, INT32_MAX, &max_new) < 0 ||
+        config_int(l, "min_length", 0, -1, 0, INT32_MAX, &min_length) < 0 ||
+        config_int(l, "min_new_tokens", 0, -1, 0, INT32_MAX, &min_new) < 0 ||
+        config_int(l, "num_beams", 0, 1, 1, 4096, &beams) < 0 ||
+        config_bool(l, "do_sample", 0, &sample) < 0 ||
+        config_int(l, "top_k", 0, 50, 0, INT32_MAX, &top_k) < 0 ||
+        config_float(l, "top_p", 1.0f, 1e-6, 1.0, &g->top_p) < 0 ||
+        config_float(l, "temperature", 1.0f, 1e-6, 1e6, &g->temperature) < 0 ||
+        config_float(l, "length_penalty", 1.0f, -1e3, 1e3, &g->length_penalty) < 0 ||
+        config_float(l, "repetition_penalty", 1.0f, 1e-6, 1e6, &g->repetition_penalty) < 0 ||
+        config_int(l, "no_repeat_ngram_size", 0, 0, 0, INT32_MAX, &ngram) < 0 ||
+        config_int(l, "forced_bos_token_id", 0, -1, 0, vocab - 1, &forced) < 0 ||
+        config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
+        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0)
+        return -1;
+    o->bos_id = (int32_t)start;
+    g->strategy = sample ? TFM_DECODE_SAMPLE : beams > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    g->beam_size = (int32_t)beams;
+    g->top_k = (int32_t)top_k;
+    /* never past the positions the model has (the start token takes one) */
+    int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : longest - 1;
+    g->max_length = (int32_t)(length < longest - 1 ? length : longest - 1);
+    g->min_length = (int32_t)(min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0);
+    g->no_repeat_ngram_size = (int32_t)ngram;
+    g->forced_bos_id = (int32_t)forced;
+    return 0;
+}
+
+/* --- tokenizers -------------------------------------------------------------------- */
+
+/* Whether the folder has the file (its path into path). */
+static int has_file(loader *l, const char *name, char *path)
+{
+    if (in_folder(l, name, path) < 0)
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
+/* The family's tokenizer files, when the folder has them, as the model's
+ * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
+ * (target_vocab.json for a separate target vocabulary), BART's byte-level
+ * vocab.json and merges.txt. 0 when attached or absent. */
+static int attach_tokenizers(loader *l, tfm_model *m)
+{
+    char a[PATH_MAX_BYTES], b[PATH_MAX_BYTES], c[PATH_MAX_BYTES];
+    tfm_tokenizer *source = NULL, *target = NULL;
+    uint64_t mark = tfm__error_mark();
+    int failed;
+    if (l->family == MARIAN) {
+        if (!has_file(l, "source.spm", a) || !has_file(l, "vocab.json", b))
+            return 0;
+        const char *target_vocab = has_file(l, "target_vocab.json", c) ? c : b;
+        failed = !(source = tfm_tokenizer_load_sentencepiece_with_vocab(a, b));
+        if (!failed && has_file(l, "target.spm", a))
+            failed = !(target = tfm_tokenizer_load_sentencepiece_with_vocab(a, target_vocab));
+    } else if (l->family == BART) {
+        if (!has_file(l, "vocab.json", a) || !has_file(l, "merges.txt", b))
+            return 0;
+        failed = !(source = tfm_tokenizer_load_byte_bpe(a, b));
+    } else {
+        return 0; /* fairseq's numbering of sentencepiece.bpe.model: not yet */
+    }
+    failed = failed || tfm_model_set_tokenizers(m, source, target) != TFM_OK;
+    tfm_tokenizer_free(source);
+    tfm_tokenizer_free(target);
+    if (failed)
+        tfm__fail_within(l->ctx, mark);
+    return failed ? -1 : 0;
+}
+
+/* --- the tensors -------------------------------------------------------------------- */
+
+/* model.safetensors, or every shard model.safetensors.index.json names. */
+static int open_files(loader *l)
+{
+    char path[PATH_MAX_BYTES];
+    if (in_folder(l, "model.safetensors", path) < 0)
+        return -1;
+    FILE *single = fopen(path, "rb");
+    if (single) {
+        fclose(single);
+        return (l->files[l->n_files] = tfm__safetensors_open(l->op, path)) ? (l->n_files++, 0)
+                                                                           : -1;
+    }
+    char *text = NULL;
+    size_t size;
+    tfm__json index;
+    if (in_folder(l, "model.safetensors.index.json", path) < 0)
+        return -1;
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        tfm__fail(TFM_ERR_IO, "%s: neither model.safetensors nor model.safetensors.index.json "
+                  "is there (PyTorch's pytorch_model.bin is not read: save the model with "
+                  "safe_serialization)", l->ctx);
+        return -1;
+    }
+    fclose(probe);
+    if (tfm__read_whole_file(l->op, path, INDEX_MAX_BYTES, &text, &size) != TFM_OK)
+        return -1;
+    if (tfm__json_parse(l->ctx, text, size, (int64_t)(size / 2 + 1), &index) != TFM_OK) {
+        free(text);
+        return -1;
+    }
+    int status = 0;
+    const tfm__json_node *top = &index.nodes[0], *map = NULL;
+    for (uint32_t i = 1; top->type == TFM__JSON_OBJECT && i < top->next; i = index.nodes[i].next)
+        if (strcmp(tfm__json_key(&index, &index.nodes[i]), "weight_map") == 0)
+            map = &index.nodes[i];
+    if (!map || map->type != TFM__JSON_OBJECT) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json has no weight_map object",
+                  l->ctx);
+        status = -1;
+    }
+    uint32_t end = map ? map->next : 0;
+    for (uint32_t i = map ? (uint32_t)(map - index.nodes) + 1 : 0; status == 0 && i < end;
+         i = index.nodes[i].next) {
+        const tfm__json_node *n = &index.nodes[i];
+        const char *shard = n->type == TFM__JSON_STRING ? tfm__json_string(&index, n) : NULL;
+        if (!shard || !*shard || strchr(shard, '/') || strcmp(shard, "..") == 0 ||
+            strlen(shard) != n->string_len) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json maps \"%s\" to something "
+                      "other than a file name in the folder", l->ctx, tfm__json_key(&index, n));
+            status = -1;
+            break;
+        }
+        int seen = 0; /* shards repeat once per tensor: open each once */
+        for (uint32_t k = (uint32_t)(map - index.nodes) + 1; k < i && !seen;
+             k = index.nodes[k].next)
+            seen = strcmp(tfm__json_string(&index, &index.nodes[k]), shard) == 0;
+        if (seen)
+            continue;
+        if (l->n_files == MAX_SHARDS) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json names more than %d "
+                      "shards", l->ctx, MAX_SHARDS);
+            status = -1;
+        } else if (in_folder(l, shard, path) < 0 ||
+                   !(l->files[l->n_files] = tfm__safetensors_open(l->op, path))) {
+            status = -1;
+        } else {
+            l->n_files++;
+        }
+    }
+    if (status == 0 && l->n_files == 0) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json names no shard", l->ctx);
+        status = -1;
+    }
+    tfm__json_free(&index);
+    free(text);
+    return status;
+}
+
+/* The published name of a libtfm parameter, after the prefix. */
+static int published_name(loader *l, const char *ours, char *out, size_t size)
+{
+    static const struct {
+        const char *ours, *theirs;
+    } top[] = {{"src_embedding.weight", "shared.weight"},
+               {"tgt_embedding.weight", "decoder.embed_tokens.weight"},
+               {"src_positions.weight", "encoder.embed_positions.weight"},
+               {"tgt_positions.weight", "decoder.embed_positions.weight"},
+               {"src_embedding_norm.weight", "encoder.layernorm_embedding.weight"},
+               {"src_embedding_norm.bias", "encoder.layernorm_embedding.bias"},
+               {"tgt_embedding_norm.weight", "decoder.layernorm_embedding.weight"},
+               {"tgt_embedding_norm.bias", "decoder.layernorm_embedding.bias"},
+               {"encoder.norm.weight", "encoder.layer_norm.weight"},
+               {"encoder.norm.bias", "encoder.layer_norm.bias"},
+               {"decoder.norm.weight", "decoder.layer_norm.weight"},
+               {"decoder.norm.bias", "decoder.layer_norm.bias"}};
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (strcmp(ours, top[i].ours) == 0) {
+            const char *theirs = top[i].theirs;
+            /* separate source embeddings are the encoder's own */
+            if (strcmp(ours, "src_embedding.weight") == 0 && !l->shared)
+                theirs = "encoder.embed_tokens.weight";
+            snprintf(out, size, "%s%s", l->prefix, theirs);
+            return 0;
+        }
+    /* encoder.layers.N.<sublayer>.<rest> and decoder.layers.N.… */
+    int decoder = strncmp(ours, "decoder.", 8) == 0;
+    const char *after = strstr(ours, ".layers.");
+    const char *sub = after ? strchr(after + 8, '.') : NULL;
+    if (!sub)
+        return -1;
+    sub++;
+    static const struct {
+        const char *ours, *encoder, *decoder;
+    } sublayers[] = {{"self_attn.", "self_attn.", "self_attn."},
+                     {"multihead_attn.", NULL, "encoder_attn."},
+                     {"linear1.", "fc1.", "fc1."},
+                     {"linear2.", "fc2.", "fc2."},
+                     {"norm1.", "self_attn_layer_norm.", "self_attn_layer_norm."},
+                     {"norm2.", "final_layer_norm.", "encoder_attn_layer_norm."},
+                     {"norm3.", NULL, "final_layer_norm."}};
+    for (size_t i = 0; i < sizeof sublayers / sizeof sublayers[0]; i++) {
+        size_t n = strlen(sublayers[i].ours);
+        const char *theirs = decoder ? sublayers[i].decoder : sublayers[i].encoder;
+        if (theirs && strncmp(sub, sublayers[i].ours, n) == 0) {
+            snprintf(out, size, "%s%.*s%s%s", l->prefix, (int)(sub - ours), ours, theirs,
+                     sub + n);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The file and index of a published tensor, or -1. */
+static int find_tensor(const loader *l, const char *name, int64_t *index)
+{
+    for (int32_t f = 0; f < l->n_files; f++)
+        if ((*index = tfm__safetensors_find(l->files[f], name)) >= 0)
+            return f;
+    return -1;
+}
+
+/* Reads the published tensor into a parameter whose values it must fill
+ * exactly (a [1, V] final_logits_bias fills a [V] bias). */
+static int load_tensor(loader *l, const char *name, tfm_tensor *param, int32_t f, int64_t index)
+{
+    tfm__tensor_info info;
+    tfm__safetensors_info(l->files[f], index, &info);
+    int64_t leading_ones = 0;
+    while (leading_ones < info.ndim - param->ndim && info.shape[leading_ones] == 1)
+        leading_ones++;
+    int fits = info.is_float && info.ndim - leading_ones == param->ndim;
+    for (int32_t d = 0; fits && d < param->ndim; d++)
+        fits = info.shape[leading_ones + d] == param->shape[d];
+    if (!fits) {
+        char want[64];
+        tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s (%s, %d axes) does not fit the %s the "
+                  "config describes", l->ctx, name, info.dtype_name, (int)info.ndim,
+                  tfm__shape_str(param, want, sizeof want));
+        return -1;
+    }
+    tfm__safetensors_read_f32(l->files[f], index, tfm__f32(param));
+    l->used[f][index] = 1;
+    return 0;
+}
+
+/* Tensors a published folder holds that libtfm computes or ties instead:
+ * sinusoidal tables, and the copies of a tied embedding table. */
+static int derived(const loader *l, const tfm_model *m, const char *name)
+{
+    char buf[256];
+    const char *copies[] = {"encoder.embed_positions.weight", "decoder.embed_positions.weight",
+                            "encoder.embed_positions._float_tensor",
+                            "decoder.embed_positions._float_tensor",
+                            "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        int positions = i < 4, tokens = !positions;
+        if (positions && m->options.positions == TFM_POSITIONS_LEARNED)
+            continue;
+        /* embed_tokens are copies of shared (or of the side's table) */
+        if (tokens && !l->shared && strstr(copies[i], "decoder"))
+            continue;
+        snprintf(buf, sizeof buf, "%s%s", l->prefix, copies[i]);
+        if (strcmp(name, buf) == 0)
+            return 1;
+    }
+    return m->options.tie_generator && strcmp(name, "lm_head.weight") == 0;
+}
+
+static int load_tensors(loader *l, tfm_model *m)
+{
+    for (int32_t f = 0; f < l->n_files; f++)
+        if (!(l->used[f] = calloc((size_t)tfm_safetensors_count(l->files[f]) + 1, 1))) {
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
+            return -1;
+        }
+    int64_t index;
+    l->prefix = find_tensor(l, "model.encoder.layers.0.fc1.weight", &index) >= 0 ||
+                        find_tensor(l, "model.shared.weight", &index) >= 0 ||
+                        find_tensor(l, "model.encoder.embed_tokens.weight", &index) >= 0
+                    ? "model."
+                    : "";
+    for (int64_t i = 0; i < tfm_params_count(m->params); i++) {
+        const char *ours = tfm_params_name(m->params, i);
+        char theirs[256];
+        int32_t f = -1;
+        if (strcmp(ours, "generator.weight") == 0)
+            snprintf(theirs, sizeof theirs, "lm_head.weight");
+        else if (strcmp(ours, "generator.bias") == 0)
+            snprintf(theirs, sizeof theirs, "final_logits_bias");
+        else if (published_name(l, ours, theirs, sizeof theirs) < 0) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: libtfm's parameter %s has no published name", l->ctx,
+                      ours);
+            return -1;
+        }
+        f = find_tensor(l, theirs, &index);
+        if (f < 0 && strcmp(ours, "src_embedding.weight") == 0 && l->shared) {
+            /* files that kept the encoder's copy of the shared table */
+            snprintf(theirs, sizeof theirs, "%sencoder.embed_tokens.weight", l->prefix);
+            f = find_tensor(l, theirs, &index);
+        }
+        if (f < 0 && strcmp(ours, "generator.bias") == 0) {
+            /* M2M100's lm_head has no bias */
+            tfm_tensor *bias = tfm_params_at(m->params, i);
+            memset(tfm__f32(bias), 0, (size_t)bias->numel * sizeof(float));
+            continue;
+        }
+        if (f < 0) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: the model's files have no tensor %s (libtfm's %s)",
+                      l->ctx, theirs, ours);
+            return -1;
+        }
+        if (load_tensor(l, theirs, tfm_params_at(m->params, i), f, index) < 0)
+            return -1;
+    }
+    for (int32_t f = 0; f < l->n_files; f++)
+        for (int64_t t = 0; t < tfm_safetensors_count(l->files[f]); t++) {
+            const char *name = tfm_safetensors_name(l->files[f], t);
+            if (!l->used[f][t] && !derived(l, m, name)) {
+                tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s is not one libtfm reads for a %s model "
+                          "(an option it does not support?)", l->ctx, name,
+                          families[l->family].model_type);
+                return -1;
+            }
+        }
+    return 0;
+}
+
+/* The float values the files hold, bounding the model a config may ask
+ * for (as tfm_model_load does with its file): twice them, since a
+ * generator's bias of its own ([V], zeros where a family publishes none)
+ * is never larger than the embedding table [V, D] the files hold. */
+static int64_t float_values(const loader *l)
+{
+    int64_t total = 0;
+    for (int32_t f = 0; f < l->n_files; f++)
+        for (int64_t i = 0; i < tfm_safetensors_count(l->files[f]); i++) {
+            tfm__tensor_info info;
+            tfm__safetensors_info(l->files[f], i, &info);
+            total += info.is_float ? info.numel : 0;
+        }
+    return total;
+}
+
+static void loader_free(loader *l)
+{
+    for (int32_t f = 0; f < l->n_files; f++) {
+        tfm_safetensors_close(l->files[f]);
+        if (l->used)
+            free(l->used[f]);
+    }
+    free(l->used);
+    if (l->has_config)
+        tfm__json_free(&l->config);
+    if (l->has_generation)
+        tfm__json_free(&l->generation);
+    free(l->config_text);
+    free(l->generation_text);
+}
+
+tfm_model *tfm_model_from_pretrained(const char *folder)
+{
+    const char *op = "tfm_model_from_pretrained";
+    if (!folder) {
+        tfm__fail(TFM_ERR_NULL, "%s: folder is NULL", op);
+        return NULL;
+    }
+    loader *l = calloc(1, sizeof *l);
+    if (!l) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        return NULL;
+    }
+    l->op = op;
+    l->folder = folder;
+    snprintf(l->ctx, sizeof l->ctx, "%s: \"%s\"", op, folder);
+    tfm_model_options o;
+    tfm_model *m = NULL;
+    tfm__generation *g = calloc(1, sizeof *g);
+    if (!g) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+        free(l);
+        return NULL;
+    }
+    int ok = read_config(l, &o) == 0 && read_generation(l, &o, g) == 0 && open_files(l) == 0;
+    if (ok && !(l->used = calloc((size_t)l->n_files, sizeof *l->used))) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
+        ok = 0;
+    }
+    if (ok && !(m = tfm__model_create(op, &o, 2 * float_values(l))) &&
+        (tfm_last_status() == TFM_ERR_ARG || tfm_last_status() == TFM_ERR_SIZE))
+        tfm__fail_because(TFM_ERR_FORMAT, "%s: config.json describes no model libtfm can make "
+                          "from these files", l->ctx);
+    if (m && (load_tensors(l, m) < 0 || attach_tokenizers(l, m) < 0)) {
+        tfm_model_free(m);
+        m = NULL;
+    }
+    if (m) {
+        tfm_model_set_training(m, 0); /* published for inference */
+        m->generation = g;
+    } else {
+        tfm__generation_free(g);
+    }
+    loader_free(l);
+    free(l);
+    return m;
+}
+
+void tfm__generation_free(tfm__generation *g)
+{
+    if (!g)
+        return;
+    free(g->bad_words);
+    free(g->bad_word_lengths);
+    free(g->eos_ids);
+    free(g);
+}

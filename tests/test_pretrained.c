@@ -1,0 +1,129 @@
+/* The published families against their twins: each fixture folder
+ * (tests/marian, bart, mbart, m2m100, m2m100/nllb: a small random model in
+ * the published layout, made by wt-ptw's script from transformers'
+ * modeling files) loads with tfm_model_from_pretrained, and its logits for
+ * every case of expected.json (input_ids, decoder_input_ids) match
+ * expected.safetensors' logits.N within 1e-5 of (1 + |logit|); a family
+ * libtfm lacks (t5) is refused by name. Reads expected.json with the
+ * library's own JSON reader (internal: this suite links the objects). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "tfm/tfm.h"
+
+#define FIXTURES TFM_TESTS_DIR
+
+static const char *const families[] = {"marian", "bart", "mbart", "m2m100", "m2m100/nllb"};
+enum { FAMILIES = sizeof families / sizeof families[0] };
+
+/* The member key of an object node, or NULL. */
+static const tfm__json_node *member(const tfm__json *doc, const tfm__json_node *object,
+                                    const char *key)
+{
+    for (uint32_t i = (uint32_t)(object - doc->nodes) + 1; i < object->next;
+         i = doc->nodes[i].next)
+        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
+            return &doc->nodes[i];
+    return NULL;
+}
+
+/* An array of ids as an int32 [1, n] tensor. */
+static tfm_tensor *ids_of(const tfm__json *doc, const tfm__json_node *array)
+{
+    ck_assert_ptr_nonnull(array);
+    int32_t *ids = malloc((size_t)array->count * sizeof *ids);
+    int64_t n = 0;
+    for (uint32_t i = (uint32_t)(array - doc->nodes) + 1; i < array->next;
+         i = doc->nodes[i].next)
+        ids[n++] = (int32_t)doc->nodes[i].integer;
+    tfm_tensor *t = tfm_tensor_from_i32(2, (const int64_t[]){1, n}, ids);
+    free(ids);
+    return t;
+}
+
+START_TEST(logits_match_the_twins)
+{
+    char folder[512], path[600];
+    snprintf(folder, sizeof folder, "%s/%s", FIXTURES, families[_i]);
+    tfm_model *m = tfm_model_from_pretrained(folder);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    snprintf(path, sizeof path, "%s/expected.json", folder);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *text = malloc((size_t)size + 1);
+    ck_assert_uint_eq(fread(text, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    tfm__json doc;
+    ck_assert_int_eq(tfm__json_parse("expected.json", text, (size_t)size, size / 2 + 1, &doc),
+                     TFM_OK);
+    snprintf(path, sizeof path, "%s/expected.safetensors", folder);
+    tfm_safetensors *expected = tfm_safetensors_open(path);
+    ck_assert_ptr_nonnull(expected);
+    const tfm__json_node *cases = member(&doc, &doc.nodes[0], "cases");
+    ck_assert_ptr_nonnull(cases);
+    ck_assert_int_gt(cases->count, 0);
+    double worst = 0.0;
+    int index = 0;
+    for (uint32_t i = (uint32_t)(cases - doc.nodes) + 1; i < cases->next;
+         i = doc.nodes[i].next, index++) {
+        tfm_tensor *src = ids_of(&doc, member(&doc, &doc.nodes[i], "input_ids"));
+        tfm_tensor *tgt = ids_of(&doc, member(&doc, &doc.nodes[i], "decoder_input_ids"));
+        int64_t T = tfm_tensor_dim(tgt, 1), V = tfm_model_tgt_vocab(m);
+        tfm_tape *tape = tfm_tape_create();
+        tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
+                                               tfm_mask_causal(tape, T, TFM_I32), NULL, NULL,
+                                               NULL, NULL);
+        ck_assert_msg(logits != NULL, "%s", tfm_last_error());
+        char name[32];
+        snprintf(name, sizeof name, "logits.%d", index);
+        tfm_tensor *want = tfm_safetensors_get(expected, name);
+        ck_assert_msg(want != NULL, "%s", tfm_last_error());
+        ck_assert_int_eq(tfm_tensor_numel(want), T * V);
+        const float *a = tfm_tensor_data_f32(logits), *b = tfm_tensor_data_f32(want);
+        for (int64_t k = 0; k < T * V; k++) {
+            double off = fabs((double)a[k] - b[k]) / (1.0 + fabs((double)b[k]));
+            worst = off > worst ? off : worst;
+        }
+        tfm_tensor_free(want);
+        tfm_tape_free(tape);
+        tfm_tensor_free(src);
+        tfm_tensor_free(tgt);
+    }
+    ck_assert_msg(worst <= 1e-5, "%s: a logit differs by %g of (1 + |logit|)", families[_i],
+                  worst);
+    tfm_safetensors_close(expected);
+    tfm__json_free(&doc);
+    free(text);
+    tfm_model_free(m);
+}
+END_TEST
+
+START_TEST(t5_is_refused_by_name)
+{
+    tfm_model *m = tfm_model_from_pretrained(FIXTURES "/t5");
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "model_type \"t5\" is not a family"));
+}
+END_TEST
+
+static Suite *pretrained_suite(void)
+{
+    Suite *s = suite_create("pretrained");
+    TCase *tc = tcase_create("twins");
+    tcase_add_loop_test(tc, logits_match_the_twins, 0, FAMILIES);
+    tcase_add_test(tc, t5_is_refused_by_name);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TFM_CHECK_MAIN(pretrained_suite)

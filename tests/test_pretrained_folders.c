@@ -1,0 +1,556 @@
+/* tfm_model_from_pretrained on folders laid out as transformers saves them:
+ * a libtfm model's parameters written under each family's published names
+ * (the state_dict keys of modeling_marian.py, modeling_bart.py,
+ * modeling_mbart.py, modeling_m2m_100.py) load back into the same model,
+ * single-file or sharded; folders that are corrupt or of a family, option
+ * or tensor libtfm does not support are refused with the thing named. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tfm/tfm.h>
+
+#include "check_main.h"
+
+enum { MARIAN, BART, MBART, M2M100, FAMILIES };
+static const char *const model_type[FAMILIES] = {"marian", "bart", "mbart", "m2m_100"};
+enum { VOCAB = 19, D = 8, HEADS = 2, FF = 12, LAYERS = 2, MAX_POS = 16, PAD = 1, EOS = 2 };
+
+static char folder[64];
+/* The vocabulary the configs and options give: VOCAB, or a tokenizer's. */
+static int64_t vocab = VOCAB;
+
+static void make_folder(void)
+{
+    snprintf(folder, sizeof folder, "/tmp/tfm_pretrained_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(folder));
+}
+
+static const char *in_folder(const char *name)
+{
+    static char path[128];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    return path;
+}
+
+static void remove_folder(void)
+{
+    static const char *const names[] = {"config.json", "model.safetensors",
+                                        "model.safetensors.index.json", "a.safetensors",
+                                        "b.safetensors", "generation_config.json",
+                                        "source.spm", "target.spm", "vocab.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unlink(in_folder(names[i]));
+    rmdir(folder);
+}
+
+static void write_text(const char *name, const char *text)
+{
+    FILE *f = fopen(in_folder(name), "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A config.json as transformers writes it; extra is spliced in last. */
+static void write_config(int family, const char *activation, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"model_type\": \"%s\", \"architectures\": [\"X\"], \"vocab_size\": %d,"
+             " \"d_model\": %d, \"encoder_layers\": %d, \"decoder_layers\": %d,"
+             " \"encoder_attention_heads\": %d, \"decoder_attention_heads\": %d,"
+             " \"encoder_ffn_dim\": %d, \"decoder_ffn_dim\": %d,"
+             " \"max_position_embeddings\": %d, \"activation_function\": \"%s\","
+             " \"pad_token_id\": %d, \"eos_token_id\": %d, \"bos_token_id\": 0,"
+             " \"decoder_start_token_id\": %d, \"scale_embedding\": %s,"
+             " \"dropout\": 0.1, \"init_std\": 0.02%s}",
+             model_type[family], (int)vocab, D, LAYERS, LAYERS, HEADS, HEADS, FF, FF, MAX_POS,
+             activation, PAD, EOS, family == MARIAN ? PAD : EOS,
+             family == BART ? "false" : "true", extra);
+    write_text("config.json", text);
+}
+
+/* The libtfm options each family's config above describes. */
+static void family_options(int family, tfm_model_options *o)
+{
+    tfm_model_options_init(o);
+    o->src_vocab = o->tgt_vocab = vocab;
+    o->share_embeddings = 1;
+    o->tie_generator = 1;
+    o->max_src_len = o->max_tgt_len = MAX_POS;
+    o->encoder_layers = o->decoder_layers = LAYERS;
+    o->d_model = D;
+    o->heads = HEADS;
+    o->d_ff = FF;
+    o->fused_qkv = 0;
+    o->dropout = 0.0f;
+    o->seed = 5 + (uint64_t)family;
+    o->embedding_scale = family == BART ? TFM_EMBEDDING_SCALE_NONE : TFM_EMBEDDING_SCALE_SQRT_D;
+    o->norm_first = o->final_norm = family == MBART || family == M2M100;
+    o->embedding_norm = family == BART || family == MBART;
+    o->positions = family == MARIAN   ? TFM_POSITIONS_SINUSOIDAL_HALVES
+                   : family == M2M100 ? TFM_POSITIONS_SINUSOIDAL_FAIRSEQ
+                                      : TFM_POSITIONS_LEARNED;
+    o->position_offset = family == M2M100 ? PAD + 1 : family == MARIAN ? 0 : 2;
+    o->activation = family == MARIAN ? TFM_ACTIVATION_SILU
+                    : family == M2M100 ? TFM_ACTIVATION_RELU
+                                       : TFM_ACTIVATION_GELU;
+}
+
+static const char *const activation_name[FAMILIES] = {"swish", "gelu", "gelu", "relu"};
+
+/* The published key of a libtfm parameter, written from the modeling
+ * files' module names. */
+static void published(const char *ours, char *out, size_t size)
+{
+    static const char *const pairs[][2] = {
+        {"src_embedding.weight", "model.shared.weight"},
+        {"src_positions.weight", "model.encoder.embed_positions.weight"},
+        {"tgt_positions.weight", "model.decoder.embed_positions.weight"},
+        {"src_embedding_norm.", "model.encoder.layernorm_embedding."},
+        {"tgt_embedding_norm.", "model.decoder.layernorm_embedding."},
+        {"encoder.norm.", "model.encoder.layer_norm."},
+        {"decoder.norm.", "model.decoder.layer_norm."},
+        {"generator.bias", "final_logits_bias"},
+        {"generator.weight", "lm_head.weight"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (strncmp(ours, pairs[i][0], strlen(pairs[i][0])) == 0) {
+            snprintf(out, size, "%s%s", pairs[i][1], ours + strlen(pairs[i][0]));
+            return;
+        }
+    int decoder = ours[0] == 'd';
+    /* <side>.layers.N.<module>.<rest> */
+    const char *module = strchr(strstr(ours, ".layers.") + 8, '.') + 1;
+    const char *rest = strchr(module, '.');
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(rest - module), module);
+    const char *theirs = strcmp(name, "multihead_attn") == 0 ? "encoder_attn"
+                         : strcmp(name, "linear1") == 0      ? "fc1"
+                         : strcmp(name, "linear2") == 0      ? "fc2"
+                         : strcmp(name, "norm1") == 0        ? "self_attn_layer_norm"
+                         : strcmp(name, "norm2") == 0 ? (decoder ? "encoder_attn_layer_norm"
+                                                                 : "final_layer_norm")
+                         : strcmp(name, "norm3") == 0 ? "final_layer_norm"
+                                                      : name;
+    snprintf(out, size, "model.%.*s%s%s", (int)(module - ours), ours, theirs, rest);
+}
+
+/* Writes m's parameters under their published names, in one file or split
+ * over two shards with an index; extra tensors as transformers also saves
+ * (a sinusoidal table, a tied lm_head) when asked. */
+static void write_weights(tfm_model *m, int shards, int with_copies, int no_logits_bias)
+{
+    tfm_params *p = tfm_model_params(m);
+    int64_t n = tfm_params_count(p);
+    char names[160][128];
+    const char *name_of[160];
+    const tfm_tensor *tensors[160];
+    ck_assert_int_le(n + 2, 160);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        published(tfm_params_name(p, i), names[kept], sizeof names[kept]);
+        /* M2M100's lm_head has no bias and its file no final_logits_bias */
+        if (no_logits_bias && strcmp(names[kept], "final_logits_bias") == 0)
+            continue;
+        name_of[kept] = names[kept];
+        tensors[kept++] = tfm_params_at(p, i);
+    }
+    n = kept;
+    tfm_tensor *copy = NULL;
+    if (with_copies) { /* lm_head.weight, a copy of the tied table */
+        snprintf(names[n], sizeof names[n], "lm_head.weight");
+        name_of[n] = names[n];
+        tensors[n] = tfm_params_find(p, "src_embedding.weight");
+        n++;
+        copy = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){MAX_POS, D});
+        snprintf(names[n], sizeof names[n], "model.encoder.embed_positions.weight");
+        name_of[n] = names[n];
+        tensors[n] = copy;
+        n++;
+    }
+    if (!shards) {
+        ck_assert_int_eq(tfm_safetensors_write(in_folder("model.safetensors"), n, name_of,
+                                               tensors), TFM_OK);
+    } else {
+        int64_t half = n / 2;
+        ck_assert_int_eq(tfm_safetensors_write(in_folder("a.safetensors"), half, name_of,
+                                               tensors), TFM_OK);
+        ck_assert_int_eq(tfm_safetensors_write(in_folder("b.safetensors"), n - half,
+                                               name_of + half, tensors + half), TFM_OK);
+        char *index = malloc(16384);
+        int at = snprintf(index, 16384, "{\"metadata\": {\"total_size\": 1}, \"weight_map\": {");
+        for (int64_t i = 0; i < n; i++)
+            at += snprintf(index + at, 16384 - (size_t)at, "%s\"%s\": \"%s\"", i ? ", " : "",
+                           name_of[i], i < half ? "a.safetensors" : "b.safetensors");
+        snprintf(index + at, 16384 - (size_t)at, "}}");
+        write_text("model.safetensors.index.json", index);
+        free(index);
+    }
+    tfm_tensor_free(copy);
+}
+
+static void logits_of(tfm_model *m, float *out, int64_t count)
+{
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){2, 5},
+                                          (const int32_t[]){4, 7, 9, 3, 2, 5, 6, 8, 2, 1});
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){2, 3},
+                                          (const int32_t[]){2, 11, 12, 2, 13, 4});
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
+                                           tfm_mask_causal(tape, 3, TFM_I32), NULL, NULL,
+                                           NULL, NULL);
+    ck_assert_msg(logits != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_read_f32(logits, out, count), TFM_OK);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+}
+
+/* Every family, single-file and sharded: the same options, the same
+ * logits to the bit. */
+START_TEST(each_family_loads_its_published_names)
+{
+    int family = _i / 2, shards = _i % 2;
+    make_folder();
+    tfm_model_options o;
+    family_options(family, &o);
+    tfm_model *made = tfm_model_create(&o);
+    ck_assert_msg(made != NULL, "%s", tfm_last_error());
+    tfm_model_set_training(made, 0);
+    if (family == M2M100) {
+        float *bias = tfm_tensor_data_f32(tfm_params_find(tfm_model_params(made),
+                                                          "generator.bias"));
+        memset(bias, 0, VOCAB * sizeof *bias);
+    }
+    write_weights(made, shards, family == MARIAN, family == M2M100);
+    write_config(family, activation_name[family], "");
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s: %s", model_type[family], tfm_last_error());
+    tfm_model_options got;
+    tfm_model_options_init(&got);
+    ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+    ck_assert_int_eq(got.positions, o.positions);
+    ck_assert_int_eq(got.position_offset, o.position_offset);
+    ck_assert_int_eq(got.norm_first, o.norm_first);
+    ck_assert_int_eq(got.final_norm, o.final_norm);
+    ck_assert_int_eq(got.embedding_norm, o.embedding_norm);
+    ck_assert_int_eq(got.activation, o.activation);
+    ck_assert_int_eq(got.embedding_scale, o.embedding_scale);
+    ck_assert_int_eq(got.bos_id, family == MARIAN ? PAD : EOS); /* decoder_start_token_id */
+    ck_assert_int_eq(got.eos_id, EOS);
+    ck_assert_int_eq(got.pad_id, PAD);
+    enum { N = 2 * 3 * VOCAB };
+    float want[N], have[N];
+    logits_of(made, want, N);
+    logits_of(loaded, have, N);
+    ck_assert_mem_eq(want, have, sizeof want);
+    tfm_model_free(loaded);
+    tfm_model_free(made);
+    remove_folder();
+}
+END_TEST
+
+/* A good Marian folder, then one thing broken: NULL, and the message
+ * naming what is wrong. */
+static void expect_refusal(tfm_status status, const char *fragment)
+{
+    tfm_clear_error();
+    tfm_model *m = tfm_model_from_pretrained(folder);
+    ck_assert_msg(m == NULL, "loaded, expected \"%s\"", fragment);
+    ck_assert_int_eq(tfm_last_status(), status);
+    ck_assert_msg(strstr(tfm_last_error(), fragment) != NULL, "\"%s\" not in \"%s\"", fragment,
+                  tfm_last_error());
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "tfm_model_from_pretrained"));
+}
+
+static tfm_model *good_folder(int family)
+{
+    make_folder();
+    tfm_model_options o;
+    family_options(family, &o);
+    tfm_model *m = tfm_model_create(&o);
+    write_weights(m, 0, 0, 0);
+    write_config(family, activation_name[family], "");
+    return m;
+}
+
+START_TEST(unsupported_configs_are_named)
+{
+    tfm_model *m = good_folder(MARIAN);
+    write_text("config.json", "{\"model_type\": \"t5\"}");
+    expect_refusal(TFM_ERR_FORMAT, "model_type \"t5\" is not a family");
+    write_text("config.json", "[1, 2]");
+    expect_refusal(TFM_ERR_FORMAT, "config.json is not a JSON object");
+    write_text("config.json", "{\"model_type\": \"marian\",");
+    expect_refusal(TFM_ERR_FORMAT, "invalid JSON");
+    write_config(MARIAN, "quick_gelu", "");
+    expect_refusal(TFM_ERR_FORMAT, "activation_function \"quick_gelu\" is not supported");
+    write_config(MARIAN, "swish", ", \"decoder_ffn_dim\": 16");
+    /* a duplicate key: the reader sees the first, so write the pair differently */
+    write_text("config.json",
+               "{\"model_type\": \"marian\", \"vocab_size\": 19, \"d_model\": 8,"
+               " \"encoder_layers\": 2, \"decoder_layers\": 2, \"encoder_attention_heads\": 2,"
+               " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 12,"
+               " \"decoder_ffn_dim\": 16}");
+    expect_refusal(TFM_ERR_FORMAT, "encoder_ffn_dim 12 and decoder_ffn_dim 16 differ");
+    write_text("config.json", "{\"model_type\": \"marian\", \"vocab_size\": -3}");
+    expect_refusal(TFM_ERR_FORMAT, "vocab_size must be an integer");
+    write_text("config.json", "{\"model_type\": \"marian\", \"vocab_size\": 19}");
+    expect_refusal(TFM_ERR_FORMAT, "config.json has no d_model");
+    /* heads that do not divide d_model: the options' own check, renamed */
+    write_text("config.json",
+               "{\"model_type\": \"marian\", \"vocab_size\": 19, \"d_model\": 8,"
+               " \"encoder_layers\": 2, \"decoder_layers\": 2, \"encoder_attention_heads\": 3,"
+               " \"decoder_attention_heads\": 3, \"encoder_ffn_dim\": 12,"
+               " \"decoder_ffn_dim\": 12, \"max_position_embeddings\": 16,"
+               " \"activation_function\": \"swish\", \"pad_token_id\": 1, \"eos_token_id\": 2,"
+               " \"decoder_start_token_id\": 1}");
+    expect_refusal(TFM_ERR_FORMAT, "config.json describes no model");
+    unlink(in_folder("config.json"));
+    expect_refusal(TFM_ERR_IO, "config.json");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
+START_TEST(corrupt_weights_are_named)
+{
+    tfm_model *m = good_folder(MBART);
+    write_weights(m, 0, 0, 0);
+    tfm_safetensors *file = tfm_safetensors_open(in_folder("model.safetensors"));
+    int64_t n = tfm_safetensors_count(file), kept = 0;
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    tfm_tensor **tensors = calloc((size_t)n + 1, sizeof *tensors);
+    for (int64_t i = 0; i < n; i++) {
+        names[i] = tfm_safetensors_name(file, i);
+        tensors[i] = tfm_safetensors_get(file, names[i]);
+    }
+    /* a tensor missing */
+    const char *without[160];
+    const tfm_tensor *without_tensors[160];
+    for (int64_t i = 0; i < n; i++)
+        if (strcmp(names[i], "model.decoder.layers.1.fc2.bias") != 0) {
+            without[kept] = names[i];
+            without_tensors[kept++] = tensors[i];
+        }
+    ck_assert_int_eq(kept, n - 1);
+    ck_assert_int_eq(tfm_safetensors_write(in_folder("model.safetensors"), kept, without,
+                                           without_tensors), TFM_OK);
+    expect_refusal(TFM_ERR_FORMAT, "no tensor model.decoder.layers.1.fc2.bias (libtfm's "
+                                   "decoder.layers.1.linear2.bias)");
+    /* a tensor libtfm does not know: an option it would ignore */
+    names[n] = "model.encoder.layers.0.self_attn.rotary.weight";
+    tensors[n] = tfm_tensor_zeros(TFM_F32, 1, (const int64_t[]){4});
+    ck_assert_int_eq(tfm_safetensors_write(in_folder("model.safetensors"), n + 1, names,
+                                           (const tfm_tensor *const *)tensors), TFM_OK);
+    expect_refusal(TFM_ERR_FORMAT, "tensor model.encoder.layers.0.self_attn.rotary.weight is "
+                                   "not one libtfm reads for a mbart model");
+    /* a tensor of the wrong shape */
+    tfm_tensor_free(tensors[n]);
+    for (int64_t i = 0; i < n; i++)
+        if (strcmp(names[i], "model.encoder.layers.1.fc1.weight") == 0) {
+            tfm_tensor_free(tensors[i]);
+            tensors[i] = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){FF, D + 1});
+        }
+    ck_assert_int_eq(tfm_safetensors_write(in_folder("model.safetensors"), n, names,
+                                           (const tfm_tensor *const *)tensors), TFM_OK);
+    expect_refusal(TFM_ERR_FORMAT, "tensor model.encoder.layers.1.fc1.weight (F32, 2 axes) "
+                                   "does not fit the [12,8]");
+    for (int64_t i = 0; i < n; i++)
+        tfm_tensor_free(tensors[i]);
+    free(tensors);
+    free(names);
+    tfm_safetensors_close(file);
+    /* a truncated file */
+    FILE *f = fopen(in_folder("model.safetensors"), "r+b");
+    ck_assert_int_eq(ftruncate(fileno(f), 40), 0);
+    fclose(f);
+    expect_refusal(TFM_ERR_FORMAT, "model.safetensors");
+    /* no weights at all */
+    unlink(in_folder("model.safetensors"));
+    expect_refusal(TFM_ERR_IO, "neither model.safetensors nor model.safetensors.index.json");
+    /* an index naming a path outside the folder, a missing shard, no map */
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\": {\"model.shared.weight\": \"../x.safetensors\"}}");
+    expect_refusal(TFM_ERR_FORMAT, "other than a file name in the folder");
+    write_text("model.safetensors.index.json",
+               "{\"weight_map\": {\"model.shared.weight\": \"a.safetensors\"}}");
+    expect_refusal(TFM_ERR_IO, "a.safetensors");
+    write_text("model.safetensors.index.json", "{\"metadata\": {}}");
+    expect_refusal(TFM_ERR_FORMAT, "has no weight_map object");
+    write_text("model.safetensors.index.json", "{\"weight_map\": {}}");
+    expect_refusal(TFM_ERR_FORMAT, "names no shard");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
+/* generation_config.json's defaults reach a decoding through
+ * tfm_decode_options_from_model, lengths less the start token; a
+ * decoding made with them never produces a bad word. */
+START_TEST(published_decoding_defaults)
+{
+    tfm_model *m = good_folder(MARIAN);
+    write_text("generation_config.json",
+               "{\"bad_words_ids\": [[1], [4, 5]], \"max_length\": 9, \"num_beams\": 3,"
+               " \"decoder_start_token_id\": 1, \"eos_token_id\": [2, 3],"
+               " \"forced_bos_token_id\": 7, \"min_length\": 3, \"length_penalty\": 0.5,"
+               " \"no_repeat_ngram_size\": 2, \"forced_eos_token_id\": 2}");
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.strategy, TFM_DECODE_BEAM);
+    ck_assert_int_eq(o.beam_size, 3);
+    ck_assert_int_eq(o.max_length, 8);
+    ck_assert_int_eq(o.min_length, 2);
+    ck_assert_float_eq(o.length_penalty, 0.5f);
+    ck_assert_int_eq(o.no_repeat_ngram_size, 2);
+    ck_assert_int_eq(o.bos_id, 1);
+    ck_assert_int_eq(o.eos_id, 2);
+    ck_assert_int_eq(o.n_eos_ids, 1);
+    ck_assert_int_eq(o.eos_ids[0], 3);
+    ck_assert_int_eq(o.forced_bos_id, 7);
+    ck_assert_int_eq(o.src_pad_id, PAD);
+    ck_assert_int_eq(o.n_bad_words, 2);
+    ck_assert_int_eq(o.bad_word_lengths[0], 1);
+    ck_assert_int_eq(o.bad_word_lengths[1], 2);
+    ck_assert_int_eq(o.bad_words[0], 1);
+    ck_assert_int_eq(o.bad_words[2], 5);
+    tfm_decoding *d = tfm_decoding_create(loaded, &o, 1, 5);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, 5},
+                                          (const int32_t[]){4, 7, 9, 3, 2});
+    int32_t tokens[9], lengths[1];
+    ck_assert_int_eq(tfm_decoding_run(d, src, tokens, 9, lengths, 1, NULL, 0, NULL, 0, NULL, 0),
+                     TFM_OK);
+    ck_assert_int_eq(tokens[1], 7); /* forced */
+    for (int i = 1; i < lengths[0]; i++)
+        ck_assert_int_ne(tokens[i], 1);
+    tfm_tensor_free(src);
+    tfm_decoding_free(d);
+    tfm_model_free(loaded);
+
+    /* older folders keep them in config.json */
+    unlink(in_folder("generation_config.json"));
+    write_config(MARIAN, "swish", ", \"num_beams\": 4, \"max_length\": 6");
+    loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.beam_size, 4);
+    ck_assert_int_eq(o.max_length, 5);
+    tfm_model_free(loaded);
+
+    write_text("generation_config.json", "{\"bad_words_ids\": [[]]}");
+    expect_refusal(TFM_ERR_FORMAT, "generation_config.json's bad_words_ids is not a list");
+    write_text("generation_config.json", "{\"bad_words_ids\": [[99]]}");
+    expect_refusal(TFM_ERR_FORMAT, "bad_words_ids holds something other than token ids");
+    write_text("generation_config.json", "{\"num_beams\": 0}");
+    expect_refusal(TFM_ERR_FORMAT, "generation_config.json's num_beams must be an integer");
+    write_text("generation_config.json", "{\"length_penalty\": \"long\"}");
+    expect_refusal(TFM_ERR_FORMAT, "length_penalty must be a number");
+    write_text("generation_config.json", "{\"eos_token_id\": []}");
+    expect_refusal(TFM_ERR_FORMAT, "eos_token_id is an empty list");
+    write_text("generation_config.json", "7");
+    expect_refusal(TFM_ERR_FORMAT, "generation_config.json is not a JSON object");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
+static void copy_file(const char *from, const char *name)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(in_folder(name), "wb");
+    ck_assert(in && out);
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, in)) > 0)
+        ck_assert_uint_eq(fwrite(buffer, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* Marian's source.spm and target.spm with vocab.json become the model's
+ * tokenizers: here the fixture's SentencePiece model, its pieces numbered
+ * as they are, and <pad> after them. */
+START_TEST(marian_tokenizers_come_with_the_folder)
+{
+    tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
+    ck_assert_ptr_nonnull(base);
+    int32_t n = tfm_tokenizer_vocab_size(base);
+    vocab = n + 1;
+    tfm_model *m = good_folder(MARIAN);
+    copy_file(TFM_FIXTURES "/text/bpe.model", "source.spm");
+    copy_file(TFM_FIXTURES "/text/bpe.model", "target.spm");
+    FILE *f = fopen(in_folder("vocab.json"), "w");
+    fputc('{', f);
+    for (int32_t id = 0; id < n; id++) {
+        char piece[256];
+        int64_t length;
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(base, id, piece, sizeof piece, &length),
+                         TFM_OK);
+        fputc('"', f);
+        for (int64_t k = 0; k < length; k++) /* the fixture's pieces are printable */
+            fprintf(f, strchr("\"\\", piece[k]) ? "\\%c" : "%c", piece[k]);
+        fprintf(f, "\": %d, ", id);
+    }
+    fprintf(f, "\"<pad>\": %d}", n);
+    fclose(f);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    const tfm_tokenizer *source = tfm_model_tokenizer(loaded, 0);
+    const tfm_tokenizer *target = tfm_model_tokenizer(loaded, 1);
+    ck_assert_ptr_nonnull(source);
+    ck_assert_ptr_nonnull(target);
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(target), n + 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(target, TFM_TOKEN_PAD), n);
+    static const char text[] = "the quick brown fox";
+    int32_t want[64], got[64];
+    int64_t count, got_count;
+    ck_assert_int_eq(tfm_tokenizer_encode(base, text, sizeof text - 1, want, 64, &count), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_encode(source, text, sizeof text - 1, got, 64, &got_count),
+                     TFM_OK);
+    ck_assert_int_eq(got_count, count);
+    ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
+    tfm_model_free(loaded);
+
+    /* a broken vocabulary refuses the folder */
+    write_text("vocab.json", "{\"<unk>\": 0,");
+    expect_refusal(TFM_ERR_FORMAT, "tfm_tokenizer_load_sentencepiece_with_vocab");
+    tfm_model_free(m);
+    tfm_tokenizer_free(base);
+    vocab = VOCAB;
+    remove_folder();
+}
+END_TEST
+
+START_TEST(null_folder)
+{
+    ck_assert_ptr_null(tfm_model_from_pretrained(NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_str_eq(tfm_last_error(), "tfm_model_from_pretrained: folder is NULL");
+}
+END_TEST
+
+static Suite *pretrained_folders_suite(void)
+{
+    Suite *s = suite_create("pretrained_folders");
+    TCase *tc = tcase_create("folders");
+    tcase_add_loop_test(tc, each_family_loads_its_published_names, 0, 2 * FAMILIES);
+    tcase_add_test(tc, unsupported_configs_are_named);
+    tcase_add_test(tc, corrupt_weights_are_named);
+    tcase_add_test(tc, published_decoding_defaults);
+    tcase_add_test(tc, marian_tokenizers_come_with_the_folder);
+    tcase_add_test(tc, null_folder);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+TFM_CHECK_MAIN(pretrained_folders_suite)
