@@ -474,6 +474,8 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
         int64_t count = t->lengths[r] - 1; /* after <s> */
         if (count > 0 && row[count] == EOS_ID)
             count--;
+        if (t->counts[t->order[r]] == 0) /* a blank line stays blank */
+            count = 0;
         int64_t length = 0;
         s = tfm_tokenizer_decode(t->target, row + 1, count, NULL, 0, &length);
         char *text = malloc((size_t)length + 1);

@@ -86,6 +86,11 @@ step "an empty standard input: nothing out, exit 0" $?
 printf 'hotel \377\376 quebec\nab\000cd\n\303\n\200\201\202\n' |
     "$translate" --model "$model" >"$scratch/bytes.txt" && [ "$(wc -l <"$scratch/bytes.txt")" -eq 4 ]
 step "bytes that are not UTF-8: one line out for each line in" $?
+printf '\n   \nhotel quebec\n\n' | "$translate" --model "$model" >"$scratch/blank.txt" &&
+    [ "$(wc -l <"$scratch/blank.txt")" -eq 4 ] &&
+    [ "$(awk 'NF == 0 { blank++ } END { print blank }' "$scratch/blank.txt")" = 3 ] &&
+    [ -n "$(sed -n 3p "$scratch/blank.txt")" ]
+step "empty and blank lines translate to empty lines, the others to text" $?
 awk 'BEGIN { for (i = 0; i < 500; i++) printf "alpha "; print "" }' |
     "$translate" --model "$model" >"$scratch/long.txt" 2>"$scratch/err.txt" &&
     [ "$(wc -l <"$scratch/long.txt")" -eq 1 ] && grep -q "is cut to the model's 32" "$scratch/err.txt"
