@@ -24,8 +24,8 @@ static const char *const verbs[][2] = {{"sleeps", "dort"}, {"eats", "mange"},
                                        {"runs", "court"}, {"sings", "chante"}};
 
 enum {
-    PAIRS = 64,  /* every noun, colour and verb */
-    MAX_LEN = 16, /* tokens a sentence at most, here and in the model */
+    PAIRS = 64,   /* every noun, colour and verb */
+    MAX_LEN = 16, /* the model's longest source and target, <s> or </s> included */
     STEPS = 300
 };
 /* The ids the trained vocabulary gives its special pieces (pad_piece). */
@@ -56,6 +56,8 @@ typedef struct corpus {
     int64_t offsets[PAIRS + 1], lengths[PAIRS];
 } corpus;
 
+/* The lines' ids into c; a line of more than MAX_LEN - 1 tokens is
+ * TFM_ERR_SIZE (a target has room for <s> or </s> too). */
 static tfm_status tokenize(const tfm_tokenizer *tok, char lines[][40], int extra, corpus *c)
 {
     c->offsets[0] = 0;
