@@ -96,20 +96,46 @@ awk 'BEGIN { for (i = 0; i < 500; i++) printf "alpha "; print "" }' |
     [ "$(wc -l <"$scratch/long.txt")" -eq 1 ] && grep -q "is cut to the model's 32" "$scratch/err.txt"
 step "a line longer than the model's sources is cut, saying so" $?
 
-# A model without a tokenizer: the same file with its "tfm.tokenizer" removed.
-python3 - "$model" "$scratch/bare.safetensors" <<'EOF'
-import json, struct, sys
+# The model file rewritten (python3's standard library): without its
+# tokenizer ("bare"), and with twice the ids its tokenizer has ("wide"):
+# ids past the tokenizer's whose embedding rows and output biases are the
+# first ones doubled, so their logits are twice the first ones'.
+python3 - "$model" "$scratch" <<'EOF'
+import array, json, struct, sys
 data = open(sys.argv[1], 'rb').read()
 size = struct.unpack('<Q', data[:8])[0]
-header = json.loads(data[8:8 + size])
-del header['__metadata__']['tfm.tokenizer']
-text = json.dumps(header).encode()
-text += b' ' * (-len(text) % 8)
-open(sys.argv[2], 'wb').write(struct.pack('<Q', len(text)) + text + data[8 + size:])
+tensors = json.loads(data[8:8 + size])
+values = {k: data[8 + size + v['data_offsets'][0]:8 + size + v['data_offsets'][1]]
+          for k, v in tensors.items() if k != '__metadata__'}
+
+
+def write(name, header):
+    blob = b''
+    for key in sorted(values):
+        header[key]['data_offsets'] = [len(blob), len(blob) + len(values[key])]
+        blob += values[key]
+    text = json.dumps(header).encode()
+    text += b' ' * (-len(text) % 8)
+    open(sys.argv[2] + '/' + name, 'wb').write(struct.pack('<Q', len(text)) + text + blob)
+
+
+bare = json.loads(json.dumps(tensors))
+del bare['__metadata__']['tfm.tokenizer']
+write('bare.safetensors', bare)
+vocab = int(tensors['__metadata__']['tfm.tgt_vocab'])
+for key in ('src_embedding.weight', 'generator.bias'):
+    values[key] += array.array('f', [2 * v for v in array.array('f', values[key])]).tobytes()
+    tensors[key]['shape'][0] = 2 * vocab
+tensors['__metadata__']['tfm.src_vocab'] = tensors['__metadata__']['tfm.tgt_vocab'] = str(2 * vocab)
+write('wide.safetensors', tensors)
 EOF
 echo "hotel" | "$translate" --model "$scratch/bare.safetensors" >/dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "holds no tokenizer" "$scratch/err.txt"
 step "a model file without a tokenizer is refused, saying so" $?
+"$translate" --model "$scratch/wide.safetensors" --beam 1 <"$data/test.en" >"$scratch/wide.txt" &&
+    "$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/narrow.txt" &&
+    cmp -s "$scratch/wide.txt" "$scratch/narrow.txt"
+step "a model with more ids than its tokenizer never writes those ids" $?
 
 # --score: identical files, and one pair worked out by hand. chrF (no
 # spaces): 1-grams 5 of 6 match, 2-grams 3 of 4, 3-grams 1 of 2, 4-grams
