@@ -17,6 +17,7 @@
 
 #include "check_main.h"
 #include "problems.h"
+#include "rewrite_metadata.h"
 #include <tfm/tfm.h>
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
@@ -229,37 +230,7 @@ static tfm_model *load_forged(const char *key, const char *value)
 {
     char path[160];
     snprintf(path, sizeof path, "%s/forged.safetensors", fx.dir);
-    tfm_safetensors *file = tfm_safetensors_open(fx.model_path);
-    int64_t count = tfm_safetensors_count(file), entries = tfm_safetensors_metadata_count(file);
-    const char **names = malloc((size_t)count * sizeof *names);
-    tfm_tensor **tensors = malloc((size_t)count * sizeof *tensors);
-    const char **keys = malloc((size_t)(entries + 1) * sizeof *keys);
-    const char **values = malloc((size_t)(entries + 1) * sizeof *values);
-    int64_t kept = 0;
-    for (int64_t i = 0; i < entries; i++) {
-        keys[kept] = tfm_safetensors_metadata_key(file, i);
-        values[kept] = tfm_safetensors_metadata_get(file, keys[kept]);
-        kept += strcmp(keys[kept], key) != 0;
-    }
-    if (value) {
-        keys[kept] = key;
-        values[kept++] = value;
-    }
-    for (int64_t i = 0; i < count; i++) {
-        names[i] = tfm_safetensors_name(file, i);
-        tensors[i] = tfm_safetensors_get(file, names[i]);
-    }
-    ck_assert_int_eq(tfm_safetensors_write_with_metadata(path, count, names,
-                                                         (const tfm_tensor *const *)tensors,
-                                                         kept, keys, values),
-                     TFM_OK);
-    for (int64_t i = 0; i < count; i++)
-        tfm_tensor_free(tensors[i]);
-    tfm_safetensors_close(file);
-    free(names);
-    free(tensors);
-    free(keys);
-    free(values);
+    rewrite_metadata(fx.model_path, path, key, value);
     return tfm_model_load(path);
 }
 
