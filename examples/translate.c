@@ -390,14 +390,27 @@ static int translator_make(translator *t, tfm_model *model, int64_t beam, int64_
     /* targets run about as long as their sources: room for twice that */
     o.max_length_a = 2.0f;
     o.max_length_b = 10;
-    /* never text: the start token and padding */
-    static const int32_t never[2] = {BOS_ID, PAD_ID};
+    /* never text: the start token, padding, and the ids past the target
+     * tokenizer's pieces (a model may have more ids than its tokenizer) */
+    int64_t vocab = tfm_model_tgt_vocab(model), pieces = tfm_tokenizer_vocab_size(t->target);
+    int64_t n_never = 2 + (vocab > pieces ? vocab - pieces : 0);
+    int32_t *never = malloc((size_t)n_never * sizeof *never);
+    if (!never) {
+        fprintf(stderr, "%s: out of memory for %lld suppressed ids\n", program,
+                (long long)n_never);
+        return -1;
+    }
+    never[0] = BOS_ID;
+    never[1] = PAD_ID;
+    for (int64_t id = pieces, k = 2; id < vocab; id++)
+        never[k++] = (int32_t)id;
     o.suppress_ids = never;
-    o.n_suppress_ids = 2;
+    o.n_suppress_ids = (int32_t)n_never;
     t->max_src = tfm_model_max_src_len(model);
     t->max_length = o.max_length;
     t->n_best = 1;
     t->decoding = tfm_decoding_create(model, &o, max_batch, t->max_src);
+    free(never); /* the decoding keeps a copy */
     int64_t tokens = 0;
     if (!t->decoding ||
         tfm_decoding_buffer_sizes(t->decoding, max_batch, &tokens, NULL, NULL, NULL) != TFM_OK)
@@ -474,6 +487,8 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
         int64_t count = t->lengths[r] - 1; /* after <s> */
         if (count > 0 && row[count] == EOS_ID)
             count--;
+        if (t->counts[t->order[r]] == 0) /* a blank line stays blank */
+            count = 0;
         int64_t length = 0;
         s = tfm_tokenizer_decode(t->target, row + 1, count, NULL, 0, &length);
         char *text = malloc((size_t)length + 1);

@@ -134,7 +134,7 @@ version=$(meson introspect --projectinfo build-test | python3 -c 'import json, s
 # each program's usage error that no single flag's value shows
 declare -A usage_error=([tfm-taylor]="--heads 3" [tfm-average]="--heads 3" [tfm-causal]="--heads 3"
     [tfm-encoder-layer]="--heads 3" [tfm-sampling]="--top-k 2" [tfm-fit-line]="extra"
-    [tfm-tokenize]="--train x")
+    [tfm-tokenize]="--train x" [tfm-translate]="--train --model x")
 conventions=0
 usage() { # program arguments...: status 2, nothing on stdout, stderr's lines all the program's
     local name

@@ -17,6 +17,7 @@
 
 #include "check_main.h"
 #include "problems.h"
+#include "rewrite_metadata.h"
 #include <tfm/tfm.h>
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
@@ -34,6 +35,11 @@ typedef struct fixture {
         *decoder_layer, *encoder, *decoder, *sinusoidal, *learned;
     tfm_optimizer *adam;
     tfm_decoding *greedy, *beam;
+    /* tokenizers of 9 ids (the model's source and target ones), 10 and 12
+     * (more than the target's and the source's vocabularies), and the
+     * base64 a model file holds for the last two */
+    tfm_tokenizer *tokenizer, *target_tokenizer, *tokenizer10, *tokenizer12;
+    char *base64_10, *base64_12, *oversized_base64;
     char dir[64];
     char params_path[128], adam_path[128], sgd_path[128], small_adam_path[128];
     char small_path[128], small_int_path[128], small_extra_path[128], small_other_path[128];
@@ -64,6 +70,18 @@ static tfm_model_options model_options(void)
     o.d_ff = 16;
     o.seed = 3;
     return o;
+}
+
+/* A SentencePiece BPE tokenizer of vocab ids trained on one line. */
+static tfm_tokenizer *tokenizer_of(const char *line, int32_t vocab)
+{
+    tfm_bpe_train_options o;
+    tfm_bpe_train_options_init(&o);
+    o.vocab_size = vocab;
+    o.character_coverage = 1.0;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(&line, NULL, 1, &o, &tok), TFM_OK);
+    return tok;
 }
 
 static tfm_block_options block_options(void)
@@ -187,6 +205,35 @@ static float *copy_of(const float *values, int64_t n)
     return copy;
 }
 
+/* The base64 text a model file holds for tok (its "tfm.tokenizer"),
+ * malloc'd: tfm_model_save's, through a model of 12 ids. */
+static char *base64_of(const tfm_tokenizer *tok)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/base64.safetensors", fx.dir);
+    tfm_model_options mo = model_options();
+    mo.src_vocab = mo.tgt_vocab = 12;
+    tfm_model *m = tfm_model_create(&mo);
+    ck_assert_int_eq(tfm_model_set_tokenizers(m, tok, NULL), TFM_OK);
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    tfm_model_free(m);
+    tfm_safetensors *file = tfm_safetensors_open(path);
+    char *text = strdup(tfm_safetensors_metadata_get(file, "tfm.tokenizer"));
+    tfm_safetensors_close(file);
+    return text;
+}
+
+/* tfm_model_load of the fixture model's file (options, tensors and both
+ * tokenizers) written again with metadata key set to value (NULL: left
+ * out). */
+static tfm_model *load_forged(const char *key, const char *value)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/forged.safetensors", fx.dir);
+    rewrite_metadata(fx.model_path, path, key, value);
+    return tfm_model_load(path);
+}
+
 static void setup(void)
 {
     memset(&fx, 0, sizeof fx);
@@ -215,6 +262,12 @@ static void setup(void)
     ck_assert_ptr_nonnull(fx.model);
     ck_assert_int_eq(tfm_model_set_training(fx.model, 0), TFM_OK);
     fx.params = tfm_model_params(fx.model);
+    fx.tokenizer = tokenizer_of("ab ab abc abcd", 9);
+    fx.target_tokenizer = tokenizer_of("xy xy xyz xyzw", 9);
+    fx.tokenizer10 = tokenizer_of("ab ab abc abcd", 10);
+    fx.tokenizer12 = tokenizer_of("ab ab abc abcd", 12);
+    ck_assert_int_eq(tfm_model_set_tokenizers(fx.model, fx.tokenizer, fx.target_tokenizer),
+                     TFM_OK);
 
     tfm_params *lp = fx.layer_params = tfm_params_create();
     tfm_rng *rng = fx.rng;
@@ -264,6 +317,12 @@ static void setup(void)
     path_in(fx.nan_path, "nan.safetensors");
     path_in(fx.prefixed_path, "prefixed.safetensors");
     ck_assert_int_eq(mkdir(fx.folder_path, 0700), 0);
+    fx.base64_10 = base64_of(fx.tokenizer10);
+    fx.base64_12 = base64_of(fx.tokenizer12);
+    size_t oversized = (size_t)8 << 20; /* valid base64 of 6 MiB of zero bytes */
+    fx.oversized_base64 = malloc(oversized + 1);
+    memset(fx.oversized_base64, 'A', oversized);
+    fx.oversized_base64[oversized] = '\0';
     ck_assert_int_eq(tfm_params_save(fx.params, fx.params_path), TFM_OK);
     ck_assert_int_eq(tfm_optimizer_save(fx.adam, fx.adam_path), TFM_OK);
     tfm_optimizer_options sgd = optimizer_options(TFM_OPTIMIZER_SGD);
@@ -282,6 +341,12 @@ static void setup(void)
                                            (const tfm_tensor *const[]){fx.f23, fx.f1}),
                      TFM_OK);
     ck_assert_int_eq(tfm_model_save(fx.model, fx.model_path), TFM_OK);
+    /* a forged file that fits its model loads: the refused ones are refused
+     * for what was forged */
+    tfm_model *forged = load_forged("tfm.tokenizer", fx.base64_10);
+    ck_assert_msg(forged != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tfm_model_tokenizer(forged, 0)), 10);
+    tfm_model_free(forged);
     ck_assert_int_eq(tfm_training_save(fx.training_path, fx.model, fx.adam, 1,
                                        (const tfm_rng *const[]){fx.rng}, 0, NULL, NULL),
                      TFM_OK);
@@ -316,6 +381,13 @@ static void teardown(void)
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++)
         tfm_layer_free(layers[i]);
     tfm_model_free(fx.model);
+    tfm_tokenizer *tokenizers[] = {fx.tokenizer, fx.target_tokenizer, fx.tokenizer10,
+                                   fx.tokenizer12};
+    for (size_t i = 0; i < sizeof tokenizers / sizeof tokenizers[0]; i++)
+        tfm_tokenizer_free(tokenizers[i]);
+    free(fx.base64_10);
+    free(fx.base64_12);
+    free(fx.oversized_base64);
     tfm_params_free(fx.layer_params);
     tfm_params_free(fx.empty);
     tfm_params_free(fx.small);
@@ -1716,6 +1788,12 @@ static int run_case(int index, bad_case *c)
     NEG(tfm_model_max_src_len, E_NULL, tfm_model_max_src_len(NULL));
     NEG(tfm_model_max_tgt_len, E_NULL, tfm_model_max_tgt_len(NULL));
     NEG(tfm_model_d_model, E_NULL, tfm_model_d_model(NULL));
+    ST(tfm_model_set_tokenizers, E_NULL, tfm_model_set_tokenizers(NULL, f->tokenizer, NULL));
+    ST(tfm_model_set_tokenizers, E_NULL, tfm_model_set_tokenizers(f->model, NULL, f->tokenizer));
+    ST(tfm_model_set_tokenizers, E_ARG, tfm_model_set_tokenizers(f->model, f->tokenizer12, NULL));
+    ST(tfm_model_set_tokenizers, E_ARG, tfm_model_set_tokenizers(f->model, f->tokenizer10, NULL));
+    ST(tfm_model_set_tokenizers, E_ARG,
+       tfm_model_set_tokenizers(f->model, f->tokenizer, f->tokenizer10));
     ST(tfm_model_save, E_NULL, tfm_model_save(NULL, f->model_path));
     ST(tfm_model_save, E_NULL, tfm_model_save(f->model, NULL));
     ST(tfm_model_save, E_ARG, tfm_model_save(f->model, ""));
@@ -1733,6 +1811,18 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->text_path));
     NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->params_path));
     NUL(tfm_model_load, E_FORMAT, tfm_model_load(f->adam_path));
+    /* the tokenizers a model file carries, forged */
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", ""));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", "QUJD!EVG"));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", "QUJDREV"));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", "AB=C"));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", "QUJDREVG"));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", "VEZNLUJCUEX//////////w=="));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", f->oversized_base64));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", f->base64_12));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.tokenizer", NULL));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.target_tokenizer", f->base64_10));
+    NUL(tfm_model_load, E_FORMAT, load_forged("tfm.target_tokenizer", "AAAA"));
     ST(tfm_training_save, E_NULL, tfm_training_save(NULL, f->model, f->adam, 0, NULL, 0, NULL, NULL));
     ST(tfm_training_save, E_NULL, tfm_training_save(f->missing_path, NULL, f->adam, 0, NULL, 0, NULL, NULL));
     ST(tfm_training_save, E_NULL, tfm_training_save(f->missing_path, f->model, NULL, 0, NULL, 0, NULL, NULL));
@@ -1794,6 +1884,9 @@ static void check_fixture_intact(const char *after)
     ck_assert(tfm_optimizer_lr(fx.adam) == 1e-3f);
     ck_assert(tfm_optimizer_weight_decay(fx.adam, 0) == 0.0f);
     ck_assert_int_eq(tfm_get_num_threads(), 1);
+    ck_assert_msg(tfm_tokenizer_vocab_size(tfm_model_tokenizer(fx.model, 0)) == 9 &&
+                      tfm_tokenizer_piece_to_id(tfm_model_tokenizer(fx.model, 1), "x", 1) >= 0,
+                  "after %s: the model's tokenizers changed", after);
     ck_assert_msg(tfm_last_status() == TFM_OK, "after %s: valid calls failed: %s", after,
                   tfm_last_error());
 }

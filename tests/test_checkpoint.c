@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "rewrite_metadata.h"
 #include "training_workload.h"
 
 extern char **environ;
@@ -177,36 +178,6 @@ START_TEST(users_metadata_round_trips)
 }
 END_TEST
 
-/* Rewrites src into dst with one metadata key set to value (NULL: dropped). */
-static void rewrite(const char *src, const char *dst, const char *key, const char *value)
-{
-    tfm_safetensors *file = tfm_safetensors_open(src);
-    ck_assert_ptr_nonnull(file);
-    int64_t count = tfm_safetensors_count(file), pairs = tfm_safetensors_metadata_count(file);
-    const char *names[256], *keys[64], *values[64];
-    tfm_tensor *tensors[256];
-    ck_assert_int_le(count, 256);
-    for (int64_t i = 0; i < count; i++) {
-        names[i] = tfm_safetensors_name(file, i);
-        tensors[i] = tfm_safetensors_get(file, names[i]);
-    }
-    int64_t kept = 0;
-    for (int64_t i = 0; i < pairs; i++) {
-        const char *k = tfm_safetensors_metadata_key(file, i);
-        if (strcmp(k, key) == 0 && !value)
-            continue;
-        keys[kept] = k;
-        values[kept++] = strcmp(k, key) == 0 ? value : tfm_safetensors_metadata_get(file, k);
-    }
-    ck_assert_int_eq(tfm_safetensors_write_with_metadata(dst, count, names,
-                                                         (const tfm_tensor *const *)tensors,
-                                                         kept, keys, values),
-                     TFM_OK);
-    for (int64_t i = 0; i < count; i++)
-        tfm_tensor_free(tensors[i]);
-    tfm_safetensors_close(file);
-}
-
 START_TEST(bad_descriptions_are_refused_with_the_key_named)
 {
     make_folder();
@@ -256,7 +227,7 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
         {"tfm.max_src_len", "2000000000", "needs more than the"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        rewrite(good, bad, cases[i].key, cases[i].value);
+        rewrite_metadata(good, bad, cases[i].key, cases[i].value);
         tfm_clear_error();
         tfm_model *loaded = tfm_model_load(bad);
         ck_assert_msg(loaded == NULL, "case %zu (%s = %s) loaded", i, cases[i].key,
@@ -271,21 +242,21 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
     o.positions = TFM_POSITIONS_SINUSOIDAL;
     tfm_model *sinusoidal = tfm_model_create(&o);
     ck_assert_int_eq(tfm_model_save(sinusoidal, good), TFM_OK);
-    rewrite(good, bad, "tfm.max_tgt_len", "2000000000");
+    rewrite_metadata(good, bad, "tfm.max_tgt_len", "2000000000");
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "sinusoidal tables of 7 + 2000000000 positions");
     /* 2^31 each: the size check itself must not overflow */
     const char *worse = in_folder("worse.safetensors");
-    rewrite(good, bad, "tfm.max_tgt_len", "2147483648");
-    rewrite(bad, worse, "tfm.max_src_len", "2147483648");
-    rewrite(worse, bad, "tfm.d_model", "2147483648");
+    rewrite_metadata(good, bad, "tfm.max_tgt_len", "2147483648");
+    rewrite_metadata(bad, worse, "tfm.max_src_len", "2147483648");
+    rewrite_metadata(worse, bad, "tfm.d_model", "2147483648");
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "sinusoidal tables of 2147483648 + 2147483648 positions of "
                                  "2147483648 values are absurd");
     /* within the absolute bound (2^28 values, 1 GiB) but out of all
      * proportion to the file's few thousand values: refused before the
      * tables are filled */
-    rewrite(good, bad, "tfm.max_tgt_len", "16777209"); /* (7 + 16777209) * 16 = 2^28 */
+    rewrite_metadata(good, bad, "tfm.max_tgt_len", "16777209"); /* (7 + 16777209) * 16 = 2^28 */
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "sinusoidal tables of 7 + 16777209 positions of 16 values "
                                  "would be larger than the model's");
@@ -366,10 +337,10 @@ START_TEST(special_tokens_travel_with_the_model)
 
     /* a file written before the tokens were saved loads with none set */
     const char *old = in_folder("old.safetensors"), *older = in_folder("older.safetensors");
-    rewrite(path, old, "tfm.bos_id", NULL);
-    rewrite(old, older, "tfm.eos_id", NULL);
-    rewrite(older, old, "tfm.pad_id", NULL);
-    rewrite(old, older, "tfm.tie_generator", NULL);
+    rewrite_metadata(path, old, "tfm.bos_id", NULL);
+    rewrite_metadata(old, older, "tfm.eos_id", NULL);
+    rewrite_metadata(older, old, "tfm.pad_id", NULL);
+    rewrite_metadata(old, older, "tfm.tie_generator", NULL);
     loaded = tfm_model_load(older);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_model_bos_id(loaded), -1);
@@ -378,10 +349,10 @@ START_TEST(special_tokens_travel_with_the_model)
     tfm_model_free(loaded);
 
     /* a file's ids are checked as create checks them */
-    rewrite(path, old, "tfm.eos_id", "13");
+    rewrite_metadata(path, old, "tfm.eos_id", "13");
     ck_assert_ptr_null(tfm_model_load(old));
     expect_error(TFM_ERR_FORMAT, "metadata tfm.eos_id 13 is neither");
-    rewrite(path, old, "tfm.pad_id", "-2");
+    rewrite_metadata(path, old, "tfm.pad_id", "-2");
     ck_assert_ptr_null(tfm_model_load(old));
     expect_error(TFM_ERR_FORMAT, "tfm.pad_id = -2 is outside");
 
@@ -621,7 +592,7 @@ START_TEST(options_that_are_made_save_and_load_back)
             char key[64], text[64];
             snprintf(key, sizeof key, "tfm.%s", option_fields[i].name);
             field_text(&o, &option_fields[i], text, sizeof text);
-            rewrite(good, bad, key, text);
+            rewrite_metadata(good, bad, key, text);
             tfm_model *loaded = tfm_model_load(bad);
             ck_assert_msg((created != NULL) == (loaded != NULL), "%s = %s: %s, %s (%s)", key,
                           text, created ? "made" : "not made", loaded ? "loaded" : "not loaded",
@@ -879,13 +850,13 @@ START_TEST(training_load_checks_everything_first)
     ck_assert_int_eq(tfm_training_load(path, twin, twin_opt, 1, &null_rng), TFM_ERR_NULL);
 
     /* a damaged stream or step count */
-    rewrite(path, bad, "tfm.rng.0", "0000000000000000 0000000000000000 0000000000000000 "
+    rewrite_metadata(path, bad, "tfm.rng.0", "0000000000000000 0000000000000000 0000000000000000 "
                                     "0000000000000000 0 00000000");
     ck_assert_int_eq(tfm_training_load(bad, twin, twin_opt, 1, &data), TFM_ERR_FORMAT);
     expect_error(TFM_ERR_FORMAT, "tfm.rng.0 = ");
-    rewrite(path, bad, "tfm.rng.model", "zz");
+    rewrite_metadata(path, bad, "tfm.rng.model", "zz");
     ck_assert_int_eq(tfm_training_load(bad, twin, twin_opt, 1, &data), TFM_ERR_FORMAT);
-    rewrite(path, bad, "tfm.state", NULL);
+    rewrite_metadata(path, bad, "tfm.state", NULL);
     ck_assert_int_eq(tfm_training_load(bad, twin, twin_opt, 1, &data), TFM_ERR_FORMAT);
     expect_error(TFM_ERR_FORMAT, "holds no training state");
     ck_assert_int_eq(tfm_optimizer_step_count(twin_opt), 0);

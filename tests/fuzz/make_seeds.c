@@ -4,9 +4,11 @@
  * by hand), into FOLDER/json/ their headers and a few JSON texts, and into
  * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback),
  * a byte-level BPE tokenizer's bytes and the SentencePiece model numbered by
- * a vocabulary, into FOLDER/pretrained/ a
+ * a vocabulary; model files carrying tokenizers, as they are and with their
+ * "tfm.tokenizer" damaged, go in files/; into FOLDER/pretrained/ a
  * published Marian folder's config.json and model.safetensors as
  * fuzz_pretrained reads them (the config's length, it, the weights). */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -162,6 +164,52 @@ static int pretrained_seed(void)
     return failed || !f;
 }
 
+/* A model file that carries a source and a target tokenizer, and two
+ * copies with its "tfm.tokenizer" damaged in place: not base64, and
+ * base64 of bytes that are no tokenizer. */
+static int model_tokenizer_seeds(void)
+{
+    const char *lines[2] = {"ab ab abc abcd", "xy xy xyz xyzw"};
+    tfm_tokenizer *tok[2] = {NULL, NULL};
+    tfm_bpe_train_options o;
+    tfm_bpe_train_options_init(&o);
+    o.vocab_size = 9;
+    o.character_coverage = 1.0;
+    int failed = 0;
+    for (int i = 0; i < 2; i++)
+        failed |= check(tfm_tokenizer_train_bpe(&lines[i], NULL, 1, &o, &tok[i]), "train_bpe");
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = mo.tgt_vocab = 9;
+    mo.max_src_len = mo.max_tgt_len = 4;
+    mo.encoder_layers = mo.decoder_layers = 1;
+    mo.d_model = 4;
+    mo.heads = 2;
+    mo.d_ff = 4;
+    tfm_model *m = failed ? NULL : tfm_model_create(&mo);
+    const char *path = in("files", "model_tokenizers.safetensors");
+    failed |= !m || check(tfm_model_set_tokenizers(m, tok[0], tok[1]), "set_tokenizers") ||
+              check(tfm_model_save(m, path), "model with tokenizers");
+    tfm_model_free(m);
+    tfm_tokenizer_free(tok[0]);
+    tfm_tokenizer_free(tok[1]);
+    char file[16384];
+    FILE *f = failed ? NULL : fopen(path, "rb");
+    size_t size = f ? fread(file, 1, sizeof file, f) : 0;
+    if (f)
+        fclose(f);
+    static const char key[] = "\"tfm.tokenizer\":\"";
+    char *value = size ? memmem(file, size, key, sizeof key - 1) : NULL;
+    if (!value)
+        return 1;
+    value += sizeof key - 1;
+    memcpy(value, "!!!!", 4);
+    write_bytes(in("files", "model_tokenizer_not_base64.safetensors"), file, size);
+    memcpy(value, "AAAA", 4);
+    write_bytes(in("files", "model_tokenizer_not_a_tokenizer.safetensors"), file, size);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -175,6 +223,7 @@ int main(int argc, char **argv)
     mkdir(in("tokenizer", ""), 0755);
     mkdir(in("pretrained", ""), 0755);
     int failed = tokenizer_seeds() | pretrained_seed();
+    failed |= model_tokenizer_seeds();
 
     tfm_params *p = fuzz_store();
     float *v = tfm_params_values(p);

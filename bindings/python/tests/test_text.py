@@ -129,6 +129,41 @@ def test_training_is_deterministic_from_lines_or_a_file_and_round_trips(tmp_path
                                                             byte_fallback=True).to_bytes()
 
 
+def test_a_model_keeps_its_tokenizers_through_files_copies_and_pickles(tmp_path):
+    lines = ['the black cat sleeps', 'le chat noir dort', 'the red dog eats']
+    tok = tfm.Tokenizer.train_bpe(lines, vocab_size=40, pad_piece=1, character_coverage=1.0)
+    assert (tok.pad_id, tok.bos_id, tok.eos_id) == (3, 1, 2)
+    other = tfm.Tokenizer.train_bpe(lines[1:], vocab_size=30, character_coverage=1.0)
+    model = tfm.Model(src_vocab=40, tgt_vocab=40, max_src_len=8, max_tgt_len=8, d_model=8,
+                      heads=2, d_ff=8, encoder_layers=1, decoder_layers=1)
+    assert model.tokenizer is None and model.target_tokenizer is None
+    model.set_tokenizers(tok)
+    assert model.tokenizer.to_bytes() == model.target_tokenizer.to_bytes() == tok.to_bytes()
+    model.save(tmp_path / 'one.safetensors')
+    model.set_tokenizers(tok, other)
+    model.save(tmp_path / 'two.safetensors')
+    one, two = (tfm.Model.load(tmp_path / name) for name in ('one.safetensors', 'two.safetensors'))
+    for twin in (one, copy.copy(one), copy.deepcopy(one), pickle.loads(pickle.dumps(one))):
+        assert twin.tokenizer.encode(lines[0]) == tok.encode(lines[0])
+        assert twin._tokenizer_bytes() == (tok.to_bytes(), None)  # one for both sides
+    for twin in (two, copy.copy(model), pickle.loads(pickle.dumps(model))):
+        assert twin._tokenizer_bytes() == (tok.to_bytes(), other.to_bytes())
+        assert twin.target_tokenizer.decode(other.encode(lines[1])) == lines[1]
+    kept = model.tokenizer  # a copy: it outlives the model
+    model.close()
+    assert kept.encode(lines[2]) == tok.encode(lines[2])
+    # too many ids, a target alone: refused, nothing changed; None removes
+    small = tfm.Model(src_vocab=39, tgt_vocab=40, max_src_len=8, max_tgt_len=8, d_model=8,
+                      heads=2, d_ff=8, encoder_layers=1, decoder_layers=1)
+    with pytest.raises(tfm.ArgumentError, match='tfm_model_set_tokenizers'):
+        small.set_tokenizers(tok)
+    with pytest.raises(tfm.NullError):
+        one.set_tokenizers(None, other)
+    assert one.tokenizer.to_bytes() == tok.to_bytes()
+    one.set_tokenizers(None)
+    assert one.tokenizer is None and pickle.loads(pickle.dumps(one)).tokenizer is None
+
+
 def test_tokenizer_errors_carry_libtfms_messages(tmp_path):
     with pytest.raises(tfm.FileError, match='tfm_tokenizer_load_sentencepiece'):
         tfm.Tokenizer.load(tmp_path / 'missing.model')

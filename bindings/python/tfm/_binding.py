@@ -14,7 +14,8 @@ import cffi
 
 from ._locate import SONAME, pkg_config
 
-# The order of tfm.h's includes: each header only uses what came before.
+# Each header only uses what comes before it (model.h names text.h's
+# tokenizer, as its own #include says).
 HEADERS = ['common.h', 'tensor.h', 'tape.h', 'ops.h', 'params.h', 'nn.h', 'text.h',
            'model.h', 'optim.h', 'io.h', 'training.h', 'decode.h', 'score.h', 'batch.h']
 

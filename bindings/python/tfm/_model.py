@@ -456,7 +456,7 @@ class Model(Handle):
     and the special tokens bos_id, eos_id, pad_id (-1: unset), which the
     decoders use and the model's file keeps, …
     copy.copy, copy.deepcopy and pickle give independent models with the
-    same options, parameter values and mode."""
+    same options, parameter values, tokenizers and mode."""
     _free = lib.tfm_model_free
 
     def __init__(self, _pointer=None, **fields):
@@ -490,6 +490,41 @@ class Model(Handle):
         count, keys, values, _kept = _strings(metadata or {})
         check(lib.tfm_model_save_with_metadata(self._ptr(), str(path).encode(), count, keys,
                                                values))
+
+    def _tokenizer(self, target):
+        pointer = lib.tfm_model_tokenizer(self._ptr(), target)
+        return None if pointer == ffi.NULL else _text().Tokenizer._copy_of(pointer)
+
+    @property
+    def tokenizer(self):
+        """The tokenizer of the model's source text, or None: a copy (an
+        independent tfm.Tokenizer), as the model's file keeps it."""
+        return self._tokenizer(0)
+
+    @property
+    def target_tokenizer(self):
+        """The tokenizer of the model's target text (the source's when the
+        model has one for both), or None: a copy."""
+        return self._tokenizer(1)
+
+    def set_tokenizers(self, source, target=None):
+        """Gives the model copies of its tokenizers (tfm.Tokenizer): source
+        for the encoder's text, target for the decoder's (None: source does
+        both, as for a shared vocabulary). save() writes them into the file
+        and load() reads them back, so one file turns text into text; None,
+        None removes them. ArgumentError for a tokenizer with more ids than
+        the vocabulary it feeds; nothing changes on error."""
+        check(lib.tfm_model_set_tokenizers(
+            self._ptr(), ffi.NULL if source is None else source._ptr(),
+            ffi.NULL if target is None else target._ptr()))
+
+    def _tokenizer_bytes(self):
+        """(source, target) tokenizer bytes, None for what the model lacks
+        (target: also when the source's does both)."""
+        pointers = [lib.tfm_model_tokenizer(self._ptr(), side) for side in (0, 1)]
+        own_target = pointers[1] != pointers[0]
+        return (None if pointers[0] == ffi.NULL else _text()._bytes_of(pointers[0]),
+                _text()._bytes_of(pointers[1]) if own_target else None)
 
     @property
     def options(self):
@@ -546,13 +581,14 @@ class Model(Handle):
         return self.params.load_state_dict(state, strict, strip_prefix)
 
     def __copy__(self):
-        """An independent model: the same options, parameter values, mode
-        and recomputation (its dropout stream restarts from the seed)."""
+        """An independent model: the same options, parameter values,
+        tokenizers, mode and recomputation (its dropout stream restarts
+        from the seed)."""
         return _rebuilt_model(*self.__reduce__()[1])
 
     def __reduce__(self):
         return _rebuilt_model, (self.options, self.state_dict(), self._training,
-                                self._recompute)
+                                self._recompute, self._tokenizer_bytes())
 
     def __repr__(self):
         if self.closed:
@@ -668,13 +704,22 @@ class Model(Handle):
         return out
 
 
-def _rebuilt_model(options, state, training, recompute):
+def _rebuilt_model(options, state, training, recompute, tokenizers=(None, None)):
     """A model from what Model.__reduce__ keeps (copies and pickles)."""
     model = Model(**options)
     model.load_state_dict(state)
+    if tokenizers[0] is not None:
+        model.set_tokenizers(*(None if t is None else _text().Tokenizer.from_bytes(t)
+                               for t in tokenizers))
     check(lib.tfm_model_set_recompute(model._ptr(), recompute))
     model._recompute = recompute
     return model.train(training)
+
+
+def _text():
+    """The tfm._text module, which imports this one (so not at the top)."""
+    from . import _text as text
+    return text
 
 
 def _given(**values):

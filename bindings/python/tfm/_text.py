@@ -30,6 +30,14 @@ def _sized(call, ctype, guess, terminated=False):
     return buffer, size[0]
 
 
+def _bytes_of(pointer):
+    """tfm_tokenizer_save_bytes of a C tokenizer, as bytes."""
+    buffer, size = _sized(lambda out, capacity, size:
+                          lib.tfm_tokenizer_save_bytes(pointer, out, capacity, size),
+                          'char[]', 0)
+    return bytes(ffi.buffer(buffer, size))
+
+
 def _is_one_text(text):
     return isinstance(text, (str, bytes))
 
@@ -84,8 +92,9 @@ class Tokenizer(Handle):
         vocab_size counts every piece (`<unk>`, `<s>`, `</s>` are 0, 1, 2);
         fields as tfm_bpe_train_options': byte_fallback (unknown characters
         as their bytes' pieces), character_coverage (default 0.9995),
-        max_piece_length (default 16). The result depends on nothing but
-        the lines and options."""
+        max_piece_length (default 16), pad_piece (1: a `<pad>` control
+        piece at id 3, for padding batches with an id that is never text).
+        The result depends on nothing but the lines and options."""
         if isinstance(lines, (str, os.PathLike)):
             with open(lines, 'rb') as text:
                 lines = text.read().splitlines()
@@ -99,15 +108,17 @@ class Tokenizer(Handle):
                                           len(lines), o, made))
         return cls(made[0])
 
+    @classmethod
+    def _copy_of(cls, pointer):
+        """An independent tokenizer from a C tokenizer another handle owns
+        (a model's)."""
+        return cls.from_bytes(_bytes_of(pointer))
+
     def to_bytes(self):
         """The tokenizer as bytes that from_bytes reads back: a SentencePiece
         tokenizer's are a `.model` file (spm_encode reads it too), a
         byte-level BPE one's both of its files."""
-        pointer = self._ptr()
-        buffer, size = _sized(lambda out, capacity, size:
-                              lib.tfm_tokenizer_save_bytes(pointer, out, capacity, size),
-                              'char[]', 0)
-        return bytes(ffi.buffer(buffer, size))
+        return _bytes_of(self._ptr())
 
     def save(self, path):
         """Writes to_bytes() to path: for a SentencePiece tokenizer a `.model`

@@ -1,0 +1,171 @@
+#!/bin/sh
+# tfm-translate on a tiny made-up corpus (sentences of words and the same
+# words spelled backwards): training reports the pairs it skips, the model
+# file translates standard input line for line and as the lines come,
+# --score gives chrF and BLEU worked out by hand, and bad input is refused
+# with the examples' exit statuses (examples/cli.h: 2 for usage, 1 else).
+#   usage: check_translate.sh TFM_TRANSLATE
+set -u
+translate=$1
+scratch=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"' EXIT
+. "$(dirname "$0")/../scripts/steps.sh"
+
+# pairs FIRST COUNT FILE: sentences of 2 to 4 words, FILE.en and FILE.fr
+pairs() {
+    awk -v first="$1" -v n="$2" -v out="$3" 'BEGIN {
+        split("alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima " \
+              "mike november oscar papa quebec romeo sierra tango", word, " ")
+        for (i = first; i < first + n; i++) {
+            en = fr = ""
+            for (j = 0; j < 2 + i % 3; j++) {
+                w = word[1 + (i * 7 + j * 13 + int(i / 20) * j) % 20]
+                back = ""
+                for (c = length(w); c >= 1; c--)
+                    back = back substr(w, c, 1)
+                en = en (j ? " " : "") w
+                fr = fr (j ? " " : "") back
+            }
+            print en >(out ".en")
+            print fr >(out ".fr")
+        }
+    }'
+}
+data=$scratch/data
+mkdir "$data"
+pairs 0 300 "$data/train"
+pairs 300 20 "$data/validation"
+pairs 320 20 "$data/test"
+# two pairs with a side that holds no text: reported and skipped
+printf 'golf hotel\n   \n' >>"$data/train.en"
+printf '\n flog letoh\n' >>"$data/train.fr"
+
+model=$scratch/model.safetensors
+"$translate" --train --data "$data" --out "$model" --steps 300 --validate-every 100 \
+    --vocab-size 300 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
+    --max-tokens 400 --warmup 50 --lr 3e-3 --dropout 0 --beam 1 >"$scratch/train.txt" 2>&1
+status=$?
+[ $status -eq 0 ] && [ -s "$model" ] && grep -q "^Test (20 pairs, greedy): chrF" "$scratch/train.txt"
+step "--train --steps writes a model and scores the test pairs" $?
+grep -q "^train: skipped 2 of 302 pairs: 2 with a side that holds no text" "$scratch/train.txt"
+step "empty and whitespace-only pairs are reported as skipped" $?
+# the validation loss at step 100, then at 300: it falls
+awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
+     END { exit !(n == 3 && val[3] < val[1]) }' "$scratch/train.txt"
+step "the validation loss falls" $?
+[ $status -eq 0 ] || cat "$scratch/train.txt"
+
+printf 'hotel quebec\nalpha bravo charlie\n' | "$translate" --model "$model" >"$scratch/two.txt" &&
+    [ "$(wc -l <"$scratch/two.txt")" -eq 2 ]
+step "--model: two lines in, two lines out" $?
+
+# Streaming: a line's translation is out before standard input ends.
+mkfifo "$scratch/in"
+"$translate" --model "$model" <"$scratch/in" >"$scratch/stream.txt" 2>&1 &
+pid=$!
+exec 3>"$scratch/in"
+echo "hotel quebec" >&3
+for _ in $(seq 100); do
+    [ -s "$scratch/stream.txt" ] && break
+    sleep 0.1
+done
+[ "$(wc -l <"$scratch/stream.txt")" -eq 1 ]
+streamed=$?
+echo "alpha bravo" >&3
+exec 3>&-
+wait "$pid"
+status=$?
+pid=
+[ $streamed -eq 0 ] && [ $status -eq 0 ] && [ "$(wc -l <"$scratch/stream.txt")" -eq 2 ]
+step "--model translates a line before standard input ends" $?
+
+"$translate" --model "$model" </dev/null >"$scratch/none.txt" && [ ! -s "$scratch/none.txt" ]
+step "an empty standard input: nothing out, exit 0" $?
+# invalid UTF-8, a NUL, a lone byte and a line of nothing but bytes >= 0x80
+printf 'hotel \377\376 quebec\nab\000cd\n\303\n\200\201\202\n' |
+    "$translate" --model "$model" >"$scratch/bytes.txt" && [ "$(wc -l <"$scratch/bytes.txt")" -eq 4 ]
+step "bytes that are not UTF-8: one line out for each line in" $?
+printf '\n   \nhotel quebec\n\n' | "$translate" --model "$model" >"$scratch/blank.txt" &&
+    [ "$(wc -l <"$scratch/blank.txt")" -eq 4 ] &&
+    [ "$(awk 'NF == 0 { blank++ } END { print blank }' "$scratch/blank.txt")" = 3 ] &&
+    [ -n "$(sed -n 3p "$scratch/blank.txt")" ]
+step "empty and blank lines translate to empty lines, the others to text" $?
+awk 'BEGIN { for (i = 0; i < 500; i++) printf "alpha "; print "" }' |
+    "$translate" --model "$model" >"$scratch/long.txt" 2>"$scratch/err.txt" &&
+    [ "$(wc -l <"$scratch/long.txt")" -eq 1 ] && grep -q "is cut to the model's 32" "$scratch/err.txt"
+step "a line longer than the model's sources is cut, saying so" $?
+
+# The model file rewritten (python3's standard library): without its
+# tokenizer ("bare"), and with twice the ids its tokenizer has ("wide"):
+# ids past the tokenizer's whose embedding rows and output biases are the
+# first ones doubled, so their logits are twice the first ones'.
+python3 - "$model" "$scratch" <<'EOF'
+import array, json, struct, sys
+data = open(sys.argv[1], 'rb').read()
+size = struct.unpack('<Q', data[:8])[0]
+tensors = json.loads(data[8:8 + size])
+values = {k: data[8 + size + v['data_offsets'][0]:8 + size + v['data_offsets'][1]]
+          for k, v in tensors.items() if k != '__metadata__'}
+
+
+def write(name, header):
+    blob = b''
+    for key in sorted(values):
+        header[key]['data_offsets'] = [len(blob), len(blob) + len(values[key])]
+        blob += values[key]
+    text = json.dumps(header).encode()
+    text += b' ' * (-len(text) % 8)
+    open(sys.argv[2] + '/' + name, 'wb').write(struct.pack('<Q', len(text)) + text + blob)
+
+
+bare = json.loads(json.dumps(tensors))
+del bare['__metadata__']['tfm.tokenizer']
+write('bare.safetensors', bare)
+vocab = int(tensors['__metadata__']['tfm.tgt_vocab'])
+for key in ('src_embedding.weight', 'generator.bias'):
+    values[key] += array.array('f', [2 * v for v in array.array('f', values[key])]).tobytes()
+    tensors[key]['shape'][0] = 2 * vocab
+tensors['__metadata__']['tfm.src_vocab'] = tensors['__metadata__']['tfm.tgt_vocab'] = str(2 * vocab)
+write('wide.safetensors', tensors)
+EOF
+echo "hotel" | "$translate" --model "$scratch/bare.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "holds no tokenizer" "$scratch/err.txt"
+step "a model file without a tokenizer is refused, saying so" $?
+"$translate" --model "$scratch/wide.safetensors" --beam 1 <"$data/test.en" >"$scratch/wide.txt" &&
+    "$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/narrow.txt" &&
+    cmp -s "$scratch/wide.txt" "$scratch/narrow.txt"
+step "a model with more ids than its tokenizer never writes those ids" $?
+
+# --score: identical files, and one pair worked out by hand. chrF (no
+# spaces): 1-grams 5 of 6 match, 2-grams 3 of 4, 3-grams 1 of 2, 4-grams
+# 0 of 1 (orders 5, 6: none) -> P = R = (5/6 + 3/4 + 1/2 + 0) / 4, 52.08.
+# BLEU: 5/6, 3/4, 1/2 and 0 of 1 smoothed to 1/2; equal lengths ->
+# (5/6 * 3/4 * 1/2 * 1/2)^(1/4) = 62.87.
+"$translate" --score "$data/test.fr" --reference "$data/test.fr" >"$scratch/score.txt" &&
+    grep -qx "chrF 100.00  BLEU 100.00  (20 lines)" "$scratch/score.txt"
+step "--score: a file against itself is chrF 100, BLEU 100" $?
+printf 'a b c d\nx y\n' >"$scratch/hyp.txt"
+printf 'a b c e\nx y\n' >"$scratch/ref.txt"
+"$translate" --score "$scratch/hyp.txt" --reference "$scratch/ref.txt" >"$scratch/score.txt" &&
+    grep -qx "chrF 52.08  BLEU 62.87  (2 lines)" "$scratch/score.txt"
+step "--score: chrF 52.08 and BLEU 62.87 as worked out by hand" $?
+
+usage() { # name, then the flags
+    name=$1
+    shift
+    "$translate" "$@" </dev/null >/dev/null 2>&1
+    step "$name exits with status 2" $([ $? -eq 2 ]; echo $?)
+}
+usage "no mode" --data "$data"
+usage "two modes" --train --steps 1 --model "$model"
+usage "--train without --minutes or --steps" --train --data "$data"
+usage "--train with both --minutes and --steps" --train --steps 1 --minutes 1
+usage "--score without --reference" --score "$scratch/hyp.txt"
+usage "an unknown flag" --no-such-flag
+"$translate" --train --steps 1 --data "$scratch/nowhere" --out "$scratch/x.safetensors" \
+    >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "scripts/translation_data.py" "$scratch/err.txt"
+step "a missing data folder exits 1, naming scripts/translation_data.py" $?
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
