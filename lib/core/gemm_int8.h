@@ -70,6 +70,16 @@ void tfm__int8_free(tfm__int8_weight *w);
 tfm_status tfm__int8_linear(const char *op, const tfm__int8_weight *w, int64_t m,
                             const float *x, float *y, int64_t ldy, int workers);
 
+/* y [m, count] (rows ldy apart) = x [m, in] W[first .. first + count)^T + b
+ * for a weight tensor quantized in parts (core/tensor.h), first and count
+ * whole parts, on the calling thread and as many of libtfm's as the
+ * product is worth. 0, or -1 when the kernel's buffer cannot grow: then
+ * nothing is written and no error is set, and the caller multiplies by
+ * the float32 weight instead. */
+struct tfm_tensor;
+int tfm__int8_tensor_product(const struct tfm_tensor *w, int64_t first, int64_t count, int64_t m,
+                             const float *x, float *y, int64_t ldy);
+
 /* The code paths, worst first. */
 typedef enum tfm__int8_path {
     TFM__INT8_PORTABLE,
