@@ -465,8 +465,28 @@ class Model(Handle):
 
     @classmethod
     def load(cls, path):
-        """A model rebuilt from a tfm_model_save or training-state file."""
-        return cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
+        """A model rebuilt from a tfm_model_save or training-state file
+        (a quantized model's file gives the quantized model, in evaluation
+        mode)."""
+        model = cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
+        model._training = not model.quantized
+        return model
+
+    def quantize(self, generator=False):
+        """Quantizes the model to int8 for inference (tfm_model_quantize):
+        every linear of its layers, and with generator=True its output
+        projection too. It is then in evaluation mode for good (train()
+        raises StateError); save and load keep it int8. Returns the model."""
+        check(lib.tfm_model_quantize(self._ptr(), lib.TFM_QUANTIZE_LAYERS |
+                                     (lib.TFM_QUANTIZE_GENERATOR if generator else 0)))
+        self._training = False
+        return self
+
+    @property
+    def quantized(self):
+        """None, 'layers' or 'layers,generator': what quantize() made int8."""
+        what = lib.tfm_model_quantized(self._ptr())
+        return {0: None, lib.TFM_QUANTIZE_LAYERS: 'layers'}.get(what, 'layers,generator')
 
     def save(self, path, metadata=None):
         """Writes options and parameters as one safetensors file, with the
@@ -536,7 +556,7 @@ class Model(Handle):
 
     def __reduce__(self):
         return _rebuilt_model, (self.options, self.state_dict(), self._training,
-                                self._recompute)
+                                self._recompute, self.quantized)
 
     def __repr__(self):
         if self.closed:
@@ -633,12 +653,14 @@ class Model(Handle):
         return decoded.tokens.reshape(batch, n_best, -1), decoded.scores.reshape(batch, n_best)
 
 
-def _rebuilt_model(options, state, training, recompute):
+def _rebuilt_model(options, state, training, recompute, quantized=None):
     """A model from what Model.__reduce__ keeps (copies and pickles)."""
     model = Model(**options)
     model.load_state_dict(state)
     check(lib.tfm_model_set_recompute(model._ptr(), recompute))
     model._recompute = recompute
+    if quantized:
+        return model.quantize(generator=quantized == 'layers,generator')
     return model.train(training)
 
 
