@@ -257,7 +257,8 @@ TFM_API tfm_status tfm_model_save_with_metadata(const tfm_model *model,
  * larger than the values the file holds is refused before it is
  * allocated), then the parameters loaded strictly. Training state in the
  * file is ignored. The model starts in training mode with its dropout
- * stream as tfm_model_create seeds it. */
+ * stream as tfm_model_create seeds it; a quantized model's file
+ * (tfm_model_quantize) gives the quantized model, in evaluation mode. */
 TFM_API tfm_model *tfm_model_load(const char *path);
 
 /* --- forwards (masks: see the file's notes) ----------------------------------- */
