@@ -233,6 +233,40 @@ static tfm_optimizer *make_adam(const bench_config *c, tfm_model *model)
     return tfm_optimizer_create(tfm_model_params(model), &oo);
 }
 
+/* What a training job holds: the model (as the rng's seed 7 makes it),
+ * its Adam, a tape and one random batch. */
+typedef struct trainer {
+    tfm_rng *rng;
+    tfm_model *model;
+    tfm_tape *tape;
+    tfm_optimizer *adam;
+    batch b;
+} trainer;
+
+static void trainer_close(trainer *t)
+{
+    free_batch(&t->b);
+    tfm_optimizer_free(t->adam);
+    tfm_tape_free(t->tape);
+    tfm_model_free(t->model);
+    tfm_rng_free(t->rng);
+}
+
+/* 0, or -1 (close it all the same). */
+static int trainer_open(trainer *t, const bench_config *c, uint32_t recompute)
+{
+    *t = (trainer){0};
+    t->rng = tfm_rng_create(7);
+    t->model = build_model(c);
+    t->tape = tfm_tape_create();
+    t->adam = t->model ? make_adam(c, t->model) : NULL;
+    return t->rng && t->model && t->tape && t->adam &&
+                   tfm_model_set_recompute(t->model, recompute) == TFM_OK &&
+                   make_batch(c, t->rng, &t->b) == 0
+               ? 0
+               : -1;
+}
+
 /* The batch's mean cross-entropy, on the tape. */
 static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const bench_config *c,
                               const batch *b)
@@ -277,17 +311,13 @@ typedef struct result {
 static int bench_train(const bench_config *c, int steps, int warmup, uint32_t recompute,
                        result *r)
 {
-    tfm_rng *rng = tfm_rng_create(7);
-    tfm_model *model = build_model(c);
-    if (model && tfm_model_set_recompute(model, recompute) != TFM_OK) {
-        tfm_model_free(model);
-        model = NULL;
-    }
-    tfm_tape *tape = tfm_tape_create();
-    tfm_optimizer *adam = model ? make_adam(c, model) : NULL;
-    batch b = {0};
+    trainer t;
     double *times = calloc((size_t)steps, sizeof *times);
-    int ok = rng && model && tape && adam && times && make_batch(c, rng, &b) == 0;
+    int ok = trainer_open(&t, c, recompute) == 0 && times;
+    tfm_tape *tape = t.tape;
+    tfm_model *model = t.model;
+    tfm_optimizer *adam = t.adam;
+    const batch b = t.b;
     /* An extra first step shows the GEMMs, whole: every product through
      * cblas_sgemm, on one thread. It warms up nothing of the timed
      * configuration (its threads, its precision's buffers): `warmup` more
@@ -324,11 +354,7 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
         fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
     }
     free(times);
-    free_batch(&b);
-    tfm_optimizer_free(adam);
-    tfm_tape_free(tape);
-    tfm_model_free(model);
-    tfm_rng_free(rng);
+    trainer_close(&t);
     return ok ? 0 : -1;
 }
 
@@ -353,25 +379,21 @@ static double eval_loss(tfm_tape *tape, tfm_model *model, const bench_config *c,
  * that each quantization starts from the same float32 weights. */
 static int bench_int8_loss(const bench_config *c, int steps, const char *path)
 {
-    tfm_rng *rng = tfm_rng_create(7);
-    tfm_model *model = build_model(c);
-    tfm_tape *tape = tfm_tape_create();
-    tfm_optimizer *adam = model ? make_adam(c, model) : NULL;
-    batch b = {0};
-    int ok = rng && model && tape && adam && make_batch(c, rng, &b) == 0;
+    trainer t;
+    int ok = trainer_open(&t, c, 0) == 0;
     for (int i = 0; ok && i < steps; i++)
-        ok = train_step(tape, model, adam, c, &b) == TFM_OK;
+        ok = train_step(t.tape, t.model, t.adam, c, &t.b) == TFM_OK;
     double losses[3] = {NAN, NAN, NAN};
     if (ok) {
-        losses[0] = eval_loss(tape, model, c, &b);
-        ok = tfm_model_save(model, path) == TFM_OK;
+        losses[0] = eval_loss(t.tape, t.model, c, &t.b);
+        ok = tfm_model_save(t.model, path) == TFM_OK;
     }
     const tfm_quantize parts[2] = {TFM_QUANTIZE_LAYERS, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR};
     for (int q = 0; ok && q < 2; q++) {
         tfm_model *quantized = tfm_model_load(path);
         ok = quantized && tfm_model_quantize(quantized, parts[q]) == TFM_OK;
         if (ok)
-            losses[1 + q] = eval_loss(tape, quantized, c, &b);
+            losses[1 + q] = eval_loss(t.tape, quantized, c, &t.b);
         tfm_model_free(quantized);
     }
     if (ok)
@@ -382,11 +404,7 @@ static int bench_int8_loss(const bench_config *c, int steps, const char *path)
                losses[2] / losses[0] - 1.0);
     else
         fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
-    free_batch(&b);
-    tfm_optimizer_free(adam);
-    tfm_tape_free(tape);
-    tfm_model_free(model);
-    tfm_rng_free(rng);
+    trainer_close(&t);
     return ok ? 0 : -1;
 }
 
