@@ -341,6 +341,12 @@ START_TEST(refusals)
     ck_assert_int_eq(tfm_training_load(path, m, opt, 0, NULL), TFM_ERR_STATE);
     ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_ERR_STATE);
     expect_error(TFM_ERR_STATE, "quantized already");
+    /* new float32 values would leave the int8 weights behind */
+    const char *params_path = temp_path("params.safetensors");
+    ck_assert_int_eq(tfm_params_save(tfm_model_params(m), params_path), TFM_OK);
+    ck_assert_int_eq(tfm_params_load(tfm_model_params(m), params_path), TFM_ERR_STATE);
+    expect_error(TFM_ERR_STATE, "tfm_params_load: the parameters are a quantized model's");
+    unlink(params_path);
     tfm_optimizer_free(opt);
     tfm_model_free(m);
 

@@ -220,7 +220,9 @@ enum {
  * scales after a load) for tfm_params_* readers.
  *
  * The model goes to evaluation mode for good: tfm_model_set_training(m,
- * 1), tfm_training_save() and tfm_training_load() are then TFM_ERR_STATE.
+ * 1), tfm_training_save(), tfm_training_load() and tfm_params_load() into
+ * its parameters (which would leave the int8 weights behind) are then
+ * TFM_ERR_STATE.
  * TFM_ERR_ARG for flags other than TFM_QUANTIZE_* or without
  * TFM_QUANTIZE_LAYERS, or TFM_QUANTIZE_GENERATOR with a tied generator;
  * TFM_ERR_STATE for a model already quantized; TFM_ERR_NUMERIC for a NaN or
