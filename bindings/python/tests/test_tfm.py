@@ -79,6 +79,8 @@ def test_quantized_model_decodes_saves_and_loads(tmp_path):
     np.testing.assert_array_equal(again.greedy(src, max_length=4), quantized.tokens)
     import copy
     assert copy.copy(again).quantized == 'layers'
+    with pytest.raises(tfm.StateError, match='quantized'):
+        again.load_state_dict(small_model(d_model=32, d_ff=64).state_dict())
 
 
 def test_state_dict_moves_between_models_and_is_checked_before_writing():

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._binding import ffi, lib
 from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, check, check_pointer,
-                    check_size, masks, recording, to_numpy)
+                    check_size, masks, recording, StateError, to_numpy)
 
 _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
@@ -546,7 +546,11 @@ class Model(Handle):
         return self.params.state_dict()
 
     def load_state_dict(self, state, strict=True, strip_prefix=None):
-        """See Params.load_state_dict."""
+        """See Params.load_state_dict; a quantized model's raises StateError
+        (its int8 weights would stay as they are)."""
+        if self.quantized:
+            raise StateError('load_state_dict: the model is quantized to int8; load into a '
+                             'float32 model, then quantize it')
         return self.params.load_state_dict(state, strict, strip_prefix)
 
     def __copy__(self):
