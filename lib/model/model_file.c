@@ -314,10 +314,12 @@ static tfm_status load_params(const char *op, const char *path, const char *ctx,
                               "description", ctx);
         return tfm_last_status();
     }
+    if (!quantized) {
+        tfm__load_apply(m->params, file, &match, NULL);
+        return TFM_OK;
+    }
     tfm_load_report *report = NULL;
     tfm__load_apply(m->params, file, &match, &report);
-    if (!quantized)
-        return TFM_OK;
     s = tfm__int8_read(op, ctx, m, quantized, file);
     for (int64_t i = 0; s == TFM_OK && i < tfm_load_report_count(report, TFM_LOAD_MISSING);
          i++) {
