@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <tfm/tfm.h>
 
@@ -156,6 +157,11 @@ static double sgemm_ms(void)
 
 /* --- the model and its data ------------------------------------------------------- */
 
+/* What --precision int8 quantizes: the layers and the generator, as
+ * quantize_dynamic quantizes every nn.Linear of the PyTorch twin
+ * (docs/performance.md has what the generator's int8 costs in accuracy). */
+#define INT8_PARTS (TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR)
+
 static tfm_model *build_model(const bench_config *c)
 {
     tfm_model_options o;
@@ -199,8 +205,71 @@ typedef struct batch {
     tfm_tensor *src, *tgt_in, *labels;
 } batch;
 
-static tfm_status train_step(tfm_tape *tape, tfm_model *model, tfm_optimizer *adam,
-                             const bench_config *c, const batch *b)
+/* One random batch of the configuration's sizes; 0, or -1 (b partly made:
+ * free it all the same). */
+static int make_batch(const bench_config *c, tfm_rng *rng, batch *b)
+{
+    b->src = random_tokens(c->batch, c->src_len, c->src_vocab, rng);
+    b->tgt_in = random_tokens(c->batch, c->tgt_len, c->tgt_vocab, rng);
+    b->labels = random_tokens(c->batch, c->tgt_len, c->tgt_vocab, rng);
+    return b->src && b->tgt_in && b->labels ? 0 : -1;
+}
+
+static void free_batch(batch *b)
+{
+    tfm_tensor_free(b->src);
+    tfm_tensor_free(b->tgt_in);
+    tfm_tensor_free(b->labels);
+}
+
+/* The tutorial's Adam over the model's parameters. */
+static tfm_optimizer *make_adam(const bench_config *c, tfm_model *model)
+{
+    tfm_optimizer_options oo;
+    tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
+    oo.lr = c->lr;
+    oo.beta2 = c->beta2;
+    oo.eps = c->eps;
+    return tfm_optimizer_create(tfm_model_params(model), &oo);
+}
+
+/* What a training job holds: the model (as the rng's seed 7 makes it),
+ * its Adam, a tape and one random batch. */
+typedef struct trainer {
+    tfm_rng *rng;
+    tfm_model *model;
+    tfm_tape *tape;
+    tfm_optimizer *adam;
+    batch b;
+} trainer;
+
+static void trainer_close(trainer *t)
+{
+    free_batch(&t->b);
+    tfm_optimizer_free(t->adam);
+    tfm_tape_free(t->tape);
+    tfm_model_free(t->model);
+    tfm_rng_free(t->rng);
+}
+
+/* 0, or -1 (close it all the same). */
+static int trainer_open(trainer *t, const bench_config *c, uint32_t recompute)
+{
+    *t = (trainer){0};
+    t->rng = tfm_rng_create(7);
+    t->model = build_model(c);
+    t->tape = tfm_tape_create();
+    t->adam = t->model ? make_adam(c, t->model) : NULL;
+    return t->rng && t->model && t->tape && t->adam &&
+                   tfm_model_set_recompute(t->model, recompute) == TFM_OK &&
+                   make_batch(c, t->rng, &t->b) == 0
+               ? 0
+               : -1;
+}
+
+/* The batch's mean cross-entropy, on the tape. */
+static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const bench_config *c,
+                              const batch *b)
 {
     tfm_tensor *src_mask = NULL, *tgt_mask = tfm_mask_causal(tape, c->tgt_len, TFM_I32);
     if (c->pad >= 0 && c->tutorial_003) {
@@ -210,7 +279,13 @@ static tfm_status train_step(tfm_tape *tape, tfm_model *model, tfm_optimizer *ad
     }
     tfm_tensor *logits =
         tfm_model_forward(tape, model, b->src, b->tgt_in, src_mask, tgt_mask, src_mask, NULL, NULL, NULL);
-    tfm_tensor *loss = tfm_cross_entropy(tape, logits, b->labels, c->pad, 0.0f);
+    return tfm_cross_entropy(tape, logits, b->labels, c->pad, 0.0f);
+}
+
+static tfm_status train_step(tfm_tape *tape, tfm_model *model, tfm_optimizer *adam,
+                             const bench_config *c, const batch *b)
+{
+    tfm_tensor *loss = batch_loss(tape, model, c, b);
     tfm_status s = loss ? tfm_tape_backward(tape, loss) : tfm_last_status();
     if (s == TFM_OK)
         s = tfm_optimizer_step(adam);
@@ -236,27 +311,13 @@ typedef struct result {
 static int bench_train(const bench_config *c, int steps, int warmup, uint32_t recompute,
                        result *r)
 {
-    tfm_rng *rng = tfm_rng_create(7);
-    tfm_model *model = build_model(c);
-    if (model && tfm_model_set_recompute(model, recompute) != TFM_OK) {
-        tfm_model_free(model);
-        model = NULL;
-    }
-    tfm_tape *tape = tfm_tape_create();
-    tfm_optimizer_options oo;
-    tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAM);
-    oo.lr = c->lr;
-    oo.beta2 = c->beta2;
-    oo.eps = c->eps;
-    tfm_optimizer *adam = model ? tfm_optimizer_create(tfm_model_params(model), &oo) : NULL;
-    batch b = {0};
-    if (rng) {
-        b.src = random_tokens(c->batch, c->src_len, c->src_vocab, rng);
-        b.tgt_in = random_tokens(c->batch, c->tgt_len, c->tgt_vocab, rng);
-        b.labels = random_tokens(c->batch, c->tgt_len, c->tgt_vocab, rng);
-    }
+    trainer t;
     double *times = calloc((size_t)steps, sizeof *times);
-    int ok = rng && model && tape && adam && b.src && b.tgt_in && b.labels && times;
+    int ok = trainer_open(&t, c, recompute) == 0 && times;
+    tfm_tape *tape = t.tape;
+    tfm_model *model = t.model;
+    tfm_optimizer *adam = t.adam;
+    const batch b = t.b;
     /* An extra first step shows the GEMMs, whole: every product through
      * cblas_sgemm, on one thread. It warms up nothing of the timed
      * configuration (its threads, its precision's buffers): `warmup` more
@@ -293,13 +354,57 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
         fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
     }
     free(times);
-    tfm_tensor_free(b.src);
-    tfm_tensor_free(b.tgt_in);
-    tfm_tensor_free(b.labels);
-    tfm_optimizer_free(adam);
-    tfm_tape_free(tape);
-    tfm_model_free(model);
-    tfm_rng_free(rng);
+    trainer_close(&t);
+    return ok ? 0 : -1;
+}
+
+/* The batch's mean loss in evaluation mode; NaN on error. */
+static double eval_loss(tfm_tape *tape, tfm_model *model, const bench_config *c, const batch *b)
+{
+    tfm_model_set_training(model, 0);
+    tfm_tape_set_recording(tape, 0);
+    tfm_tensor *loss = batch_loss(tape, model, c, b);
+    float value = NAN;
+    if (!loss || tfm_tensor_item(loss, &value) != TFM_OK)
+        fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
+    tfm_tape_reset(tape);
+    tfm_tape_set_recording(tape, 1);
+    return value;
+}
+
+/* What int8 costs a trained model: `steps` steps on one fixed batch of
+ * random tokens (tutorial 002's training, one step per epoch), then that
+ * batch's loss in evaluation mode in float32, with the layers quantized,
+ * and with the generator too. The model goes through a file (path) so
+ * that each quantization starts from the same float32 weights. */
+static int bench_int8_loss(const bench_config *c, int steps, const char *path)
+{
+    trainer t;
+    int ok = trainer_open(&t, c, 0) == 0;
+    for (int i = 0; ok && i < steps; i++)
+        ok = train_step(t.tape, t.model, t.adam, c, &t.b) == TFM_OK;
+    double losses[3] = {NAN, NAN, NAN};
+    if (ok) {
+        losses[0] = eval_loss(t.tape, t.model, c, &t.b);
+        ok = tfm_model_save(t.model, path) == TFM_OK;
+    }
+    const tfm_quantize parts[2] = {TFM_QUANTIZE_LAYERS, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR};
+    for (int q = 0; ok && q < 2; q++) {
+        tfm_model *quantized = tfm_model_load(path);
+        ok = quantized && tfm_model_quantize(quantized, parts[q]) == TFM_OK;
+        if (ok)
+            losses[1 + q] = eval_loss(t.tape, quantized, c, &t.b);
+        tfm_model_free(quantized);
+    }
+    if (ok)
+        printf("{\"impl\":\"libtfm\",\"config\":\"%s\",\"what\":\"int8-loss\",\"steps\":%d,"
+               "\"loss_float32\":%.6f,\"loss_int8_layers\":%.6f,\"loss_int8_all\":%.6f,"
+               "\"int8_layers_relative\":%.5f,\"int8_all_relative\":%.5f}\n",
+               c->name, steps, losses[0], losses[1], losses[2], losses[1] / losses[0] - 1.0,
+               losses[2] / losses[0] - 1.0);
+    else
+        fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
+    trainer_close(&t);
     return ok ? 0 : -1;
 }
 
@@ -307,10 +412,15 @@ static int bench_train(const bench_config *c, int steps, int warmup, uint32_t re
  * at a time, always generating the full tgt_len tokens (no <eos>), as the
  * PyTorch twin. */
 static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call, int32_t beam,
-                        result *r)
+                        int int8, result *r)
 {
     tfm_rng *rng = tfm_rng_create(11);
     tfm_model *model = build_model(c);
+    if (model && int8 && tfm_model_quantize(model, INT8_PARTS) != TFM_OK) {
+        fprintf(stderr, "tfm-bench: %s\n", tfm_last_error());
+        tfm_model_free(model);
+        model = NULL;
+    }
     tfm_tensor *all = rng ? random_tokens(sources, c->src_len, c->src_vocab, rng) : NULL;
     tfm_decode_options o;
     tfm_decode_options_init(&o);
@@ -373,8 +483,9 @@ static void usage(const char *program)
     fprintf(stderr,
             "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
             "[--sources N] [--decode-batch N] [--beam N] [--batch N] [--threads N] [--sgemm 0|1] "
-            "[--recompute FLAGS] [--precision float32|bfloat16]\n",
-            program);
+            "[--recompute FLAGS] [--precision float32|bfloat16|int8]\n"
+            "       %s --config 003|avg|002 --what int8-loss [--steps N] [--threads N]\n",
+            program, program);
 }
 
 int main(int argc, char **argv)
@@ -422,17 +533,18 @@ int main(int argc, char **argv)
         }
     if (c && batch > 0) /* a smaller batch, e.g. to look at memory quickly */
         c->batch = batch;
-    if (c && strcmp(what, "train")) /* decoding reports its sources per call */
+    if (c && !strcmp(what, "decode")) /* decoding reports its sources per call */
         c->batch = decode_batch < sources ? decode_batch : sources;
-    int train = !strcmp(what, "train");
-    if (!c || (!train && strcmp(what, "decode")) || steps < 1 || steps > 100000 || warmup < 1 ||
+    int train = !strcmp(what, "train"), int8_loss = !strcmp(what, "int8-loss");
+    if (!c || (!train && !int8_loss && strcmp(what, "decode")) || steps < 1 || steps > 100000 || warmup < 1 ||
         sources < 1 || decode_batch < 1 || beam < 1 || beam > 64 || (argc - 1) % 2) {
         usage(argv[0]);
         return 2;
     }
     *(void **)&real_sgemm = dlsym(RTLD_NEXT, "cblas_sgemm"); /* POSIX's way */
-    int bf16 = !strcmp(precision, "bfloat16");
-    if (!bf16 && strcmp(precision, "float32")) {
+    int bf16 = !strcmp(precision, "bfloat16"), int8 = !strcmp(precision, "int8");
+    /* int8 is for decoding: a quantized model does not train */
+    if ((!bf16 && !int8 && strcmp(precision, "float32")) || (int8 && strcmp(what, "decode"))) {
         usage(argv[0]);
         return 2;
     }
@@ -445,10 +557,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "tfm-bench: cblas_sgemm or libtfm.so not found\n");
         return 1;
     }
+    if (int8_loss) {
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/tfm-bench-int8-loss-%d.safetensors", (int)getpid());
+        int failed = bench_int8_loss(c, (int)steps, path);
+        unlink(path);
+        return failed ? 1 : 0;
+    }
     result r = {0};
     int failed = train ? bench_train(c, (int)steps, (int)warmup, (uint32_t)recompute, &r)
                        : bench_decode(c, sources, decode_batch < sources ? decode_batch : sources,
-                                      (int32_t)beam, &r);
+                                      (int32_t)beam, int8, &r);
     if (failed)
         return 1;
     struct rusage usage_now;

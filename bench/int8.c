@@ -96,7 +96,8 @@ static int multiply(const layer *l, int kind)
     if (kind == BFLOAT16)
         return tfm__sgemm_bf16(0, 1, l->m, l->out, l->in, 1.0f, l->x, l->in, l->w, l->in, 0.0f,
                                l->bias, l->y, l->out, l->threads);
-    return tfm__int8_linear_on(l->path, "tfm-bench-int8", l->q, l->m, l->x, l->y, l->threads) ==
+    return tfm__int8_linear_on(l->path, "tfm-bench-int8", l->q, l->m, l->x, l->y, l->q->out,
+                               l->threads) ==
                    TFM_OK
                ? 0
                : -1;

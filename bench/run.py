@@ -5,7 +5,7 @@ environment with the issue's targets, met or missed.
 
   /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
       [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
-      [--checkpoint FILE] [--decode-only | --train-only] [--libtfm-int8]
+      [--checkpoint FILE] [--decode-only | --train-only]
   /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
   /usr/bin/python3 bench/run.py --versus DIR [--build DIR] ...
       (libtfm against libtfm from another build, e.g. -Dnative=true)
@@ -19,8 +19,10 @@ way (bench/torch/decode.py: batched, keys and values cached; int8 by
 quantize_dynamic), and at 003 greedy the tutorial's translate loop
 (bench/torch/bench.py); each decoding job prints a "decode ratio against the
 fastest PyTorch decode" line, tokens per second over tokens per second.
-libtfm's int8 decoding (tfm-bench --precision int8) runs with --libtfm-int8,
-once libtfm has it. With --checkpoint (a tutorial 003 model,
+libtfm's int8 decoding is tfm-bench --precision int8 (tfm_model_quantize:
+the layers and the generator), and an "int8 over float32" line per
+configuration and strategy gives its speed over libtfm's float32 decoding
+of the same run. With --checkpoint (a tutorial 003 model,
 e.g. runs/demo/taylor_best.safetensors from scripts/demo.sh), libtfm's
 greedy and beam 4 translation of 003's 750 test functions are timed too
 (examples/tfm-taylor --translate). Each round runs, job by job, libtfm
@@ -79,6 +81,8 @@ DECODE_SOURCES = {'003': 750, 'avg': 750, '002': 64}  # 002: ~100x 003's work pe
 # Issue 31's target: libtfm's tokens per second over the fastest PyTorch
 # decode's, at least, float32 against float32 and int8 against int8.
 DECODE_ANCHOR_RATIO = 3.0
+# and libtfm's int8 greedy decoding over its float32 greedy decoding
+INT8_SPEEDUP = {'003': 1.3, '002': 1.8}
 
 
 def cpu_has_bf16():
@@ -116,12 +120,11 @@ def jobs(configs, decode=True, bf16=False, checkpoint=None, train=True):
     return out
 
 
-def decode_impls(config, what, first_round, libtfm_int8):
-    """Who runs a decoding job: libtfm (in int8 only with --libtfm-int8),
-    then its PyTorch anchors; the tutorial's loop (minutes) in the first
-    round only."""
+def decode_impls(config, what, first_round):
+    """Who runs a decoding job: libtfm, then its PyTorch anchors; the
+    tutorial's loop (minutes) in the first round only."""
     beam, precision = DECODE_JOBS[what]
-    impls = ['libtfm'] if precision == 'float32' or libtfm_int8 else []
+    impls = ['libtfm']
     if precision == 'int8':
         return impls + [INT8_ANCHOR]
     loop = config == '003' and beam == 1 and first_round
@@ -262,7 +265,7 @@ def run_all(a, log):
                 impls = ['versus', 'libtfm'] if a.versus else \
                     ['libtfm'] + anchors if with_torch else ['libtfm']
                 if what in DECODE_JOBS:
-                    impls = decode_impls(config, what, r == 0, a.libtfm_int8)
+                    impls = decode_impls(config, what, r == 0)
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
@@ -429,6 +432,15 @@ def targets(bests, records, env):
             line = decode_ratio(records, env, config, what)
             if line:
                 lines.append(line)
+        for f32, int8 in (('decode', 'decode-int8'), (f'beam{BEAM}', f'beam{BEAM}-int8')):
+            t, q = get(config, f32, 2)[0], get(config, int8, 2)[0]
+            if t and q:
+                name = (f"{config} {'greedy' if f32 == 'decode' else f'beam {BEAM}'} libtfm "
+                        'int8 over float32 decoding (2 threads)')
+                speedup = ratio(tokens_per_s(q), tokens_per_s(t))
+                lines.append(verdict(name, speedup, INT8_SPEEDUP[config], True)
+                             if f32 == 'decode' and config in INT8_SPEEDUP
+                             else f'{name}: {fmt(speedup, ".2f")}x')
     t, _ = get('003', 'decode', 2)
     b, _ = get('003', f'beam{BEAM}', 2)
     if t or b:
@@ -532,8 +544,6 @@ def main():
     only = p.add_mutually_exclusive_group()
     only.add_argument('--train-only', action='store_true', help='no decoding job')
     only.add_argument('--decode-only', action='store_true', help='the decoding jobs alone')
-    p.add_argument('--libtfm-int8', action='store_true',
-                   help="also time libtfm's int8 decoding (tfm-bench --precision int8)")
     p.add_argument('--bf16', choices=['auto', 'yes', 'no'], default='auto',
                    help='also time training with bfloat16 products (auto: if the CPU has '
                         'AVX512_BF16)')

@@ -31,7 +31,7 @@ enum { DATA_SEED = 123, MAX_POSITIONS = 100 /* the tutorial's PositionalEncoding
 typedef struct config {
     const char *recipe, *save, *load, *precision;
     int64_t epochs, batch, d_model, heads, encoder_layers, decoder_layers, d_ff;
-    int64_t norm_first, warmup, seed, eval_every, eval_batch, show, threads, distributed;
+    int64_t norm_first, warmup, seed, eval_every, eval_batch, show, threads, distributed, int8;
     double lr, dropout, clip;
 } config;
 
@@ -365,6 +365,8 @@ int main(int argc, char **argv)
         {"eval-batch", CLI_INT, &c.eval_batch, 1, AVG_TEST, "test sources decoded at once"},
         {"show", CLI_INT, &c.show, 0, AVG_TEST, "test predictions printed at each evaluation"},
         {"save", CLI_STRING, &c.save, 0, 0, "write the model here after training"},
+        {"int8", CLI_INT, &c.int8, 0, 2, "evaluate the model quantized to int8 "
+         "(tfm_model_quantize): 1 its layers, 2 its generator too (0: float32)"},
         {"load", CLI_STRING, &c.load, 0, 0, "read a saved model from here (its options are "
          "the file's); skip training"},
     };
@@ -518,6 +520,12 @@ int main(int argc, char **argv)
     }
     if (c.save && tfm_model_save(model, c.save) != TFM_OK) {
         cli_fail(program, "saving the model");
+        goto done;
+    }
+    if (c.int8 && tfm_model_quantize(model, TFM_QUANTIZE_LAYERS |
+                                                (c.int8 == 2 ? TFM_QUANTIZE_GENERATOR : 0)) !=
+                      TFM_OK) {
+        cli_fail(program, "quantizing the model");
         goto done;
     }
     if (evaluate(model, tape, decoding, data, &c, &r) < 0) {

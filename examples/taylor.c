@@ -25,7 +25,8 @@
  * time limit). docs/results.md has the recipe that reaches the tutorial's
  * accuracy in under an hour on two cores.
  * --translate CHECKPOINT decodes the test sources greedily (or with --beam
- * N) and prints "Accuracy: F +/- dF". */
+ * N) and prints "Accuracy: F +/- dF"; --int8 1 quantizes the model's
+ * layers first (tfm_model_quantize), --int8 2 its generator too. */
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@ typedef struct config {
     int64_t max_seq_len, d_model, layers, heads, d_ff;
     int64_t batch, iterations, step, warmup, step_size, seed, evaluate;
     int64_t bucket, eos_label, norm_first, beam, decode_batch, examples, threads, distributed;
-    int64_t print_first;
+    int64_t print_first, int8;
     double dropout, lr, beta2, weight_decay, gamma, clip, label_smoothing, time_limit;
 } config;
 
@@ -985,6 +986,8 @@ int main(int argc, char **argv)
          "checkpoint (its model and length cap are the file's)"},
         {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy, as the notebook)"},
         {"decode-batch", CLI_INT, &c.decode_batch, 1, 100000, "sources decoded at once"},
+        {"int8", CLI_INT, &c.int8, 0, 2, "translate with the model quantized to int8: 1 its "
+         "layers, 2 its generator too (0: float32)"},
         {"examples", CLI_INT, &c.examples, 0, 100000, "translations and mistakes to print"},
         {"print-first", CLI_SWITCH, &c.print_first, 0, 0, "print the token codes of each split's "
          "first row, as the notebook's printme, then exit"},
@@ -1081,6 +1084,12 @@ int main(int argc, char **argv)
             goto done;
         }
         printf("Parameters from %s\n", best_path);
+    }
+    if (c.int8 && tfm_model_quantize(model, TFM_QUANTIZE_LAYERS |
+                                                (c.int8 == 2 ? TFM_QUANTIZE_GENERATOR : 0)) !=
+                      TFM_OK) {
+        cli_fail(program, "quantizing the model");
+        goto done;
     }
     if (translate(&c, model, tape, d, test_split) == 0)
         status = EXIT_SUCCESS;

@@ -189,7 +189,8 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
     } cases[] = {
         {"tfm.heads", NULL, "the metadata lacks tfm.heads"},
         {"tfm.format_version", NULL, "holds no model description"},
-        {"tfm.format_version", "2", "in format \"2\"; this libtfm reads format 1"},
+        {"tfm.format_version", "3", "in format \"3\"; this libtfm reads formats 1 and 2 (int8)"},
+        {"tfm.format_version", "2", "tfm.int8 is missing in format 2"},
         {"tfm.d_model", "sixteen", "tfm.d_model = \"sixteen\" is not a whole number"},
         {"tfm.d_model", "16.5", "is not a whole number"},
         {"tfm.d_model", " 16", "is not a whole number"},

@@ -156,7 +156,7 @@ static void run(tfm__int8_path path, int threads, const tfm__int8_weight *w, int
                 const float *x, float *y)
 {
     ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
-    ck_assert_msg(tfm__int8_linear_on(path, "test", w, m, x, y, threads) == TFM_OK, "%s",
+    ck_assert_msg(tfm__int8_linear_on(path, "test", w, m, x, y, w->out, threads) == TFM_OK, "%s",
                   tfm_last_error());
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
 }
@@ -207,7 +207,7 @@ static void check_against_reference(const float *w, const float *bias, int64_t o
         }
     /* no workers asked for: the calling thread does it all */
     memset(got, 0xff, (size_t)(m * out) * sizeof *got);
-    ck_assert_int_eq(tfm__int8_linear("test", packed, m, x, got, 0), TFM_OK);
+    ck_assert_int_eq(tfm__int8_linear("test", packed, m, x, got, out, 0), TFM_OK);
     same_bits(want, got, m * out, "0 workers");
     tfm__int8_free(packed);
     free(q);
@@ -231,6 +231,39 @@ START_TEST(every_path_gives_the_reference_bits)
                 check_against_reference(p.w, NULL, out, in, p.x, m, "without");
                 free_problem(&p);
             }
+}
+END_TEST
+
+/* Rows of y ldy apart (a part of a wider output, as a fused attention's q,
+ * k and v): each path writes the product's columns, bit for bit the
+ * contiguous product's, and leaves the columns between alone. */
+START_TEST(a_row_stride_writes_its_columns_only)
+{
+    int64_t m = 9, in = 40, out = 37, ldy = 3 * out;
+    problem p = problem_of(m, in, out, 0.05, 77);
+    tfm__int8_weight *q = quantized(p.w, out, in, p.bias);
+    float *want = malloc((size_t)(m * out) * sizeof *want);
+    float *got = malloc((size_t)(m * ldy) * sizeof *got);
+    ck_assert_int_eq(tfm__int8_linear("test", q, m, p.x, want, out, 1), TFM_OK);
+    tfm__int8_path paths[TFM__INT8_PATHS];
+    int n = paths_here(paths);
+    for (int i = 0; i < n; i++) {
+        for (int64_t k = 0; k < m * ldy; k++)
+            got[k] = 12345.0f;
+        ck_assert_int_eq(tfm__int8_linear_on(paths[i], "test", q, m, p.x, got + out, ldy, 2),
+                         TFM_OK);
+        for (int64_t r = 0; r < m; r++) {
+            same_bits(want + r * out, got + r * ldy + out, out, tfm__int8_path_name(paths[i]));
+            for (int64_t j = 0; j < ldy; j++)
+                if (j < out || j >= 2 * out)
+                    ck_assert_msg(got[r * ldy + j] == 12345.0f, "%s: y[%lld][%lld] written",
+                                  tfm__int8_path_name(paths[i]), (long long)r, (long long)j);
+        }
+    }
+    tfm__int8_free(q);
+    free(want);
+    free(got);
+    free_problem(&p);
 }
 END_TEST
 
@@ -441,7 +474,7 @@ START_TEST(steady_state_does_not_allocate)
             long before = allocations;
             int failed = 0;
             for (int64_t m = 1; m <= M; m++)
-                failed += tfm__int8_linear_on(paths[i], "test", q, m, x, y, 2) != TFM_OK;
+                failed += tfm__int8_linear_on(paths[i], "test", q, m, x, y, q->out, 2) != TFM_OK;
             long made = allocations - before;
             ck_assert_int_eq(failed, 0);
             if (round == 1)
@@ -485,7 +518,7 @@ static double relative_error(const float *w, int64_t out, int64_t in, int64_t m,
 {
     float *x = gaussian(m * in, 1.0, seed), *y = malloc(sizeof(float) * (size_t)(m * out));
     tfm__int8_weight *q = quantized(w, out, in, NULL);
-    ck_assert_int_eq(tfm__int8_linear("test", q, m, x, y, 1), TFM_OK); /* the chosen path */
+    ck_assert_int_eq(tfm__int8_linear("test", q, m, x, y, out, 1), TFM_OK); /* the chosen path */
     double error = 0.0, size = 0.0;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < out; j++) {
@@ -558,6 +591,7 @@ static Suite *int8_suite(void)
     TCase *tc = tcase_create("products");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, every_path_gives_the_reference_bits);
+    tcase_add_test(tc, a_row_stride_writes_its_columns_only);
     tcase_add_test(tc, zero_rows_and_columns);
     tcase_add_test(tc, huge_and_tiny_magnitudes);
     tcase_add_test(tc, non_finite_inputs);

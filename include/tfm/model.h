@@ -219,6 +219,45 @@ TFM_API int32_t tfm_model_eos_id(const tfm_model *model);
 /** The padding id; -1 when not set, as tfm_model_bos_id(). */
 TFM_API int32_t tfm_model_pad_id(const tfm_model *model);
 
+/* --- int8 inference ------------------------------------------------------------ */
+/** What tfm_model_quantize() turns to int8: TFM_QUANTIZE_ flags. */
+typedef uint32_t tfm_quantize;
+/** The parts of a model that can be quantized. */
+enum {
+    /** Every linear of the encoder and decoder layers: the attention
+     * projections (q, k, v and out) and the feed-forward's two. */
+    TFM_QUANTIZE_LAYERS = 1,
+    /** Also the output projection (the generator), unless it is the
+     * embedding table (tie_generator), which stays float32. */
+    TFM_QUANTIZE_GENERATOR = 2
+};
+/** Quantizes the model for inference: each weight `what` names becomes
+ * int8 per output channel (symmetric scales, max |w| / 127), each row of
+ * its input is quantized on the fly, and the products sum in int32
+ * (AVX512-VNNI, AVX-VNNI, AVX2 or portable C, chosen at run time: the
+ * same bits on each). Embeddings, positions, norms, softmax and biases
+ * stay float32. The forwards (in evaluation mode) and decoding
+ * (decode.h) then run through the int8 products; tfm_model_save() writes
+ * the int8 values and scales (about a quarter of the layers' bytes) and
+ * tfm_model_load() gives the quantized model back. The parameter store
+ * keeps float32 values (the originals here, the int8 values times their
+ * scales after a load) for tfm_params_* readers.
+ *
+ * The model goes to evaluation mode for good: tfm_model_set_training(m,
+ * 1), tfm_training_save(), tfm_training_load() and tfm_params_load() into
+ * its parameters (which would leave the int8 weights behind) are then
+ * TFM_ERR_STATE.
+ * TFM_ERR_ARG for flags other than TFM_QUANTIZE_* or without
+ * TFM_QUANTIZE_LAYERS, or TFM_QUANTIZE_GENERATOR with a tied generator;
+ * TFM_ERR_STATE for a model already quantized; TFM_ERR_NUMERIC for a NaN or
+ * Inf weight, TFM_ERR_SIZE for a weight of more than 131,072 inputs,
+ * TFM_ERR_NOMEM. On error the model is as it was. */
+TFM_API tfm_status tfm_model_quantize(tfm_model *model, tfm_quantize what);
+/** What tfm_model_quantize() (or the file tfm_model_load() read) made
+ * int8: TFM_QUANTIZE_ flags, 0 for a float32 model or a NULL one (then
+ * with TFM_ERR_NULL). */
+TFM_API tfm_quantize tfm_model_quantized(const tfm_model *model);
+
 /* --- files that carry their model --------------------------------------------- */
 /** Writes the parameters (by name, as tfm_params_save()) and the options
  * as safetensors "__metadata__": string values under "tfm." keys
@@ -244,7 +283,8 @@ TFM_API tfm_status tfm_model_save_with_metadata(const tfm_model *model,
  * larger than the values the file holds is refused before it is
  * allocated), then the parameters loaded strictly. Training state in the
  * file is ignored. The model starts in training mode with its dropout
- * stream as tfm_model_create seeds it. */
+ * stream as tfm_model_create seeds it; a quantized model's file
+ * (tfm_model_quantize) gives the quantized model, in evaluation mode. */
 TFM_API tfm_model *tfm_model_load(const char *path);
 
 /** Gives the model its tokenizers, as copies: source turns the encoder's

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/cpu.h"
+#include "core/tensor.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/thread_buffer.h"
@@ -125,6 +126,7 @@ struct product {
     int64_t x_stride;
     const float *x_scales;
     float *y;
+    int64_t ldy; /* y's row stride */
 };
 
 /* Sums row by row, channel by channel, down the packed panel. */
@@ -140,7 +142,7 @@ static void tile_portable(const product *p, int64_t row, int rows, int64_t panel
             for (int64_t g = 0; g < p->groups; g++)
                 for (int b = 0; b < GROUP; b++)
                     sum += x[g * GROUP + b] * q[g * GROUP_BYTES + b];
-            p->y[i * w->out + j] = fmaf((float)sum * w->scales[j], p->x_scales[i],
+            p->y[i * p->ldy + j] = fmaf((float)sum * w->scales[j], p->x_scales[i],
                                         w->bias ? w->bias[j] : -0.0f);
         }
     }
@@ -254,7 +256,7 @@ AVX2_TARGET ALWAYS_INLINE void finish_ymm__avx2(const product *p, __m256i sums[Y
             __m256 sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums[r][h], shift));
             __m256 y = _mm256_fmadd_ps(_mm256_mul_ps(sum, w_scale),
                                        _mm256_set1_ps(p->x_scales[row + r]), bias);
-            _mm256_maskstore_ps(p->y + (row + r) * w->out + j, store, y);
+            _mm256_maskstore_ps(p->y + (row + r) * p->ldy + j, store, y);
         }
     }
 }
@@ -378,7 +380,7 @@ AVX512_VNNI_TARGET ALWAYS_INLINE void tile_of__avx512_vnni(const product *p, int
             __m512 sum = _mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][v], shift));
             __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(sum, w_scale),
                                        _mm512_set1_ps(p->x_scales[row + r]), bias);
-            _mm512_mask_storeu_ps(p->y + (row + r) * w->out + j, store, y);
+            _mm512_mask_storeu_ps(p->y + (row + r) * p->ldy + j, store, y);
         }
     }
 }
@@ -422,34 +424,58 @@ static void multiply_blocks(void *ctx, int64_t begin, int64_t end, int worker)
     }
 }
 
-tfm_status tfm__int8_linear_on(tfm__int8_path path, const char *op, const tfm__int8_weight *w,
-                               int64_t m, const float *x, float *y, int workers)
+/* The product on the path; -1 when the buffer cannot grow (no error set). */
+static int multiply(tfm__int8_path path, const tfm__int8_weight *w, int64_t m, const float *x,
+                    float *y, int64_t ldy, int workers)
 {
     if (m == 0)
-        return TFM_OK;
+        return 0;
     const path_kernels *k = &kernels[path];
     int64_t groups = groups_of(w->in), padded = groups * GROUP;
     /* rows 64 bytes apart, after their scales */
     int64_t stride = (padded + 63) / 64 * 64, scales_bytes = (m * 4 + 63) / 64 * 64;
     uint8_t *buffer = tfm__thread_buffer((size_t)(scales_bytes + m * stride));
     if (!buffer)
-        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld quantized rows of %lld", op,
-                         (long long)m, (long long)w->in);
+        return -1;
     float *x_scales = (float *)buffer;
     uint8_t *quantized = buffer + scales_bytes;
     for (int64_t i = 0; i < m; i++)
         k->quantize_row(x + i * w->in, w->in, quantized + i * stride, padded, x_scales + i);
-    product p = {w, k, m, groups, groups * GROUP_BYTES, quantized, stride, x_scales, y};
+    product p = {w, k, m, groups, groups * GROUP_BYTES, quantized, stride, x_scales, y, ldy};
     int64_t panels = panels_of(w->out);
     tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers > 1 ? workers : 1,
                       multiply_blocks, &p);
+    return 0;
+}
+
+tfm_status tfm__int8_linear_on(tfm__int8_path path, const char *op, const tfm__int8_weight *w,
+                               int64_t m, const float *x, float *y, int64_t ldy, int workers)
+{
+    if (multiply(path, w, m, x, y, ldy, workers) < 0)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld quantized rows of %lld", op,
+                         (long long)m, (long long)w->in);
     return TFM_OK;
 }
 
 tfm_status tfm__int8_linear(const char *op, const tfm__int8_weight *w, int64_t m,
-                            const float *x, float *y, int workers)
+                            const float *x, float *y, int64_t ldy, int workers)
 {
-    return tfm__int8_linear_on(tfm__int8_path_chosen(), op, w, m, x, y, workers);
+    return tfm__int8_linear_on(tfm__int8_path_chosen(), op, w, m, x, y, ldy, workers);
+}
+
+int tfm__int8_tensor_product(const tfm_tensor *w, int64_t first, int64_t count, int64_t m,
+                             const float *x, float *y, int64_t ldy)
+{
+    int64_t rows = w->shape[0] / w->int8_parts;
+    for (int64_t part = first / rows; part < (first + count) / rows; part++) {
+        const tfm__int8_weight *q = w->int8[part];
+        /* as the float32 products: a worker for each 2^21 multiply-adds */
+        int64_t workers = m * q->out * q->in >> 21;
+        if (multiply(tfm__int8_path_chosen(), q, m, x, y + (part * rows - first), ldy,
+                     workers > 1 ? (int)workers : 1) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* --- choosing a path ------------------------------------------------------ */

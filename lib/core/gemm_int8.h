@@ -60,14 +60,25 @@ void tfm__int8_dequantize(const tfm__int8_weight *w, float *weight);
 
 void tfm__int8_free(tfm__int8_weight *w);
 
-/* y [m, out] = x [m, in] W^T + bias, both row-major and contiguous, on
+/* y [m, out] = x [m, in] W^T + bias, both row-major, x contiguous and
+ * y's rows ldy >= out floats apart (a part of a wider output), on
  * the path tfm__int8_path_chosen names, its output channels split among at
  * most `workers` of libtfm's threads, the calling thread alone below 2
  * (the bits do not depend on their number). A row of x holding a NaN or an Inf gives a row of NaN. The
  * quantized rows go to the calling thread's buffer (core/thread_buffer.h):
  * TFM_ERR_NOMEM when it cannot grow, nothing written. */
 tfm_status tfm__int8_linear(const char *op, const tfm__int8_weight *w, int64_t m,
-                            const float *x, float *y, int workers);
+                            const float *x, float *y, int64_t ldy, int workers);
+
+/* y [m, count] (rows ldy apart) = x [m, in] W[first .. first + count)^T + b
+ * for a weight tensor quantized in parts (core/tensor.h), first and count
+ * whole parts, on the calling thread and as many of libtfm's as the
+ * product is worth. 0, or -1 when the kernel's buffer cannot grow: then
+ * nothing is written and no error is set, and the caller multiplies by
+ * the float32 weight instead. */
+struct tfm_tensor;
+int tfm__int8_tensor_product(const struct tfm_tensor *w, int64_t first, int64_t count, int64_t m,
+                             const float *x, float *y, int64_t ldy);
 
 /* The code paths, worst first. */
 typedef enum tfm__int8_path {
@@ -91,6 +102,6 @@ const char *tfm__int8_path_name(tfm__int8_path path);
 /* tfm__int8_linear on the given path, which must run (for tests and
  * benchmarks). */
 tfm_status tfm__int8_linear_on(tfm__int8_path path, const char *op, const tfm__int8_weight *w,
-                               int64_t m, const float *x, float *y, int workers);
+                               int64_t m, const float *x, float *y, int64_t ldy, int workers);
 
 #endif

@@ -28,6 +28,13 @@ struct tfm_tensor {
      * made; the tensor is live while they agree. NULL when not tape-owned. */
     const uint64_t *tape_generation;
     uint64_t generation;
+    /* A linear layer's weight [out, in] that tfm_model_quantize turned to
+     * int8: its rows as int8_parts weights of out / int8_parts rows each (a
+     * fused attention's q, k and v, which products take apart), their
+     * biases the layer's. Products read these instead of data (core/gemm_int8.h:
+     * tfm__int8_tensor_product). NULL when float32; owned by the model. */
+    struct tfm__int8_weight *const *int8;
+    int32_t int8_parts;
 };
 
 /* A tape-owned tensor whose tape has been reset since it was made. */
@@ -38,9 +45,13 @@ static inline int tfm__is_stale(const tfm_tensor *t)
 
 static inline float *tfm__f32(const tfm_tensor *t) { return (float *)t->data; }
 static inline int32_t *tfm__i32(const tfm_tensor *t) { return (int32_t *)t->data; }
+/* int8 values: never a tensor of the public API, only the int8 weights a
+ * quantized model's file holds (model/quantize.c), for its writer. */
+#define TFM__I8 ((tfm_dtype)2)
+
 static inline size_t tfm__dtype_size(tfm_dtype dtype)
 {
-    return dtype == TFM_I32 ? sizeof(int32_t) : sizeof(float);
+    return dtype == TFM__I8 ? 1 : dtype == TFM_I32 ? sizeof(int32_t) : sizeof(float);
 }
 
 /* Validates ndim and shape and returns the element count, or -1 with the

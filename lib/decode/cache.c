@@ -24,9 +24,7 @@ void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t firs
     for (int32_t l = 0; l < d->layers; l++) {
         const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
         if (att->fused) {
-            const float *bias = values(att->bias);
-            tfm__decode_project(memory, B * S, D, tfm__f32(att->weight) + D * D,
-                                bias ? bias + D : NULL, 2 * D, d->kv, 2 * D);
+            tfm__decode_product(att->weight, att->bias, D, 2 * D, memory, B * S, d->kv, 2 * D);
         } else {
             tfm__decode_linear(att->children[TFM__ATT_K], memory, B * S, d->kv, 2 * D);
             tfm__decode_linear(att->children[TFM__ATT_V], memory, B * S, d->kv + D, 2 * D);

@@ -194,9 +194,15 @@ static inline float *alignments_of(const tfm_decoding *d, float *all, int64_t r)
 /* --- calls between the rooms ------------------------------------------------------ */
 
 /* step.c: out[i, 0:out_f] (row stride ldc) = in[i] W^T + b for n rows,
- * W [out_f, in_f]; the same through a linear layer */
+ * W [out_f, in_f] in float32; every product of decoding goes through
+ * tfm__decode_product: rows [first, first + count) of weight w (and of
+ * bias b, or NULL) for n rows, in int8 when the model is quantized (whole
+ * parts of w then: core/tensor.h), else in float32; the same through a
+ * linear layer */
 void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *w,
                          const float *b, int64_t out_f, float *out, int64_t ldc);
+void tfm__decode_product(const tfm_tensor *w, const tfm_tensor *b, int64_t first,
+                         int64_t count, const float *in, int64_t n, float *out, int64_t ldc);
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the

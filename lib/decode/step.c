@@ -9,6 +9,7 @@
 
 #include "autograd/tape.h"
 #include "core/gemm.h"
+#include "core/gemm_int8.h"
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -23,11 +24,22 @@ void tfm__decode_project(const float *in, int64_t n, int64_t in_f, const float *
     tfm__sgemm_bias(0, 1, n, out_f, in_f, 1.0f, in, in_f, w, in_f, b, out, ldc);
 }
 
+void tfm__decode_product(const tfm_tensor *w, const tfm_tensor *b, int64_t first,
+                         int64_t count, const float *in, int64_t n, float *out, int64_t ldc)
+{
+    if (w->int8 && tfm__int8_tensor_product(w, first, count, n, in, out, ldc) == 0)
+        return;
+    int64_t in_f = w->shape[1];
+    const float *bias = values(b);
+    tfm__decode_project(in, n, in_f, tfm__f32(w) + first * in_f, bias ? bias + first : NULL,
+                        count, out, ldc);
+}
+
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc)
 {
-    tfm__decode_project(in, n, linear->weight->shape[1], tfm__f32(linear->weight),
-                        values(linear->bias), linear->weight->shape[0], out, ldc);
+    tfm__decode_product(linear->weight, linear->bias, 0, linear->weight->shape[0], in, n, out,
+                        ldc);
 }
 
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
@@ -48,8 +60,7 @@ static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm
     int64_t D = d->d;
     tfm_layer *const *c = att->children;
     if (att->fused) {
-        tfm__decode_project(in, n, D, tfm__f32(att->weight), values(att->bias), 3 * D, g->qkv,
-                            3 * D);
+        tfm__decode_product(att->weight, att->bias, 0, 3 * D, in, n, g->qkv, 3 * D);
     } else {
         tfm__decode_linear(c[TFM__ATT_Q], in, n, g->qkv, 3 * D);
         tfm__decode_linear(c[TFM__ATT_K], in, n, g->qkv + D, 3 * D);
@@ -64,8 +75,7 @@ static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tf
 {
     int64_t D = d->d;
     if (att->fused)
-        tfm__decode_project(in, n, D, tfm__f32(att->weight), values(att->bias), D, g->qkv,
-                            D);
+        tfm__decode_product(att->weight, att->bias, 0, D, in, n, g->qkv, D);
     else
         tfm__decode_linear(att->children[TFM__ATT_Q], in, n, g->qkv, D);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));

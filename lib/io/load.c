@@ -257,6 +257,12 @@ static tfm_status load(const char *op, tfm_params *params, const char *path,
         *report = NULL;
     if (!params)
         return tfm__fail(TFM_ERR_NULL, "%s: params is NULL", op);
+    /* new values would leave its int8 weights behind */
+    for (int64_t i = 0; i < tfm_params_count(params); i++)
+        if (tfm_params_at(params, i)->int8)
+            return tfm__fail(TFM_ERR_STATE, "%s: the parameters are a quantized model's "
+                             "(tfm_model_quantize), whose int8 weights they would leave behind: "
+                             "load into a float32 model, then quantize it", op);
     tfm_safetensors *file = tfm__safetensors_open(op, path);
     if (!file)
         return tfm_last_status();

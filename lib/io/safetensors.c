@@ -853,10 +853,10 @@ static size_t header_text(char *dst, size_t cap, const write_plan *plan)
         len += tfm__json_quote(dst ? dst + len : NULL, plan->order[i].name,
                                strlen(plan->order[i].name));
         emit(dst, cap, &len, ":{\"dtype\":\"%s\",\"shape\":[",
-             t->dtype == TFM_I32 ? "I32" : "F32");
+             t->dtype == TFM__I8 ? "I8" : t->dtype == TFM_I32 ? "I32" : "F32");
         for (int32_t d = 0; d < t->ndim; d++)
             emit(dst, cap, &len, "%s%lld", d ? "," : "", (long long)t->shape[d]);
-        int64_t bytes = t->numel * 4;
+        int64_t bytes = t->numel * (int64_t)tfm__dtype_size(t->dtype);
         emit(dst, cap, &len, "],\"data_offsets\":[%lld,%lld]}%s", (long long)offset,
              (long long)(offset + bytes), i + 1 < plan->count ? "," : "");
         offset += bytes;
@@ -889,6 +889,8 @@ static int write_all(int fd, const void *buf, size_t n)
 /* The values little-endian, through a small buffer whatever the host order. */
 static int write_values(int fd, const tfm_tensor *t)
 {
+    if (t->dtype == TFM__I8) /* bytes have no order */
+        return write_all(fd, t->data, (size_t)t->numel);
     unsigned char buf[16384];
     const unsigned char *src = t->data;
     const int64_t per_chunk = sizeof buf / 4;
@@ -1151,6 +1153,12 @@ void tfm__safetensors_read_f32(const tfm_safetensors *file, int64_t index, float
 {
     const entry *e = &file->entries[index];
     convert_f32(e, file->data + e->begin, dst);
+}
+
+void tfm__safetensors_read_i8(const tfm_safetensors *file, int64_t index, int8_t *dst)
+{
+    const entry *e = &file->entries[index];
+    memcpy(dst, file->data + e->begin, (size_t)e->numel);
 }
 
 int tfm__safetensors_all_finite(const tfm_safetensors *file, int64_t index, int64_t *where)

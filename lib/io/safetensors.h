@@ -10,6 +10,8 @@
 #define TFM__MODEL_KEY_PREFIX "tfm."
 /* Raised whenever a model key changes meaning or a new one must be read. */
 #define TFM__MODEL_FORMAT_VERSION 1
+/* The format of a quantized model's file (model/quantize.c). */
+#define TFM__MODEL_INT8_FORMAT_VERSION 2
 /* A training state says so: its tensors named under
  * TFM__RESERVED_TENSOR_PREFIX (the optimizer's) are no parameters. */
 #define TFM__STATE_KEY TFM__MODEL_KEY_PREFIX "state"
@@ -48,6 +50,8 @@ int64_t tfm__safetensors_find(const tfm_safetensors *file, const char *name);
 void tfm__safetensors_info(const tfm_safetensors *file, int64_t index, tfm__tensor_info *info);
 /* A float tensor's values as float32 into dst (numel of them). */
 void tfm__safetensors_read_f32(const tfm_safetensors *file, int64_t index, float *dst);
+/* An I8 tensor's values into dst (numel of them). */
+void tfm__safetensors_read_i8(const tfm_safetensors *file, int64_t index, int8_t *dst);
 /* 1 when a float tensor holds no NaN or Inf; else 0 and the first bad
  * element's flat index in *where. */
 int tfm__safetensors_all_finite(const tfm_safetensors *file, int64_t index, int64_t *where);

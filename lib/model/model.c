@@ -225,6 +225,7 @@ void tfm_model_free(tfm_model *m)
     tfm_layer_free(m->encoder);
     tfm_layer_free(m->decoder);
     tfm_layer_free(m->generator);
+    tfm__model_free_int8(m);
     tfm_params_free(m->params);
     tfm_rng_free(m->rng);
     tfm__generation_free(m->generation);
@@ -253,6 +254,8 @@ tfm_status tfm_model_set_training(tfm_model *m, int32_t training)
 {
     if (!m)
         return tfm__fail(TFM_ERR_NULL, "tfm_model_set_training: model is NULL");
+    if (training && tfm__model_refuse_quantized("tfm_model_set_training", m) != TFM_OK)
+        return tfm_last_status();
     tfm_layer *layers[] = {m->src_embedding,      m->tgt_embedding,      m->src_positions,
                            m->tgt_positions,      m->src_embedding_norm, m->tgt_embedding_norm,
                            m->dropout,            m->encoder,            m->decoder,

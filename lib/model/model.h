@@ -35,7 +35,61 @@ struct tfm_model {
     tfm_layer *encoder, *decoder, *generator;
     tfm__generation *generation;    /* NULL unless published with defaults; not saved */
     tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
+    /* tfm_model_quantize: what it turned to int8 (TFM_QUANTIZE_*, 0 for
+     * none), and the n_int8 weights the quantized tensors point into */
+    uint32_t quantized;
+    struct tfm__int8_weight **int8;
+    int64_t n_int8;
 };
+
+/* A linear weight tfm_model_quantize turns to int8: the weight, its bias
+ * (or NULL), its parameter name, and its parts (a fused attention's 3). */
+typedef struct tfm__quantizable {
+    tfm_tensor *weight;
+    const tfm_tensor *bias;
+    const char *name;
+    int32_t parts;
+} tfm__quantizable;
+
+/* The weights `what` (TFM_QUANTIZE_*) quantizes into list (NULL: counted
+ * only), in the order of the model's layers; their count. */
+int64_t tfm__model_quantizable(const tfm_model *m, uint32_t what, tfm__quantizable *list);
+
+/* Quantizes the weights `what` names, from their float32 values (values
+ * NULL) or from the int8 values and per-channel scales given for each
+ * (values[i], scales[i] of list entry i: a file's), which then also
+ * become the float32 parameters' values. All or nothing; the model is
+ * then in evaluation mode for good. */
+tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
+                               const int8_t *const *values, const float *const *scales);
+
+/* A quantized model's file (quantize.c has the format): what was
+ * quantized as "tfm.int8" writes it ("layers", "layers,generator"; NULL
+ * for other flags); the tensors that stand for the quantized weights
+ * (tensors[i] named names[i]), made from the model's int8 weights; and the
+ * weights read back from a file into a model made from its description
+ * (ctx starts messages: TFM_ERR_FORMAT for missing or misshapen tensors
+ * and unusable values). */
+typedef struct tfm__int8_tensors {
+    int64_t count;
+    const char **names;
+    const tfm_tensor **tensors;
+    tfm_tensor *headers;
+    char *text;
+    void *values;
+} tfm__int8_tensors;
+const char *tfm__int8_what_name(uint32_t what);
+tfm_status tfm__int8_tensors_make(const char *op, const tfm_model *m, tfm__int8_tensors *t);
+void tfm__int8_tensors_free(tfm__int8_tensors *t);
+struct tfm_safetensors;
+tfm_status tfm__int8_read(const char *op, const char *ctx, tfm_model *m, uint32_t what,
+                          const struct tfm_safetensors *file);
+
+/* Frees the int8 weights (the model's tensors must not be used after). */
+void tfm__model_free_int8(tfm_model *m);
+
+/* TFM_ERR_STATE "op: the model is quantized (...)" when it is; else TFM_OK. */
+tfm_status tfm__model_refuse_quantized(const char *op, const tfm_model *m);
 
 /* tfm_model_create for op, with at most max_params parameter values (0:
  * any number), so a model described by a file cannot allocate more than

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "core/params.h"
+#include "core/tensor.h"
 #include "io/fields.h"
 #include "io/load.h"
 #include "model/model.h"
@@ -109,11 +110,17 @@ tfm_status tfm__model_options_check(const char *op, const char *prefix,
 
 /* --- writing -------------------------------------------------------------------- */
 
+#define INT8_KEY TFM__MODEL_KEY_PREFIX "int8"
+
 static void model_metadata(const tfm_model *m, tfm__metadata *md)
 {
+    /* a quantized model's file is format 2, so that a libtfm without int8
+     * refuses it by its version */
     tfm__metadata_add(md, TFM__MODEL_KEY_PREFIX "format_version", "%d",
-                      TFM__MODEL_FORMAT_VERSION);
+                      m->quantized ? TFM__MODEL_INT8_FORMAT_VERSION : TFM__MODEL_FORMAT_VERSION);
     tfm__fields_write(fields, FIELD_COUNT, TFM__MODEL_KEY_PREFIX, &m->options, md);
+    if (m->quantized)
+        tfm__metadata_add(md, INT8_KEY, "%s", tfm__int8_what_name(m->quantized));
 }
 
 /* The model's keys (md's, then the tokenizers') followed by the caller's,
@@ -189,26 +196,35 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
             free(tokenizer_values[--tokenizers]);
         return tfm_last_status();
     }
-    int64_t count = tfm_params_count(m->params), total = count + extra_count;
+    /* a quantized weight is written as its int8 values and scales */
+    tfm__int8_tensors q = {0};
+    tfm_status s = m->quantized ? tfm__int8_tensors_make(op, m, &q) : TFM_OK;
+    int64_t params = tfm_params_count(m->params), total = params + q.count + extra_count;
     const char **names = malloc((size_t)total * sizeof *names);
     const tfm_tensor **tensors = malloc((size_t)total * sizeof *tensors);
-    tfm_status s;
-    if (!names || !tensors) {
+    if (s == TFM_OK && (!names || !tensors))
         s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld names", op, (long long)total);
-    } else {
-        for (int64_t i = 0; i < count; i++) {
-            names[i] = tfm_params_name(m->params, i);
-            tensors[i] = tfm_params_at(m->params, i);
+    if (s == TFM_OK) {
+        int64_t count = 0;
+        for (int64_t i = 0; i < params; i++)
+            if (!tfm_params_at(m->params, i)->int8) {
+                names[count] = tfm_params_name(m->params, i);
+                tensors[count++] = tfm_params_at(m->params, i);
+            }
+        for (int64_t i = 0; i < q.count; i++, count++) {
+            names[count] = q.names[i];
+            tensors[count] = q.tensors[i];
         }
-        for (int64_t i = 0; i < extra_count; i++) {
-            names[count + i] = extra_names[i];
-            tensors[count + i] = extra_tensors[i];
+        for (int64_t i = 0; i < extra_count; i++, count++) {
+            names[count] = extra_names[i];
+            tensors[count] = extra_tensors[i];
         }
-        s = tfm__safetensors_write(op, path, total, names, tensors,
+        s = tfm__safetensors_write(op, path, count, names, tensors,
                                    md->count + tokenizers + user_count, keys, values);
     }
     while (tokenizers > 0)
         free(tokenizer_values[--tokenizers]);
+    tfm__int8_tensors_free(&q);
     free(names);
     free(tensors);
     free(keys);
@@ -244,11 +260,12 @@ tfm_status tfm__model_options_read(const char *ctx, const tfm_safetensors *file,
                          TFM__MODEL_KEY_PREFIX "format_version): a file of parameters alone "
                          "loads with tfm_params_load into a model made with the options it "
                          "was trained with", ctx);
-    char expected[16];
+    char expected[16], int8[16];
     snprintf(expected, sizeof expected, "%d", TFM__MODEL_FORMAT_VERSION);
-    if (strcmp(version, expected) != 0)
+    snprintf(int8, sizeof int8, "%d", TFM__MODEL_INT8_FORMAT_VERSION);
+    if (strcmp(version, expected) != 0 && strcmp(version, int8) != 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s describes its model in format \"%s\"; this "
-                         "libtfm reads format %s", ctx, version, expected);
+                         "libtfm reads formats %s and %s (int8)", ctx, version, expected, int8);
     tfm_status s = tfm__fields_read(ctx, fields, FIELD_COUNT, REQUIRED_FIELDS,
                                     TFM__MODEL_KEY_PREFIX, file, o);
     return s != TFM_OK ? s
@@ -281,9 +298,65 @@ static int64_t float_values(const tfm_safetensors *file)
     for (int64_t i = 0; i < count; i++) {
         tfm__tensor_info info;
         tfm__safetensors_info(file, i, &info);
-        total += info.is_float ? info.numel : 0;
+        /* int8 values stand for the float32 ones of a quantized weight */
+        total += info.is_float || !strcmp(info.dtype_name, "I8") ? info.numel : 0;
     }
     return total;
+}
+
+/* What the file's model had quantized (TFM_QUANTIZE_*): 0 for a format 1
+ * file, else its INT8_KEY, which format 2 requires; -1 with TFM_ERR_FORMAT. */
+static int64_t quantized_of(const char *ctx, const tfm_safetensors *file)
+{
+    const char *version = tfm__safetensors_metadata(file, TFM__MODEL_KEY_PREFIX "format_version");
+    const char *what = tfm__safetensors_metadata(file, INT8_KEY);
+    char int8[16];
+    snprintf(int8, sizeof int8, "%d", TFM__MODEL_INT8_FORMAT_VERSION);
+    if (strcmp(version, int8) != 0 && !what)
+        return 0;
+    for (uint32_t flags = 1; flags < 4; flags++)
+        if (what && tfm__int8_what_name(flags) && !strcmp(what, tfm__int8_what_name(flags)) &&
+            strcmp(version, int8) == 0)
+            return flags;
+    tfm__fail(TFM_ERR_FORMAT, "%s: " INT8_KEY " is %s%s%s in format %s; format %s writes "
+              "\"layers\" or \"layers,generator\"", ctx, what ? "\"" : "",
+              what ? what : "missing", what ? "\"" : "", version, int8);
+    return -1;
+}
+
+/* Loads the parameters from the file; those of a quantized model's int8
+ * weights (and only those) come from its int8 values. */
+static tfm_status load_params(const char *op, const char *path, const char *ctx, tfm_model *m,
+                              const tfm_safetensors *file, uint32_t quantized)
+{
+    tfm_load_options lenient;
+    tfm_load_options_init(&lenient);
+    lenient.allow_missing = 1; /* the int8 weights, checked below */
+    tfm__load_match match;
+    tfm_status s = tfm__load_match_params(op, path, m->params, file, quantized ? &lenient : NULL,
+                                          TFM__RESERVED_TENSOR_PREFIX, &match);
+    if (s != TFM_OK) {
+        /* the file contradicts its own description */
+        if (s == TFM_ERR_SHAPE || s == TFM_ERR_DTYPE)
+            tfm__fail_because(TFM_ERR_FORMAT, "%s: its tensors do not fit its model "
+                              "description", ctx);
+        return tfm_last_status();
+    }
+    if (!quantized) {
+        tfm__load_apply(m->params, file, &match, NULL);
+        return TFM_OK;
+    }
+    tfm_load_report *report = NULL;
+    tfm__load_apply(m->params, file, &match, &report);
+    s = tfm__int8_read(op, ctx, m, quantized, file);
+    for (int64_t i = 0; s == TFM_OK && i < tfm_load_report_count(report, TFM_LOAD_MISSING);
+         i++) {
+        const char *name = tfm_load_report_name(report, TFM_LOAD_MISSING, i);
+        if (!tfm_params_find(m->params, name)->int8)
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: parameter \"%s\" is missing", ctx, name);
+    }
+    tfm_load_report_free(report);
+    return s;
 }
 
 tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safetensors *file)
@@ -291,7 +364,8 @@ tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safe
     char ctx[600];
     snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, path);
     tfm_model_options o;
-    if (tfm__model_options_read(ctx, file, &o) != TFM_OK)
+    int64_t quantized;
+    if (tfm__model_options_read(ctx, file, &o) != TFM_OK || (quantized = quantized_of(ctx, file)) < 0)
         return NULL;
     tfm_model *m = tfm__model_create(op, &o, float_values(file));
     if (!m) {
@@ -304,19 +378,8 @@ tfm_model *tfm__model_from_file(const char *op, const char *path, const tfm_safe
                               "valid model", op, path);
         return NULL;
     }
-    tfm__load_match match;
-    tfm_status s = tfm__load_match_params(op, path, m->params, file, NULL,
-                                          TFM__RESERVED_TENSOR_PREFIX, &match);
-    if (s != TFM_OK) {
-        /* the file contradicts its own description */
-        if (s == TFM_ERR_SHAPE || s == TFM_ERR_DTYPE)
-            tfm__fail_because(TFM_ERR_FORMAT, "%s: \"%s\": its tensors do not fit its model "
-                              "description", op, path);
-        tfm_model_free(m);
-        return NULL;
-    }
-    tfm__load_apply(m->params, file, &match, NULL);
-    if (tfm__model_tokenizers_read(ctx, file, m) != TFM_OK) {
+    if (load_params(op, path, ctx, m, file, (uint32_t)quantized) != TFM_OK ||
+        tfm__model_tokenizers_read(ctx, file, m) != TFM_OK) {
         tfm_model_free(m);
         return NULL;
     }

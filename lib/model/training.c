@@ -34,7 +34,7 @@ static tfm_status check_pair(const char *op, const tfm_model *model,
                          (int)rng_count, MAX_RNGS);
     if (rng_count > 0 && !rngs)
         return tfm__fail(TFM_ERR_NULL, "%s: rngs is NULL", op);
-    return TFM_OK;
+    return tfm__model_refuse_quantized(op, model);
 }
 
 tfm_status tfm_training_save(const char *path, const tfm_model *model,

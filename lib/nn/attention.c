@@ -126,6 +126,11 @@ static tfm_tensor *rows_of(tfm_tape *tape, const char *op, const tfm_tensor *w, 
     if (!t)
         return NULL;
     t->data = tfm__f32(w) + offset;
+    int64_t part_rows = w->int8 ? w->shape[0] / w->int8_parts : 0;
+    if (part_rows && row0 % part_rows == 0 && rows % part_rows == 0) { /* its int8 parts */
+        t->int8 = w->int8 + row0 / part_rows;
+        t->int8_parts = (int32_t)(rows / part_rows);
+    }
     if (tape->recording && w->requires_grad && w->grad) {
         t->requires_grad = 1;
         t->grad = w->grad + offset;

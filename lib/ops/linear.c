@@ -17,6 +17,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/gemm_int8.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 
@@ -102,12 +103,16 @@ static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float 
     }
 }
 
-/* j->y [rows, j->out] = the op's output for x [rows, in], weight w. */
-static void compute_output(const elementwise_job *j, const float *x, const float *w,
+/* j->y [rows, j->out] = the op's output for x [rows, in], weight w: its
+ * int8 parts when the model was quantized (tfm_model_quantize), else (or
+ * when the int8 kernel's buffer cannot be had) its float32 values. */
+static void compute_output(const elementwise_job *j, const float *x, const tfm_tensor *w,
                            int64_t rows, int64_t in)
 {
     int64_t n = rows * j->out;
-    tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, w, in, j->bias, j->y, j->out);
+    if (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0)
+        tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, tfm__f32(w), in, j->bias, j->y,
+                        j->out);
     if (j->mode != PLAIN)
         tfm__parallel_for(n, tfm__workers_for(n), finish_output, (void *)j);
 }
@@ -122,7 +127,7 @@ static void recompute_output(tfm_node *hidden)
         .mask = {(uint64_t)hidden->ints[4], (uint32_t)hidden->ints[5]},
         .y = tfm__f32(hidden->out), .bias = b ? tfm__f32(b) : NULL, .out = hidden->ints[2],
     };
-    compute_output(&j, tfm__f32(hidden->in[0]), tfm__f32(hidden->in[1]), hidden->ints[0],
+    compute_output(&j, tfm__f32(hidden->in[0]), hidden->in[1], hidden->ints[0],
                    hidden->ints[1]);
 }
 
@@ -213,7 +218,7 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
         .y = tfm__f32(y), .bias = b ? tfm__f32(b) : NULL,
         .out = out_features, .residual = residual ? tfm__f32(residual) : NULL,
     };
-    compute_output(&j, tfm__f32(x), tfm__f32(w), rows, in);
+    compute_output(&j, tfm__f32(x), w, rows, in);
     tfm_node *node;
     if (tfm__record(tape, op, y, linear_backward, 4, inputs, &node) < 0)
         return NULL;

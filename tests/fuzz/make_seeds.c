@@ -1,6 +1,6 @@
 /* Writes the fuzzers' seed corpus with the library itself: into
  * FOLDER/files/ small valid files of every kind libtfm reads (parameters,
- * optimizer states, a model with metadata, a training state, every dtype
+ * optimizer states, a model with metadata and in int8, a training state, every dtype
  * by hand), into FOLDER/json/ their headers and a few JSON texts, and into
  * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback),
  * a byte-level BPE tokenizer's bytes and the SentencePiece model numbered by
@@ -276,6 +276,10 @@ int main(int argc, char **argv)
                     "training");
     tfm_rng_free(rng);
     tfm_optimizer_free(opt);
+    /* the same model in int8: its I8 values and scales */
+    failed |= check(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
+                    "quantize");
+    failed |= check(tfm_model_save(m, in("files", "model_int8.safetensors")), "int8 model");
     tfm_model_free(m);
 
     failed |= check(tfm_safetensors_write_with_metadata(in("files", "empty.safetensors"), 0,
@@ -284,7 +288,7 @@ int main(int argc, char **argv)
 
     const char *names[] = {"params.safetensors", "adam.safetensors", "sgd.safetensors",
                            "model.safetensors", "training.safetensors", "empty.safetensors",
-                           "dtypes.safetensors"};
+                           "dtypes.safetensors", "model_int8.safetensors"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         header_of(names[i]);
     const char *texts[] = {

@@ -62,6 +62,28 @@ def test_model_file_round_trip_with_metadata(tmp_path):
         np.testing.assert_array_equal(again.state_dict()[name], value)
 
 
+def test_quantized_model_decodes_saves_and_loads(tmp_path):
+    model = small_model(d_model=32, d_ff=64).eval()
+    src = np.array([[3, 7, 12, 5, 9, 1], [4, 11, 2, 1, 1, 1]])
+    logits = model.greedy(src, max_length=4, return_logits=True).logits
+    assert model.quantize() is model and model.quantized == 'layers'
+    assert not model.training
+    with pytest.raises(tfm.StateError, match="quantized"):
+        model.train()
+    quantized = model.greedy(src, max_length=4, return_logits=True)
+    assert not np.array_equal(quantized.logits, logits)  # the int8 products ran
+    np.testing.assert_allclose(quantized.logits, logits, atol=0.1)
+    path = tmp_path / 'int8.safetensors'
+    model.save(path)
+    again = tfm.Model.load(path)
+    assert again.quantized == 'layers' and not again.training
+    np.testing.assert_array_equal(again.greedy(src, max_length=4), quantized.tokens)
+    import copy
+    assert copy.copy(again).quantized == 'layers'
+    with pytest.raises(tfm.StateError, match='quantized'):
+        again.load_state_dict(small_model(d_model=32, d_ff=64).state_dict())
+
+
 def test_state_dict_moves_between_models_and_is_checked_before_writing():
     a, b = small_model(seed=1), small_model(seed=2)
     before = b.state_dict()

@@ -8,7 +8,7 @@ import numpy as np
 
 from ._binding import ffi, lib
 from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, check, check_pointer,
-                    check_size, masks, recording, to_numpy)
+                    check_size, masks, recording, StateError, to_numpy)
 
 _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
@@ -470,8 +470,28 @@ class Model(Handle):
 
     @classmethod
     def load(cls, path):
-        """A model rebuilt from a tfm_model_save or training-state file."""
-        return cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
+        """A model rebuilt from a tfm_model_save or training-state file
+        (a quantized model's file gives the quantized model, in evaluation
+        mode)."""
+        model = cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
+        model._training = not model.quantized
+        return model
+
+    def quantize(self, generator=False):
+        """Quantizes the model to int8 for inference (tfm_model_quantize):
+        every linear of its layers, and with generator=True its output
+        projection too. It is then in evaluation mode for good (train()
+        raises StateError); save and load keep it int8. Returns the model."""
+        check(lib.tfm_model_quantize(self._ptr(), lib.TFM_QUANTIZE_LAYERS |
+                                     (lib.TFM_QUANTIZE_GENERATOR if generator else 0)))
+        self._training = False
+        return self
+
+    @property
+    def quantized(self):
+        """None, 'layers' or 'layers,generator': what quantize() made int8."""
+        what = lib.tfm_model_quantized(self._ptr())
+        return {0: None, lib.TFM_QUANTIZE_LAYERS: 'layers'}.get(what, 'layers,generator')
 
     @classmethod
     def from_pretrained(cls, folder):
@@ -577,7 +597,11 @@ class Model(Handle):
         return self.params.state_dict()
 
     def load_state_dict(self, state, strict=True, strip_prefix=None):
-        """See Params.load_state_dict."""
+        """See Params.load_state_dict; a quantized model's raises StateError
+        (its int8 weights would stay as they are)."""
+        if self.quantized:
+            raise StateError('load_state_dict: the model is quantized to int8; load into a '
+                             'float32 model, then quantize it')
         return self.params.load_state_dict(state, strict, strip_prefix)
 
     def __copy__(self):
@@ -588,7 +612,7 @@ class Model(Handle):
 
     def __reduce__(self):
         return _rebuilt_model, (self.options, self.state_dict(), self._training,
-                                self._recompute, self._tokenizer_bytes())
+                                self._recompute, self._tokenizer_bytes(), self.quantized)
 
     def __repr__(self):
         if self.closed:
@@ -704,7 +728,8 @@ class Model(Handle):
         return out
 
 
-def _rebuilt_model(options, state, training, recompute, tokenizers=(None, None)):
+def _rebuilt_model(options, state, training, recompute, tokenizers=(None, None),
+                   quantized=None):
     """A model from what Model.__reduce__ keeps (copies and pickles)."""
     model = Model(**options)
     model.load_state_dict(state)
@@ -713,6 +738,8 @@ def _rebuilt_model(options, state, training, recompute, tokenizers=(None, None))
                                for t in tokenizers))
     check(lib.tfm_model_set_recompute(model._ptr(), recompute))
     model._recompute = recompute
+    if quantized:
+        return model.quantize(generator=quantized == 'layers,generator')
     return model.train(training)
 
 
