@@ -11,8 +11,8 @@ and mapped onto the twin, then
   twin's cached batched decoder against tfm-translate's (--tfm-translate
   BUILD/examples/tfm-translate), line for line.
 
-  check_translate.py --model MODEL --vocab VOCAB.model
-      --tfm-translate BUILD/examples/tfm-translate [--data DIR]
+  check_translate.py --model MODEL --tfm-translate BUILD/examples/tfm-translate
+      [--vocab VOCAB.model] [--data DIR]
 
 Prints each check's figures and "ok" or "FAILED"; exits 1 on a failure.
 Not in the meson suite: it needs PyTorch. Environment as translate.py's.
@@ -62,7 +62,7 @@ def libtfm_greedy(a, lines):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--model', required=True, help="tfm-translate's --out file")
-    p.add_argument('--vocab', required=True, help="tfm-translate's --save-vocab file")
+    p.add_argument('--vocab', help='the tokenizer, when the model file carries none')
     p.add_argument('--tfm-translate', required=True, help='the tfm-translate program')
     p.add_argument('--data', default='runs/translation/data')
     p.add_argument('--sentences', type=int, default=20)
@@ -73,8 +73,7 @@ def main():
     a = p.parse_args()
     a.beam = 1
     torch.set_num_threads(2)
-    with open(a.vocab, 'rb') as f:
-        vocab = Vocabulary(f.read())
+    vocab = Vocabulary.of_model(a.model, a.vocab)
     twin, options = load_libtfm(a.model)
     failed = 0
 

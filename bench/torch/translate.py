@@ -5,7 +5,7 @@ the way a PyTorch user writes them, to hold libtfm's speed against.
 
   translate.py train --data DIR --vocab FILE.model [--steps N | --minutes M]
       [--threads 2] [--precision float32|bfloat16] [shape and recipe flags]
-  translate.py translate --data DIR --vocab FILE.model --model FILE [--beam 4]
+  translate.py translate --data DIR --model FILE [--vocab FILE.model] [--beam 4]
       [--batch 64] [--threads 2] [--out HYP]
 
 train: the vocabulary is tfm-translate's (its --save-vocab file, read with
@@ -26,7 +26,8 @@ over the timed steps (all but the first --untimed), peak RSS.
 
 translate: MODEL is libtfm's model file (tfm-translate --out; read through
 the tfm package and mapped onto the twin by name: nn.Transformer's names
-are libtfm's), so that both sides translate with the same weights. The test sources are sorted by length
+are libtfm's), so that both sides translate with the same weights, and its
+tokenizer is the one the file carries (else --vocab). The test sources are sorted by length
 and decoded --batch at a time by the cached decoder of bench/torch/decode.py
 (keys and values cached per layer, the cross-attention's once per batch,
 inference_mode): greedy, or beam search as libtfm's (the best
@@ -41,6 +42,7 @@ and OMP_NUM_THREADS set, as bench/translate.py does, and the tfm package
 importable (PYTHONPATH=bindings/python, TFM_LIBRARY=BUILD/lib/libtfm.so.0).
 """
 import argparse
+import base64
 import json
 import math
 import os
@@ -82,6 +84,18 @@ class Vocabulary:
                      % (self.spm.get_piece_size(), self.libtfm.vocab_size))
         self.size = self.spm.get_piece_size()
         self.checked = 0
+
+    @classmethod
+    def of_model(cls, path, vocab=None):
+        """The tokenizer a libtfm model file carries (tfm_model_set_tokenizers:
+        base64 in its "tfm.tokenizer" metadata), else the file vocab."""
+        carried = tfm.metadata(path).get('tfm.tokenizer')
+        if carried is None and vocab is None:
+            sys.exit('%s carries no tokenizer: give --vocab' % path)
+        if carried is not None:
+            return cls(base64.b64decode(carried))
+        with open(vocab, 'rb') as f:
+            return cls(f.read())
 
     def encode(self, lines):
         """Each line's ids; exits at the first line whose ids libtfm's
@@ -435,8 +449,7 @@ def translate_lines(decoder, vocab, lines, a, max_tgt_len):
 
 
 def translate(a):
-    with open(a.vocab, 'rb') as f:
-        vocab = Vocabulary(f.read())
+    vocab = Vocabulary.of_model(a.model, a.vocab)
     twin, options = load_libtfm(a.model)
     decoder = CachedTwin(twin).eval()
     lines = read_lines(os.path.join(a.data, a.split + '.en'))
@@ -494,8 +507,8 @@ def main():
     t.add_argument('--clip', type=float, default=1.0)
     t.add_argument('--seed', type=int, default=0)
     d = sub.add_parser('translate', help="translate the test set with libtfm's model")
-    d.add_argument('--vocab', required=True, help="tfm-translate's --save-vocab file")
     d.add_argument('--model', required=True, help="tfm-translate's --out file")
+    d.add_argument('--vocab', help='the tokenizer, when the model file carries none')
     d.add_argument('--split', default='test')
     d.add_argument('--beam', type=int, default=1, help='1: greedy')
     decoding_flags(d)
