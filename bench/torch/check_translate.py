@@ -28,20 +28,20 @@ import torch.nn.functional as F
 
 import tfm
 from translate import (PAD, Batches, CachedTwin, Vocabulary, decoding_flags, load_libtfm,
-                       read_lines, translate_lines)
+                       read_lines, translate_lines, usable_pairs)
 
 
-def batch_losses(model_path, twin, vocab, a):
+def batch_losses(model_path, twin, max_len, vocab, a):
     """(libtfm's loss, the twin's) on the validation pairs' first batch."""
-    sources = vocab.encode(read_lines(os.path.join(a.data, 'validation.en')))
-    targets = vocab.encode(read_lines(os.path.join(a.data, 'validation.fr')))
+    sources, targets, _ = usable_pairs(
+        vocab.encode(read_lines(os.path.join(a.data, 'validation.en'))),
+        vocab.encode(read_lines(os.path.join(a.data, 'validation.fr'))), max_len)
     src, tgt_in, labels = next(iter(Batches(sources, targets, a.max_tokens, seed=0)))
     causal = np.triu(np.ones((tgt_in.shape[1],) * 2, bool), 1)
     with tfm.Model.load(model_path) as model, tfm.Tape():
         model.eval()
         logits = model.forward(src.numpy(), tgt_in.numpy(), tgt_mask=causal,
                                src_key_padding_mask=(src == PAD).numpy(),
-                               tgt_key_padding_mask=(tgt_in == PAD).numpy(),
                                memory_key_padding_mask=(src == PAD).numpy())
         ours = float(tfm.cross_entropy(logits, labels.numpy(), ignore_index=PAD,
                                        label_smoothing=a.label_smoothing).numpy()[0])
@@ -77,7 +77,7 @@ def main():
     twin, options = load_libtfm(a.model)
     failed = 0
 
-    ours, theirs, src_shape, tgt_shape = batch_losses(a.model, twin, vocab, a)
+    ours, theirs, src_shape, tgt_shape = batch_losses(a.model, twin, options['max_src_len'], vocab, a)
     relative = abs(ours - theirs) / abs(ours)
     ok = relative <= a.tolerance
     failed += not ok

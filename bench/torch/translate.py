@@ -11,18 +11,20 @@ the way a PyTorch user writes them, to hold libtfm's speed against.
 train: the vocabulary is tfm-translate's (its --save-vocab file, read with
 python3-sentencepiece; the ids are checked against libtfm's own tokenizer,
 tfm.Tokenizer, on every line encoded); the batches are libtfm's
-(tfm.batch_plan, pad and shift_targets from the same seed, so the twin sees
-tfm-translate's batches in its order); the model is nn.Transformer
+(the same pairs skipped, tfm.batch_plan, pad and shift_targets from the
+same seed, so the twin sees tfm-translate's batches in its order); the
+model is nn.Transformer
 (pre-norm, final norms) between one embedding table shared by source and
 target, scaled by sqrt(d) plus libtfm's interleaved sinusoidal positions,
 and the output projection tied to that table (its own bias, as libtfm's
 generator.bias); label-smoothed cross entropy over the non-pad labels,
-AdamW with warm-up then 1/sqrt decay (tfm_optimizer's warmup_invsqrt),
-clipping by the global norm. bfloat16: the forward under
+AdamW (betas 0.9 and 0.98, eps 1e-9, no weight decay for vectors) with
+warm-up then 1/sqrt decay (tfm_optimizer's warmup_invsqrt), clipping by the
+global norm. bfloat16: the forward under
 torch.autocast('cpu', torch.bfloat16), the loss in float32. Prints the
 shapes and parameter count, a progress line per --log-every steps, and at
 the end one JSON line: target tokens (labels that are not <pad>) per second
-over the timed steps (all but the first --untimed), peak RSS.
+over all the steps, as tfm-translate counts them, and peak RSS.
 
 translate: MODEL is libtfm's model file (tfm-translate --out; read through
 the tfm package and mapped onto the twin by name: nn.Transformer's names
@@ -32,7 +34,8 @@ and decoded --batch at a time by the cached decoder of bench/torch/decode.py
 (keys and values cached per layer, the cross-attention's once per batch,
 inference_mode): greedy, or beam search as libtfm's (the best
 min(beam, beam - finished) continuations each step, those ending in </s>
-finish, a source stops at `beam` finished or its length limit; scores over
+finish, a source stops at `beam` finished or its length limit, floor(2n) +
+10 tokens for n source tokens as tfm-translate sets it; scores over
 length ** length_penalty). Scored with libtfm's chrF and BLEU (tfm.chrf,
 tfm.bleu), as tfm-translate scores. One JSON line: sentences and tokens
 per second, chrF, BLEU.
@@ -130,7 +133,8 @@ class TranslationTwin(nn.Module):
     transformer.* are libtfm's without the prefix, embedding.weight is its
     src_embedding.weight and generator_bias its generator.bias."""
 
-    def __init__(self, vocab, d_model, heads, layers, d_ff, dropout, max_len):
+    def __init__(self, vocab, d_model, heads, layers, d_ff, dropout, max_src_len,
+                 max_tgt_len):
         super().__init__()
         self.d_model = d_model
         self.embedding = nn.Embedding(vocab, d_model)
@@ -138,7 +142,8 @@ class TranslationTwin(nn.Module):
                                           batch_first=True, norm_first=True)
         self.generator_bias = nn.Parameter(torch.zeros(vocab))
         self.embedding_dropout = nn.Dropout(dropout)
-        self.register_buffer('positions', sinusoidal(max_len, d_model), persistent=False)
+        self.register_buffer('positions', sinusoidal(max(max_src_len, max_tgt_len), d_model),
+                             persistent=False)
         nn.init.normal_(self.embedding.weight)  # nn.Embedding's, as libtfm's
 
     def embed(self, ids):
@@ -146,12 +151,13 @@ class TranslationTwin(nn.Module):
         return self.embedding_dropout(x)
 
     def forward(self, src, tgt_in):
-        """Logits [B, T, vocab]; <pad> keys masked out on both sides."""
-        src_pad, tgt_pad = src == PAD, tgt_in == PAD
+        """Logits [B, T, vocab]: the sources' <pad> keys masked out, the
+        targets' only by the causal mask (as tfm-translate: their pads
+        follow their tokens, and the loss ignores the pads' rows)."""
+        src_pad = src == PAD
         causal = torch.triu(torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool), 1)
         memory = self.transformer.encoder(self.embed(src), src_key_padding_mask=src_pad)
         out = self.transformer.decoder(self.embed(tgt_in), memory, tgt_mask=causal,
-                                       tgt_key_padding_mask=tgt_pad,
                                        memory_key_padding_mask=src_pad)
         return F.linear(out, self.embedding.weight, self.generator_bias)
 
@@ -175,7 +181,7 @@ def twin_like(options, dropout=None):
     return TranslationTwin(options['src_vocab'], options['d_model'], options['heads'],
                            options['encoder_layers'], options['d_ff'],
                            options['dropout'] if dropout is None else dropout,
-                           max(options['max_src_len'], options['max_tgt_len']))
+                           options['max_src_len'], options['max_tgt_len'])
 
 
 def load_libtfm(path):
@@ -197,20 +203,24 @@ def load_libtfm(path):
 # --- batches ---------------------------------------------------------------------------
 
 
-def source_ids(encoded):
-    """A source as the model reads it: its ids then </s>."""
-    return [ids + [EOS] for ids in encoded]
+def usable_pairs(sources, targets, max_len):
+    """tfm-translate's pairs: those with a side of no ids, a source of more
+    than max_len ids or a target of more than max_len - 1 are skipped.
+    (sources, targets, pairs skipped)."""
+    kept = [(x, y) for x, y in zip(sources, targets)
+            if x and y and len(x) <= max_len and len(y) <= max_len - 1]
+    return [x for x, _ in kept], [y for _, y in kept], len(sources) - len(kept)
 
 
 class Batches:
-    """tfm-translate's training batches: tfm.batch_plan over the (source +
-    </s>, target + 1) lengths with max_tokens, from an Rng seeded with the
-    seed and carried from epoch to epoch; tensors from tfm.pad and
-    tfm.shift_targets."""
+    """tfm-translate's training batches: tfm.batch_plan over the (source,
+    target + 1) lengths with max_tokens, from an Rng seeded with seed + 1
+    and carried from epoch to epoch; tensors from tfm.pad and
+    tfm.shift_targets (sources as they are: no </s>)."""
 
     def __init__(self, sources, targets, max_tokens, seed):
-        self.sources, self.targets = tfm.Corpus(source_ids(sources)), tfm.Corpus(targets)
-        self.max_tokens, self.rng = max_tokens, tfm.Rng(seed)
+        self.sources, self.targets = tfm.Corpus(sources), tfm.Corpus(targets)
+        self.max_tokens, self.rng = max_tokens, tfm.Rng(seed + 1)
         self.epoch, self.plan = 0, []
 
     def __iter__(self):
@@ -241,14 +251,17 @@ def train(a):
     torch.manual_seed(a.seed)
     with open(a.vocab, 'rb') as f:
         vocab = Vocabulary(f.read())
-    src = vocab.encode(read_lines(os.path.join(a.data, 'train.en')))
-    tgt = vocab.encode(read_lines(os.path.join(a.data, 'train.fr')))
+    src, tgt, skipped = usable_pairs(vocab.encode(read_lines(os.path.join(a.data, 'train.en'))),
+                                     vocab.encode(read_lines(os.path.join(a.data, 'train.fr'))),
+                                     a.max_len)
     print('vocabulary: %d pieces; sentencepiece and tfm.Tokenizer give the same ids on all '
-          '%d lines' % (vocab.size, vocab.checked), flush=True)
+          '%d lines; %d training pairs (%d skipped)' % (vocab.size, vocab.checked, len(src),
+                                                        skipped), flush=True)
+    # tfm-translate's lengths: max_len source positions, one more for targets (<s>)
     twin = TranslationTwin(vocab.size, a.d_model, a.heads, a.layers, a.d_ff, a.dropout,
-                           a.max_len).train()
+                           a.max_len, a.max_len + 1).train()
     libtfm = tfm.Model(src_vocab=vocab.size, tgt_vocab=vocab.size, max_src_len=a.max_len,
-                       max_tgt_len=a.max_len, share_embeddings=1, tie_generator=1,
+                       max_tgt_len=a.max_len + 1, share_embeddings=1, tie_generator=1,
                        embedding_scale='sqrt_d', norm_first=1, d_model=a.d_model, heads=a.heads,
                        encoder_layers=a.layers, decoder_layers=a.layers, d_ff=a.d_ff,
                        dropout=a.dropout)
@@ -261,16 +274,17 @@ def train(a):
         sys.exit('the twin and libtfm\'s model differ in size')
     libtfm.close()
 
-    optimizer = torch.optim.AdamW(twin.parameters(), lr=a.lr, betas=(a.beta1, a.beta2),
-                                  eps=a.eps, weight_decay=a.weight_decay)
+    # tfm_optimizer_no_decay_for_vectors: biases and norms undecayed
+    groups = [{'params': [p for p in twin.parameters() if p.dim() >= 2]},
+              {'params': [p for p in twin.parameters() if p.dim() < 2], 'weight_decay': 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.98), eps=1e-9,
+                                  weight_decay=a.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_invsqrt(a.warmup))
     autocast = a.precision == 'bfloat16'
-    steps, tokens, timed_tokens, losses = 0, 0, 0, []
-    start = deadline = None
+    steps, tokens, losses = 0, 0, []
+    start = time.perf_counter()
+    deadline = start + 60 * a.minutes if a.minutes else None
     for src, tgt_in, labels in Batches(src, tgt, a.max_tokens, a.seed):
-        if steps == a.untimed:
-            start = time.perf_counter()
-            deadline = start + 60 * a.minutes if a.minutes else None
         with torch.autocast('cpu', dtype=torch.bfloat16, enabled=autocast):
             logits = twin(src, tgt_in)
         loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
@@ -281,23 +295,19 @@ def train(a):
         optimizer.step()
         schedule.step()
         steps += 1
-        counted = int((labels != PAD).sum())
-        tokens += counted
-        if start is not None and steps > a.untimed:
-            timed_tokens += counted
+        tokens += int((labels != PAD).sum())
         losses.append(loss.item())
         if steps % a.log_every == 0:
-            seconds = time.perf_counter() - start if start else 0.0
             print('step %d: loss %.3f, %.0f target tokens/s' % (
                 steps, sum(losses[-a.log_every:]) / a.log_every,
-                timed_tokens / seconds if seconds else float('nan')), flush=True)
+                tokens / (time.perf_counter() - start)), flush=True)
         if steps == a.steps or (deadline and time.perf_counter() >= deadline):
             break
     seconds = time.perf_counter() - start
     out = {'impl': 'pytorch', 'what': 'train', 'precision': a.precision, 'threads': a.threads,
-           'steps': steps, 'untimed_steps': a.untimed, 'seconds': seconds,
-           'target_tokens': tokens, 'target_tokens_per_s': timed_tokens / seconds,
-           'steps_per_s': (steps - a.untimed) / seconds, 'last_loss': losses[-1],
+           'steps': steps, 'seconds': seconds, 'target_tokens': tokens,
+           'target_tokens_per_s': tokens / seconds, 'steps_per_s': steps / seconds,
+           'last_loss': losses[-1],
            'parameters': count, 'peak_rss_mb': peak_rss_mb(), 'torch': torch.__version__,
            'torch_threads': torch.get_num_threads()}
     print('trained %d steps: %.0f target tokens/s, loss %.3f, peak RSS %.0f MB' % (
@@ -430,7 +440,7 @@ def translate_lines(decoder, vocab, lines, a, max_tgt_len):
     """(the translations of lines, the tokens generated with each </s>):
     sources sorted by length, a.batch at a time, greedy or beam a.beam."""
     hypotheses, generated = [None] * len(lines), 0
-    sources = source_ids(vocab.encode(lines))
+    sources = vocab.encode(lines)
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     with torch.inference_mode():
         for at in range(0, len(order), a.batch):
@@ -487,7 +497,6 @@ def main():
     t.add_argument('--vocab', required=True, help="tfm-translate's --save-vocab file")
     t.add_argument('--steps', type=int, default=0)
     t.add_argument('--minutes', type=float, default=0)
-    t.add_argument('--untimed', type=int, default=2, help='first steps not timed')
     t.add_argument('--log-every', type=int, default=50)
     t.add_argument('--precision', choices=['float32', 'bfloat16'], default='float32')
     t.add_argument('--d-model', type=int, default=256)
@@ -495,12 +504,10 @@ def main():
     t.add_argument('--layers', type=int, default=3)
     t.add_argument('--d-ff', type=int, default=1024)
     t.add_argument('--dropout', type=float, default=0.1)
-    t.add_argument('--max-len', type=int, default=256, help='positions, each side')
+    t.add_argument('--max-len', type=int, default=128,
+                   help='longest sentence in tokens (longer pairs are skipped)')
     t.add_argument('--label-smoothing', type=float, default=0.1)
     t.add_argument('--lr', type=float, default=1e-3)
-    t.add_argument('--beta1', type=float, default=0.9)
-    t.add_argument('--beta2', type=float, default=0.98)
-    t.add_argument('--eps', type=float, default=1e-9)
     t.add_argument('--weight-decay', type=float, default=0.01)
     t.add_argument('--warmup', type=int, default=4000)
     t.add_argument('--max-tokens', type=int, default=4000)
