@@ -32,7 +32,8 @@ are libtfm's), so that both sides translate with the same weights, and its
 tokenizer is the one the file carries (else --vocab). The test sources are sorted by length
 and decoded --batch at a time by the cached decoder of bench/torch/decode.py
 (keys and values cached per layer, the cross-attention's once per batch,
-inference_mode): greedy, or beam search as libtfm's (the best
+inference_mode), never generating <s> or <pad> (tfm-translate's
+suppress_ids): greedy, or beam search as libtfm's (the best
 min(beam, beam - finished) continuations each step, those ending in </s>
 finish, a source stops at `beam` finished or its length limit, floor(2n) +
 10 tokens for n source tokens as tfm-translate sets it; scores over
@@ -64,6 +65,7 @@ from decode import CachedDecoder, cached_layers, linear_from
 
 # tfm-translate's ids (its vocabulary trainer's): <unk> 0, <s> 1, </s> 2, <pad> 3
 BOS, EOS, PAD = 1, 2, 3
+NEVER = [BOS, PAD]  # never generated: tfm-translate's suppress_ids
 
 
 def read_lines(path):
@@ -144,7 +146,8 @@ class TranslationTwin(nn.Module):
         self.embedding_dropout = nn.Dropout(dropout)
         self.register_buffer('positions', sinusoidal(max(max_src_len, max_tgt_len), d_model),
                              persistent=False)
-        nn.init.normal_(self.embedding.weight)  # nn.Embedding's, as libtfm's
+        # libtfm's tied table: N(0, 1/d_model), as fairseq's
+        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)
 
     def embed(self, ids):
         x = self.embedding(ids) * math.sqrt(self.d_model) + self.positions[:ids.shape[1]]
@@ -358,7 +361,9 @@ def greedy(decoder, src, limits):
     alive = torch.arange(rows)          # the source of each row
     tokens = torch.full((rows,), BOS, dtype=torch.long)
     for t in range(decoder.max_length):
-        tokens = decoder.step(tokens).argmax(dim=-1)
+        logits = decoder.step(tokens)
+        logits[:, NEVER] = -math.inf
+        tokens = logits.argmax(dim=-1)
         for row, token in zip(alive.tolist(), tokens.tolist()):
             out[row].append(token)
         done = (tokens == EOS) | (limits[alive] <= t + 1)
@@ -389,6 +394,7 @@ def beam_search(decoder, src, limits, beam, length_penalty):
     tokens = torch.full((B,), BOS, dtype=torch.long)
     for t in range(decoder.max_length):
         logp = torch.log_softmax(decoder.step(tokens), dim=-1)
+        logp[:, NEVER] = -math.inf
         V = logp.shape[-1]
         n = sources.shape[0]
         candidates = (scores.unsqueeze(-1) + logp.view(n, per_source, V)).view(n, -1)
