@@ -4,7 +4,8 @@ side in one interleaved run, 2 threads each (issue 30).
 
   /usr/bin/python3 bench/translate.py [--build DIR] [--data DIR] [--steps N]
       [--rounds R] [--precisions float32,bfloat16] [--mpi] [--model FILE]
-      [--translations R] [--log FILE]
+      [--translations R] [--libtfm-batch N] [--twin-batch N] [--log FILE]
+  /usr/bin/python3 bench/translate.py --from FILE   (the lines of a logged run)
 
 Training, R rounds: in each, for each precision, libtfm trains --steps
 steps (tfm-translate --train --threads 2, OPENBLAS_NUM_THREADS=1; with
@@ -110,10 +111,11 @@ def libtfm_train(a, precision, form, out_model, vocab):
     """tfm-translate --train on threads ('threads') or two MPI ranks
     ('mpi'); its figures from the last "target tokens/s" in its output."""
     program = os.path.join(a.build, 'examples', 'tfm-translate')
+    # no test-set translation after training: only the steps are timed
     argv = [program, '--train', '--data', a.data, '--out', out_model, '--steps', str(a.steps),
-            '--precision', precision, '--seed', str(a.seed)]
-    if not os.path.exists(vocab):
-        argv += ['--save-vocab', vocab]
+            '--precision', precision, '--seed', str(a.seed), '--evaluate', '0']
+    # the vocabulary is trained once (deterministic), then read back
+    argv += ['--vocab', vocab] if os.path.exists(vocab) else ['--save-vocab', vocab]
     if form == 'mpi':
         argv = ['mpirun', '--allow-run-as-root', '--oversubscribe', '-np', '2'] + argv + \
             ['--distributed', '--threads', '1']
@@ -140,11 +142,14 @@ def twin_train(a, precision, vocab):
 
 
 def libtfm_translate(a, model, beam, hypotheses):
-    """tfm-translate --model on the test sources; sentences/s as it prints
-    them, else the sentences over the process's wall time."""
+    """tfm-translate --model on the test sources, --libtfm-batch lines at
+    once (each batch sorted by length); sentences/s as it prints them, else
+    the sentences over the process's wall time (its start and the model's
+    loading included: the twin's time leaves them out)."""
     program = os.path.join(a.build, 'examples', 'tfm-translate')
     source = os.path.join(a.data, 'test.en')
-    argv = [program, '--model', model, '--beam', str(beam), '--threads', str(THREADS)]
+    argv = [program, '--model', model, '--beam', str(beam), '--threads', str(THREADS),
+            '--batch', str(a.libtfm_batch)]
     p, seconds = run(argv, libtfm_env(), stdin=source, stdout=hypotheses)
     if p.returncode:
         return failed(p)
@@ -161,9 +166,9 @@ def libtfm_translate(a, model, beam, hypotheses):
     return out
 
 
-def twin_translate(a, model, beam, vocab):
-    argv = [PYTHON, TWIN, 'translate', '--data', a.data, '--model', model, '--vocab', vocab,
-            '--beam', str(beam), '--threads', str(THREADS)]
+def twin_translate(a, model, beam):
+    argv = [PYTHON, TWIN, 'translate', '--data', a.data, '--model', model, '--beam', str(beam),
+            '--threads', str(THREADS), '--batch', str(a.twin_batch)]
     p, seconds = run(argv, twin_env(a.build))
     out = last_json(p)
     out['wall_s'] = seconds
@@ -177,7 +182,7 @@ def ratio(x, y):
     return x / y if x and y else float('nan')
 
 
-def main():
+def arguments():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--build', default=os.path.join(ROOT, 'build'))
     p.add_argument('--data', default=os.path.join(ROOT, 'runs', 'translation', 'data'))
@@ -189,10 +194,19 @@ def main():
     p.add_argument('--precisions', default='float32,bfloat16' if cpu_has_bf16() else 'float32')
     p.add_argument('--mpi', action='store_true', help="also libtfm's 2-rank form")
     p.add_argument('--model', help='translate with this tfm-translate --out file')
+    p.add_argument('--libtfm-batch', type=int, default=1000,
+                   help="tfm-translate's --batch: lines read, sorted and decoded at once")
+    p.add_argument('--twin-batch', type=int, default=64,
+                   help="the twin's sources per batch (all sorted by length first)")
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--log', default=os.path.join(ROOT, 'runs', 'translation',
                                                  'bench_translate.jsonl'))
-    a = p.parse_args()
+    p.add_argument('--from', dest='from_log', metavar='LOG',
+                   help="print a logged run's lines again (its records only)")
+    return p.parse_args()
+
+
+def run_all(a):
     if not os.path.exists(os.path.join(a.data, 'train.en')):
         sys.exit('no corpus in %s: python3 scripts/translation_data.py %s' % (a.data, a.data))
     os.makedirs(a.work, exist_ok=True)
@@ -203,9 +217,11 @@ def main():
     machine = {'cpu': cpu_model(), 'load_before': load_average(), 'steps': a.steps,
                'threads': THREADS, 'build': a.build}
     print('CPU %s; load average %s' % (machine['cpu'], machine['load_before']))
-    records, lines = [], []
+    records = []
     with open(a.log, 'a') as log:
-        def record(**fields):
+        def record(out, **fields):
+            """out (a run's figures) with fields naming the run, and the machine's."""
+            fields = dict(out, **fields)
             fields.update(machine)
             fields['time'] = time.strftime('%Y-%m-%dT%H:%M:%S')
             records.append(fields)
@@ -219,65 +235,90 @@ def main():
                 for form in forms:
                     model = os.path.join(a.work, 'libtfm_%s_%s.safetensors' % (precision, form))
                     out = libtfm_train(a, precision, form, model, vocab)
-                    record(impl='libtfm', form=form, what='train', precision=precision,
-                           round=r, **out)
+                    record(out, impl='libtfm', form=form, what='train', precision=precision,
+                           round=r)
                     if precision == 'float32' and 'error' not in out:
                         trained = model
-                out = twin_train(a, precision, vocab)
-                record(impl='pytorch', what='train', precision=precision, round=r, **out)
+                record(twin_train(a, precision, vocab), impl='pytorch', what='train',
+                       precision=precision, round=r)
         model = a.model or trained
         for r in range(1, a.translations + 1):
             for beam in (1, BEAM):
                 name = 'greedy' if beam == 1 else 'beam%d' % beam
                 hyp = os.path.join(a.work, 'libtfm_%s.fr' % name)
-                record(impl='libtfm', what='translate', strategy=name, round=r, model=model,
-                       **libtfm_translate(a, model, beam, hyp))
-                record(impl='pytorch', what='translate', strategy=name, round=r, model=model,
-                       **twin_translate(a, model, beam, vocab))
-        machine['load_after'] = load_average()
+                record(libtfm_translate(a, model, beam, hyp), impl='libtfm', what='translate',
+                       strategy=name, round=r, model=model)
+                record(twin_translate(a, model, beam), impl='pytorch', what='translate',
+                       strategy=name, round=r, model=model)
+    for x in records:
+        x['load_after'] = load_average()
+    print(summary(records, a.log))
 
+
+def summary(records, log):
+    """The run's lines: each pair's best figures, ratio, and per-round ratios."""
     def best(impl, what, key, **match):
         found = [x.get(key) for x in records if x['impl'] == impl and x['what'] == what and
                  all(x.get(k) == v for k, v in match.items()) and x.get(key)]
         return max(found, default=None)
 
-    def per_round(what, key, libtfm_match, twin_match, rounds):
+    def figure(value, spec):
+        return '-' if value is None else format(value, spec)
+
+    def per_round(what, key, libtfm_match, twin_match):
+        rounds = sorted({x['round'] for x in records if x['what'] == what})
         return ', '.join('%.2f' % ratio(best('libtfm', what, key, round=r, **libtfm_match),
                                         best('pytorch', what, key, round=r, **twin_match))
-                         for r in range(1, rounds + 1))
+                         for r in rounds)
 
-    for precision in a.precisions.split(','):
+    lines = []
+    trained = [x for x in records if x['what'] == 'train']
+    for precision in sorted({x['precision'] for x in trained}, reverse=True):
         twin = best('pytorch', 'train', 'target_tokens_per_s', precision=precision)
-        for form in forms:
+        for form in sorted({x['form'] for x in trained if x['impl'] == 'libtfm'},
+                           reverse=True):
             ours = best('libtfm', 'train', 'target_tokens_per_s', precision=precision,
                         form=form)
-            lines.append('training target tokens/s (%s%s against %s): libtfm %s, PyTorch %s, '
+            lines.append('training target tokens/s (%s%s, against %s): libtfm %s, PyTorch %s, '
                          'ratio %.2f (rounds: %s)' % (
-                             precision, '' if form == 'threads' else ', 2 MPI ranks',
+                             precision, '' if form == 'threads' else ' on 2 MPI ranks',
                              'autocast' if precision == 'bfloat16' else 'float32',
-                             '%.0f' % ours if ours else '-', '%.0f' % twin if twin else '-',
-                             ratio(ours, twin),
+                             figure(ours, '.0f'), figure(twin, '.0f'), ratio(ours, twin),
                              per_round('train', 'target_tokens_per_s',
                                        {'precision': precision, 'form': form},
-                                       {'precision': precision}, a.rounds)))
+                                       {'precision': precision})))
     for name in ('greedy', 'beam%d' % BEAM):
         ours = best('libtfm', 'translate', 'sentences_per_s', strategy=name)
         twin = best('pytorch', 'translate', 'sentences_per_s', strategy=name)
+        if ours is None and twin is None:
+            continue
         lines.append('translation sentences/s (%s): libtfm %s, PyTorch %s, ratio %.2f '
-                     '(rounds: %s)' % (name, '%.1f' % ours if ours else '-',
-                                       '%.1f' % twin if twin else '-', ratio(ours, twin),
+                     '(rounds: %s)' % (name, figure(ours, '.1f'), figure(twin, '.1f'),
+                                       ratio(ours, twin),
                                        per_round('translate', 'sentences_per_s',
-                                                 {'strategy': name}, {'strategy': name},
-                                                 a.translations)))
+                                                 {'strategy': name}, {'strategy': name})))
         for impl in ('libtfm', 'pytorch'):
-            found = [x for x in records if x['impl'] == impl and x.get('strategy') == name
-                     and 'chrf' in x]
-            if found:
-                lines.append('  %s %s: chrF %.1f, BLEU %.1f' % (impl, name, found[-1]['chrf'],
-                                                             found[-1].get('bleu', 0.0)))
+            scored = [x for x in records if x['impl'] == impl and x.get('strategy') == name
+                      and 'chrf' in x]
+            if scored:
+                lines.append('  %s %s: chrF %.1f, BLEU %.1f' % (
+                    impl, name, scored[-1]['chrf'], scored[-1].get('bleu', float('nan'))))
+    errors = [x for x in records if 'error' in x]
+    for x in errors:
+        lines.append('failed: %s %s %s: %s' % (x['impl'], x['what'], x.get('precision') or
+                                               x.get('strategy'), x['error']))
     lines.append('CPU %s; load average %s before, %s after; records in %s' % (
-        machine['cpu'], machine['load_before'], machine['load_after'], a.log))
-    print('\n'.join(lines))
+        records[0]['cpu'], records[0]['load_before'], records[-1].get('load_after', '?'), log))
+    return '\n'.join(lines)
+
+
+def main():
+    a = arguments()
+    if a.from_log:
+        with open(a.from_log) as f:
+            print(summary([json.loads(line) for line in f if line.strip()], a.from_log))
+        return
+    run_all(a)
 
 
 if __name__ == '__main__':

@@ -10,17 +10,16 @@ the way a PyTorch user writes them, to hold libtfm's speed against.
 
 train: the vocabulary is tfm-translate's (its --save-vocab file, read with
 python3-sentencepiece; the ids are checked against libtfm's own tokenizer,
-tfm.Tokenizer, on every line encoded); the batches are libtfm's
-(the same pairs skipped, tfm.batch_plan, pad and shift_targets from the
-same seed, so the twin sees tfm-translate's batches in its order); the
-model is nn.Transformer
-(pre-norm, final norms) between one embedding table shared by source and
-target, scaled by sqrt(d) plus libtfm's interleaved sinusoidal positions,
-and the output projection tied to that table (its own bias, as libtfm's
-generator.bias); label-smoothed cross entropy over the non-pad labels,
-AdamW (betas 0.9 and 0.98, eps 1e-9, no weight decay for vectors) with
-warm-up then 1/sqrt decay (tfm_optimizer's warmup_invsqrt), clipping by the
-global norm. bfloat16: the forward under
+tfm.Tokenizer, on every line encoded); the batches are libtfm's (the same
+pairs skipped, tfm.batch_plan, pad and shift_targets from the same seed,
+so the twin sees tfm-translate's batches in its order); the model is
+nn.Transformer (pre-norm, final norms) between one embedding table shared
+by source and target, scaled by sqrt(d) plus libtfm's interleaved
+sinusoidal positions, and the output projection tied to that table (its
+own bias, as libtfm's generator.bias); label-smoothed cross entropy over
+the non-pad labels, AdamW (betas 0.9 and 0.98, eps 1e-9, no weight decay
+for vectors) with warm-up then 1/sqrt decay (tfm_optimizer's
+warmup_invsqrt), clipping by the global norm. bfloat16: the forward under
 torch.autocast('cpu', torch.bfloat16), the loss in float32. Prints the
 shapes and parameter count, a progress line per --log-every steps, and at
 the end one JSON line: target tokens (labels that are not <pad>) per second
@@ -29,17 +28,17 @@ over all the steps, as tfm-translate counts them, and peak RSS.
 translate: MODEL is libtfm's model file (tfm-translate --out; read through
 the tfm package and mapped onto the twin by name: nn.Transformer's names
 are libtfm's), so that both sides translate with the same weights, and its
-tokenizer is the one the file carries (else --vocab). The test sources are sorted by length
-and decoded --batch at a time by the cached decoder of bench/torch/decode.py
-(keys and values cached per layer, the cross-attention's once per batch,
-inference_mode), never generating <s> or <pad> (tfm-translate's
-suppress_ids): greedy, or beam search as libtfm's (the best
-min(beam, beam - finished) continuations each step, those ending in </s>
-finish, a source stops at `beam` finished or its length limit, floor(2n) +
-10 tokens for n source tokens as tfm-translate sets it; scores over
-length ** length_penalty). Scored with libtfm's chrF and BLEU (tfm.chrf,
-tfm.bleu), as tfm-translate scores. One JSON line: sentences and tokens
-per second, chrF, BLEU.
+tokenizer is the one the file carries (else --vocab). The test sources are
+sorted by length and decoded --batch at a time by the cached decoder of
+bench/torch/decode.py (keys and values cached per layer, the
+cross-attention's once per batch, inference_mode), never generating <s> or
+<pad> (tfm-translate's suppress_ids): greedy, or beam search as libtfm's
+(the best min(beam, beam - finished) continuations each step, those ending
+in </s> finish, a source stops at `beam` finished or at its length limit,
+floor(2n) + 10 tokens for n source tokens as tfm-translate sets it; scores
+over length ** length_penalty); a source that is done leaves the batch.
+Scored with libtfm's chrF and BLEU (tfm.chrf, tfm.bleu), as tfm-translate
+scores. One JSON line: sentences and tokens per second, chrF, BLEU.
 
 Run as /usr/bin/python3 (Debian's python3-torch) with OMP_WAIT_POLICY=passive
 and OMP_NUM_THREADS set, as bench/translate.py does, and the tfm package
@@ -172,7 +171,7 @@ class TranslationTwin(nn.Module):
                 'generator_bias': 'generator.bias'}[name]
 
 
-def twin_like(options, dropout=None):
+def twin_like(options):
     """A twin of a libtfm model's options (tfm.Model.options)."""
     for name, wanted in (('share_embeddings', 1), ('tie_generator', 1), ('norm_first', 1),
                          ('final_norm', 1), ('positions', 'sinusoidal'),
@@ -182,8 +181,7 @@ def twin_like(options, dropout=None):
     if options['encoder_layers'] != options['decoder_layers']:
         sys.exit('the twin has as many decoder layers as encoder layers')
     return TranslationTwin(options['src_vocab'], options['d_model'], options['heads'],
-                           options['encoder_layers'], options['d_ff'],
-                           options['dropout'] if dropout is None else dropout,
+                           options['encoder_layers'], options['d_ff'], options['dropout'],
                            options['max_src_len'], options['max_tgt_len'])
 
 
@@ -383,7 +381,7 @@ def beam_search(decoder, src, limits, beam, length_penalty):
     scored by their log probability over (tokens + </s>) ** length_penalty;
     a source stops at `beam` finished, or at its limit, where its live
     hypotheses finish as they are. Sources that are done leave the batch."""
-    B, V = src.shape[0], None
+    B = src.shape[0]
     decoder.max_length = int(limits.max())
     decoder.start(src)
     finished = [[] for _ in range(B)]   # (score, tokens) per source
