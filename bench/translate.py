@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -79,20 +80,27 @@ def number(text):
     return float(text.replace(',', ''))
 
 
+def cpu_seconds():
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run(argv, env, stdin=None, stdout=None):
-    """(the process, its wall time in seconds); the command line, load
-    average and time on stderr as it goes."""
+    """(the process, its wall time in seconds, the CPU seconds it used:
+    on a shared machine, the share of the wall time it ran); the command
+    line, load average and times on stderr as it goes."""
     print('  $ ' + shlex.join(argv), file=sys.stderr, flush=True)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     with open(stdin, 'rb') if stdin else open(os.devnull, 'rb') as given:
         p = subprocess.run(argv, env=env, stdin=given, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     if stdout:
         with open(stdout, 'w', encoding='utf-8') as out:
             out.write(p.stdout)
-    print('    exit %d, %.1f s, load %s' % (p.returncode, seconds, load_average()),
+    print('    exit %d, %.1f s, %.1f CPU s, load %s' % (p.returncode, seconds, cpu,
+                                                     load_average()),
           file=sys.stderr, flush=True)
-    return p, seconds
+    return p, seconds, cpu
 
 
 def failed(p):
@@ -117,24 +125,26 @@ def libtfm_train(a, precision, form, out_model, vocab):
     # the vocabulary is trained once (deterministic), then read back
     argv += ['--vocab', vocab] if os.path.exists(vocab) else ['--save-vocab', vocab]
     if form == 'mpi':
-        argv = ['mpirun', '--allow-run-as-root', '--oversubscribe', '-np', '2'] + argv + \
+        # no --oversubscribe: with it Open MPI's waiting ranks yield the CPU,
+        # which on a shared machine hands their time to other jobs
+        argv = ['mpirun', '--allow-run-as-root', '-np', '2'] + argv + \
             ['--distributed', '--threads', '1']
     else:
         argv += ['--threads', str(THREADS)]
-    p, seconds = run(argv, libtfm_env())
+    p, seconds, cpu = run(argv, libtfm_env())
     rates = TOKENS.findall(p.stdout + p.stderr)
     if p.returncode or not rates:
         return failed(p)
-    return {'target_tokens_per_s': number(rates[-1]), 'wall_s': seconds,
+    return {'target_tokens_per_s': number(rates[-1]), 'wall_s': seconds, 'cpu_s': cpu,
             'summary': (p.stdout + p.stderr).strip().splitlines()[-1]}
 
 
 def twin_train(a, precision, vocab):
     argv = [PYTHON, TWIN, 'train', '--data', a.data, '--vocab', vocab, '--steps', str(a.steps),
             '--precision', precision, '--threads', str(THREADS), '--seed', str(a.seed)]
-    p, seconds = run(argv, twin_env(a.build))
+    p, seconds, cpu = run(argv, twin_env(a.build))
     out = last_json(p)
-    out['wall_s'] = seconds
+    out.update(wall_s=seconds, cpu_s=cpu)
     return out
 
 
@@ -150,16 +160,16 @@ def libtfm_translate(a, model, beam, hypotheses):
     source = os.path.join(a.data, 'test.en')
     argv = [program, '--model', model, '--beam', str(beam), '--threads', str(THREADS),
             '--batch', str(a.libtfm_batch)]
-    p, seconds = run(argv, libtfm_env(), stdin=source, stdout=hypotheses)
+    p, seconds, cpu = run(argv, libtfm_env(), stdin=source, stdout=hypotheses)
     if p.returncode:
         return failed(p)
     with open(source, encoding='utf-8') as f:
         sentences = len(f.read().splitlines())
     printed = SENTENCES.findall(p.stderr)
-    out = {'sentences': sentences, 'wall_s': seconds,
+    out = {'sentences': sentences, 'wall_s': seconds, 'cpu_s': cpu,
            'sentences_per_s': number(printed[-1]) if printed else sentences / seconds,
            'measured_by': 'tfm-translate' if printed else 'wall time'}
-    p, _ = run([os.path.join(a.build, 'examples', 'tfm-translate'), '--score', hypotheses,
+    p, _, _ = run([os.path.join(a.build, 'examples', 'tfm-translate'), '--score', hypotheses,
                 '--reference', os.path.join(a.data, 'test.fr')], libtfm_env())
     scores = dict(re.findall(r'(chrF|BLEU)\D*([0-9.]+)', p.stdout))
     out.update({k.lower(): float(v) for k, v in scores.items()})
@@ -169,9 +179,9 @@ def libtfm_translate(a, model, beam, hypotheses):
 def twin_translate(a, model, beam):
     argv = [PYTHON, TWIN, 'translate', '--data', a.data, '--model', model, '--beam', str(beam),
             '--threads', str(THREADS), '--batch', str(a.twin_batch)]
-    p, seconds = run(argv, twin_env(a.build))
+    p, seconds, cpu = run(argv, twin_env(a.build))
     out = last_json(p)
-    out['wall_s'] = seconds
+    out.update(wall_s=seconds, cpu_s=cpu)
     return out
 
 
@@ -210,9 +220,9 @@ def run_all(a):
     if not os.path.exists(os.path.join(a.data, 'train.en')):
         sys.exit('no corpus in %s: python3 scripts/translation_data.py %s' % (a.data, a.data))
     os.makedirs(a.work, exist_ok=True)
+    # trained by the first libtfm run, unless an earlier run left it (the
+    # training is deterministic: the same corpus gives the same file)
     vocab = os.path.join(a.work, 'vocab.model')
-    if os.path.exists(vocab):
-        os.remove(vocab)  # this run's own, trained by its first libtfm run
     forms = ['threads', 'mpi'] if a.mpi else ['threads']
     machine = {'cpu': cpu_model(), 'load_before': load_average(), 'steps': a.steps,
                'threads': THREADS, 'build': a.build}
