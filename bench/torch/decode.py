@@ -78,14 +78,16 @@ def concat_linears(*linears):
 
 
 class CachedLayer(nn.Module):
-    """A post-norm decoder layer (all three twins'), one position at a time:
-    x = norm1(x + self-attention), norm2(x + cross-attention), norm3(x + FFN).
+    """A decoder layer, one position at a time: post-norm (the tutorial
+    twins'), x = norm1(x + self-attention), norm2(x + cross-attention),
+    norm3(x + FFN); or with norm_first (the translation twin's), x + self-
+    attention(norm1(x)), then + cross-attention(norm2(x)), + FFN(norm3(x)).
     The scales multiply the attentions' scores."""
 
     def __init__(self, heads, scales, qkv, self_out, cross_q, cross_kv, cross_out, ff1, ff2,
-                 norms):
+                 norms, norm_first=False):
         super().__init__()
-        self.heads = heads
+        self.heads, self.norm_first = heads, norm_first
         self.self_scale, self.cross_scale = scales
         self.qkv, self.self_out = qkv, self_out
         self.cross_q, self.cross_kv, self.cross_out = cross_q, cross_kv, cross_out
@@ -125,16 +127,25 @@ class CachedLayer(nn.Module):
         """x [rows, d] at position t; cache [2 (keys, values), rows, heads,
         T, head_dim] takes position t's keys and values; the biases (or None)
         add to the scores."""
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        keys, values = cache
-        keys[:, :, t] = k.view(k.shape[0], self.heads, -1)
-        values[:, :, t] = v.view(v.shape[0], self.heads, -1)
-        x = self.norm1(x + self.self_out(
-            self.attend(q * self.self_scale, keys[:, :, :t + 1], values[:, :, :t + 1],
-                        self_bias)))
-        x = self.norm2(x + self.cross_out(
-            self.attend(self.cross_q(x) * self.cross_scale, *memory, memory_bias)))
-        return self.norm3(x + self.ff2(torch.relu(self.ff1(x))))
+        def self_attention(x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            keys, values = cache
+            keys[:, :, t] = k.view(k.shape[0], self.heads, -1)
+            values[:, :, t] = v.view(v.shape[0], self.heads, -1)
+            return self.self_out(self.attend(q * self.self_scale, keys[:, :, :t + 1],
+                                             values[:, :, :t + 1], self_bias))
+
+        def cross_attention(x):
+            return self.cross_out(self.attend(self.cross_q(x) * self.cross_scale, *memory,
+                                              memory_bias))
+
+        def feed_forward(x):
+            return self.ff2(torch.relu(self.ff1(x)))
+
+        for sublayer, norm in zip((self_attention, cross_attention, feed_forward),
+                                  (self.norm1, self.norm2, self.norm3)):
+            x = x + sublayer(norm(x)) if self.norm_first else norm(x + sublayer(x))
+        return x
 
 
 class CachedDecoder(nn.Module):
@@ -241,6 +252,22 @@ class Cached003(CachedDecoder):
         return self.tok_embedding(tokens) * self.embedding_scale + self.pos_embedding.weight[t]
 
 
+def cached_layers(decoder):
+    """The layers of an nn.TransformerDecoder (post-norm or norm_first) as
+    CachedLayers: the packed in-projections split into the self-attention's
+    fused Q/K/V and the cross-attention's query and fused key/value."""
+    layers = []
+    for x in decoder.layers:
+        s, c = x.self_attn, x.multihead_attn
+        d, scale = s.embed_dim, 1.0 / math.sqrt(s.head_dim)
+        layers.append(CachedLayer(
+            s.num_heads, (scale, scale), linear_from(s.in_proj_weight, s.in_proj_bias),
+            plain_linear(s.out_proj), linear_from(c.in_proj_weight[:d], c.in_proj_bias[:d]),
+            linear_from(c.in_proj_weight[d:], c.in_proj_bias[d:]), plain_linear(c.out_proj),
+            x.linear1, x.linear2, (x.norm1, x.norm2, x.norm3), x.norm_first))
+    return layers
+
+
 class CachedAvg(CachedDecoder):
     """Tutorials 000/001's nn.Transformer: packed in-projections, unscaled
     embeddings shared by source and target, sinusoidal positions, final
@@ -248,16 +275,8 @@ class CachedAvg(CachedDecoder):
 
     def __init__(self, model, max_length):
         transformer = model.transformer
-        layers = []
-        for x in transformer.decoder.layers:
-            s, c = x.self_attn, x.multihead_attn
-            d, scale = s.embed_dim, 1.0 / math.sqrt(s.head_dim)
-            layers.append(CachedLayer(
-                s.num_heads, (scale, scale), linear_from(s.in_proj_weight, s.in_proj_bias),
-                plain_linear(s.out_proj), linear_from(c.in_proj_weight[:d], c.in_proj_bias[:d]),
-                linear_from(c.in_proj_weight[d:], c.in_proj_bias[d:]), plain_linear(c.out_proj),
-                x.linear1, x.linear2, (x.norm1, x.norm2, x.norm3)))
-        super().__init__(layers, transformer.decoder.norm, model.generator, max_length)
+        super().__init__(cached_layers(transformer.decoder), transformer.decoder.norm,
+                         model.generator, max_length)
         self.encoder = transformer.encoder
         self.tok_emb, self.positions = model.tok_emb, model.positional_encoding
 
