@@ -39,7 +39,7 @@ typedef struct config {
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
-    int64_t beam, batch, evaluate;
+    int64_t beam, batch, evaluate, int8, timing;
 } config;
 
 static double seconds_now(void)
@@ -596,9 +596,17 @@ static char *next_line(line_reader *r, int wait, int *ended)
 
 static int translate_stream(const config *c)
 {
+    double start = seconds_now();
     tfm_model *model = tfm_model_load(c->model);
     if (!model)
         return cli_fail(program, "loading the model");
+    if (c->int8 && !tfm_model_quantized(model) &&
+        tfm_model_quantize(model, TFM_QUANTIZE_LAYERS) != TFM_OK) {
+        tfm_model_free(model);
+        return cli_fail(program, "quantizing the model");
+    }
+    double loaded = seconds_now(), first_line = 0.0;
+    int64_t translated = 0;
     translator t = {0};
     line_reader reader = {.fd = STDIN_FILENO};
     int64_t batch = c->batch ? c->batch : isatty(STDIN_FILENO) ? 1 : 32;
@@ -613,6 +621,8 @@ static int translate_stream(const config *c)
     while (ended == 0) {
         /* wait for a first line, then take what has come with it */
         char *line = next_line(&reader, n == 0, &ended);
+        if (line && first_line == 0.0)
+            first_line = seconds_now();
         if (line && !(lines[n++] = strdup(line))) {
             fprintf(stderr, "%s: out of memory\n", program);
             goto done;
@@ -631,9 +641,16 @@ static int translate_stream(const config *c)
                 free(out[i]);
                 free(lines[i]);
             }
+            translated += n;
             n = 0;
             fflush(stdout);
         }
+    }
+    if (c->timing) {
+        double took = first_line > 0.0 ? seconds_now() - first_line : 0.0;
+        fprintf(stderr, "%s: loaded the model in %.2f s; translated %lld lines in %.2f s "
+                "(%.1f lines/s) from the first line read\n", program, loaded - start,
+                (long long)translated, took, took > 0.0 ? (double)translated / took : 0.0);
     }
     status = EXIT_SUCCESS;
 done:
@@ -1095,6 +1112,10 @@ int main(int argc, char **argv)
         {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy)"},
         {"batch", CLI_INT, &c.batch, 0, 100000, "lines translated at once (0: 1 from a "
          "terminal, else 32)"},
+        {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model's layers to int8 "
+         "first (tfm_model_quantize)"},
+        {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "
+         "loading and translating took"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
          "mpirun, one rank a process"},
     };
