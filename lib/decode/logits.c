@@ -9,18 +9,38 @@
  * decoder inputs, bos_id first, as generate's input_ids. */
 #include <math.h>
 
+#include "core/fastmath.h"
 #include "decode/decode.h"
 
 /* log(sum(exp(logits))); NaN or infinite when the logits are not usable. */
-double tfm__decode_log_sum_exp(const float *logits, int64_t V)
+/* log sum exp(logits[0, V)) into *lse, at the CPU's best level: tfm__expf
+ * in vectors, where libm's expf is a call a token (a vocabulary's worth
+ * every step was an eighth of greedy decoding). Float sums of 1,024 terms,
+ * each at most 1, added in double. */
+static TFM__KERNEL(log_sum_exp, (const float *restrict logits, int64_t V, double *restrict lse),
+                   (logits, V, lse))
 {
     float max = logits[0];
     for (int64_t v = 1; v < V; v++)
         max = logits[v] > max ? logits[v] : max;
+    enum { CHUNK = 1024 };
     double total = 0.0;
-    for (int64_t v = 0; v < V; v++)
-        total += expf(logits[v] - max);
-    return (double)max + log(total);
+    for (int64_t start = 0; start < V; start += CHUNK) {
+        int64_t end = V - start < CHUNK ? V : start + CHUNK;
+        float part = 0.0f;
+#pragma omp simd reduction(+ : part)
+        for (int64_t v = start; v < end; v++)
+            part += tfm__expf(logits[v] - max);
+        total += part;
+    }
+    *lse = (double)max + log(total);
+}
+
+double tfm__decode_log_sum_exp(const float *logits, int64_t V)
+{
+    double lse;
+    log_sum_exp(logits, V, &lse);
+    return lse;
 }
 
 /* RepetitionPenaltyLogitsProcessor: each distinct token so far once, a
