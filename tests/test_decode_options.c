@@ -392,6 +392,10 @@ START_TEST(out_of_range_options_are_named)
         {9, -1, NULL, "n_bad_words is -1"},
         {10, 0, NULL, "bad_word_lengths[1] is 0"},
         {11, V, NULL, "bad_words[2] is 11"},
+        {12, -2, NULL, "forced_eos_id -2"},
+        {12, V, NULL, "forced_eos_id 11"},
+        {13, 2, NULL, "beam_rules 2"},
+        {14, 3, NULL, "early_stopping 3"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_decode_options o;
@@ -407,6 +411,9 @@ START_TEST(out_of_range_options_are_named)
         case 7: o.forced_bos_id = (int32_t)bad[i].value; break;
         case 8: o.patience = (float)bad[i].value; break;
         case 9: o.n_bad_words = (int32_t)bad[i].value; break;
+        case 12: o.forced_eos_id = (int32_t)bad[i].value; break;
+        case 13: o.beam_rules = (int32_t)bad[i].value; break;
+        case 14: o.early_stopping = (int32_t)bad[i].value; break;
         default: { /* two words, one of them wrong */
             static int32_t words[3], lengths[2];
             words[0] = 3, words[1] = 4, words[2] = bad[i].field == 11 ? V : 5;
