@@ -47,45 +47,61 @@ static tfm_tensor *ids_of(const tfm__json *doc, const tfm__json_node *array)
     return t;
 }
 
-/* A folder's expected.json, parsed (its text in *text, the caller's to
- * free with the document). */
-static void read_expected(const char *folder, tfm__json *doc, char **text)
+/* A fixture folder: its model and its expected.json, parsed. */
+typedef struct fixture {
+    char folder[512];
+    tfm_model *model;
+    char *text;
+    tfm__json doc;
+    const tfm__json_node *cases;
+} fixture;
+
+static void fixture_open(fixture *f, const char *family)
 {
     char path[600];
-    snprintf(path, sizeof path, "%s/expected.json", folder);
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    *text = malloc((size_t)size + 1);
-    ck_assert_uint_eq(fread(*text, 1, (size_t)size, f), (size_t)size);
-    fclose(f);
-    ck_assert_int_eq(tfm__json_parse("expected.json", *text, (size_t)size, size / 2 + 1, doc),
+    snprintf(f->folder, sizeof f->folder, "%s/%s", FIXTURES, family);
+    f->model = tfm_model_from_pretrained(f->folder);
+    ck_assert_msg(f->model != NULL, "%s", tfm_last_error());
+    snprintf(path, sizeof path, "%s/expected.json", f->folder);
+    FILE *file = fopen(path, "rb");
+    ck_assert_ptr_nonnull(file);
+    fseek(file, 0, SEEK_END);
+    long size = ftell(file);
+    rewind(file);
+    f->text = malloc((size_t)size + 1);
+    ck_assert_uint_eq(fread(f->text, 1, (size_t)size, file), (size_t)size);
+    fclose(file);
+    ck_assert_int_eq(tfm__json_parse("expected.json", f->text, (size_t)size, size / 2 + 1,
+                                     &f->doc),
                      TFM_OK);
+    f->cases = member(&f->doc, &f->doc.nodes[0], "cases");
+    ck_assert_ptr_nonnull(f->cases);
+    ck_assert_int_gt(f->cases->count, 0);
+}
+
+static void fixture_close(fixture *f)
+{
+    tfm__json_free(&f->doc);
+    free(f->text);
+    tfm_model_free(f->model);
 }
 
 START_TEST(logits_match_the_twins)
 {
-    char folder[512], path[600];
-    snprintf(folder, sizeof folder, "%s/%s", FIXTURES, families[_i]);
-    tfm_model *m = tfm_model_from_pretrained(folder);
-    ck_assert_msg(m != NULL, "%s", tfm_last_error());
-    char *text;
-    tfm__json doc;
-    read_expected(folder, &doc, &text);
-    snprintf(path, sizeof path, "%s/expected.safetensors", folder);
+    fixture f;
+    fixture_open(&f, families[_i]);
+    const tfm__json *doc = &f.doc;
+    tfm_model *m = f.model;
+    char path[600];
+    snprintf(path, sizeof path, "%s/expected.safetensors", f.folder);
     tfm_safetensors *expected = tfm_safetensors_open(path);
     ck_assert_ptr_nonnull(expected);
-    const tfm__json_node *cases = member(&doc, &doc.nodes[0], "cases");
-    ck_assert_ptr_nonnull(cases);
-    ck_assert_int_gt(cases->count, 0);
     double worst = 0.0;
     int index = 0;
-    for (uint32_t i = (uint32_t)(cases - doc.nodes) + 1; i < cases->next;
-         i = doc.nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(&doc, member(&doc, &doc.nodes[i], "input_ids"));
-        tfm_tensor *tgt = ids_of(&doc, member(&doc, &doc.nodes[i], "decoder_input_ids"));
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next, index++) {
+        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
+        tfm_tensor *tgt = ids_of(doc, member(doc, &doc->nodes[i], "decoder_input_ids"));
         int64_t T = tfm_tensor_dim(tgt, 1), V = tfm_model_tgt_vocab(m);
         tfm_tape *tape = tfm_tape_create();
         tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
@@ -110,9 +126,7 @@ START_TEST(logits_match_the_twins)
     ck_assert_msg(worst <= 1e-5, "%s: a logit differs by %g of (1 + |logit|)", families[_i],
                   worst);
     tfm_safetensors_close(expected);
-    tfm__json_free(&doc);
-    free(text);
-    tfm_model_free(m);
+    fixture_close(&f);
 }
 END_TEST
 
@@ -160,29 +174,21 @@ static void check_run(tfm_model *m, const tfm__json *doc, const tfm__json_node *
 
 START_TEST(tokens_match_the_twins)
 {
-    char folder[512];
-    snprintf(folder, sizeof folder, "%s/%s", FIXTURES, families[_i]);
-    tfm_model *m = tfm_model_from_pretrained(folder);
-    ck_assert_msg(m != NULL, "%s", tfm_last_error());
-    char *text;
-    tfm__json doc;
-    read_expected(folder, &doc, &text);
-    const tfm__json_node *cases = member(&doc, &doc.nodes[0], "cases");
-    ck_assert_ptr_nonnull(cases);
+    fixture f;
+    fixture_open(&f, families[_i]);
+    const tfm__json *doc = &f.doc;
     int index = 0;
-    for (uint32_t i = (uint32_t)(cases - doc.nodes) + 1; i < cases->next;
-         i = doc.nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(&doc, member(&doc, &doc.nodes[i], "input_ids"));
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next, index++) {
+        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
         char what[600];
         snprintf(what, sizeof what, "%s case %d greedy", families[_i], index);
-        check_run(m, &doc, member(&doc, &doc.nodes[i], "greedy"), src, what);
+        check_run(f.model, doc, member(doc, &doc->nodes[i], "greedy"), src, what);
         snprintf(what, sizeof what, "%s case %d beam", families[_i], index);
-        check_run(m, &doc, member(&doc, &doc.nodes[i], "beam"), src, what);
+        check_run(f.model, doc, member(doc, &doc->nodes[i], "beam"), src, what);
         tfm_tensor_free(src);
     }
-    tfm__json_free(&doc);
-    free(text);
-    tfm_model_free(m);
+    fixture_close(&f);
 }
 END_TEST
 

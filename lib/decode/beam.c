@@ -120,6 +120,20 @@ static void consider(const candidates *c, int64_t *count, int64_t width, double 
     c->token[pos] = token;
 }
 
+/* Source b's best `width` continuations of its live rows, whose log
+ * probabilities start at logp, into c; their count. */
+static int64_t best_continuations(const tfm_decoding *d, const candidates *c, int64_t b,
+                                  const float *logp, int64_t width)
+{
+    int64_t K = d->beam, V = d->vocab, count = 0;
+    for (int32_t j = 0; j < d->live[b]; j++) {
+        double base = d->sum[b * K + j];
+        for (int64_t v = 0; v < V; v++)
+            consider(c, &count, width, base + logp[j * V + v], j, (int32_t)v);
+    }
+    return count;
+}
+
 /* Source b's live rows take the hypotheses of their parents (tiles and
  * tokens 0..t), then the new tokens at t + 1. */
 static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_new, int64_t t)
@@ -150,32 +164,39 @@ static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_n
         tfm__decode_reorder_tiles(d, c->parent, b, d->live[b], n_new, t);
 }
 
+/* Source b's candidates of step t, best first, split: an end token among
+ * the first `finishing` finishes its hypothesis (a later one is dropped),
+ * the others move to the front of c, up to `kept` of them; their count. */
+static int64_t split(tfm_decoding *d, const candidates *c, int64_t b, int64_t count,
+                     int64_t t, int64_t finishing, int64_t kept)
+{
+    int64_t K = d->beam, T1 = d->max_len + 1, n_new = 0;
+    for (int64_t i = 0; i < count && n_new < kept; i++) {
+        if (d->is_end[c->token[i]]) {
+            if (i >= finishing)
+                continue;
+            int64_t r = b * K + c->parent[i];
+            d->hist[r * T1 + t + 1] = c->token[i]; /* past the parent's tokens, rewritten if kept */
+            finish(d, b, r, t + 2, t + 1, c->score[i]);
+        } else {
+            c->score[n_new] = c->score[i];
+            c->parent[n_new] = c->parent[i];
+            c->token[n_new] = c->token[i];
+            n_new++;
+        }
+    }
+    return n_new;
+}
+
 /* One step of source b, whose live rows' log probabilities start at logp:
  * the best (beam - finished) continuations; those ending in eos finish. */
 static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
 {
-    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1;
+    int64_t K = d->beam;
     int64_t width = d->finish_count - d->done[b] < K ? d->finish_count - d->done[b] : K;
-    int64_t count = 0;
     candidates c = candidates_of(d, b);
-    for (int32_t j = 0; j < d->live[b]; j++) {
-        double base = d->sum[b * K + j];
-        for (int64_t v = 0; v < V; v++)
-            consider(&c, &count, width, base + logp[j * V + v], j, (int32_t)v);
-    }
-    int64_t n_new = 0;
-    for (int64_t i = 0; i < count; i++) {
-        if (d->is_end[c.token[i]]) {
-            int64_t r = b * K + c.parent[i];
-            d->hist[r * T1 + t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
-            finish(d, b, r, t + 2, t + 1, c.score[i]);
-        } else {
-            c.score[n_new] = c.score[i];
-            c.parent[n_new] = c.parent[i];
-            c.token[n_new] = c.token[i];
-            n_new++;
-        }
-    }
+    int64_t count = best_continuations(d, &c, b, logp, width);
+    int64_t n_new = split(d, &c, b, count, t, count, count);
     reorder(d, &c, b, n_new, t);
     d->live[b] = (int32_t)n_new;
 }
@@ -199,30 +220,11 @@ static int transformers_done(const tfm_decoding *d, int64_t b, double best, int6
  * refill the beam. */
 static void advance_transformers(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
 {
-    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1;
-    int64_t count = 0;
+    int64_t K = d->beam;
     candidates c = candidates_of(d, b);
-    for (int32_t j = 0; j < d->live[b]; j++) {
-        double base = d->sum[b * K + j];
-        for (int64_t v = 0; v < V; v++)
-            consider(&c, &count, 2 * K, base + logp[j * V + v], j, (int32_t)v);
-    }
+    int64_t count = best_continuations(d, &c, b, logp, 2 * K);
     double best = count > 0 ? c.score[0] : -INFINITY;
-    int64_t n_new = 0;
-    for (int64_t i = 0; i < count && n_new < K; i++) {
-        if (d->is_end[c.token[i]]) {
-            if (i >= K)
-                continue;
-            int64_t r = b * K + c.parent[i];
-            d->hist[r * T1 + t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
-            finish(d, b, r, t + 2, t + 1, c.score[i]);
-        } else {
-            c.score[n_new] = c.score[i];
-            c.parent[n_new] = c.parent[i];
-            c.token[n_new] = c.token[i];
-            n_new++;
-        }
-    }
+    int64_t n_new = split(d, &c, b, count, t, K, K);
     if (count == 0 || transformers_done(d, b, best, t + 1)) {
         d->live[b] = 0;
         return;
