@@ -577,6 +577,36 @@ START_TEST(every_token_banned_ends_the_source)
 }
 END_TEST
 
+/* forced_eos_id is the last token of every source that reaches its own
+ * limit (max_length_b here), under greedy decoding and both beam rules;
+ * a source that ends earlier ends with eos. */
+START_TEST(forced_eos_ends_each_source_at_its_limit)
+{
+    enum { LIMIT = 3, FORCED = 7 };
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], _i == 0 ? TFM_DECODE_GREEDY : TFM_DECODE_BEAM, 1);
+    o.beam_rules = _i == 2 ? TFM_BEAM_RULES_TRANSFORMERS : TFM_BEAM_RULES_CTRANSLATE2;
+    o.max_length_b = LIMIT;
+    o.n_suppress_ids = o.n_bad_words = 0;
+    o.forced_eos_id = FORCED;
+    result *r = malloc(sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    decode(&o, NULL, r);
+    int rows = _i == 0 ? B : B * DECODE_N_BEST, forced = 0;
+    for (int i = 0; i < rows; i++) {
+        int length = r->lengths[i], last = length > 0 ? r->tokens[i * T1 + length - 1] : -1;
+        ck_assert_int_le(length, LIMIT + 1);
+        if (length == LIMIT + 1 && last == FORCED)
+            forced++;
+        else if (length > 0)
+            ck_assert_msg(last == o.eos_id, "row %d ends with %d after %d tokens", i, last,
+                          length);
+    }
+    ck_assert_int_gt(forced, 0);
+    free(r);
+}
+END_TEST
+
 /* A prefix refused writes nothing; each refusal names what is wrong. */
 START_TEST(prefix_errors)
 {
@@ -745,6 +775,7 @@ static Suite *decode_options_suite(void)
     tcase_add_test(c, an_older_struct_gets_no_processors);
     tcase_add_test(c, out_of_range_options_are_named);
     tcase_add_test(c, prefix_errors);
+    tcase_add_loop_test(c, forced_eos_ends_each_source_at_its_limit, 0, 3);
     tcase_add_loop_test(c, callback_streams_and_stops, 0, 6);
     tcase_add_loop_test(c, callback_cannot_rerun_its_decoding, 0, 3);
     tcase_add_loop_test(c, every_token_banned_ends_the_source, 0, 6);
