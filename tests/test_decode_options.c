@@ -392,6 +392,10 @@ START_TEST(out_of_range_options_are_named)
         {9, -1, NULL, "n_bad_words is -1"},
         {10, 0, NULL, "bad_word_lengths[1] is 0"},
         {11, V, NULL, "bad_words[2] is 11"},
+        {12, -2, NULL, "forced_eos_id -2"},
+        {12, V, NULL, "forced_eos_id 11"},
+        {13, 2, NULL, "beam_rules 2"},
+        {14, 3, NULL, "early_stopping 3"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_decode_options o;
@@ -407,6 +411,9 @@ START_TEST(out_of_range_options_are_named)
         case 7: o.forced_bos_id = (int32_t)bad[i].value; break;
         case 8: o.patience = (float)bad[i].value; break;
         case 9: o.n_bad_words = (int32_t)bad[i].value; break;
+        case 12: o.forced_eos_id = (int32_t)bad[i].value; break;
+        case 13: o.beam_rules = (int32_t)bad[i].value; break;
+        case 14: o.early_stopping = (int32_t)bad[i].value; break;
         default: { /* two words, one of them wrong */
             static int32_t words[3], lengths[2];
             words[0] = 3, words[1] = 4, words[2] = bad[i].field == 11 ? V : 5;
@@ -566,6 +573,36 @@ START_TEST(every_token_banned_ends_the_source)
     }
     for (int i = 0; !beam && i < B * T * V; i++)
         ck_assert(r->logits[i] == 0.0f && r->probs[i] == 0.0f);
+    free(r);
+}
+END_TEST
+
+/* forced_eos_id is the last token of every source that reaches its own
+ * limit (max_length_b here), under greedy decoding and both beam rules;
+ * a source that ends earlier ends with eos. */
+START_TEST(forced_eos_ends_each_source_at_its_limit)
+{
+    enum { LIMIT = 3, FORCED = 7 };
+    tfm_decode_options o;
+    case_options(&o, &decode_cases[0], _i == 0 ? TFM_DECODE_GREEDY : TFM_DECODE_BEAM, 1);
+    o.beam_rules = _i == 2 ? TFM_BEAM_RULES_TRANSFORMERS : TFM_BEAM_RULES_CTRANSLATE2;
+    o.max_length_b = LIMIT;
+    o.n_suppress_ids = o.n_bad_words = 0;
+    o.forced_eos_id = FORCED;
+    result *r = malloc(sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    decode(&o, NULL, r);
+    int rows = _i == 0 ? B : B * DECODE_N_BEST, forced = 0;
+    for (int i = 0; i < rows; i++) {
+        int length = r->lengths[i], last = length > 0 ? r->tokens[i * T1 + length - 1] : -1;
+        ck_assert_int_le(length, LIMIT + 1);
+        if (length == LIMIT + 1 && last == FORCED)
+            forced++;
+        else if (length > 0)
+            ck_assert_msg(last == o.eos_id, "row %d ends with %d after %d tokens", i, last,
+                          length);
+    }
+    ck_assert_int_gt(forced, 0);
     free(r);
 }
 END_TEST
@@ -738,6 +775,7 @@ static Suite *decode_options_suite(void)
     tcase_add_test(c, an_older_struct_gets_no_processors);
     tcase_add_test(c, out_of_range_options_are_named);
     tcase_add_test(c, prefix_errors);
+    tcase_add_loop_test(c, forced_eos_ends_each_source_at_its_limit, 0, 3);
     tcase_add_loop_test(c, callback_streams_and_stops, 0, 6);
     tcase_add_loop_test(c, callback_cannot_rerun_its_decoding, 0, 3);
     tcase_add_loop_test(c, every_token_banned_ends_the_source, 0, 6);

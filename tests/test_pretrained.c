@@ -47,36 +47,61 @@ static tfm_tensor *ids_of(const tfm__json *doc, const tfm__json_node *array)
     return t;
 }
 
+/* A fixture folder: its model and its expected.json, parsed. */
+typedef struct fixture {
+    char folder[512];
+    tfm_model *model;
+    char *text;
+    tfm__json doc;
+    const tfm__json_node *cases;
+} fixture;
+
+static void fixture_open(fixture *f, const char *family)
+{
+    char path[600];
+    snprintf(f->folder, sizeof f->folder, "%s/%s", FIXTURES, family);
+    f->model = tfm_model_from_pretrained(f->folder);
+    ck_assert_msg(f->model != NULL, "%s", tfm_last_error());
+    snprintf(path, sizeof path, "%s/expected.json", f->folder);
+    FILE *file = fopen(path, "rb");
+    ck_assert_ptr_nonnull(file);
+    fseek(file, 0, SEEK_END);
+    long size = ftell(file);
+    rewind(file);
+    f->text = malloc((size_t)size + 1);
+    ck_assert_uint_eq(fread(f->text, 1, (size_t)size, file), (size_t)size);
+    fclose(file);
+    ck_assert_int_eq(tfm__json_parse("expected.json", f->text, (size_t)size, size / 2 + 1,
+                                     &f->doc),
+                     TFM_OK);
+    f->cases = member(&f->doc, &f->doc.nodes[0], "cases");
+    ck_assert_ptr_nonnull(f->cases);
+    ck_assert_int_gt(f->cases->count, 0);
+}
+
+static void fixture_close(fixture *f)
+{
+    tfm__json_free(&f->doc);
+    free(f->text);
+    tfm_model_free(f->model);
+}
+
 START_TEST(logits_match_the_twins)
 {
-    char folder[512], path[600];
-    snprintf(folder, sizeof folder, "%s/%s", FIXTURES, families[_i]);
-    tfm_model *m = tfm_model_from_pretrained(folder);
-    ck_assert_msg(m != NULL, "%s", tfm_last_error());
-    snprintf(path, sizeof path, "%s/expected.json", folder);
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    char *text = malloc((size_t)size + 1);
-    ck_assert_uint_eq(fread(text, 1, (size_t)size, f), (size_t)size);
-    fclose(f);
-    tfm__json doc;
-    ck_assert_int_eq(tfm__json_parse("expected.json", text, (size_t)size, size / 2 + 1, &doc),
-                     TFM_OK);
-    snprintf(path, sizeof path, "%s/expected.safetensors", folder);
+    fixture f;
+    fixture_open(&f, families[_i]);
+    const tfm__json *doc = &f.doc;
+    tfm_model *m = f.model;
+    char path[600];
+    snprintf(path, sizeof path, "%s/expected.safetensors", f.folder);
     tfm_safetensors *expected = tfm_safetensors_open(path);
     ck_assert_ptr_nonnull(expected);
-    const tfm__json_node *cases = member(&doc, &doc.nodes[0], "cases");
-    ck_assert_ptr_nonnull(cases);
-    ck_assert_int_gt(cases->count, 0);
     double worst = 0.0;
     int index = 0;
-    for (uint32_t i = (uint32_t)(cases - doc.nodes) + 1; i < cases->next;
-         i = doc.nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(&doc, member(&doc, &doc.nodes[i], "input_ids"));
-        tfm_tensor *tgt = ids_of(&doc, member(&doc, &doc.nodes[i], "decoder_input_ids"));
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next, index++) {
+        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
+        tfm_tensor *tgt = ids_of(doc, member(doc, &doc->nodes[i], "decoder_input_ids"));
         int64_t T = tfm_tensor_dim(tgt, 1), V = tfm_model_tgt_vocab(m);
         tfm_tape *tape = tfm_tape_create();
         tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
@@ -101,9 +126,69 @@ START_TEST(logits_match_the_twins)
     ck_assert_msg(worst <= 1e-5, "%s: a logit differs by %g of (1 + |logit|)", families[_i],
                   worst);
     tfm_safetensors_close(expected);
-    tfm__json_free(&doc);
-    free(text);
-    tfm_model_free(m);
+    fixture_close(&f);
+}
+END_TEST
+
+/* An integer member of an object node, or `absent` when it is missing or
+ * null. */
+static int32_t integer_or(const tfm__json *doc, const tfm__json_node *object, const char *key,
+                          int32_t absent)
+{
+    const tfm__json_node *n = member(doc, object, key);
+    return n && n->type == TFM__JSON_NUMBER ? (int32_t)n->integer : absent;
+}
+
+/* Case `index` of a folder decoded with the model's published defaults and
+ * the run's options (num_beams, forced_bos_token_id): ids equal to the
+ * twin's, the decoder start token first. */
+static void check_run(tfm_model *m, const tfm__json *doc, const tfm__json_node *run,
+                      const tfm_tensor *src, const char *what)
+{
+    const tfm__json_node *options = member(doc, run, "options"), *ids = member(doc, run, "ids");
+    ck_assert_ptr_nonnull(options);
+    ck_assert_ptr_nonnull(ids);
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(m, &o), TFM_OK);
+    int32_t beams = integer_or(doc, options, "num_beams", 1);
+    o.strategy = beams > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    o.beam_size = beams > 1 ? beams : o.beam_size;
+    o.forced_bos_id = integer_or(doc, options, "forced_bos_token_id", o.forced_bos_id);
+    tfm_decoding *d = tfm_decoding_create(m, &o, 1, tfm_tensor_dim(src, 1));
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    int64_t T1 = o.max_length + 1;
+    int32_t *tokens = malloc((size_t)T1 * sizeof *tokens), length;
+    ck_assert_int_eq(tfm_decoding_run(d, src, tokens, T1, &length, 1, NULL, 0, NULL, 0, NULL, 0),
+                     TFM_OK);
+    char got[1024] = "", want[1024] = "";
+    for (int32_t i = 0; i < length; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), " %d", (int)tokens[i]);
+    for (uint32_t i = (uint32_t)(ids - doc->nodes) + 1; i < ids->next; i = doc->nodes[i].next)
+        snprintf(want + strlen(want), sizeof want - strlen(want), " %d",
+                 (int)doc->nodes[i].integer);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: libtfm%s, the twin%s", what, got, want);
+    free(tokens);
+    tfm_decoding_free(d);
+}
+
+START_TEST(tokens_match_the_twins)
+{
+    fixture f;
+    fixture_open(&f, families[_i]);
+    const tfm__json *doc = &f.doc;
+    int index = 0;
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next, index++) {
+        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
+        char what[600];
+        snprintf(what, sizeof what, "%s case %d greedy", families[_i], index);
+        check_run(f.model, doc, member(doc, &doc->nodes[i], "greedy"), src, what);
+        snprintf(what, sizeof what, "%s case %d beam", families[_i], index);
+        check_run(f.model, doc, member(doc, &doc->nodes[i], "beam"), src, what);
+        tfm_tensor_free(src);
+    }
+    fixture_close(&f);
 }
 END_TEST
 
@@ -121,6 +206,7 @@ static Suite *pretrained_suite(void)
     Suite *s = suite_create("pretrained");
     TCase *tc = tcase_create("twins");
     tcase_add_loop_test(tc, logits_match_the_twins, 0, FAMILIES);
+    tcase_add_loop_test(tc, tokens_match_the_twins, 0, FAMILIES);
     tcase_add_test(tc, t5_is_refused_by_name);
     suite_add_tcase(s, tc);
     return s;

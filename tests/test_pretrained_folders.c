@@ -391,8 +391,10 @@ START_TEST(corrupt_weights_are_named)
 END_TEST
 
 /* generation_config.json's defaults reach a decoding through
- * tfm_decode_options_from_model, lengths less the start token; a
- * decoding made with them never produces a bad word. */
+ * tfm_decode_options_from_model, lengths less the start token (20 when
+ * absent, as transformers'), with transformers' beam search; a decoding
+ * made with them never produces a bad word and ends with its forced eos
+ * (or the other end token). */
 START_TEST(published_decoding_defaults)
 {
     tfm_model *m = good_folder(MARIAN);
@@ -400,7 +402,8 @@ START_TEST(published_decoding_defaults)
                "{\"bad_words_ids\": [[1], [4, 5]], \"max_length\": 9, \"num_beams\": 3,"
                " \"decoder_start_token_id\": 1, \"eos_token_id\": [2, 3],"
                " \"forced_bos_token_id\": 7, \"min_length\": 3, \"length_penalty\": 0.5,"
-               " \"no_repeat_ngram_size\": 2, \"forced_eos_token_id\": 2}");
+               " \"no_repeat_ngram_size\": 2, \"forced_eos_token_id\": 2,"
+               " \"early_stopping\": \"never\"}");
     tfm_model *loaded = tfm_model_from_pretrained(folder);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     tfm_decode_options o;
@@ -423,6 +426,9 @@ START_TEST(published_decoding_defaults)
     ck_assert_int_eq(o.bad_word_lengths[1], 2);
     ck_assert_int_eq(o.bad_words[0], 1);
     ck_assert_int_eq(o.bad_words[2], 5);
+    ck_assert_int_eq(o.forced_eos_id, 2);
+    ck_assert_int_eq(o.beam_rules, TFM_BEAM_RULES_TRANSFORMERS);
+    ck_assert_int_eq(o.early_stopping, TFM_EARLY_STOPPING_NEVER);
     tfm_decoding *d = tfm_decoding_create(loaded, &o, 1, 5);
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, 5},
@@ -433,19 +439,31 @@ START_TEST(published_decoding_defaults)
     ck_assert_int_eq(tokens[1], 7); /* forced */
     for (int i = 1; i < lengths[0]; i++)
         ck_assert_int_ne(tokens[i], 1);
+    ck_assert(tokens[lengths[0] - 1] == 2 || tokens[lengths[0] - 1] == 3);
     tfm_tensor_free(src);
     tfm_decoding_free(d);
     tfm_model_free(loaded);
 
     /* older folders keep them in config.json */
     unlink(in_folder("generation_config.json"));
-    write_config(MARIAN, "swish", ", \"num_beams\": 4, \"max_length\": 6");
+    write_config(MARIAN, "swish", ", \"num_beams\": 4, \"max_length\": 6,"
+                 " \"early_stopping\": true");
     loaded = tfm_model_from_pretrained(folder);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     tfm_decode_options_init(&o);
     ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
     ck_assert_int_eq(o.beam_size, 4);
     ck_assert_int_eq(o.max_length, 5);
+    ck_assert_int_eq(o.early_stopping, TFM_EARLY_STOPPING_TRUE);
+    tfm_model_free(loaded);
+    write_text("generation_config.json", "{}");
+    loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.max_length, MAX_POS - 1); /* 20 - 1, capped by the positions */
+    ck_assert_int_eq(o.forced_eos_id, -1);
+    ck_assert_int_eq(o.early_stopping, TFM_EARLY_STOPPING_HEURISTIC);
     tfm_model_free(loaded);
 
     write_text("generation_config.json", "{\"bad_words_ids\": [[]]}");
@@ -456,6 +474,8 @@ START_TEST(published_decoding_defaults)
     expect_refusal(TFM_ERR_FORMAT, "generation_config.json's num_beams must be an integer");
     write_text("generation_config.json", "{\"length_penalty\": \"long\"}");
     expect_refusal(TFM_ERR_FORMAT, "length_penalty must be a number");
+    write_text("generation_config.json", "{\"early_stopping\": \"soon\"}");
+    expect_refusal(TFM_ERR_FORMAT, "early_stopping must be true, false or \"never\"");
     write_text("generation_config.json", "{\"eos_token_id\": []}");
     expect_refusal(TFM_ERR_FORMAT, "eos_token_id is an empty list");
     write_text("generation_config.json", "7");

@@ -36,6 +36,38 @@ enum {
     TFM_DECODE_BEAM = 2    /**< beam search */
 };
 
+/** Which beam search: one of the TFM_BEAM_RULES_ values. */
+typedef int32_t tfm_beam_rules;
+/** The beam searches. */
+enum {
+    /** CTranslate2's: the best min(beam_size, finished hypotheses still
+     * awaited) continuations each step; those ending in an end token
+     * finish, the others live on; a source stops at round(beam_size *
+     * patience) finished; lengths count the tokens generated. */
+    TFM_BEAM_RULES_CTRANSLATE2 = 0,
+    /** Hugging Face transformers' beam_search (BeamSearchScorer): the best
+     * 2 * beam_size continuations each step, in rank order an end token
+     * within the first beam_size finishes a hypothesis, the others refill
+     * beam_size live ones; at most round(beam_size * patience) finished
+     * hypotheses are kept (a better one replaces the worst); a source stops
+     * as early_stopping says, and at its length limit its live hypotheses
+     * join the finished ones; a hypothesis' length counts bos_id and not
+     * its end token; ties go to the later finished. */
+    TFM_BEAM_RULES_TRANSFORMERS = 1
+};
+
+/** When a TFM_BEAM_RULES_TRANSFORMERS search stops (transformers'
+ * early_stopping), once it has its finished hypotheses: */
+enum {
+    /** when the best live score / (its length ** length_penalty) cannot
+     * beat the worst finished (early_stopping false) */
+    TFM_EARLY_STOPPING_HEURISTIC = 0,
+    TFM_EARLY_STOPPING_TRUE = 1, /**< at once (early_stopping true) */
+    /** as HEURISTIC but with the length limit in place of the live
+     * length when length_penalty > 0 (early_stopping "never") */
+    TFM_EARLY_STOPPING_NEVER = 2
+};
+
 /** A run's tokens as they are chosen (the options' callback): source's
  * token at `position` of its output (1 is the first after bos_id), called
  * in order of positions for each source. Greedy decoding and sampling call
@@ -146,6 +178,17 @@ typedef struct tfm_decode_options {
      * (CTranslate2's return_attention over its default alignment layer,
      * with all heads). 0 (default): none kept, nothing allocated. */
     int32_t return_attention;
+    /** The token forced as the last a source may generate (at its length
+     * limit, max_length or max_length_a/_b's, less one: Hugging Face's
+     * ForcedEOSTokenLogitsProcessor), every other banned, its value 0
+     * (beam: log probability 0). Applied after forced_bos_id; -1 (default):
+     * none. */
+    int32_t forced_eos_id;
+    /** BEAM: whose beam search (TFM_BEAM_RULES_; default CTRANSLATE2). */
+    tfm_beam_rules beam_rules;
+    /** BEAM with TFM_BEAM_RULES_TRANSFORMERS: when it stops
+     * (TFM_EARLY_STOPPING_; default HEURISTIC). */
+    int32_t early_stopping;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
@@ -153,7 +196,8 @@ typedef struct tfm_decode_options {
  * no processors: min_length 0, repetition_penalty 1, no_repeat_ngram_size
  * 0, no suppressed tokens, no end tokens beside eos_id; max_length_a 0,
  * max_length_b INT32_MAX, forced_bos_id -1, patience 1; no bad words, no
- * callback; no attention kept. */
+ * callback; no attention kept; forced_eos_id -1, CTranslate2's beam
+ * search (early_stopping HEURISTIC, read only by transformers'). */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -170,8 +214,10 @@ TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
  * (transformers' less the start token, at most the positions the model
  * has), beam_size, length_penalty, temperature, top_k, top_p and, as far
  * as the caller's struct reaches, min_length, repetition_penalty,
- * no_repeat_ngram_size, the further eos ids, forced_bos_id and bad words
- * (pointing into the model: valid while it lives). TFM_ERR_NULL, or
+ * no_repeat_ngram_size, the further eos ids, forced_bos_id, bad words
+ * (pointing into the model: valid while it lives), forced_eos_id, and
+ * transformers' beam search (TFM_BEAM_RULES_TRANSFORMERS) with its
+ * early_stopping. TFM_ERR_NULL, or
  * TFM_ERR_ARG for an options struct too short to hold them. */
 TFM_API tfm_status tfm_decode_options_from_model(const tfm_model *model,
                                                  tfm_decode_options *options);

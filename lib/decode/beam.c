@@ -1,26 +1,73 @@
-/* Beam search: per source, a row per live hypothesis; each step keeps the
+/* Beam search: per source, a row per live hypothesis, under one of two
+ * rule sets (decode.h's tfm_beam_rules). CTranslate2's: each step keeps the
  * best min(beam, finish_count - finished) continuations of the processed
  * log probabilities (logits.c; a banned one never), where finish_count is
  * round(beam * patience); those ending in an end token finish, a source's
- * search stops at finish_count finished or at its length limit,
- * and the n_best finished ones are returned best first, their scores
- * normalised by length ** length_penalty. */
+ * search stops at finish_count finished or at its length limit.
+ * Transformers' (beam_search.py's BeamSearchScorer): the best 2 * beam
+ * continuations, an end token among the first beam finishes, the others
+ * refill the beam; the finish_count best finished are kept, and the search
+ * stops as early_stopping says. Either way the n_best finished ones are
+ * returned best first, their scores normalised by length ** length_penalty. */
 #include <math.h>
 #include <string.h>
 
 #include "decode/decode.h"
 
-/* The raw score of a hypothesis of `generated` tokens, length-normalised. */
-static double normalised(const tfm_decoding *d, double score, int64_t generated)
+/* The raw score of a hypothesis of `counted` tokens, length-normalised. */
+static double normalised(const tfm_decoding *d, double score, int64_t counted)
 {
-    return score / pow((double)generated, (double)d->o.length_penalty);
+    return score / pow((double)counted, (double)d->o.length_penalty);
+}
+
+static int transformers(const tfm_decoding *d)
+{
+    return d->o.beam_rules == TFM_BEAM_RULES_TRANSFORMERS;
+}
+
+/* Source b's finished hypothesis f + 1 moves to f (tokens, alignments,
+ * length and score). */
+static void move_down(tfm_decoding *d, int64_t f)
+{
+    int64_t T1 = d->max_len + 1;
+    memcpy(d->fin_tokens + f * T1, d->fin_tokens + (f + 1) * T1, (size_t)T1 * sizeof(int32_t));
+    if (d->alignments)
+        memcpy(alignments_of(d, d->fin_alignments, f),
+               alignments_of(d, d->fin_alignments, f + 1),
+               (size_t)(d->max_len * d->max_src_len) * sizeof(float));
+    d->fin_length[f] = d->fin_length[f + 1];
+    d->fin_score[f] = d->fin_score[f + 1];
+}
+
+/* The index (within source b's) of its worst finished hypothesis, the
+ * earliest of equals, as transformers' BeamHypotheses drops it. */
+static int64_t worst_of(const tfm_decoding *d, int64_t b)
+{
+    const double *score = d->fin_score + b * d->finish_count;
+    int64_t worst = 0;
+    for (int64_t i = 1; i < d->done[b]; i++)
+        worst = score[i] < score[worst] ? i : worst;
+    return worst;
 }
 
 /* Moves row r's hypothesis (its first `len` tokens, and the alignments
- * of those after bos_id) to source b's finished ones. */
-static void finish(tfm_decoding *d, int64_t b, int64_t r, int64_t len, double score)
+ * of those after bos_id) to source b's finished ones, scored by `counted`
+ * tokens. When they are full (transformers' rules) it replaces the worst
+ * if it is better, the others keeping their order of finishing. */
+static void finish(tfm_decoding *d, int64_t b, int64_t r, int64_t len, int64_t counted,
+                   double score)
 {
-    int64_t T1 = d->max_len + 1, f = b * d->finish_count + d->done[b]++;
+    int64_t T1 = d->max_len + 1, first = b * d->finish_count;
+    double value = normalised(d, score, counted);
+    if (d->done[b] == d->finish_count) {
+        int64_t worst = worst_of(d, b);
+        if (!(value > d->fin_score[first + worst]))
+            return;
+        for (int64_t i = first + worst; i < first + d->done[b] - 1; i++)
+            move_down(d, i);
+        d->done[b]--;
+    }
+    int64_t f = first + d->done[b]++;
     int32_t *out = d->fin_tokens + f * T1;
     memcpy(out, d->hist + r * T1, (size_t)len * sizeof *out);
     if (d->alignments)
@@ -29,20 +76,21 @@ static void finish(tfm_decoding *d, int64_t b, int64_t r, int64_t len, double sc
     for (int64_t i = len; i < T1; i++)
         out[i] = -1;
     d->fin_length[f] = (int32_t)len;
-    d->fin_score[f] = normalised(d, score, len - 1);
+    d->fin_score[f] = value;
 }
 
 /* Source b's live hypotheses end where they are, `len` tokens long (at
- * max_length or the source's own limit). */
+ * max_length or the source's own limit); CTranslate2 counts the tokens
+ * generated, transformers bos_id too. */
 static void end_live(tfm_decoding *d, int64_t b, int64_t len)
 {
-    int64_t K = d->beam;
+    int64_t K = d->beam, counted = transformers(d) ? len : len - 1;
     for (int32_t j = 0; j < d->live[b]; j++)
-        finish(d, b, b * K + j, len, d->sum[b * K + j]);
+        finish(d, b, b * K + j, len, counted, d->sum[b * K + j]);
     d->live[b] = 0;
 }
 
-/* One source's best candidates of a step, kept sorted [beam]. */
+/* One source's best candidates of a step, kept sorted [2 * beam]. */
 typedef struct candidates {
     double *score;
     int32_t *parent, *token;
@@ -50,7 +98,7 @@ typedef struct candidates {
 
 static candidates candidates_of(const tfm_decoding *d, int64_t b)
 {
-    int64_t at = b * d->beam;
+    int64_t at = b * 2 * d->beam;
     return (candidates){d->cand_score + at, d->cand_parent + at, d->cand_token + at};
 }
 
@@ -70,6 +118,20 @@ static void consider(const candidates *c, int64_t *count, int64_t width, double 
     c->score[pos] = score;
     c->parent[pos] = parent;
     c->token[pos] = token;
+}
+
+/* Source b's best `width` continuations of its live rows, whose log
+ * probabilities start at logp, into c; their count. */
+static int64_t best_continuations(const tfm_decoding *d, const candidates *c, int64_t b,
+                                  const float *logp, int64_t width)
+{
+    int64_t K = d->beam, V = d->vocab, count = 0;
+    for (int32_t j = 0; j < d->live[b]; j++) {
+        double base = d->sum[b * K + j];
+        for (int64_t v = 0; v < V; v++)
+            consider(c, &count, width, base + logp[j * V + v], j, (int32_t)v);
+    }
+    return count;
 }
 
 /* Source b's live rows take the hypotheses of their parents (tiles and
@@ -102,31 +164,70 @@ static void reorder(tfm_decoding *d, const candidates *c, int64_t b, int64_t n_n
         tfm__decode_reorder_tiles(d, c->parent, b, d->live[b], n_new, t);
 }
 
+/* Source b's candidates of step t, best first, split: an end token among
+ * the first `finishing` finishes its hypothesis (a later one is dropped),
+ * the others move to the front of c, up to `kept` of them; their count. */
+static int64_t split(tfm_decoding *d, const candidates *c, int64_t b, int64_t count,
+                     int64_t t, int64_t finishing, int64_t kept)
+{
+    int64_t K = d->beam, T1 = d->max_len + 1, n_new = 0;
+    for (int64_t i = 0; i < count && n_new < kept; i++) {
+        if (d->is_end[c->token[i]]) {
+            if (i >= finishing)
+                continue;
+            int64_t r = b * K + c->parent[i];
+            d->hist[r * T1 + t + 1] = c->token[i]; /* past the parent's tokens, rewritten if kept */
+            finish(d, b, r, t + 2, t + 1, c->score[i]);
+        } else {
+            c->score[n_new] = c->score[i];
+            c->parent[n_new] = c->parent[i];
+            c->token[n_new] = c->token[i];
+            n_new++;
+        }
+    }
+    return n_new;
+}
+
 /* One step of source b, whose live rows' log probabilities start at logp:
  * the best (beam - finished) continuations; those ending in eos finish. */
 static void advance(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
 {
-    int64_t K = d->beam, V = d->vocab, T1 = d->max_len + 1;
+    int64_t K = d->beam;
     int64_t width = d->finish_count - d->done[b] < K ? d->finish_count - d->done[b] : K;
-    int64_t count = 0;
     candidates c = candidates_of(d, b);
-    for (int32_t j = 0; j < d->live[b]; j++) {
-        double base = d->sum[b * K + j];
-        for (int64_t v = 0; v < V; v++)
-            consider(&c, &count, width, base + logp[j * V + v], j, (int32_t)v);
-    }
-    int64_t n_new = 0;
-    for (int64_t i = 0; i < count; i++) {
-        if (d->is_end[c.token[i]]) {
-            int64_t r = b * K + c.parent[i];
-            d->hist[r * T1 + t + 1] = c.token[i]; /* past the parent's tokens, rewritten if kept */
-            finish(d, b, r, t + 2, c.score[i]);
-        } else {
-            c.score[n_new] = c.score[i];
-            c.parent[n_new] = c.parent[i];
-            c.token[n_new] = c.token[i];
-            n_new++;
-        }
+    int64_t count = best_continuations(d, &c, b, logp, width);
+    int64_t n_new = split(d, &c, b, count, t, count, count);
+    reorder(d, &c, b, n_new, t);
+    d->live[b] = (int32_t)n_new;
+}
+
+/* Whether source b's search is over after a step whose best candidate
+ * scored `best` with live hypotheses of `len` tokens (BeamHypotheses'
+ * is_done). */
+static int transformers_done(const tfm_decoding *d, int64_t b, double best, int64_t len)
+{
+    if (d->done[b] < d->finish_count)
+        return 0;
+    if (d->o.early_stopping == TFM_EARLY_STOPPING_TRUE)
+        return 1;
+    if (d->o.early_stopping == TFM_EARLY_STOPPING_NEVER && d->o.length_penalty > 0.0f)
+        len = d->max_len + 1;
+    return d->fin_score[b * d->finish_count + worst_of(d, b)] >= normalised(d, best, len);
+}
+
+/* advance under transformers' rules: of the best 2 * beam continuations, in
+ * rank order, an end token within the first beam finishes, the others
+ * refill the beam. */
+static void advance_transformers(tfm_decoding *d, int64_t b, const float *logp, int64_t t)
+{
+    int64_t K = d->beam;
+    candidates c = candidates_of(d, b);
+    int64_t count = best_continuations(d, &c, b, logp, 2 * K);
+    double best = count > 0 ? c.score[0] : -INFINITY;
+    int64_t n_new = split(d, &c, b, count, t, K, K);
+    if (count == 0 || transformers_done(d, b, best, t + 1)) {
+        d->live[b] = 0;
+        return;
     }
     reorder(d, &c, b, n_new, t);
     d->live[b] = (int32_t)n_new;
@@ -177,20 +278,25 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
         const float *logp = g->logits;
         for (int64_t b = first; b < last; b++) {
             int32_t live = d->live[b];
-            if (live > 0)
+            if (live > 0 && transformers(d))
+                advance_transformers(d, b, logp, t);
+            else if (live > 0)
                 advance(d, b, logp, t);
             logp += live * V;
         }
     }
     for (int64_t b = first; b < last; b++) {
         end_live(d, b, T1);
-        /* best first; an equal score keeps the order of finishing */
-        int32_t found = d->done[b];
+        /* best first; an equal score keeps the order of finishing
+         * (transformers': the later first) */
+        int32_t found = d->done[b], later_first = transformers(d);
         const double *score = d->fin_score + b * F;
         int32_t *rank = d->rank + b * F;
         for (int32_t i = 0; i < found; i++) {
             int32_t pos = i;
-            for (; pos > 0 && score[i] > score[rank[pos - 1]]; pos--)
+            for (; pos > 0 && (score[i] > score[rank[pos - 1]] ||
+                               (later_first && score[i] == score[rank[pos - 1]]));
+                 pos--)
                 rank[pos] = rank[pos - 1];
             rank[pos] = i;
         }

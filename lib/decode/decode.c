@@ -98,6 +98,7 @@ void tfm_decode_options_init_sized(tfm_decode_options *o, uint32_t struct_size)
     d.max_length_b = INT32_MAX;
     d.forced_bos_id = -1;
     d.patience = 1.0f;
+    d.forced_eos_id = -1;
     tfm__init_options(o, struct_size, &d, sizeof d);
 }
 
@@ -181,6 +182,20 @@ static int check_processors(const char *op, const tfm_model_options *mo,
     if (o->forced_bos_id < -1 || o->forced_bos_id >= mo->tgt_vocab) {
         tfm__fail(TFM_ERR_ARG, "%s: forced_bos_id %d must be a target token id or -1", op,
                   (int)o->forced_bos_id);
+        return -1;
+    }
+    if (o->forced_eos_id < -1 || o->forced_eos_id >= mo->tgt_vocab) {
+        tfm__fail(TFM_ERR_ARG, "%s: forced_eos_id %d must be a target token id or -1", op,
+                  (int)o->forced_eos_id);
+        return -1;
+    }
+    if ((o->beam_rules != TFM_BEAM_RULES_CTRANSLATE2 &&
+         o->beam_rules != TFM_BEAM_RULES_TRANSFORMERS) ||
+        o->early_stopping < TFM_EARLY_STOPPING_HEURISTIC ||
+        o->early_stopping > TFM_EARLY_STOPPING_NEVER) {
+        tfm__fail(TFM_ERR_ARG, "%s: beam_rules %d must be a TFM_BEAM_RULES_ value and "
+                  "early_stopping %d a TFM_EARLY_STOPPING_ one", op, (int)o->beam_rules,
+                  (int)o->early_stopping);
         return -1;
     }
     if (!(o->patience >= 0.01f && o->patience <= 64.0f)) {
@@ -422,8 +437,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     }
     if (ok && o.strategy == TFM_DECODE_BEAM)
         ok = BUFFER(live, max_batch) && BUFFER(done, max_batch) &&
-             BUFFER(cand_parent, rows) && BUFFER(cand_token, rows) &&
-             BUFFER(cand_score, rows) && BUFFER(rank, finished) &&
+             BUFFER(cand_parent, 2 * rows) && BUFFER(cand_token, 2 * rows) &&
+             BUFFER(cand_score, 2 * rows) && BUFFER(rank, finished) &&
              BUFFER(fin_tokens, finished * (T + 1)) &&
              BUFFER(fin_length, finished) && BUFFER(fin_score, finished) &&
              BUFFER(hist_tmp, rows * (T + 1)) &&

@@ -71,7 +71,7 @@ struct tfm_decoding {
     double *sum;
     float *probs;
     /* beam search: live and finished hypotheses per source; per source,
-     * this step's best candidates [beam], the finished hypotheses
+     * this step's best candidates [2 * beam], the finished hypotheses
      * [beam][max_len + 1] and the scratch to reorder its rows */
     int32_t *live, *done, *cand_parent, *cand_token, *fin_tokens, *fin_length, *rank;
     int32_t *table_tmp;    /* [rows][self_tiled / BLOCK] */

@@ -2,7 +2,8 @@
  * normaliser, whose finiteness says whether they are usable, and the
  * logits processors, one function each, in the order of Hugging Face's
  * generate (its _get_logits_processor): repetition penalty, no repeated
- * n-grams, bad words, the minimum length, the forced first token, suppressed tokens,
+ * n-grams, bad words, the minimum length, the forced first token, the forced
+ * last token, suppressed tokens,
  * the forced prefix (ForceTokensLogitsProcessor, last as there). Greedy and sampling
  * process the logits, beam search the log probabilities, as generate does;
  * a banned token's value becomes -inf. A row's "tokens so far" are its
@@ -96,7 +97,8 @@ static void min_length(const tfm_decoding *d, float *scores, int64_t generated)
         scores[d->ends[i]] = -INFINITY;
 }
 
-/* ForcedBOSTokenLogitsProcessor and ForceTokensLogitsProcessor: only
+/* ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor and
+ * ForceTokensLogitsProcessor: only
  * `token` can be chosen, its value 0. */
 static void force(float *scores, int64_t V, int32_t token)
 {
@@ -124,6 +126,8 @@ void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so
     min_length(d, scores, generated);
     if (d->o.forced_bos_id >= 0 && generated == 0)
         force(scores, d->vocab, d->o.forced_bos_id);
+    if (d->o.forced_eos_id >= 0 && generated == d->limit[source] - 1)
+        force(scores, d->vocab, d->o.forced_eos_id);
     suppress_tokens(d, scores);
     int32_t prefix = d->forced[source * d->max_len + generated];
     if (prefix >= 0)
@@ -134,5 +138,5 @@ int tfm__decode_processing(const tfm_decoding *d)
 {
     return d->o.repetition_penalty != 1.0f || d->o.no_repeat_ngram_size > 0 ||
            d->o.min_length > 0 || d->o.n_suppress_ids > 0 || d->o.forced_bos_id >= 0 ||
-           d->o.n_bad_words > 0;
+           d->o.n_bad_words > 0 || d->o.forced_eos_id >= 0;
 }

@@ -36,6 +36,11 @@ static void published_defaults(const tfm__generation *g, tfm_decode_options *o)
         o->bad_word_lengths = g->bad_word_lengths;
         o->n_bad_words = g->n_bad_words;
     }
+    if (HAS(o, early_stopping)) {
+        o->forced_eos_id = g->forced_eos_id;
+        o->beam_rules = TFM_BEAM_RULES_TRANSFORMERS;
+        o->early_stopping = g->early_stopping;
+    }
 }
 
 tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_options *options)

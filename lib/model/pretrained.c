@@ -359,6 +359,22 @@ static int end_tokens(loader *l, tfm_model_options *o, tfm__generation *g)
     return 0;
 }
 
+/* early_stopping: true, false or "never" (TFM_EARLY_STOPPING_). */
+static int early_stopping(loader *l, int32_t *out)
+{
+    const char *never = config_string(l, "early_stopping");
+    if (never && strcmp(never, "never") == 0) {
+        *out = TFM_EARLY_STOPPING_NEVER;
+        return 0;
+    }
+    if (never) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's early_stopping must be true, false or \"never\"",
+                  l->ctx, l->doc_name);
+        return -1;
+    }
+    return config_bool(l, "early_stopping", TFM_EARLY_STOPPING_HEURISTIC, out);
+}
+
 /* The decoding defaults, from generation_config.json, or from config.json
  * where older folders keep them; transformers' lengths count the decoder
  * start token, libtfm's do not. */
@@ -385,10 +401,12 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
             return -1;
         }
     }
-    int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, start;
+    int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, forced_eos,
+        start;
     int32_t sample;
     int64_t vocab = o->tgt_vocab, longest = o->max_tgt_len;
-    if (config_int(l, "max_length", 0, -1, 1, INT32_MAX, &max_length) < 0 ||
+    /* transformers' GenerationConfig default: 20 tokens, the start token one of them */
+    if (config_int(l, "max_length", 0, 20, 1, INT32_MAX, &max_length) < 0 ||
         config_int(l, "max_new_tokens", 0, -1, 1, INT32_MAX, &max_new) < 0 ||
         config_int(l, "min_length", 0, -1, 0, INT32_MAX, &min_length) < 0 ||
         config_int(l, "min_new_tokens", 0, -1, 0, INT32_MAX, &min_new) < 0 ||
@@ -401,6 +419,8 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         config_float(l, "repetition_penalty", 1.0f, 1e-6, 1e6, &g->repetition_penalty) < 0 ||
         config_int(l, "no_repeat_ngram_size", 0, 0, 0, INT32_MAX, &ngram) < 0 ||
         config_int(l, "forced_bos_token_id", 0, -1, 0, vocab - 1, &forced) < 0 ||
+        config_int(l, "forced_eos_token_id", 0, -1, 0, vocab - 1, &forced_eos) < 0 ||
+        early_stopping(l, &g->early_stopping) < 0 ||
         config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
         end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0)
         return -1;
@@ -409,11 +429,12 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
     g->beam_size = (int32_t)beams;
     g->top_k = (int32_t)top_k;
     /* never past the positions the model has (the start token takes one) */
-    int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : longest - 1;
+    int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : 1;
     g->max_length = (int32_t)(length < longest - 1 ? length : longest - 1);
     g->min_length = (int32_t)(min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0);
     g->no_repeat_ngram_size = (int32_t)ngram;
     g->forced_bos_id = (int32_t)forced;
+    g->forced_eos_id = (int32_t)forced_eos;
     return 0;
 }
 
