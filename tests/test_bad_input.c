@@ -575,6 +575,7 @@ static tfm_model *model_with(int field, double value)
     case 29: o.embedding_norm = (int32_t)value; break;
     case 30: o.feed_forward_bias = (int32_t)value; break;
     case 31: o.rms_norm = (int32_t)value; break;
+    case 32: o.gated_feed_forward = (int32_t)value; break;
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -1637,6 +1638,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(29, 2));
     NUL(tfm_model_create, E_ARG, model_with(30, -1));
     NUL(tfm_model_create, E_ARG, model_with(31, 2));
+    NUL(tfm_model_create, E_ARG, model_with(32, -1));
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));

@@ -432,6 +432,7 @@ static const struct option_field {
     FIELD(pad_id, ID_FIELD),           FIELD(tie_generator, FLAG_FIELD),
     FIELD(position_offset, SIZE_FIELD), FIELD(embedding_norm, FLAG_FIELD),
     FIELD(feed_forward_bias, FLAG_FIELD), FIELD(rms_norm, FLAG_FIELD),
+    FIELD(gated_feed_forward, FLAG_FIELD),
 };
 #undef FIELD
 enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };

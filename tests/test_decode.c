@@ -18,11 +18,11 @@
 enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
 
 /* Small models of every configuration the decoder supports. */
-enum { PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, MARIAN, MBART, M2M100, RMS, KINDS };
+enum { PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, MARIAN, MBART, M2M100, RMS, T5, KINDS };
 static const char *const kind_name[KINDS] = {"plain", "tutorial 003", "pre-norm",
                                              "no decoder layers", "Marian's pieces",
                                              "mBART's pieces", "M2M100's pieces",
-                                             "RMS norms"};
+                                             "RMS norms", "T5's pieces"};
 
 /* The target vocabulary: the source's when the embeddings are shared. */
 static int64_t vocab_of(int kind)
@@ -122,6 +122,14 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
         o.embedding_norm = 1;
         o.bias = 0;
         o.feed_forward_bias = 0;
+    } else if (kind == T5) {
+        o.norm_first = 1;
+        o.rms_norm = 1;
+        o.bias = 0;
+        o.feed_forward_bias = 0;
+        o.fused_qkv = 0;
+        o.gated_feed_forward = 1;
+        o.activation = TFM_ACTIVATION_GELU_TANH;
     } else if (kind == M2M100) {
         o.norm_first = 1;
         o.positions = TFM_POSITIONS_SINUSOIDAL_FAIRSEQ;

@@ -138,6 +138,9 @@ typedef struct tfm_model_options {
     /** 1: every norm (layers', stacks', embeddings') an RMS norm without
      * bias (T5's); 0 (default): layer norms. */
     int32_t rms_norm;
+    /** 1: gated feed-forwards (tfm_block_options' gated_feed_forward: T5
+     * v1.1's gated GELU); 0 (default): plain ones. */
+    int32_t gated_feed_forward;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,

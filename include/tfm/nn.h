@@ -239,6 +239,11 @@ typedef struct tfm_block_options {
     /** 1: every norm an RMS norm (tfm_rms_norm_create: T5's), 0 (default):
      * layer norms */
     int32_t rms_norm;
+    /** 1: a gated feed-forward, linear2(act(linear1(x)) * linear_up(x)),
+     * with NAME.linear_up [d_ff, d_model] (T5 v1.1's wi_0, wi_1, wo;
+     * LLaMA's gate, up and down projections); 0 (default):
+     * linear2(act(linear1(x))) */
+    int32_t gated_feed_forward;
 } tfm_block_options;
 
 /** Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout

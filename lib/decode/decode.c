@@ -356,6 +356,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->heads = b->heads;
     d->dk = b->d_model / b->heads;
     d->d_ff = b->d_ff;
+    d->ff_row = b->gated_feed_forward ? 2 * b->d_ff : b->d_ff;
     d->vocab = model->options.tgt_vocab;
     d->layers = model->options.decoder_layers;
     d->rows = max_batch * beam;
@@ -379,7 +380,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double alignments = o.return_attention
                             ? rows * (double)d->heads * S + (2 * rows + finished) * T * S
                             : 0.0;
-    double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) + finished * (T + 3) +
+    double floats = rows * (6 * D + (double)d->ff_row + V + 2 * (T + 1)) + finished * (T + 3) +
                     alignments +
                     (o.use_cache ? self_cache + cross_cache + 2 * encoded : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
@@ -393,7 +394,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
              BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
              BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
-             BUFFER(ff, rows * (double)d->d_ff) && BUFFER(logits, rows * V) &&
+             BUFFER(ff, rows * (double)d->ff_row) && BUFFER(logits, rows * V) &&
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
              BUFFER(order, V) && BUFFER(probs, V) && BUFFER(ends, o.n_eos_ids + 1) &&
              BUFFER(is_end, V) && BUFFER(suppress_ids, o.n_suppress_ids) &&
@@ -436,7 +437,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
-    double weights = L * (8 * D * D + 2 * D * (double)d->d_ff) + V * D; /* the decoder's */
+    /* the decoder's */
+    double weights = L * (8 * D * D + D * (double)(d->d_ff + d->ff_row)) + V * D;
     d->min_rows = weights * sizeof(float) > GROUP_CACHE_BYTES ? WIDE_GROUP_ROWS : GROUP_MIN_ROWS;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
@@ -500,7 +502,7 @@ static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int w
 {
     int64_t row = first * d->beam, D = d->d;
     return (group){first, count, d->x + row * D, d->h + row * D, d->y + row * D,
-                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
+                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->ff_row,
                    d->logits + row * d->vocab,
                    d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
                    d->processed ? d->processed + worker * d->vocab : NULL, d->active + row, split,

@@ -32,6 +32,9 @@ struct tfm_decoding {
     int64_t max_batch, max_src_len, max_len; /* max_len: options.max_length */
     int64_t beam;          /* rows per source: beam_size for beam search, else 1 */
     int64_t d, heads, dk, d_ff, vocab;
+    /* the feed-forward's floats per row: d_ff, or when gated 2 d_ff (the
+     * activated hidden, then linear_up's) */
+    int64_t ff_row;
     int64_t rows;          /* max_batch * beam */
     int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
     int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */

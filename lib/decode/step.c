@@ -79,6 +79,13 @@ static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, c
     tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
     tfm__activation_rows(ff->activation, hv, n * width, hv);
+    const tfm_layer *up = ff->children[TFM__FF_LINEAR_UP];
+    if (up) {
+        float *upv = g->ff + n * width; /* the group's second half (ff_row) */
+        tfm__decode_linear(up, in, n, upv, width);
+        for (int64_t i = 0; i < n * width; i++)
+            hv[i] *= upv[i];
+    }
     tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }
 

@@ -17,7 +17,7 @@
 #define BLOCK_FIELDS(X)                                                        \
     X(d_model) X(heads) X(d_ff) X(dropout) X(activation) X(norm_first)        \
     X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)     \
-    X(feed_forward_bias) X(rms_norm)
+    X(feed_forward_bias) X(rms_norm) X(gated_feed_forward)
 
 void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 {

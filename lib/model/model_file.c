@@ -63,10 +63,11 @@ static const tfm__field fields[] = {
     {"embedding_norm", TFM__FIELD_I32, AT(embedding_norm), 0, 1, NULL},
     {"feed_forward_bias", TFM__FIELD_I32, AT(feed_forward_bias), 0, 1, NULL},
     {"rms_norm", TFM__FIELD_I32, AT(rms_norm), 0, 1, NULL},
+    {"gated_feed_forward", TFM__FIELD_I32, AT(gated_feed_forward), 0, 1, NULL},
 };
 #undef AT
 /* Every file holds the fields before bos_id; the later ones may be absent. */
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 8,
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 9,
        REQUIRED_FIELDS = FIELD_COUNT - OPTIONAL_FIELDS };
 
 /* --- the one check ----------------------------------------------------------------- */
