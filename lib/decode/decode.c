@@ -407,7 +407,9 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
              BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
-             BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
+             BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS) &&
+             (!model->tgt_relative_bias ||
+              BUFFER(position_bias, (double)d->heads * Tp * TFM__MAX_THREADS));
     else if (ok)
         ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
              BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
@@ -462,7 +464,7 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->processed, d->limit, d->forced, d->bad_words,
                        d->bad_word_lengths, d->head_weights, d->alignments,
                        d->alignments_tmp, d->fin_alignments, (void *)d->result,
-                       d->result_rows};
+                       d->result_rows, d->position_bias};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -505,8 +507,9 @@ static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int w
                    d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->ff_row,
                    d->logits + row * d->vocab,
                    d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
-                   d->processed ? d->processed + worker * d->vocab : NULL, d->active + row, split,
-                   -1};
+                   d->processed ? d->processed + worker * d->vocab : NULL,
+                   d->position_bias ? d->position_bias + worker * d->heads * d->self_tiled : NULL,
+                   d->active + row, split, -1};
 }
 
 /* A run's groups, which the threads take in turn. */

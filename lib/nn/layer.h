@@ -36,6 +36,7 @@ struct tfm_layer {
     int32_t norm_first;
     int32_t fused;
     int32_t rms;                  /* a norm without mean or bias (RMS norm) */
+    int32_t unscaled;             /* attention scores not divided by sqrt(d_k) */
     int64_t d_model;
     int32_t n_children;
     tfm_layer **children;         /* sublayers, owned; meaning fixed per kind */
@@ -116,6 +117,11 @@ typedef struct tfm__masks {
 } tfm__masks;
 int tfm__attention_mask(tfm_tape *tape, const char *op, const tfm__masks *given,
                         const int64_t *scores, const tfm_tensor **out);
+
+/* A mask in the additive form: a float32 one as it is, an int32 keep-mask
+ * as 0 where kept and -inf where not (a constant on the tape); NULL with
+ * the error set. */
+const tfm_tensor *tfm__mask_additive(tfm_tape *tape, const char *op, const tfm_tensor *mask);
 
 /* The encoder and decoder stacks' forwards for op, the public call; the
  * decoder's last layer's cross-attention weights [B, heads, T, S] go to

@@ -74,6 +74,7 @@ static tfm_layer *make_attention(const char *op, tfm_params *params, const char 
     a.dropout = o->dropout;
     a.trainable_scale = o->trainable_scale;
     a.scale_init = o->scale_init;
+    a.unscaled = o->unscaled_attention;
     return tfm_attention_create(params, full, &a, rng);
 }
 
