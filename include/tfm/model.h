@@ -314,8 +314,10 @@ TFM_API tfm_tensor *tfm_model_forward(
 /** A new model, caller-owned, from a folder as Hugging Face transformers
  * saves an encoder-decoder (save_pretrained with safetensors): config.json
  * and model.safetensors, or model.safetensors.index.json and the shards
- * it names. Families: model_type "marian", "bart", "mbart" and "m2m_100"
- * (which NLLB uses); activation_function relu, gelu, silu/swish, gelu_new
+ * it names. Families: model_type "marian", "bart", "mbart", "m2m_100"
+ * (which NLLB uses) and "t5" (original T5 and v1.1/Flan-T5, with
+ * num_heads * d_kv equal to d_model); activation_function (T5:
+ * feed_forward_proj "ACT" or "gated-ACT") relu, gelu, silu/swish, gelu_new
  * or gelu_pytorch_tanh. The options follow the family (norms, positions,
  * offsets) and the config (sizes, scale_embedding, tie_word_embeddings);
  * bos_id is decoder_start_token_id, the first decoder input. Every
