@@ -126,20 +126,7 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
         o.embedding_norm = 1;
         o.bias = 0;
         o.feed_forward_bias = 0;
-    } else if (kind == T5) {
-        o.norm_first = 1;
-        o.rms_norm = 1;
-        o.bias = 0;
-        o.feed_forward_bias = 0;
-        o.fused_qkv = 0;
-        o.gated_feed_forward = 1;
-        o.activation = TFM_ACTIVATION_GELU_TANH;
-        o.positions = TFM_POSITIONS_NONE;
-        o.unscaled_attention = 1;
-        /* MAXT 16 reaches the logarithmic buckets and the last one */
-        o.relative_attention_buckets = 8;
-        o.relative_attention_max_distance = 10;
-    } else if (kind == T5_ORIGINAL) {
+    } else if (kind == T5 || kind == T5_ORIGINAL) {
         o.norm_first = 1;
         o.rms_norm = 1;
         o.bias = 0;
@@ -147,12 +134,20 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
         o.fused_qkv = 0;
         o.positions = TFM_POSITIONS_NONE;
         o.unscaled_attention = 1;
-        o.relative_attention_buckets = 10;
-        o.relative_attention_max_distance = 12;
-        o.share_embeddings = 1;
-        o.tgt_vocab = o.src_vocab;
-        o.tie_generator = 1;
-        o.generator_rescale = 1;
+        if (kind == T5) { /* v1.1: gated GELU, its own output projection */
+            o.gated_feed_forward = 1;
+            o.activation = TFM_ACTIVATION_GELU_TANH;
+            /* MAXT 16 reaches the logarithmic buckets and the last one */
+            o.relative_attention_buckets = 8;
+            o.relative_attention_max_distance = 10;
+        } else { /* the original: relu, tied and rescaled output */
+            o.relative_attention_buckets = 10;
+            o.relative_attention_max_distance = 12;
+            o.share_embeddings = 1;
+            o.tgt_vocab = o.src_vocab;
+            o.tie_generator = 1;
+            o.generator_rescale = 1;
+        }
     } else if (kind == M2M100) {
         o.norm_first = 1;
         o.positions = TFM_POSITIONS_SINUSOIDAL_FAIRSEQ;
