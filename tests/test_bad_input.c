@@ -575,6 +575,14 @@ static tfm_model *model_with(int field, double value)
     case 29: o.embedding_norm = (int32_t)value; break;
     case 30: o.feed_forward_bias = (int32_t)value; break;
     case 31: o.rms_norm = (int32_t)value; break;
+    case 32: o.gated_feed_forward = (int32_t)value; break;
+    case 33: o.unscaled_attention = (int32_t)value; break;
+    case 34: o.unscaled_attention = 1; o.trainable_scale = (int32_t)value; break;
+    case 35: o.relative_attention_buckets = (int32_t)value;
+             o.relative_attention_max_distance = 128; break;
+    case 36: o.relative_attention_buckets = 32;
+             o.relative_attention_max_distance = (int32_t)value; break;
+    case 37: o.generator_rescale = (int32_t)value; break;
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -1594,7 +1602,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(3, -1));
     NUL(tfm_model_create, E_ARG, model_with(4, 0));
     NUL(tfm_model_create, E_ARG, model_with(5, 0));
-    NUL(tfm_model_create, E_ARG, model_with(6, 4));
+    NUL(tfm_model_create, E_ARG, model_with(6, 5));
     NUL(tfm_model_create, E_ARG, model_with(6, -1));
     NUL(tfm_model_create, E_ARG, model_with(7, 3));
     NUL(tfm_model_create, E_ARG, model_with(7, -1));
@@ -1637,6 +1645,14 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(29, 2));
     NUL(tfm_model_create, E_ARG, model_with(30, -1));
     NUL(tfm_model_create, E_ARG, model_with(31, 2));
+    NUL(tfm_model_create, E_ARG, model_with(32, -1));
+    NUL(tfm_model_create, E_ARG, model_with(33, 2));
+    NUL(tfm_model_create, E_ARG, model_with(34, 1)); /* unscaled has no scale */
+    NUL(tfm_model_create, E_ARG, model_with(35, 2));  /* too few to halve twice */
+    NUL(tfm_model_create, E_ARG, model_with(35, 65537));
+    NUL(tfm_model_create, E_ARG, model_with(36, 16)); /* not past the exact half */
+    NUL(tfm_model_create, E_ARG, model_with(36, 0));
+    NUL(tfm_model_create, E_ARG, model_with(37, 2));
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));

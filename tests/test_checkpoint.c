@@ -433,6 +433,9 @@ static const struct option_field {
     FIELD(pad_id, ID_FIELD),           FIELD(tie_generator, FLAG_FIELD),
     FIELD(position_offset, SIZE_FIELD), FIELD(embedding_norm, FLAG_FIELD),
     FIELD(feed_forward_bias, FLAG_FIELD), FIELD(rms_norm, FLAG_FIELD),
+    FIELD(gated_feed_forward, FLAG_FIELD), FIELD(unscaled_attention, FLAG_FIELD),
+    FIELD(relative_attention_buckets, COUNT_FIELD),
+    FIELD(relative_attention_max_distance, COUNT_FIELD), FIELD(generator_rescale, FLAG_FIELD),
 };
 #undef FIELD
 enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
@@ -442,7 +445,7 @@ enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
 static const double size_edges[] = {-1, 0, 1, 2, 3, 4, 8, 13, 2147483649.0, 1e18};
 static const double count_edges[] = {INT32_MIN, -1, 0, 1, 2, 3, 4097, INT32_MAX};
 static const double flag_edges[] = {-1, 0, 1, 2, INT32_MAX};
-static const double choice_edges[] = {-1, 0, 1, 2, 3, 100};
+static const double choice_edges[] = {-1, 0, 1, 2, 3, 4, 100};
 static const double id_edges[] = {-2, -1, 0, 1, 12, 13, 16, 17, INT32_MAX};
 static const float float_edges[] = {
     NAN, INFINITY, -INFINITY, -FLT_MAX, -2.0f, -1.0f, -0.5f, -1e-40f, -0.0f, 0.0f,
@@ -490,8 +493,8 @@ static void small_model_options(tfm_model_options *o)
 static void field_text(const tfm_model_options *o, const struct option_field *f, char *out,
                        size_t size)
 {
-    static const char *const choices[3][4] = {{"sinusoidal", "learned", "sinusoidal_halves",
-                                               "sinusoidal_fairseq"},
+    static const char *const choices[3][5] = {{"sinusoidal", "learned", "sinusoidal_halves",
+                                               "sinusoidal_fairseq", "none"},
                                               {"none", "sqrt_d", "trainable"},
                                               {"relu", "gelu", "silu", "gelu_tanh"}};
     const char *at = (const char *)o + f->offset;

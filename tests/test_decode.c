@@ -18,16 +18,20 @@
 enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
 
 /* Small models of every configuration the decoder supports. */
-enum { PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, MARIAN, MBART, M2M100, RMS, KINDS };
+enum {
+    PLAIN, TUTORIAL_003, PRE_NORM, NO_DECODER_LAYERS, MARIAN, MBART, M2M100, RMS, T5,
+    T5_ORIGINAL, KINDS
+};
 static const char *const kind_name[KINDS] = {"plain", "tutorial 003", "pre-norm",
                                              "no decoder layers", "Marian's pieces",
                                              "mBART's pieces", "M2M100's pieces",
-                                             "RMS norms"};
+                                             "RMS norms", "T5 v1.1's pieces",
+                                             "original T5's pieces"};
 
 /* The target vocabulary: the source's when the embeddings are shared. */
 static int64_t vocab_of(int kind)
 {
-    return kind == PRE_NORM || kind == MARIAN ? 13 : 11;
+    return kind == PRE_NORM || kind == MARIAN || kind == T5_ORIGINAL ? 13 : 11;
 }
 
 static float *param(tfm_model *m, const char *name)
@@ -122,6 +126,28 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
         o.embedding_norm = 1;
         o.bias = 0;
         o.feed_forward_bias = 0;
+    } else if (kind == T5 || kind == T5_ORIGINAL) {
+        o.norm_first = 1;
+        o.rms_norm = 1;
+        o.bias = 0;
+        o.feed_forward_bias = 0;
+        o.fused_qkv = 0;
+        o.positions = TFM_POSITIONS_NONE;
+        o.unscaled_attention = 1;
+        if (kind == T5) { /* v1.1: gated GELU, its own output projection */
+            o.gated_feed_forward = 1;
+            o.activation = TFM_ACTIVATION_GELU_TANH;
+            /* MAXT 16 reaches the logarithmic buckets and the last one */
+            o.relative_attention_buckets = 8;
+            o.relative_attention_max_distance = 10;
+        } else { /* the original: relu, tied and rescaled output */
+            o.relative_attention_buckets = 10;
+            o.relative_attention_max_distance = 12;
+            o.share_embeddings = 1;
+            o.tgt_vocab = o.src_vocab;
+            o.tie_generator = 1;
+            o.generator_rescale = 1;
+        }
     } else if (kind == M2M100) {
         o.norm_first = 1;
         o.positions = TFM_POSITIONS_SINUSOIDAL_FAIRSEQ;

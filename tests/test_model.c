@@ -469,6 +469,59 @@ START_TEST(gradients_through_the_published_pieces)
 }
 END_TEST
 
+/* T5 v1.1's gated feed-forward, linear2(gelu_tanh(linear1(x)) *
+ * linear_up(x)), through the gradient: both input projections and the
+ * output one. */
+START_TEST(gradients_through_the_gated_feed_forward)
+{
+    tfm_model_options o;
+    gradcheck_options(&o);
+    o.gated_feed_forward = 1;
+    o.activation = TFM_ACTIVATION_GELU_TANH;
+    o.feed_forward_bias = 0;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_params *p = tfm_model_params(m);
+    ck_assert_int_eq(tfm_tensor_numel(tfm_params_find(p, "decoder.layers.0.linear_up.weight")),
+                     8 * 8);
+    ck_assert_ptr_null(tfm_params_find(p, "decoder.layers.0.linear_up.bias"));
+    static const char *const names[4] = {"encoder.layers.0.linear_up.weight",
+                                         "decoder.layers.0.linear_up.weight",
+                                         "decoder.layers.0.linear1.weight",
+                                         "decoder.layers.0.linear2.weight"};
+    gradcheck_model(m, names);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* T5's attention: no absolute positions, a relative position bias per
+ * stack added to unscaled scores, and the tied output rescaled by
+ * d_model^-0.5, through the gradient. */
+START_TEST(gradients_through_the_relative_position_bias)
+{
+    tfm_model_options o;
+    gradcheck_options(&o);
+    o.positions = TFM_POSITIONS_NONE;
+    o.unscaled_attention = 1;
+    o.relative_attention_buckets = 4;
+    o.relative_attention_max_distance = 3;
+    o.tie_generator = 1;
+    o.generator_rescale = 1;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_params *p = tfm_model_params(m);
+    ck_assert_ptr_null(tfm_params_find(p, "src_positions.weight"));
+    ck_assert_int_eq(tfm_tensor_numel(tfm_params_find(p, "decoder.relative_attention_bias.weight")),
+                     4 * o.heads);
+    static const char *const names[4] = {"encoder.relative_attention_bias.weight",
+                                         "decoder.relative_attention_bias.weight",
+                                         "tgt_embedding.weight",
+                                         "decoder.layers.0.self_attn.in_proj_weight"};
+    gradcheck_model(m, names);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* With no encoder layers and no final norm, encoding is the embedding
  * step alone: norm(E[id] * sqrt(d) + P[offset + t]) per row, in double. */
 START_TEST(embedding_norm_after_offset_positions)
@@ -826,6 +879,8 @@ static Suite *model_suite(void)
     tcase_add_test(tc, a_source_of_padding_only);
     tcase_add_test(tc, gradients_through_the_model);
     tcase_add_test(tc, gradients_through_the_published_pieces);
+    tcase_add_test(tc, gradients_through_the_gated_feed_forward);
+    tcase_add_test(tc, gradients_through_the_relative_position_bias);
     tcase_add_test(tc, embedding_norm_after_offset_positions);
     tcase_add_test(tc, sinusoidal_layouts_from_the_offset);
     tcase_add_test(tc, threads_give_the_same_step);

@@ -58,7 +58,10 @@ enum {
     /** fixed, sines then cosines (TFM_SINUSOIDS_HALVES in nn.h: Marian's) */
     TFM_POSITIONS_SINUSOIDAL_HALVES = 2,
     /** fixed, fairseq's (TFM_SINUSOIDS_HALVES_FAIRSEQ: M2M100's, NLLB's) */
-    TFM_POSITIONS_SINUSOIDAL_FAIRSEQ = 3
+    TFM_POSITIONS_SINUSOIDAL_FAIRSEQ = 3,
+    /** no absolute positions (T5's, whose relative_attention_buckets
+     * place the tokens instead) */
+    TFM_POSITIONS_NONE = 4
 };
 
 /** What multiplies the token embeddings: one of the TFM_EMBEDDING_SCALE_
@@ -138,6 +141,27 @@ typedef struct tfm_model_options {
     /** 1: every norm (layers', stacks', embeddings') an RMS norm without
      * bias (T5's); 0 (default): layer norms. */
     int32_t rms_norm;
+    /** 1: gated feed-forwards (tfm_block_options' gated_feed_forward: T5
+     * v1.1's gated GELU); 0 (default): plain ones. */
+    int32_t gated_feed_forward;
+    /** Attention scores without 1/sqrt(d_k) (tfm_block_options'
+     * unscaled_attention: T5's). 0 (default) or 1. */
+    int32_t unscaled_attention;
+    /** T5's bucketed relative position bias: 0 (default) for none, or the
+     * buckets (4 to 65,536) of the tables encoder.relative_attention_bias
+     * and decoder.relative_attention_bias [buckets, heads]. Each stack's
+     * table, read at the bucket of key position minus query position
+     * (both signs in the encoder, only the past in the decoder), is added
+     * to the scores of every self-attention of that stack. */
+    int32_t relative_attention_buckets;
+    /** The distance whose bucket and beyond are the last one, the buckets
+     * between exact distances and it growing logarithmically (T5's
+     * relative_attention_max_distance); more than relative_attention_buckets
+     * / 2 when they are set. 0 (default) when they are not. */
+    int32_t relative_attention_max_distance;
+    /** 1: the decoder's output is multiplied by d_model^-0.5 before the
+     * generator (original T5's tied output); 0 (default): as it is. */
+    int32_t generator_rescale;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
@@ -330,8 +354,10 @@ TFM_API tfm_tensor *tfm_model_forward(
 /** A new model, caller-owned, from a folder as Hugging Face transformers
  * saves an encoder-decoder (save_pretrained with safetensors): config.json
  * and model.safetensors, or model.safetensors.index.json and the shards
- * it names. Families: model_type "marian", "bart", "mbart" and "m2m_100"
- * (which NLLB uses); activation_function relu, gelu, silu/swish, gelu_new
+ * it names. Families: model_type "marian", "bart", "mbart", "m2m_100"
+ * (which NLLB uses) and "t5" (original T5 and v1.1/Flan-T5, with
+ * num_heads * d_kv equal to d_model); activation_function (T5:
+ * feed_forward_proj "ACT" or "gated-ACT") relu, gelu, silu/swish, gelu_new
  * or gelu_pytorch_tanh. The options follow the family (norms, positions,
  * offsets) and the config (sizes, scale_embedding, tie_word_embeddings);
  * bos_id is decoder_start_token_id, the first decoder input. Every

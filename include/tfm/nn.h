@@ -179,6 +179,10 @@ typedef struct tfm_attention_options {
      * 003's choice) when scale_init is 0. */
     int32_t trainable_scale;
     float scale_init;       /**< see trainable_scale */
+    /** 1: scores Q K^T as they are, neither divided by sqrt(d_k) nor by a
+     * scale (T5's, whose initialisation folds the factor into Q); 0
+     * (default): as trainable_scale says */
+    int32_t unscaled;
 } tfm_attention_options;
 
 /** Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale
@@ -239,6 +243,13 @@ typedef struct tfm_block_options {
     /** 1: every norm an RMS norm (tfm_rms_norm_create: T5's), 0 (default):
      * layer norms */
     int32_t rms_norm;
+    /** 1: a gated feed-forward, linear2(act(linear1(x)) * linear_up(x)),
+     * with NAME.linear_up [d_ff, d_model] (T5 v1.1's wi_0, wi_1, wo;
+     * LLaMA's gate, up and down projections); 0 (default):
+     * linear2(act(linear1(x))) */
+    int32_t gated_feed_forward;
+    /** every attention's tfm_attention_options unscaled (T5's) */
+    int32_t unscaled_attention;
 } tfm_block_options;
 
 /** Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout

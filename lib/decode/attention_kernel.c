@@ -13,12 +13,14 @@
 
 /* A query head for attend: its query [d_k] over the tiles listed in table
  * (NULL: the tiles one after another), the keys it may attend to (keep,
- * whole tiles of them; NULL: all), where its context [d_k] goes, and its
- * weights [len] (NULL: nowhere; the alignments). */
+ * whole tiles of them; NULL: all), where its context [d_k] goes, its
+ * weights [len] (NULL: nowhere; the alignments), and what its scores get
+ * added (bias, whole tiles; NULL: nothing). */
 typedef struct query {
     const float *q, *tiles;
     const int32_t *table, *keep;
     float *context, *weights;
+    const float *bias;
 } query;
 
 static const float *tile_of(const query *query, int64_t j0, int64_t size)
@@ -78,6 +80,10 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             float score[BLOCK] __attribute__((aligned(64))), *pi = p + i * stride + j0;
             const int32_t *keep = queries[i].keep;
             store16(score, acc[i]);
+            if (queries[i].bias)
+#pragma omp simd
+                for (int j = 0; j < BLOCK; j++)
+                    score[j] += queries[i].bias[j0 + j];
             if (keep)
 #pragma omp simd
                 for (int j = 0; j < BLOCK; j++)
@@ -230,13 +236,15 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
                          row + D + h * dk, row + 2 * D + h * dk, dk);
     }
     query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    const float *bias = j->g->position_bias;
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++)
                 add_query(&batch, (query){j->g->qkv + i * 3 * D + h * dk, self_tiles(d, j->l, h),
                                           tile_table_of(d, j->rows[i]), NULL,
-                                          j->g->ctx + i * D + h * dk, NULL});
+                                          j->g->ctx + i * D + h * dk, NULL,
+                                          bias ? bias + h * d->self_tiled : NULL});
     }
     finish_batch(&batch);
 }
@@ -258,7 +266,8 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
             for (int64_t i = first; i < last; i++)
                 add_query(&batch, (query){j->g->qkv + i * D + h * dk, cross_tiles(d, j->l, b, h),
                                           NULL, keep, j->g->ctx + i * D + h * dk,
-                                          aligning ? head_weights_of(d, j->rows[i], h) : NULL});
+                                          aligning ? head_weights_of(d, j->rows[i], h) : NULL,
+                                          NULL});
     }
     finish_batch(&batch);
 }

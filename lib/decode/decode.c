@@ -371,6 +371,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->heads = b->heads;
     d->dk = b->d_model / b->heads;
     d->d_ff = b->d_ff;
+    d->ff_row = b->gated_feed_forward ? 2 * b->d_ff : b->d_ff;
     d->vocab = model->options.tgt_vocab;
     d->layers = model->options.decoder_layers;
     d->rows = max_batch * beam;
@@ -394,7 +395,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double alignments = o.return_attention
                             ? rows * (double)d->heads * S + (2 * rows + finished) * T * S
                             : 0.0;
-    double floats = rows * (6 * D + (double)d->d_ff + V + 2 * (T + 1)) + finished * (T + 3) +
+    double floats = rows * (6 * D + (double)d->ff_row + V + 2 * (T + 1)) + finished * (T + 3) +
                     alignments +
                     (o.use_cache ? self_cache + cross_cache + 2 * encoded : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
@@ -408,7 +409,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
              BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
              BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
-             BUFFER(ff, rows * (double)d->d_ff) && BUFFER(logits, rows * V) &&
+             BUFFER(ff, rows * (double)d->ff_row) && BUFFER(logits, rows * V) &&
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
              BUFFER(order, V) && BUFFER(probs, V) && BUFFER(ends, o.n_eos_ids + 1) &&
              BUFFER(is_end, V) && BUFFER(suppress_ids, o.n_suppress_ids) &&
@@ -421,7 +422,9 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
              BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
-             BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS);
+             BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS) &&
+             (!model->tgt_relative_bias ||
+              BUFFER(position_bias, (double)d->heads * Tp * TFM__MAX_THREADS));
     else if (ok)
         ok = BUFFER(memory, memory) && BUFFER(memory_rows, rows * S * D) &&
              BUFFER(src, (double)max_batch * S) && BUFFER(src_rows, rows * S) &&
@@ -451,7 +454,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->rng_seeded = *d->rng;
     keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
-    double weights = L * (8 * D * D + 2 * D * (double)d->d_ff) + V * D; /* the decoder's */
+    /* the decoder's */
+    double weights = L * (8 * D * D + D * (double)(d->d_ff + d->ff_row)) + V * D;
     d->min_rows = weights * sizeof(float) > GROUP_CACHE_BYTES ? WIDE_GROUP_ROWS : GROUP_MIN_ROWS;
     double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
@@ -475,7 +479,7 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->processed, d->limit, d->forced, d->bad_words,
                        d->bad_word_lengths, d->head_weights, d->alignments,
                        d->alignments_tmp, d->fin_alignments, (void *)d->result,
-                       d->result_rows};
+                       d->result_rows, d->position_bias};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -515,11 +519,12 @@ static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int w
 {
     int64_t row = first * d->beam, D = d->d;
     return (group){first, count, d->x + row * D, d->h + row * D, d->y + row * D,
-                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->d_ff,
+                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->ff_row,
                    d->logits + row * d->vocab,
                    d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
-                   d->processed ? d->processed + worker * d->vocab : NULL, d->active + row, split,
-                   -1};
+                   d->processed ? d->processed + worker * d->vocab : NULL,
+                   d->position_bias ? d->position_bias + worker * d->heads * d->self_tiled : NULL,
+                   d->active + row, split, -1};
 }
 
 /* A run's groups, which the threads take in turn. */

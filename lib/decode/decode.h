@@ -32,6 +32,9 @@ struct tfm_decoding {
     int64_t max_batch, max_src_len, max_len; /* max_len: options.max_length */
     int64_t beam;          /* rows per source: beam_size for beam search, else 1 */
     int64_t d, heads, dk, d_ff, vocab;
+    /* the feed-forward's floats per row: d_ff, or when gated 2 d_ff (the
+     * activated hidden, then linear_up's) */
+    int64_t ff_row;
     int64_t rows;          /* max_batch * beam */
     int64_t self_tiled, cross_tiled; /* max_len, max_src_len rounded up to BLOCK */
     int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */
@@ -52,6 +55,9 @@ struct tfm_decoding {
      * QUERIES queries' attention weights [weights_stride] */
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
     int64_t weights_stride;
+    /* per thread, a group's step's relative position bias (group's
+     * position_bias); NULL without relative_attention_buckets */
+    float *position_bias;
     /* caches (use_cache): self-attention tiles [layers][heads][tiles],
      * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
      * and the cross projections of one encoding's memory [sources * S, 2D]
@@ -113,6 +119,9 @@ struct tfm_decoding {
 typedef struct group {
     int64_t first, count;
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights, *processed;
+    /* relative_attention_buckets: the step's bias over the keys of each
+     * head [heads][self_tiled]; NULL without */
+    float *position_bias;
     int32_t *active;
     int split;        /* its rows' attention may run on libtfm's threads */
     int64_t bad_step; /* the first step whose logits were not finite, or -1 */

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "nn/layer.h"
 #include "ops/activation.h"
+#include "nn/relative_bias.h"
 #include "ops/layer_norm.h"
 
 
@@ -48,9 +49,11 @@ static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t
                          norm->rms, out, NULL, NULL);
 }
 
-/* The factor the queries are multiplied by: 1/sqrt(d_k) or 1/scale. */
+/* The factor the queries are multiplied by: 1/sqrt(d_k), 1/scale or 1. */
 static float query_factor(const tfm_decoding *d, const tfm_layer *att)
 {
+    if (att->unscaled)
+        return 1.0f;
     return att->scale ? 1.0f / tfm__f32(att->scale)[0] : 1.0f / sqrtf((float)d->dk);
 }
 
@@ -89,6 +92,13 @@ static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, c
     tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
     tfm__activation_rows(ff->activation, hv, n * width, hv);
+    const tfm_layer *up = ff->children[TFM__FF_LINEAR_UP];
+    if (up) {
+        float *upv = g->ff + n * width; /* the group's second half (ff_row) */
+        tfm__decode_linear(up, in, n, upv, width);
+        for (int64_t i = 0; i < n * width; i++)
+            hv[i] *= upv[i];
+    }
     tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }
 
@@ -135,8 +145,10 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
     int64_t D = d->d, T1 = d->max_len + 1;
     const tfm_layer *positions = m->tgt_positions;
     const float *table = tfm__f32(m->tgt_embedding->weight);
-    const float *pos = tfm__f32(positions->weight ? positions->weight : positions->table) +
-                       (m->options.position_offset + t) * D;
+    const float *pos = positions ? tfm__f32(positions->weight ? positions->weight
+                                                              : positions->table) +
+                                       (m->options.position_offset + t) * D
+                                 : NULL;
     float scale = m->options.embedding_scale == TFM_EMBEDDING_SCALE_SQRT_D ? sqrtf((float)D)
                   : m->tgt_scale ? tfm__f32(m->tgt_scale)[0] : 1.0f;
     int scaled = m->options.embedding_scale != TFM_EMBEDDING_SCALE_NONE;
@@ -144,8 +156,11 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
         const float *e = table + (int64_t)d->hist[rows[i] * T1 + t] * D;
         float *x = g->x + i * D;
         for (int64_t j = 0; j < D; j++)
-            x[j] = (scaled ? e[j] * scale : e[j]) + pos[j];
+            x[j] = (scaled ? e[j] * scale : e[j]) + (pos ? pos[j] : 0.0f);
     }
+    if (m->tgt_relative_bias)
+        tfm__relative_bias_row(m->tgt_relative_bias, t, m->options.relative_attention_max_distance,
+                               g->position_bias, d->self_tiled);
     if (m->tgt_embedding_norm) {
         layer_norm(m->tgt_embedding_norm, g->x, n, D, g->h);
         memcpy(g->x, g->h, (size_t)(n * D) * sizeof(float));
@@ -158,6 +173,12 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
     const float *out = g->x;
     if (final_norm) {
         layer_norm(final_norm, g->x, n, D, g->h);
+        out = g->h;
+    }
+    if (m->options.generator_rescale) {
+        float rescale = tfm__generator_rescale(m);
+        for (int64_t i = 0; i < n * D; i++)
+            g->h[i] = out[i] * rescale;
         out = g->h;
     }
     tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);

@@ -12,12 +12,13 @@
 #include "model/model.h"
 #include "model/model_file.h"
 #include "nn/layer.h"
+#include "nn/relative_bias.h"
 
 /* The fields tfm_model_options has of tfm_block_options, by name. */
 #define BLOCK_FIELDS(X)                                                        \
     X(d_model) X(heads) X(d_ff) X(dropout) X(activation) X(norm_first)        \
     X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)     \
-    X(feed_forward_bias) X(rms_norm)
+    X(feed_forward_bias) X(rms_norm) X(gated_feed_forward) X(unscaled_attention)
 
 void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 {
@@ -77,6 +78,8 @@ static int make_positions(tfm_model *m)
     const tfm_model_options *o = &m->options;
     int64_t src_rows = o->max_src_len + o->position_offset;
     int64_t tgt_rows = o->max_tgt_len + o->position_offset;
+    if (o->positions == TFM_POSITIONS_NONE)
+        return 0;
     if (o->positions == TFM_POSITIONS_LEARNED)
         return (m->src_positions = tfm_learned_positions_create(m->params, "src_positions",
                                                                 src_rows, o->d_model, m->rng)) &&
@@ -122,6 +125,19 @@ static tfm_tensor *make_scale(tfm_model *m, const char *name)
     if (scale)
         tfm__f32(scale)[0] = sqrtf((float)m->options.d_model);
     return scale;
+}
+
+/* relative_attention_buckets' tables, one per stack. */
+static int make_relative_bias(tfm_model *m)
+{
+    const int64_t shape[2] = {m->options.relative_attention_buckets, m->options.heads};
+    return (m->src_relative_bias = tfm_params_add(m->params,
+                                                  "encoder.relative_attention_bias.weight", 2,
+                                                  shape)) &&
+                   (m->tgt_relative_bias = tfm_params_add(
+                        m->params, "decoder.relative_attention_bias.weight", 2, shape))
+               ? 0
+               : -1;
 }
 
 /* nn.Transformer._reset_parameters: xavier-uniform for every matrix of the
@@ -200,6 +216,7 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                                                 m->tgt_embedding->weight, 1, m->rng)
                              : tfm_linear_create(m->params, "generator", b->d_model,
                                                  o->tgt_vocab, 1, m->rng)) &&
+         (!o->relative_attention_buckets || make_relative_bias(m) == 0) &&
          reset_like_nn_transformer(m) == 0 && (!o->tie_generator || scale_tied_table(m) == 0) &&
          (learned || (sinusoidal_tables_fit(op, m) == 0 && make_positions(m) == 0));
     if (!ok) {
@@ -289,7 +306,7 @@ tfm_status tfm_model_set_shard(tfm_model *m, int64_t index, int64_t count)
  * norm, then dropout: [B, T] ids -> [B, T, D]. */
 static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *ids,
                          const tfm_layer *embedding, const tfm_layer *positions,
-                         const tfm_tensor *scale, const tfm_layer *norm)
+                         int64_t max_len, const tfm_tensor *scale, const tfm_layer *norm)
 {
     if (tfm__check_input(op, "ids", ids, TFM_I32) < 0)
         return NULL;
@@ -297,6 +314,11 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
         char s[64];
         tfm__fail(TFM_ERR_SHAPE, "%s: ids must be [batch, length], not %s", op,
                   tfm__shape_str(ids, s, sizeof s));
+        return NULL;
+    }
+    if (ids->shape[1] > max_len) {
+        tfm__fail(TFM_ERR_RANGE, "%s: %lld positions are more than the model's %lld", op,
+                  (long long)ids->shape[1], (long long)max_len);
         return NULL;
     }
     tfm_tensor *x = tfm_embedding_forward(tape, embedding, ids);
@@ -310,10 +332,41 @@ static tfm_tensor *embed(tfm_tape *tape, tfm_model *m, const char *op, const tfm
     default:
         break;
     }
-    x = tfm_positions_forward(tape, positions, x, m->options.position_offset);
+    if (positions)
+        x = tfm_positions_forward(tape, positions, x, m->options.position_offset);
     if (norm)
         x = tfm_layer_norm_forward(tape, norm, x);
     return tfm__dropout_if_active(tape, m->dropout, x);
+}
+
+/* With a relative-position table, the self-attention masks of x's stack
+ * become one additive mask: the bias [1, heads, T, T] (recorded, for the
+ * table's gradient) plus the caller's masks. */
+static int with_relative_bias(tfm_tape *tape, const tfm_model *m, const char *op,
+                              const tfm_tensor *table, int bidirectional, const tfm_tensor *x,
+                              tfm__masks *masks)
+{
+    if (!table)
+        return 0;
+    int64_t B = x->shape[0], T = x->shape[1];
+    const tfm_tensor *given;
+    if (tfm__attention_mask(tape, op, masks, (const int64_t[]){B, m->options.heads, T, T},
+                            &given) < 0)
+        return -1;
+    const tfm_tensor *bias = tfm__relative_bias(tape, op, table, T, T, bidirectional,
+                                                m->options.relative_attention_max_distance);
+    if (bias && given) {
+        given = tfm__mask_additive(tape, op, given);
+        bias = given ? tfm_add(tape, bias, given) : NULL;
+    }
+    masks->mask = bias;
+    masks->key_padding = NULL;
+    return bias ? 0 : -1;
+}
+
+float tfm__generator_rescale(const tfm_model *m)
+{
+    return (float)pow((double)m->options.d_model, -0.5);
 }
 
 static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *src,
@@ -324,13 +377,12 @@ static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tf
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
-    tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions, m->src_scale,
-                           m->src_embedding_norm);
-    return tfm__result_within(
-        op, mark,
-        tfm__encoder_run(tape, op, m->encoder, x,
-                         &(const tfm__masks){src_mask, src_key_padding_mask, "src_mask",
-                                             "src_key_padding_mask"}));
+    tfm_tensor *x = embed(tape, m, op, src, m->src_embedding, m->src_positions,
+                          m->options.max_src_len, m->src_scale, m->src_embedding_norm);
+    tfm__masks masks = {src_mask, src_key_padding_mask, "src_mask", "src_key_padding_mask"};
+    if (!x || with_relative_bias(tape, m, op, m->src_relative_bias, 1, x, &masks) < 0)
+        return tfm__result_within(op, mark, NULL);
+    return tfm__result_within(op, mark, tfm__encoder_run(tape, op, m->encoder, x, &masks));
 }
 
 static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
@@ -343,14 +395,17 @@ static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tf
         tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
         return NULL;
     }
-    tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions, m->tgt_scale,
-                           m->tgt_embedding_norm);
-    y = tfm__decoder_run(tape, op, m->decoder, y, memory,
-                         &(const tfm__masks){tgt_mask, tgt_key_padding_mask, "tgt_mask",
-                                             "tgt_key_padding_mask"},
+    tfm_tensor *y = embed(tape, m, op, tgt, m->tgt_embedding, m->tgt_positions,
+                          m->options.max_tgt_len, m->tgt_scale, m->tgt_embedding_norm);
+    tfm__masks masks = {tgt_mask, tgt_key_padding_mask, "tgt_mask", "tgt_key_padding_mask"};
+    if (!y || with_relative_bias(tape, m, op, m->tgt_relative_bias, 0, y, &masks) < 0)
+        return tfm__result_within(op, mark, NULL);
+    y = tfm__decoder_run(tape, op, m->decoder, y, memory, &masks,
                          &(const tfm__masks){memory_mask, memory_key_padding_mask,
                                              "memory_mask", "memory_key_padding_mask"},
                          cross_weights);
+    if (y && m->options.generator_rescale)
+        y = tfm_scale(tape, y, tfm__generator_rescale(m));
     return tfm__result_within(op, mark, tfm_linear_forward(tape, m->generator, y));
 }
 

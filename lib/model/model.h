@@ -34,6 +34,8 @@ struct tfm_model {
     tfm_tensor *src_scale, *tgt_scale;        /* trainable embedding scales */
     tfm_layer *dropout;
     tfm_layer *encoder, *decoder, *generator;
+    /* relative_attention_buckets' tables [buckets, heads] (store-owned), or NULL */
+    tfm_tensor *src_relative_bias, *tgt_relative_bias;
     tfm__generation *generation;    /* NULL unless published with defaults; not saved */
     tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
     /* tfm_model_quantize: what it turned to int8 (TFM_QUANTIZE_*, 0 for
@@ -97,6 +99,9 @@ tfm_status tfm__model_refuse_quantized(const char *op, const tfm_model *m);
  * the file holds. */
 tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
                              int64_t max_params);
+
+/* What generator_rescale multiplies the decoder's output by: d_model^-0.5. */
+float tfm__generator_rescale(const tfm_model *model);
 
 /* tfm_model_decode, the last decoder layer's cross-attention weights [B,
  * heads, T, S] (tape-owned) into cross_weights: decoding's alignments. */

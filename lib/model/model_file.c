@@ -23,9 +23,10 @@
 #define MAX_SIZE ((int64_t)1 << 31)
 #define MAX_LAYERS 4096
 #define MAX_ID (((int64_t)1 << 31) - 1)
+#define MAX_BUCKETS 65536
 
 static const char *const positions_names[] = {"sinusoidal", "learned", "sinusoidal_halves",
-                                                    "sinusoidal_fairseq", NULL};
+                                                    "sinusoidal_fairseq", "none", NULL};
 static const char *const scale_names[] = {"none", "sqrt_d", "trainable", NULL};
 static const char *const activation_names[] = {"relu", "gelu", "silu", "gelu_tanh", NULL};
 
@@ -64,10 +65,17 @@ static const tfm__field fields[] = {
     {"embedding_norm", TFM__FIELD_I32, AT(embedding_norm), 0, 1, NULL},
     {"feed_forward_bias", TFM__FIELD_I32, AT(feed_forward_bias), 0, 1, NULL},
     {"rms_norm", TFM__FIELD_I32, AT(rms_norm), 0, 1, NULL},
+    {"gated_feed_forward", TFM__FIELD_I32, AT(gated_feed_forward), 0, 1, NULL},
+    {"unscaled_attention", TFM__FIELD_I32, AT(unscaled_attention), 0, 1, NULL},
+    {"relative_attention_buckets", TFM__FIELD_I32, AT(relative_attention_buckets), 0,
+     MAX_BUCKETS, NULL},
+    {"relative_attention_max_distance", TFM__FIELD_I32, AT(relative_attention_max_distance), 0,
+     MAX_ID, NULL},
+    {"generator_rescale", TFM__FIELD_I32, AT(generator_rescale), 0, 1, NULL},
 };
 #undef AT
 /* Every file holds the fields before bos_id; the later ones may be absent. */
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 8,
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 13,
        REQUIRED_FIELDS = FIELD_COUNT - OPTIONAL_FIELDS };
 
 /* --- the one check ----------------------------------------------------------------- */
@@ -96,8 +104,15 @@ tfm_status tfm__model_options_check(const char *op, const char *prefix,
                              (long long)tokens[i].vocab,
                              i == 2 ? ", the ids both vocabularies have"
                                     : ", the target vocabulary");
+    int32_t buckets = o->relative_attention_buckets;
+    if ((buckets != 0 || o->relative_attention_max_distance != 0) &&
+        (buckets < 4 || o->relative_attention_max_distance <= buckets / 2))
+        return tfm__fail(status, "%s: %srelative_attention_buckets %d must be 0 (none) or 4 to "
+                         "%d, with %srelative_attention_max_distance %d more than half of them",
+                         op, prefix, (int)buckets, MAX_BUCKETS, prefix,
+                         (int)o->relative_attention_max_distance);
     /* lengths and width are at most 2^31 each: divide rather than multiply */
-    if (o->positions != TFM_POSITIONS_LEARNED &&
+    if (o->positions != TFM_POSITIONS_LEARNED && o->positions != TFM_POSITIONS_NONE &&
         o->max_src_len + o->max_tgt_len + 2 * o->position_offset >
             TFM__MAX_SINUSOIDAL_VALUES / o->d_model)
         return tfm__fail(status, "%s: sinusoidal tables of %lld + %lld positions of %lld "

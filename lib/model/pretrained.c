@@ -23,7 +23,7 @@
 #define PATH_MAX_BYTES 4096
 
 /* The families and how each one builds its layers (modeling_*.py). */
-typedef enum { MARIAN, BART, MBART, M2M100 } family;
+typedef enum { MARIAN, BART, MBART, M2M100, T5 } family;
 static const struct family_info {
     const char *model_type;
     int32_t norm_first, final_norm, embedding_norm;
@@ -37,6 +37,8 @@ static const struct family_info {
     [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED},
     /* pre-norm, fairseq's sinusoids past the padding id, layer_norm */
     [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
+    /* pre-norm RMS norms, final_layer_norm, relative positions only */
+    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE},
 };
 enum { FAMILIES = sizeof families / sizeof families[0] };
 
@@ -128,8 +130,9 @@ static const char *config_string(loader *l, const char *key)
     return n && n->type == TFM__JSON_STRING ? tfm__json_string(l->doc, n) : NULL;
 }
 
-/* transformers' ACT2FN names of the activations libtfm has. */
-static int activation_of(loader *l, tfm_activation *out)
+/* transformers' ACT2FN names of the activations libtfm has; key is the
+ * config member that gave name, for the message. */
+static int activation_of(loader *l, const char *key, const char *name, tfm_activation *out)
 {
     static const struct {
         const char *name;
@@ -138,15 +141,14 @@ static int activation_of(loader *l, tfm_activation *out)
                  {"silu", TFM_ACTIVATION_SILU},          {"swish", TFM_ACTIVATION_SILU},
                  {"gelu_new", TFM_ACTIVATION_GELU_TANH},
                  {"gelu_pytorch_tanh", TFM_ACTIVATION_GELU_TANH}};
-    const char *name = config_string(l, "activation_function");
     for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++)
         if (strcmp(name, known[i].name) == 0) {
             *out = known[i].activation;
             return 0;
         }
-    tfm__fail(TFM_ERR_FORMAT, "%s: config.json's activation_function %s%s%s is not supported "
-              "(relu, gelu, silu, swish, gelu_new, gelu_pytorch_tanh are)", l->ctx,
-              name ? "\"" : "", name ? name : "(missing)", name ? "\"" : "");
+    tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s %s%s%s is not supported (relu, gelu, "
+              "silu, swish, gelu_new, gelu_pytorch_tanh are)", l->ctx, key, name ? "\"" : "",
+              name ? name : "(missing)", name ? "\"" : "");
     return -1;
 }
 
@@ -164,6 +166,94 @@ static int same_sides(loader *l, const char *encoder_key, const char *decoder_ke
                   encoder_key, (long long)*out, decoder_key, (long long)decoder);
         return -1;
     }
+    return 0;
+}
+
+/* A number member in [min, max]; fallback when absent. */
+static int config_float(loader *l, const char *key, float fallback, double min, double max,
+                        float *out)
+{
+    const tfm__json_node *n = member(l, key);
+    if (!n || n->type == TFM__JSON_NULL) {
+        *out = fallback;
+        return 0;
+    }
+    double v = n->type != TFM__JSON_NUMBER ? NAN
+               : n->is_integer             ? (double)n->integer
+                                           : strtod(l->doc->text + n->offset, NULL);
+    if (!(v >= min && v <= max)) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be a number in [%g, %g]", l->ctx,
+                  l->doc_name, key, min, max);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+/* T5Config: its own keys, with T5Config's defaults where older folders
+ * (t5-small) leave them out. feed_forward_proj is "ACT" or "gated-ACT",
+ * "gated-gelu" meaning the tanh GELU. */
+static int read_t5_config(loader *l, const struct family_info *f, tfm_model_options *o)
+{
+    int64_t vocab, d_model, d_kv, heads, layers, decoder_layers, d_ff, buckets, distance, pad,
+        eos, start, max_len;
+    int32_t tie;
+    float eps;
+    if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
+        config_int(l, "d_model", 1, 0, 1, INT32_MAX, &d_model) < 0 ||
+        config_int(l, "d_kv", 1, 0, 1, INT32_MAX, &d_kv) < 0 ||
+        config_int(l, "num_heads", 1, 0, 1, INT32_MAX, &heads) < 0 ||
+        config_int(l, "num_layers", 1, 0, 0, 4096, &layers) < 0 ||
+        config_int(l, "num_decoder_layers", 0, layers, 0, 4096, &decoder_layers) < 0 ||
+        config_int(l, "d_ff", 1, 0, 1, INT32_MAX, &d_ff) < 0 ||
+        config_int(l, "relative_attention_num_buckets", 0, 32, 4, 65536, &buckets) < 0 ||
+        config_int(l, "relative_attention_max_distance", 0, 128, buckets / 2 + 1, INT32_MAX,
+                   &distance) < 0 ||
+        config_int(l, "pad_token_id", 1, 0, 0, INT32_MAX, &pad) < 0 ||
+        config_int(l, "eos_token_id", 1, 0, 0, INT32_MAX, &eos) < 0 ||
+        config_int(l, "decoder_start_token_id", 1, 0, 0, INT32_MAX, &start) < 0 ||
+        config_int(l, "n_positions", 0, 512, 1, INT32_MAX, &max_len) < 0 ||
+        config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
+        config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
+        return -1;
+    if (d_kv * heads != d_model) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's num_heads %lld times d_kv %lld is not "
+                  "d_model %lld, which libtfm does not support", l->ctx, (long long)heads,
+                  (long long)d_kv, (long long)d_model);
+        return -1;
+    }
+    const char *projection = config_string(l, "feed_forward_proj");
+    projection = projection ? projection : "relu";
+    int gated = strncmp(projection, "gated-", 6) == 0;
+    const char *activation = strcmp(projection, "gated-gelu") == 0 ? "gelu_new"
+                             : gated                              ? projection + 6
+                                                                  : projection;
+    if (activation_of(l, "feed_forward_proj", activation, &o->activation) < 0)
+        return -1;
+    o->src_vocab = o->tgt_vocab = vocab;
+    o->share_embeddings = l->shared = 1; /* shared.weight */
+    o->tie_generator = o->generator_rescale = tie;
+    o->d_model = d_model;
+    o->heads = (int32_t)heads;
+    o->d_ff = d_ff;
+    o->encoder_layers = (int32_t)layers;
+    o->decoder_layers = (int32_t)decoder_layers;
+    o->max_src_len = o->max_tgt_len = max_len;
+    o->norm_first = f->norm_first;
+    o->final_norm = f->final_norm;
+    o->positions = f->positions;
+    o->rms_norm = 1;
+    o->layer_norm_eps = eps;
+    o->bias = o->feed_forward_bias = 0;
+    o->fused_qkv = 0;
+    o->gated_feed_forward = gated;
+    o->unscaled_attention = 1;
+    o->relative_attention_buckets = (int32_t)buckets;
+    o->relative_attention_max_distance = (int32_t)distance;
+    o->dropout = o->embedding_dropout = 0.0f;
+    o->bos_id = (int32_t)start;
+    o->eos_id = (int32_t)eos;
+    o->pad_id = (int32_t)pad;
     return 0;
 }
 
@@ -192,12 +282,14 @@ static int read_config(loader *l, tfm_model_options *o)
         }
     if (!found) {
         tfm__fail(TFM_ERR_FORMAT, "%s: config.json's model_type %s%s%s is not a family "
-                  "libtfm supports (marian, bart, mbart, m2m_100)", l->ctx, type ? "\"" : "",
+                  "libtfm supports (marian, bart, mbart, m2m_100, t5)", l->ctx, type ? "\"" : "",
                   type ? type : "(missing)", type ? "\"" : "");
         return -1;
     }
     const struct family_info *f = &families[l->family];
     tfm_model_options_init(o);
+    if (l->family == T5)
+        return read_t5_config(l, f, o);
     int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
     int32_t scale, tie, share;
     if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
@@ -215,7 +307,8 @@ static int read_config(loader *l, tfm_model_options *o)
         config_bool(l, "scale_embedding", 0, &scale) < 0 ||
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_bool(l, "share_encoder_decoder_embeddings", 1, &share) < 0 ||
-        activation_of(l, &o->activation) < 0)
+        activation_of(l, "activation_function", config_string(l, "activation_function"),
+                      &o->activation) < 0)
         return -1;
     o->decoder_layers = (int32_t)layers;
     o->src_vocab = vocab;
@@ -249,27 +342,6 @@ static int read_config(loader *l, tfm_model_options *o)
 }
 
 /* --- generation_config.json ------------------------------------------------------------- */
-
-/* A number member in [min, max]; fallback when absent. */
-static int config_float(loader *l, const char *key, float fallback, double min, double max,
-                        float *out)
-{
-    const tfm__json_node *n = member(l, key);
-    if (!n || n->type == TFM__JSON_NULL) {
-        *out = fallback;
-        return 0;
-    }
-    double v = n->type != TFM__JSON_NUMBER ? NAN
-               : n->is_integer             ? (double)n->integer
-                                           : strtod(l->doc->text + n->offset, NULL);
-    if (!(v >= min && v <= max)) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be a number in [%g, %g]", l->ctx,
-                  l->doc_name, key, min, max);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
-}
 
 /* The integers of an array node into out (count of them), each in
  * [0, max]; -1 with the key named when one is not. */
@@ -454,7 +526,7 @@ static int has_file(loader *l, const char *name, char *path)
 /* The family's tokenizer files, when the folder has them, as the model's
  * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
  * (target_vocab.json for a separate target vocabulary), BART's byte-level
- * vocab.json and merges.txt. 0 when attached or absent. */
+ * vocab.json and merges.txt, T5's spiece.model. 0 when attached or absent. */
 static int attach_tokenizers(loader *l, tfm_model *m)
 {
     char a[PATH_MAX_BYTES], b[PATH_MAX_BYTES], c[PATH_MAX_BYTES];
@@ -472,6 +544,11 @@ static int attach_tokenizers(loader *l, tfm_model *m)
         if (!has_file(l, "vocab.json", a) || !has_file(l, "merges.txt", b))
             return 0;
         failed = !(source = tfm_tokenizer_load_byte_bpe(a, b));
+    } else if (l->family == T5) {
+        if (!has_file(l, "spiece.model", a))
+            return 0;
+        /* spiece.model's ids are T5's; its sentinels past them are not yet */
+        failed = !(source = tfm_tokenizer_load_sentencepiece(a));
     } else {
         return 0; /* fairseq's numbering of sentencepiece.bpe.model: not yet */
     }
@@ -564,9 +641,70 @@ static int open_files(loader *l)
     return status;
 }
 
-/* The published name of a libtfm parameter, after the prefix. */
-static int published_name(loader *l, const char *ours, char *out, size_t size)
+/* modeling_t5.py's name of a libtfm parameter: blocks of numbered
+ * layers (self-attention, the decoder's EncDecAttention, DenseReluDense),
+ * each with its layer_norm; the stacks' first block holds the relative
+ * bias table. A gated feed-forward's linear1 is wi_0. */
+static int t5_name(const char *ours, int gated, char *out, size_t size)
 {
+    static const struct {
+        const char *ours, *theirs;
+    } top[] = {{"src_embedding.weight", "shared.weight"},
+               {"encoder.norm.weight", "encoder.final_layer_norm.weight"},
+               {"decoder.norm.weight", "decoder.final_layer_norm.weight"},
+               {"encoder.relative_attention_bias.weight",
+                "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"},
+               {"decoder.relative_attention_bias.weight",
+                "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"}};
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (strcmp(ours, top[i].ours) == 0) {
+            snprintf(out, size, "%s", top[i].theirs);
+            return 0;
+        }
+    int decoder = strncmp(ours, "decoder.", 8) == 0;
+    int layer;
+    char sub[64];
+    if (sscanf(ours + 8, "layers.%d.%63s", &layer, sub) != 2)
+        return -1;
+    /* the feed-forward is layer 1 of an encoder block, 2 of a decoder's */
+    static const struct {
+        const char *ours;
+        int encoder, decoder; /* the sublayer's number, -1: none */
+        const char *theirs;
+    } sublayers[] = {{"self_attn.q_proj.weight", 0, 0, "SelfAttention.q.weight"},
+                     {"self_attn.k_proj.weight", 0, 0, "SelfAttention.k.weight"},
+                     {"self_attn.v_proj.weight", 0, 0, "SelfAttention.v.weight"},
+                     {"self_attn.out_proj.weight", 0, 0, "SelfAttention.o.weight"},
+                     {"multihead_attn.q_proj.weight", -1, 1, "EncDecAttention.q.weight"},
+                     {"multihead_attn.k_proj.weight", -1, 1, "EncDecAttention.k.weight"},
+                     {"multihead_attn.v_proj.weight", -1, 1, "EncDecAttention.v.weight"},
+                     {"multihead_attn.out_proj.weight", -1, 1, "EncDecAttention.o.weight"},
+                     {"norm1.weight", 0, 0, "layer_norm.weight"},
+                     {"norm2.weight", 1, 1, "layer_norm.weight"},
+                     {"norm3.weight", -1, 2, "layer_norm.weight"},
+                     {"linear1.weight", 1, 2, "DenseReluDense.wi.weight"},
+                     {"linear_up.weight", 1, 2, "DenseReluDense.wi_1.weight"},
+                     {"linear2.weight", 1, 2, "DenseReluDense.wo.weight"}};
+    for (size_t i = 0; i < sizeof sublayers / sizeof sublayers[0]; i++) {
+        int number = decoder ? sublayers[i].decoder : sublayers[i].encoder;
+        if (number >= 0 && strcmp(sub, sublayers[i].ours) == 0) {
+            const char *theirs = gated && strcmp(sub, "linear1.weight") == 0
+                                     ? "DenseReluDense.wi_0.weight"
+                                     : sublayers[i].theirs;
+            snprintf(out, size, "%s.block.%d.layer.%d.%s", decoder ? "decoder" : "encoder", layer,
+                     number, theirs);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The published name of a libtfm parameter, after the prefix. */
+static int published_name(loader *l, const tfm_model *m, const char *ours, char *out,
+                          size_t size)
+{
+    if (l->family == T5)
+        return t5_name(ours, m->options.gated_feed_forward, out, size);
     static const struct {
         const char *ours, *theirs;
     } top[] = {{"src_embedding.weight", "shared.weight"},
@@ -695,7 +833,7 @@ static int load_tensors(loader *l, tfm_model *m)
             snprintf(theirs, sizeof theirs, "lm_head.weight");
         else if (strcmp(ours, "generator.bias") == 0)
             snprintf(theirs, sizeof theirs, "final_logits_bias");
-        else if (published_name(l, ours, theirs, sizeof theirs) < 0) {
+        else if (published_name(l, m, ours, theirs, sizeof theirs) < 0) {
             tfm__fail(TFM_ERR_FORMAT, "%s: libtfm's parameter %s has no published name", l->ctx,
                       ours);
             return -1;

@@ -41,6 +41,10 @@ static int read_options(const char *op, const tfm_attention_options *given,
     if (tfm__check_attention_options(op, o->d_model, o->heads, o->dropout, o->trainable_scale,
                                      o->scale_init) < 0)
         return -1;
+    if (o->unscaled && o->trainable_scale) {
+        tfm__fail(TFM_ERR_ARG, "%s: unscaled attention has no trainable_scale", op);
+        return -1;
+    }
     return 0;
 }
 
@@ -80,6 +84,7 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     layer->d_model = o.d_model;
     layer->heads = o.heads;
     layer->fused = fused;
+    layer->unscaled = o.unscaled != 0;
     layer->dropout = o.dropout;
     layer->rng = rng;
     int64_t d = o.d_model;
@@ -150,7 +155,7 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_lay
     tfm_attention_core core = {
         .d_model = d,
         .heads = h,
-        .factor = att->scale ? 1.0f : 1.0f / sqrtf((float)(d / h)),
+        .factor = att->scale || att->unscaled ? 1.0f : 1.0f / sqrtf((float)(d / h)),
         .scale = att->scale,
         .mask = mask,
         .dropout = att->training ? att->dropout : 0.0f,

@@ -186,22 +186,23 @@ tfm_layer *tfm_feed_forward_create(tfm_params *params, const char *name, int64_t
                                    tfm_rng *rng)
 {
     return tfm__feed_forward_make("tfm_feed_forward_create", params, name, d_model, d_ff,
-                                  activation, dropout, 1, rng);
+                                  activation, dropout, 1, 0, rng);
 }
 
 tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char *name,
                                   int64_t d_model, int64_t d_ff, tfm_activation activation,
-                                  float dropout, int32_t bias, tfm_rng *rng)
+                                  float dropout, int32_t bias, int32_t gated, tfm_rng *rng)
 {
     if (tfm__check_activation(op, activation) < 0)
         return NULL;
-    char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX];
+    char name1[TFM_NAME_MAX], name2[TFM_NAME_MAX], name_up[TFM_NAME_MAX];
     if (!params || !name || !rng) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, !params ? "params" : !name ? "name" : "rng");
         return NULL;
     }
     if (tfm__layer_name(op, name1, name, "linear1") < 0 ||
-        tfm__layer_name(op, name2, name, "linear2") < 0)
+        tfm__layer_name(op, name2, name, "linear2") < 0 ||
+        tfm__layer_name(op, name_up, name, "linear_up") < 0)
         return NULL;
     int64_t mark = tfm_params_count(params);
     uint64_t error_mark = tfm__error_mark();
@@ -213,7 +214,9 @@ tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char
     tfm_layer **c = layer->children;
     if (!(c[TFM__FF_LINEAR1] = tfm_linear_create(params, name1, d_model, d_ff, bias, rng)) ||
         !(c[TFM__FF_LINEAR2] = tfm_linear_create(params, name2, d_ff, d_model, bias, rng)) ||
-        !(c[TFM__FF_DROPOUT] = tfm_dropout_create(dropout, rng))) {
+        !(c[TFM__FF_DROPOUT] = tfm_dropout_create(dropout, rng)) ||
+        (gated && !(c[TFM__FF_LINEAR_UP] = tfm_linear_create(params, name_up, d_model, d_ff,
+                                                             bias, rng)))) {
         tfm__fail_within(op, error_mark);
         return tfm__layer_abandon(layer, params, mark);
     }
@@ -226,11 +229,14 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
         return NULL;
     tfm_layer *const *c = ff->children;
     const tfm_layer *first = c[TFM__FF_LINEAR1], *dropout = c[TFM__FF_DROPOUT];
-    if (ff->activation != TFM_ACTIVATION_RELU)
-        return tfm__dropout_if_active(
-            tape, dropout,
-            tfm__activation(tape, "tfm_feed_forward_forward", ff->activation,
-                            tfm_linear_forward(tape, first, x)));
+    const tfm_layer *up = c[TFM__FF_LINEAR_UP];
+    if (up || ff->activation != TFM_ACTIVATION_RELU) {
+        tfm_tensor *h = tfm__activation(tape, "tfm_feed_forward_forward", ff->activation,
+                                        tfm_linear_forward(tape, first, x));
+        if (up)
+            h = tfm_mul(tape, h, tfm_linear_forward(tape, up, x));
+        return tfm__dropout_if_active(tape, dropout, h);
+    }
     return tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
                                    dropout->training, dropout->rng);
 }

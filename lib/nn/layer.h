@@ -36,6 +36,7 @@ struct tfm_layer {
     int32_t norm_first;
     int32_t fused;
     int32_t rms;                  /* a norm without mean or bias (RMS norm) */
+    int32_t unscaled;             /* attention scores not divided by sqrt(d_k) */
     int64_t d_model;
     int32_t n_children;
     tfm_layer **children;         /* sublayers, owned; meaning fixed per kind */
@@ -44,7 +45,8 @@ struct tfm_layer {
 /* Where a layer's sublayers sit in children[]: the layers' own files build
  * them in this order and the step-by-step decoder walks them. */
 enum { TFM__ATT_OUT, TFM__ATT_Q, TFM__ATT_K, TFM__ATT_V, TFM__ATT_CHILDREN }; /* q/k/v when not fused */
-enum { TFM__FF_LINEAR1, TFM__FF_LINEAR2, TFM__FF_DROPOUT, TFM__FF_CHILDREN };
+/* linear_up exists in gated feed-forwards only */
+enum { TFM__FF_LINEAR1, TFM__FF_LINEAR2, TFM__FF_DROPOUT, TFM__FF_LINEAR_UP, TFM__FF_CHILDREN };
 enum {
     TFM__BLK_SELF_ATTN, TFM__BLK_FF, TFM__BLK_NORM1, TFM__BLK_NORM2, TFM__BLK_DROP1,
     TFM__BLK_DROP2, TFM__BLK_ENCODER_CHILDREN,
@@ -80,10 +82,10 @@ int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads,
 int tfm__check_activation(const char *op, tfm_activation activation);
 
 /* tfm_feed_forward_create for op, its linears with biases or (bias 0)
- * without. */
+ * without; gated: with NAME.linear_up (tfm_block_options' gated_feed_forward). */
 tfm_layer *tfm__feed_forward_make(const char *op, tfm_params *params, const char *name,
                                   int64_t d_model, int64_t d_ff, tfm_activation activation,
-                                  float dropout, int32_t bias, tfm_rng *rng);
+                                  float dropout, int32_t bias, int32_t gated, tfm_rng *rng);
 
 /* A linear layer whose weight is weight [out, in], a parameter of another
  * layer (a tied output projection: both add into its one gradient), with
@@ -115,6 +117,11 @@ typedef struct tfm__masks {
 } tfm__masks;
 int tfm__attention_mask(tfm_tape *tape, const char *op, const tfm__masks *given,
                         const int64_t *scores, const tfm_tensor **out);
+
+/* A mask in the additive form: a float32 one as it is, an int32 keep-mask
+ * as 0 where kept and -inf where not (a constant on the tape); NULL with
+ * the error set. */
+const tfm_tensor *tfm__mask_additive(tfm_tape *tape, const char *op, const tfm_tensor *mask);
 
 /* The encoder and decoder stacks' forwards for op, the public call; the
  * decoder's last layer's cross-attention weights [B, heads, T, S] go to

@@ -172,6 +172,20 @@ tfm_tensor *tfm_mask_combine(tfm_tape *tape, const tfm_tensor *a, const tfm_tens
     return combine(tape, op, a, b);
 }
 
+const tfm_tensor *tfm__mask_additive(tfm_tape *tape, const char *op, const tfm_tensor *mask)
+{
+    if (mask->dtype == TFM_F32)
+        return mask;
+    tfm_tensor *out = tfm__new_constant(tape, op, TFM_F32, mask->ndim, mask->shape);
+    if (!out)
+        return NULL;
+    const int32_t *keep = tfm__i32(mask);
+    float *m = tfm__f32(out);
+    for (int64_t i = 0; i < mask->numel; i++)
+        m[i] = keep[i] ? 0.0f : -INFINITY;
+    return out;
+}
+
 /* --- what attention reads ------------------------------------------------------- */
 
 static int check_attention_mask(const char *op, const char *name, const tfm_tensor *mask,

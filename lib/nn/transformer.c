@@ -74,6 +74,7 @@ static tfm_layer *make_attention(const char *op, tfm_params *params, const char 
     a.dropout = o->dropout;
     a.trainable_scale = o->trainable_scale;
     a.scale_init = o->scale_init;
+    a.unscaled = o->unscaled_attention;
     return tfm_attention_create(params, full, &a, rng);
 }
 
@@ -115,7 +116,8 @@ static tfm_layer *make_block(const char *op, int cross, tfm_params *params, cons
                                                             &o, rng))) &&
              (c[TFM__BLK_FF] = tfm__feed_forward_make(op, params, name, o.d_model, o.d_ff,
                                                       o.activation, o.dropout,
-                                                      o.feed_forward_bias, rng)) &&
+                                                      o.feed_forward_bias,
+                                                      o.gated_feed_forward, rng)) &&
              (c[TFM__BLK_NORM1] = make_norm(op, params, name, "norm1", &o)) &&
              (c[TFM__BLK_NORM2] = make_norm(op, params, name, "norm2", &o)) &&
              (!cross || (c[TFM__BLK_NORM3] = make_norm(op, params, name, "norm3", &o))) &&
@@ -169,7 +171,7 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
     const tfm_tensor *in = block->norm_first ? norm_output(tape, op, norm, x, 1) : x;
     const tfm_layer *ff = block->children[TFM__BLK_FF];
     if (!attn && (ff->recompute & TFM_RECOMPUTE_FEED_FORWARD_HIDDEN) &&
-        ff->activation == TFM_ACTIVATION_RELU) {
+        ff->activation == TFM_ACTIVATION_RELU && !ff->children[TFM__FF_LINEAR_UP]) {
         if (!in)
             return NULL;
         tfm_layer *const *c = ff->children;

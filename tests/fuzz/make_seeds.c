@@ -130,27 +130,23 @@ static int tokenizer_seeds(void)
     return failed;
 }
 
-/* A Marian model of no layers: its shared table and final_logits_bias. */
-static int pretrained_seed(void)
+/* A seed of fuzz_pretrained named name: config's length, config, then
+ * model.safetensors of the n zero tensors named, of the shapes given. */
+static int pretrained_seed(const char *name, const char *config, int n_tensors,
+                           const char *const *names, const int64_t (*shapes)[2])
 {
-    static const char config[] =
-        "{\"model_type\": \"marian\", \"vocab_size\": 6, \"d_model\": 4,"
-        " \"encoder_layers\": 0, \"decoder_layers\": 0, \"encoder_attention_heads\": 2,"
-        " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 8, \"decoder_ffn_dim\": 8,"
-        " \"max_position_embeddings\": 8, \"activation_function\": \"swish\","
-        " \"pad_token_id\": 5, \"eos_token_id\": 0, \"decoder_start_token_id\": 5,"
-        " \"scale_embedding\": true}";
-    tfm_tensor *table = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){6, 4});
-    tfm_tensor *bias = tfm_tensor_zeros(TFM_F32, 2, (const int64_t[]){1, 6});
-    const char *names[2] = {"model.shared.weight", "final_logits_bias"};
-    const tfm_tensor *tensors[2] = {table, bias};
+    tfm_tensor *tensors[8];
+    for (int i = 0; i < n_tensors; i++)
+        tensors[i] = tfm_tensor_zeros(TFM_F32, shapes[i][1] ? 2 : 1, shapes[i]);
     const char *weights = in("pretrained", "weights.tmp");
-    int failed = check(tfm_safetensors_write(weights, 2, names, tensors), "pretrained");
-    tfm_tensor_free(table);
-    tfm_tensor_free(bias);
+    int failed = check(tfm_safetensors_write(weights, n_tensors, names,
+                                             (const tfm_tensor *const *)tensors),
+                       "pretrained");
+    for (int i = 0; i < n_tensors; i++)
+        tfm_tensor_free(tensors[i]);
     FILE *f = fopen(weights, "rb");
     unsigned char seed[4096];
-    size_t n = sizeof config - 1;
+    size_t n = strlen(config);
     seed[0] = (unsigned char)(n & 0xff);
     seed[1] = (unsigned char)(n >> 8);
     memcpy(seed + 2, config, n);
@@ -160,8 +156,36 @@ static int pretrained_seed(void)
         fclose(f);
     }
     remove(weights);
-    write_bytes(in("pretrained", "marian"), seed, n);
+    write_bytes(in("pretrained", name), seed, n);
     return failed || !f;
+}
+
+/* Models of no layers: Marian's shared table and final_logits_bias; T5's
+ * shared table, final norms and relative bias tables. */
+static int pretrained_seeds(void)
+{
+    static const char marian[] =
+        "{\"model_type\": \"marian\", \"vocab_size\": 6, \"d_model\": 4,"
+        " \"encoder_layers\": 0, \"decoder_layers\": 0, \"encoder_attention_heads\": 2,"
+        " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 8, \"decoder_ffn_dim\": 8,"
+        " \"max_position_embeddings\": 8, \"activation_function\": \"swish\","
+        " \"pad_token_id\": 5, \"eos_token_id\": 0, \"decoder_start_token_id\": 5,"
+        " \"scale_embedding\": true}";
+    static const char *const marian_names[] = {"model.shared.weight", "final_logits_bias"};
+    static const int64_t marian_shapes[][2] = {{6, 4}, {1, 6}};
+    static const char t5[] =
+        "{\"model_type\": \"t5\", \"vocab_size\": 6, \"d_model\": 4, \"d_kv\": 2,"
+        " \"num_heads\": 2, \"num_layers\": 0, \"d_ff\": 8,"
+        " \"relative_attention_num_buckets\": 4, \"relative_attention_max_distance\": 8,"
+        " \"n_positions\": 8, \"pad_token_id\": 0, \"eos_token_id\": 1,"
+        " \"decoder_start_token_id\": 0}";
+    static const char *const t5_names[] = {
+        "shared.weight", "encoder.final_layer_norm.weight", "decoder.final_layer_norm.weight",
+        "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+        "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"};
+    static const int64_t t5_shapes[][2] = {{6, 4}, {4, 0}, {4, 0}, {4, 2}, {4, 2}};
+    return pretrained_seed("marian", marian, 2, marian_names, marian_shapes) |
+           pretrained_seed("t5", t5, 5, t5_names, t5_shapes);
 }
 
 /* A model file that carries a source and a target tokenizer, and two
@@ -222,7 +246,7 @@ int main(int argc, char **argv)
     mkdir(in("json", ""), 0755);
     mkdir(in("tokenizer", ""), 0755);
     mkdir(in("pretrained", ""), 0755);
-    int failed = tokenizer_seeds() | pretrained_seed();
+    int failed = tokenizer_seeds() | pretrained_seeds();
     failed |= model_tokenizer_seeds();
 
     tfm_params *p = fuzz_store();

@@ -14,7 +14,8 @@ _NAMED = {
     'positions': {'sinusoidal': lib.TFM_POSITIONS_SINUSOIDAL,
                   'learned': lib.TFM_POSITIONS_LEARNED,
                   'sinusoidal_halves': lib.TFM_POSITIONS_SINUSOIDAL_HALVES,
-                  'sinusoidal_fairseq': lib.TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
+                  'sinusoidal_fairseq': lib.TFM_POSITIONS_SINUSOIDAL_FAIRSEQ,
+                  'none': lib.TFM_POSITIONS_NONE},
     'embedding_scale': {'none': lib.TFM_EMBEDDING_SCALE_NONE,
                         'sqrt_d': lib.TFM_EMBEDDING_SCALE_SQRT_D,
                         'trainable': lib.TFM_EMBEDDING_SCALE_TRAINABLE},
@@ -450,9 +451,11 @@ class Model(Handle):
     tfm_model_options' fields: src_vocab, tgt_vocab, max_src_len,
     max_tgt_len, d_model, heads, encoder_layers, decoder_layers, d_ff,
     dropout, positions ('sinusoidal', 'learned', 'sinusoidal_halves',
-    'sinusoidal_fairseq'), position_offset, embedding_norm, embedding_scale
+    'sinusoidal_fairseq', 'none'), position_offset, embedding_norm, embedding_scale
     ('none', 'sqrt_d', 'trainable'), activation ('relu', 'gelu', 'silu',
-    'gelu_tanh'), feed_forward_bias, norm_first, seed,
+    'gelu_tanh'), feed_forward_bias, rms_norm, gated_feed_forward,
+    unscaled_attention, relative_attention_buckets,
+    relative_attention_max_distance, generator_rescale, norm_first, seed,
     and the special tokens bos_id, eos_id, pad_id (-1: unset), which the
     decoders use and the model's file keeps, …
     copy.copy, copy.deepcopy and pickle give independent models with the
