@@ -79,10 +79,8 @@ static int text_lines_read(const char *path, text_lines *t)
         size += got;
         if (size + 1 == capacity) {
             char *grown = realloc(t->data, capacity *= 2);
-            if (!grown) {
+            if (!grown)
                 free(t->data);
-                t->data = NULL;
-            }
             t->data = grown;
         }
     }
