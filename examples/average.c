@@ -18,7 +18,6 @@
  * hit by full-size Adam steps from the first batch), and clipping at norm 1.
  * Flags override the recipe's values whatever their order. */
 #include <math.h>
-#include <time.h>
 
 #include <tfm/decode.h>
 
@@ -72,13 +71,6 @@ static int apply_recipe(config *c, const cli_flag *flags, const unsigned char *g
     if (!flag_given(flags, given, n, &c->clip))
         c->clip = 1.0;
     return 0;
-}
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* --- the first sample, printed as the tutorial's numpy and torch print it - */
@@ -489,14 +481,14 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     report r;
-    double start = seconds_now();
+    double start = cli_seconds();
     for (int64_t epoch = 0; epoch < epochs; epoch++) {
-        double total, epoch_start = seconds_now();
+        double total, epoch_start = cli_seconds();
         if (train_epoch(&peers, model, tape, optimizer, data, &c, rng, &total) < 0) {
             cli_fail(program, "training");
             goto done;
         }
-        double now = seconds_now();
+        double now = cli_seconds();
         printf("Epoch: %lld, Training Loss: %.6f  (lr %.2e, %.0f ms/step, %.0f s left)\n",
                (long long)epoch, total, (double)tfm_optimizer_lr(optimizer),
                1000.0 * (now - epoch_start) / (double)steps_per_epoch,
@@ -512,8 +504,8 @@ int main(int argc, char **argv)
     }
     if (peers.size > 1)
         printf("%d ranks: averaging gradients took %.2f s of the %.2f s of training (%.1f%%)\n",
-               peers.size, peers.reduce_seconds, seconds_now() - start,
-               100.0 * peers.reduce_seconds / (seconds_now() - start));
+               peers.size, peers.reduce_seconds, cli_seconds() - start,
+               100.0 * peers.reduce_seconds / (cli_seconds() - start));
     if (peers.rank) { /* rank 0 saves and evaluates */
         status = EXIT_SUCCESS;
         goto done;
@@ -534,7 +526,7 @@ int main(int argc, char **argv)
     }
     print_report(&r, baseline);
     if (epochs > 0)
-        printf("trained in %.1f s\n", seconds_now() - start);
+        printf("trained in %.1f s\n", cli_seconds() - start);
     status = EXIT_SUCCESS;
 done:
     tfm_decoding_free(decoding);

@@ -7,7 +7,6 @@
  * random tokens, one step per "epoch", with Adam(1e-4, betas 0.9/0.98,
  * eps 1e-9) and cross-entropy ignoring token 0, printing the loss. */
 #include <math.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -199,13 +198,6 @@ static tfm_tensor *forward(tfm_tape *t, const causal_transformer *m, const tfm_t
     return tfm_linear_forward(t, m->fc, y);
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
     const char *program = cli_name(argv[0]);
@@ -292,9 +284,9 @@ int main(int argc, char **argv)
            (long long)c.layers, (long long)c.d_ff, (long long)c.batch, (long long)c.length,
            c.dropout, (long long)tfm_params_numel(model.params));
     fflush(stdout);
-    double start = seconds_now();
+    double start = cli_seconds();
     for (int64_t epoch = 1; epoch <= c.epochs; epoch++) {
-        double step_start = seconds_now();
+        double step_start = cli_seconds();
         tfm_optimizer_zero_grad(adam);
         tfm_tensor *logits = forward(tape, &model, src, tgt_in);
         tfm_tensor *loss = tfm_cross_entropy(tape, logits, tgt_out, 0, 0.0f);
@@ -305,7 +297,7 @@ int main(int argc, char **argv)
             goto done;
         }
         tfm_tape_reset(tape);
-        double now = seconds_now();
+        double now = cli_seconds();
         printf("Epoch: %lld, Loss: %.6f  (%.2f s/step, %.0f s left)\n", (long long)epoch, value,
                now - step_start, (now - start) / (double)epoch * (double)(c.epochs - epoch));
         fflush(stdout);

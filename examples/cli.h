@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <tfm/tfm.h>
 
@@ -237,6 +238,30 @@ static inline int cli_make_parent_folders(const char *path)
     memcpy(parent, path, length);
     parent[length] = '\0';
     return cli_make_folders(parent);
+}
+
+/* Seconds on a monotonic clock, for the programs' timings. */
+static inline double cli_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Writes the tokenizer's bytes (tfm_tokenizer_save_bytes: a SentencePiece
+ * model is an spm .model file) to path; 0, or -1 (the file may be partly
+ * written). */
+static inline int cli_save_tokenizer(const tfm_tokenizer *tok, const char *path)
+{
+    int64_t size = 0;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &size); /* asks for the size */
+    char *bytes = size > 0 ? malloc((size_t)size) : NULL;
+    FILE *f = bytes ? fopen(path, "wb") : NULL;
+    int saved = f && tfm_tokenizer_save_bytes(tok, bytes, size, &size) == TFM_OK &&
+                fwrite(bytes, 1, (size_t)size, f) == (size_t)size;
+    saved = f && fclose(f) == 0 && saved;
+    free(bytes);
+    return saved ? 0 : -1;
 }
 
 /* Prints what failed with libtfm's message; returns EXIT_FAILURE. */

@@ -28,7 +28,6 @@
  * N) and prints "Accuracy: F +/- dF"; --int8 1 quantizes the model's
  * layers first (tfm_model_quantize), --int8 2 its generator too. */
 #include <math.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -51,13 +50,6 @@ typedef struct history {
 } history;
 
 static const char *program = "tfm-taylor";
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void clock_text(double seconds, char *out, size_t size)
 {
@@ -484,7 +476,7 @@ static int translate(const config *c, tfm_model *model, tfm_tape *tape, const ta
     printf("Translating %lld test functions (%s%s, batches of %lld)\n", (long long)test.count,
            c->beam > 1 ? "beam " : "greedy", c->beam > 1 ? "search" : "", (long long)batch);
     int64_t correct = 0, shown = 0, mistakes_shown = 0;
-    double start = seconds_now();
+    double start = cli_seconds();
     for (int64_t first = 0; first < test.count; first += batch) {
         int64_t n = test.count - first < batch ? test.count - first : batch;
         const int32_t *src_rows = d->src + (test.begin + first) * S;
@@ -525,7 +517,7 @@ static int translate(const config *c, tfm_model *model, tfm_tape *tape, const ta
         }
         double F = (double)correct / (double)(first + n);
         printf("%8lld\taccuracy: %8.3f  (%.3f s)\n", (long long)(first + n - 1), F,
-               seconds_now() - start);
+               cli_seconds() - start);
         fflush(stdout);
     }
     double F = (double)correct / (double)test.count;
@@ -788,7 +780,7 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
            (long long)c->step);
     fflush(stdout);
     tfm_model_set_training(model, 1);
-    double start = seconds_now(), limit = c->time_limit * 60.0;
+    double start = cli_seconds(), limit = c->time_limit * 60.0;
     int64_t first = done_steps;
     int out_of_time = 0;
     while (done_steps < c->iterations && !out_of_time) {
@@ -829,7 +821,7 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
         }
         tfm_tape_reset(tape);
         done_steps++;
-        double elapsed = seconds_now() - start;
+        double elapsed = cli_seconds() - start;
         out_of_time = ranks_decide(r, limit > 0 && elapsed >= limit);
         if ((done_steps % c->step && done_steps != c->iterations && !out_of_time) || r->rank)
             continue;
@@ -839,7 +831,7 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
             cli_fail(program, "monitor losses");
             goto done;
         }
-        elapsed = seconds_now() - start;
+        elapsed = cli_seconds() - start;
         if (history_add(&h, done_steps, t_loss, v_loss, lr, seconds_before + elapsed) < 0 ||
             csv_append(csv_path, &h) < 0 || svg_write(svg_path, &h) < 0) {
             fprintf(stderr, "%s: cannot write the loss files in '%s'\n", program, c->out);
@@ -875,8 +867,8 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
            csv_path, svg_path);
     if (r->size > 1)
         printf("%d ranks: averaging gradients took %.2f s of the %.2f s of training (%.1f%%)\n",
-               r->size, r->reduce_seconds, seconds_now() - start,
-               100.0 * r->reduce_seconds / (seconds_now() - start));
+               r->size, r->reduce_seconds, cli_seconds() - start,
+               100.0 * r->reduce_seconds / (cli_seconds() - start));
     status = 0;
 done:
     history_free(&h);

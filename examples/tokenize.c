@@ -144,19 +144,13 @@ static int train(const char *program, const char *path, int64_t vocab_size, int6
         status = cli_fail(program, "training");
         goto done;
     }
-    int64_t size = 0;
-    tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
-    char *bytes = malloc((size_t)size);
-    FILE *o = bytes ? fopen(out, "wb") : NULL;
-    if (!o || tfm_tokenizer_save_bytes(tok, bytes, size, &size) != TFM_OK ||
-        fwrite(bytes, 1, (size_t)size, o) != (size_t)size || fclose(o) != 0) {
+    if (cli_save_tokenizer(tok, out) != 0) {
         fprintf(stderr, "%s: cannot write %s\n", program, out);
     } else {
         printf("%s: %d pieces from %lld lines\n", out, (int)tfm_tokenizer_vocab_size(tok),
                (long long)count);
         status = EXIT_SUCCESS;
     }
-    free(bytes);
     tfm_tokenizer_free(tok);
 done:
     if (status == EXIT_FAILURE && tfm_last_status() == TFM_OK)

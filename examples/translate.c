@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <tfm/tfm.h>
@@ -41,13 +40,6 @@ typedef struct config {
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, batch, evaluate, int8, timing;
 } config;
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* --- text files --------------------------------------------------------------------- */
 
@@ -594,7 +586,7 @@ static char *next_line(line_reader *r, int wait, int *ended)
 
 static int translate_stream(const config *c)
 {
-    double start = seconds_now();
+    double start = cli_seconds();
     tfm_model *model = tfm_model_load(c->model);
     if (!model)
         return cli_fail(program, "loading the model");
@@ -603,7 +595,7 @@ static int translate_stream(const config *c)
         tfm_model_free(model);
         return cli_fail(program, "quantizing the model");
     }
-    double loaded = seconds_now(), first_line = 0.0;
+    double loaded = cli_seconds(), first_line = 0.0;
     int64_t translated = 0;
     translator t = {0};
     line_reader reader = {.fd = STDIN_FILENO};
@@ -620,7 +612,7 @@ static int translate_stream(const config *c)
         /* wait for a first line, then take what has come with it */
         char *line = next_line(&reader, n == 0, &ended);
         if (line && first_line == 0.0)
-            first_line = seconds_now();
+            first_line = cli_seconds();
         if (line && !(lines[n++] = strdup(line))) {
             fprintf(stderr, "%s: out of memory\n", program);
             goto done;
@@ -645,7 +637,7 @@ static int translate_stream(const config *c)
         }
     }
     if (c->timing) {
-        double took = first_line > 0.0 ? seconds_now() - first_line : 0.0;
+        double took = first_line > 0.0 ? cli_seconds() - first_line : 0.0;
         fprintf(stderr, "%s: loaded the model in %.2f s; translated %lld lines in %.2f s "
                 "(%.1f lines/s) from the first line read\n", program, loaded - start,
                 (long long)translated, took, took > 0.0 ? (double)translated / took : 0.0);
@@ -733,7 +725,7 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     int64_t n = source->count;
     char **out = calloc((size_t)n, sizeof *out);
     translator t = {0};
-    double begun = seconds_now(), chrf, bleu;
+    double begun = cli_seconds(), chrf, bleu;
     tfm_model_set_training(model, 0);
     int status = -1;
     if (!out || translator_make(&t, model, c->beam, 64) < 0 ||
@@ -743,8 +735,8 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     } else {
         printf("Test (%lld pairs, %s): chrF %.2f  BLEU %.2f  translated in %.1f s "
                "(%.1f sentences/s); trained and translated in %.1f minutes\n", (long long)n,
-               c->beam > 1 ? "beam" : "greedy", chrf, bleu, seconds_now() - begun,
-               (double)n / (seconds_now() - begun), (seconds_now() - start) / 60.0);
+               c->beam > 1 ? "beam" : "greedy", chrf, bleu, cli_seconds() - begun,
+               (double)n / (cli_seconds() - begun), (cli_seconds() - start) / 60.0);
         for (int64_t i = 0; i < 3 && i < n; i++)
             printf("  %s\n  -> %s\n  (reference: %s)\n", source->line[i], out[i],
                    reference->line[i]);
@@ -839,7 +831,7 @@ static void snapshots_mean(const snapshots *s, float *out)
 
 static int train(const config *c, ranks *r)
 {
-    double start = seconds_now();
+    double start = cli_seconds();
     int status = EXIT_FAILURE;
     text_data d;
     pairs train_pairs = {0}, val_pairs = {0};
@@ -874,17 +866,8 @@ static int train(const config *c, ranks *r)
         goto done;
     }
     if (c->save_vocab && r->rank == 0) {
-        int64_t size = 0;
-        tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
-        char *bytes = malloc((size_t)size);
-        FILE *f = bytes && cli_make_parent_folders(c->save_vocab) == 0
-                      ? fopen(c->save_vocab, "wb")
-                      : NULL;
-        int saved = f && tfm_tokenizer_save_bytes(tok, bytes, size, &size) == TFM_OK &&
-                    fwrite(bytes, 1, (size_t)size, f) == (size_t)size;
-        saved = (f && fclose(f) == 0) && saved;
-        free(bytes);
-        if (!saved) {
+        if (cli_make_parent_folders(c->save_vocab) != 0 ||
+            cli_save_tokenizer(tok, c->save_vocab) != 0) {
             fprintf(stderr, "%s: cannot write the vocabulary to '%s'\n", program,
                     c->save_vocab);
             goto done;
@@ -933,9 +916,9 @@ static int train(const config *c, ranks *r)
                c->minutes > 0 ? "until the time limit" : "a fixed number of steps");
         fflush(stdout);
     }
-    double limit = c->minutes * 60.0, best = INFINITY, trained_at = seconds_now();
+    double limit = c->minutes * 60.0, best = INFINITY, trained_at = cli_seconds();
     int64_t steps = 0, epochs = 0, window_tokens = 0;
-    double window_start = seconds_now(), window_loss = 0.0;
+    double window_start = cli_seconds(), window_loss = 0.0;
     int64_t window_steps = 0;
     int stop = 0;
     tfm_model_set_training(model, 1);
@@ -973,7 +956,7 @@ static int train(const config *c, ranks *r)
             window_tokens += train_pairs.target_lengths[indices[k]];
         window_loss += ranks_mean(r, value, (double)counted);
         window_steps++;
-        double now = seconds_now();
+        double now = cli_seconds();
         /* the limit counts from the start: vocabulary and data included */
         stop = ranks_decide(r, (limit > 0 && now - start >= limit) ||
                                    (c->steps > 0 && steps >= c->steps));
@@ -1005,7 +988,7 @@ static int train(const config *c, ranks *r)
         window_tokens = 0;
         window_loss = 0.0;
         window_steps = 0;
-        window_start = seconds_now(); /* validation is not training time */
+        window_start = cli_seconds(); /* validation is not training time */
     }
     if (r->rank == 0 && kept.kept >= 2) {
         snapshots_mean(&kept, tfm_params_values(tfm_model_params(model)));
@@ -1023,7 +1006,7 @@ static int train(const config *c, ranks *r)
         }
     }
     if (r->rank == 0) {
-        double trained = seconds_now() - trained_at;
+        double trained = cli_seconds() - trained_at;
         printf("Trained %lld steps (%lld epochs) in %.1f minutes; best validation loss %.3f, "
                "model and tokenizer in %s\n", (long long)steps, (long long)epochs,
                trained / 60.0, best, c->out);
