@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tfm/tfm.h>
@@ -38,7 +39,8 @@ typedef struct config {
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
-    int64_t beam, batch, evaluate, int8, timing;
+    int64_t beam, max_length, batch, evaluate, int8, timing;
+    const char *source_language, *target_language;
 } config;
 
 /* --- text files --------------------------------------------------------------------- */
@@ -338,13 +340,11 @@ static double validation_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
 
 typedef struct translator {
     tfm_model *model;
-    const tfm_tokenizer *source, *target;
     tfm_decoding *decoding;
     int64_t max_batch, max_src, max_length, n_best;
+    int32_t pad_id;
     int32_t *ids, *tokens, *lengths;
     int64_t *order, *counts;
-    char *text;
-    int64_t text_capacity;
 } translator;
 
 static void translator_free(translator *t)
@@ -355,50 +355,70 @@ static void translator_free(translator *t)
     free(t->lengths);
     free(t->order);
     free(t->counts);
-    free(t->text);
     *t = (translator){0};
 }
 
+/* Never text: the start token, padding, and the ids past the target
+ * tokenizer's pieces (a model may have more ids than its tokenizer); a
+ * published model says its own (bad_words_ids). */
+static int suppress_non_text(tfm_model *model, tfm_decode_options *o, int32_t **never)
+{
+    int64_t vocab = tfm_model_tgt_vocab(model);
+    int64_t pieces = tfm_tokenizer_vocab_size(tfm_model_tokenizer(model, 1));
+    int64_t n_never = 2 + (vocab > pieces ? vocab - pieces : 0);
+    if (!(*never = malloc((size_t)n_never * sizeof **never))) {
+        fprintf(stderr, "%s: out of memory for %lld suppressed ids\n", program,
+                (long long)n_never);
+        return -1;
+    }
+    (*never)[0] = tfm_model_bos_id(model);
+    (*never)[1] = tfm_model_pad_id(model);
+    for (int64_t id = pieces, k = 2; id < vocab; id++)
+        (*never)[k++] = (int32_t)id;
+    o->suppress_ids = *never;
+    o->n_suppress_ids = (int32_t)n_never;
+    return 0;
+}
+
 /* A translator of up to max_batch lines at once with the model's own
- * tokenizers; 0, or -1 with libtfm's error. */
-static int translator_make(translator *t, tfm_model *model, int64_t beam, int64_t max_batch)
+ * tokenizers: a published model (published) with its generation
+ * defaults, beam (0: its own) and max_length (0: its own) changing them;
+ * a model trained here with beam 4 unless told, and translations up to
+ * twice their source's length and 10 (or max_length). 0, or -1 with
+ * libtfm's error. */
+static int translator_make(translator *t, tfm_model *model, int published, int64_t beam,
+                           int64_t max_length, int64_t max_batch)
 {
     *t = (translator){.model = model, .max_batch = max_batch};
-    t->source = tfm_model_tokenizer(model, 0);
-    t->target = tfm_model_tokenizer(model, 1);
-    if (!t->source) {
-        fprintf(stderr, "%s: the model file holds no tokenizer: it was not saved by "
-                "tfm-translate or tfm_model_set_tokenizers\n", program);
+    if (!tfm_model_tokenizer(model, 0)) {
+        fprintf(stderr, "%s: the model holds no tokenizer: it was not saved by tfm-translate "
+                "or tfm_model_set_tokenizers, or its folder lacks the tokenizer files\n",
+                program);
         return -1;
     }
     tfm_decode_options o;
     tfm_decode_options_init(&o);
     tfm_decode_options_from_model(model, &o);
-    o.strategy = beam > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
-    o.beam_size = (int32_t)beam;
-    o.max_length = (int32_t)(tfm_model_max_tgt_len(model) - 1);
-    /* targets run about as long as their sources: room for twice that */
-    o.max_length_a = 2.0f;
-    o.max_length_b = 10;
-    /* never text: the start token, padding, and the ids past the target
-     * tokenizer's pieces (a model may have more ids than its tokenizer) */
-    int64_t vocab = tfm_model_tgt_vocab(model), pieces = tfm_tokenizer_vocab_size(t->target);
-    int64_t n_never = 2 + (vocab > pieces ? vocab - pieces : 0);
-    int32_t *never = malloc((size_t)n_never * sizeof *never);
-    if (!never) {
-        fprintf(stderr, "%s: out of memory for %lld suppressed ids\n", program,
-                (long long)n_never);
-        return -1;
+    int32_t *never = NULL;
+    if (!published) {
+        beam = beam ? beam : 4;
+        o.max_length = (int32_t)(tfm_model_max_tgt_len(model) - 1);
+        /* targets run about as long as their sources: room for twice that */
+        o.max_length_a = 2.0f;
+        o.max_length_b = 10;
+        if (suppress_non_text(model, &o, &never) < 0)
+            return -1;
     }
-    never[0] = BOS_ID;
-    never[1] = PAD_ID;
-    for (int64_t id = pieces, k = 2; id < vocab; id++)
-        never[k++] = (int32_t)id;
-    o.suppress_ids = never;
-    o.n_suppress_ids = (int32_t)n_never;
+    if (beam) {
+        o.strategy = beam > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+        o.beam_size = (int32_t)beam;
+    }
+    if (max_length)
+        o.max_length = (int32_t)max_length;
     t->max_src = tfm_model_max_src_len(model);
     t->max_length = o.max_length;
     t->n_best = 1;
+    t->pad_id = tfm_model_pad_id(model) >= 0 ? tfm_model_pad_id(model) : 0;
     t->decoding = tfm_decoding_create(model, &o, max_batch, t->max_src);
     free(never); /* the decoding keeps a copy */
     int64_t tokens = 0;
@@ -428,19 +448,26 @@ static int by_count(const void *a, const void *b)
 /* Decodes out[i] = the translation of lines[i], for n <= max_batch lines,
  * each malloc'd (the caller frees them). A line longer than the model's
  * sources is cut there, saying so. 0, or -1 with libtfm's error. */
+static int blank(const char *line)
+{
+    while (*line == ' ' || *line == '\t' || *line == '\r')
+        line++;
+    return *line == '\0';
+}
+
 static int translator_run(translator *t, const char *const *lines, int64_t n, char **out)
 {
     int64_t width = 1;
     for (int64_t i = 0; i < n; i++) {
         int64_t count = 0, length = (int64_t)strlen(lines[i]);
         int32_t *row = t->ids + i * t->max_src;
-        tfm_status s = tfm_tokenizer_encode(t->source, lines[i], length, row, t->max_src,
-                                            &count);
+        tfm_status s = tfm_model_encode_text(t->model, lines[i], length, row, t->max_src,
+                                             &count);
         if (s == TFM_ERR_SIZE) {
             fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n",
                     program, (long long)count, (long long)t->max_src);
             int32_t *all = malloc((size_t)count * sizeof *all);
-            s = all ? tfm_tokenizer_encode(t->source, lines[i], length, all, count, &count)
+            s = all ? tfm_model_encode_text(t->model, lines[i], length, all, count, &count)
                     : TFM_ERR_NOMEM;
             if (s == TFM_OK)
                 memcpy(row, all, (size_t)t->max_src * sizeof *row);
@@ -449,7 +476,7 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
         }
         if (s != TFM_OK)
             return -1;
-        t->counts[i] = count;
+        t->counts[i] = blank(lines[i]) ? 0 : count;
         t->order[i] = i;
         width = count > width ? count : width;
     }
@@ -463,7 +490,7 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
     for (int64_t r = 0; r < n; r++) {
         int64_t i = t->order[r];
         for (int64_t k = 0; k < width; k++)
-            cells[r * width + k] = k < t->counts[i] ? t->ids[i * t->max_src + k] : PAD_ID;
+            cells[r * width + k] = k < t->counts[i] ? t->ids[i * t->max_src + k] : t->pad_id;
     }
     int64_t tokens = 0;
     tfm_decoding_buffer_sizes(t->decoding, n, &tokens, NULL, NULL, NULL);
@@ -474,16 +501,12 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
         return -1;
     for (int64_t r = 0; r < n; r++) {
         const int32_t *row = t->tokens + r * t->n_best * (t->max_length + 1);
-        int64_t count = t->lengths[r] - 1; /* after <s> */
-        if (count > 0 && row[count] == EOS_ID)
-            count--;
-        if (t->counts[t->order[r]] == 0) /* a blank line stays blank */
-            count = 0;
-        int64_t length = 0;
-        s = tfm_tokenizer_decode(t->target, row + 1, count, NULL, 0, &length);
+        /* a blank line stays blank */
+        int64_t count = t->counts[t->order[r]] == 0 ? 0 : t->lengths[r], length = 0;
+        tfm_model_decode_text(t->model, row, count, NULL, 0, &length);
         char *text = malloc((size_t)length + 1);
-        if (!text || tfm_tokenizer_decode(t->target, row + 1, count, text, length + 1,
-                                          &length) != TFM_OK) {
+        if (!text ||
+            tfm_model_decode_text(t->model, row, count, text, length + 1, &length) != TFM_OK) {
             free(text);
             for (int64_t k = 0; k < r; k++)
                 free(out[t->order[k]]);
@@ -587,9 +610,16 @@ static char *next_line(line_reader *r, int wait, int *ended)
 static int translate_stream(const config *c)
 {
     double start = cli_seconds();
-    tfm_model *model = tfm_model_load(c->model);
+    struct stat about;
+    int published = stat(c->model, &about) == 0 && S_ISDIR(about.st_mode);
+    tfm_model *model = published ? tfm_model_from_pretrained(c->model) : tfm_model_load(c->model);
     if (!model)
         return cli_fail(program, "loading the model");
+    if ((c->source_language || c->target_language) &&
+        tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) {
+        tfm_model_free(model);
+        return cli_fail(program, "choosing the languages");
+    }
     if (c->int8 && !tfm_model_quantized(model) &&
         tfm_model_quantize(model, TFM_QUANTIZE_LAYERS) != TFM_OK) {
         tfm_model_free(model);
@@ -604,7 +634,8 @@ static int translate_stream(const config *c)
     char **out = malloc((size_t)batch * sizeof *out);
     int status = EXIT_FAILURE, ended = 0;
     int64_t n = 0;
-    if (!lines || !out || translator_make(&t, model, c->beam, batch) < 0) {
+    if (!lines || !out ||
+        translator_make(&t, model, published, c->beam, c->max_length, batch) < 0) {
         cli_fail(program, "preparing to translate");
         goto done;
     }
@@ -728,14 +759,14 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     double begun = cli_seconds(), chrf, bleu;
     tfm_model_set_training(model, 0);
     int status = -1;
-    if (!out || translator_make(&t, model, c->beam, 64) < 0 ||
+    if (!out || translator_make(&t, model, 0, c->beam, 0, 64) < 0 ||
         translate_all(&t, source->line, n, out) < 0 ||
         score(out, reference->line, n, &chrf, &bleu) < 0) {
         cli_fail(program, "translating the test set");
     } else {
         printf("Test (%lld pairs, %s): chrF %.2f  BLEU %.2f  translated in %.1f s "
                "(%.1f sentences/s); trained and translated in %.1f minutes\n", (long long)n,
-               c->beam > 1 ? "beam" : "greedy", chrf, bleu, cli_seconds() - begun,
+               c->beam != 1 ? "beam" : "greedy", chrf, bleu, cli_seconds() - begun,
                (double)n / (cli_seconds() - begun), (cli_seconds() - start) / 60.0);
         for (int64_t i = 0; i < 3 && i < n; i++)
             printf("  %s\n  -> %s\n  (reference: %s)\n", source->line[i], out[i],
@@ -1050,11 +1081,16 @@ int main(int argc, char **argv)
         .vocab_size = 8000, .max_len = 128, .d_model = 256, .heads = 4, .layers = 3,
         .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 2e-3,
         .weight_decay = 0.01, .clip = 1.0, .warmup = 500, .max_tokens = 4000,
-        .validate_every = 100, .average = 5, .seed = 0, .threads = 1, .beam = 4, .evaluate = 1,
+        .validate_every = 100, .average = 5, .seed = 0, .threads = 1, .evaluate = 1,
     };
     const cli_flag flags[] = {
         {"train", CLI_SWITCH, &c.train, 0, 0, "train a model on --data, keep the best in --out"},
-        {"model", CLI_STRING, &c.model, 0, 0, "translate standard input with this model file"},
+        {"model", CLI_STRING, &c.model, 0, 0, "translate standard input with this model file, "
+         "or a published model's folder (Marian, BART, mBART, M2M100, NLLB, T5)"},
+        {"source-language", CLI_STRING, &c.source_language, 0, 0, "--model: a multilingual "
+         "model's source language code (en_XX, en, eng_Latn)"},
+        {"target-language", CLI_STRING, &c.target_language, 0, 0, "--model: its target "
+         "language code (fr_XX, fr, fra_Latn)"},
         {"score", CLI_STRING, &c.score, 0, 0, "print chrF and BLEU of this file of translations"},
         {"reference", CLI_STRING, &c.reference, 0, 0, "--score's reference translations"},
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
@@ -1090,7 +1126,10 @@ int main(int argc, char **argv)
         {"precision", CLI_STRING, &c.precision, 0, 0, CLI_PRECISION_HELP},
         {"evaluate", CLI_INT, &c.evaluate, 0, 1, "after training, translate and score the test "
          "pairs with the best model"},
-        {"beam", CLI_INT, &c.beam, 1, 64, "beam size (1: greedy)"},
+        {"beam", CLI_INT, &c.beam, 0, 64, "beam size (1: greedy; 0: the model's own, 4 for "
+         "a model trained here)"},
+        {"max-length", CLI_INT, &c.max_length, 0, 1 << 20, "--model: longest translation in "
+         "tokens (0: the model's own)"},
         {"batch", CLI_INT, &c.batch, 0, 100000, "lines translated at once (0: 1 from a "
          "terminal, else 32)"},
         {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model's layers to int8 "

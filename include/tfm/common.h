@@ -22,7 +22,7 @@ extern "C" {
 /** Major version of the headers: changes with an incompatible ABI. */
 #define TFM_VERSION_MAJOR 0
 /** Minor version of the headers: changes when the API grows. */
-#define TFM_VERSION_MINOR 5
+#define TFM_VERSION_MINOR 6
 /** Patch version of the headers: fixes only. */
 #define TFM_VERSION_PATCH 0
 /** The headers' version as one number, 10000 * major + 100 * minor + patch,

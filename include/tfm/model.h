@@ -329,6 +329,60 @@ TFM_API tfm_status tfm_model_set_tokenizers(tfm_model *model, const tfm_tokenize
  * until the model is freed or given other tokenizers. */
 TFM_API const tfm_tokenizer *tfm_model_tokenizer(const tfm_model *model, int32_t target);
 
+/** Encodes source text (UTF-8, text[0, length)) into the ids the encoder
+ * takes: the source tokenizer's ids between the ids the model's family
+ * puts around every source. tfm_model_from_pretrained() sets them as
+ * transformers' tokenizers add them: BART `<s>` text `</s>`; Marian and
+ * T5 text `</s>`; mBART-50, M2M100 and NLLB [the source language's code]
+ * text `</s>` (NLLB's legacy_behaviour: text `</s>` [code]). Models made
+ * here have none unless given by tfm_model_set_source_template(). As
+ * tfm_tokenizer_encode(): *count becomes the number of ids, written only
+ * when capacity holds them all, else TFM_ERR_SIZE (ids may be NULL with
+ * capacity 0 to ask). TFM_ERR_NULL, TFM_ERR_ARG as there; TFM_ERR_STATE
+ * for a model without tokenizers. */
+TFM_API tfm_status tfm_model_encode_text(const tfm_model *model, const char *text,
+                                         int64_t length, int32_t *ids, int64_t capacity,
+                                         int64_t *count);
+/** Decodes ids the decoder produced (the decoder start token included or
+ * not) into text with the target tokenizer, as transformers' decode with
+ * skip_special_tokens: the tokenizer's special ids (unknown, beginning, end,
+ * padding), the ids around sources and the target language's code give
+ * nothing; an id past the tokenizer's pieces but inside the model's
+ * vocabulary (a vocabulary padded past its tokenizer) reads as the unknown
+ * piece. Published models whose tokenizer cleans up spaces
+ * (clean_up_tokenization_spaces, transformers' default) then lose the
+ * space before . , ! ? n't 's 'm 've 're. Text and *length as
+ * tfm_tokenizer_decode() (TFM_ERR_SIZE when capacity < *length + 1);
+ * TFM_ERR_RANGE for an id outside the model's target vocabulary;
+ * TFM_ERR_STATE for a model without tokenizers. */
+TFM_API tfm_status tfm_model_decode_text(const tfm_model *model, const int32_t *ids,
+                                         int64_t count, char *text, int64_t capacity,
+                                         int64_t *length);
+/** Sets the ids put around every source text by tfm_model_encode_text():
+ * prefix[0, n_prefix) before it and suffix[0, n_suffix) after, at most 4
+ * in all (NULL with a count of 0 for none), ids of the source vocabulary.
+ * A multilingual model's source language code is then gone: set a
+ * language again with tfm_model_set_languages(). Saved with the
+ * tokenizers. TFM_ERR_NULL, TFM_ERR_ARG (counts), TFM_ERR_RANGE (ids);
+ * nothing changes on error. */
+TFM_API tfm_status tfm_model_set_source_template(tfm_model *model, const int32_t *prefix,
+                                                 int32_t n_prefix, const int32_t *suffix,
+                                                 int32_t n_suffix);
+/** Chooses a multilingual model's languages by their codes as its
+ * tokenizer spells them ("en_XX" for mBART-50, "eng_Latn" for NLLB,
+ * "__en__" or "en" for M2M100): the source code goes where the model's
+ * sources carry it (tfm_model_encode_text), and the target code becomes
+ * decoding's forced first token (tfm_decode_options_from_model's
+ * forced_bos_id), as transformers' src_lang, tgt_lang and
+ * forced_bos_token_id. tfm_model_from_pretrained() starts from
+ * tokenizer_config.json's src_lang and tgt_lang. NULL leaves that side as
+ * it is. Saved with the tokenizers. TFM_ERR_NULL; TFM_ERR_STATE for a
+ * model whose sources carry no language (source given) or without
+ * tokenizers; TFM_ERR_ARG for a code the tokenizer does not have (the
+ * message names it); nothing changes on error. */
+TFM_API tfm_status tfm_model_set_languages(tfm_model *model, const char *source,
+                                           const char *target);
+
 /* --- forwards (masks: see the file's notes) ----------------------------------- */
 /** src [B, S] int32 -> memory [B, S, D]. */
 TFM_API tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *model,

@@ -64,5 +64,7 @@ tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_opti
         options->src_pad_id = pad;
     if (model->generation)
         published_defaults(model->generation, options);
+    if (model->text.target_language >= 0 && HAS(options, forced_bos_id))
+        options->forced_bos_id = model->text.target_language;
     return TFM_OK;
 }

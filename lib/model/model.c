@@ -183,6 +183,7 @@ tfm_model *tfm__model_create(const char *op, const tfm_model_options *options,
         free(m);
         return NULL;
     }
+    m->text = TFM__NO_TEXT_TEMPLATE;
     const tfm_model_options *o = &m->options;
     block_of(o, &m->block);
     const tfm_block_options *b = &m->block;

@@ -23,6 +23,19 @@ typedef struct tfm__generation {
 /* Frees a generation record and what it owns; NULL is a no-op. */
 void tfm__generation_free(tfm__generation *g);
 
+/* The ids a model puts around every source text, and the languages of a
+ * multilingual one (text.c); saved with its tokenizers. */
+#define TFM__TEMPLATE_MAX 4
+typedef struct tfm__text_template {
+    int32_t ids[TFM__TEMPLATE_MAX]; /* the prefix's, then the suffix's */
+    int32_t n_prefix, n_ids;
+    int32_t language;        /* where in ids the source language's code is, or -1 */
+    int32_t target_language; /* the target language's code (decoding's forced
+                              * first token), or -1 */
+    int32_t clean_up;        /* transformers' clean_up_tokenization_spaces */
+} tfm__text_template;
+#define TFM__NO_TEXT_TEMPLATE ((tfm__text_template){.language = -1, .target_language = -1})
+
 struct tfm_model {
     tfm_model_options options;
     tfm_block_options block;        /* every layer's, from the options */
@@ -38,6 +51,7 @@ struct tfm_model {
     tfm_tensor *src_relative_bias, *tgt_relative_bias;
     tfm__generation *generation;    /* NULL unless published with defaults; not saved */
     tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
+    tfm__text_template text;        /* around the tokenizers' ids; saved with them */
     /* tfm_model_quantize: what it turned to int8 (TFM_QUANTIZE_*, 0 for
      * none), and the n_int8 weights the quantized tensors point into */
     uint32_t quantized;

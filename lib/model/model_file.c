@@ -197,8 +197,8 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
     if (tfm__model_options_check(op, "options.", &m->options, TFM_ERR_ARG) != TFM_OK)
         return tfm_last_status();
     model_metadata(m, md);
-    const char *tokenizer_keys[2];
-    char *tokenizer_values[2];
+    const char *tokenizer_keys[3];
+    char *tokenizer_values[3];
     int tokenizers = tfm__model_tokenizer_metadata(op, m, tokenizer_keys, tokenizer_values);
     if (tokenizers < 0)
         return tfm_last_status();

@@ -49,9 +49,9 @@ typedef struct loader {
     const char *op;
     char ctx[PATH_MAX_BYTES + 64]; /* "op: \"folder\"" for messages */
     const char *folder;
-    char *config_text, *generation_text;
-    tfm__json config, generation;
-    int has_config, has_generation;
+    char *config_text, *generation_text, *settings_text;
+    tfm__json config, generation, settings; /* settings: tokenizer_config.json */
+    int has_config, has_generation, has_settings;
     const tfm__json *doc;          /* the document the config_ helpers read */
     const char *doc_name;          /* its file's name, for messages */
     tfm_safetensors *files[MAX_SHARDS];
@@ -560,6 +560,84 @@ static int attach_tokenizers(loader *l, tfm_model *m)
     return failed ? -1 : 0;
 }
 
+/* --- the ids around sources ------------------------------------------------------- */
+
+/* tokenizer_config.json, when the folder has one, as the document the
+ * config_ helpers read; 0 when read or absent. */
+static int read_settings(loader *l)
+{
+    char path[PATH_MAX_BYTES];
+    size_t size;
+    if (!has_file(l, "tokenizer_config.json", path))
+        return 0;
+    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->settings_text, &size) != TFM_OK ||
+        tfm__json_parse(l->ctx, l->settings_text, size, (int64_t)(size / 2 + 1), &l->settings) !=
+            TFM_OK)
+        return -1;
+    l->has_settings = 1;
+    l->doc = &l->settings;
+    l->doc_name = "tokenizer_config.json";
+    if (l->settings.nodes[0].type != TFM__JSON_OBJECT) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json is not a JSON object", l->ctx);
+        return -1;
+    }
+    return 0;
+}
+
+/* The ids the family's tokenizer in transformers puts around a source
+ * (BART <s> X </s>; Marian, T5 X </s>; mBART-50, M2M100, NLLB [code] X
+ * </s>, or NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
+ * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn) and its
+ * clean_up_tokenization_spaces (default true), for a model with
+ * tokenizers. */
+static int read_text_template(loader *l, tfm_model *m)
+{
+    const tfm_tokenizer *tok = tfm_model_tokenizer(m, 0);
+    if (!tok)
+        return 0;
+    int32_t clean_up = 1, legacy = 0;
+    if (read_settings(l) < 0 ||
+        (l->has_settings && (config_bool(l, "clean_up_tokenization_spaces", 1, &clean_up) < 0 ||
+                             config_bool(l, "legacy_behaviour", 0, &legacy) < 0)))
+        return -1;
+    const char *source = l->has_settings ? config_string(l, "src_lang") : NULL;
+    const char *target = l->has_settings ? config_string(l, "tgt_lang") : NULL;
+    const char *class = l->has_settings ? config_string(l, "tokenizer_class") : NULL;
+    int nllb = class && strcmp(class, "NllbTokenizer") == 0;
+    int32_t bos = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS),
+            eos = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
+    if (eos < 0 || (l->family == BART && bos < 0)) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: the tokenizer has no %s to put around sources", l->ctx,
+                  eos < 0 ? "</s>" : "<s>");
+        return -1;
+    }
+    tfm__text_template *t = &m->text;
+    *t = TFM__NO_TEXT_TEMPLATE;
+    t->clean_up = clean_up;
+    if (l->family == BART) {
+        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, clean_up};
+    } else if (l->family == MARIAN || l->family == T5) {
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, clean_up};
+    } else {
+        /* a place for the code, which tfm_model_set_languages fills */
+        *t = legacy ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, clean_up}
+                    : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, clean_up};
+        if (!source)
+            source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : NULL;
+        if (!source) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json names no src_lang for the "
+                      "language code M2M100 puts before every source", l->ctx);
+            return -1;
+        }
+    }
+    uint64_t mark = tfm__error_mark();
+    if ((source || target) && tfm_model_set_languages(m, source, target) != TFM_OK) {
+        tfm__fail_within(l->ctx, mark);
+        return -1;
+    }
+    return 0;
+}
+
 /* --- the tensors -------------------------------------------------------------------- */
 
 /* model.safetensors, or every shard model.safetensors.index.json names. */
@@ -899,8 +977,11 @@ static void loader_free(loader *l)
         tfm__json_free(&l->config);
     if (l->has_generation)
         tfm__json_free(&l->generation);
+    if (l->has_settings)
+        tfm__json_free(&l->settings);
     free(l->config_text);
     free(l->generation_text);
+    free(l->settings_text);
 }
 
 tfm_model *tfm_model_from_pretrained(const char *folder)
@@ -935,7 +1016,8 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
         (tfm_last_status() == TFM_ERR_ARG || tfm_last_status() == TFM_ERR_SIZE))
         tfm__fail_because(TFM_ERR_FORMAT, "%s: config.json describes no model libtfm can make "
                           "from these files", l->ctx);
-    if (m && (load_tensors(l, m) < 0 || attach_tokenizers(l, m) < 0)) {
+    if (m && (load_tensors(l, m) < 0 || attach_tokenizers(l, m) < 0 ||
+              read_text_template(l, m) < 0)) {
         tfm_model_free(m);
         m = NULL;
     }

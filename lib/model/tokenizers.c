@@ -8,6 +8,7 @@
 #include "io/base64.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "model/text.h"
 #include "model/tokenizers.h"
 
 static const char *const keys[2] = {TFM__MODEL_KEY_PREFIX "tokenizer",
@@ -106,6 +107,17 @@ int tfm__model_tokenizer_metadata(const char *op, const tfm_model *m, const char
         out_keys[count] = keys[side];
         out_values[count++] = text;
     }
+    const tfm__text_template none = TFM__NO_TEXT_TEMPLATE;
+    if (count > 0 && memcmp(&m->text, &none, sizeof none) != 0) {
+        char *text = tfm__text_template_format(op, &m->text);
+        if (!text) {
+            while (count > 0)
+                free(out_values[--count]);
+            return -1;
+        }
+        out_keys[count] = TFM__TEXT_TEMPLATE_KEY;
+        out_values[count++] = text;
+    }
     return count;
 }
 
@@ -143,11 +155,20 @@ tfm_status tfm__model_tokenizers_read(const char *ctx, const tfm_safetensors *fi
     else if (check_fits(ctx, "source", source, m->options.src_vocab) != TFM_OK ||
              check_fits(ctx, "target", target ? target : source, m->options.tgt_vocab) != TFM_OK)
         s = tfm__fail_because(TFM_ERR_FORMAT, "%s: its tokenizers do not fit its model", ctx);
+    const char *template = tfm__safetensors_metadata(file, TFM__TEXT_TEMPLATE_KEY);
+    tfm__text_template text = TFM__NO_TEXT_TEMPLATE;
+    if (s == TFM_OK && template && !source)
+        s = tfm__fail(TFM_ERR_FORMAT, "%s: metadata holds %s without %s", ctx,
+                      TFM__TEXT_TEMPLATE_KEY, keys[0]);
+    else if (s == TFM_OK && template)
+        s = tfm__text_template_parse(ctx, TFM__TEXT_TEMPLATE_KEY, template,
+                                     m->options.src_vocab, m->options.tgt_vocab, &text);
     if (s != TFM_OK) {
         tfm_tokenizer_free(source);
         tfm_tokenizer_free(target);
         return s;
     }
     replace(m, source, target);
+    m->text = text;
     return TFM_OK;
 }

@@ -5,7 +5,8 @@
 #include "io/safetensors.h"
 #include "tfm/model.h"
 
-/* The model's tokenizers as metadata pairs: up to 2 keys (libtfm's) and
+/* The model's tokenizers, and the ids around its sources when it has
+ * any (text.c), as metadata pairs: up to 3 keys (libtfm's) and
  * base64 values (malloc'd, the caller frees them); the count, or -1 on
  * error (nothing left to free). */
 int tfm__model_tokenizer_metadata(const char *op, const tfm_model *model, const char **keys,
