@@ -64,7 +64,9 @@ TFM_API tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path,
  * MarianTokenizer uses them. Encoding gives each piece the vocabulary's
  * id (`<unk>`'s when it has none); decoding turns ids into the
  * vocabulary's pieces and those into text as the SentencePiece model
- * does, the vocabulary's `<s>`, `</s>` and `<pad>` giving nothing. Ids,
+ * does, the vocabulary's `<s>`, `</s>` and `<pad>` giving nothing and a
+ * piece the model lacks its own spelling (U+2581 as a space), as
+ * MarianTokenizer's convert_tokens_to_string does. Ids,
  * pieces and special ids are the vocabulary's. NULL on failure as
  * tfm_tokenizer_load_sentencepiece(). */
 TFM_API tfm_tokenizer *tfm_tokenizer_load_sentencepiece_with_vocab(const char *model_path,

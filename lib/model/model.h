@@ -32,6 +32,7 @@ typedef struct tfm__text_template {
     int32_t language;        /* where in ids the source language's code is, or -1 */
     int32_t target_language; /* the target language's code (decoding's forced
                               * first token), or -1 */
+    int32_t strip;           /* drop spaces around decoded text (SentencePiece families) */
     int32_t clean_up;        /* transformers' clean_up_tokenization_spaces */
 } tfm__text_template;
 #define TFM__NO_TEXT_TEMPLATE ((tfm__text_template){.language = -1, .target_language = -1})

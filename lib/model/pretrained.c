@@ -587,7 +587,8 @@ static int read_settings(loader *l)
 /* The ids the family's tokenizer in transformers puts around a source
  * (BART <s> X </s>; Marian, T5 X </s>; mBART-50, M2M100, NLLB [code] X
  * </s>, or NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
- * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn) and its
+ * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn), the
+ * SentencePiece families' strip of decoded text and
  * clean_up_tokenization_spaces (default true), for a model with
  * tokenizers. */
 static int read_text_template(loader *l, tfm_model *m)
@@ -612,16 +613,14 @@ static int read_text_template(loader *l, tfm_model *m)
         return -1;
     }
     tfm__text_template *t = &m->text;
-    *t = TFM__NO_TEXT_TEMPLATE;
-    t->clean_up = clean_up;
     if (l->family == BART) {
-        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, clean_up};
+        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up};
     } else if (l->family == MARIAN || l->family == T5) {
-        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, clean_up};
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
-        *t = legacy ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, clean_up}
-                    : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, clean_up};
+        *t = legacy ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up}
+                    : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up};
         if (!source)
             source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : NULL;
         if (!source) {

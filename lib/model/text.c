@@ -2,6 +2,7 @@
  * (BART's <s> X </s>, mBART's [en_XX] X </s> ...), its languages, and
  * decoding as transformers' decode(skip_special_tokens=True) does; the
  * template travels with the tokenizers as one "tfm." metadata value. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,19 @@ static int skipped(const tfm_model *m, const tfm_tokenizer *tok, int32_t id)
         if (id == m->text.ids[i])
             return 1;
     return id == m->text.target_language || id == tfm_model_bos_id(m);
+}
+
+/* Without the spaces around it (str.strip), in place. */
+static size_t strip(char *text, size_t length)
+{
+    size_t from = 0;
+    while (length > 0 && isspace((unsigned char)text[length - 1]))
+        length--;
+    while (from < length && isspace((unsigned char)text[from]))
+        from++;
+    memmove(text, text + from, length - from);
+    text[length - from] = '\0';
+    return length - from;
 }
 
 /* transformers' clean_up_tokenization, in place: each pattern in turn
@@ -137,6 +151,8 @@ tfm_status tfm_model_decode_text(const tfm_model *m, const int32_t *ids, int64_t
         tfm__fail_within(op, mark);
         return s;
     }
+    if (m->text.strip)
+        size = (int64_t)strip(decoded, (size_t)size);
     if (m->text.clean_up)
         size = (int64_t)clean_up(decoded, (size_t)size);
     *length = size;
@@ -227,7 +243,7 @@ tfm_status tfm_model_set_languages(tfm_model *m, const char *source, const char 
 
 /* --- in the model's file ------------------------------------------------------------ */
 
-/* "prefix=0 suffix=2 language=-1 target_language=-1 clean_up=1" */
+/* "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1" */
 char *tfm__text_template_format(const char *op, const tfm__text_template *t)
 {
     char buffer[256], *at = buffer;
@@ -238,8 +254,8 @@ char *tfm__text_template_format(const char *op, const tfm__text_template *t)
         for (int32_t i = from; i < to; i++)
             at += sprintf(at, "%s%d", i > from ? "," : "", (int)t->ids[i]);
     }
-    sprintf(at, " language=%d target_language=%d clean_up=%d", (int)t->language,
-            (int)t->target_language, (int)t->clean_up);
+    sprintf(at, " language=%d target_language=%d strip=%d clean_up=%d", (int)t->language,
+            (int)t->target_language, (int)t->strip, (int)t->clean_up);
     char *copy = malloc(strlen(buffer) + 1);
     if (!copy)
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
@@ -283,6 +299,7 @@ tfm_status tfm__text_template_parse(const char *ctx, const char *key, const char
     int ok = n_suffix >= 0 && n_prefix + n_suffix <= TFM__TEMPLATE_MAX &&
              read_field(&at, "language", &t.language, 1) == 1 &&
              read_field(&at, "target_language", &t.target_language, 1) == 1 &&
+             read_field(&at, "strip", &t.strip, 1) == 1 &&
              read_field(&at, "clean_up", &t.clean_up, 1) == 1 && *at == '\0';
     if (ok) {
         memcpy(t.ids + n_prefix, suffix, (size_t)n_suffix * sizeof *suffix);
@@ -291,7 +308,7 @@ tfm_status tfm__text_template_parse(const char *ctx, const char *key, const char
         for (int32_t i = 0; i < t.n_ids; i++)
             ok = ok && t.ids[i] >= 0 && t.ids[i] < src_vocab;
         ok = ok && t.language < t.n_ids && t.target_language < tgt_vocab &&
-             (t.clean_up == 0 || t.clean_up == 1);
+             (t.strip == 0 || t.strip == 1) && (t.clean_up == 0 || t.clean_up == 1);
     }
     if (!ok)
         return tfm__fail(TFM_ERR_FORMAT, "%s: metadata %s \"%.80s\" is not a source template "

@@ -4,7 +4,8 @@
  * piece the vocabulary's id (its unknown id when the vocabulary lacks the
  * piece); ids become the vocabulary's pieces, which the model decodes (the
  * vocabulary's own control tokens, such as <pad>, give nothing; a piece
- * the model lacks gives its unknown piece's surface). The tokenizer's
+ * the model lacks gives its own spelling, U+2581 as a space, as
+ * MarianTokenizer's convert_tokens_to_string does). The tokenizer's
  * pieces, ids and special tokens are the vocabulary's. */
 #include "text/text.h"
 
@@ -73,20 +74,31 @@ int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char 
 int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                            int64_t count, tfm__bytes *out)
 {
-    tfm__ids pieces = {0};
-    int failed = 0;
-    for (int64_t i = 0; i < count && !failed; i++) {
+    const tfm__piece **spelled = malloc((size_t)(count > 0 ? count : 1) * sizeof *spelled);
+    if (!spelled) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld pieces", op, (long long)count);
+        return -1;
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < count; i++) {
         int special = 0;
         for (int k = TFM_TOKEN_BOS; k <= TFM_TOKEN_PAD; k++)
             special |= ids[i] == tok->special[k];
-        if (special)
-            continue;
-        const tfm__piece *p = &tok->pieces[ids[i]];
-        int32_t id = tfm__piece_id(tok->base, p->text, p->length);
-        id = id >= 0 ? id : tok->base->unk_id;
-        failed = id >= 0 && tfm__ids_push(op, &pieces, id);
+        if (!special)
+            spelled[n++] = &tok->pieces[ids[i]];
     }
-    failed = failed || tfm__sentencepiece_decode(op, tok->base, pieces.data, pieces.size, out);
-    free(pieces.data);
+    int failed = tfm__sentencepiece_decode_spelled(op, tok->base, spelled, n, out);
+    free(spelled);
+    /* MarianTokenizer: a piece the model lacks keeps its U+2581, which
+     * becomes a space too */
+    size_t w = 0;
+    for (size_t r = 0; !failed && r < out->size;) {
+        int space = out->size - r >= TFM__SPACE_SYMBOL_LEN &&
+                    !memcmp(out->data + r, TFM__SPACE_SYMBOL, TFM__SPACE_SYMBOL_LEN);
+        out->data[w++] = space ? ' ' : out->data[r];
+        r += space ? TFM__SPACE_SYMBOL_LEN : 1;
+    }
+    if (!failed)
+        out->size = w;
     return failed;
 }

@@ -831,10 +831,11 @@ done:
 
 /* ---- decoding ---- */
 
-/* Byte pieces ids[begin, end) as text: each byte that does not complete a
- * well-formed character is U+FFFD. */
-static int append_bytes(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
-                        int64_t begin, int64_t end, tfm__bytes *out)
+/* Byte pieces spelled[begin, end) as text: each byte that does not
+ * complete a well-formed character is U+FFFD. */
+static int append_bytes(const char *op, const tfm_tokenizer *tok,
+                        const tfm__piece *const *spelled, int64_t begin, int64_t end,
+                        tfm__bytes *out)
 {
     if (begin >= end)
         return 0;
@@ -844,8 +845,10 @@ static int append_bytes(const char *op, const tfm_tokenizer *tok, const int32_t 
         return -1;
     }
     size_t n = (size_t)(end - begin);
-    for (size_t i = 0; i < n; i++)
-        bytes[i] = (char)tok->pieces[ids[begin + (int64_t)i]].byte;
+    for (size_t i = 0; i < n; i++) {
+        const tfm__piece *p = spelled[begin + (int64_t)i];
+        bytes[i] = (char)tok->pieces[id_or_unknown(tok, p->text, p->length)].byte;
+    }
     int status = 0;
     for (size_t at = 0; at < n && !status;) {
         size_t used;
@@ -875,8 +878,9 @@ static int append_piece(const char *op, const char *s, size_t len, int strip, tf
     return 0;
 }
 
-int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
-                              int64_t count, tfm__bytes *out)
+int tfm__sentencepiece_decode_spelled(const char *op, const tfm_tokenizer *tok,
+                                      const tfm__piece *const *spelled, int64_t count,
+                                      tfm__bytes *out)
 {
     tfm__bytes text = {0};
     int status = -1;
@@ -886,12 +890,12 @@ int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const in
     if (tfm__bytes_append(op, &text, "", 0))
         goto done;
     for (int64_t i = 0; i < count; i++) {
-        const tfm__piece *p = &tok->pieces[ids[i]];
+        const tfm__piece *p = spelled[i];
         /* the reference looks the piece's id up again by its spelling */
         const tfm__piece *q = &tok->pieces[id_or_unknown(tok, p->text, p->length)];
         if (q->type == TFM__PIECE_BYTE)
             continue;
-        if (append_bytes(op, tok, ids, byte_start, i, &text))
+        if (append_bytes(op, tok, spelled, byte_start, i, &text))
             goto done;
         if (bos_ws_seen || text.size)
             is_bos_ws = 0;
@@ -900,7 +904,10 @@ int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const in
         if (q->type == TFM__PIECE_CONTROL)
             continue;
         if (q->type == TFM__PIECE_UNKNOWN) {
-            if (tfm__bytes_append(op, &text, tok->unk_surface, tok->unk_surface_length))
+            /* a spelling the model lacks is its own surface, as it is */
+            int named = p->length == q->length && !memcmp(p->text, q->text, q->length);
+            if (tfm__bytes_append(op, &text, named ? tok->unk_surface : p->text,
+                                  named ? tok->unk_surface_length : p->length))
                 goto done;
             continue;
         }
@@ -911,7 +918,7 @@ int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const in
         if (append_piece(op, p->text, p->length, strip, &text))
             goto done;
     }
-    if (append_bytes(op, tok, ids, byte_start, count, &text))
+    if (append_bytes(op, tok, spelled, byte_start, count, &text))
         goto done;
     if (tok->has_denormalizer) {
         if (tfm__normalize(op, tok, &tok->denormalizer, 0, text.data, text.size, out))
@@ -924,6 +931,21 @@ int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const in
     status = 0;
 done:
     free(text.data);
+    return status;
+}
+
+int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
+                              int64_t count, tfm__bytes *out)
+{
+    const tfm__piece **spelled = malloc((size_t)(count > 0 ? count : 1) * sizeof *spelled);
+    if (!spelled) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld pieces", op, (long long)count);
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++)
+        spelled[i] = &tok->pieces[ids[i]];
+    int status = tfm__sentencepiece_decode_spelled(op, tok, spelled, count, out);
+    free(spelled);
     return status;
 }
 
