@@ -1,8 +1,11 @@
 """The Python package against the C library: round trips, every exception
 path, lifetimes, and gradients equal to PyTorch's (the fixture the C suite
 uses) and to the C library's own calls."""
+import copy
 import gc
+import json
 import os
+import pickle
 import re
 
 import numpy as np
@@ -923,3 +926,26 @@ def test_from_pretrained_reads_a_marian_folder(tmp_path):
     (tmp_path / 'config.json').write_text('{"model_type": "pegasus"}')
     with pytest.raises(tfm.FormatError, match='model_type "pegasus"'):
         tfm.Model.from_pretrained(tmp_path)
+
+
+def test_text_through_a_published_model():
+    """tests/bart's fixture: encode_text puts BART's <s> and </s> around
+    the source as its twin's tokenizer does, decode_text gives the twin's
+    text of the greedy ids; a model without tokenizers is refused."""
+    folder = os.path.join(FIXTURES, '..', 'bart')
+    expected = json.load(open(os.path.join(folder, 'expected.json')))
+    model = tfm.Model.from_pretrained(folder)
+    for case in expected['cases']:
+        assert model.encode_text(case['source']) == case['input_ids']
+        assert model.decode_text(case['greedy']['ids']) == case['greedy']['text']
+    for twin in (copy.copy(model), pickle.loads(pickle.dumps(model))):
+        assert twin.encode_text(expected['cases'][0]['source']) == expected['cases'][0]['input_ids']
+    sources = [case['source'] for case in expected['cases']]
+    assert model.encode_text(sources) == [case['input_ids'] for case in expected['cases']]
+    model.set_source_template(suffix=[2])
+    assert model.encode_text('a')[-1] == 2 and model.encode_text('a')[0] != 0
+    with pytest.raises(tfm.StateError, match='carry no language'):
+        model.set_languages('en_XX')
+    with pytest.raises(tfm.StateError, match='no tokenizers'):
+        tfm.Model(src_vocab=8, tgt_vocab=8, d_model=4, heads=2, max_src_len=8,
+                  max_tgt_len=8).encode_text('a')

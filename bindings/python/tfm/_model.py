@@ -499,8 +499,9 @@ class Model(Handle):
     @classmethod
     def from_pretrained(cls, folder):
         """A model from a folder as Hugging Face transformers saves a
-        Marian, BART, mBART or M2M100/NLLB model (config.json and
-        model.safetensors or its sharded index), in evaluation mode;
+        Marian, BART, mBART, M2M100/NLLB or T5 model (config.json and
+        model.safetensors or its sharded index), with the family's
+        tokenizers when the folder has their files, in evaluation mode;
         tfm.Error naming whatever libtfm does not support."""
         model = cls(_pointer=check_pointer(lib.tfm_model_from_pretrained(
             os.fspath(folder).encode())))
@@ -548,6 +549,53 @@ class Model(Handle):
         own_target = pointers[1] != pointers[0]
         return (None if pointers[0] == ffi.NULL else _text()._bytes_of(pointers[0]),
                 _text()._bytes_of(pointers[1]) if own_target else None)
+
+    def encode_text(self, text):
+        """The ids the encoder takes for text (str or bytes): the source
+        tokenizer's, between the ids the model's family puts around every
+        source (BART <s> X </s>, Marian and T5 X </s>, mBART/M2M100/NLLB
+        [source language] X </s>); a list of texts gives a list of lists.
+        StateError for a model without tokenizers."""
+        if not isinstance(text, (str, bytes)):
+            return [self.encode_text(one) for one in text]
+        data = text.encode('utf-8') if isinstance(text, str) else bytes(text)
+        pointer = self._ptr()
+        ids, count = _text()._sized(lambda out, capacity, size: lib.tfm_model_encode_text(
+            pointer, data, len(data), out, capacity, size), 'int32_t[]', len(data) + 8)
+        return list(ffi.unpack(ids, count))
+
+    def decode_text(self, ids):
+        """The text of ids the decoder produced, as transformers' decode
+        with skip_special_tokens (and the family's clean-up); a list of
+        sequences (or a 2-D array) gives a list of texts."""
+        if isinstance(ids, (list, tuple)) and ids and np.ndim(ids[0]) > 0:
+            return [self.decode_text(one) for one in ids]
+        array = to_numpy(ids)
+        if array.ndim == 2:
+            return [self.decode_text(row) for row in array]
+        array = as_array(array.reshape(-1), np.int32)
+        pointer = self._ptr()
+        text, length = _text()._sized(lambda out, capacity, size: lib.tfm_model_decode_text(
+            pointer, ffi.from_buffer('int32_t[]', array), array.size, out, capacity, size),
+            'char[]', 8 * array.size + 1, terminated=True)
+        return ffi.unpack(text, length).decode('utf-8', errors='replace')
+
+    def set_languages(self, source=None, target=None):
+        """A multilingual model's languages by their codes ('en_XX',
+        'eng_Latn', 'en'): the source code goes before every source, the
+        target code is decoding's forced first token. None leaves a side
+        as it is."""
+        check(lib.tfm_model_set_languages(
+            self._ptr(), ffi.NULL if source is None else source.encode(),
+            ffi.NULL if target is None else target.encode()))
+
+    def set_source_template(self, prefix=(), suffix=()):
+        """The ids put around every source by encode_text (at most 4 in
+        all)."""
+        prefix, suffix = list(prefix), list(suffix)
+        check(lib.tfm_model_set_source_template(
+            self._ptr(), ffi.new('int32_t[]', prefix or [0]), len(prefix),
+            ffi.new('int32_t[]', suffix or [0]), len(suffix)))
 
     @property
     def options(self):
@@ -608,14 +656,20 @@ class Model(Handle):
         return self.params.load_state_dict(state, strict, strip_prefix)
 
     def __copy__(self):
-        """An independent model: the same options, parameter values,
-        tokenizers, mode and recomputation (its dropout stream restarts
-        from the seed)."""
-        return _rebuilt_model(*self.__reduce__()[1])
+        """An independent model: what its file keeps (options, parameter
+        values, int8 weights, tokenizers and the ids around sources), its
+        mode and recomputation (its dropout stream restarts from the seed;
+        a published model's generation defaults, which files do not keep,
+        are not copied)."""
+        return _model_from_file(*self.__reduce__()[1])
 
     def __reduce__(self):
-        return _rebuilt_model, (self.options, self.state_dict(), self._training,
-                                self._recompute, self._tokenizer_bytes(), self.quantized)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, 'model.safetensors')
+            self.save(path)
+            with open(path, 'rb') as saved:
+                data = saved.read()
+        return _model_from_file, (data, self._training, self._recompute)
 
     def __repr__(self):
         if self.closed:
@@ -731,9 +785,23 @@ class Model(Handle):
         return out
 
 
+def _model_from_file(data, training, recompute):
+    """A model from what Model.__reduce__ keeps (copies and pickles): its
+    file's bytes, its mode and recomputation."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, 'model.safetensors')
+        with open(path, 'wb') as out:
+            out.write(data)
+        model = Model.load(path)
+    check(lib.tfm_model_set_recompute(model._ptr(), recompute))
+    model._recompute = recompute
+    return model if model.quantized else model.train(training)
+
+
 def _rebuilt_model(options, state, training, recompute, tokenizers=(None, None),
                    quantized=None):
-    """A model from what Model.__reduce__ keeps (copies and pickles)."""
+    """A model from what Model.__reduce__ kept before 0.6 (pickles made by
+    libtfm 0.5)."""
     model = Model(**options)
     model.load_state_dict(state)
     if tokenizers[0] is not None:
