@@ -38,7 +38,9 @@ loading excluded); peak RSS from wait4. Prints one line per strategy.
 """
 import argparse
 import json
+import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -64,6 +66,8 @@ SIZES = {"d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "num_hidden_l
 VOCAB_SIZE = 58101
 SPM_PIECES = 8000  # asked of each SentencePiece model; the catalogs' text holds fewer
 SENTENCES = 500
+# tfm-translate --timing's line
+TIMING = re.compile(r"loaded the model in ([0-9.]+) s; translated [0-9]+ lines in ([0-9.]+) s")
 SEED = 32
 # a tie in a random model's logits can go either way in float32
 CLEAR_MARGIN = 1e-3
@@ -345,11 +349,17 @@ def check(a):
     return 1 if failures else 0
 
 
-def check_libtfm(a, twin, sentences, steps):
-    os.environ.update({k: v for k, v in twin_env(a.build).items() if k.startswith("TFM_")})
+def libtfm_binding(build):
+    """The tfm package of the source tree over the build's library."""
+    os.environ.update({k: v for k, v in twin_env(build).items() if k.startswith("TFM_")})
     sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-    import numpy as np
     import tfm
+    return tfm
+
+
+def check_libtfm(a, twin, sentences, steps):
+    import numpy as np
+    tfm = libtfm_binding(a.build)
     model = tfm.Model.from_pretrained(a.folder)
     text = sentences[-1]
     input_ids = twin.tokenizer.encode(text)
@@ -368,25 +378,52 @@ def check_libtfm(a, twin, sentences, steps):
     return (not ok) + (not same)
 
 
+def libtfm_ids(a, strategy, sentences):
+    """libtfm's ids (without the start token) and texts for the sentences,
+    decoded through the Python binding batch by batch as tfm-translate
+    decodes them (the same batches, the model's own options), the twin's
+    tokenizer encoding them: tfm-translate prints text only, and a random
+    model's pieces are mostly fillers target.spm cannot spell."""
+    import numpy as np
+    tfm = libtfm_binding(a.build)
+    tfm.set_num_threads(THREADS)
+    model = tfm.Model.from_pretrained(a.folder)
+    tokenizer = marian.MarianTokenizer(a.folder)
+    special = {tokenizer.eos, tokenizer.pad}
+    ids = []
+    for first in range(0, len(sentences), a.batch):
+        encoded = [tokenizer.encode(text) for text in sentences[first:first + a.batch]]
+        width = max(map(len, encoded))
+        src = np.array([row + [tokenizer.pad] * (width - len(row)) for row in encoded])
+        if strategy == "greedy":
+            tokens = model.greedy(src, max_length=a.max_new_tokens)
+        else:
+            tokens = model.beam(src, beam_size=4, max_length=a.max_new_tokens)[0][:, 0]
+        ids += [[int(token) for token in row[1:] if token >= 0] for row in tokens]
+    texts = [model.target_tokenizer.decode([i for i in row if i not in special]).strip() for row in ids]
+    model.close()
+    return ids, texts
+
+
 # ---- the side-by-side run ----
 
 def run_timed(argv, env, stdin):
     """(exit status, stdout, stderr, wall seconds, peak RSS in MB) of argv
-    run at autogroup nice -20, stdin from a file."""
+    run at autogroup nice -20, stdin from a file. GNU time gives the peak
+    RSS: a process forked from this one (which holds torch) and its exec
+    would report this one's too."""
     print("  $ " + shlex.join(argv), file=sys.stderr, flush=True)
-    with open(stdin, "rb") as given, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    wrapped = ["/bin/sh", "-c", 'echo -20 > /proc/self/autogroup && exec /usr/bin/time -f "peak-rss-kb %M" "$@"',
+               "sh"] + argv
+    with open(stdin, "rb") as given:
         start = time.perf_counter()
-        p = subprocess.Popen(["/bin/sh", "-c", 'echo -20 > /proc/self/autogroup && exec "$@"', "sh"] + argv,
-                             env=env, stdin=given, stdout=out, stderr=err)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        p = subprocess.run(wrapped, env=env, stdin=given, capture_output=True, text=True)
         seconds = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
-    print("    exit %d, %.1f s, peak RSS %.0f MB, load %s" % (p.returncode, seconds, usage.ru_maxrss / 1024,
-                                                          load_average()), file=sys.stderr, flush=True)
-    return p.returncode, stdout, stderr, seconds, usage.ru_maxrss / 1024
+    peak = re.findall(r"^peak-rss-kb ([0-9]+)$", p.stderr, re.M)
+    rss = int(peak[-1]) / 1024 if peak else math.nan
+    print("    exit %d, %.1f s, peak RSS %.0f MB, load %s" % (p.returncode, seconds, rss, load_average()),
+          file=sys.stderr, flush=True)
+    return p.returncode, p.stdout, p.stderr, seconds, rss
 
 
 def twin_run(a, strategy, sentences_file):
@@ -401,19 +438,17 @@ def twin_run(a, strategy, sentences_file):
     return out
 
 
-def libtfm_run(a, strategy, sentences_file):
+def libtfm_run(a, strategy, sentences_file, binding_texts):
     argv = [os.path.join(a.build, "examples", "tfm-translate"), "--model", a.folder, "--timing",
             "--threads", str(THREADS), "--batch", str(a.batch), "--beam", "1" if strategy == "greedy" else "4",
-            "--max-length", str(a.max_new_tokens), "--ids"]
+            "--max-length", str(a.max_new_tokens)]
     status, stdout, stderr, seconds, rss = run_timed(argv, libtfm_env(), sentences_file)
-    if status:
+    timing = TIMING.search(stderr)
+    if status or not timing:
         raise RuntimeError("tfm-translate failed: " + stderr[-2000:])
-    timing = parse_timing(stderr)
-    ids = [[int(token) for token in line.split()] for line in stdout.splitlines()]
-    tokens = sum(len(sequence) for sequence in ids)
-    return {"load_s": timing["load_s"], "translate_s": timing["translate_s"], "tokens": tokens, "ids": ids,
-            "wall_s": seconds, "rss_mb": rss, "tokens_per_s": tokens / timing["translate_s"],
-            "timing": stderr.strip().splitlines()[-2:]}
+    same = sum(line.strip() == text for line, text in zip(stdout.splitlines(), binding_texts))
+    return {"load_s": float(timing.group(1)), "translate_s": float(timing.group(2)), "wall_s": seconds,
+            "rss_mb": rss, "lines_as_binding": same, "timing": timing.group(0)}
 
 
 def agreement(libtfm_ids, twin):
@@ -432,7 +467,8 @@ def main(a):
     make_folder(a.folder)
     sentences = benchmark_sentences()
     # the same order for both sides: by length, so a batch holds sources alike
-    sentences.sort(key=lambda text: (len(marian.load_sentencepiece(a.folder, "source.spm").encode(text)), text))
+    source = marian.load_sentencepiece(a.folder, "source.spm")
+    sentences.sort(key=lambda text: (len(source.encode(text)), text))
     sentences_file = os.path.join(a.folder, "sentences.en")
     with open(sentences_file, "w", encoding="utf-8") as f:
         f.write("".join(text + "\n" for text in sentences))
@@ -441,8 +477,12 @@ def main(a):
     results = {}
     for strategy in a.strategies.split(","):
         runs = {"libtfm": [], "twin": []}
+        ids, texts = libtfm_ids(a, strategy, sentences)
+        tokens = sum(map(len, ids))
         for _ in range(a.rounds):
-            runs["libtfm"].append(libtfm_run(a, strategy, sentences_file))
+            run = libtfm_run(a, strategy, sentences_file, texts)
+            run.update(tokens=tokens, tokens_per_s=tokens / run["translate_s"], ids=ids)
+            runs["libtfm"].append(run)
             runs["twin"].append(twin_run(a, strategy, sentences_file))
         results[strategy] = runs
         if a.log:
@@ -458,13 +498,15 @@ def main(a):
         libtfm, twin = best(runs["libtfm"]), best(runs["twin"])
         name = "greedy" if strategy == "greedy" else "beam 4"
         print("opus-mt-en-de size, %s: libtfm %.0f tokens/s, twin %.0f tokens/s, ratio %.2f "
-              "(%d threads each, CPU %s); peak RSS libtfm %.0f MB, twin %.0f MB; %d tokens, %d sentences, "
+              "(%d threads each, CPU %s); peak RSS libtfm %.0f MB, twin %.0f MB; tokens libtfm %d, twin %d; %d sentences; "
               "each round's ratio %s" % (
                   name, libtfm["tokens_per_s"], twin["tokens_per_s"], libtfm["tokens_per_s"] / twin["tokens_per_s"],
                   THREADS, cpu, max(r["rss_mb"] for r in runs["libtfm"]), max(r["rss_mb"] for r in runs["twin"]),
-                  twin["tokens"], len(sentences),
+                  libtfm["tokens"], twin["tokens"], len(sentences),
                   ", ".join("%.2f" % (l["tokens_per_s"] / t["tokens_per_s"])
                             for l, t in zip(runs["libtfm"], runs["twin"]))))
+        print("tfm-translate's lines equal the binding's decoded ids: %s of %d" % (
+            ", ".join(str(r["lines_as_binding"]) for r in runs["libtfm"]), len(sentences)))
         if strategy == "greedy":
             agreeing, clear = agreement(libtfm["ids"], twin)
             print("greedy agreement: libtfm's ids equal the twin's on %d of the %d sentences whose every step's "
