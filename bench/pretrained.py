@@ -34,7 +34,13 @@ Each run is a process of its own, libtfm and twin interleaved, started with
 `echo -20 > /proc/self/autogroup` so that it gets the larger share of a
 machine other jobs use; tokens/s counts the generated tokens (eos included)
 over the translation's time (tfm-translate --timing's, the twin's own,
-loading excluded); peak RSS from wait4. Prints one line per strategy.
+loading excluded); peak RSS by GNU time. tfm-translate prints text, and a
+random model's pieces are mostly fillers target.spm cannot spell, so
+libtfm's ids come from the same decoding through the Python binding (the
+same batches and options; its texts are checked equal to tfm-translate's
+lines): they give libtfm's token count and the greedy agreement with the
+twin on the sentences whose every step had a clear top-2 margin. Prints one
+line per strategy.
 """
 import argparse
 import json
@@ -50,8 +56,8 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PRETRAINED = os.path.join(ROOT, 'tests', 'pretrained')
-sys.path[:0] = [PRETRAINED, os.path.join(PRETRAINED, 'twins'), os.path.join(ROOT, 'bench')]
+PRETRAINED = os.path.join(ROOT, "tests", "pretrained")
+sys.path[:0] = [PRETRAINED, os.path.join(PRETRAINED, "twins"), os.path.join(ROOT, "bench")]
 
 import make_fixtures  # noqa: E402
 import marian  # noqa: E402
