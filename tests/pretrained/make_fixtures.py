@@ -128,9 +128,11 @@ def bart_config(base, vocab_size, **fields):
 
 # ---- families ----
 
-def make_marian(folder, workdir, pairs):
-    source = train_spm(workdir, [en for en, _ in pairs], "source", 200)
-    target = train_spm(workdir, [fr for _, fr in pairs], "target", 220)
+def marian_tokenizer(folder, source, target, target_lang, size=None):
+    """Marian's tokenizer files from two SentencePiece models: source.spm,
+    target.spm, and vocab.json holding both models' pieces after </s> and
+    <unk> (with `size`, filler pieces up to size - 1) and <pad> last, as
+    the conversion writes a shared vocabulary. Returns the vocabulary."""
     shutil.copy(source, os.path.join(folder, "source.spm"))
     shutil.copy(target, os.path.join(folder, "target.spm"))
     import sentencepiece
@@ -140,27 +142,45 @@ def make_marian(folder, workdir, pairs):
         for i in range(sp.get_piece_size()):
             if not (sp.is_unknown(i) or sp.is_control(i)):
                 vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    while size is not None and len(vocab) < size - 1:
+        vocab["\u2581filler%d" % len(vocab)] = len(vocab)
     vocab["<pad>"] = len(vocab)
     write_json(folder, "vocab.json", vocab)
     write_json(folder, "tokenizer_config.json", {
         "eos_token": "</s>", "model_max_length": 512, "pad_token": "<pad>", "separate_vocabs": False,
-        "source_lang": "en", "sp_model_kwargs": {}, "target_lang": "fr", "target_vocab_file": None,
+        "source_lang": "en", "sp_model_kwargs": {}, "target_lang": target_lang, "target_vocab_file": None,
         "tokenizer_class": "MarianTokenizer", "unk_token": "<unk>"})
+    return vocab
+
+
+def marian_config(folder, vocab, name, num_beams, max_length, **sizes):
+    """config.json and generation_config.json with the fields an OPUS-MT
+    folder carries: decoding starts at <pad>, which is never generated;
+    sizes (d_model, layers, ...) as bart_config's. Returns the config."""
     pad, size = vocab["<pad>"], len(vocab)
-    config = bart_config(dict(LABELS, _num_labels=3), size, **{
-        "_name_or_path": "Helsinki-NLP/opus-mt-en-fr", "activation_function": "swish", "add_bias_logits": False,
+    config = bart_config(dict(LABELS, _num_labels=3), size, **dict({
+        "_name_or_path": name, "activation_function": "swish", "add_bias_logits": False,
         "add_final_layer_norm": False, "architectures": ["MarianMTModel"], "bad_words_ids": [[pad]],
         "bos_token_id": 0, "classif_dropout": 0.0, "decoder_start_token_id": pad, "decoder_vocab_size": size,
-        "eos_token_id": 0, "forced_eos_token_id": 0, "gradient_checkpointing": False, "max_length": 24,
-        "model_type": "marian", "normalize_before": False, "normalize_embedding": False, "num_beams": 4,
+        "eos_token_id": 0, "forced_eos_token_id": 0, "gradient_checkpointing": False, "max_length": max_length,
+        "model_type": "marian", "normalize_before": False, "normalize_embedding": False, "num_beams": num_beams,
         "pad_token_id": pad, "scale_embedding": True, "share_encoder_decoder_embeddings": True,
-        "static_position_embeddings": True})
+        "static_position_embeddings": True}, **sizes))
     write_json(folder, "config.json", config)
     write_json(folder, "generation_config.json", {
         "bad_words_ids": [[pad]], "bos_token_id": 0, "decoder_start_token_id": pad, "eos_token_id": 0,
-        "forced_eos_token_id": 0, "max_length": 24, "num_beams": 4, "pad_token_id": pad,
+        "forced_eos_token_id": 0, "max_length": max_length, "num_beams": num_beams, "pad_token_id": pad,
         "renormalize_logits": True, "transformers_version": "4.27.0"})
-    weights = random_weights(seq2seq.parameter_shapes(config, marian.LAYOUT), 1, [("model.shared.weight", pad)])
+    return config
+
+
+def make_marian(folder, workdir, pairs):
+    source = train_spm(workdir, [en for en, _ in pairs], "source", 200)
+    target = train_spm(workdir, [fr for _, fr in pairs], "target", 220)
+    vocab = marian_tokenizer(folder, source, target, "fr")
+    config = marian_config(folder, vocab, "Helsinki-NLP/opus-mt-en-fr", 4, 24)
+    weights = random_weights(seq2seq.parameter_shapes(config, marian.LAYOUT), 1,
+                             [("model.shared.weight", vocab["<pad>"])])
     # the tied copies, as converted OPUS-MT files also carry them
     for name in ["model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"]:
         weights[name] = weights["model.shared.weight"]

@@ -892,10 +892,9 @@ def test_alignments_are_pytorchs_cross_attention_of_the_chosen_tokens():
             np.testing.assert_allclose(attention[b][h], want[b, h, :rows], atol=2e-6)
     assert model.greedy(DECODE_SOURCES, max_length=4, return_scores=True).attention is None
 
-def test_from_pretrained_reads_a_marian_folder(tmp_path):
+def write_layerless_marian(folder, generation_config=None):
     """A Marian folder of no layers (its shared table and final_logits_bias
-    under their published names): the logits are the tied projection of
-    the scaled embeddings plus Marian's sinusoids, and the bias."""
+    under their published names); returns the table and the bias."""
     vocab, d = 7, 4
     rng = np.random.default_rng(3)
     table = rng.standard_normal((vocab, d)).astype(np.float32)
@@ -903,13 +902,23 @@ def test_from_pretrained_reads_a_marian_folder(tmp_path):
     weights = tfm.Params()
     weights.add('model.shared.weight', [vocab, d]).write(table)
     weights.add('final_logits_bias', [1, vocab]).write(bias)
-    weights.save(tmp_path / 'model.safetensors')
+    weights.save(folder / 'model.safetensors')
     config = ('{"model_type": "marian", "vocab_size": 7, "d_model": 4, "encoder_layers": 0,'
               ' "decoder_layers": 0, "encoder_attention_heads": 2, "decoder_attention_heads": 2,'
               ' "encoder_ffn_dim": 8, "decoder_ffn_dim": 8, "max_position_embeddings": 8,'
               ' "activation_function": "swish", "pad_token_id": 6, "eos_token_id": 0,'
               ' "decoder_start_token_id": 6, "scale_embedding": true}')
-    (tmp_path / 'config.json').write_text(config)
+    (folder / 'config.json').write_text(config)
+    if generation_config is not None:
+        (folder / 'generation_config.json').write_text(generation_config)
+    return table, bias
+
+
+def test_from_pretrained_reads_a_marian_folder(tmp_path):
+    """The logits of a layerless Marian folder are the tied projection of
+    the scaled embeddings plus Marian's sinusoids, and the bias."""
+    table, bias = write_layerless_marian(tmp_path)
+    d = table.shape[1]
     model = tfm.Model.from_pretrained(tmp_path)
     assert model.options['activation'] == 'silu'
     assert model.options['positions'] == 'sinusoidal_halves'
@@ -949,3 +958,15 @@ def test_text_through_a_published_model():
     with pytest.raises(tfm.StateError, match='no tokenizers'):
         tfm.Model(src_vocab=8, tgt_vocab=8, d_model=4, heads=2, max_src_len=8,
                   max_tgt_len=8).encode_text('a')
+
+
+def test_greedy_decodes_greedily_a_model_whose_default_is_beam_search(tmp_path):
+    """Model.greedy is greedy even when the folder's generation_config.json
+    sets num_beams 4 (the model's default strategy, as opus-mt-en-de's): each
+    token is the argmax of its step's logits."""
+    write_layerless_marian(tmp_path, '{"num_beams": 4, "max_length": 5, "eos_token_id": 0,'
+                                     ' "decoder_start_token_id": 6, "pad_token_id": 6}')
+    model = tfm.Model.from_pretrained(tmp_path)
+    decoded = model.greedy(np.array([[1, 2]], np.int32), max_length=3, eos_id=-1,
+                           return_logits=True)
+    np.testing.assert_array_equal(decoded.tokens[0, 1:], decoded.logits[0].argmax(axis=1))

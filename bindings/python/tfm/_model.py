@@ -745,7 +745,8 @@ class Model(Handle):
         callback(source, token, position) streams each token as it is
         chosen (possibly from libtfm's threads); a true result stops that
         source (see Decoding)."""
-        decoded = self._decode(src, return_logits, prefix, return_attention,
+        # strategy given: a published model's own may be beam search
+        decoded = self._decode(src, return_logits, prefix, return_attention, strategy='greedy',
                                **_processors(processors), **_given(
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id,
             callback=callback))
