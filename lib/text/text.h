@@ -231,6 +231,22 @@ int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char 
                            size_t length, tfm__ids *out);
 int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                            int64_t count, tfm__bytes *out);
+/* The fairseq-numbered tokenizers (fairseq.c), from the files at the
+ * paths. transformers' MBartTokenizer, MBart50Tokenizer and NllbTokenizer:
+ * the SentencePiece model's pieces past its first three moved up by one
+ * behind <s> 0, <pad> 1, </s> 2, <unk> 3, then the language codes, then
+ * <mask>. M2M100Tokenizer: the pieces numbered by vocab.json, then
+ * "__code__" for each code, then madeup_words ids that read as <unk>. The
+ * codes and <mask> are control tokens. */
+tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
+                                         const char *const *codes, int32_t n_codes);
+tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
+                                       const char *vocab_path, const char *const *codes,
+                                       int32_t n_codes, int32_t madeup_words);
+/* A table of language codes by name (language_codes.c): "mbart" (25),
+ * "mbart50" (52), "nllb" (202), "m2m100" (100), "wmt21" (8); NULL for
+ * another name. */
+const char *const *tfm__language_codes(const char *name, int32_t *count);
 /* Byte-level BPE (byte_bpe.c). */
 tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t vocab_size,
                                    const char *merges, size_t merges_size);
