@@ -35,17 +35,6 @@ static double tolerance(int family)
     return family == T5_V1_1 ? 2e-5 : 1e-5;
 }
 
-/* The member key of an object node, or NULL. */
-static const tfm__json_node *member(const tfm__json *doc, const tfm__json_node *object,
-                                    const char *key)
-{
-    for (uint32_t i = (uint32_t)(object - doc->nodes) + 1; i < object->next;
-         i = doc->nodes[i].next)
-        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
-            return &doc->nodes[i];
-    return NULL;
-}
-
 /* An array of ids as an int32 [1, n] tensor. */
 static tfm_tensor *ids_of(const tfm__json *doc, const tfm__json_node *array)
 {
@@ -87,7 +76,7 @@ static void fixture_open(fixture *f, const char *family)
     ck_assert_int_eq(tfm__json_parse("expected.json", f->text, (size_t)size, size / 2 + 1,
                                      &f->doc),
                      TFM_OK);
-    f->cases = member(&f->doc, &f->doc.nodes[0], "cases");
+    f->cases = tfm__json_member(&f->doc, &f->doc.nodes[0], "cases");
     ck_assert_ptr_nonnull(f->cases);
     ck_assert_int_gt(f->cases->count, 0);
 }
@@ -113,8 +102,8 @@ START_TEST(logits_match_the_twins)
     int index = 0;
     for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
          i = doc->nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
-        tfm_tensor *tgt = ids_of(doc, member(doc, &doc->nodes[i], "decoder_input_ids"));
+        tfm_tensor *src = ids_of(doc, tfm__json_member(doc, &doc->nodes[i], "input_ids"));
+        tfm_tensor *tgt = ids_of(doc, tfm__json_member(doc, &doc->nodes[i], "decoder_input_ids"));
         int64_t T = tfm_tensor_dim(tgt, 1), V = tfm_model_tgt_vocab(m);
         tfm_tape *tape = tfm_tape_create();
         tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
@@ -148,7 +137,7 @@ END_TEST
 static int32_t integer_or(const tfm__json *doc, const tfm__json_node *object, const char *key,
                           int32_t absent)
 {
-    const tfm__json_node *n = member(doc, object, key);
+    const tfm__json_node *n = tfm__json_member(doc, object, key);
     return n && n->type == TFM__JSON_NUMBER ? (int32_t)n->integer : absent;
 }
 
@@ -158,7 +147,7 @@ static int32_t integer_or(const tfm__json *doc, const tfm__json_node *object, co
 static void check_run(tfm_model *m, const tfm__json *doc, const tfm__json_node *run,
                       const tfm_tensor *src, const char *what)
 {
-    const tfm__json_node *options = member(doc, run, "options"), *ids = member(doc, run, "ids");
+    const tfm__json_node *options = tfm__json_member(doc, run, "options"), *ids = tfm__json_member(doc, run, "ids");
     ck_assert_ptr_nonnull(options);
     ck_assert_ptr_nonnull(ids);
     tfm_decode_options o;
@@ -193,12 +182,12 @@ START_TEST(tokens_match_the_twins)
     int index = 0;
     for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
          i = doc->nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
+        tfm_tensor *src = ids_of(doc, tfm__json_member(doc, &doc->nodes[i], "input_ids"));
         char what[600];
         snprintf(what, sizeof what, "%s case %d greedy", families[_i], index);
-        check_run(f.model, doc, member(doc, &doc->nodes[i], "greedy"), src, what);
+        check_run(f.model, doc, tfm__json_member(doc, &doc->nodes[i], "greedy"), src, what);
         snprintf(what, sizeof what, "%s case %d beam", families[_i], index);
-        check_run(f.model, doc, member(doc, &doc->nodes[i], "beam"), src, what);
+        check_run(f.model, doc, tfm__json_member(doc, &doc->nodes[i], "beam"), src, what);
         tfm_tensor_free(src);
     }
     fixture_close(&f);
@@ -208,7 +197,7 @@ END_TEST
 /* The member key's string, which must be there. */
 static const char *string_of(const tfm__json *doc, const tfm__json_node *object, const char *key)
 {
-    const tfm__json_node *n = member(doc, object, key);
+    const tfm__json_node *n = tfm__json_member(doc, object, key);
     ck_assert_msg(n && n->type == TFM__JSON_STRING, "no string %s", key);
     return tfm__json_string(doc, n);
 }
@@ -277,7 +266,7 @@ START_TEST(tokenizers_match_the_twins)
     ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
     ck_assert_int_eq(unk, 3);
     const tfm__json_node *greedy =
-        member(doc, member(doc, &doc->nodes[0], "generation_config"), "greedy");
+        tfm__json_member(doc, tfm__json_member(doc, &doc->nodes[0], "generation_config"), "greedy");
     int32_t source = language_id(tok, &f, "source_language");
     ck_assert_int_eq(language_id(tok, &f, "target_language"),
                      integer_or(doc, greedy, "forced_bos_token_id", -2));
@@ -286,7 +275,7 @@ START_TEST(tokenizers_match_the_twins)
          i = doc->nodes[i].next) {
         const tfm__json_node *c = &doc->nodes[i];
         int32_t want[256], got[256];
-        int64_t n = ids_from(doc, member(doc, c, "input_ids"), 0, want), count;
+        int64_t n = ids_from(doc, tfm__json_member(doc, c, "input_ids"), 0, want), count;
         const char *text = string_of(doc, c, "source");
         ck_assert_int_eq(source, want[0]);
         ck_assert_int_eq(want[n - 1], tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS));
@@ -295,8 +284,8 @@ START_TEST(tokenizers_match_the_twins)
         ck_assert_int_eq(count, n - 2);
         ck_assert_mem_eq(got, want + 1, (size_t)count * sizeof *got);
         for (int run = 0; run < 2; run++) {
-            const tfm__json_node *r = member(doc, c, run ? "beam" : "greedy");
-            int64_t all = ids_from(doc, member(doc, r, "ids"), 1, want), kept = 0;
+            const tfm__json_node *r = tfm__json_member(doc, c, run ? "beam" : "greedy");
+            int64_t all = ids_from(doc, tfm__json_member(doc, r, "ids"), 1, want), kept = 0;
             for (int64_t k = 0; k < all; k++)
                 if (want[k] != unk)
                     want[kept++] = want[k];

@@ -535,6 +535,15 @@ static void write_vocab(const tfm_tokenizer *base, int pad)
     fclose(f);
 }
 
+/* The ids of a short English text (capacity 64): their count. */
+static int64_t encode_fox(const tfm_tokenizer *tok, int32_t *ids)
+{
+    static const char text[] = "the quick brown fox";
+    int64_t count;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, sizeof text - 1, ids, 64, &count), TFM_OK);
+    return count;
+}
+
 /* Marian's source.spm and target.spm with vocab.json become the model's
  * tokenizers: here the fixture's SentencePiece model, its pieces numbered
  * as they are, and <pad> after them. */
@@ -556,13 +565,9 @@ START_TEST(marian_tokenizers_come_with_the_folder)
     ck_assert_ptr_nonnull(target);
     ck_assert_int_eq(tfm_tokenizer_vocab_size(target), n + 1);
     ck_assert_int_eq(tfm_tokenizer_special_id(target, TFM_TOKEN_PAD), n);
-    static const char text[] = "the quick brown fox";
     int32_t want[64], got[64];
-    int64_t count, got_count;
-    ck_assert_int_eq(tfm_tokenizer_encode(base, text, sizeof text - 1, want, 64, &count), TFM_OK);
-    ck_assert_int_eq(tfm_tokenizer_encode(source, text, sizeof text - 1, got, 64, &got_count),
-                     TFM_OK);
-    ck_assert_int_eq(got_count, count);
+    int64_t count = encode_fox(base, want);
+    ck_assert_int_eq(encode_fox(source, got), count);
     ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
     tfm_model_free(loaded);
 
@@ -599,6 +604,19 @@ static int32_t id_of(const tfm_tokenizer *tok, const char *piece)
     return tfm_tokenizer_piece_to_id(tok, piece, (int64_t)strlen(piece));
 }
 
+/* A new folder of the family with a vocabulary of size, the fixture's
+ * BPE model as sentencepiece.bpe.model, and settings (when not NULL) as
+ * tokenizer_config.json. */
+static tfm_model *fairseq_folder(int family, int64_t size, const char *settings)
+{
+    vocab = size;
+    tfm_model *m = good_folder(family);
+    copy_file(TFM_FIXTURES "/text/bpe.model", "sentencepiece.bpe.model");
+    if (settings)
+        write_text("tokenizer_config.json", settings);
+    return m;
+}
+
 /* mBART's and M2M100's sentencepiece.bpe.model (here the fixture's BPE
  * model) numbered by tokenizer_config.json's tokenizer_class, as
  * transformers does: mBART's 25 codes by default, mBART-50's 52 and
@@ -610,22 +628,16 @@ START_TEST(fairseq_tokenizers_come_with_the_folder)
     tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
     ck_assert_ptr_nonnull(base);
     int32_t n = tfm_tokenizer_vocab_size(base);
-    vocab = n + 204;
-    tfm_model *m = good_folder(MBART);
-    copy_file(TFM_FIXTURES "/text/bpe.model", "sentencepiece.bpe.model");
+    tfm_model *m = fairseq_folder(MBART, n + 204, NULL);
     tfm_tokenizer *tok = folder_tokenizer();
     ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 27);
     ck_assert_int_eq(id_of(tok, "ar_AR"), n + 1);
     ck_assert_int_eq(id_of(tok, "zh_CN"), n + 25);
     ck_assert_int_eq(id_of(tok, "<mask>"), n + 26);
     ck_assert_int_eq(id_of(tok, "gl_ES"), -1);
-    static const char text[] = "the quick brown fox";
     int32_t want[64], got[64];
-    int64_t count, got_count;
-    ck_assert_int_eq(tfm_tokenizer_encode(base, text, sizeof text - 1, want, 64, &count), TFM_OK);
-    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, sizeof text - 1, got, 64, &got_count),
-                     TFM_OK);
-    ck_assert_int_eq(got_count, count);
+    int64_t count = encode_fox(base, want);
+    ck_assert_int_eq(encode_fox(tok, got), count);
     for (int64_t k = 0; k < count; k++)
         ck_assert_int_eq(got[k], want[k] == tfm_tokenizer_special_id(base, TFM_TOKEN_UNK)
                                      ? 3 : want[k] + 1);
@@ -647,9 +659,7 @@ START_TEST(fairseq_tokenizers_come_with_the_folder)
     remove_folder();
 
     /* M2M100: no tokenizer without vocab.json */
-    vocab = n + 108;
-    m = good_folder(M2M100);
-    copy_file(TFM_FIXTURES "/text/bpe.model", "sentencepiece.bpe.model");
+    m = fairseq_folder(M2M100, n + 108, NULL);
     tfm_model *loaded = tfm_model_from_pretrained(folder);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     ck_assert_ptr_null(tfm_model_tokenizer(loaded, 0));
@@ -659,9 +669,7 @@ START_TEST(fairseq_tokenizers_come_with_the_folder)
     ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 108);
     ck_assert_int_eq(id_of(tok, "__af__"), n);
     ck_assert_int_eq(id_of(tok, "__zu__"), n + 99);
-    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, sizeof text - 1, got, 64, &got_count),
-                     TFM_OK);
-    ck_assert_int_eq(got_count, count);
+    ck_assert_int_eq(encode_fox(tok, got), count);
     ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
     tfm_tokenizer_free(tok);
     write_text("tokenizer_config.json", "{\"tokenizer_class\": \"M2M100Tokenizer\", "
@@ -677,10 +685,7 @@ START_TEST(fairseq_tokenizers_come_with_the_folder)
     /* NLLB: an M2M100 model with NllbTokenizer */
     tfm_model_free(m);
     remove_folder();
-    vocab = n + 204;
-    m = good_folder(M2M100);
-    copy_file(TFM_FIXTURES "/text/bpe.model", "sentencepiece.bpe.model");
-    write_text("tokenizer_config.json", "{\"tokenizer_class\": \"NllbTokenizer\"}");
+    m = fairseq_folder(M2M100, n + 204, "{\"tokenizer_class\": \"NllbTokenizer\"}");
     tok = folder_tokenizer();
     ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 204);
     ck_assert_int_eq(id_of(tok, "eng_Latn"), n + 47);
@@ -689,10 +694,7 @@ START_TEST(fairseq_tokenizers_come_with_the_folder)
     /* a model too small for its tokenizer */
     tfm_model_free(m);
     remove_folder();
-    vocab = n + 203;
-    m = good_folder(M2M100);
-    copy_file(TFM_FIXTURES "/text/bpe.model", "sentencepiece.bpe.model");
-    write_text("tokenizer_config.json", "{\"tokenizer_class\": \"NllbTokenizer\"}");
+    m = fairseq_folder(M2M100, n + 203, "{\"tokenizer_class\": \"NllbTokenizer\"}");
     expect_refusal(TFM_ERR_ARG, "more than the model's");
     tfm_model_free(m);
     tfm_tokenizer_free(base);

@@ -20,17 +20,6 @@
  * vocabulary, their JSON: older files have the first two parts only */
 static const char magic[8] = {'T', 'F', 'M', '-', 'V', 'M', 'A', 'P'};
 
-/* The member key of an object node, or NULL. */
-static const tfm__json_node *member(const tfm__json *doc, const tfm__json_node *object,
-                                    const char *key)
-{
-    for (uint32_t i = (uint32_t)(object - doc->nodes) + 1; i < object->next;
-         i = doc->nodes[i].next)
-        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
-            return &doc->nodes[i];
-    return NULL;
-}
-
 /* {"control_tokens": [piece, ...], "unknown_ids": k}: after the
  * vocabulary, those control pieces in order, then k ids that read as
  * "<unk>" but are not found by it (transformers' M2M100Tokenizer reads its
@@ -42,9 +31,9 @@ static int read_controls(const char *op, tfm_tokenizer *tok, const char *text, s
     const tfm__json *doc = &tok->controls.doc;
     const tfm__json_node *root = &doc->nodes[0];
     const tfm__json_node *named = root->type == TFM__JSON_OBJECT
-                                      ? member(doc, root, "control_tokens") : NULL;
+                                      ? tfm__json_member(doc, root, "control_tokens") : NULL;
     const tfm__json_node *unknown = root->type == TFM__JSON_OBJECT
-                                        ? member(doc, root, "unknown_ids") : NULL;
+                                        ? tfm__json_member(doc, root, "unknown_ids") : NULL;
     int64_t first = tok->size;
     if (!named || named->type != TFM__JSON_ARRAY || !unknown ||
         unknown->type != TFM__JSON_NUMBER || !unknown->is_integer || unknown->integer < 0 ||
