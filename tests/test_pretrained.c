@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_main.h"
 #include "io/json.h"
@@ -32,17 +33,6 @@ enum { FAMILIES = sizeof families / sizeof families[0], T5_V1_1 = 5 };
 static double tolerance(int family)
 {
     return family == T5_V1_1 ? 2e-5 : 1e-5;
-}
-
-/* The member key of an object node, or NULL. */
-static const tfm__json_node *member(const tfm__json *doc, const tfm__json_node *object,
-                                    const char *key)
-{
-    for (uint32_t i = (uint32_t)(object - doc->nodes) + 1; i < object->next;
-         i = doc->nodes[i].next)
-        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
-            return &doc->nodes[i];
-    return NULL;
 }
 
 /* An array of ids as an int32 [1, n] tensor. */
@@ -86,7 +76,7 @@ static void fixture_open(fixture *f, const char *family)
     ck_assert_int_eq(tfm__json_parse("expected.json", f->text, (size_t)size, size / 2 + 1,
                                      &f->doc),
                      TFM_OK);
-    f->cases = member(&f->doc, &f->doc.nodes[0], "cases");
+    f->cases = tfm__json_member(&f->doc, &f->doc.nodes[0], "cases");
     ck_assert_ptr_nonnull(f->cases);
     ck_assert_int_gt(f->cases->count, 0);
 }
@@ -112,8 +102,8 @@ START_TEST(logits_match_the_twins)
     int index = 0;
     for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
          i = doc->nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
-        tfm_tensor *tgt = ids_of(doc, member(doc, &doc->nodes[i], "decoder_input_ids"));
+        tfm_tensor *src = ids_of(doc, tfm__json_member(doc, &doc->nodes[i], "input_ids"));
+        tfm_tensor *tgt = ids_of(doc, tfm__json_member(doc, &doc->nodes[i], "decoder_input_ids"));
         int64_t T = tfm_tensor_dim(tgt, 1), V = tfm_model_tgt_vocab(m);
         tfm_tape *tape = tfm_tape_create();
         tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
@@ -147,7 +137,7 @@ END_TEST
 static int32_t integer_or(const tfm__json *doc, const tfm__json_node *object, const char *key,
                           int32_t absent)
 {
-    const tfm__json_node *n = member(doc, object, key);
+    const tfm__json_node *n = tfm__json_member(doc, object, key);
     return n && n->type == TFM__JSON_NUMBER ? (int32_t)n->integer : absent;
 }
 
@@ -157,7 +147,7 @@ static int32_t integer_or(const tfm__json *doc, const tfm__json_node *object, co
 static void check_run(tfm_model *m, const tfm__json *doc, const tfm__json_node *run,
                       const tfm_tensor *src, const char *what)
 {
-    const tfm__json_node *options = member(doc, run, "options"), *ids = member(doc, run, "ids");
+    const tfm__json_node *options = tfm__json_member(doc, run, "options"), *ids = tfm__json_member(doc, run, "ids");
     ck_assert_ptr_nonnull(options);
     ck_assert_ptr_nonnull(ids);
     tfm_decode_options o;
@@ -192,14 +182,215 @@ START_TEST(tokens_match_the_twins)
     int index = 0;
     for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
          i = doc->nodes[i].next, index++) {
-        tfm_tensor *src = ids_of(doc, member(doc, &doc->nodes[i], "input_ids"));
+        tfm_tensor *src = ids_of(doc, tfm__json_member(doc, &doc->nodes[i], "input_ids"));
         char what[600];
         snprintf(what, sizeof what, "%s case %d greedy", families[_i], index);
-        check_run(f.model, doc, member(doc, &doc->nodes[i], "greedy"), src, what);
+        check_run(f.model, doc, tfm__json_member(doc, &doc->nodes[i], "greedy"), src, what);
         snprintf(what, sizeof what, "%s case %d beam", families[_i], index);
-        check_run(f.model, doc, member(doc, &doc->nodes[i], "beam"), src, what);
+        check_run(f.model, doc, tfm__json_member(doc, &doc->nodes[i], "beam"), src, what);
         tfm_tensor_free(src);
     }
+    fixture_close(&f);
+}
+END_TEST
+
+/* The member key's string, which must be there. */
+static const char *string_of(const tfm__json *doc, const tfm__json_node *object, const char *key)
+{
+    const tfm__json_node *n = tfm__json_member(doc, object, key);
+    ck_assert_msg(n && n->type == TFM__JSON_STRING, "no string %s", key);
+    return tfm__json_string(doc, n);
+}
+
+/* An array of ids from index `from` on into ids (capacity 256): their count. */
+static int64_t ids_from(const tfm__json *doc, const tfm__json_node *array, int64_t from,
+                        int32_t *ids)
+{
+    int64_t n = 0, index = 0;
+    ck_assert_ptr_nonnull(array);
+    for (uint32_t i = (uint32_t)(array - doc->nodes) + 1; i < array->next;
+         i = doc->nodes[i].next, index++)
+        if (index >= from) {
+            ck_assert_int_lt(n, 256);
+            ids[n++] = (int32_t)doc->nodes[i].integer;
+        }
+    return n;
+}
+
+static int32_t piece_id(const tfm_tokenizer *tok, const char *piece)
+{
+    return tfm_tokenizer_piece_to_id(tok, piece, (int64_t)strlen(piece));
+}
+
+/* The id of a language's token: "__fr__" for M2M100's code "fr", the code
+ * itself for mBART's and NLLB's. */
+static int32_t language_id(const tfm_tokenizer *tok, const fixture *f, const char *key)
+{
+    const char *code = string_of(&f->doc, &f->doc.nodes[0], key);
+    char token[64];
+    snprintf(token, sizeof token, strstr(f->folder, "/m2m100") && !strstr(f->folder, "nllb")
+                                      ? "__%s__" : "%s", code);
+    return piece_id(tok, token);
+}
+
+/* The text of ids[0, count), NUL-terminated, in text (1024 bytes). */
+static void decoded(const tfm_tokenizer *tok, const int32_t *ids, int64_t count, char *text)
+{
+    int64_t length;
+    ck_assert_msg(tfm_tokenizer_decode(tok, ids, count, text, 1024, &length) == TFM_OK, "%s",
+                  tfm_last_error());
+}
+
+/* mBART-50, M2M100 and NLLB: the source encodes to the twin's input_ids
+ * between the language code and </s>, the languages are the twin's ids
+ * (the target's its forced_bos_token_id), and the twin's greedy and beam
+ * tokens after the decoder start decode to its text (decode with
+ * skip_special_tokens and clean_up_tokenization_spaces, which changes none
+ * of these: nothing to clean, nothing to strip). That decode also drops
+ * <unk>, which tfm_tokenizer_decode gives as SentencePiece's " \u2047 ",
+ * so <unk> is left out here; M2M100's ids past its pieces (the made-up
+ * words) read as <unk>'s surface. */
+START_TEST(tokenizers_match_the_twins)
+{
+    static const char *const fairseq[] = {"mbart", "m2m100", "m2m100/nllb"};
+    fixture f;
+    fixture_open(&f, fairseq[_i]);
+    const tfm__json *doc = &f.doc;
+    const tfm_tokenizer *tok = tfm_model_tokenizer(f.model, 0);
+    ck_assert_ptr_nonnull(tok);
+    ck_assert_ptr_eq(tfm_model_tokenizer(f.model, 1), tok);
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), tfm_model_tgt_vocab(f.model));
+    int32_t unk = tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS), 0);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD), 1);
+    ck_assert_int_eq(tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS), 2);
+    ck_assert_int_eq(unk, 3);
+    const tfm__json_node *greedy =
+        tfm__json_member(doc, tfm__json_member(doc, &doc->nodes[0], "generation_config"), "greedy");
+    int32_t source = language_id(tok, &f, "source_language");
+    ck_assert_int_eq(language_id(tok, &f, "target_language"),
+                     integer_or(doc, greedy, "forced_bos_token_id", -2));
+    int runs = 0, with_unk = 0;
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next) {
+        const tfm__json_node *c = &doc->nodes[i];
+        int32_t want[256], got[256];
+        int64_t n = ids_from(doc, tfm__json_member(doc, c, "input_ids"), 0, want), count;
+        const char *text = string_of(doc, c, "source");
+        ck_assert_int_eq(source, want[0]);
+        ck_assert_int_eq(want[n - 1], tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS));
+        ck_assert_int_eq(tfm_tokenizer_encode(tok, text, (int64_t)strlen(text), got, 256, &count),
+                         TFM_OK);
+        ck_assert_int_eq(count, n - 2);
+        ck_assert_mem_eq(got, want + 1, (size_t)count * sizeof *got);
+        for (int run = 0; run < 2; run++) {
+            const tfm__json_node *r = tfm__json_member(doc, c, run ? "beam" : "greedy");
+            int64_t all = ids_from(doc, tfm__json_member(doc, r, "ids"), 1, want), kept = 0;
+            for (int64_t k = 0; k < all; k++)
+                if (want[k] != unk)
+                    want[kept++] = want[k];
+            char text_got[1024];
+            decoded(tok, want, kept, text_got);
+            ck_assert_str_eq(text_got, string_of(doc, r, "text"));
+            runs++;
+            with_unk += kept < all;
+        }
+    }
+    ck_assert_int_eq(runs, 8);
+    ck_assert_int_eq(with_unk, _i == 1 ? 4 : 0); /* M2M100's random model likes <unk> */
+    /* language codes and <mask> are control tokens: text never becomes
+     * them, and they decode to nothing, as </s> does */
+    char text[1024];
+    char code[64];
+    int64_t length;
+    int32_t controls[3] = {source, language_id(tok, &f, "target_language"),
+                           tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS)}, ids[256];
+    decoded(tok, controls, 3, text);
+    ck_assert_str_eq(text, "");
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, source, code, sizeof code, &length), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, code, length, ids, 256, &length), TFM_OK);
+    for (int64_t k = 0; k < length; k++)
+        ck_assert_int_ne(ids[k], source);
+    if (_i == 1) {
+        /* the 8 made-up words past the codes: "<unk>" as transformers
+         * names them, found by no piece, decoded as <unk> is */
+        int32_t size = tfm_tokenizer_vocab_size(tok), last = size - 1;
+        char piece[16], surface[1024];
+        int64_t length;
+        ck_assert_int_eq(piece_id(tok, "__zu__"), size - 9);
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, last, piece, sizeof piece, &length),
+                         TFM_OK);
+        ck_assert_str_eq(piece, "<unk>");
+        ck_assert_int_eq(piece_id(tok, "<unk>"), unk);
+        decoded(tok, &last, 1, text);
+        decoded(tok, &unk, 1, surface);
+        ck_assert_str_eq(text, surface);
+        ck_assert_str_eq(text, " \xE2\x81\x87 ");
+    } else {
+        ck_assert_int_eq(piece_id(tok, "<mask>"), tfm_tokenizer_vocab_size(tok) - 1);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
+/* The tokenizer travels in the model's file: saved and loaded, every id
+ * is the same piece, the codes are found, text encodes and decodes the
+ * same, and the bytes are the same bytes. */
+START_TEST(fairseq_tokenizers_travel_with_the_model)
+{
+    static const char *const fairseq[] = {"mbart", "m2m100", "m2m100/nllb"};
+    fixture f;
+    fixture_open(&f, fairseq[_i]);
+    char path[] = "/tmp/tfm_fairseq_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_msg(tfm_model_save(f.model, path) == TFM_OK, "%s", tfm_last_error());
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    unlink(path);
+    const tfm_tokenizer *a = tfm_model_tokenizer(f.model, 0), *b = tfm_model_tokenizer(loaded, 0);
+    ck_assert_ptr_nonnull(b);
+    int32_t size = tfm_tokenizer_vocab_size(a);
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(b), size);
+    for (int k = TFM_TOKEN_UNK; k <= TFM_TOKEN_PAD; k++)
+        ck_assert_int_eq(tfm_tokenizer_special_id(b, k), tfm_tokenizer_special_id(a, k));
+    for (int32_t id = 0; id < size; id++) {
+        char pa[256], pb[256], ta[1024], tb[1024];
+        int64_t la, lb;
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(a, id, pa, sizeof pa, &la), TFM_OK);
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(b, id, pb, sizeof pb, &lb), TFM_OK);
+        ck_assert_str_eq(pa, pb);
+        ck_assert_int_eq(tfm_tokenizer_piece_to_id(b, pb, lb), tfm_tokenizer_piece_to_id(a, pa, la));
+        decoded(a, &id, 1, ta);
+        decoded(b, &id, 1, tb);
+        ck_assert_str_eq(ta, tb);
+    }
+    const tfm__json *doc = &f.doc;
+    ck_assert_int_eq(language_id(b, &f, "target_language"),
+                     language_id(a, &f, "target_language"));
+    ck_assert_int_ge(language_id(b, &f, "target_language"), 0);
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next) {
+        const char *text = string_of(doc, &doc->nodes[i], "source");
+        int32_t ia[256], ib[256];
+        int64_t na, nb;
+        ck_assert_int_eq(tfm_tokenizer_encode(a, text, (int64_t)strlen(text), ia, 256, &na), TFM_OK);
+        ck_assert_int_eq(tfm_tokenizer_encode(b, text, (int64_t)strlen(text), ib, 256, &nb), TFM_OK);
+        ck_assert_int_eq(na, nb);
+        ck_assert_mem_eq(ia, ib, (size_t)na * sizeof *ia);
+    }
+    int64_t sa, sb;
+    tfm_tokenizer_save_bytes(a, NULL, 0, &sa);
+    tfm_tokenizer_save_bytes(b, NULL, 0, &sb);
+    ck_assert_int_eq(sa, sb);
+    char *ba = malloc((size_t)sa), *bb = malloc((size_t)sb);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(a, ba, sa, &sa), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(b, bb, sb, &sb), TFM_OK);
+    ck_assert_mem_eq(ba, bb, (size_t)sa);
+    free(ba);
+    free(bb);
+    tfm_model_free(loaded);
     fixture_close(&f);
 }
 END_TEST
@@ -247,6 +438,8 @@ static Suite *pretrained_suite(void)
     tcase_add_loop_test(tc, logits_match_the_twins, 0, FAMILIES);
     tcase_add_loop_test(tc, tokens_match_the_twins, 0, FAMILIES);
     tcase_add_test(tc, relative_buckets_match_the_twin);
+    tcase_add_loop_test(tc, tokenizers_match_the_twins, 0, 3);
+    tcase_add_loop_test(tc, fairseq_tokenizers_travel_with_the_model, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

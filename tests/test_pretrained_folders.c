@@ -41,7 +41,8 @@ static void remove_folder(void)
     static const char *const names[] = {"config.json", "model.safetensors",
                                         "model.safetensors.index.json", "a.safetensors",
                                         "b.safetensors", "generation_config.json",
-                                        "source.spm", "target.spm", "vocab.json"};
+                                        "source.spm", "target.spm", "vocab.json",
+                                        "sentencepiece.bpe.model", "tokenizer_config.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(in_folder(names[i]));
     rmdir(folder);
@@ -511,6 +512,38 @@ static void copy_file(const char *from, const char *name)
     fclose(out);
 }
 
+/* A vocab.json numbering base's pieces as they are, then <pad> when pad. */
+static void write_vocab(const tfm_tokenizer *base, int pad)
+{
+    int32_t n = tfm_tokenizer_vocab_size(base);
+    FILE *f = fopen(in_folder("vocab.json"), "w");
+    ck_assert_ptr_nonnull(f);
+    fputc('{', f);
+    for (int32_t id = 0; id < n; id++) {
+        char piece[256];
+        int64_t length;
+        ck_assert_int_eq(tfm_tokenizer_id_to_piece(base, id, piece, sizeof piece, &length),
+                         TFM_OK);
+        fputc('"', f);
+        for (int64_t k = 0; k < length; k++) /* the fixture's pieces are printable */
+            fprintf(f, strchr("\"\\", piece[k]) ? "\\%c" : "%c", piece[k]);
+        fprintf(f, "\": %d%s", id, id + 1 < n || pad ? ", " : "");
+    }
+    if (pad)
+        fprintf(f, "\"<pad>\": %d", n);
+    fputc('}', f);
+    fclose(f);
+}
+
+/* The ids of a short English text (capacity 64): their count. */
+static int64_t encode_fox(const tfm_tokenizer *tok, int32_t *ids)
+{
+    static const char text[] = "the quick brown fox";
+    int64_t count;
+    ck_assert_int_eq(tfm_tokenizer_encode(tok, text, sizeof text - 1, ids, 64, &count), TFM_OK);
+    return count;
+}
+
 /* Marian's source.spm and target.spm with vocab.json become the model's
  * tokenizers: here the fixture's SentencePiece model, its pieces numbered
  * as they are, and <pad> after them. */
@@ -523,20 +556,7 @@ START_TEST(marian_tokenizers_come_with_the_folder)
     tfm_model *m = good_folder(MARIAN);
     copy_file(TFM_FIXTURES "/text/bpe.model", "source.spm");
     copy_file(TFM_FIXTURES "/text/bpe.model", "target.spm");
-    FILE *f = fopen(in_folder("vocab.json"), "w");
-    fputc('{', f);
-    for (int32_t id = 0; id < n; id++) {
-        char piece[256];
-        int64_t length;
-        ck_assert_int_eq(tfm_tokenizer_id_to_piece(base, id, piece, sizeof piece, &length),
-                         TFM_OK);
-        fputc('"', f);
-        for (int64_t k = 0; k < length; k++) /* the fixture's pieces are printable */
-            fprintf(f, strchr("\"\\", piece[k]) ? "\\%c" : "%c", piece[k]);
-        fprintf(f, "\": %d, ", id);
-    }
-    fprintf(f, "\"<pad>\": %d}", n);
-    fclose(f);
+    write_vocab(base, 1);
     tfm_model *loaded = tfm_model_from_pretrained(folder);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     const tfm_tokenizer *source = tfm_model_tokenizer(loaded, 0);
@@ -545,19 +565,137 @@ START_TEST(marian_tokenizers_come_with_the_folder)
     ck_assert_ptr_nonnull(target);
     ck_assert_int_eq(tfm_tokenizer_vocab_size(target), n + 1);
     ck_assert_int_eq(tfm_tokenizer_special_id(target, TFM_TOKEN_PAD), n);
-    static const char text[] = "the quick brown fox";
     int32_t want[64], got[64];
-    int64_t count, got_count;
-    ck_assert_int_eq(tfm_tokenizer_encode(base, text, sizeof text - 1, want, 64, &count), TFM_OK);
-    ck_assert_int_eq(tfm_tokenizer_encode(source, text, sizeof text - 1, got, 64, &got_count),
-                     TFM_OK);
-    ck_assert_int_eq(got_count, count);
+    int64_t count = encode_fox(base, want);
+    ck_assert_int_eq(encode_fox(source, got), count);
     ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
     tfm_model_free(loaded);
 
     /* a broken vocabulary refuses the folder */
     write_text("vocab.json", "{\"<unk>\": 0,");
     expect_refusal(TFM_ERR_FORMAT, "tfm_tokenizer_load_sentencepiece_with_vocab");
+    tfm_model_free(m);
+    tfm_tokenizer_free(base);
+    vocab = VOCAB;
+    remove_folder();
+}
+END_TEST
+
+/* The loaded folder's tokenizer (which it must have), kept past the model. */
+static tfm_tokenizer *folder_tokenizer(void)
+{
+    tfm_model *m = tfm_model_from_pretrained(folder);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    const tfm_tokenizer *tok = tfm_model_tokenizer(m, 0);
+    ck_assert_ptr_nonnull(tok);
+    int64_t size;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
+    char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, size);
+    ck_assert_ptr_nonnull(copy);
+    free(bytes);
+    tfm_model_free(m);
+    return copy;
+}
+
+static int32_t id_of(const tfm_tokenizer *tok, const char *piece)
+{
+    return tfm_tokenizer_piece_to_id(tok, piece, (int64_t)strlen(piece));
+}
+
+/* A new folder of the family with a vocabulary of size, the fixture's
+ * BPE model as sentencepiece.bpe.model, and settings (when not NULL) as
+ * tokenizer_config.json. */
+static tfm_model *fairseq_folder(int family, int64_t size, const char *settings)
+{
+    vocab = size;
+    tfm_model *m = good_folder(family);
+    copy_file(TFM_FIXTURES "/text/bpe.model", "sentencepiece.bpe.model");
+    if (settings)
+        write_text("tokenizer_config.json", settings);
+    return m;
+}
+
+/* mBART's and M2M100's sentencepiece.bpe.model (here the fixture's BPE
+ * model) numbered by tokenizer_config.json's tokenizer_class, as
+ * transformers does: mBART's 25 codes by default, mBART-50's 52 and
+ * NLLB's 202 after the pieces (moved up by one behind fairseq's four),
+ * then <mask>; M2M100's vocab.json, then its "__xx__" codes (m2m100's 100
+ * or wmt21's 8), then the made-up words. */
+START_TEST(fairseq_tokenizers_come_with_the_folder)
+{
+    tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
+    ck_assert_ptr_nonnull(base);
+    int32_t n = tfm_tokenizer_vocab_size(base);
+    tfm_model *m = fairseq_folder(MBART, n + 204, NULL);
+    tfm_tokenizer *tok = folder_tokenizer();
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 27);
+    ck_assert_int_eq(id_of(tok, "ar_AR"), n + 1);
+    ck_assert_int_eq(id_of(tok, "zh_CN"), n + 25);
+    ck_assert_int_eq(id_of(tok, "<mask>"), n + 26);
+    ck_assert_int_eq(id_of(tok, "gl_ES"), -1);
+    int32_t want[64], got[64];
+    int64_t count = encode_fox(base, want);
+    ck_assert_int_eq(encode_fox(tok, got), count);
+    for (int64_t k = 0; k < count; k++)
+        ck_assert_int_eq(got[k], want[k] == tfm_tokenizer_special_id(base, TFM_TOKEN_UNK)
+                                     ? 3 : want[k] + 1);
+    tfm_tokenizer_free(tok);
+
+    write_text("tokenizer_config.json", "{\"tokenizer_class\": \"MBart50TokenizerFast\"}");
+    tok = folder_tokenizer();
+    ck_assert_int_eq(id_of(tok, "sl_SI"), n + 52);
+    ck_assert_int_eq(id_of(tok, "<mask>"), n + 53);
+    tfm_tokenizer_free(tok);
+    write_text("tokenizer_config.json", "{\"tokenizer_class\": \"T5Tokenizer\"}");
+    expect_refusal(TFM_ERR_FORMAT, "tokenizer_class \"T5Tokenizer\" is not one libtfm reads "
+                   "for a mbart model");
+    write_text("tokenizer_config.json", "{\"tokenizer_class\": ");
+    expect_refusal(TFM_ERR_FORMAT, "tokenizer_config.json: invalid JSON");
+    write_text("tokenizer_config.json", "[]");
+    expect_refusal(TFM_ERR_FORMAT, "tokenizer_config.json is not a JSON object");
+    tfm_model_free(m);
+    remove_folder();
+
+    /* M2M100: no tokenizer without vocab.json */
+    m = fairseq_folder(M2M100, n + 108, NULL);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    ck_assert_ptr_null(tfm_model_tokenizer(loaded, 0));
+    tfm_model_free(loaded);
+    write_vocab(base, 0);
+    tok = folder_tokenizer();
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 108);
+    ck_assert_int_eq(id_of(tok, "__af__"), n);
+    ck_assert_int_eq(id_of(tok, "__zu__"), n + 99);
+    ck_assert_int_eq(encode_fox(tok, got), count);
+    ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
+    tfm_tokenizer_free(tok);
+    write_text("tokenizer_config.json", "{\"tokenizer_class\": \"M2M100Tokenizer\", "
+               "\"language_codes\": \"wmt21\", \"num_madeup_words\": 0}");
+    tok = folder_tokenizer();
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 8);
+    ck_assert_int_eq(id_of(tok, "__de__"), n + 7);
+    tfm_tokenizer_free(tok);
+    write_text("tokenizer_config.json", "{\"language_codes\": \"wmt22\"}");
+    expect_refusal(TFM_ERR_FORMAT, "tokenizer_config.json's language_codes \"wmt22\" is not");
+    write_text("tokenizer_config.json", "{\"num_madeup_words\": -1}");
+    expect_refusal(TFM_ERR_FORMAT, "tokenizer_config.json's num_madeup_words must be");
+    /* NLLB: an M2M100 model with NllbTokenizer */
+    tfm_model_free(m);
+    remove_folder();
+    m = fairseq_folder(M2M100, n + 204, "{\"tokenizer_class\": \"NllbTokenizer\"}");
+    tok = folder_tokenizer();
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 204);
+    ck_assert_int_eq(id_of(tok, "eng_Latn"), n + 47);
+    ck_assert_int_eq(id_of(tok, "<mask>"), n + 203);
+    tfm_tokenizer_free(tok);
+    /* a model too small for its tokenizer */
+    tfm_model_free(m);
+    remove_folder();
+    m = fairseq_folder(M2M100, n + 203, "{\"tokenizer_class\": \"NllbTokenizer\"}");
+    expect_refusal(TFM_ERR_ARG, "more than the model's");
     tfm_model_free(m);
     tfm_tokenizer_free(base);
     vocab = VOCAB;
@@ -582,6 +720,7 @@ static Suite *pretrained_folders_suite(void)
     tcase_add_test(tc, corrupt_weights_are_named);
     tcase_add_test(tc, published_decoding_defaults);
     tcase_add_test(tc, marian_tokenizers_come_with_the_folder);
+    tcase_add_test(tc, fairseq_tokenizers_come_with_the_folder);
     tcase_add_test(tc, null_folder);
     suite_add_tcase(s, tc);
     return s;

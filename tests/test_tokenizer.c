@@ -1130,6 +1130,118 @@ START_TEST(sentencepiece_with_a_published_vocabulary)
 }
 END_TEST
 
+/* The little-endian 8-byte size at bytes. */
+static uint64_t size_at(const char *bytes)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++)
+        n |= (uint64_t)(unsigned char)bytes[i] << (8 * i);
+    return n;
+}
+
+/* bytes[0, size) with one more part, text, after its size: in *out
+ * (malloc'd), its size returned. */
+static int64_t with_part(const char *bytes, int64_t size, const char *text, char **out)
+{
+    size_t n = strlen(text);
+    *out = malloc((size_t)size + 8 + n);
+    memcpy(*out, bytes, (size_t)size);
+    for (int i = 0; i < 8; i++)
+        (*out)[size + i] = (char)((uint64_t)n >> (8 * i));
+    memcpy(*out + size + 8, text, n);
+    return size + 8 + (int64_t)n;
+}
+
+/* A renumbered tokenizer's saved bytes: a vocabulary and a model file
+ * (Marian's, which older libtfm reads), and a third part naming the
+ * control tokens past the vocabulary and the ids after them that read as
+ * <unk> (the fairseq-numbered tokenizers' language codes and M2M100's
+ * made-up words). Control tokens are found by their piece, never given by
+ * encoding, even when the model has a piece so spelled, and give nothing
+ * when decoded. */
+START_TEST(control_tokens_past_a_published_vocabulary)
+{
+    tfm_tokenizer *base = load("bpe");
+    int32_t n = tfm_tokenizer_vocab_size(base), the[8];
+    ck_assert_int_ge(encode(base, "the", 3, the, 8), 1);
+    char the_piece[64], model_path[512], vocab_path[] = "/tmp/tfm_vocab_XXXXXX";
+    int64_t the_length;
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(base, the[0], the_piece, sizeof the_piece,
+                                               &the_length), TFM_OK);
+    snprintf(model_path, sizeof model_path, TEXT_DIR "bpe.model");
+    int fd = mkstemp(vocab_path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    write_renumbering(base, the[0], vocab_path); /* without the piece of "the" */
+    tfm_tokenizer *marian = tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path);
+    ck_assert_ptr_nonnull(marian);
+    unlink(vocab_path);
+    int64_t size;
+    tfm_tokenizer_save_bytes(marian, NULL, 0, &size);
+    char *bytes = malloc((size_t)size), *more;
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(marian, bytes, size, &size), TFM_OK);
+    /* two parts, as before control tokens */
+    uint64_t first = size_at(bytes + 8);
+    ck_assert_uint_eq(8 + 8 + first + 8 + size_at(bytes + 16 + first), (uint64_t)size);
+
+    char controls[256];
+    snprintf(controls, sizeof controls, "{\"control_tokens\": [\"xx_XX\", \"%s\"], "
+             "\"unknown_ids\": 2}", the_piece);
+    int64_t more_size = with_part(bytes, size, controls, &more);
+    tfm_tokenizer *tok = tfm_tokenizer_from_bytes(more, more_size);
+    ck_assert_msg(tok != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tokenizer_vocab_size(tok), n + 4);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "xx_XX", 5), n);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, the_piece, the_length), n + 1);
+    int32_t unk = tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK), got[8];
+    ck_assert_int_eq(encode(tok, "the", 3, got, 8), 1);
+    ck_assert_int_eq(got[0], unk);
+    char text[64], piece[16];
+    int64_t length;
+    const int32_t quiet[3] = {n, n + 1, tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS)};
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, quiet, 3, text, sizeof text, &length), TFM_OK);
+    ck_assert_str_eq(text, "");
+    const int32_t unknown[2] = {n + 3, unk};
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, unknown, 2, text, sizeof text, &length), TFM_OK);
+    ck_assert_str_eq(text, " \xE2\x81\x87  \xE2\x81\x87 ");
+    ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, n + 2, piece, sizeof piece, &length), TFM_OK);
+    ck_assert_str_eq(piece, "<unk>");
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "<unk>", 5), unk);
+    int64_t again_size;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &again_size);
+    ck_assert_int_eq(again_size, more_size);
+    char *again = malloc((size_t)again_size);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, again, again_size, &again_size), TFM_OK);
+    ck_assert_mem_eq(again, more, (size_t)more_size);
+    free(again);
+    tfm_tokenizer_free(tok);
+
+    /* a fourth part, or control tokens that are not what they must be */
+    char *four;
+    int64_t four_size = with_part(more, more_size, "{}", &four);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(four, four_size));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+    free(four);
+    free(more);
+    static const char *const broken[] = {
+        "[]", "{\"control_tokens\": [\"a_A\"]}", "{\"control_tokens\": [\"\"], \"unknown_ids\": 0}",
+        "{\"control_tokens\": [7], \"unknown_ids\": 0}",
+        "{\"control_tokens\": [\"<unk>\"], \"unknown_ids\": 0}",
+        "{\"control_tokens\": [\"a\", \"a\"], \"unknown_ids\": 0}",
+        "{\"control_tokens\": [], \"unknown_ids\": 2147483647}",
+        "{\"control_tokens\": [], \"unknown_ids\": -1}", "{\"control_tokens\": [], "};
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        more_size = with_part(bytes, size, broken[i], &more);
+        ck_assert_msg(tfm_tokenizer_from_bytes(more, more_size) == NULL, "%s", broken[i]);
+        ck_assert_int_eq(tfm_last_status(), TFM_ERR_FORMAT);
+        free(more);
+    }
+    free(bytes);
+    tfm_tokenizer_free(marian);
+    tfm_tokenizer_free(base);
+}
+END_TEST
+
 Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -1161,6 +1273,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_training_matches_the_obvious_algorithm);
     tcase_add_test(tc, tokenizers_travel_in_the_model_file);
     tcase_add_test(tc, sentencepiece_with_a_published_vocabulary);
+    tcase_add_test(tc, control_tokens_past_a_published_vocabulary);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -421,11 +421,25 @@ TFM_API tfm_tensor *tfm_model_forward(
  * config.json's same keys) gives the decoding defaults that
  * tfm_decode_options_from_model() (decode.h) then sets; they are not
  * saved with the model, and forced_eos_token_id (which only changes a
- * sequence cut at max_length) is not applied. The model starts in
- * evaluation mode. NULL with TFM_ERR_NULL, TFM_ERR_IO (a file missing or
+ * sequence cut at max_length) is not applied. The tokenizer files, when
+ * the folder has them, become the model's tokenizers (tfm_model_tokenizer()):
+ * Marian's source.spm and target.spm numbered by vocab.json, BART's
+ * vocab.json and merges.txt, T5's spiece.model, and mBART's and M2M100's
+ * sentencepiece.bpe.model numbered as tokenizer_config.json's
+ * tokenizer_class does (else config.json's, else MBartTokenizer for mbart,
+ * M2M100Tokenizer for m2m_100): MBartTokenizer, MBart50Tokenizer and
+ * NllbTokenizer give fairseq's ids (<s> 0, <pad> 1, </s> 2, <unk> 3, each
+ * later piece its id + 1, then the 25, 52 or 202 language codes such as
+ * "en_XX" or "eng_Latn", then <mask>); M2M100Tokenizer (which needs
+ * vocab.json) gives vocab.json's ids, then "__en__"-style codes
+ * (language_codes "m2m100" or "wmt21"), then num_madeup_words ids that
+ * decode as <unk>. The codes and <mask> are control tokens:
+ * tfm_tokenizer_piece_to_id() finds them, encoding never gives them and
+ * decoding drops them. The model starts in evaluation mode. NULL with TFM_ERR_NULL, TFM_ERR_IO (a file missing or
  * unreadable), TFM_ERR_FORMAT (a family, option, value or tensor libtfm
- * does not support or that contradicts the config: the message names it),
- * TFM_ERR_SIZE or TFM_ERR_NOMEM. */
+ * does not support or that contradicts the config: the message names it,
+ * a tokenizer_class too), TFM_ERR_ARG (a tokenizer larger than the
+ * model's vocabulary), TFM_ERR_SIZE or TFM_ERR_NOMEM. */
 TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
 
 #ifdef __cplusplus

@@ -62,7 +62,8 @@ TFM_API tfm_tokenizer *tfm_tokenizer_load_byte_bpe(const char *vocab_path,
  * (an object of piece to id, ids 0 .. N-1, with `<unk>`): Marian's
  * `source.spm` or `target.spm` with its `vocab.json`, as transformers'
  * MarianTokenizer uses them. Encoding gives each piece the vocabulary's
- * id (`<unk>`'s when it has none); decoding turns ids into the
+ * id (`<unk>`'s when it has none, or when the vocabulary's id is its
+ * `<s>`, `</s>` or `<pad>`: text never becomes those); decoding turns ids into the
  * vocabulary's pieces and those into text as the SentencePiece model
  * does, the vocabulary's `<s>`, `</s>` and `<pad>` giving nothing and a
  * piece the model lacks its own spelling (U+2581 as a space), as

@@ -375,6 +375,16 @@ void tfm__json_free(tfm__json *doc)
     memset(doc, 0, sizeof *doc);
 }
 
+const tfm__json_node *tfm__json_member(const tfm__json *doc, const tfm__json_node *object,
+                                       const char *key)
+{
+    for (uint32_t i = (uint32_t)(object - doc->nodes) + 1; i < object->next;
+         i = doc->nodes[i].next)
+        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
+            return &doc->nodes[i];
+    return NULL;
+}
+
 size_t tfm__json_quote(char *dst, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";

@@ -78,6 +78,10 @@ static inline const char *tfm__json_string(const tfm__json *doc, const tfm__json
     return doc->text + node->string_at;
 }
 
+/* The member key of an object node (its first when repeated), or NULL. */
+const tfm__json_node *tfm__json_member(const tfm__json *doc, const tfm__json_node *object,
+                                       const char *key);
+
 /* Writes s[0, len) as a quoted JSON string into dst (when not NULL) and
  * returns the bytes it takes (at most 6 * len + 2), so a first call with
  * dst NULL sizes the buffer. Control characters become \u00XX. */

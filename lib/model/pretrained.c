@@ -16,6 +16,7 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "text/text.h"
 
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
 #define INDEX_MAX_BYTES ((size_t)64 << 20)
@@ -523,10 +524,112 @@ static int has_file(loader *l, const char *name, char *path)
     return f != NULL;
 }
 
+/* A JSON object file of the folder into *text (the caller's to free, also
+ * on failure) and *doc (the caller's on success). */
+static int read_object(loader *l, const char *name, const char *path, char **text,
+                       tfm__json *doc)
+{
+    char context[sizeof l->ctx + 64];
+    size_t size;
+    snprintf(context, sizeof context, "%s: %s", l->ctx, name);
+    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK ||
+        tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
+        return -1;
+    if (doc->nodes[0].type != TFM__JSON_OBJECT) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s is not a JSON object", l->ctx, name);
+        tfm__json_free(doc);
+        return -1;
+    }
+    return 0;
+}
+
+/* transformers' tokenizer classes that number sentencepiece.bpe.model as
+ * fairseq does (a "...Fast" class as its slow one), with their table of
+ * language codes (language_codes.c); M2M100Tokenizer's is
+ * tokenizer_config.json's language_codes and its pieces vocab.json's. */
+static const struct {
+    const char *name, *codes;
+} fairseq_classes[] = {{"MBartTokenizer", "mbart"},
+                       {"MBart50Tokenizer", "mbart50"},
+                       {"NllbTokenizer", "nllb"},
+                       {"M2M100Tokenizer", NULL}};
+
+/* M2M100Tokenizer into *out: vocab.json numbers the pieces (none when it
+ * is not there), the loader's document says language_codes and
+ * num_madeup_words. */
+static int m2m100_tokenizer(loader *l, const char *model_path, tfm_tokenizer **out)
+{
+    char vocab_path[PATH_MAX_BYTES];
+    int64_t madeup;
+    int32_t n_codes;
+    if (!has_file(l, "vocab.json", vocab_path))
+        return 0;
+    if (config_int(l, "num_madeup_words", 0, 8, 0, 1 << 20, &madeup) < 0)
+        return -1;
+    const char *table = config_string(l, "language_codes");
+    table = table ? table : "m2m100";
+    if (strcmp(table, "m2m100") != 0 && strcmp(table, "wmt21") != 0) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's language_codes \"%s\" is not a table libtfm knows "
+                  "(m2m100, wmt21)", l->ctx, l->doc_name, table);
+        return -1;
+    }
+    const char *const *codes = tfm__language_codes(table, &n_codes);
+    *out = tfm__fairseq_vocab_load(l->ctx, model_path, vocab_path, codes, n_codes,
+                                   (int32_t)madeup);
+    return *out ? 0 : -1;
+}
+
+/* mBART's and M2M100's tokenizer into *out: sentencepiece.bpe.model at
+ * model_path numbered as tokenizer_config.json's tokenizer_class does
+ * (else config.json's, else the family's transformers default); none for
+ * an M2M100 folder without vocab.json. */
+static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **out)
+{
+    char path[PATH_MAX_BYTES], *text = NULL;
+    tfm__json settings;
+    int has_settings = has_file(l, "tokenizer_config.json", path);
+    if (has_settings && read_object(l, "tokenizer_config.json", path, &text, &settings) < 0) {
+        free(text);
+        return -1;
+    }
+    l->doc = &l->config;
+    l->doc_name = "config.json";
+    const char *name = config_string(l, "tokenizer_class");
+    if (has_settings) {
+        l->doc = &settings;
+        l->doc_name = "tokenizer_config.json";
+        name = config_string(l, "tokenizer_class") ? config_string(l, "tokenizer_class") : name;
+    }
+    name = name ? name : l->family == MBART ? "MBartTokenizer" : "M2M100Tokenizer";
+    size_t length = strlen(name);
+    length -= length > 4 && strcmp(name + length - 4, "Fast") == 0 ? 4 : 0;
+    size_t k = 0, n = sizeof fairseq_classes / sizeof fairseq_classes[0];
+    while (k < n && !(strlen(fairseq_classes[k].name) == length &&
+                      strncmp(fairseq_classes[k].name, name, length) == 0))
+        k++;
+    int32_t n_codes, status = -1;
+    if (k == n) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_class \"%s\" is not one libtfm reads for a %s "
+                  "model (MBartTokenizer, MBart50Tokenizer, NllbTokenizer, M2M100Tokenizer)",
+                  l->ctx, name, families[l->family].model_type);
+    } else if (!fairseq_classes[k].codes) {
+        status = m2m100_tokenizer(l, model_path, out);
+    } else {
+        const char *const *codes = tfm__language_codes(fairseq_classes[k].codes, &n_codes);
+        status = (*out = tfm__fairseq_aligned_load(l->ctx, model_path, codes, n_codes)) ? 0 : -1;
+    }
+    l->doc = &l->config;
+    if (has_settings)
+        tfm__json_free(&settings);
+    free(text);
+    return status;
+}
+
 /* The family's tokenizer files, when the folder has them, as the model's
  * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
  * (target_vocab.json for a separate target vocabulary), BART's byte-level
- * vocab.json and merges.txt, T5's spiece.model. 0 when attached or absent. */
+ * vocab.json and merges.txt, mBART's and M2M100's sentencepiece.bpe.model
+ * numbered as fairseq does, T5's spiece.model. 0 when attached or absent. */
 static int attach_tokenizers(loader *l, tfm_model *m)
 {
     char a[PATH_MAX_BYTES], b[PATH_MAX_BYTES], c[PATH_MAX_BYTES];
@@ -550,7 +653,9 @@ static int attach_tokenizers(loader *l, tfm_model *m)
         /* spiece.model's ids are T5's; its sentinels past them are not yet */
         failed = !(source = tfm_tokenizer_load_sentencepiece(a));
     } else {
-        return 0; /* fairseq's numbering of sentencepiece.bpe.model: not yet */
+        if (!has_file(l, "sentencepiece.bpe.model", a))
+            return 0;
+        failed = fairseq_tokenizer(l, a, &source) < 0;
     }
     failed = failed || tfm_model_set_tokenizers(m, source, target) != TFM_OK;
     tfm_tokenizer_free(source);

@@ -171,7 +171,7 @@ tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t voc
     }
     const char *const parts[2] = {vocab, merges};
     const size_t sizes[2] = {vocab_size, merges_size};
-    if (tfm__pair_pack(op, magic, parts, sizes, tok) ||
+    if (tfm__parts_pack(op, magic, 2, parts, sizes, tok) ||
         build(op, tok, vocab, vocab_size, merges, merges_size)) {
         tfm__tokenizer_free(tok);
         return NULL;
@@ -181,14 +181,14 @@ tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t voc
 
 int tfm__byte_bpe_is_container(const char *bytes, size_t size)
 {
-    return tfm__pair_is_container(magic, bytes, size);
+    return tfm__parts_is_container(magic, bytes, size);
 }
 
 tfm_tokenizer *tfm__byte_bpe_from_bytes(const char *op, const char *bytes, size_t size)
 {
     const char *parts[2];
     size_t sizes[2];
-    if (tfm__pair_unpack(op, "a byte-level BPE tokenizer", bytes, size, parts, sizes))
+    if (tfm__parts_unpack(op, "a byte-level BPE tokenizer", bytes, size, 2, 2, parts, sizes) < 0)
         return NULL;
     return tfm__byte_bpe_parse(op, parts[0], sizes[0], parts[1], sizes[1]);
 }

@@ -6,7 +6,10 @@
  * vocabulary's own control tokens, such as <pad>, give nothing; a piece
  * the model lacks gives its own spelling, U+2581 as a space, as
  * MarianTokenizer's convert_tokens_to_string does). The tokenizer's
- * pieces, ids and special tokens are the vocabulary's. */
+ * pieces, ids and special tokens are the vocabulary's. Control tokens past
+ * the vocabulary (the fairseq-numbered tokenizers' language codes,
+ * fairseq.c) join it as pieces that encoding never gives and decoding
+ * drops. */
 #include "text/text.h"
 
 #include <stdlib.h>
@@ -14,10 +17,62 @@
 
 #include "core/error.h"
 
+/* vocabulary, model file and, when there are control tokens past the
+ * vocabulary, their JSON: older files have the first two parts only */
 static const char magic[8] = {'T', 'F', 'M', '-', 'V', 'M', 'A', 'P'};
 
+/* {"control_tokens": [piece, ...], "unknown_ids": k}: after the
+ * vocabulary, those control pieces in order, then k ids that read as
+ * "<unk>" but are not found by it (transformers' M2M100Tokenizer reads its
+ * made-up words so). */
+static int read_controls(const char *op, tfm_tokenizer *tok, const char *text, size_t length)
+{
+    if (tfm__vocab_parse(op, &tok->controls, text, length))
+        return -1;
+    const tfm__json *doc = &tok->controls.doc;
+    const tfm__json_node *root = &doc->nodes[0];
+    const tfm__json_node *named = root->type == TFM__JSON_OBJECT
+                                      ? tfm__json_member(doc, root, "control_tokens") : NULL;
+    const tfm__json_node *unknown = root->type == TFM__JSON_OBJECT
+                                        ? tfm__json_member(doc, root, "unknown_ids") : NULL;
+    int64_t first = tok->size;
+    if (!named || named->type != TFM__JSON_ARRAY || !unknown ||
+        unknown->type != TFM__JSON_NUMBER || !unknown->is_integer || unknown->integer < 0 ||
+        unknown->integer > INT32_MAX - first - named->count) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: the control tokens are not {\"control_tokens\": "
+                  "[piece, ...], \"unknown_ids\": k} within 2^31 ids", op);
+        return -1;
+    }
+    int32_t size = (int32_t)(first + named->count + unknown->integer);
+    tfm__piece *pieces = realloc(tok->pieces, (size_t)size * sizeof *pieces);
+    if (!pieces) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %d pieces", op, (int)size);
+        return -1;
+    }
+    tok->pieces = pieces;
+    tok->size = size;
+    int32_t id = (int32_t)first;
+    for (uint32_t i = (uint32_t)(named - doc->nodes) + 1; i < named->next;
+         i = doc->nodes[i].next, id++) {
+        const tfm__json_node *n = &doc->nodes[i];
+        if (n->type != TFM__JSON_STRING || !n->string_len) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: control token %d is not a non-empty string", op,
+                      (int)(id - first));
+            return -1;
+        }
+        const char *piece = tfm__json_string(doc, n);
+        pieces[id] = (tfm__piece){piece, n->string_len, 0.0f, TFM__PIECE_CONTROL, -1};
+        if (tfm__trie_add(op, &tok->trie, piece, n->string_len, TFM__TRIE_MATCHED, id))
+            return -1;
+    }
+    for (; id < size; id++)
+        pieces[id] = (tfm__piece){"<unk>", 5, 0.0f, TFM__PIECE_UNKNOWN, -1};
+    return 0;
+}
+
 tfm_tokenizer *tfm__renumbered_create(const char *op, tfm_tokenizer *base, const char *vocab,
-                                      size_t vocab_size)
+                                      size_t vocab_size, const char *controls,
+                                      size_t controls_size)
 {
     tfm_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) {
@@ -27,10 +82,11 @@ tfm_tokenizer *tfm__renumbered_create(const char *op, tfm_tokenizer *base, const
     }
     tok->kind = base->kind;
     tok->base = base;
-    const char *const parts[2] = {vocab, base->file};
-    const size_t sizes[2] = {vocab_size, base->file_size};
-    if (tfm__pair_pack(op, magic, parts, sizes, tok) ||
-        tfm__vocab_read(op, tok, &tok->vocab, vocab, vocab_size)) {
+    const char *const parts[3] = {vocab, base->file, controls};
+    const size_t sizes[3] = {vocab_size, base->file_size, controls_size};
+    if (tfm__parts_pack(op, magic, controls ? 3 : 2, parts, sizes, tok) ||
+        tfm__vocab_read(op, tok, &tok->vocab, vocab, vocab_size) ||
+        (controls && read_controls(op, tok, controls, controls_size))) {
         tfm__tokenizer_free(tok);
         return NULL;
     }
@@ -39,22 +95,29 @@ tfm_tokenizer *tfm__renumbered_create(const char *op, tfm_tokenizer *base, const
         tfm__tokenizer_free(tok);
         return NULL;
     }
+    for (int k = TFM_TOKEN_BOS; k <= TFM_TOKEN_PAD; k++)
+        if (tok->special[k] >= 0)
+            tok->pieces[tok->special[k]].type = TFM__PIECE_CONTROL;
     return tok;
 }
 
 int tfm__renumbered_is_container(const char *bytes, size_t size)
 {
-    return tfm__pair_is_container(magic, bytes, size);
+    return tfm__parts_is_container(magic, bytes, size);
 }
 
 tfm_tokenizer *tfm__renumbered_from_bytes(const char *op, const char *bytes, size_t size)
 {
-    const char *parts[2];
-    size_t sizes[2];
-    if (tfm__pair_unpack(op, "a renumbered SentencePiece tokenizer", bytes, size, parts, sizes))
+    const char *parts[3];
+    size_t sizes[3];
+    int count = tfm__parts_unpack(op, "a renumbered SentencePiece tokenizer", bytes, size, 2, 3,
+                                  parts, sizes);
+    if (count < 0)
         return NULL;
     tfm_tokenizer *base = tfm__sentencepiece_parse(op, parts[1], sizes[1]);
-    return base ? tfm__renumbered_create(op, base, parts[0], sizes[0]) : NULL;
+    return base ? tfm__renumbered_create(op, base, parts[0], sizes[0],
+                                         count == 3 ? parts[2] : NULL, count == 3 ? sizes[2] : 0)
+                : NULL;
 }
 
 int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char *text,
@@ -65,7 +128,9 @@ int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char 
     for (int64_t i = 0; i < pieces.size && !failed; i++) {
         const tfm__piece *p = &tok->base->pieces[pieces.data[i]];
         int32_t id = tfm__piece_id(tok, p->text, p->length);
-        failed = tfm__ids_push(op, out, id >= 0 ? id : tok->unk_id);
+        /* text never becomes a control token, even one spelled as a piece */
+        int control = id >= 0 && tok->pieces[id].type == TFM__PIECE_CONTROL;
+        failed = tfm__ids_push(op, out, id >= 0 && !control ? id : tok->unk_id);
     }
     free(pieces.data);
     return failed;
@@ -81,7 +146,7 @@ int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32
     }
     int64_t n = 0;
     for (int64_t i = 0; i < count; i++) {
-        int special = 0;
+        int special = tok->pieces[ids[i]].type == TFM__PIECE_CONTROL;
         for (int k = TFM_TOKEN_BOS; k <= TFM_TOKEN_PAD; k++)
             special |= ids[i] == tok->special[k];
         if (!special)

@@ -170,6 +170,7 @@ struct tfm_tokenizer {
      * vocabulary above numbers; NULL otherwise */
     tfm_tokenizer *base;
     tfm__vocab vocab;  /* byte-level BPE's and renumbered tokenizers' */
+    tfm__vocab controls; /* renumbered: the control tokens past the vocabulary */
 };
 
 /* SentencePiece's Normalizer::Normalize of s[0, len) with n into out
@@ -203,31 +204,55 @@ int32_t tfm__piece_id(const tfm_tokenizer *tok, const char *piece, size_t len);
 int tfm__sentencepiece_write(const char *op, const tfm__piece *pieces, int32_t count,
                              int byte_fallback, int32_t pad_id, tfm__bytes *out);
 
-/* Vocabularies and two-part containers (vocab.c). */
+/* Vocabularies and containers of parts (vocab.c). */
+/* Copies text[0, size) into *vocab and parses it as JSON (any value). */
+int tfm__vocab_parse(const char *op, tfm__vocab *vocab, const char *text, size_t size);
 /* Reads a {piece: id} object (ids 0 .. N-1, each once) into tok's size,
  * pieces, trie and special ids (<unk>, <s>, </s>, <pad>, GPT-2's
  * <|endoftext|>), keeping the text in *vocab. */
 int tfm__vocab_read(const char *op, tfm_tokenizer *tok, tfm__vocab *vocab, const char *text,
                     size_t size);
 void tfm__vocab_free(tfm__vocab *vocab);
-/* tok->file becomes magic, then each part after its size. */
-int tfm__pair_pack(const char *op, const char magic[8], const char *const parts[2],
-                   const size_t sizes[2], tfm_tokenizer *tok);
-int tfm__pair_is_container(const char magic[8], const char *bytes, size_t size);
-/* The two parts of a container (its magic already checked); what names
- * the kind of tokenizer in the error. */
-int tfm__pair_unpack(const char *op, const char *what, const char *bytes, size_t size,
-                     const char *parts[2], size_t sizes[2]);
+/* tok->file becomes magic, then each of the count parts after its size. */
+int tfm__parts_pack(const char *op, const char magic[8], int count, const char *const *parts,
+                    const size_t *sizes, tfm_tokenizer *tok);
+int tfm__parts_is_container(const char magic[8], const char *bytes, size_t size);
+/* The parts of a container (its magic already checked), at least
+ * min_count and at most max_count: their count, or -1 (what names the kind
+ * of tokenizer in the error). */
+int tfm__parts_unpack(const char *op, const char *what, const char *bytes, size_t size,
+                      int min_count, int max_count, const char **parts, size_t *sizes);
 /* Renumbered SentencePiece models (renumbered.c): base's pieces numbered
- * by a vocabulary (Marian's vocab.json); takes base, also on failure. */
+ * by a vocabulary (Marian's vocab.json), and, when controls is not NULL,
+ * ids past it: {"control_tokens": [piece, ...], "unknown_ids": k} names the
+ * control tokens that follow the vocabulary (language codes: encoding
+ * never gives them, decoding drops them), then k ids that read as "<unk>".
+ * Takes base, also on failure. */
 tfm_tokenizer *tfm__renumbered_create(const char *op, tfm_tokenizer *base, const char *vocab,
-                                      size_t vocab_size);
+                                      size_t vocab_size, const char *controls,
+                                      size_t controls_size);
 int tfm__renumbered_is_container(const char *bytes, size_t size);
 tfm_tokenizer *tfm__renumbered_from_bytes(const char *op, const char *bytes, size_t size);
 int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char *text,
                            size_t length, tfm__ids *out);
 int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                            int64_t count, tfm__bytes *out);
+/* The fairseq-numbered tokenizers (fairseq.c), from the files at the
+ * paths. transformers' MBartTokenizer, MBart50Tokenizer and NllbTokenizer:
+ * the SentencePiece model's pieces past its first three moved up by one
+ * behind <s> 0, <pad> 1, </s> 2, <unk> 3, then the language codes, then
+ * <mask>. M2M100Tokenizer: the pieces numbered by vocab.json, then
+ * "__code__" for each code, then madeup_words ids that read as <unk>. The
+ * codes and <mask> are control tokens. */
+tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
+                                         const char *const *codes, int32_t n_codes);
+tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
+                                       const char *vocab_path, const char *const *codes,
+                                       int32_t n_codes, int32_t madeup_words);
+/* A table of language codes by name (language_codes.c): "mbart" (25),
+ * "mbart50" (52), "nllb" (202), "m2m100" (100), "wmt21" (8); NULL for
+ * another name. */
+const char *const *tfm__language_codes(const char *name, int32_t *count);
 /* Byte-level BPE (byte_bpe.c). */
 tfm_tokenizer *tfm__byte_bpe_parse(const char *op, const char *vocab, size_t vocab_size,
                                    const char *merges, size_t merges_size);

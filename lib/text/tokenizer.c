@@ -16,6 +16,7 @@ void tfm__tokenizer_free(tfm_tokenizer *tok)
     tfm__byte_bpe_free(tok->byte_bpe);
     tfm__tokenizer_free(tok->base);
     tfm__vocab_free(&tok->vocab);
+    tfm__vocab_free(&tok->controls);
     free(tok->pieces);
     free(tok->unk_surface);
     free(tok->file);
@@ -68,7 +69,7 @@ tfm_tokenizer *tfm_tokenizer_load_sentencepiece_with_vocab(const char *model_pat
     if (!tfm__read_whole_file(op, model_path, TFM__TOKENIZER_MAX_BYTES, &model, &model_size) &&
         !tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) &&
         (base = tfm__sentencepiece_parse(op, model, model_size)))
-        tok = tfm__renumbered_create(op, base, vocab, vocab_size);
+        tok = tfm__renumbered_create(op, base, vocab, vocab_size, NULL, 0);
     free(model);
     free(vocab);
     return tok;

@@ -1,8 +1,9 @@
 /* What the tokenizers numbered by a vocabulary JSON share: reading
- * {piece: id} into a tokenizer's pieces, and the two-part container their
+ * {piece: id} into a tokenizer's pieces, and the container of parts their
  * save_bytes writes (8 bytes of magic, then each part after its size in 8
  * bytes, little-endian). Byte-level BPE keeps vocab.json and merges.txt
- * so; a renumbered SentencePiece model its vocabulary and model file. */
+ * so; a renumbered SentencePiece model its vocabulary, model file and, when
+ * it has control tokens past the vocabulary, those. */
 #include "text/text.h"
 
 #include <stdlib.h>
@@ -10,8 +11,7 @@
 
 #include "core/error.h"
 
-int tfm__vocab_read(const char *op, tfm_tokenizer *tok, tfm__vocab *vocab, const char *text,
-                    size_t size)
+int tfm__vocab_parse(const char *op, tfm__vocab *vocab, const char *text, size_t size)
 {
     /* a copy: the parser decodes strings in place, and the pieces point
      * into it */
@@ -23,6 +23,14 @@ int tfm__vocab_read(const char *op, tfm_tokenizer *tok, tfm__vocab *vocab, const
     if (tfm__json_parse(op, vocab->text, size, (int64_t)(size / 2 + 1), &vocab->doc))
         return -1;
     vocab->parsed = 1;
+    return 0;
+}
+
+int tfm__vocab_read(const char *op, tfm_tokenizer *tok, tfm__vocab *vocab, const char *text,
+                    size_t size)
+{
+    if (tfm__vocab_parse(op, vocab, text, size))
+        return -1;
     const tfm__json_node *root = &vocab->doc.nodes[0];
     if (root->type != TFM__JSON_OBJECT || root->count < 1 || root->count > INT32_MAX) {
         tfm__fail(TFM_ERR_FORMAT, "%s: the vocabulary is not an object of pieces", op);
@@ -67,12 +75,12 @@ void tfm__vocab_free(tfm__vocab *vocab)
     memset(vocab, 0, sizeof *vocab);
 }
 
-int tfm__pair_pack(const char *op, const char magic[8], const char *const parts[2],
-                   const size_t sizes[2], tfm_tokenizer *tok)
+int tfm__parts_pack(const char *op, const char magic[8], int count, const char *const *parts,
+                    const size_t *sizes, tfm_tokenizer *tok)
 {
     tfm__bytes out = {0};
     int failed = tfm__bytes_append(op, &out, magic, 8);
-    for (int k = 0; k < 2 && !failed; k++) {
+    for (int k = 0; k < count && !failed; k++) {
         unsigned char size[8];
         for (int i = 0; i < 8; i++)
             size[i] = (unsigned char)((uint64_t)sizes[k] >> (8 * i));
@@ -88,16 +96,17 @@ int tfm__pair_pack(const char *op, const char magic[8], const char *const parts[
     return 0;
 }
 
-int tfm__pair_is_container(const char magic[8], const char *bytes, size_t size)
+int tfm__parts_is_container(const char magic[8], const char *bytes, size_t size)
 {
     return size >= 8 && !memcmp(bytes, magic, 8);
 }
 
-int tfm__pair_unpack(const char *op, const char *what, const char *bytes, size_t size,
-                     const char *parts[2], size_t sizes[2])
+int tfm__parts_unpack(const char *op, const char *what, const char *bytes, size_t size,
+                      int min_count, int max_count, const char **parts, size_t *sizes)
 {
     size_t at = 8;
-    for (int k = 0; k < 2; k++) {
+    int k = 0;
+    for (; k < max_count && at < size; k++) {
         uint64_t n = 0;
         if (size - at < 8)
             goto broken;
@@ -110,8 +119,8 @@ int tfm__pair_unpack(const char *op, const char *what, const char *bytes, size_t
         sizes[k] = (size_t)n;
         at += (size_t)n;
     }
-    if (at == size)
-        return 0;
+    if (at == size && k >= min_count)
+        return k;
 broken:
     tfm__fail(TFM_ERR_FORMAT, "%s: %s's bytes are truncated or have bytes after them", op,
               what);

@@ -87,17 +87,25 @@ static void every_dtype(void)
     write_bytes(in("files", "dtypes.safetensors"), file, 8 + len + offset);
 }
 
-/* The bytes tfm_tokenizer_save_bytes gives for tok, as a seed. */
-static int save_tokenizer(tfm_tokenizer *tok, const char *name)
+/* The bytes tfm_tokenizer_save_bytes gives for tok, as a seed; with part
+ * (not NULL) one more part after them, as a renumbered tokenizer's control
+ * tokens follow its vocabulary and model file. */
+static int save_tokenizer(tfm_tokenizer *tok, const char *name, const char *part)
 {
     int64_t size = 0;
     char bytes[65536];
-    if (!tok || tfm_tokenizer_save_bytes(tok, bytes, sizeof bytes, &size) != TFM_OK) {
+    size_t extra = part ? 8 + strlen(part) : 0;
+    if (!tok ||
+        tfm_tokenizer_save_bytes(tok, bytes, (int64_t)(sizeof bytes - extra), &size) != TFM_OK) {
         fprintf(stderr, "make_seeds: %s: %s\n", name, tfm_last_error());
         tfm_tokenizer_free(tok);
         return 1;
     }
-    write_bytes(in("tokenizer", name), bytes, (size_t)size);
+    for (size_t i = 0; part && i < 8; i++)
+        bytes[size + (int64_t)i] = (char)((uint64_t)(extra - 8) >> (8 * i));
+    if (part)
+        memcpy(bytes + size + 8, part, extra - 8);
+    write_bytes(in("tokenizer", name), bytes, (size_t)size + extra);
     tfm_tokenizer_free(tok);
     return 0;
 }
@@ -112,7 +120,7 @@ static int tokenizer_seeds(void)
     o.byte_fallback = 1;
     tfm_tokenizer *tok = NULL;
     int failed = check(tfm_tokenizer_train_bpe(lines, NULL, 4, &o, &tok), "train_bpe");
-    failed |= save_tokenizer(tok, "bpe.model");
+    failed |= save_tokenizer(tok, "bpe.model", NULL);
     static const char vocab[] = "{\"<s>\": 0, \"<unk>\": 1, \"a\": 2, \"b\": 3, \"ab\": 4, "
                                 "\"\\u0120\": 5, \"\\u0120ab\": 6}";
     static const char merges[] = "#version: 0.2\na b\n\xc4\xa0 ab\n";
@@ -121,12 +129,16 @@ static int tokenizer_seeds(void)
     char vocab_path[600];
     snprintf(vocab_path, sizeof vocab_path, "%s", in("tokenizer", "vocab.json"));
     failed |= save_tokenizer(tfm_tokenizer_load_byte_bpe(vocab_path, in("tokenizer", "merges.txt")),
-                             "byte_bpe.bin");
+                             "byte_bpe.bin", NULL);
     /* the SentencePiece model numbered by a vocabulary (Marian's) */
     char model_path[600];
     snprintf(model_path, sizeof model_path, "%s", in("tokenizer", "bpe.model"));
     failed |= save_tokenizer(tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path),
-                             "renumbered.bin");
+                             "renumbered.bin", NULL);
+    /* with language codes after the vocabulary, as fairseq's tokenizers */
+    failed |= save_tokenizer(tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path),
+                             "renumbered_codes.bin",
+                             "{\"control_tokens\": [\"en_XX\", \"<mask>\"], \"unknown_ids\": 2}");
     return failed;
 }
 

@@ -1,0 +1,103 @@
+/* The tokenizers that number a SentencePiece model as fairseq's
+ * dictionaries do, as transformers' MBartTokenizer, MBart50Tokenizer,
+ * NllbTokenizer (tokenization_mbart.py, tokenization_mbart50.py,
+ * tokenization_nllb.py) and M2M100Tokenizer (tokenization_m2m_100.py)
+ * number them: renumbered tokenizers (renumbered.c) whose vocabulary is
+ * written here, the language codes following it as control tokens. */
+#include "text/text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/safetensors.h"
+
+/* Appends s[0, len) as a JSON string, then tail. */
+static int append_quoted(const char *op, tfm__bytes *out, const char *s, size_t len,
+                         const char *tail)
+{
+    if (tfm__grow(op, (void **)&out->data, 1, out->size, &out->capacity,
+                  tfm__json_quote(NULL, s, len)))
+        return -1;
+    out->size += tfm__json_quote(out->data + out->size, s, len);
+    return tfm__bytes_append(op, out, tail, strlen(tail));
+}
+
+/* The control tokens past the vocabulary (renumbered.c): each code as
+ * affix + code + affix, then last (NULL: none), then unknown ids. */
+static int write_controls(const char *op, tfm__bytes *out, const char *const *codes,
+                          int32_t n_codes, const char *affix, const char *last, int32_t unknown)
+{
+    static const char head[] = "{\"control_tokens\": [";
+    int failed = tfm__bytes_append(op, out, head, sizeof head - 1);
+    for (int32_t i = 0; i < n_codes + (last != NULL) && !failed; i++) {
+        char token[64];
+        int length = i < n_codes ? snprintf(token, sizeof token, "%s%s%s", affix, codes[i], affix)
+                                 : snprintf(token, sizeof token, "%s", last);
+        failed = append_quoted(op, out, token, (size_t)length,
+                               i + 1 < n_codes + (last != NULL) ? ", " : "");
+    }
+    char tail[48];
+    snprintf(tail, sizeof tail, "], \"unknown_ids\": %d}", (int)unknown);
+    return failed || tfm__bytes_append(op, out, tail, strlen(tail));
+}
+
+/* The model file at path, parsed. */
+static tfm_tokenizer *load_model(const char *op, const char *path)
+{
+    char *bytes;
+    size_t size;
+    if (tfm__read_whole_file(op, path, TFM__TOKENIZER_MAX_BYTES, &bytes, &size) != TFM_OK)
+        return NULL;
+    tfm_tokenizer *tok = tfm__sentencepiece_parse(op, bytes, size);
+    free(bytes);
+    return tok;
+}
+
+tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
+                                         const char *const *codes, int32_t n_codes)
+{
+    tfm_tokenizer *base = load_model(op, model_path);
+    if (!base)
+        return NULL;
+    /* fairseq's four first; the model's own <unk>, <s>, </s> (ids 0, 1, 2)
+     * are hidden behind them, and every later piece moves up by one */
+    static const char head[] = "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3";
+    tfm__bytes vocab = {0}, controls = {0};
+    int failed = tfm__bytes_append(op, &vocab, head, sizeof head - 1);
+    for (int32_t id = 3; id < base->size && !failed; id++) {
+        char number[24];
+        snprintf(number, sizeof number, ": %d", (int)id + 1);
+        failed = tfm__bytes_append(op, &vocab, ", ", 2) ||
+                 append_quoted(op, &vocab, base->pieces[id].text, base->pieces[id].length,
+                               number);
+    }
+    failed = failed || tfm__bytes_append(op, &vocab, "}", 1) ||
+             write_controls(op, &controls, codes, n_codes, "", "<mask>", 0);
+    if (failed)
+        tfm__tokenizer_free(base);
+    tfm_tokenizer *tok = failed ? NULL
+                                : tfm__renumbered_create(op, base, vocab.data, vocab.size,
+                                                         controls.data, controls.size);
+    free(vocab.data);
+    free(controls.data);
+    return tok;
+}
+
+tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
+                                       const char *vocab_path, const char *const *codes,
+                                       int32_t n_codes, int32_t madeup_words)
+{
+    tfm__bytes controls = {0};
+    char *vocab = NULL;
+    size_t vocab_size;
+    tfm_tokenizer *base, *tok = NULL;
+    if (!write_controls(op, &controls, codes, n_codes, "__", NULL, madeup_words) &&
+        tfm__read_whole_file(op, vocab_path, TFM__TOKENIZER_MAX_BYTES, &vocab, &vocab_size) ==
+            TFM_OK &&
+        (base = load_model(op, model_path)))
+        tok = tfm__renumbered_create(op, base, vocab, vocab_size, controls.data, controls.size);
+    free(controls.data);
+    free(vocab);
+    return tok;
+}
