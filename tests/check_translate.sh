@@ -4,9 +4,12 @@
 # file translates standard input line for line and as the lines come,
 # --score gives chrF and BLEU worked out by hand, and bad input is refused
 # with the examples' exit statuses (examples/cli.h: 2 for usage, 1 else).
-#   usage: check_translate.sh TFM_TRANSLATE
+# Then each published-model fixture folder (tests/marian ...) translates
+# its cases' sources as its twin did, greedy and beam.
+#   usage: check_translate.sh TFM_TRANSLATE TESTS_DIR
 set -u
 translate=$1
+tests=$2
 scratch=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"' EXIT
@@ -167,5 +170,28 @@ usage "an unknown flag" --no-such-flag
     >/dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "scripts/translation_data.py" "$scratch/err.txt"
 step "a missing data folder exits 1, naming scripts/translation_data.py" $?
+# expected FOLDER RUN FIELD: each case's FIELD (source, or RUN's text or
+# num_beams), one a line, from the folder's expected.json
+expected() {
+    python3 -c 'import json, sys
+for case in json.load(open(sys.argv[1] + "/expected.json"))["cases"]:
+    print(case[sys.argv[3]] if sys.argv[3] == "source" else
+          case[sys.argv[2]]["options"].get("num_beams", 1) if sys.argv[3] == "num_beams" else
+          case[sys.argv[2]]["text"])' "$@"
+}
+for family in marian bart mbart m2m100 m2m100/nllb t5 t5/original; do
+    folder=$tests/$family
+    for run in greedy beam; do
+        beams=$(expected "$folder" "$run" num_beams | sed -n 1p)
+        expected "$folder" "$run" source | "$translate" --model "$folder" --beam "$beams" \
+            >"$scratch/published.txt" 2>"$scratch/err.txt"
+        expected "$folder" "$run" text | cmp -s - "$scratch/published.txt"
+        step "--model $family (a published folder), $run: the twin's translations" $?
+    done
+done
+"$translate" --model "$tests/mbart" --source-language xx_XX </dev/null >/dev/null \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q '"xx_XX"' "$scratch/err.txt"
+step "--source-language a multilingual model lacks exits 1, naming it" $?
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,7 @@
 #include "check_main.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "model/text.h"
 #include "nn/relative_bias.h"
 #include "tfm/tfm.h"
 
@@ -333,6 +334,55 @@ START_TEST(tokenizers_match_the_twins)
 }
 END_TEST
 
+/* Text in and out as the twin's tokenizer does it: each source becomes
+ * input_ids (the family's ids around it included: BART's <s> and </s>,
+ * mBART's language code ...), and the greedy and beam ids decode to the
+ * twin's text (decode(skip_special_tokens=True) and its clean-up). The
+ * template survives a save and a load. */
+START_TEST(text_matches_the_twins)
+{
+    fixture f;
+    fixture_open(&f, families[_i]);
+    ck_assert_msg(tfm_model_tokenizer(f.model, 0) != NULL, "%s has no tokenizer", families[_i]);
+    char path[64];
+    snprintf(path, sizeof path, "pretrained_text_%d.safetensors", _i);
+    ck_assert_msg(tfm_model_save(f.model, path) == TFM_OK, "%s", tfm_last_error());
+    tfm_model *reloaded = tfm_model_load(path);
+    ck_assert_msg(reloaded != NULL, "%s", tfm_last_error());
+    remove(path);
+    const tfm__json *doc = &f.doc;
+    for (uint32_t i = (uint32_t)(f.cases - doc->nodes) + 1; i < f.cases->next;
+         i = doc->nodes[i].next) {
+        const tfm__json_node *c = &doc->nodes[i];
+        const char *source = string_of(doc, c, "source");
+        int32_t want[512], got[512];
+        int64_t n = ids_from(doc, tfm__json_member(doc, c, "input_ids"), 0, want), count = 0;
+        for (int copy = 0; copy < 2; copy++) {
+            tfm_model *m = copy ? reloaded : f.model;
+            ck_assert_msg(tfm_model_encode_text(m, source, (int64_t)strlen(source), got, 512,
+                                                &count) == TFM_OK,
+                          "%s", tfm_last_error());
+            ck_assert_int_eq(count, n);
+            for (int64_t k = 0; k < n; k++)
+                ck_assert_msg(got[k] == want[k], "%s \"%s\": id %lld is %d, the twin's %d",
+                              families[_i], source, (long long)k, got[k], want[k]);
+            for (int run = 0; run < 2; run++) {
+                const tfm__json_node *r = tfm__json_member(doc, c, run ? "beam" : "greedy");
+                int64_t length = ids_from(doc, tfm__json_member(doc, r, "ids"), 0, got), size = 0;
+                char text[2048];
+                ck_assert_msg(tfm_model_decode_text(m, got, length, text, sizeof text, &size) ==
+                                  TFM_OK,
+                              "%s", tfm_last_error());
+                ck_assert_str_eq(text, string_of(doc, r, "text"));
+                ck_assert_int_eq(size, (int64_t)strlen(text));
+            }
+        }
+    }
+    tfm_model_free(reloaded);
+    fixture_close(&f);
+}
+END_TEST
+
 /* The tokenizer travels in the model's file: saved and loaded, every id
  * is the same piece, the codes are found, text encodes and decodes the
  * same, and the bytes are the same bytes. */
@@ -395,6 +445,82 @@ START_TEST(fairseq_tokenizers_travel_with_the_model)
 }
 END_TEST
 
+/* The text calls' refusals: NULL, a model without tokenizers, buffers
+ * too small (the size still told), ids outside the vocabularies, a
+ * template too long, languages on a model whose sources carry none, and
+ * template metadata that is not one. */
+START_TEST(text_calls_refuse_bad_input)
+{
+    fixture f;
+    fixture_open(&f, "bart");
+    tfm_model *m = f.model;
+    int32_t ids[64];
+    int64_t count = -1, length = -1;
+    char text[8];
+    ck_assert_int_eq(tfm_model_encode_text(NULL, "a", 1, ids, 64, &count), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_model_encode_text(m, "a", 1, ids, 64, NULL), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_model_encode_text(m, "a", -1, ids, 64, &count), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_model_encode_text(m, "a", 1, ids, -1, &count), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_model_encode_text(m, "hello", 5, ids, 2, &count), TFM_ERR_SIZE);
+    ck_assert_int_gt(count, 2);
+    ck_assert_int_eq(tfm_model_encode_text(m, "hello", 5, NULL, 0, &count), TFM_ERR_SIZE);
+    ck_assert_int_eq(tfm_model_encode_text(m, "", 0, ids, 64, &count), TFM_OK);
+    ck_assert_int_eq(count, 2); /* <s> </s> */
+    ck_assert_int_eq(tfm_model_decode_text(m, NULL, 1, text, 8, &length), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_model_decode_text(m, ids, -1, text, 8, &length), TFM_ERR_ARG);
+    int32_t outside = (int32_t)tfm_model_tgt_vocab(m);
+    ck_assert_int_eq(tfm_model_decode_text(m, &outside, 1, text, 8, &length), TFM_ERR_RANGE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "target vocabulary"));
+    ck_assert_int_eq(tfm_model_encode_text(m, "hello there", 11, ids, 64, &count), TFM_OK);
+    ck_assert_int_eq(tfm_model_decode_text(m, ids, count, text, 2, &length), TFM_ERR_SIZE);
+    ck_assert_int_eq(length, 11);
+    int32_t five[5] = {0, 0, 0, 0, 0}, bad = -1;
+    ck_assert_int_eq(tfm_model_set_source_template(m, five, 3, five, 2), TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_model_set_source_template(m, &bad, 1, NULL, 0), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_model_set_source_template(m, NULL, 1, NULL, 0), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_model_encode_text(m, "", 0, ids, 64, &count), TFM_OK);
+    ck_assert_int_eq(count, 2); /* unchanged by the refusals */
+    ck_assert_int_eq(tfm_model_set_languages(m, "en_XX", NULL), TFM_ERR_STATE);
+    ck_assert_int_eq(tfm_model_set_languages(m, NULL, "fr_XX"), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "\"fr_XX\""));
+    ck_assert_int_eq(tfm_model_set_source_template(m, NULL, 0, five, 1), TFM_OK);
+    ck_assert_int_eq(tfm_model_encode_text(m, "", 0, ids, 64, &count), TFM_OK);
+    ck_assert_int_eq(count, 1);
+    tfm_model_options o;
+    tfm_model_options_init(&o);
+    o.src_vocab = o.tgt_vocab = 8;
+    o.d_model = 4;
+    o.heads = 2;
+    o.max_src_len = o.max_tgt_len = 8;
+    tfm_model *bare = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_model_encode_text(bare, "a", 1, ids, 64, &count), TFM_ERR_STATE);
+    ck_assert_int_eq(tfm_model_decode_text(bare, ids, 0, text, 8, &length), TFM_ERR_STATE);
+    ck_assert_int_eq(tfm_model_set_languages(bare, NULL, "fr"), TFM_ERR_STATE);
+    tfm_model_free(bare);
+    static const char *const forged[] = {
+        "", "prefix=0", "prefix=0 suffix=2 language=-1 target_language=-1 strip=0",
+        "prefix=0,1,2 suffix=2,2 language=-1 target_language=-1 strip=0 clean_up=1",
+        "prefix=0, suffix=2 language=-1 target_language=-1 strip=0 clean_up=1",
+        "prefix=99999 suffix= language=-1 target_language=-1 strip=0 clean_up=1",
+        "prefix=0 suffix=2 language=2 target_language=-1 strip=0 clean_up=1",
+        "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=2",
+        "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1 extra=1",
+        "prefix=x suffix=2 language=-1 target_language=-1 strip=0 clean_up=1"};
+    tfm__text_template t;
+    for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++)
+        ck_assert_msg(tfm__text_template_parse("test", "tfm.text_template", forged[i], 500, 500,
+                                               &t) == TFM_ERR_FORMAT,
+                      "accepted \"%s\"", forged[i]);
+    ck_assert_int_eq(tfm__text_template_parse("test", "k", "prefix= suffix=2 language=-1 "
+                                              "target_language=7 strip=1 clean_up=0", 500, 500,
+                                              &t),
+                     TFM_OK);
+    ck_assert_int_eq(t.n_ids, 1);
+    ck_assert_int_eq(t.target_language, 7);
+    fixture_close(&f);
+}
+END_TEST
+
 /* T5's relative-position buckets for distances -20..20 and around the
  * logarithmic ones' edges, as the twin's relative_position_bucket (from
  * modeling_t5.py) gives them: T5's 32 buckets up to 128, and the original
@@ -437,6 +563,8 @@ static Suite *pretrained_suite(void)
     TCase *tc = tcase_create("twins");
     tcase_add_loop_test(tc, logits_match_the_twins, 0, FAMILIES);
     tcase_add_loop_test(tc, tokens_match_the_twins, 0, FAMILIES);
+    tcase_add_loop_test(tc, text_matches_the_twins, 0, FAMILIES);
+    tcase_add_test(tc, text_calls_refuse_bad_input);
     tcase_add_test(tc, relative_buckets_match_the_twin);
     tcase_add_loop_test(tc, tokenizers_match_the_twins, 0, 3);
     tcase_add_loop_test(tc, fairseq_tokenizers_travel_with_the_model, 0, 3);

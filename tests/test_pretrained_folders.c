@@ -703,6 +703,96 @@ START_TEST(fairseq_tokenizers_come_with_the_folder)
 }
 END_TEST
 
+/* The folder's model's source ids for the fox, with the family's ids
+ * around them (capacity 64): their count. */
+static int64_t fox_source(const tfm_model *m, int32_t *ids)
+{
+    static const char text[] = "the quick brown fox";
+    int64_t count;
+    ck_assert_msg(tfm_model_encode_text(m, text, sizeof text - 1, ids, 64, &count) == TFM_OK, "%s",
+                  tfm_last_error());
+    return count;
+}
+
+/* The forced first token decoding takes from the model. */
+static int32_t forced_bos(const tfm_model *m)
+{
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(m, &o), TFM_OK);
+    return o.forced_bos_id;
+}
+
+/* The ids each multilingual layout puts around a source, as
+ * transformers' tokenizers do: mBART-cc25's MBartTokenizer X </s> [code],
+ * MBart50Tokenizer [code] X </s>, NllbTokenizer [code] X </s> (legacy
+ * X </s> [code]), M2M100Tokenizer [__code__] X </s>; src_lang, tgt_lang
+ * and their defaults; tfm_model_set_languages, its refusals, and the
+ * languages through a save and a load. */
+START_TEST(multilingual_sources_carry_their_language)
+{
+    static const struct {
+        int family;
+        int64_t extra;
+        const char *settings, *source, *target;
+        int code_last;
+    } cases[] = {
+        {MBART, 204, NULL, "en_XX", NULL, 1},
+        {MBART, 204, "{\"tokenizer_class\": \"MBart50Tokenizer\", \"src_lang\": \"de_DE\", "
+         "\"tgt_lang\": \"fr_XX\"}", "de_DE", "fr_XX", 0},
+        {M2M100, 204, "{\"tokenizer_class\": \"NllbTokenizer\"}", "eng_Latn", NULL, 0},
+        {M2M100, 204, "{\"tokenizer_class\": \"NllbTokenizer\", \"legacy_behaviour\": true, "
+         "\"tgt_lang\": \"fra_Latn\"}", "eng_Latn", "fra_Latn", 1},
+        {M2M100, 108, "{\"src_lang\": \"fr\"}", "__fr__", NULL, 0},
+    };
+    tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
+    ck_assert_ptr_nonnull(base);
+    int32_t n = tfm_tokenizer_vocab_size(base), fox[64], ids[64];
+    int64_t count = encode_fox(base, fox);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tfm_model *m = fairseq_folder(cases[c].family, n + cases[c].extra, cases[c].settings);
+        if (cases[c].family == M2M100 && cases[c].extra == 108)
+            write_vocab(base, 0);
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+        const tfm_tokenizer *tok = tfm_model_tokenizer(loaded, 0);
+        int32_t code = id_of(tok, cases[c].source);
+        ck_assert_int_ge(code, 0);
+        ck_assert_int_eq(fox_source(loaded, ids), count + 2);
+        ck_assert_int_eq(ids[cases[c].code_last ? count + 1 : 0], code);
+        ck_assert_int_eq(ids[cases[c].code_last ? count : count + 1], EOS);
+        ck_assert_int_eq(forced_bos(loaded), cases[c].target ? id_of(tok, cases[c].target) : -1);
+        /* M2M100's codes by their short name too; an unknown one changes nothing */
+        const char *other = cases[c].family == MBART ? "es_XX"
+                            : cases[c].extra == 108  ? "de"
+                                                     : "deu_Latn";
+        ck_assert_int_eq(tfm_model_set_languages(loaded, "xx_YY", NULL), TFM_ERR_ARG);
+        ck_assert_int_eq(tfm_model_set_languages(loaded, NULL, "the"), TFM_ERR_ARG);
+        ck_assert_int_eq(fox_source(loaded, ids), count + 2);
+        ck_assert_int_eq(ids[cases[c].code_last ? count + 1 : 0], code);
+        ck_assert_int_eq(tfm_model_set_languages(loaded, other, other), TFM_OK);
+        int32_t other_id = cases[c].extra == 108 ? id_of(tok, "__de__") : id_of(tok, other);
+        ck_assert_int_ge(other_id, 0);
+        const char *path = in_folder("saved.safetensors");
+        ck_assert_int_eq(tfm_model_save(loaded, path), TFM_OK);
+        tfm_model *back = tfm_model_load(path);
+        ck_assert_msg(back != NULL, "%s", tfm_last_error());
+        unlink(path);
+        for (tfm_model *each = loaded; each; each = each == loaded ? back : NULL) {
+            ck_assert_int_eq(fox_source(each, ids), count + 2);
+            ck_assert_int_eq(ids[cases[c].code_last ? count + 1 : 0], other_id);
+            ck_assert_int_eq(forced_bos(each), other_id);
+        }
+        tfm_model_free(back);
+        tfm_model_free(loaded);
+        tfm_model_free(m);
+        remove_folder();
+    }
+    tfm_tokenizer_free(base);
+    vocab = VOCAB;
+}
+END_TEST
+
 START_TEST(null_folder)
 {
     ck_assert_ptr_null(tfm_model_from_pretrained(NULL));
@@ -717,6 +807,7 @@ static Suite *pretrained_folders_suite(void)
     TCase *tc = tcase_create("folders");
     tcase_add_loop_test(tc, each_family_loads_its_published_names, 0, 2 * FAMILIES);
     tcase_add_test(tc, unsupported_configs_are_named);
+    tcase_add_test(tc, multilingual_sources_carry_their_language);
     tcase_add_test(tc, corrupt_weights_are_named);
     tcase_add_test(tc, published_decoding_defaults);
     tcase_add_test(tc, marian_tokenizers_come_with_the_folder);

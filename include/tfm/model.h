@@ -334,7 +334,8 @@ TFM_API const tfm_tokenizer *tfm_model_tokenizer(const tfm_model *model, int32_t
  * puts around every source. tfm_model_from_pretrained() sets them as
  * transformers' tokenizers add them: BART `<s>` text `</s>`; Marian and
  * T5 text `</s>`; mBART-50, M2M100 and NLLB [the source language's code]
- * text `</s>` (NLLB's legacy_behaviour: text `</s>` [code]). Models made
+ * text `</s>` (mBART-cc25's MBartTokenizer and NLLB's legacy_behaviour:
+ * text `</s>` [code]). Models made
  * here have none unless given by tfm_model_set_source_template(). As
  * tfm_tokenizer_encode(): *count becomes the number of ids, written only
  * when capacity holds them all, else TFM_ERR_SIZE (ids may be NULL with
@@ -424,7 +425,9 @@ TFM_API tfm_tensor *tfm_model_forward(
  * sequence cut at max_length) is not applied. The tokenizer files, when
  * the folder has them, become the model's tokenizers (tfm_model_tokenizer()):
  * Marian's source.spm and target.spm numbered by vocab.json, BART's
- * vocab.json and merges.txt, T5's spiece.model, and mBART's and M2M100's
+ * vocab.json and merges.txt, T5's spiece.model with tokenizer_config.json's
+ * extra_ids sentinels (100 by default; <extra_id_0> the last id, control
+ * tokens), and mBART's and M2M100's
  * sentencepiece.bpe.model numbered as tokenizer_config.json's
  * tokenizer_class does (else config.json's, else MBartTokenizer for mbart,
  * M2M100Tokenizer for m2m_100): MBartTokenizer, MBart50Tokenizer and
@@ -435,7 +438,10 @@ TFM_API tfm_tensor *tfm_model_forward(
  * (language_codes "m2m100" or "wmt21"), then num_madeup_words ids that
  * decode as <unk>. The codes and <mask> are control tokens:
  * tfm_tokenizer_piece_to_id() finds them, encoding never gives them and
- * decoding drops them. The model starts in evaluation mode. NULL with TFM_ERR_NULL, TFM_ERR_IO (a file missing or
+ * decoding drops them. The ids the family puts around a source and the
+ * languages (tokenizer_config.json's src_lang and tgt_lang) are set for
+ * tfm_model_encode_text(). The model starts in evaluation mode. NULL with
+ * TFM_ERR_NULL, TFM_ERR_IO (a file missing or
  * unreadable), TFM_ERR_FORMAT (a family, option, value or tensor libtfm
  * does not support or that contradicts the config: the message names it,
  * a tokenizer_class too), TFM_ERR_ARG (a tokenizer larger than the

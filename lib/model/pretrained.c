@@ -61,6 +61,7 @@ typedef struct loader {
     family family;
     int32_t shared;                /* one embedding table for both sides */
     const char *prefix;            /* "model." (ForConditionalGeneration) or "" */
+    const char *tokenizer_class;   /* a fairseq-numbered tokenizer's, once read */
 } loader;
 
 static int in_folder(loader *l, const char *name, char *out)
@@ -543,6 +544,33 @@ static int read_object(loader *l, const char *name, const char *path, char **tex
     return 0;
 }
 
+/* tokenizer_config.json into l->settings, when the folder has one; 0
+ * when read or absent. */
+static int read_settings(loader *l)
+{
+    char path[PATH_MAX_BYTES];
+    if (!has_file(l, "tokenizer_config.json", path))
+        return 0;
+    if (read_object(l, "tokenizer_config.json", path, &l->settings_text, &l->settings) < 0)
+        return -1;
+    l->has_settings = 1;
+    return 0;
+}
+
+/* The config_ helpers read tokenizer_config.json (which must be there). */
+static void reading_settings(loader *l)
+{
+    l->doc = &l->settings;
+    l->doc_name = "tokenizer_config.json";
+}
+
+/* And config.json again. */
+static void reading_config(loader *l)
+{
+    l->doc = &l->config;
+    l->doc_name = "config.json";
+}
+
 /* transformers' tokenizer classes that number sentencepiece.bpe.model as
  * fairseq does (a "...Fast" class as its slow one), with their table of
  * language codes (language_codes.c); M2M100Tokenizer's is
@@ -585,22 +613,14 @@ static int m2m100_tokenizer(loader *l, const char *model_path, tfm_tokenizer **o
  * an M2M100 folder without vocab.json. */
 static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **out)
 {
-    char path[PATH_MAX_BYTES], *text = NULL;
-    tfm__json settings;
-    int has_settings = has_file(l, "tokenizer_config.json", path);
-    if (has_settings && read_object(l, "tokenizer_config.json", path, &text, &settings) < 0) {
-        free(text);
-        return -1;
-    }
-    l->doc = &l->config;
-    l->doc_name = "config.json";
+    reading_config(l);
     const char *name = config_string(l, "tokenizer_class");
-    if (has_settings) {
-        l->doc = &settings;
-        l->doc_name = "tokenizer_config.json";
+    if (l->has_settings) {
+        reading_settings(l);
         name = config_string(l, "tokenizer_class") ? config_string(l, "tokenizer_class") : name;
     }
     name = name ? name : l->family == MBART ? "MBartTokenizer" : "M2M100Tokenizer";
+    l->tokenizer_class = name;
     size_t length = strlen(name);
     length -= length > 4 && strcmp(name + length - 4, "Fast") == 0 ? 4 : 0;
     size_t k = 0, n = sizeof fairseq_classes / sizeof fairseq_classes[0];
@@ -618,10 +638,7 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
         const char *const *codes = tfm__language_codes(fairseq_classes[k].codes, &n_codes);
         status = (*out = tfm__fairseq_aligned_load(l->ctx, model_path, codes, n_codes)) ? 0 : -1;
     }
-    l->doc = &l->config;
-    if (has_settings)
-        tfm__json_free(&settings);
-    free(text);
+    reading_config(l);
     return status;
 }
 
@@ -629,7 +646,8 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
  * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
  * (target_vocab.json for a separate target vocabulary), BART's byte-level
  * vocab.json and merges.txt, mBART's and M2M100's sentencepiece.bpe.model
- * numbered as fairseq does, T5's spiece.model. 0 when attached or absent. */
+ * numbered as fairseq does, T5's spiece.model with tokenizer_config.json's
+ * extra_ids sentinels (100 by default). 0 when attached or absent. */
 static int attach_tokenizers(loader *l, tfm_model *m)
 {
     char a[PATH_MAX_BYTES], b[PATH_MAX_BYTES], c[PATH_MAX_BYTES];
@@ -650,8 +668,12 @@ static int attach_tokenizers(loader *l, tfm_model *m)
     } else if (l->family == T5) {
         if (!has_file(l, "spiece.model", a))
             return 0;
-        /* spiece.model's ids are T5's; its sentinels past them are not yet */
-        failed = !(source = tfm_tokenizer_load_sentencepiece(a));
+        int64_t extra = 100;
+        if (l->has_settings)
+            reading_settings(l);
+        failed = (l->has_settings && config_int(l, "extra_ids", 0, 100, 0, 1 << 20, &extra) < 0) ||
+                 !(source = tfm__t5_load(l->ctx, a, (int32_t)extra));
+        reading_config(l);
     } else {
         if (!has_file(l, "sentencepiece.bpe.model", a))
             return 0;
@@ -667,32 +689,10 @@ static int attach_tokenizers(loader *l, tfm_model *m)
 
 /* --- the ids around sources ------------------------------------------------------- */
 
-/* tokenizer_config.json, when the folder has one, as the document the
- * config_ helpers read; 0 when read or absent. */
-static int read_settings(loader *l)
-{
-    char path[PATH_MAX_BYTES];
-    size_t size;
-    if (!has_file(l, "tokenizer_config.json", path))
-        return 0;
-    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->settings_text, &size) != TFM_OK ||
-        tfm__json_parse(l->ctx, l->settings_text, size, (int64_t)(size / 2 + 1), &l->settings) !=
-            TFM_OK)
-        return -1;
-    l->has_settings = 1;
-    l->doc = &l->settings;
-    l->doc_name = "tokenizer_config.json";
-    if (l->settings.nodes[0].type != TFM__JSON_OBJECT) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json is not a JSON object", l->ctx);
-        return -1;
-    }
-    return 0;
-}
-
 /* The ids the family's tokenizer in transformers puts around a source
  * (BART <s> X </s>; Marian, T5 X </s>; mBART-50, M2M100, NLLB [code] X
- * </s>, or NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
- * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn), the
+ * </s>; mBART-cc25's MBartTokenizer and NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
+ * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn, en), the
  * SentencePiece families' strip of decoded text and
  * clean_up_tokenization_spaces (default true), for a model with
  * tokenizers. */
@@ -702,14 +702,19 @@ static int read_text_template(loader *l, tfm_model *m)
     if (!tok)
         return 0;
     int32_t clean_up = 1, legacy = 0;
-    if (read_settings(l) < 0 ||
-        (l->has_settings && (config_bool(l, "clean_up_tokenization_spaces", 1, &clean_up) < 0 ||
-                             config_bool(l, "legacy_behaviour", 0, &legacy) < 0)))
+    if (l->has_settings)
+        reading_settings(l);
+    if (l->has_settings && (config_bool(l, "clean_up_tokenization_spaces", 1, &clean_up) < 0 ||
+                            config_bool(l, "legacy_behaviour", 0, &legacy) < 0))
         return -1;
     const char *source = l->has_settings ? config_string(l, "src_lang") : NULL;
     const char *target = l->has_settings ? config_string(l, "tgt_lang") : NULL;
-    const char *class = l->has_settings ? config_string(l, "tokenizer_class") : NULL;
-    int nllb = class && strcmp(class, "NllbTokenizer") == 0;
+    /* fairseq_tokenizer's reading of the class: mBART-cc25's MBartTokenizer
+     * and NLLB's legacy put the code after </s> */
+    const char *class = l->tokenizer_class ? l->tokenizer_class : "";
+    int nllb = strncmp(class, "NllbTokenizer", 13) == 0;
+    int code_last = (nllb && legacy) ||
+                    (l->family == MBART && strncmp(class, "MBart50Tokenizer", 16) != 0);
     int32_t bos = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS),
             eos = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
     if (eos < 0 || (l->family == BART && bos < 0)) {
@@ -724,15 +729,10 @@ static int read_text_template(loader *l, tfm_model *m)
         *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
-        *t = legacy ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up}
-                    : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up};
+        *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up}
+                       : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up};
         if (!source)
-            source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : NULL;
-        if (!source) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json names no src_lang for the "
-                      "language code M2M100 puts before every source", l->ctx);
-            return -1;
-        }
+            source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
     }
     uint64_t mark = tfm__error_mark();
     if ((source || target) && tfm_model_set_languages(m, source, target) != TFM_OK) {
@@ -1120,7 +1120,7 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
         (tfm_last_status() == TFM_ERR_ARG || tfm_last_status() == TFM_ERR_SIZE))
         tfm__fail_because(TFM_ERR_FORMAT, "%s: config.json describes no model libtfm can make "
                           "from these files", l->ctx);
-    if (m && (load_tensors(l, m) < 0 || attach_tokenizers(l, m) < 0 ||
+    if (m && (load_tensors(l, m) < 0 || read_settings(l) < 0 || attach_tokenizers(l, m) < 0 ||
               read_text_template(l, m) < 0)) {
         tfm_model_free(m);
         m = NULL;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "model/text.h"
+#include "text/text.h"
 
 /* The model's tokenizer of side (0 source, 1 target), or NULL with
  * TFM_ERR_STATE. */
@@ -202,16 +203,25 @@ tfm_status tfm_model_set_source_template(tfm_model *m, const int32_t *prefix, in
     return TFM_OK;
 }
 
+/* The id of piece[0, length) when it is a control piece, as language
+ * codes are; else -1. */
+static int32_t control_id(const tfm_tokenizer *tok, const char *piece, size_t length)
+{
+    int32_t id = tfm_tokenizer_piece_to_id(tok, piece, (int64_t)length);
+    return id >= 0 && tok->pieces[id].type == TFM__PIECE_CONTROL ? id : -1;
+}
+
 /* The id of a language code as tok spells it: the code itself, or
- * M2M100's "__code__"; -1 with TFM_ERR_ARG naming it. */
+ * M2M100's "__code__" (a control piece either way: "en" is also a word);
+ * -1 with TFM_ERR_ARG naming it. */
 static int32_t code_id(const char *op, const tfm_tokenizer *tok, const char *side,
                        const char *code)
 {
-    int32_t id = tfm_tokenizer_piece_to_id(tok, code, (int64_t)strlen(code));
+    int32_t id = control_id(tok, code, strlen(code));
     char wrapped[64];
     if (id < 0 && strlen(code) + 5 <= sizeof wrapped) {
         snprintf(wrapped, sizeof wrapped, "__%s__", code);
-        id = tfm_tokenizer_piece_to_id(tok, wrapped, (int64_t)strlen(wrapped));
+        id = control_id(tok, wrapped, strlen(wrapped));
     }
     if (id < 0)
         tfm__fail(TFM_ERR_ARG, "%s: the %s tokenizer has no language code \"%s\"", op, side,

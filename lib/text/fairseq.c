@@ -2,14 +2,16 @@
  * dictionaries do, as transformers' MBartTokenizer, MBart50Tokenizer,
  * NllbTokenizer (tokenization_mbart.py, tokenization_mbart50.py,
  * tokenization_nllb.py) and M2M100Tokenizer (tokenization_m2m_100.py)
- * number them: renumbered tokenizers (renumbered.c) whose vocabulary is
- * written here, the language codes following it as control tokens. */
+ * number them, and T5Tokenizer's (tokenization_t5.py) with its sentinels:
+ * renumbered tokenizers (renumbered.c) whose vocabulary is written here,
+ * the language codes or sentinels following it as control tokens. */
 #include "text/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "io/safetensors.h"
 
 /* Appends s[0, len) as a JSON string, then tail. */
@@ -41,6 +43,7 @@ static int write_controls(const char *op, tfm__bytes *out, const char *const *co
     snprintf(tail, sizeof tail, "], \"unknown_ids\": %d}", (int)unknown);
     return failed || tfm__bytes_append(op, out, tail, strlen(tail));
 }
+
 
 /* The model file at path, parsed. */
 static tfm_tokenizer *load_model(const char *op, const char *path)
@@ -99,5 +102,44 @@ tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
         tok = tfm__renumbered_create(op, base, vocab, vocab_size, controls.data, controls.size);
     free(controls.data);
     free(vocab);
+    return tok;
+}
+
+/* T5Tokenizer's: the model's pieces at their own ids, then the
+ * extra_ids sentinels, <extra_id_0> last (vocab_size - 1 - N is
+ * <extra_id_N>). */
+tfm_tokenizer *tfm__t5_load(const char *op, const char *model_path, int32_t extra_ids)
+{
+    tfm_tokenizer *base = load_model(op, model_path);
+    if (!base)
+        return NULL;
+    tfm__bytes vocab = {0}, controls = {0};
+    char (*names)[24] = malloc((size_t)(extra_ids > 0 ? extra_ids : 1) * sizeof *names);
+    const char **codes = malloc((size_t)(extra_ids > 0 ? extra_ids : 1) * sizeof *codes);
+    int failed = !names || !codes || tfm__bytes_append(op, &vocab, "{", 1);
+    if (!names || !codes)
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %d sentinels", op, (int)extra_ids);
+    for (int32_t id = 0; id < base->size && !failed; id++) {
+        char number[24];
+        snprintf(number, sizeof number, ": %d", (int)id);
+        failed = (id > 0 && tfm__bytes_append(op, &vocab, ", ", 2)) ||
+                 append_quoted(op, &vocab, base->pieces[id].text, base->pieces[id].length,
+                               number);
+    }
+    for (int32_t i = 0; i < extra_ids && !failed; i++) {
+        snprintf(names[i], sizeof names[i], "<extra_id_%d>", (int)(extra_ids - 1 - i));
+        codes[i] = names[i];
+    }
+    failed = failed || tfm__bytes_append(op, &vocab, "}", 1) ||
+             write_controls(op, &controls, codes, extra_ids, "", NULL, 0);
+    free(names);
+    free(codes);
+    if (failed)
+        tfm__tokenizer_free(base);
+    tfm_tokenizer *tok = failed ? NULL
+                                : tfm__renumbered_create(op, base, vocab.data, vocab.size,
+                                                         controls.data, controls.size);
+    free(vocab.data);
+    free(controls.data);
     return tok;
 }

@@ -249,6 +249,9 @@ tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
 tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
                                        const char *vocab_path, const char *const *codes,
                                        int32_t n_codes, int32_t madeup_words);
+/* T5Tokenizer's numbering (fairseq.c): the model's pieces, then the
+ * extra_ids sentinels as control tokens, <extra_id_0> last. */
+tfm_tokenizer *tfm__t5_load(const char *op, const char *model_path, int32_t extra_ids);
 /* A table of language codes by name (language_codes.c): "mbart" (25),
  * "mbart50" (52), "nllb" (202), "m2m100" (100), "wmt21" (8); NULL for
  * another name. */
