@@ -436,6 +436,7 @@ static const struct option_field {
     FIELD(gated_feed_forward, FLAG_FIELD), FIELD(unscaled_attention, FLAG_FIELD),
     FIELD(relative_attention_buckets, COUNT_FIELD),
     FIELD(relative_attention_max_distance, COUNT_FIELD), FIELD(generator_rescale, FLAG_FIELD),
+    FIELD(head_dim, SIZE_FIELD),
 };
 #undef FIELD
 enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
