@@ -339,6 +339,32 @@ END_TEST
 
 /* --- values ----------------------------------------------------------------------- */
 
+/* The layer's output [B, T, D] and weights [B, H, T, len] for query over
+ * mem (len keys) against ref_attention's; layout is {fused, trainable,
+ * bias, d_k} as the layer was made. Resets the tape. */
+static void expect_reference(tfm_tape *tape, tfm_params *p, const tfm_layer *layer,
+                             const int layout[4], const tfm_tensor *query, const tfm_tensor *mem,
+                             int len, const tfm_tensor *mask, const char *what)
+{
+    tfm_tensor *weights = NULL;
+    tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask, NULL, &weights);
+    ck_assert_msg(out != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_ndim(out), 3);
+    ck_assert_int_eq(tfm_tensor_dim(out, 0), B);
+    ck_assert_int_eq(tfm_tensor_dim(out, 1), T);
+    ck_assert_int_eq(tfm_tensor_dim(out, 2), D);
+    ck_assert_int_eq(tfm_tensor_ndim(weights), 4);
+    ck_assert_int_eq(tfm_tensor_dim(weights, 1), H);
+    ck_assert_int_eq(tfm_tensor_dim(weights, 3), len);
+    double want[B * T * D], want_w[B * H * T * S];
+    ref_attention(p, "a", layout[0], layout[1], layout[2], layout[3],
+                  tfm_tensor_data_f32((tfm_tensor *)query), tfm_tensor_data_f32((tfm_tensor *)mem),
+                  len, mask, want, want_w);
+    assert_close(tfm_tensor_data_f32(out), want, B * T * D, what);
+    assert_close(tfm_tensor_data_f32(weights), want_w, B * H * T * len, what);
+    tfm_tape_reset(tape);
+}
+
 /* Every layout x scale x self/cross x mask against the double reference. */
 START_TEST(values_against_reference)
 {
@@ -358,27 +384,11 @@ START_TEST(values_against_reference)
                         int len = cross ? S : T;
                         const tfm_tensor *mem = cross ? memory : query;
                         tfm_tensor *mask = make_mask(kind, len);
-                        tfm_tensor *weights = NULL;
-                        tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask, NULL,
-                                                                &weights);
-                        ck_assert_msg(out != NULL, "%s", tfm_last_error());
-                        ck_assert_int_eq(tfm_tensor_ndim(out), 3);
-                        ck_assert_int_eq(tfm_tensor_dim(out, 0), B);
-                        ck_assert_int_eq(tfm_tensor_dim(out, 1), T);
-                        ck_assert_int_eq(tfm_tensor_dim(out, 2), D);
-                        ck_assert_int_eq(tfm_tensor_ndim(weights), 4);
-                        ck_assert_int_eq(tfm_tensor_dim(weights, 1), H);
-                        ck_assert_int_eq(tfm_tensor_dim(weights, 3), len);
-                        double want[B * T * D], want_w[B * H * T * S];
-                        ref_attention(p, "a", fused, trainable, bias, DK, tfm_tensor_data_f32(query),
-                                      tfm_tensor_data_f32((tfm_tensor *)mem), len, mask, want,
-                                      want_w);
                         char what[96];
                         snprintf(what, sizeof what, "fused %d scale %d bias %d cross %d mask %d",
                                  fused, trainable, bias, cross, kind);
-                        assert_close(tfm_tensor_data_f32(out), want, B * T * D, what);
-                        assert_close(tfm_tensor_data_f32(weights), want_w, B * H * T * len, what);
-                        tfm_tape_reset(tape);
+                        expect_reference(tape, p, layer, (int[]){fused, trainable, bias, DK},
+                                         query, mem, len, mask, what);
                         tfm_tensor_free(mask);
                         tfm_layer_free(layer);
                         tfm_params_free(p);
@@ -625,19 +635,10 @@ START_TEST(inner_width_other_than_d_model)
             int len = cross ? S : T;
             const tfm_tensor *mem = cross ? memory : query;
             tfm_tensor *mask = make_mask(cross ? MASK_PADDING : MASK_CAUSAL, len);
-            tfm_tensor *weights = NULL;
-            tfm_tensor *out = tfm_attention_forward(tape, g.layer, query, mem, mask, NULL,
-                                                    &weights);
-            ck_assert_msg(out != NULL, "%s", tfm_last_error());
-            ck_assert_int_eq(tfm_tensor_dim(out, 2), D);
-            double want[B * T * D], want_w[B * H * T * S];
-            ref_attention(p, "a", fused, 0, 1, WIDE_DK, tfm_tensor_data_f32(query),
-                          tfm_tensor_data_f32((tfm_tensor *)mem), len, mask, want, want_w);
             char what[64];
             snprintf(what, sizeof what, "head_dim %d fused %d cross %d", WIDE_DK, fused, cross);
-            assert_close(tfm_tensor_data_f32(out), want, B * T * D, what);
-            assert_close(tfm_tensor_data_f32(weights), want_w, B * H * T * len, what);
-            tfm_tape_reset(tape);
+            expect_reference(tape, p, g.layer, (int[]){fused, 0, 1, WIDE_DK}, query, mem, len,
+                             mask, what);
             tfm_tensor_free(mask);
         }
         g.mask = make_mask(MASK_CAUSAL, T); /* self- plus cross-attention */
