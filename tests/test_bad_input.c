@@ -501,6 +501,8 @@ static tfm_layer *attention_with(int field, double value)
     case 2: o.heads = (int32_t)value; break;
     case 3: o.dropout = (float)value; break;
     case 4: o.trainable_scale = 1; o.scale_init = (float)value; break;
+    case 5: o.head_dim = (int64_t)value; break;
+    case 6: o.heads = 3; o.head_dim = (int64_t)value; break; /* 3 heads do not divide D */
     }
     tfm_layer *layer = tfm_attention_create(fx.layer_params, "new_attention", &o, fx.rng);
     tfm_layer_free(layer);
@@ -519,6 +521,7 @@ static tfm_layer *block_with(int decoder, int field, double value)
     case 5: o.activation = (tfm_activation)value; break;
     case 6: o.layer_norm_eps = (float)value; break;
     case 7: o.trainable_scale = 1; o.scale_init = (float)value; break;
+    case 8: o.head_dim = (int64_t)value; break;
     }
     tfm_layer *layer = decoder ? tfm_decoder_layer_create(fx.layer_params, "new", &o, fx.rng)
                                : tfm_encoder_layer_create(fx.layer_params, "new", &o, fx.rng);
@@ -583,6 +586,8 @@ static tfm_model *model_with(int field, double value)
     case 36: o.relative_attention_buckets = 32;
              o.relative_attention_max_distance = (int32_t)value; break;
     case 37: o.generator_rescale = (int32_t)value; break;
+    case 38: o.head_dim = (int64_t)value; break;
+    case 39: o.heads = 3; o.head_dim = (int64_t)value; break;
     }
     tfm_model *model = tfm_model_create(&o);
     tfm_model_free(model);
@@ -1304,6 +1309,9 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_attention_create, E_ARG, attention_with(4, -1.0));
     NUL(tfm_attention_create, E_ARG, attention_with(4, INFINITY));
     NUL(tfm_attention_create, E_SIZE, attention_with(1, 1e15));
+    NUL(tfm_attention_create, E_ARG, attention_with(5, -1));
+    NUL(tfm_attention_create, E_ARG, attention_with(5, 2147483648.0)); /* HEADS of 2^31 */
+    NUL(tfm_attention_create, E_ARG, attention_with(6, 0));  /* then heads must divide D */
     NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(tape, NULL, f->x, f->x, NULL, NULL, NULL));
     NUL(tfm_attention_forward, E_ARG, tfm_attention_forward(tape, f->linear, f->x, f->x, NULL, NULL, NULL));
     NUL(tfm_attention_forward, E_NULL, tfm_attention_forward(tape, f->attention, NULL, f->x, NULL, NULL, NULL));
@@ -1328,6 +1336,7 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 5, 4));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 6, -1));
     NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 7, NAN));
+    NUL(tfm_encoder_layer_create, E_ARG, block_with(0, 8, -4));
     NUL(tfm_encoder_layer_create, E_SIZE, block_with(0, 3, 1e15));
     NUL(tfm_decoder_layer_create, E_NULL, tfm_decoder_layer_create(NULL, "d", NULL, f->rng));
     NUL(tfm_decoder_layer_create, E_ARG, block_with(1, 0, 8));
@@ -1653,6 +1662,10 @@ static int run_case(int index, bad_case *c)
     NUL(tfm_model_create, E_ARG, model_with(36, 16)); /* not past the exact half */
     NUL(tfm_model_create, E_ARG, model_with(36, 0));
     NUL(tfm_model_create, E_ARG, model_with(37, 2));
+    NUL(tfm_model_create, E_ARG, model_with(38, -1));
+    NUL(tfm_model_create, E_ARG, model_with(38, 2147483649.0)); /* past a file's bound */
+    NUL(tfm_model_create, E_ARG, model_with(38, 1073741825.0)); /* 2 heads of it past 2^31 */
+    NUL(tfm_model_create, E_ARG, model_with(39, 0));
     NUL(tfm_model_params, E_NULL, tfm_model_params(NULL));
     NEG(tfm_model_parameter_count, E_NULL, tfm_model_parameter_count(NULL));
     ST(tfm_model_set_training, E_NULL, tfm_model_set_training(NULL, 0));

@@ -276,6 +276,77 @@ START_TEST(bad_descriptions_are_refused_with_the_key_named)
 }
 END_TEST
 
+/* head_dim (T5's d_kv): printed as the other options, the projections
+ * [heads * head_dim, d_model], saved and loaded back with the same logits;
+ * a file without the key (written before it) loads as 0, d_model / heads,
+ * and one whose tensors were made with another width is refused. */
+START_TEST(head_dim_travels_with_the_model)
+{
+    make_folder();
+    tfm_model_options o;
+    workload_model_options(&o); /* d_model 16, 4 heads */
+    o.head_dim = 3;
+    tfm_model *m = tfm_model_create(&o);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    tfm_model_set_training(m, 0);
+    char value[96] = "";
+    for (int32_t i = 0; i < tfm_model_option_count(); i++) {
+        const char *name;
+        ck_assert_int_eq(tfm_model_option(m, i, &name, value, sizeof value), TFM_OK);
+        if (strcmp(name, "head_dim") == 0)
+            break;
+    }
+    ck_assert_str_eq(value, "3");
+    tfm_tensor *in_proj = tfm_params_find(tfm_model_params(m),
+                                          "decoder.layers.1.multihead_attn.in_proj_weight");
+    ck_assert_int_eq(tfm_tensor_dim(in_proj, 0), 3 * 4 * 3);
+    ck_assert_int_eq(tfm_tensor_dim(in_proj, 1), 16);
+    const char *path = in_folder("wide.safetensors"), *old = in_folder("old.safetensors");
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_model_options got;
+    tfm_model_options_init(&got);
+    ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+    ck_assert_int_eq(got.head_dim, 3);
+    tfm_model_set_training(loaded, 0);
+    enum { N = 2 * 3 * 13 };
+    float want[N], have[N];
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){2, 4},
+                                          (const int32_t[]){1, 5, 9, 2, 3, 4, 16, 7});
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){2, 3},
+                                          (const int32_t[]){1, 8, 12, 1, 2, 3});
+    tfm_tape *tape = tfm_tape_create();
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_model_forward(tape, m, src, tgt, NULL, NULL, NULL,
+                                                           NULL, NULL, NULL), want, N), TFM_OK);
+    ck_assert_int_eq(tfm_tensor_read_f32(tfm_model_forward(tape, loaded, src, tgt, NULL, NULL,
+                                                           NULL, NULL, NULL, NULL), have, N),
+                     TFM_OK);
+    ck_assert_mem_eq(want, have, sizeof want);
+    tfm_tape_free(tape);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_model_free(loaded);
+    rewrite_metadata(path, old, "tfm.head_dim", NULL);
+    ck_assert_ptr_null(tfm_model_load(old));
+    expect_error(TFM_ERR_FORMAT, "its model description needs more than the");
+    tfm_model_free(m);
+
+    workload_model_options(&o);
+    m = tfm_model_create(&o);
+    ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
+    rewrite_metadata(path, old, "tfm.head_dim", NULL);
+    loaded = tfm_model_load(old);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+    ck_assert_int_eq(got.head_dim, 0);
+    ck_assert_int_eq(tfm_model_parameter_count(loaded), tfm_model_parameter_count(m));
+    tfm_model_free(loaded);
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
 /* The special tokens live in the model: set, refused out of range, saved,
  * read back, absent from older files (-1), and handed to decoding. */
 START_TEST(special_tokens_travel_with_the_model)
@@ -436,6 +507,7 @@ static const struct option_field {
     FIELD(gated_feed_forward, FLAG_FIELD), FIELD(unscaled_attention, FLAG_FIELD),
     FIELD(relative_attention_buckets, COUNT_FIELD),
     FIELD(relative_attention_max_distance, COUNT_FIELD), FIELD(generator_rescale, FLAG_FIELD),
+    FIELD(head_dim, SIZE_FIELD),
 };
 #undef FIELD
 enum { OPTION_FIELDS = sizeof option_fields / sizeof option_fields[0] };
@@ -903,6 +975,7 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(files, bad_descriptions_are_refused_with_the_key_named);
     tcase_add_test(files, getters_refuse_null);
     tcase_add_test(files, special_tokens_travel_with_the_model);
+    tcase_add_test(files, head_dim_travels_with_the_model);
     tcase_add_test(files, deep_models_load_in_linear_time);
     tcase_add_test(files, options_that_are_made_save_and_load_back);
     tcase_add_test(files, state_dicts_with_other_names_load_with_options);

@@ -135,6 +135,7 @@ static tfm_model *make_model(int kind, int64_t tgt_vocab, int64_t max_tgt_len)
         o.positions = TFM_POSITIONS_NONE;
         o.unscaled_attention = 1;
         if (kind == T5) { /* v1.1: gated GELU, its own output projection */
+            o.head_dim = 5; /* d_kv: an inner width of 10, not d_model's 16 */
             o.gated_feed_forward = 1;
             o.activation = TFM_ACTIVATION_GELU_TANH;
             /* MAXT 16 reaches the logarithmic buckets and the last one */
@@ -496,12 +497,15 @@ START_TEST(a_run_needs_less_memory_than_the_batchs_encoding)
 }
 END_TEST
 
-/* Heads of 4 and 10 columns (the kernel takes d_k eight at a time, then one
- * by one), past a tile, with beams: the same as the reference path. */
+/* Heads of 4, 10 and 9 columns (the kernel takes d_k eight at a time, then
+ * one by one), the last of head_dim 9 in d_model 12 (an inner width of 18:
+ * the fused projections' rows and the caches are not d_model's), past a
+ * tile, with beams: the same as the reference path. */
 START_TEST(odd_head_widths_equal_recomputed)
 {
     enum { LONG = 40 };
-    static const int32_t widths[2][2] = {{12, 3}, {20, 2}}; /* d_model, heads */
+    /* d_model, heads, head_dim */
+    static const int32_t widths[3][3] = {{12, 3, 0}, {20, 2, 0}, {12, 2, 9}};
     tfm_model_options mo;
     tfm_model_options_init(&mo);
     mo.src_vocab = 13;
@@ -510,6 +514,7 @@ START_TEST(odd_head_widths_equal_recomputed)
     mo.max_tgt_len = LONG + 1;
     mo.d_model = widths[_i][0];
     mo.heads = widths[_i][1];
+    mo.head_dim = widths[_i][2];
     mo.d_ff = 32;
     mo.seed = 5;
     tfm_model *m = tfm_model_create(&mo);
@@ -1237,7 +1242,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
-    tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2);
+    tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
     tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);
     tcase_add_loop_test(c, a_source_of_padding_only, 0, 2);

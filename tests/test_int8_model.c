@@ -38,8 +38,10 @@ static tfm_tensor *sources(tfm_rng *rng, int64_t batch)
 
 /* A model trained for a few hundred steps to copy its source (bos, the
  * source, eos): decisions that depend on the source, with margins as a
- * trained model has them. fused: the nn.Transformer layout. */
-static tfm_model *copy_model(int fused)
+ * trained model has them. fused: the nn.Transformer layout; wide: heads
+ * of WIDE_HEAD (an inner width of 48 in d_model 32, as T5's d_kv). */
+enum { HEADS = 4, WIDE_HEAD = 12 };
+static tfm_model *copy_model(int fused, int wide)
 {
     tfm_model_options o;
     tfm_model_options_init(&o);
@@ -48,7 +50,8 @@ static tfm_model *copy_model(int fused)
     o.max_tgt_len = MAXT;
     o.encoder_layers = o.decoder_layers = 2;
     o.d_model = 32;
-    o.heads = 4;
+    o.heads = HEADS;
+    o.head_dim = wide ? WIDE_HEAD : 0;
     o.d_ff = 64;
     o.dropout = 0.0f;
     o.fused_qkv = fused;
@@ -212,8 +215,8 @@ static long file_size(const char *path)
  * and recomputed paths of the int8 model agree with each other. */
 START_TEST(int8_decodes_as_float32_does)
 {
-    int fused = _i;
-    tfm_model *f32 = copy_model(fused), *int8 = copy_model(fused);
+    int fused = _i % 2, wide = _i / 2;
+    tfm_model *f32 = copy_model(fused, wide), *int8 = copy_model(fused, wide);
     ck_assert_int_eq(tfm_model_quantized(int8), 0);
     ck_assert_int_eq(tfm_model_quantize(int8, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
                      TFM_OK);
@@ -228,8 +231,8 @@ START_TEST(int8_decodes_as_float32_does)
         size += (double)a[i] * a[i];
     }
     double relative = sqrt(error / size);
-    fprintf(stderr, "test_int8_model (%s): logits' relative error %.4f\n",
-            fused ? "fused" : "separate", relative);
+    fprintf(stderr, "test_int8_model (%s%s): logits' relative error %.4f\n",
+            fused ? "fused" : "separate", wide ? ", wide heads" : "", relative);
     ck_assert_msg(relative > 0.0 && relative < 0.05, "relative error %g", relative);
     static const tfm_decode_strategy strategies[] = {TFM_DECODE_GREEDY, TFM_DECODE_SAMPLE,
                                                      TFM_DECODE_BEAM};
@@ -268,16 +271,17 @@ END_TEST
  * layers. */
 START_TEST(saved_and_loaded_decodes_the_same)
 {
-    int fused = _i;
-    tfm_model *m = copy_model(fused);
+    int fused = _i % 2, wide = _i / 2;
+    tfm_model *m = copy_model(fused, wide);
     const char *f32_path = temp_path("f32.safetensors"), *path = temp_path("int8.safetensors");
     ck_assert_int_eq(tfm_model_save(m, f32_path), TFM_OK);
     ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
     ck_assert_int_eq(tfm_model_save(m, path), TFM_OK);
-    /* the layers' weights: 4 projections of 32 x 32 per attention, two
+    /* the layers' weights: 4 projections of 32 x inner per attention, two
      * feed-forward matrices of 32 x 64, over 2 encoder and 2 decoder
      * layers; each of their 4 bytes becomes 1, plus a scale per row */
-    long layer_weights = 2 * (4 * 32 * 32 + 2 * 32 * 64) + 2 * (8 * 32 * 32 + 2 * 32 * 64);
+    long inner = wide ? HEADS * WIDE_HEAD : 32;
+    long layer_weights = 2 * (4 * 32 * inner + 2 * 32 * 64) + 2 * (8 * 32 * inner + 2 * 32 * 64);
     long saved = file_size(f32_path) - file_size(path);
     ck_assert_msg(saved > 0.9 * 3 * layer_weights && saved < 3 * layer_weights,
                   "saved %ld bytes of %ld", saved, 4 * layer_weights);
@@ -318,7 +322,7 @@ END_TEST
 
 START_TEST(refusals)
 {
-    tfm_model *m = copy_model(1);
+    tfm_model *m = copy_model(1, 0);
     ck_assert_int_eq(tfm_model_quantize(NULL, TFM_QUANTIZE_LAYERS), TFM_ERR_NULL);
     ck_assert_int_eq(tfm_model_quantized(NULL), 0);
     expect_error(TFM_ERR_NULL, "tfm_model_quantized: model is NULL");
@@ -368,7 +372,7 @@ START_TEST(refusals)
     tfm_model_free(m);
 
     /* a weight that is not finite cannot be quantized; the model stays float32 */
-    m = copy_model(0);
+    m = copy_model(0, 0);
     tfm_tensor *w = tfm_params_find(tfm_model_params(m), "decoder.layers.1.linear2.weight");
     tfm_tensor_data_f32(w)[5] = NAN;
     ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_ERR_NUMERIC);
@@ -419,7 +423,7 @@ static long data_offset(const char *path, const char *name)
  * naming what is wrong. */
 START_TEST(damaged_files_are_refused)
 {
-    tfm_model *m = copy_model(1);
+    tfm_model *m = copy_model(1, 0);
     ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
     const char *good = temp_path("good.safetensors"), *bad = temp_path("bad.safetensors");
     ck_assert_int_eq(tfm_model_save(m, good), TFM_OK);
@@ -487,8 +491,8 @@ static Suite *int8_model_suite(void)
     Suite *s = suite_create("int8_model");
     TCase *tc = tcase_create("int8 model");
     tcase_set_timeout(tc, 240);
-    tcase_add_loop_test(tc, int8_decodes_as_float32_does, 0, 2);
-    tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 2);
+    tcase_add_loop_test(tc, int8_decodes_as_float32_does, 0, 4);
+    tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 4);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, damaged_files_are_refused);
     suite_add_tcase(s, tc);

@@ -13,6 +13,8 @@
 #include "gradcheck.h"
 
 enum { B = 2, T = 3, S = 4, D = 4, H = 2, DK = D / H };
+/* Heads wider than D / H (head_dim, T5's d_kv): an inner width of 6 for D 4. */
+enum { WIDE_DK = 3, MAX_INNER = H * WIDE_DK };
 
 /* --- helpers -------------------------------------------------------------------- */
 
@@ -76,31 +78,33 @@ static double mask_at(const tfm_tensor *mask, int b, int h, int t, int s, int *k
     return tfm_tensor_data_f32((tfm_tensor *)mask)[idx];
 }
 
-/* y[n, D] = x[n, D] W^T + b in double (b may be NULL). */
-static void ref_linear(const double *x, int n, const float *w, const float *b, double *y)
+/* y[n, out] = x[n, in] W^T + b in double (b may be NULL). */
+static void ref_linear(const double *x, int n, int in, int out, const float *w, const float *b,
+                       double *y)
 {
     for (int r = 0; r < n; r++)
-        for (int o = 0; o < D; o++) {
+        for (int o = 0; o < out; o++) {
             double acc = b ? b[o] : 0.0;
-            for (int i = 0; i < D; i++)
-                acc += x[r * D + i] * w[o * D + i];
-            y[r * D + o] = acc;
+            for (int i = 0; i < in; i++)
+                acc += x[r * in + i] * w[o * in + i];
+            y[r * out + o] = acc;
         }
 }
 
-/* The attention of layer NAME in p, in double: out [B, T, D], weights
- * [B, H, T, len]. query [B, T, D], memory [B, len, D]. */
+/* The attention of layer NAME in p with heads of dk, in double: out [B, T,
+ * D], weights [B, H, T, len]. query [B, T, D], memory [B, len, D]. */
 static void ref_attention(tfm_params *p, const char *name, int fused, int trainable, int bias,
-                          const float *query, const float *memory, int len,
+                          int dk, const float *query, const float *memory, int len,
                           const tfm_tensor *mask, double *out, double *weights)
 {
+    const int inner = H * dk;
     const float *w[4], *bs[4] = {NULL, NULL, NULL, NULL};
     if (fused) {
         const float *in_w = param(p, name, "in_proj_weight");
         const float *in_b = bias ? param(p, name, "in_proj_bias") : NULL;
         for (int i = 0; i < 3; i++) {
-            w[i] = in_w + i * D * D;
-            bs[i] = in_b ? in_b + i * D : NULL;
+            w[i] = in_w + i * inner * D;
+            bs[i] = in_b ? in_b + i * inner : NULL;
         }
     } else {
         static const char *const names[3][2] = {{"q_proj.weight", "q_proj.bias"},
@@ -113,25 +117,26 @@ static void ref_attention(tfm_params *p, const char *name, int fused, int traina
     }
     w[3] = param(p, name, "out_proj.weight");
     bs[3] = bias ? param(p, name, "out_proj.bias") : NULL;
-    double divisor = trainable ? param(p, name, "scale")[0] : sqrt((double)DK);
+    double divisor = trainable ? param(p, name, "scale")[0] : sqrt((double)dk);
 
-    double xq[B * T * D], xm[B * S * D], q[B * T * D], k[B * S * D], v[B * S * D];
-    double ctx[B * T * D];
+    double xq[B * T * D], xm[B * S * D], q[B * T * MAX_INNER], k[B * S * MAX_INNER],
+        v[B * S * MAX_INNER], ctx[B * T * MAX_INNER];
     for (int i = 0; i < B * T * D; i++)
         xq[i] = query[i];
     for (int i = 0; i < B * len * D; i++)
         xm[i] = memory[i];
-    ref_linear(xq, B * T, w[0], bs[0], q);
-    ref_linear(xm, B * len, w[1], bs[1], k);
-    ref_linear(xm, B * len, w[2], bs[2], v);
+    ref_linear(xq, B * T, D, inner, w[0], bs[0], q);
+    ref_linear(xm, B * len, D, inner, w[1], bs[1], k);
+    ref_linear(xm, B * len, D, inner, w[2], bs[2], v);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int t = 0; t < T; t++) {
                 double s[S], max = -INFINITY, sum = 0.0;
                 for (int j = 0; j < len; j++) {
                     double dot = 0.0;
-                    for (int e = 0; e < DK; e++)
-                        dot += q[(b * T + t) * D + h * DK + e] * k[(b * len + j) * D + h * DK + e];
+                    for (int e = 0; e < dk; e++)
+                        dot += q[(b * T + t) * inner + h * dk + e] *
+                               k[(b * len + j) * inner + h * dk + e];
                     s[j] = dot / divisor;
                     if (mask) {
                         int keep;
@@ -147,14 +152,14 @@ static void ref_attention(tfm_params *p, const char *name, int fused, int traina
                 }
                 for (int j = 0; j < len; j++)
                     wr[j] = sum > 0.0 ? wr[j] / sum : 0.0;
-                for (int e = 0; e < DK; e++) {
+                for (int e = 0; e < dk; e++) {
                     double acc = 0.0;
                     for (int j = 0; j < len; j++)
-                        acc += wr[j] * v[(b * len + j) * D + h * DK + e];
-                    ctx[(b * T + t) * D + h * DK + e] = acc;
+                        acc += wr[j] * v[(b * len + j) * inner + h * dk + e];
+                    ctx[(b * T + t) * inner + h * dk + e] = acc;
                 }
             }
-    ref_linear(ctx, B * T, w[3], bs[3], out);
+    ref_linear(ctx, B * T, inner, D, w[3], bs[3], out);
 }
 
 static void assert_close(const float *got, const double *want, int n, const char *what)
@@ -225,6 +230,7 @@ START_TEST(options_defaults)
     ck_assert_float_eq(o.dropout, 0.0f);
     ck_assert_int_eq(o.trainable_scale, 0);
     ck_assert_float_eq(o.scale_init, 0.0f); /* sqrt(d_model) */
+    ck_assert_int_eq(o.head_dim, 0);        /* d_model / heads */
     tfm_attention_options_init_sized(NULL, sizeof(tfm_attention_options)); /* harmless */
 }
 END_TEST
@@ -333,6 +339,32 @@ END_TEST
 
 /* --- values ----------------------------------------------------------------------- */
 
+/* The layer's output [B, T, D] and weights [B, H, T, len] for query over
+ * mem (len keys) against ref_attention's; layout is {fused, trainable,
+ * bias, d_k} as the layer was made. Resets the tape. */
+static void expect_reference(tfm_tape *tape, tfm_params *p, const tfm_layer *layer,
+                             const int layout[4], const tfm_tensor *query, const tfm_tensor *mem,
+                             int len, const tfm_tensor *mask, const char *what)
+{
+    tfm_tensor *weights = NULL;
+    tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask, NULL, &weights);
+    ck_assert_msg(out != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_tensor_ndim(out), 3);
+    ck_assert_int_eq(tfm_tensor_dim(out, 0), B);
+    ck_assert_int_eq(tfm_tensor_dim(out, 1), T);
+    ck_assert_int_eq(tfm_tensor_dim(out, 2), D);
+    ck_assert_int_eq(tfm_tensor_ndim(weights), 4);
+    ck_assert_int_eq(tfm_tensor_dim(weights, 1), H);
+    ck_assert_int_eq(tfm_tensor_dim(weights, 3), len);
+    double want[B * T * D], want_w[B * H * T * S];
+    ref_attention(p, "a", layout[0], layout[1], layout[2], layout[3],
+                  tfm_tensor_data_f32((tfm_tensor *)query), tfm_tensor_data_f32((tfm_tensor *)mem),
+                  len, mask, want, want_w);
+    assert_close(tfm_tensor_data_f32(out), want, B * T * D, what);
+    assert_close(tfm_tensor_data_f32(weights), want_w, B * H * T * len, what);
+    tfm_tape_reset(tape);
+}
+
 /* Every layout x scale x self/cross x mask against the double reference. */
 START_TEST(values_against_reference)
 {
@@ -352,27 +384,11 @@ START_TEST(values_against_reference)
                         int len = cross ? S : T;
                         const tfm_tensor *mem = cross ? memory : query;
                         tfm_tensor *mask = make_mask(kind, len);
-                        tfm_tensor *weights = NULL;
-                        tfm_tensor *out = tfm_attention_forward(tape, layer, query, mem, mask, NULL,
-                                                                &weights);
-                        ck_assert_msg(out != NULL, "%s", tfm_last_error());
-                        ck_assert_int_eq(tfm_tensor_ndim(out), 3);
-                        ck_assert_int_eq(tfm_tensor_dim(out, 0), B);
-                        ck_assert_int_eq(tfm_tensor_dim(out, 1), T);
-                        ck_assert_int_eq(tfm_tensor_dim(out, 2), D);
-                        ck_assert_int_eq(tfm_tensor_ndim(weights), 4);
-                        ck_assert_int_eq(tfm_tensor_dim(weights, 1), H);
-                        ck_assert_int_eq(tfm_tensor_dim(weights, 3), len);
-                        double want[B * T * D], want_w[B * H * T * S];
-                        ref_attention(p, "a", fused, trainable, bias, tfm_tensor_data_f32(query),
-                                      tfm_tensor_data_f32((tfm_tensor *)mem), len, mask, want,
-                                      want_w);
                         char what[96];
                         snprintf(what, sizeof what, "fused %d scale %d bias %d cross %d mask %d",
                                  fused, trainable, bias, cross, kind);
-                        assert_close(tfm_tensor_data_f32(out), want, B * T * D, what);
-                        assert_close(tfm_tensor_data_f32(weights), want_w, B * H * T * len, what);
-                        tfm_tape_reset(tape);
+                        expect_reference(tape, p, layer, (int[]){fused, trainable, bias, DK},
+                                         query, mem, len, mask, what);
                         tfm_tensor_free(mask);
                         tfm_layer_free(layer);
                         tfm_params_free(p);
@@ -580,6 +596,61 @@ START_TEST(gradients_of_narrow_heads)
             tfm_layer_free(g.layer);
             tfm_params_free(p);
         }
+    tfm_rng_free(rng);
+}
+END_TEST
+
+/* Heads of head_dim 3 in D 4 (T5's d_kv: an inner width of 6, not D): the
+ * projections [6, 4] in, [4, 6] out (fused: in_proj_weight [18, 4]); the
+ * values of both layouts, self- and cross-attention, against the double
+ * reference; and every gradient (query, memory, parameters) against
+ * finite differences. */
+START_TEST(inner_width_other_than_d_model)
+{
+    static const expected fused_names[] = {
+        {"a.in_proj_weight", 2, {3 * MAX_INNER, D}}, {"a.in_proj_bias", 1, {3 * MAX_INNER}},
+        {"a.out_proj.weight", 2, {D, MAX_INNER}}, {"a.out_proj.bias", 1, {D}}};
+    static const expected separate_names[] = {
+        {"a.q_proj.weight", 2, {MAX_INNER, D}}, {"a.q_proj.bias", 1, {MAX_INNER}},
+        {"a.k_proj.weight", 2, {MAX_INNER, D}}, {"a.k_proj.bias", 1, {MAX_INNER}},
+        {"a.v_proj.weight", 2, {MAX_INNER, D}}, {"a.v_proj.bias", 1, {MAX_INNER}},
+        {"a.out_proj.weight", 2, {D, MAX_INNER}}, {"a.out_proj.bias", 1, {D}}};
+    tfm_rng *rng = tfm_rng_create(21);
+    tfm_tensor *query = gc_random(3, (const int64_t[]){B, T, D}, 22);
+    tfm_tensor *memory = gc_random(3, (const int64_t[]){B, S, D}, 23);
+    tfm_tape *tape = tfm_tape_create();
+    for (int fused = 0; fused <= 1; fused++) {
+        tfm_params *p = tfm_params_create();
+        tfm_attention_options o;
+        tfm_attention_options_init(&o);
+        o.d_model = D;
+        o.heads = H;
+        o.head_dim = WIDE_DK;
+        o.fused_qkv = fused;
+        grad_ctx g = {tfm_attention_create(p, "a", &o, rng), NULL, 0, 1, NULL};
+        ck_assert_msg(g.layer != NULL, "%s", tfm_last_error());
+        expect_params(p, fused ? fused_names : separate_names, fused ? 4 : 8);
+        randomize(p, 400 + (uint64_t)fused);
+        for (int cross = 0; cross <= 1; cross++) {
+            int len = cross ? S : T;
+            const tfm_tensor *mem = cross ? memory : query;
+            tfm_tensor *mask = make_mask(cross ? MASK_PADDING : MASK_CAUSAL, len);
+            char what[64];
+            snprintf(what, sizeof what, "head_dim %d fused %d cross %d", WIDE_DK, fused, cross);
+            expect_reference(tape, p, g.layer, (int[]){fused, 0, 1, WIDE_DK}, query, mem, len,
+                             mask, what);
+            tfm_tensor_free(mask);
+        }
+        g.mask = make_mask(MASK_CAUSAL, T); /* self- plus cross-attention */
+        tfm_tensor *in[16];
+        ck_assert_gradcheck(build_attention, &g, in, checked_inputs(in, query, memory, p));
+        tfm_tensor_free((tfm_tensor *)g.mask);
+        tfm_layer_free(g.layer);
+        tfm_params_free(p);
+    }
+    tfm_tape_free(tape);
+    tfm_tensor_free(query);
+    tfm_tensor_free(memory);
     tfm_rng_free(rng);
 }
 END_TEST
@@ -798,7 +869,7 @@ START_TEST(dropout_in_training_only)
     ck_assert(memcmp(train1, train2, sizeof train1) != 0);
     ck_assert(memcmp(train1, eval1, sizeof train1) != 0);
     double want[N], want_w[B * H * T * S];
-    ref_attention(p, "a", 1, 0, 1, tfm_tensor_data_f32(x), tfm_tensor_data_f32(x), T, NULL, want,
+    ref_attention(p, "a", 1, 0, 1, DK, tfm_tensor_data_f32(x), tfm_tensor_data_f32(x), T, NULL, want,
                   want_w);
     assert_close(eval1, want, N, "eval");
     tfm_tape_free(tape);
@@ -1161,6 +1232,7 @@ static Suite *attention_suite(void)
     tcase_add_test(tc, fused_self_attention_is_one_product);
     tcase_add_test(tc, gradients);
     tcase_add_test(tc, gradients_of_narrow_heads);
+    tcase_add_test(tc, inner_width_other_than_d_model);
     tcase_add_test(tc, queries_with_no_key);
     tcase_add_test(tc, gradient_of_additive_mask);
     tcase_add_test(tc, dropout_in_training_only);

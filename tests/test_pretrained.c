@@ -1,11 +1,14 @@
 /* The published families against their twins: each fixture folder
- * (tests/marian, bart, mbart, m2m100, m2m100/nllb, t5, t5/original: a small random model in
- * the published layout, made by wt-ptw's script from transformers'
- * modeling files) loads with tfm_model_from_pretrained, and its logits for
- * every case of expected.json (input_ids, decoder_input_ids) match
- * expected.safetensors' logits.N within 1e-5 of (1 + |logit|), T5 v1.1's
- * (tests/t5) and the original T5's (tests/t5/original) too. Reads expected.json with the
- * library's own JSON reader (internal: this suite links the objects). */
+ * (tests/marian, bart, mbart, m2m100, m2m100/nllb, t5, t5/original,
+ * t5/narrow: a small random model in the published layout, made by
+ * wt-ptw's script from transformers' modeling files) loads with
+ * tfm_model_from_pretrained, its logits for every case of expected.json
+ * (input_ids, decoder_input_ids) match expected.safetensors' logits.N
+ * within 1e-5 of (1 + |logit|) (T5 v1.1's: 4e-5), and its greedy and beam
+ * outputs are the twin's. tests/t5/narrow is T5 v1.1 with heads of d_kv 6
+ * in d_model 16 (an attention 12 wide, as t5-v1_1-small's 6 heads of 64 in
+ * 512). Reads expected.json with the library's own JSON reader (internal:
+ * this suite links the objects). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,16 +27,20 @@
 
 static const char *const families[] = {"marian", "bart",        "mbart",
                                        "m2m100", "m2m100/nllb", "t5",
-                                       "t5/original"};
-enum { FAMILIES = sizeof families / sizeof families[0], T5_V1_1 = 5 };
+                                       "t5/original", "t5/narrow"};
+enum { FAMILIES = sizeof families / sizeof families[0], T5_V1_1 = 5, T5_V1_1_NARROW = 7 };
 
 /* How far a logit may be from the twin's, of (1 + |logit|): 1e-5, but for
- * tests/t5, whose float32 rounding alone moves the twin's own logits up
- * to 1.4e-5 from the same model computed in float64 (and libtfm's up to
- * 1.9e-5): within that noise, nothing tighter can be asked. */
+ * T5 v1.1 (tests/t5, tests/t5/narrow), whose float32 rounding alone moves
+ * the logits far from the same model's in float64: the twin's by 1.4e-5
+ * and 1.6e-5, and by up to 3.1e-5 and 3.6e-5 over 30 summation orders of
+ * the same model (its d_model, d_kv and d_ff axes permuted); libtfm's
+ * by 1.9e-5 and 1.1e-5 on x86-64-v4, by 1.6e-5 and 3.4e-5 on x86-64-v3
+ * (AVX2, as under valgrind: 2.5e-5 from the twin's). Within that noise,
+ * nothing tighter can be asked. */
 static double tolerance(int family)
 {
-    return family == T5_V1_1 ? 2e-5 : 1e-5;
+    return family == T5_V1_1 || family == T5_V1_1_NARROW ? 4e-5 : 1e-5;
 }
 
 /* An array of ids as an int32 [1, n] tensor. */

@@ -285,16 +285,18 @@ START_TEST(unsupported_configs_are_named)
     tfm_model *m = good_folder(MARIAN);
     write_text("config.json", "{\"model_type\": \"pegasus\"}");
     expect_refusal(TFM_ERR_FORMAT, "model_type \"pegasus\" is not a family");
-    /* T5's own keys: an inner width other than d_model, an activation
-     * libtfm lacks inside feed_forward_proj */
+    /* T5's own keys: an inner width num_heads * d_kv past 2^31 (one other
+     * than d_model is head_dim), an activation libtfm lacks inside
+     * feed_forward_proj */
     static const char t5[] = "{\"model_type\": \"t5\", \"vocab_size\": 19, \"d_model\": 8,"
                              " \"num_layers\": 1, \"num_heads\": 2, \"d_ff\": 12,"
                              " \"pad_token_id\": 0, \"eos_token_id\": 1,"
                              " \"decoder_start_token_id\": 0, ";
     char config[512];
-    snprintf(config, sizeof config, "%s\"d_kv\": 8}", t5);
+    snprintf(config, sizeof config, "%s\"d_kv\": 2147483647}", t5);
     write_text("config.json", config);
-    expect_refusal(TFM_ERR_FORMAT, "num_heads 2 times d_kv 8 is not d_model 8");
+    expect_refusal(TFM_ERR_FORMAT, "head_dim 2147483647 must be 0 (d_model / heads) or "
+                   "positive, with 2 heads of it at most 2147483648 wide");
     snprintf(config, sizeof config, "%s\"d_kv\": 4, \"feed_forward_proj\": \"gated-quick_gelu\"}",
              t5);
     write_text("config.json", config);

@@ -95,7 +95,7 @@ typedef struct tfm_model_options {
     int32_t decoder_layers;
     int32_t final_norm;          /**< encoder.norm and decoder.norm, as nn.Transformer */
     int64_t d_model;             /**< model width */
-    int32_t heads;               /**< attention heads; must divide d_model */
+    int32_t heads;               /**< attention heads; must divide d_model unless head_dim is set */
     int64_t d_ff;                /**< feed-forward width */
     float dropout;               /**< in [0, 1) */
     tfm_activation activation;   /**< the feed-forward's */
@@ -162,6 +162,12 @@ typedef struct tfm_model_options {
     /** 1: the decoder's output is multiplied by d_model^-0.5 before the
      * generator (original T5's tied output); 0 (default): as it is. */
     int32_t generator_rescale;
+    /** Each attention head's width d_k (tfm_block_options' head_dim): 0
+     * (default) for d_model / heads; otherwise 1 to 2^31, every
+     * attention then projecting d_model to heads * head_dim and back (T5's
+     * d_kv, whose published small models have 6 heads of 64 in d_model
+     * 512). Files written without it read as 0. */
+    int64_t head_dim;
 } tfm_model_options;
 
 /** nn.Transformer's defaults (512, 8 heads, 6 + 6 layers, 2048, dropout 0.1,
@@ -410,8 +416,8 @@ TFM_API tfm_tensor *tfm_model_forward(
  * saves an encoder-decoder (save_pretrained with safetensors): config.json
  * and model.safetensors, or model.safetensors.index.json and the shards
  * it names. Families: model_type "marian", "bart", "mbart", "m2m_100"
- * (which NLLB uses) and "t5" (original T5 and v1.1/Flan-T5, with
- * num_heads * d_kv equal to d_model); activation_function (T5:
+ * (which NLLB uses) and "t5" (original T5 and v1.1/Flan-T5, d_kv
+ * becoming head_dim when num_heads * d_kv is not d_model); activation_function (T5:
  * feed_forward_proj "ACT" or "gated-ACT") relu, gelu, silu/swish, gelu_new
  * or gelu_pytorch_tanh. The options follow the family (norms, positions,
  * offsets) and the config (sizes, scale_embedding, tie_word_embeddings);

@@ -92,7 +92,7 @@ enum {
      * percent of tutorial 002's step); all share one block. A layer's or
      * stack's own result (what a *_forward call returns) is kept. */
     TFM_RECOMPUTE_NORM_OUTPUTS = 4,
-    /** The attention layers' context [B, T, d_model] before the output
+    /** The attention layers' context [B, T, heads * head_dim] before the output
      * projection: the backward runs the attention (Q K^T, softmax,
      * dropout, times V) again before the projection's; all share one
      * block. */
@@ -166,7 +166,7 @@ TFM_API tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape,
 typedef struct tfm_attention_options {
     uint32_t struct_size;   /**< set by tfm_attention_options_init */
     int64_t d_model;        /**< model width (input and output) */
-    int32_t heads;          /**< must divide d_model */
+    int32_t heads;          /**< must divide d_model unless head_dim is set */
     int32_t bias;           /**< Q/K/V and output projection biases */
     /** 1: NAME.in_proj_weight [3D, D] and NAME.in_proj_bias as
      * nn.MultiheadAttention (self-attention is then one GEMM);
@@ -183,6 +183,12 @@ typedef struct tfm_attention_options {
      * scale (T5's, whose initialisation folds the factor into Q); 0
      * (default): as trainable_scale says */
     int32_t unscaled;
+    /** Each head's width d_k: 0 (default) for d_model / heads, or any
+     * width from 1, the projections then mapping d_model to heads *
+     * head_dim (Q, K, V [heads * head_dim, d_model]) and back (out_proj
+     * [d_model, heads * head_dim]), as T5's d_kv; heads * head_dim at
+     * most 2^31. */
+    int64_t head_dim;
 } tfm_attention_options;
 
 /** Defaults: d_model 512, 8 heads, bias, fused, dropout 0, fixed scale
@@ -226,7 +232,7 @@ TFM_API tfm_tensor *tfm_attention_forward(tfm_tape *tape,
 typedef struct tfm_block_options {
     uint32_t struct_size;   /**< set by tfm_block_options_init */
     int64_t d_model;        /**< model width */
-    int32_t heads;          /**< attention heads; must divide d_model */
+    int32_t heads;          /**< attention heads; must divide d_model unless head_dim is set */
     int64_t d_ff;           /**< feed-forward width */
     float dropout;          /**< in [0, 1): attention weights, sublayer outputs, feed-forward */
     tfm_activation activation; /**< the feed-forward's */
@@ -250,6 +256,9 @@ typedef struct tfm_block_options {
     int32_t gated_feed_forward;
     /** every attention's tfm_attention_options unscaled (T5's) */
     int32_t unscaled_attention;
+    /** every attention's tfm_attention_options head_dim: 0 (default) for
+     * d_model / heads */
+    int64_t head_dim;
 } tfm_block_options;
 
 /** Defaults: torch.nn.TransformerEncoderLayer's (512, 8 heads, 2048, dropout

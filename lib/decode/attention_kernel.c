@@ -225,15 +225,15 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
-    int64_t D = d->d, H = d->heads, dk = d->dk, t = j->t;
+    int64_t I = d->inner, H = d->heads, dk = d->dk, t = j->t;
     for (int64_t i = begin; i < end; i++) {
-        float *row = j->g->qkv + i * 3 * D; /* its queries, keys, values */
+        float *row = j->g->qkv + i * 3 * I; /* its queries, keys, values */
         const int32_t *table = tile_table_of(d, j->rows[i]);
-        for (int64_t e = 0; e < D; e++)
+        for (int64_t e = 0; e < I; e++)
             row[e] *= j->factor;
         for (int64_t h = 0; h < H; h++)
             put_position(self_tiles(d, j->l, h) + table[t / BLOCK] * tile_floats(d), t,
-                         row + D + h * dk, row + 2 * D + h * dk, dk);
+                         row + I + h * dk, row + 2 * I + h * dk, dk);
     }
     query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     const float *bias = j->g->position_bias;
@@ -241,9 +241,9 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         last = next_source(j, first, end);
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++)
-                add_query(&batch, (query){j->g->qkv + i * 3 * D + h * dk, self_tiles(d, j->l, h),
+                add_query(&batch, (query){j->g->qkv + i * 3 * I + h * dk, self_tiles(d, j->l, h),
                                           tile_table_of(d, j->rows[i]), NULL,
-                                          j->g->ctx + i * D + h * dk, NULL,
+                                          j->g->ctx + i * I + h * dk, NULL,
                                           bias ? bias + h * d->self_tiled : NULL});
     }
     finish_batch(&batch);
@@ -253,9 +253,9 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
 {
     const attend_job *j = ctx;
     tfm_decoding *d = j->d;
-    int64_t D = d->d, H = d->heads, dk = d->dk;
-    for (int64_t e = 0; e < (end - begin) * D; e++)
-        j->g->qkv[begin * D + e] *= j->factor;
+    int64_t I = d->inner, H = d->heads, dk = d->dk;
+    for (int64_t e = 0; e < (end - begin) * I; e++)
+        j->g->qkv[begin * I + e] *= j->factor;
     query_batch batch = {.len = j->S, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
@@ -264,8 +264,8 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         int aligning = d->head_weights && j->l == d->layers - 1;
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++)
-                add_query(&batch, (query){j->g->qkv + i * D + h * dk, cross_tiles(d, j->l, b, h),
-                                          NULL, keep, j->g->ctx + i * D + h * dk,
+                add_query(&batch, (query){j->g->qkv + i * I + h * dk, cross_tiles(d, j->l, b, h),
+                                          NULL, keep, j->g->ctx + i * I + h * dk,
                                           aligning ? head_weights_of(d, j->rows[i], h) : NULL,
                                           NULL});
     }
@@ -286,12 +286,12 @@ void tfm__decode_self_attend(tfm_decoding *d, const group *g, int32_t l, const i
                              int64_t n, int64_t t, float factor)
 {
     attend_job j = {d, g, l, rows, t, 0, factor};
-    attend_rows(&j, n, n * (t + 1) * d->d, self_attend_rows);
+    attend_rows(&j, n, n * (t + 1) * d->inner, self_attend_rows);
 }
 
 void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
                               int64_t n, int64_t S, float factor)
 {
     attend_job j = {d, g, l, rows, 0, S, factor};
-    attend_rows(&j, n, n * S * d->d, cross_attend_rows);
+    attend_rows(&j, n, n * S * d->inner, cross_attend_rows);
 }

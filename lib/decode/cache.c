@@ -15,26 +15,27 @@
 #include "nn/layer.h"
 
 /* Each decoder layer's cross-attention keys and values of the memory
- * [n, S, D] of sources first.., split into heads once for the whole run. */
+ * [n, S, D] of sources first.. ([n * S, 2 inner] in kv), split into heads
+ * once for the whole run. */
 void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
                               int64_t S)
 {
     int64_t B = n;
-    int64_t D = d->d, H = d->heads, dk = d->dk;
+    int64_t I = d->inner, H = d->heads, dk = d->dk;
     for (int32_t l = 0; l < d->layers; l++) {
         const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
         if (att->fused) {
-            tfm__decode_product(att->weight, att->bias, D, 2 * D, memory, B * S, d->kv, 2 * D);
+            tfm__decode_product(att->weight, att->bias, I, 2 * I, memory, B * S, d->kv, 2 * I);
         } else {
-            tfm__decode_linear(att->children[TFM__ATT_K], memory, B * S, d->kv, 2 * D);
-            tfm__decode_linear(att->children[TFM__ATT_V], memory, B * S, d->kv + D, 2 * D);
+            tfm__decode_linear(att->children[TFM__ATT_K], memory, B * S, d->kv, 2 * I);
+            tfm__decode_linear(att->children[TFM__ATT_V], memory, B * S, d->kv + I, 2 * I);
         }
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++) {
                 float *tiles = cross_tiles(d, l, first + b, h);
                 for (int64_t s = 0; s < S; s++) {
-                    const float *k = d->kv + (b * S + s) * 2 * D + h * dk;
-                    put_position(tiles + s / BLOCK * tile_floats(d), s, k, k + D, dk);
+                    const float *k = d->kv + (b * S + s) * 2 * I + h * dk;
+                    put_position(tiles + s / BLOCK * tile_floats(d), s, k, k + I, dk);
                 }
             }
     }

@@ -369,7 +369,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->beam = beam;
     d->d = b->d_model;
     d->heads = b->heads;
-    d->dk = b->d_model / b->heads;
+    d->dk = tfm__head_dim(b->d_model, b->heads, b->head_dim);
+    d->inner = d->heads * d->dk;
     d->d_ff = b->d_ff;
     d->ff_row = b->gated_feed_forward ? 2 * b->d_ff : b->d_ff;
     d->vocab = model->options.tgt_vocab;
@@ -384,18 +385,19 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->finish_count = finish_count > 1 ? finish_count : 1;
 
     double rows = (double)max_batch * (double)beam, D = (double)d->d, T = (double)d->max_len;
+    double I = (double)d->inner;
     double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
     double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
-    double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * D * Tp;
+    double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * I * Tp;
     /* the cross projections of one encoding's sources (see encode) */
-    double encoded = fmin(fmax((double)tokens_per_encoding(d), S), (double)max_batch * S) * D;
-    double cross_cache = L * (double)max_batch * 2 * D * Sp;
+    double encoded = fmin(fmax((double)tokens_per_encoding(d), S), (double)max_batch * S) * I;
+    double cross_cache = L * (double)max_batch * 2 * I * Sp;
     /* the largest buffers, in floats: activations, tokens, caches or memory */
     double finished = (double)max_batch * (double)d->finish_count; /* beam's hypotheses */
     double alignments = o.return_attention
                             ? rows * (double)d->heads * S + (2 * rows + finished) * T * S
                             : 0.0;
-    double floats = rows * (6 * D + (double)d->ff_row + V + 2 * (T + 1)) + finished * (T + 3) +
+    double floats = rows * (3 * D + 4 * I + (double)d->ff_row + V + 2 * (T + 1)) + finished * (T + 3) +
                     alignments +
                     (o.use_cache ? self_cache + cross_cache + 2 * encoded : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
@@ -408,7 +410,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     int ok = (d->tape = tfm_tape_create()) && tfm_tape_set_recording(d->tape, 0) == TFM_OK &&
              (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
              BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
-             BUFFER(qkv, rows * 3 * D) && BUFFER(ctx, rows * D) &&
+             BUFFER(qkv, rows * 3 * I) && BUFFER(ctx, rows * I) &&
              BUFFER(ff, rows * (double)d->ff_row) && BUFFER(logits, rows * V) &&
              BUFFER(hist, rows * (T + 1)) && BUFFER(active, rows) && BUFFER(sum, rows) &&
              BUFFER(order, V) && BUFFER(probs, V) && BUFFER(ends, o.n_eos_ids + 1) &&
@@ -455,9 +457,9 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
     /* the decoder's */
-    double weights = L * (8 * D * D + D * (double)(d->d_ff + d->ff_row)) + V * D;
+    double weights = L * (8 * D * I + D * (double)(d->d_ff + d->ff_row)) + V * D;
     d->min_rows = weights * sizeof(float) > GROUP_CACHE_BYTES ? WIDE_GROUP_ROWS : GROUP_MIN_ROWS;
-    double per_source = L * 2 * D * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
+    double per_source = L * 2 * I * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
     /* without decoder layers nothing is cached: the whole batch fits */
     d->group_sources = per_source > 0.0 ? (int64_t)(GROUP_CACHE_BYTES / per_source) : max_batch;
     return d;
@@ -517,9 +519,9 @@ static tfm_status not_finite(const char *op, int64_t t)
 static group group_of(const tfm_decoding *d, int64_t first, int64_t count, int worker,
                       int split)
 {
-    int64_t row = first * d->beam, D = d->d;
+    int64_t row = first * d->beam, D = d->d, I = d->inner;
     return (group){first, count, d->x + row * D, d->h + row * D, d->y + row * D,
-                   d->qkv + row * 3 * D, d->ctx + row * D, d->ff + row * d->ff_row,
+                   d->qkv + row * 3 * I, d->ctx + row * I, d->ff + row * d->ff_row,
                    d->logits + row * d->vocab,
                    d->weights ? d->weights + worker * d->weights_stride : NULL, /* no cache */
                    d->processed ? d->processed + worker * d->vocab : NULL,

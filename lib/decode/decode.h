@@ -32,6 +32,7 @@ struct tfm_decoding {
     int64_t max_batch, max_src_len, max_len; /* max_len: options.max_length */
     int64_t beam;          /* rows per source: beam_size for beam search, else 1 */
     int64_t d, heads, dk, d_ff, vocab;
+    int64_t inner;         /* the attention's width, heads * dk (not always d) */
     /* the feed-forward's floats per row: d_ff, or when gated 2 d_ff (the
      * activated hidden, then linear_up's) */
     int64_t ff_row;
@@ -50,7 +51,8 @@ struct tfm_decoding {
     int64_t n_layers;
 
     /* one step over n rows: residual stream, normed input, sublayer output,
-     * projections [n, 3D], attention context, feed-forward hidden, logits
+     * projections [n, 3 inner], attention context [n, inner], feed-forward
+     * hidden, logits
      * (each group has its rows' part, see group_of), and per thread,
      * QUERIES queries' attention weights [weights_stride] */
     float *x, *h, *y, *qkv, *ctx, *ff, *logits, *weights;
@@ -60,7 +62,8 @@ struct tfm_decoding {
     float *position_bias;
     /* caches (use_cache): self-attention tiles [layers][heads][tiles],
      * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
-     * and the cross projections of one encoding's memory [sources * S, 2D]
+     * and the cross projections of one encoding's memory [sources * S,
+     * 2 inner]
      * before their split into heads; each row's tiles [rows][self_tiled /
      * BLOCK] and each tile's count of rows using it */
     float *self_cache, *cross_cache, *kv;

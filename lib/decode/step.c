@@ -60,29 +60,29 @@ static float query_factor(const tfm_decoding *d, const tfm_layer *att)
 static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
                            const float *in, int64_t n, const int32_t *rows, int64_t t, float *out)
 {
-    int64_t D = d->d;
+    int64_t I = d->inner;
     tfm_layer *const *c = att->children;
     if (att->fused) {
-        tfm__decode_product(att->weight, att->bias, 0, 3 * D, in, n, g->qkv, 3 * D);
+        tfm__decode_product(att->weight, att->bias, 0, 3 * I, in, n, g->qkv, 3 * I);
     } else {
-        tfm__decode_linear(c[TFM__ATT_Q], in, n, g->qkv, 3 * D);
-        tfm__decode_linear(c[TFM__ATT_K], in, n, g->qkv + D, 3 * D);
-        tfm__decode_linear(c[TFM__ATT_V], in, n, g->qkv + 2 * D, 3 * D);
+        tfm__decode_linear(c[TFM__ATT_Q], in, n, g->qkv, 3 * I);
+        tfm__decode_linear(c[TFM__ATT_K], in, n, g->qkv + I, 3 * I);
+        tfm__decode_linear(c[TFM__ATT_V], in, n, g->qkv + 2 * I, 3 * I);
     }
     tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
-    tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, D);
+    tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
 static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
                             const float *in, int64_t n, const int32_t *rows, int64_t S, float *out)
 {
-    int64_t D = d->d;
+    int64_t I = d->inner;
     if (att->fused)
-        tfm__decode_product(att->weight, att->bias, 0, D, in, n, g->qkv, D);
+        tfm__decode_product(att->weight, att->bias, 0, I, in, n, g->qkv, I);
     else
-        tfm__decode_linear(att->children[TFM__ATT_Q], in, n, g->qkv, D);
+        tfm__decode_linear(att->children[TFM__ATT_Q], in, n, g->qkv, I);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
-    tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, D);
+    tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
 static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, const float *in,

@@ -18,7 +18,8 @@
 #define BLOCK_FIELDS(X)                                                        \
     X(d_model) X(heads) X(d_ff) X(dropout) X(activation) X(norm_first)        \
     X(layer_norm_eps) X(bias) X(fused_qkv) X(trainable_scale) X(scale_init)     \
-    X(feed_forward_bias) X(rms_norm) X(gated_feed_forward) X(unscaled_attention)
+    X(feed_forward_bias) X(rms_norm) X(gated_feed_forward) X(unscaled_attention)  \
+    X(head_dim)
 
 void tfm_model_options_init_sized(tfm_model_options *o, uint32_t struct_size)
 {

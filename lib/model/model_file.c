@@ -72,10 +72,11 @@ static const tfm__field fields[] = {
     {"relative_attention_max_distance", TFM__FIELD_I32, AT(relative_attention_max_distance), 0,
      MAX_ID, NULL},
     {"generator_rescale", TFM__FIELD_I32, AT(generator_rescale), 0, 1, NULL},
+    {"head_dim", TFM__FIELD_I64, AT(head_dim), 0, MAX_SIZE, NULL},
 };
 #undef AT
 /* Every file holds the fields before bos_id; the later ones may be absent. */
-enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 13,
+enum { FIELD_COUNT = sizeof fields / sizeof fields[0], OPTIONAL_FIELDS = 14,
        REQUIRED_FIELDS = FIELD_COUNT - OPTIONAL_FIELDS };
 
 /* --- the one check ----------------------------------------------------------------- */

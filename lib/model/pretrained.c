@@ -218,12 +218,6 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
         return -1;
-    if (d_kv * heads != d_model) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's num_heads %lld times d_kv %lld is not "
-                  "d_model %lld, which libtfm does not support", l->ctx, (long long)heads,
-                  (long long)d_kv, (long long)d_model);
-        return -1;
-    }
     const char *projection = config_string(l, "feed_forward_proj");
     projection = projection ? projection : "relu";
     int gated = strncmp(projection, "gated-", 6) == 0;
@@ -237,6 +231,9 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
     o->tie_generator = o->generator_rescale = tie;
     o->d_model = d_model;
     o->heads = (int32_t)heads;
+    /* 0 where the heads split d_model, as the options of a model made
+     * with the same sizes say */
+    o->head_dim = d_kv * heads == d_model ? 0 : d_kv;
     o->d_ff = d_ff;
     o->encoder_layers = (int32_t)layers;
     o->decoder_layers = (int32_t)decoder_layers;

@@ -38,8 +38,8 @@ static int read_options(const char *op, const tfm_attention_options *given,
     if (tfm__read_options(op, "tfm_attention_options_init", given, o, sizeof *o,
                           offsetof(tfm_attention_options, d_model) + sizeof o->d_model) < 0)
         return -1;
-    if (tfm__check_attention_options(op, o->d_model, o->heads, o->dropout, o->trainable_scale,
-                                     o->scale_init) < 0)
+    if (tfm__check_attention_options(op, o->d_model, o->heads, o->head_dim, o->dropout,
+                                     o->trainable_scale, o->scale_init) < 0)
         return -1;
     if (o->unscaled && o->trainable_scale) {
         tfm__fail(TFM_ERR_ARG, "%s: unscaled attention has no trainable_scale", op);
@@ -48,15 +48,15 @@ static int read_options(const char *op, const tfm_attention_options *given,
     return 0;
 }
 
-/* A linear child NAME.suffix [D, D]; zero_bias as MultiheadAttention's out_proj. */
+/* A linear child NAME.suffix [out, in]; zero_bias as MultiheadAttention's out_proj. */
 static tfm_layer *projection(const char *op, tfm_params *params, const char *name,
-                             const char *suffix, const tfm_attention_options *o,
+                             const char *suffix, int64_t in, int64_t out, int32_t bias,
                              int zero_bias, tfm_rng *rng)
 {
     char full[TFM_NAME_MAX];
     if (tfm__layer_name(op, full, name, suffix) < 0)
         return NULL;
-    tfm_layer *linear = tfm_linear_create(params, full, o->d_model, o->d_model, o->bias, rng);
+    tfm_layer *linear = tfm_linear_create(params, full, in, out, bias, rng);
     if (linear && linear->bias && zero_bias)
         memset(linear->bias->data, 0, (size_t)linear->bias->numel * sizeof(float));
     return linear;
@@ -83,19 +83,20 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
         return NULL;
     layer->d_model = o.d_model;
     layer->heads = o.heads;
+    layer->head_dim = tfm__head_dim(o.d_model, o.heads, o.head_dim);
     layer->fused = fused;
     layer->unscaled = o.unscaled != 0;
     layer->dropout = o.dropout;
     layer->rng = rng;
-    int64_t d = o.d_model;
+    int64_t d = o.d_model, inner = o.heads * layer->head_dim;
     int ok = 1;
     if (fused) {
-        /* xavier on the whole [3D, D] matrix, as MultiheadAttention resets it */
+        /* xavier on the whole [3 inner, D] matrix, as MultiheadAttention resets it */
         ok = (layer->weight = tfm__layer_param(op, params, name, "in_proj_weight", 2,
-                                               (const int64_t[]){3 * d, d})) &&
+                                               (const int64_t[]){3 * inner, d})) &&
              tfm_init_xavier_uniform(layer->weight, 1.0f, rng) == TFM_OK &&
              (!o.bias || (layer->bias = tfm__layer_param(op, params, name, "in_proj_bias", 1,
-                                                         (const int64_t[]){3 * d})));
+                                                         (const int64_t[]){3 * inner})));
     }
     if (ok && o.trainable_scale) {
         ok = (layer->scale = tfm__layer_param(op, params, name, "scale", 1,
@@ -105,11 +106,12 @@ tfm_layer *tfm_attention_create(tfm_params *params, const char *name,
     }
     tfm_layer **c = layer->children;
     if (ok && !fused)
-        ok = (c[TFM__ATT_Q] = projection(op, params, name, "q_proj", &o, 0, rng)) &&
-             (c[TFM__ATT_K] = projection(op, params, name, "k_proj", &o, 0, rng)) &&
-             (c[TFM__ATT_V] = projection(op, params, name, "v_proj", &o, 0, rng));
+        ok = (c[TFM__ATT_Q] = projection(op, params, name, "q_proj", d, inner, o.bias, 0, rng)) &&
+             (c[TFM__ATT_K] = projection(op, params, name, "k_proj", d, inner, o.bias, 0, rng)) &&
+             (c[TFM__ATT_V] = projection(op, params, name, "v_proj", d, inner, o.bias, 0, rng));
     if (ok)
-        ok = (c[TFM__ATT_OUT] = projection(op, params, name, "out_proj", &o, fused, rng)) != NULL;
+        ok = (c[TFM__ATT_OUT] = projection(op, params, name, "out_proj", inner, d, o.bias, fused,
+                                           rng)) != NULL;
     if (!ok) {
         tfm__fail_within(op, error_mark);
         return tfm__layer_abandon(layer, params, mark);
@@ -150,12 +152,12 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_lay
                                    const tfm_tensor *mask, tfm_tensor **weights_out)
 {
     uint64_t mark = tfm__error_mark();
-    int64_t d = att->d_model;
     int32_t h = att->heads;
+    int64_t d = h * att->head_dim; /* the heads' width */
     tfm_attention_core core = {
         .d_model = d,
         .heads = h,
-        .factor = att->scale || att->unscaled ? 1.0f : 1.0f / sqrtf((float)(d / h)),
+        .factor = att->scale || att->unscaled ? 1.0f : 1.0f / sqrtf((float)att->head_dim),
         .scale = att->scale,
         .mask = mask,
         .dropout = att->training ? att->dropout : 0.0f,
@@ -172,7 +174,7 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_lay
         k = (tfm_heads){qkv, d};
         v = (tfm_heads){qkv, 2 * d};
     } else if (att->fused) {
-        /* cross-attention: Q from the first D rows, K and V from the other 2D */
+        /* cross-attention: Q from the first d rows, K and V from the other 2d */
         tfm_tensor *w_q = rows_of(tape, op, att->weight, 0, d);
         tfm_tensor *b_q = rows_of(tape, op, att->bias, 0, d);
         tfm_tensor *w_kv = rows_of(tape, op, att->weight, d, 2 * d);

@@ -9,6 +9,10 @@
 #include "core/error.h"
 #include "core/params.h"
 
+/* The widest attention: heads * head_dim, as the widest d_model a model
+ * file takes. */
+#define MAX_INNER_WIDTH ((int64_t)1 << 31)
+
 static const char *const kind_names[] = {
     [TFM_LAYER_LINEAR] = "linear",
     [TFM_LAYER_EMBEDDING] = "embedding",
@@ -103,12 +107,19 @@ int tfm__check_activation(const char *op, tfm_activation activation)
     return 0;
 }
 
-int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
-                                 int32_t trainable_scale, float scale_init)
+int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads,
+                                 int64_t head_dim, float dropout, int32_t trainable_scale,
+                                 float scale_init)
 {
-    if (d_model < 1 || heads < 1 || d_model % heads != 0) {
+    if (d_model < 1 || heads < 1 || (head_dim == 0 && d_model % heads != 0)) {
         tfm__fail(TFM_ERR_ARG, "%s: %d heads must be positive and divide d_model %lld", op,
                   (int)heads, (long long)d_model);
+        return -1;
+    }
+    if (head_dim < 0 || head_dim > MAX_INNER_WIDTH / heads) {
+        tfm__fail(TFM_ERR_ARG, "%s: head_dim %lld must be 0 (d_model / heads) or positive, "
+                  "with %d heads of it at most %lld wide", op, (long long)head_dim,
+                  (int)heads, (long long)MAX_INNER_WIDTH);
         return -1;
     }
     if (!(dropout >= 0.0f && dropout < 1.0f)) {

@@ -33,6 +33,7 @@ struct tfm_layer {
     float eps;
     tfm_activation activation;
     int32_t heads;
+    int64_t head_dim;             /* attention's d_k (heads * head_dim: its inner width) */
     int32_t norm_first;
     int32_t fused;
     int32_t rms;                  /* a norm without mean or bias (RMS norm) */
@@ -72,10 +73,19 @@ int tfm__check_layer(const char *op, const tfm_layer *layer, tfm__layer_kind kin
 tfm_status tfm__set_recompute(const char *op, tfm_layer *const *layers, int n, uint32_t what);
 
 /* The attention options that attention and encoder/decoder layers share:
- * heads dividing d_model, dropout in [0, 1), a usable scale_init. 0 or -1
- * with TFM_ERR_ARG set. */
-int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads, float dropout,
-                                 int32_t trainable_scale, float scale_init);
+ * heads dividing d_model unless head_dim (>= 0) is set, an inner width
+ * heads * head_dim of at most 2^31, dropout in [0, 1), a usable
+ * scale_init. 0 or -1 with TFM_ERR_ARG set. */
+int tfm__check_attention_options(const char *op, int64_t d_model, int32_t heads,
+                                 int64_t head_dim, float dropout, int32_t trainable_scale,
+                                 float scale_init);
+
+/* Each head's width: head_dim as the options give it, 0 meaning d_model /
+ * heads. */
+static inline int64_t tfm__head_dim(int64_t d_model, int32_t heads, int64_t head_dim)
+{
+    return head_dim ? head_dim : d_model / heads;
+}
 
 /* Checks a feed-forward activation is one of TFM_ACTIVATION_*; 0 or -1
  * with TFM_ERR_ARG set. */

@@ -42,8 +42,8 @@ static int read_options(const char *op, const tfm_block_options *given, tfm_bloc
     if (tfm__read_options(op, "tfm_block_options_init", given, o, sizeof *o,
                           offsetof(tfm_block_options, d_model) + sizeof o->d_model) < 0)
         return -1;
-    if (tfm__check_attention_options(op, o->d_model, o->heads, o->dropout, o->trainable_scale,
-                                     o->scale_init) < 0)
+    if (tfm__check_attention_options(op, o->d_model, o->heads, o->head_dim, o->dropout,
+                                     o->trainable_scale, o->scale_init) < 0)
         return -1;
     if (o->d_ff < 1) {
         tfm__fail(TFM_ERR_ARG, "%s: d_ff %lld is not positive", op, (long long)o->d_ff);
@@ -75,6 +75,7 @@ static tfm_layer *make_attention(const char *op, tfm_params *params, const char 
     a.trainable_scale = o->trainable_scale;
     a.scale_init = o->scale_init;
     a.unscaled = o->unscaled_attention;
+    a.head_dim = o->head_dim;
     return tfm_attention_create(params, full, &a, rng);
 }
 

@@ -173,7 +173,8 @@ static int pretrained_seed(const char *name, const char *config, int n_tensors,
 }
 
 /* Models of no layers: Marian's shared table and final_logits_bias; T5's
- * shared table, final norms and relative bias tables. */
+ * shared table, final norms and relative bias tables, with heads of d_kv
+ * d_model / num_heads and (t5_narrow) of another width. */
 static int pretrained_seeds(void)
 {
     static const char marian[] =
@@ -196,8 +197,12 @@ static int pretrained_seeds(void)
         "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
         "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"};
     static const int64_t t5_shapes[][2] = {{6, 4}, {4, 0}, {4, 0}, {4, 2}, {4, 2}};
+    char t5_narrow[sizeof t5];
+    memcpy(t5_narrow, t5, sizeof t5);
+    strstr(t5_narrow, "\"d_kv\": 2")[sizeof "\"d_kv\": " - 1] = '3'; /* 2 heads of 3 in 4 */
     return pretrained_seed("marian", marian, 2, marian_names, marian_shapes) |
-           pretrained_seed("t5", t5, 5, t5_names, t5_shapes);
+           pretrained_seed("t5", t5, 5, t5_names, t5_shapes) |
+           pretrained_seed("t5_narrow", t5_narrow, 5, t5_names, t5_shapes);
 }
 
 /* A model file that carries a source and a target tokenizer, and two

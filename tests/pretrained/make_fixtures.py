@@ -3,7 +3,10 @@
 tests/mbart, tests/m2m100 and tests/t5 (README.md here describes them).
 Run once with Debian's python3 (python3-torch 1.13, python3-sentencepiece):
 
-    /usr/bin/python3 tests/pretrained/make_fixtures.py
+    /usr/bin/python3 tests/pretrained/make_fixtures.py [FOLDER ...]
+
+FOLDERs (as FAMILIES names them: t5/narrow) make only those, leaving the
+others as they are.
 
 For each family: tokenizer files trained on gettext catalog text, a small
 random model by the published tensor names (from the twin's own list of
@@ -339,6 +342,16 @@ def make_t5_original(folder, workdir, pairs):
     return random_weights(t5.parameter_shapes(config), 6)
 
 
+def make_t5_narrow(folder, workdir, pairs):
+    """google/t5-v1_1-small's and flan-t5-small's shape: heads of d_kv
+    other than d_model / num_heads (there 6 of 64 in 512; here 2 of 6 in
+    16), so the attention is 12 wide, not d_model."""
+    make_t5(folder, workdir, pairs)
+    config = dict(read_json(folder, "config.json"), d_kv=6)
+    write_json(folder, "config.json", config)
+    return random_weights(t5.parameter_shapes(config), 8)
+
+
 FAMILIES = [
     # folder, builder, twin module, languages for the tokenizer (source, target)
     ("marian", make_marian, marian, (None, None)),
@@ -348,6 +361,7 @@ FAMILIES = [
     ("m2m100/nllb", make_nllb, m2m100, ("eng_Latn", "fra_Latn")),
     ("t5", make_t5, t5, (None, None)),
     ("t5/original", make_t5_original, t5, (None, None)),
+    ("t5/narrow", make_t5_narrow, t5, (None, None)),
 ]
 
 
@@ -427,10 +441,16 @@ def usable_expectations(expected, max_length):
 
 
 def main():
+    wanted = sys.argv[1:] or [family[0] for family in FAMILIES]
+    unknown = set(wanted) - {family[0] for family in FAMILIES}
+    if unknown:
+        raise SystemExit("no fixture folder %s" % ", ".join(sorted(unknown)))
     pairs = catalog_pairs()
     chosen = test_pairs(pairs)
     training = [pair for pair in pairs if pair not in chosen][:1500]
     for name, builder, twin_module, languages in FAMILIES:
+        if name not in wanted:
+            continue
         folder = os.path.join(TESTS, name)
         os.makedirs(folder, exist_ok=True)
         for reseed, step in itertools.product(range(8), range(32)):

@@ -449,9 +449,10 @@ class LearnedPositions(SinusoidalPositions):
 class Model(Handle):
     """The encoder-decoder transformer (tfm_model). Keyword arguments are
     tfm_model_options' fields: src_vocab, tgt_vocab, max_src_len,
-    max_tgt_len, d_model, heads, encoder_layers, decoder_layers, d_ff,
-    dropout, positions ('sinusoidal', 'learned', 'sinusoidal_halves',
-    'sinusoidal_fairseq', 'none'), position_offset, embedding_norm, embedding_scale
+    max_tgt_len, d_model, heads, head_dim (each head's width; 0: d_model /
+    heads), encoder_layers, decoder_layers, d_ff, dropout, positions
+    ('sinusoidal', 'learned', 'sinusoidal_halves', 'sinusoidal_fairseq',
+    'none'), position_offset, embedding_norm, embedding_scale
     ('none', 'sqrt_d', 'trainable'), activation ('relu', 'gelu', 'silu',
     'gelu_tanh'), feed_forward_bias, rms_norm, gated_feed_forward,
     unscaled_attention, relative_attention_buckets,
