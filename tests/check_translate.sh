@@ -179,7 +179,7 @@ for case in json.load(open(sys.argv[1] + "/expected.json"))["cases"]:
           case[sys.argv[2]]["options"].get("num_beams", 1) if sys.argv[3] == "num_beams" else
           case[sys.argv[2]]["text"])' "$@"
 }
-for family in marian bart mbart m2m100 m2m100/nllb t5 t5/original; do
+for family in marian bart mbart m2m100 m2m100/nllb t5 t5/original t5/narrow; do
     folder=$tests/$family
     for run in greedy beam; do
         beams=$(expected "$folder" "$run" num_beams | sed -n 1p)
