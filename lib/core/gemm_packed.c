@@ -15,6 +15,20 @@ static int64_t panels_of(int64_t out)
     return (out + TFM__PANEL - 1) / TFM__PANEL;
 }
 
+void tfm__pack_columns(tfm__packed *p, int64_t first, const float *w, int64_t count,
+                       const float *bias)
+{
+    int64_t in = p->in;
+    for (int64_t c = 0; c < count; c++) {
+        int64_t j = first + c;
+        float *to = p->panels + j / TFM__PANEL * in * TFM__PANEL + j % TFM__PANEL;
+        const float *from = w + c * in;
+        for (int64_t k = 0; k < in; k++)
+            to[k * TFM__PANEL] = from[k];
+        p->bias[j] = bias ? bias[c] : 0.0f;
+    }
+}
+
 int64_t tfm__packed_floats(int64_t out, int64_t in)
 {
     return panels_of(out) * TFM__PANEL * (in + 1);
@@ -32,106 +46,111 @@ void tfm__packed_init(tfm__packed *p, int64_t out, int64_t in, float *floats)
     memset(p->bias + out, 0, (size_t)(padded - out) * sizeof(float));
 }
 
-void tfm__pack_columns(tfm__packed *p, int64_t first, const float *w, int64_t count,
-                       const float *bias)
-{
-    int64_t in = p->in;
-    for (int64_t c = 0; c < count; c++) {
-        int64_t j = first + c;
-        float *to = p->panels + j / TFM__PANEL * in * TFM__PANEL + j % TFM__PANEL;
-        const float *from = w + c * in;
-        for (int64_t k = 0; k < in; k++)
-            to[k * TFM__PANEL] = from[k];
-        p->bias[j] = bias ? bias[c] : 0.0f;
-    }
-}
 
-/* Rows [i, i + R) of x times panels [j, j + C): R * C sums of 16 columns
- * in registers, each step of k one load of each panel's 16 weights and
- * one broadcast of each row's x[k]. Rows past n repeat row n - 1 (the
- * rows' tail), whose sums are dropped; so are the columns past out. */
-TFM__INLINE void tile(const float *restrict x, int64_t n, int64_t in, int64_t i,
-                      const float *restrict panels, const float *restrict bias, int64_t out,
-                      int64_t j, float *restrict y, int64_t ldy, const int R, const int C)
-{
-    const float *row[4];
-    const float *w[2];
-    vec16 acc[4][2];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        row[r] = x + (i + r < n ? i + r : n - 1) * in;
-#pragma GCC unroll 2
-    for (int c = 0; c < C; c++) {
-        w[c] = panels + (j + c) * in * TFM__PANEL;
-        vec16 b = load16(bias + (j + c) * TFM__PANEL);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            acc[r][c] = b;
+/* Rows [i, i + R) of x times panels [j, j + C): R rows of C * 16
+ * columns of sums in registers, as vectors of W floats (vecW, which the
+ * level's registers hold: GCC spills a vec16 through the stack below
+ * AVX-512), each step of k one load of each vector of weights and one
+ * broadcast of each row's x[k]. Rows past n repeat row n - 1 (the rows'
+ * tail), whose sums are dropped; so are the columns past out. */
+#define TFM__PACKED_TILE(W)                                                                    \
+    TFM__INLINE void tile##W(const float *restrict x, int64_t ldx, int64_t n, int64_t in,      \
+                             int64_t i, const float *restrict panels,                          \
+                             const float *restrict bias, int64_t out, int64_t j,               \
+                             float *restrict y, int64_t ldy, const int R, const int C)         \
+    {                                                                                          \
+        const int V = C * TFM__PANEL / W; /* vectors across the tile */                        \
+        const float *row[4], *w[4];                                                            \
+        vec##W acc[4][4];                                                                      \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                    \
+            row[r] = x + (i + r < n ? i + r : n - 1) * ldx;                                    \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                    \
+        {                                                                                      \
+            int64_t panel = j + v * W / TFM__PANEL, lane = v * W % TFM__PANEL;                \
+            w[v] = panels + panel * in * TFM__PANEL + lane;                                    \
+            vec##W b = load##W(bias + panel * TFM__PANEL + lane);                              \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) acc[r][v] = b;                 \
+        }                                                                                      \
+        for (int64_t k = 0; k < in; k++) {                                                     \
+            vec##W wk[4];                                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                \
+                wk[v] = load##W(w[v] + k * TFM__PANEL);                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                \
+            {                                                                                  \
+                float xk = row[r][k];                                                          \
+                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] += xk * wk[v];   \
+            }                                                                                  \
+        }                                                                                      \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                    \
+        {                                                                                      \
+            if (i + r >= n)                                                                    \
+                break;                                                                         \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                \
+            {                                                                                  \
+                int64_t column = j * TFM__PANEL + v * W, width = out - column;                 \
+                float *to = y + (i + r) * ldy + column;                                        \
+                if (width >= W) {                                                              \
+                    store##W(to, acc[r][v]);                                                   \
+                } else if (width > 0) {                                                        \
+                    float lanes[W];                                                            \
+                    store##W(lanes, acc[r][v]);                                                \
+                    memcpy(to, lanes, (size_t)width * sizeof(float));                          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
     }
-    for (int64_t k = 0; k < in; k++) {
-        vec16 wk[2];
-#pragma GCC unroll 2
-        for (int c = 0; c < C; c++)
-            wk[c] = load16(w[c] + k * TFM__PANEL);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            float xk = row[r][k];
-#pragma GCC unroll 2
-            for (int c = 0; c < C; c++)
-                acc[r][c] += xk * wk[c];
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        if (i + r >= n)
-            break;
-#pragma GCC unroll 2
-        for (int c = 0; c < C; c++) {
-            int64_t column = (j + c) * TFM__PANEL, width = out - column;
-            float *to = y + (i + r) * ldy + column;
-            if (width >= TFM__PANEL) {
-                store16(to, acc[r][c]);
-            } else {
-                float lanes[TFM__PANEL];
-                store16(lanes, acc[r][c]);
-                memcpy(to, lanes, (size_t)width * sizeof(float));
-            }
-        }
-    }
-}
+TFM__PACKED_TILE(16)
+TFM__PACKED_TILE(8)
+TFM__PACKED_TILE(4)
+
+/* x's rows a block at a time: as many as keep it within ROW_BLOCK_BYTES
+ * (in the core's L2 beside the panels): a beam's wide groups at a wide
+ * in; a step's few rows are one block. */
+#define ROW_BLOCK_BYTES (256 << 10)
 
 /* Panels [first, last) for all n rows, C panels at a time (the last one
  * alone when C does not divide them), each block's panels read once per
  * tile of R rows while they stay in the core's caches. */
-TFM__INLINE void panel_blocks(const float *restrict x, int64_t n, int64_t in,
-                              const float *restrict panels, const float *restrict bias,
-                              int64_t out, int64_t first, int64_t last, float *restrict y,
-                              int64_t ldy, const int R, const int C)
-{
-    int64_t j = first;
-    for (; j + C <= last; j += C)
-        for (int64_t i = 0; i < n; i += R)
-            tile(x, n, in, i, panels, bias, out, j, y, ldy, R, C);
-    for (; j < last; j++)
-        for (int64_t i = 0; i < n; i += R)
-            tile(x, n, in, i, panels, bias, out, j, y, ldy, R, 1);
-}
+#define TFM__PANEL_BLOCKS(W)                                                                   \
+    TFM__INLINE void panel_blocks##W(const float *restrict x, int64_t ldx, int64_t n,          \
+                                     int64_t in, const float *restrict panels,                 \
+                                     const float *restrict bias, int64_t out, int64_t first,   \
+                                     int64_t last, float *restrict y, int64_t ldy, const int R,\
+                                     const int C)                                              \
+    {                                                                                          \
+        int64_t rows = ROW_BLOCK_BYTES / (int64_t)sizeof(float) / (in > 0 ? in : 1) / R * R;  \
+        rows = rows > R ? rows : R;                                                            \
+        for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
+            const float *xb = x + i0 * ldx;                                                    \
+            float *yb = y + i0 * ldy;                                                          \
+            int64_t nb = n - i0 < rows ? n - i0 : rows, j = first;                             \
+            for (; j + C <= last; j += C)                                                      \
+                for (int64_t i = 0; i < nb; i += R)                                            \
+                    tile##W(xb, ldx, nb, in, i, panels, bias, out, j, yb, ldy, R, C);          \
+            for (; j < last; j++)                                                              \
+                for (int64_t i = 0; i < nb; i += R)                                            \
+                    tile##W(xb, ldx, nb, in, i, panels, bias, out, j, yb, ldy, R, 1);          \
+        }                                                                                      \
+    }
+TFM__PANEL_BLOCKS(16)
+TFM__PANEL_BLOCKS(8)
+TFM__PANEL_BLOCKS(4)
 
 /* Tiles as large as the level's registers hold: 4 rows x 32 columns in
  * 8 of AVX-512's 32 registers, 4 x 16 in 8 of AVX2's 16, 2 x 16 in 8 of
- * SSE2's 16 (a vec16 takes four of those). */
+ * SSE2's 16. */
 static TFM__KERNEL(packed_panels,
-                   (const float *restrict x, int64_t n, int64_t in, const float *restrict panels,
-                    const float *restrict bias, int64_t out, int64_t first, int64_t last,
-                    float *restrict y, int64_t ldy, int level),
-                   (x, n, in, panels, bias, out, first, last, y, ldy, level))
+                   (const float *restrict x, int64_t ldx, int64_t n, int64_t in,
+                    const float *restrict panels, const float *restrict bias, int64_t out,
+                    int64_t first, int64_t last, float *restrict y, int64_t ldy, int level),
+                   (x, ldx, n, in, panels, bias, out, first, last, y, ldy, level))
 {
     if (level == TFM__CPU_X86_64_V4)
-        panel_blocks(x, n, in, panels, bias, out, first, last, y, ldy, 4, 2);
+        panel_blocks16(x, ldx, n, in, panels, bias, out, first, last, y, ldy, 4, 2);
     else if (level == TFM__CPU_X86_64_V3)
-        panel_blocks(x, n, in, panels, bias, out, first, last, y, ldy, 4, 1);
+        panel_blocks8(x, ldx, n, in, panels, bias, out, first, last, y, ldy, 4, 1);
     else
-        panel_blocks(x, n, in, panels, bias, out, first, last, y, ldy, 2, 1);
+        panel_blocks4(x, ldx, n, in, panels, bias, out, first, last, y, ldy, 2, 1);
 }
 
 /* The level whose tiles packed_panels runs. */
@@ -160,7 +179,8 @@ static void product_panels(void *ctx, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
     const product_job *j = ctx;
-    packed_panels(j->x, j->n, j->p->in, j->p->panels, j->p->bias, j->p->out, begin, end, j->y,
+    const tfm__packed *p = j->p;
+    packed_panels(j->x, p->in, j->n, p->in, p->panels, p->bias, p->out, begin, end, j->y,
                   j->ldy, j->level);
 }
 
