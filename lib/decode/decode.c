@@ -41,10 +41,10 @@
  * its products would run mostly on their edges. */
 #define GROUP_CACHE_BYTES (4 << 20)
 #define GROUP_MIN_ROWS 16
-/* A group's step reads the decoder's weights once (each product packs
- * them, as OpenBLAS does both operands): when they are larger than the
- * caches, it keeps at least WIDE_GROUP_ROWS rows, which pack them a
- * quarter as often (002's beam 4: a quarter less CPU time), but the batch
+/* A group's step reads the decoder's weights once: when they are larger
+ * than the caches (from memory, then), it keeps at least WIDE_GROUP_ROWS
+ * rows, which read them a quarter as often (002's beam 4, when OpenBLAS
+ * also packed them per product: a quarter less CPU time), but the batch
  * still makes two groups (one group runs its products split among the
  * threads, which costs more than it saves). */
 #define WIDE_GROUP_ROWS 64
