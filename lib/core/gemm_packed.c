@@ -46,7 +46,6 @@ void tfm__packed_init(tfm__packed *p, int64_t out, int64_t in, float *floats)
     memset(p->bias + out, 0, (size_t)(padded - out) * sizeof(float));
 }
 
-
 /* Rows [i, i + R) of x times panels [j, j + C): R rows of C * 16
  * columns of sums in registers, as vectors of W floats (vecW, which the
  * level's registers hold: GCC spills a vec16 through the stack below
@@ -54,7 +53,7 @@ void tfm__packed_init(tfm__packed *p, int64_t out, int64_t in, float *floats)
  * broadcast of each row's x[k]. Rows past n repeat row n - 1 (the rows'
  * tail), whose sums are dropped; so are the columns past out. */
 #define TFM__PACKED_TILE(W)                                                                    \
-    TFM__INLINE void tile##W(const float *restrict x, int64_t ldx, int64_t n, int64_t in,      \
+    TFM__INLINE void tile##W(const float *restrict x, int64_t n, int64_t in,                   \
                              int64_t i, const float *restrict panels,                          \
                              const float *restrict bias, int64_t out, int64_t j,               \
                              float *restrict y, int64_t ldy, const int R, const int C)         \
@@ -63,10 +62,10 @@ void tfm__packed_init(tfm__packed *p, int64_t out, int64_t in, float *floats)
         const float *row[4], *w[4];                                                            \
         vec##W acc[4][4];                                                                      \
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                    \
-            row[r] = x + (i + r < n ? i + r : n - 1) * ldx;                                    \
+            row[r] = x + (i + r < n ? i + r : n - 1) * in;                                     \
         _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                    \
         {                                                                                      \
-            int64_t panel = j + v * W / TFM__PANEL, lane = v * W % TFM__PANEL;                \
+            int64_t panel = j + v * W / TFM__PANEL, lane = v * W % TFM__PANEL;                 \
             w[v] = panels + panel * in * TFM__PANEL + lane;                                    \
             vec##W b = load##W(bias + panel * TFM__PANEL + lane);                              \
             _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) acc[r][v] = b;                 \
@@ -112,24 +111,24 @@ TFM__PACKED_TILE(4)
  * alone when C does not divide them), each block's panels read once per
  * tile of R rows while they stay in the core's caches. */
 #define TFM__PANEL_BLOCKS(W)                                                                   \
-    TFM__INLINE void panel_blocks##W(const float *restrict x, int64_t ldx, int64_t n,          \
+    TFM__INLINE void panel_blocks##W(const float *restrict x, int64_t n,                       \
                                      int64_t in, const float *restrict panels,                 \
                                      const float *restrict bias, int64_t out, int64_t first,   \
-                                     int64_t last, float *restrict y, int64_t ldy, const int R,\
+                                     int64_t last, float *restrict y, int64_t ldy, const int R, \
                                      const int C)                                              \
     {                                                                                          \
-        int64_t rows = ROW_BLOCK_BYTES / (int64_t)sizeof(float) / (in > 0 ? in : 1) / R * R;  \
+        int64_t rows = ROW_BLOCK_BYTES / (int64_t)sizeof(float) / (in > 0 ? in : 1) / R * R;   \
         rows = rows > R ? rows : R;                                                            \
         for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
-            const float *xb = x + i0 * ldx;                                                    \
+            const float *xb = x + i0 * in;                                                     \
             float *yb = y + i0 * ldy;                                                          \
             int64_t nb = n - i0 < rows ? n - i0 : rows, j = first;                             \
             for (; j + C <= last; j += C)                                                      \
                 for (int64_t i = 0; i < nb; i += R)                                            \
-                    tile##W(xb, ldx, nb, in, i, panels, bias, out, j, yb, ldy, R, C);          \
+                    tile##W(xb, nb, in, i, panels, bias, out, j, yb, ldy, R, C);               \
             for (; j < last; j++)                                                              \
                 for (int64_t i = 0; i < nb; i += R)                                            \
-                    tile##W(xb, ldx, nb, in, i, panels, bias, out, j, yb, ldy, R, 1);          \
+                    tile##W(xb, nb, in, i, panels, bias, out, j, yb, ldy, R, 1);               \
         }                                                                                      \
     }
 TFM__PANEL_BLOCKS(16)
@@ -140,17 +139,17 @@ TFM__PANEL_BLOCKS(4)
  * 8 of AVX-512's 32 registers, 4 x 16 in 8 of AVX2's 16, 2 x 16 in 8 of
  * SSE2's 16. */
 static TFM__KERNEL(packed_panels,
-                   (const float *restrict x, int64_t ldx, int64_t n, int64_t in,
+                   (const float *restrict x, int64_t n, int64_t in,
                     const float *restrict panels, const float *restrict bias, int64_t out,
                     int64_t first, int64_t last, float *restrict y, int64_t ldy, int level),
-                   (x, ldx, n, in, panels, bias, out, first, last, y, ldy, level))
+                   (x, n, in, panels, bias, out, first, last, y, ldy, level))
 {
     if (level == TFM__CPU_X86_64_V4)
-        panel_blocks16(x, ldx, n, in, panels, bias, out, first, last, y, ldy, 4, 2);
+        panel_blocks16(x, n, in, panels, bias, out, first, last, y, ldy, 4, 2);
     else if (level == TFM__CPU_X86_64_V3)
-        panel_blocks8(x, ldx, n, in, panels, bias, out, first, last, y, ldy, 4, 1);
+        panel_blocks8(x, n, in, panels, bias, out, first, last, y, ldy, 4, 1);
     else
-        panel_blocks4(x, ldx, n, in, panels, bias, out, first, last, y, ldy, 2, 1);
+        panel_blocks4(x, n, in, panels, bias, out, first, last, y, ldy, 2, 1);
 }
 
 /* The level whose tiles packed_panels runs. */
@@ -180,7 +179,7 @@ static void product_panels(void *ctx, int64_t begin, int64_t end, int worker)
     (void)worker;
     const product_job *j = ctx;
     const tfm__packed *p = j->p;
-    packed_panels(j->x, p->in, j->n, p->in, p->panels, p->bias, p->out, begin, end, j->y,
+    packed_panels(j->x, j->n, p->in, p->panels, p->bias, p->out, begin, end, j->y,
                   j->ldy, j->level);
 }
 
