@@ -1020,6 +1020,41 @@ START_TEST(steady_state_and_mode)
 }
 END_TEST
 
+/* A run decodes with the weights as they are when it starts (the steps'
+ * products pack them at each run): a decoding made before the model
+ * changed gives what one made after gives, bit for bit. */
+START_TEST(a_run_reads_the_weights_as_they_are)
+{
+    tfm_model *m = make_model(_i ? TUTORIAL_003 : PLAIN, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    tfm_decoding *before = tfm_decoding_create(m, &o, 3, 8);
+    ck_assert_msg(before != NULL, "%s", tfm_last_error());
+    result *first = new_result(), *again = new_result(), *fresh = new_result();
+    ck_assert_int_eq(tfm_decoding_run(before, src, TOKENS(first), NONE, LOGITS(first), NONE),
+                     TFM_OK);
+    /* as a training step would: every parameter moves */
+    tfm_params *params = tfm_model_params(m);
+    float *v = tfm_params_values(params);
+    for (int64_t i = 0; i < tfm_params_numel(params); i++)
+        v[i] = v[i] * 1.25f + 0.01f * (float)(i % 7 - 3);
+    ck_assert_int_eq(tfm_decoding_run(before, src, TOKENS(again), NONE, LOGITS(again), NONE),
+                     TFM_OK);
+    decode(m, &o, src, fresh);
+    int64_t logits = 3 * o.max_length * 11;
+    ck_assert(memcmp(again->logits, fresh->logits, sizeof(float) * logits) == 0);
+    ck_assert(memcmp(again->tokens, fresh->tokens, sizeof again->tokens) == 0);
+    ck_assert(memcmp(first->logits, again->logits, sizeof(float) * logits) != 0);
+    tfm_decoding_free(before);
+    free(first);
+    free(again);
+    free(fresh);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- errors ------------------------------------------------------------------------------ */
 
 static void expect_create_error(tfm_model *m, const tfm_decode_options *o, int64_t batch,
@@ -1254,6 +1289,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, beam_ranks_and_beats_greedy, 0, KINDS);
     tcase_add_loop_test(c, wide_beam_is_exhaustive, 0, 2);
     tcase_add_test(c, steady_state_and_mode);
+    tcase_add_loop_test(c, a_run_reads_the_weights_as_they_are, 0, 2);
     tcase_add_test(c, create_errors);
     tcase_add_test(c, run_errors);
     tcase_add_test(c, run_checks_buffer_sizes);

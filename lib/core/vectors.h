@@ -1,4 +1,4 @@
-/* Vectors of 8 and 16 floats as GCC's and Clang's vector extensions: the
+/* Vectors of 4, 8 and 16 floats as GCC's and Clang's vector extensions: the
  * compiler keeps them in registers and lowers them to the instruction set
  * each TFM__KERNEL copy is built for (two YMM or four XMM registers for a
  * vector of 16 below AVX-512). Loads and stores go through memcpy, which
@@ -11,6 +11,7 @@
 
 #include "core/cpu.h"
 
+typedef float vec4 __attribute__((vector_size(16)));
 typedef float vec8 __attribute__((vector_size(32)));
 typedef float vec16 __attribute__((vector_size(64)));
 typedef int32_t vec16i __attribute__((vector_size(64)));
@@ -30,6 +31,7 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
     {                                                                                       \
         memcpy(p, &v, sizeof v);                                                            \
     }
+TFM__VECTOR_LOAD_STORE(4)
 TFM__VECTOR_LOAD_STORE(8)
 TFM__VECTOR_LOAD_STORE(16)
 

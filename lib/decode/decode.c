@@ -41,10 +41,10 @@
  * its products would run mostly on their edges. */
 #define GROUP_CACHE_BYTES (4 << 20)
 #define GROUP_MIN_ROWS 16
-/* A group's step reads the decoder's weights once (each product packs
- * them, as OpenBLAS does both operands): when they are larger than the
- * caches, it keeps at least WIDE_GROUP_ROWS rows, which pack them a
- * quarter as often (002's beam 4: a quarter less CPU time), but the batch
+/* A group's step reads the decoder's weights once: when they are larger
+ * than the caches (from memory, then), it keeps at least WIDE_GROUP_ROWS
+ * rows, which read them a quarter as often (002's beam 4, when OpenBLAS
+ * also packed them per product: a quarter less CPU time), but the batch
  * still makes two groups (one group runs its products split among the
  * threads, which costs more than it saves). */
 #define WIDE_GROUP_ROWS 64
@@ -425,6 +425,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS) &&
+             BUFFER(products, L) &&
              (!model->tgt_relative_bias ||
               BUFFER(position_bias, (double)d->heads * Tp * TFM__MAX_THREADS));
     else if (ok)
@@ -481,7 +482,7 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->processed, d->limit, d->forced, d->bad_words,
                        d->bad_word_lengths, d->head_weights, d->alignments,
                        d->alignments_tmp, d->fin_alignments, (void *)d->result,
-                       d->result_rows, d->position_bias};
+                       d->result_rows, d->position_bias, d->products, d->packed};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -810,7 +811,9 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
     *d->rng = d->rng_seeded;
     model_flags(d->model, d->training, 1);
     tfm_model_set_training(d->model, 0);
-    status = encode(d, src);
+    status = d->o.use_cache ? tfm__decode_pack_weights(d) : TFM_OK;
+    if (status == TFM_OK)
+        status = encode(d, src);
     if (status == TFM_OK) {
         int64_t per_group = sources_per_group(d, B);
         decode_run run = {d, B, S, tokens, lengths, scores, logits, probs, per_group,

@@ -4,6 +4,7 @@
  *   cache.c             the tiled caches, and the tiles a beam's hypotheses share
  *   attention_kernel.c  attention over the caches, four query heads at a time
  *   step.c              one step of the decoder: cached, or the whole prefix again
+ *   weights.c           the decoder's float32 weights packed for a run's steps
  *   logits.c            what a step's logits go through before a token is chosen
  *   greedy.c            greedy decoding and sampling: a row per source
  *   sample.c            sampling's draw (temperature, top-k, top-p)
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "tfm/decode.h"
@@ -25,6 +27,14 @@
 #define BLOCK 16
 /* attend's query heads at a time */
 #define QUERIES 4
+
+/* A decoder layer's products in a step, as weights.c packs them: the
+ * self-attention's queries, keys and values (one product), its output,
+ * the cross-attention's queries and output, the feed-forward's. */
+enum {
+    DECODE_SELF_QKV, DECODE_SELF_OUT, DECODE_CROSS_Q, DECODE_CROSS_OUT, DECODE_FF_IN,
+    DECODE_FF_UP, DECODE_FF_OUT, DECODE_PRODUCTS
+};
 
 struct tfm_decoding {
     tfm_model *model;
@@ -67,6 +77,12 @@ struct tfm_decoding {
      * before their split into heads; each row's tiles [rows][self_tiled /
      * BLOCK] and each tile's count of rows using it */
     float *self_cache, *cross_cache, *kv;
+    /* use_cache: each decoder layer's products and the generator's, packed
+     * at each run into packed [packed_floats] (weights.c); an unpacked
+     * one's panels are NULL (int8, or no linear_up) */
+    tfm__packed (*products)[DECODE_PRODUCTS], generator;
+    float *packed;
+    int64_t packed_floats;
     int64_t tiles;         /* rows * self_tiled / BLOCK */
     int32_t *tile_table, *tile_refs;
     int32_t *keep;         /* [batch][cross_tiled]: 0 for a padded source key */
@@ -217,6 +233,9 @@ void tfm__decode_product(const tfm_tensor *w, const tfm_tensor *b, int64_t first
                          int64_t count, const float *in, int64_t n, float *out, int64_t ldc);
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
+/* weights.c: the decoder's float32 weights packed as they are now, at the
+ * start of each run (d->running names it in an error) */
+tfm_status tfm__decode_pack_weights(tfm_decoding *d);
 /* cache.c: each decoder layer's cross-attention keys and values of the
  * memory [n, S, D] of sources first..first + n - 1; a free tile of source
  * b's; source b's new hypotheses' tile tables from their parents' (beam.c's

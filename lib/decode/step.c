@@ -43,6 +43,30 @@ void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, flo
                         ldc);
 }
 
+/* out (row stride ldc) = in [n, p->in] times p's weights and bias, when
+ * the run packed them (weights.c); 0 when it did not (int8 weights). */
+static int packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
+                          int64_t ldc)
+{
+    if (!p->panels)
+        return 0;
+    tfm__packed_product(p, in, n, out, ldc);
+    return 1;
+}
+
+/* An int8 attention's first `count` projections (queries, keys, values)
+ * of the n rows in, side by side in out [n, count * I] (I: the heads'
+ * inner width): the rows of a fused weight, or its linear layers. */
+static void int8_projections(const tfm_layer *att, int count, const float *in, int64_t n,
+                             float *out, int64_t I)
+{
+    if (att->fused)
+        tfm__decode_product(att->weight, att->bias, 0, count * I, in, n, out, count * I);
+    else
+        for (int i = 0; i < count; i++)
+            tfm__decode_linear(att->children[TFM__ATT_Q + i], in, n, out + i * I, count * I);
+}
+
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
 {
     tfm__layer_norm_rows(x, n, dim, tfm__f32(norm->weight), values(norm->bias), norm->eps,
@@ -62,44 +86,45 @@ static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm
 {
     int64_t I = d->inner;
     tfm_layer *const *c = att->children;
-    if (att->fused) {
-        tfm__decode_product(att->weight, att->bias, 0, 3 * I, in, n, g->qkv, 3 * I);
-    } else {
-        tfm__decode_linear(c[TFM__ATT_Q], in, n, g->qkv, 3 * I);
-        tfm__decode_linear(c[TFM__ATT_K], in, n, g->qkv + I, 3 * I);
-        tfm__decode_linear(c[TFM__ATT_V], in, n, g->qkv + 2 * I, 3 * I);
-    }
+    const tfm__packed *products = d->products[l];
+    if (!packed_product(&products[DECODE_SELF_QKV], in, n, g->qkv, 3 * I))
+        int8_projections(att, 3, in, n, g->qkv, I);
     tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
-    tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, d->d);
+    if (!packed_product(&products[DECODE_SELF_OUT], g->ctx, n, out, d->d))
+        tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
 static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
                             const float *in, int64_t n, const int32_t *rows, int64_t S, float *out)
 {
     int64_t I = d->inner;
-    if (att->fused)
-        tfm__decode_product(att->weight, att->bias, 0, I, in, n, g->qkv, I);
-    else
-        tfm__decode_linear(att->children[TFM__ATT_Q], in, n, g->qkv, I);
+    const tfm__packed *products = d->products[l];
+    if (!packed_product(&products[DECODE_CROSS_Q], in, n, g->qkv, I))
+        int8_projections(att, 1, in, n, g->qkv, I);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
-    tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, d->d);
+    if (!packed_product(&products[DECODE_CROSS_OUT], g->ctx, n, out, d->d))
+        tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
-static void feed_forward(tfm_decoding *d, const group *g, const tfm_layer *ff, const float *in,
-                         int64_t n, float *out)
+static void feed_forward(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *ff,
+                         const float *in, int64_t n, float *out)
 {
     int64_t width = d->d_ff;
-    tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
+    const tfm__packed *products = d->products[l];
+    if (!packed_product(&products[DECODE_FF_IN], in, n, g->ff, width))
+        tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
     tfm__activation_rows(ff->activation, hv, n * width, hv);
     const tfm_layer *up = ff->children[TFM__FF_LINEAR_UP];
     if (up) {
         float *upv = g->ff + n * width; /* the group's second half (ff_row) */
-        tfm__decode_linear(up, in, n, upv, width);
+        if (!packed_product(&products[DECODE_FF_UP], in, n, upv, width))
+            tfm__decode_linear(up, in, n, upv, width);
         for (int64_t i = 0; i < n * width; i++)
             hv[i] *= upv[i];
     }
-    tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
+    if (!packed_product(&products[DECODE_FF_OUT], hv, n, out, d->d))
+        tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }
 
 static void add_into(float *x, const float *y, int64_t count)
@@ -127,7 +152,7 @@ static void sublayer(tfm_decoding *d, const group *g, int32_t l, const tfm_layer
     else if (kind == 1)
         cross_attention(d, g, l, f, in, n, rows, S, g->y);
     else
-        feed_forward(d, g, f, in, n, g->y);
+        feed_forward(d, g, l, f, in, n, g->y);
     if (block->norm_first) {
         add_into(g->x, g->y, n * D);
     } else {
@@ -181,7 +206,8 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
             g->h[i] = out[i] * rescale;
         out = g->h;
     }
-    tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
+    if (!packed_product(&d->generator, out, n, g->logits, d->vocab))
+        tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
 }
 
 static tfm_status recomputed_step(tfm_decoding *d, const group *g, int64_t n,

@@ -1,0 +1,191 @@
+/* The packed products of decoding (lib/core/gemm_packed.h), linked from
+ * the library's objects: against a product in double on every row count
+ * from 1 to 70 and column counts around the panels' width, odd inner
+ * sizes, a weight packed in parts, with and without a bias, a row stride
+ * wider than the output (its other columns untouched); the same bits on
+ * one and two threads; and all of it on every code path this CPU runs
+ * (TFM_CPU lowers it, lib/core/cpu.h), each in a child process. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/gemm_packed.h"
+#include "run_at_path.h"
+#include "tfm/tfm.h"
+
+static uint64_t rng_state;
+
+static float uniform(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (float)(((z ^ (z >> 31)) >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+/* The helpers run in the children too, outside Check: no ck_assert there. */
+static void *allocated(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "test_gemm_packed: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+static float *random_floats(int64_t count)
+{
+    float *v = allocated((size_t)(count > 0 ? count : 1) * sizeof *v);
+    for (int64_t i = 0; i < count; i++)
+        v[i] = uniform();
+    return v;
+}
+
+/* A weight [out, in] packed in two parts (columns [0, split) and the
+ * rest), as decoding packs the queries', keys' and values' side by side. */
+static tfm__packed packed_of(const float *w, const float *bias, int64_t out, int64_t in)
+{
+    tfm__packed p;
+    float *floats = allocated((size_t)tfm__packed_floats(out, in) * sizeof(float));
+    tfm__packed_init(&p, out, in, floats);
+    int64_t split = out / 3;
+    tfm__pack_columns(&p, 0, w, split, bias);
+    tfm__pack_columns(&p, split, w + split * in, out - split, bias ? bias + split : NULL);
+    return p;
+}
+
+/* The packed product of random x [n, in] and w [out, in] against the sums
+ * in double: within float32's rounding of the sum of |terms|; y's columns
+ * past out (ldy = out + 3) keep what they held. Returns the failures. */
+static int check_product(int64_t n, int64_t out, int64_t in, int with_bias)
+{
+    int64_t ldy = out + 3;
+    float *x = random_floats(n * in), *w = random_floats(out * in);
+    float *bias = with_bias ? random_floats(out) : NULL;
+    float *y = allocated((size_t)(n * ldy) * sizeof *y);
+    for (int64_t i = 0; i < n * ldy; i++)
+        y[i] = 1234.5f;
+    tfm__packed p = packed_of(w, bias, out, in);
+    tfm__packed_product(&p, x, n, y, ldy);
+    int failures = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < ldy; j++) {
+            double sum = bias ? bias[j < out ? j : 0] : 0.0, size = fabs(sum);
+            for (int64_t k = 0; j < out && k < in; k++) {
+                sum += (double)x[i * in + k] * (double)w[j * in + k];
+                size += fabs((double)x[i * in + k] * (double)w[j * in + k]);
+            }
+            double want = j < out ? sum : 1234.5, got = y[i * ldy + j];
+            if (!(fabs(got - want) <= 1e-6 * (double)(in + 1) * (size + 1e-30)) &&
+                failures++ < 5)
+                fprintf(stderr, "n %lld out %lld in %lld bias %d: y[%lld][%lld] %.9g, want %.9g\n",
+                        (long long)n, (long long)out, (long long)in, with_bias, (long long)i,
+                        (long long)j, got, want);
+        }
+    free(p.panels);
+    free(x);
+    free(w);
+    free(bias);
+    free(y);
+    return failures;
+}
+
+/* Every shape: the failures. */
+static int check_all_shapes(void)
+{
+    static const int64_t outs[] = {1, 15, 16, 17, 31, 33, 48, 50, 100};
+    static const int64_t ins[] = {1, 3, 17, 64, 129};
+    int failures = 0;
+    for (int64_t n = 1; n <= 70; n++)
+        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+            for (size_t k = 0; k < sizeof ins / sizeof ins[0]; k++)
+                failures += check_product(n, outs[o], ins[k], (int)((n + o + k) % 2));
+    return failures;
+}
+
+START_TEST(products_equal_the_sums)
+{
+    rng_state = 1;
+    ck_assert_int_eq(check_all_shapes(), 0);
+}
+END_TEST
+
+/* Two threads split the panels: each sum is the one thread's, bit for bit. */
+START_TEST(threads_give_the_same_bits)
+{
+    rng_state = 2;
+    enum { N = 64, OUT = 531, IN = 257 };
+    float *x = random_floats(N * IN), *w = random_floats(OUT * IN), *b = random_floats(OUT);
+    float *one = calloc(N * OUT, sizeof(float)), *two = calloc(N * OUT, sizeof(float));
+    ck_assert(one && two);
+    tfm__packed p = packed_of(w, b, OUT, IN);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    tfm__packed_product(&p, x, N, one, OUT);
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    tfm__packed_product(&p, x, N, two, OUT);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    ck_assert_int_eq(memcmp(one, two, sizeof(float) * N * OUT), 0);
+    free(p.panels);
+    free(x);
+    free(w);
+    free(b);
+    free(one);
+    free(two);
+}
+END_TEST
+
+/* Each path in a child (run with "--shapes"), which writes its path's name
+ * and its failures. */
+START_TEST(every_path_equals_the_sums)
+{
+    static const char *const paths[] = {"baseline", "x86-64-v3", "x86-64-v4"};
+    /* this process's path: the best this CPU runs (-1: a build of one path) */
+    int best = -1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(tfm_cpu_path(), paths[i]) == 0)
+            best = i;
+    char out[256];
+    for (int i = 0; i < 3; i++) {
+        size_t got = run_at_path(paths[i], "--shapes", out, sizeof out - 1);
+        out[got] = '\0';
+        char path[64];
+        int failures = -1;
+        ck_assert_msg(sscanf(out, "%63s %d", path, &failures) == 2, "child wrote \"%s\"", out);
+        ck_assert_msg(failures == 0, "TFM_CPU=%s (ran %s): %d products wrong", paths[i], path,
+                      failures);
+        /* the path asked for, or the best this CPU runs when it is lower */
+        if (best >= 0)
+            ck_assert_str_eq(path, paths[i < best ? i : best]);
+    }
+}
+END_TEST
+
+static Suite *gemm_packed_suite(void)
+{
+    Suite *s = suite_create("gemm_packed");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, products_equal_the_sums);
+    tcase_add_test(tc, threads_give_the_same_bits);
+    tcase_add_test(tc, every_path_equals_the_sums);
+    tcase_set_timeout(tc, 240);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--shapes") == 0) {
+        rng_state = 3;
+        int failures = check_all_shapes();
+        printf("%s %d\n", tfm_cpu_path(), failures);
+        return 0;
+    }
+    SRunner *r = srunner_create(gemm_packed_suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
