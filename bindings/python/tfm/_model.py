@@ -459,8 +459,9 @@ class Model(Handle):
     relative_attention_max_distance, generator_rescale, norm_first, seed,
     and the special tokens bos_id, eos_id, pad_id (-1: unset), which the
     decoders use and the model's file keeps, …
-    copy.copy, copy.deepcopy and pickle give independent models with the
-    same options, parameter values, tokenizers and mode."""
+    copy.copy, copy.deepcopy and pickle give independent models with what
+    the model's file keeps (options, parameter values, int8 weights,
+    tokenizers, the ids around sources) and its mode."""
     _free = lib.tfm_model_free
 
     def __init__(self, _pointer=None, **fields):
