@@ -57,26 +57,24 @@ static tfm_tokenizer *load_model(const char *op, const char *path)
     return tok;
 }
 
-tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
-                                         const char *const *codes, int32_t n_codes)
+/* base (taken, also on failure) numbered by a vocabulary written here:
+ * head's entries, then base's pieces from first on at their id + shift,
+ * followed by codes and last (NULL: none) as control tokens. */
+static tfm_tokenizer *numbered(const char *op, tfm_tokenizer *base, const char *head,
+                               int32_t first, int32_t shift, const char *const *codes,
+                               int32_t n_codes, const char *last)
 {
-    tfm_tokenizer *base = load_model(op, model_path);
-    if (!base)
-        return NULL;
-    /* fairseq's four first; the model's own <unk>, <s>, </s> (ids 0, 1, 2)
-     * are hidden behind them, and every later piece moves up by one */
-    static const char head[] = "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3";
     tfm__bytes vocab = {0}, controls = {0};
-    int failed = tfm__bytes_append(op, &vocab, head, sizeof head - 1);
-    for (int32_t id = 3; id < base->size && !failed; id++) {
+    int failed = tfm__bytes_append(op, &vocab, head, strlen(head)), comma = head[1] != '\0';
+    for (int32_t id = first; id < base->size && !failed; id++, comma = 1) {
         char number[24];
-        snprintf(number, sizeof number, ": %d", (int)id + 1);
-        failed = tfm__bytes_append(op, &vocab, ", ", 2) ||
+        snprintf(number, sizeof number, ": %d", (int)(id + shift));
+        failed = (comma && tfm__bytes_append(op, &vocab, ", ", 2)) ||
                  append_quoted(op, &vocab, base->pieces[id].text, base->pieces[id].length,
                                number);
     }
     failed = failed || tfm__bytes_append(op, &vocab, "}", 1) ||
-             write_controls(op, &controls, codes, n_codes, "", "<mask>", 0);
+             write_controls(op, &controls, codes, n_codes, "", last, 0);
     if (failed)
         tfm__tokenizer_free(base);
     tfm_tokenizer *tok = failed ? NULL
@@ -85,6 +83,17 @@ tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
     free(vocab.data);
     free(controls.data);
     return tok;
+}
+
+tfm_tokenizer *tfm__fairseq_aligned_load(const char *op, const char *model_path,
+                                         const char *const *codes, int32_t n_codes)
+{
+    tfm_tokenizer *base = load_model(op, model_path);
+    /* fairseq's four first; the model's own <unk>, <s>, </s> (ids 0, 1, 2)
+     * are hidden behind them, and every later piece moves up by one */
+    return base ? numbered(op, base, "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3", 3,
+                           1, codes, n_codes, "<mask>")
+                : NULL;
 }
 
 tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
@@ -110,36 +119,18 @@ tfm_tokenizer *tfm__fairseq_vocab_load(const char *op, const char *model_path,
  * <extra_id_N>). */
 tfm_tokenizer *tfm__t5_load(const char *op, const char *model_path, int32_t extra_ids)
 {
-    tfm_tokenizer *base = load_model(op, model_path);
-    if (!base)
-        return NULL;
-    tfm__bytes vocab = {0}, controls = {0};
     char (*names)[24] = malloc((size_t)(extra_ids > 0 ? extra_ids : 1) * sizeof *names);
     const char **codes = malloc((size_t)(extra_ids > 0 ? extra_ids : 1) * sizeof *codes);
-    int failed = !names || !codes || tfm__bytes_append(op, &vocab, "{", 1);
+    tfm_tokenizer *base = names && codes ? load_model(op, model_path) : NULL, *tok = NULL;
     if (!names || !codes)
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %d sentinels", op, (int)extra_ids);
-    for (int32_t id = 0; id < base->size && !failed; id++) {
-        char number[24];
-        snprintf(number, sizeof number, ": %d", (int)id);
-        failed = (id > 0 && tfm__bytes_append(op, &vocab, ", ", 2)) ||
-                 append_quoted(op, &vocab, base->pieces[id].text, base->pieces[id].length,
-                               number);
-    }
-    for (int32_t i = 0; i < extra_ids && !failed; i++) {
+    for (int32_t i = 0; base && i < extra_ids; i++) {
         snprintf(names[i], sizeof names[i], "<extra_id_%d>", (int)(extra_ids - 1 - i));
         codes[i] = names[i];
     }
-    failed = failed || tfm__bytes_append(op, &vocab, "}", 1) ||
-             write_controls(op, &controls, codes, extra_ids, "", NULL, 0);
+    if (base)
+        tok = numbered(op, base, "{", 0, 0, codes, extra_ids, NULL);
     free(names);
     free(codes);
-    if (failed)
-        tfm__tokenizer_free(base);
-    tfm_tokenizer *tok = failed ? NULL
-                                : tfm__renumbered_create(op, base, vocab.data, vocab.size,
-                                                         controls.data, controls.size);
-    free(vocab.data);
-    free(controls.data);
     return tok;
 }

@@ -139,21 +139,17 @@ int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char 
 int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                            int64_t count, tfm__bytes *out)
 {
-    const tfm__piece **spelled = malloc((size_t)(count > 0 ? count : 1) * sizeof *spelled);
-    if (!spelled) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld pieces", op, (long long)count);
-        return -1;
-    }
-    int64_t n = 0;
-    for (int64_t i = 0; i < count; i++) {
+    tfm__ids kept = {0};
+    int failed = 0;
+    for (int64_t i = 0; i < count && !failed; i++) {
         int special = tok->pieces[ids[i]].type == TFM__PIECE_CONTROL;
         for (int k = TFM_TOKEN_BOS; k <= TFM_TOKEN_PAD; k++)
             special |= ids[i] == tok->special[k];
-        if (!special)
-            spelled[n++] = &tok->pieces[ids[i]];
+        failed = !special && tfm__ids_push(op, &kept, ids[i]);
     }
-    int failed = tfm__sentencepiece_decode_spelled(op, tok->base, spelled, n, out);
-    free(spelled);
+    failed = failed ||
+             tfm__sentencepiece_decode_spelled(op, tok->base, tok, kept.data, kept.size, out);
+    free(kept.data);
     /* MarianTokenizer: a piece the model lacks keeps its U+2581, which
      * becomes a space too */
     size_t w = 0;

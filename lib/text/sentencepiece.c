@@ -831,11 +831,11 @@ done:
 
 /* ---- decoding ---- */
 
-/* Byte pieces spelled[begin, end) as text: each byte that does not
- * complete a well-formed character is U+FFFD. */
+/* Byte pieces ids[begin, end) (spelling's) as text: each byte that does
+ * not complete a well-formed character is U+FFFD. */
 static int append_bytes(const char *op, const tfm_tokenizer *tok,
-                        const tfm__piece *const *spelled, int64_t begin, int64_t end,
-                        tfm__bytes *out)
+                        const tfm_tokenizer *spelling, const int32_t *ids, int64_t begin,
+                        int64_t end, tfm__bytes *out)
 {
     if (begin >= end)
         return 0;
@@ -846,7 +846,7 @@ static int append_bytes(const char *op, const tfm_tokenizer *tok,
     }
     size_t n = (size_t)(end - begin);
     for (size_t i = 0; i < n; i++) {
-        const tfm__piece *p = spelled[begin + (int64_t)i];
+        const tfm__piece *p = &spelling->pieces[ids[begin + (int64_t)i]];
         bytes[i] = (char)tok->pieces[id_or_unknown(tok, p->text, p->length)].byte;
     }
     int status = 0;
@@ -879,8 +879,8 @@ static int append_piece(const char *op, const char *s, size_t len, int strip, tf
 }
 
 int tfm__sentencepiece_decode_spelled(const char *op, const tfm_tokenizer *tok,
-                                      const tfm__piece *const *spelled, int64_t count,
-                                      tfm__bytes *out)
+                                      const tfm_tokenizer *spelling, const int32_t *ids,
+                                      int64_t count, tfm__bytes *out)
 {
     tfm__bytes text = {0};
     int status = -1;
@@ -890,12 +890,12 @@ int tfm__sentencepiece_decode_spelled(const char *op, const tfm_tokenizer *tok,
     if (tfm__bytes_append(op, &text, "", 0))
         goto done;
     for (int64_t i = 0; i < count; i++) {
-        const tfm__piece *p = spelled[i];
+        const tfm__piece *p = &spelling->pieces[ids[i]];
         /* the reference looks the piece's id up again by its spelling */
         const tfm__piece *q = &tok->pieces[id_or_unknown(tok, p->text, p->length)];
         if (q->type == TFM__PIECE_BYTE)
             continue;
-        if (append_bytes(op, tok, spelled, byte_start, i, &text))
+        if (append_bytes(op, tok, spelling, ids, byte_start, i, &text))
             goto done;
         if (bos_ws_seen || text.size)
             is_bos_ws = 0;
@@ -918,7 +918,7 @@ int tfm__sentencepiece_decode_spelled(const char *op, const tfm_tokenizer *tok,
         if (append_piece(op, p->text, p->length, strip, &text))
             goto done;
     }
-    if (append_bytes(op, tok, spelled, byte_start, count, &text))
+    if (append_bytes(op, tok, spelling, ids, byte_start, count, &text))
         goto done;
     if (tok->has_denormalizer) {
         if (tfm__normalize(op, tok, &tok->denormalizer, 0, text.data, text.size, out))
@@ -937,16 +937,7 @@ done:
 int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                               int64_t count, tfm__bytes *out)
 {
-    const tfm__piece **spelled = malloc((size_t)(count > 0 ? count : 1) * sizeof *spelled);
-    if (!spelled) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld pieces", op, (long long)count);
-        return -1;
-    }
-    for (int64_t i = 0; i < count; i++)
-        spelled[i] = &tok->pieces[ids[i]];
-    int status = tfm__sentencepiece_decode_spelled(op, tok, spelled, count, out);
-    free(spelled);
-    return status;
+    return tfm__sentencepiece_decode_spelled(op, tok, tok, ids, count, out);
 }
 
 /* ---- writing a model (trained here) ---- */

@@ -188,12 +188,11 @@ int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok, const ch
 /* Appends the text of ids (each already checked to be in range). */
 int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                               int64_t count, tfm__bytes *out);
-/* The same for pieces by their spelling (spelled[i] need not be tok's:
- * one the model lacks is its own text, as SentencePiece's DecodePieces
- * gives it). */
+/* The same for spelling's pieces ids[0, count) by their spelling (one
+ * tok lacks is its own text, as SentencePiece's DecodePieces gives it). */
 int tfm__sentencepiece_decode_spelled(const char *op, const tfm_tokenizer *tok,
-                                      const tfm__piece *const *spelled, int64_t count,
-                                      tfm__bytes *out);
+                                      const tfm_tokenizer *spelling, const int32_t *ids,
+                                      int64_t count, tfm__bytes *out);
 /* The matched piece's id for piece[0, len), else its reserved id, else -1
  * (SentencePiece's PieceToId but for the unknown fallback). */
 int32_t tfm__piece_id(const tfm_tokenizer *tok, const char *piece, size_t len);
