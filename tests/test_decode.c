@@ -3,7 +3,8 @@
  * and max_length; sampling's seeds, temperature, top-k and top-p, down to
  * the frequencies of many draws; beam search against greedy and against an
  * exhaustive search; the model's mode; every error path; a batch encoded in
- * slices, and the memory that spares. */
+ * slices, and the memory that spares; the run's encoding on packed weights
+ * against the model's (the decoding's internals: decode/decode.h). */
 #include <check.h>
 #include <math.h>
 #include <sys/resource.h>
@@ -13,6 +14,9 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "decode/decode.h"
+#include "model/model.h"
+#include "nn/layer.h"
 #include <tfm/tfm.h>
 
 enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
@@ -525,6 +529,68 @@ START_TEST(odd_head_widths_equal_recomputed)
     o.eos_id = -1; /* every hypothesis runs LONG steps */
     o.beam_size = o.n_best = 4;
     ck_assert_int_eq(cached_matches_recomputed(m, &o, src, 0), LONG + 1);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* A run encodes its sources on the encoder's weights packed at its start
+ * (decode/weights.c), hung on the weights for the encoding only: the
+ * memory it keeps is tfm_model_encode's within 1e-5 with the padding
+ * mask, for every kind of model (post- and pre-norm, fused and separate
+ * queries, keys and values, RMS norms and relative position bias,
+ * embedding norms, final norms or none) and a fused attention wider than
+ * d_model / heads; it did pack them, and no weight keeps its packed copy
+ * after the run. */
+START_TEST(a_runs_encoding_is_the_models)
+{
+    tfm_model *m;
+    if (_i < KINDS) {
+        m = make_model(_i, vocab_of(_i), MAXT);
+    } else {
+        tfm_model_options mo;
+        tfm_model_options_init(&mo);
+        mo.src_vocab = 13;
+        mo.tgt_vocab = 11;
+        mo.max_src_len = MAXS;
+        mo.max_tgt_len = MAXT;
+        mo.d_model = 12;
+        mo.heads = 2;
+        mo.head_dim = 9;
+        mo.d_ff = 32;
+        mo.seed = 5;
+        m = tfm_model_create(&mo);
+        ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    }
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, 4);
+    o.use_cache = 0; /* the run keeps the memory itself */
+    tfm_decoding *d = tfm_decoding_create(m, &o, 3, 8);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    result *r = new_result();
+    ck_assert_msg(tfm_decoding_run(d, src, TOKENS(r), NONE, NONE, NONE) == TFM_OK, "%s",
+                  tfm_last_error());
+    tfm_model_set_training(m, 0);
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tape_set_recording(tape, 0);
+    tfm_tensor *memory = tfm_model_encode(tape, m, src, tfm_mask_padding(tape, src, PAD, TFM_I32),
+                                          NULL);
+    ck_assert_msg(memory != NULL, "%s", tfm_last_error());
+    assert_close(d->memory, tfm_tensor_data_f32(memory), tfm_tensor_numel(memory), 1e-5,
+                 _i < KINDS ? kind_name[_i] : "head_dim 9");
+    for (int32_t l = 0; l < m->options.encoder_layers; l++) {
+        const tfm_layer *block = m->encoder->children[l];
+        const tfm_layer *att = block->children[TFM__BLK_SELF_ATTN];
+        const tfm_layer *out = att->children[TFM__ATT_OUT];
+        ck_assert_ptr_nonnull(d->encoder_products[l][0].product.panels);
+        ck_assert_ptr_null((att->fused ? att : att->children[TFM__ATT_Q])->weight->packed);
+        ck_assert_ptr_null(out->weight->packed);
+        ck_assert_ptr_null(block->children[TFM__BLK_FF]->children[TFM__FF_LINEAR2]->weight->packed);
+    }
+    tfm_tape_free(tape);
+    free(r);
+    tfm_decoding_free(d);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
@@ -1280,6 +1346,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
     tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);
+    tcase_add_loop_test(c, a_runs_encoding_is_the_models, 0, KINDS + 1);
     tcase_add_loop_test(c, a_source_of_padding_only, 0, 2);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);

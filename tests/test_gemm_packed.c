@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "core/gemm_packed.h"
+#include "core/tensor.h"
+#include "ops/linear.h"
 #include "run_at_path.h"
 #include "tfm/tfm.h"
 
@@ -137,6 +139,53 @@ START_TEST(threads_give_the_same_bits)
 }
 END_TEST
 
+/* A weight a decoding hangs its packed copy on (tfm_tensor's packed) is
+ * read packed by the linear ops with the bias it was packed with, and
+ * unpacked with another: packed from another weight here, so that the
+ * output tells which one the op read. */
+START_TEST(the_linear_ops_read_a_hung_weight)
+{
+    enum { N = 5, IN = 7, OUT = 19 };
+    float *x = random_floats(N * IN), *w = random_floats(OUT * IN), *hung = random_floats(OUT * IN);
+    tfm_tensor *xt = tfm_tensor_from_f32(2, (const int64_t[]){N, IN}, x);
+    tfm_tensor *wt = tfm_tensor_from_f32(2, (const int64_t[]){OUT, IN}, w);
+    float *bias_values[2] = {random_floats(OUT), random_floats(OUT)};
+    tfm_tensor *biases[2] = {tfm_tensor_from_f32(1, (const int64_t[]){OUT}, bias_values[0]),
+                             tfm_tensor_from_f32(1, (const int64_t[]){OUT}, bias_values[1])};
+    tfm__packed_linear packed = {packed_of(hung, tfm__f32(biases[0]), OUT, IN),
+                                 tfm__f32(biases[0])};
+    wt->packed = &packed;
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tape_set_recording(tape, 0);
+    for (int b = 0; b < 2; b++) {
+        const float *read = b == 0 ? hung : w, *bias = tfm__f32(biases[b]);
+        tfm_tensor *y = tfm_linear(tape, xt, wt, biases[b]);
+        ck_assert_ptr_nonnull(y);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t j = 0; j < OUT; j++) {
+                double sum = bias[j];
+                for (int64_t k = 0; k < IN; k++)
+                    sum += (double)x[i * IN + k] * read[j * IN + k];
+                ck_assert_msg(fabs(tfm__f32(y)[i * OUT + j] - sum) <= 1e-5 * (1 + fabs(sum)),
+                              "bias %d: y[%lld][%lld] %g, not %g", b, (long long)i,
+                              (long long)j, (double)tfm__f32(y)[i * OUT + j], sum);
+            }
+    }
+    wt->packed = NULL;
+    tfm_tape_free(tape);
+    free(packed.product.panels);
+    for (int b = 0; b < 2; b++) {
+        free(bias_values[b]);
+        tfm_tensor_free(biases[b]);
+    }
+    tfm_tensor_free(xt);
+    tfm_tensor_free(wt);
+    free(x);
+    free(w);
+    free(hung);
+}
+END_TEST
+
 /* Each path in a child (run with "--shapes"), which writes its path's name
  * and its failures. */
 START_TEST(every_path_equals_the_sums)
@@ -170,6 +219,7 @@ static Suite *gemm_packed_suite(void)
     tcase_add_test(tc, products_equal_the_sums);
     tcase_add_test(tc, threads_give_the_same_bits);
     tcase_add_test(tc, every_path_equals_the_sums);
+    tcase_add_test(tc, the_linear_ops_read_a_hung_weight);
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
     return s;

@@ -14,6 +14,23 @@
 #include "model/model.h"
 #include "nn/layer.h"
 
+/* Layer l's cross-attention keys and values of n rows of memory, side by
+ * side in d->kv [n, 2 inner]: packed at the run's start (float32), else
+ * int8 products. */
+static void cross_projections(tfm_decoding *d, int32_t l, const float *memory, int64_t n)
+{
+    int64_t I = d->inner;
+    const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
+    if (tfm__decode_packed_product(&d->products[l][DECODE_CROSS_KV], memory, n, d->kv, 2 * I))
+        return;
+    if (att->fused) {
+        tfm__decode_product(att->weight, att->bias, I, 2 * I, memory, n, d->kv, 2 * I);
+    } else {
+        tfm__decode_linear(att->children[TFM__ATT_K], memory, n, d->kv, 2 * I);
+        tfm__decode_linear(att->children[TFM__ATT_V], memory, n, d->kv + I, 2 * I);
+    }
+}
+
 /* Each decoder layer's cross-attention keys and values of the memory
  * [n, S, D] of sources first.. ([n * S, 2 inner] in kv), split into heads
  * once for the whole run. */
@@ -23,13 +40,7 @@ void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t firs
     int64_t B = n;
     int64_t I = d->inner, H = d->heads, dk = d->dk;
     for (int32_t l = 0; l < d->layers; l++) {
-        const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
-        if (att->fused) {
-            tfm__decode_product(att->weight, att->bias, I, 2 * I, memory, B * S, d->kv, 2 * I);
-        } else {
-            tfm__decode_linear(att->children[TFM__ATT_K], memory, B * S, d->kv, 2 * I);
-            tfm__decode_linear(att->children[TFM__ATT_V], memory, B * S, d->kv + I, 2 * I);
-        }
+        cross_projections(d, l, memory, B * S);
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++) {
                 float *tiles = cross_tiles(d, l, first + b, h);

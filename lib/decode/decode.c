@@ -409,6 +409,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     }
     int ok = (d->tape = tfm_tape_create()) && tfm_tape_set_recording(d->tape, 0) == TFM_OK &&
              (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
+             BUFFER(encoder_products, model->options.encoder_layers) &&
              BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
              BUFFER(qkv, rows * 3 * I) && BUFFER(ctx, rows * I) &&
              BUFFER(ff, rows * (double)d->ff_row) && BUFFER(logits, rows * V) &&
@@ -482,7 +483,8 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->processed, d->limit, d->forced, d->bad_words,
                        d->bad_word_lengths, d->head_weights, d->alignments,
                        d->alignments_tmp, d->fin_alignments, (void *)d->result,
-                       d->result_rows, d->position_bias, d->products, d->packed};
+                       d->result_rows, d->position_bias, d->products, d->encoder_products,
+                       d->packed};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -700,10 +702,10 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
     return TFM_OK;
 }
 
-/* Encodes src, a slice of sources at a time, and keeps what the steps
- * read: the cross-attention keys and values (cached) or the memory
- * (recomputed). */
-static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
+/* Encodes src's slices of sources on the tape, the encoder's weights
+ * packed, and keeps what the steps read: the cross-attention keys and
+ * values (cached) or the memory (recomputed). */
+static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
 {
     int64_t B = src->shape[0], S = src->shape[1], per = sources_per_encoding(d, S);
     tfm_tape *tape = d->tape;
@@ -726,6 +728,20 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
             memcpy(d->memory + first * S * d->d, tfm__f32(memory),
                    (size_t)memory->numel * sizeof(float));
     }
+    return TFM_OK;
+}
+
+/* Encodes src, a slice of sources at a time, and keeps what the steps
+ * read, and which source positions they attend to. */
+static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
+{
+    tfm__decode_hang_encoder_weights(d, 1);
+    tfm_status status = encode_slices(d, src);
+    tfm__decode_hang_encoder_weights(d, 0);
+    if (status != TFM_OK)
+        return status;
+    int64_t B = src->shape[0], S = src->shape[1];
+    const int32_t *ids = tfm__i32(src);
     if (d->o.use_cache) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++)
@@ -811,7 +827,7 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
     *d->rng = d->rng_seeded;
     model_flags(d->model, d->training, 1);
     tfm_model_set_training(d->model, 0);
-    status = d->o.use_cache ? tfm__decode_pack_weights(d) : TFM_OK;
+    status = tfm__decode_pack_weights(d);
     if (status == TFM_OK)
         status = encode(d, src);
     if (status == TFM_OK) {

@@ -20,6 +20,7 @@
 #include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "ops/linear.h"
 #include "tfm/decode.h"
 
 /* Scores are computed for tiles of this many positions; the key caches
@@ -28,13 +29,18 @@
 /* attend's query heads at a time */
 #define QUERIES 4
 
-/* A decoder layer's products in a step, as weights.c packs them: the
+/* A decoder layer's products, as weights.c packs them: the
  * self-attention's queries, keys and values (one product), its output,
- * the cross-attention's queries and output, the feed-forward's. */
+ * the cross-attention's queries and output, the feed-forward's in a step;
+ * the cross-attention's keys and values of the memory (one product), once
+ * per source. */
 enum {
     DECODE_SELF_QKV, DECODE_SELF_OUT, DECODE_CROSS_Q, DECODE_CROSS_OUT, DECODE_FF_IN,
-    DECODE_FF_UP, DECODE_FF_OUT, DECODE_PRODUCTS
+    DECODE_FF_UP, DECODE_FF_OUT, DECODE_CROSS_KV, DECODE_PRODUCTS
 };
+/* An encoder layer's linear layers at most: queries, keys and values
+ * (fused: one), output, the feed-forward's two or three. */
+#define ENCODE_LINEARS 7
 
 struct tfm_decoding {
     tfm_model *model;
@@ -81,6 +87,9 @@ struct tfm_decoding {
      * at each run into packed [packed_floats] (weights.c); an unpacked
      * one's panels are NULL (int8, or no linear_up) */
     tfm__packed (*products)[DECODE_PRODUCTS], generator;
+    /* each encoder layer's linear layers' weights packed with their biases
+     * at each run, hung on the weights while the run encodes (weights.c) */
+    tfm__packed_linear (*encoder_products)[ENCODE_LINEARS];
     float *packed;
     int64_t packed_floats;
     int64_t tiles;         /* rows * self_tiled / BLOCK */
@@ -233,9 +242,17 @@ void tfm__decode_product(const tfm_tensor *w, const tfm_tensor *b, int64_t first
                          int64_t count, const float *in, int64_t n, float *out, int64_t ldc);
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
-/* weights.c: the decoder's float32 weights packed as they are now, at the
- * start of each run (d->running names it in an error) */
+/* weights.c: the float32 weights packed as they are now, at the start of
+ * each run (d->running names it in an error): the decoder's (use_cache)
+ * and the encoder's; the encoder's hung on its weights (on 1), for the
+ * linear ops of the run's encoding, or taken off them (on 0) */
 tfm_status tfm__decode_pack_weights(tfm_decoding *d);
+void tfm__decode_hang_encoder_weights(tfm_decoding *d, int on);
+/* step.c and cache.c: out (row stride ldc) = in [n, p->in] times p's
+ * weights and bias, when the run packed them (weights.c); 0 when it did
+ * not (int8 weights) */
+int tfm__decode_packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
+                               int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the
  * memory [n, S, D] of sources first..first + n - 1; a free tile of source
  * b's; source b's new hypotheses' tile tables from their parents' (beam.c's

@@ -43,10 +43,8 @@ void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, flo
                         ldc);
 }
 
-/* out (row stride ldc) = in [n, p->in] times p's weights and bias, when
- * the run packed them (weights.c); 0 when it did not (int8 weights). */
-static int packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
-                          int64_t ldc)
+int tfm__decode_packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
+                               int64_t ldc)
 {
     if (!p->panels)
         return 0;
@@ -87,10 +85,10 @@ static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm
     int64_t I = d->inner;
     tfm_layer *const *c = att->children;
     const tfm__packed *products = d->products[l];
-    if (!packed_product(&products[DECODE_SELF_QKV], in, n, g->qkv, 3 * I))
+    if (!tfm__decode_packed_product(&products[DECODE_SELF_QKV], in, n, g->qkv, 3 * I))
         int8_projections(att, 3, in, n, g->qkv, I);
     tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
-    if (!packed_product(&products[DECODE_SELF_OUT], g->ctx, n, out, d->d))
+    if (!tfm__decode_packed_product(&products[DECODE_SELF_OUT], g->ctx, n, out, d->d))
         tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
@@ -99,10 +97,10 @@ static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tf
 {
     int64_t I = d->inner;
     const tfm__packed *products = d->products[l];
-    if (!packed_product(&products[DECODE_CROSS_Q], in, n, g->qkv, I))
+    if (!tfm__decode_packed_product(&products[DECODE_CROSS_Q], in, n, g->qkv, I))
         int8_projections(att, 1, in, n, g->qkv, I);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
-    if (!packed_product(&products[DECODE_CROSS_OUT], g->ctx, n, out, d->d))
+    if (!tfm__decode_packed_product(&products[DECODE_CROSS_OUT], g->ctx, n, out, d->d))
         tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
@@ -111,19 +109,19 @@ static void feed_forward(tfm_decoding *d, const group *g, int32_t l, const tfm_l
 {
     int64_t width = d->d_ff;
     const tfm__packed *products = d->products[l];
-    if (!packed_product(&products[DECODE_FF_IN], in, n, g->ff, width))
+    if (!tfm__decode_packed_product(&products[DECODE_FF_IN], in, n, g->ff, width))
         tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
     tfm__activation_rows(ff->activation, hv, n * width, hv);
     const tfm_layer *up = ff->children[TFM__FF_LINEAR_UP];
     if (up) {
         float *upv = g->ff + n * width; /* the group's second half (ff_row) */
-        if (!packed_product(&products[DECODE_FF_UP], in, n, upv, width))
+        if (!tfm__decode_packed_product(&products[DECODE_FF_UP], in, n, upv, width))
             tfm__decode_linear(up, in, n, upv, width);
         for (int64_t i = 0; i < n * width; i++)
             hv[i] *= upv[i];
     }
-    if (!packed_product(&products[DECODE_FF_OUT], hv, n, out, d->d))
+    if (!tfm__decode_packed_product(&products[DECODE_FF_OUT], hv, n, out, d->d))
         tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }
 
@@ -206,7 +204,7 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
             g->h[i] = out[i] * rescale;
         out = g->h;
     }
-    if (!packed_product(&d->generator, out, n, g->logits, d->vocab))
+    if (!tfm__decode_packed_product(&d->generator, out, n, g->logits, d->vocab))
         tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
 }
 

@@ -1,6 +1,11 @@
-/* The decoder's float32 weights packed for the steps' products
+/* The model's float32 weights packed for decoding's products
  * (core/gemm_packed.h), once per run: a step's 16 to 256 rows do not pay
- * for the BLAS packing them at every product. A run packs the weights as
+ * for the BLAS packing them at every product, and the encoding's products
+ * on this CPU's widest vectors (the packed kernel's AVX-512 where OpenBLAS
+ * runs its AVX2 kernels) take 0.5-0.6 of the BLAS's time. The encoder's
+ * hang on its weights while the run encodes (tfm_tensor's packed), so that
+ * the model's own forward multiplies by them; only then, so that training
+ * and every other forward never see them. A run packs the weights as
  * they are when it starts, so a model trained, loaded into or quantized
  * between runs decodes with its new weights; packing reads them once, a
  * small part of a run's steps, which read them at every step. A product
@@ -26,7 +31,8 @@ static part whole(const tfm_layer *linear)
 
 /* A product's parts, side by side in its output columns: self-attention's
  * queries, keys and values in one product (fused or not), cross-attention's
- * queries (a fused weight's first third). Returns their count. */
+ * queries (a fused weight's first third), and its keys and values (the
+ * other two). Returns their count. */
 static int parts_of(const tfm_layer *block, int product, part *parts)
 {
     const tfm_layer *self = block->children[TFM__BLK_SELF_ATTN];
@@ -56,6 +62,15 @@ static int parts_of(const tfm_layer *block, int product, part *parts)
     case DECODE_FF_IN:
         parts[0] = whole(ff->children[TFM__FF_LINEAR1]);
         return 1;
+    case DECODE_CROSS_KV:
+        if (cross->fused) {
+            int64_t inner = cross->weight->shape[0] / 3;
+            parts[0] = (part){cross->weight, cross->bias, inner, 2 * inner};
+            return 1;
+        }
+        parts[0] = whole(cross->children[TFM__ATT_K]);
+        parts[1] = whole(cross->children[TFM__ATT_V]);
+        return 2;
     case DECODE_FF_UP:
         if (!ff->children[TFM__FF_LINEAR_UP])
             return 0;
@@ -99,12 +114,45 @@ static int64_t pack(tfm__packed *p, const part *parts, int n, float *floats)
     return tfm__packed_floats(out, in);
 }
 
-/* Every product over d->packed from its start (NULL: counts the floats). */
+/* An encoder layer's linear layers, as its forward multiplies by them
+ * (tfm_linear): the fused queries, keys and values or each, the output,
+ * the feed-forward's. Returns their count. */
+static int encoder_linears(const tfm_layer *block, tfm_layer **linears)
+{
+    tfm_layer *att = block->children[TFM__BLK_SELF_ATTN], *ff = block->children[TFM__BLK_FF];
+    int n = 0;
+    if (att->fused)
+        linears[n++] = att;
+    else
+        for (int i = 0; i < 3; i++)
+            linears[n++] = att->children[TFM__ATT_Q + i];
+    linears[n++] = att->children[TFM__ATT_OUT];
+    linears[n++] = ff->children[TFM__FF_LINEAR1];
+    if (ff->children[TFM__FF_LINEAR_UP])
+        linears[n++] = ff->children[TFM__FF_LINEAR_UP];
+    linears[n++] = ff->children[TFM__FF_LINEAR2];
+    return n;
+}
+
+/* Every product over d->packed from its start (NULL: counts the floats):
+ * the encoder's, then the decoder's when the steps use them. */
 static int64_t pack_all(tfm_decoding *d, float *floats)
 {
     const tfm_model *m = d->model;
     int64_t used = 0;
     part parts[3];
+    tfm_layer *linears[ENCODE_LINEARS];
+    for (int32_t l = 0; l < m->options.encoder_layers; l++) {
+        int n = encoder_linears(m->encoder->children[l], linears);
+        for (int i = 0; i < n; i++) {
+            tfm__packed_linear *p = &d->encoder_products[l][i];
+            parts[0] = whole(linears[i]);
+            used += pack(&p->product, parts, 1, floats ? floats + used : NULL);
+            p->bias = values(linears[i]->bias);
+        }
+    }
+    if (!d->products)
+        return used;
     for (int32_t l = 0; l < d->layers; l++)
         for (int product = 0; product < DECODE_PRODUCTS; product++) {
             int n = parts_of(m->decoder->children[l], product, parts);
@@ -120,11 +168,24 @@ tfm_status tfm__decode_pack_weights(tfm_decoding *d)
     if (floats > d->packed_floats) {
         float *grown = realloc(d->packed, (size_t)floats * sizeof(float));
         if (!grown)
-            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory packing the decoder's weights "
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory packing the weights "
                              "(%lld floats)", d->running, (long long)floats);
         d->packed = grown;
         d->packed_floats = floats;
     }
     pack_all(d, d->packed);
     return TFM_OK;
+}
+
+void tfm__decode_hang_encoder_weights(tfm_decoding *d, int on)
+{
+    const tfm_model *m = d->model;
+    tfm_layer *linears[ENCODE_LINEARS];
+    for (int32_t l = 0; l < m->options.encoder_layers; l++) {
+        int n = encoder_linears(m->encoder->children[l], linears);
+        for (int i = 0; i < n; i++) {
+            const tfm__packed_linear *p = &d->encoder_products[l][i];
+            linears[i]->weight->packed = on && p->product.panels ? p : NULL;
+        }
+    }
 }

@@ -104,13 +104,16 @@ static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float 
 }
 
 /* j->y [rows, j->out] = the op's output for x [rows, in], weight w: its
- * int8 parts when the model was quantized (tfm_model_quantize), else (or
- * when the int8 kernel's buffer cannot be had) its float32 values. */
+ * packed copy with this bias when a decoding packed it, its int8 parts
+ * when the model was quantized (tfm_model_quantize), else (or when the
+ * int8 kernel's buffer cannot be had) its float32 values. */
 static void compute_output(const elementwise_job *j, const float *x, const tfm_tensor *w,
                            int64_t rows, int64_t in)
 {
     int64_t n = rows * j->out;
-    if (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0)
+    if (w->packed && w->packed->bias == j->bias)
+        tfm__packed_product(&w->packed->product, x, rows, j->y, j->out);
+    else if (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0)
         tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, tfm__f32(w), in, j->bias, j->y,
                         j->out);
     if (j->mode != PLAIN)

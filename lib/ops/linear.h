@@ -3,6 +3,16 @@
 #define TFM_OPS_LINEAR_H
 
 #include "autograd/tape.h"
+#include "core/gemm_packed.h"
+
+/* A weight packed with a bias for the linear ops' products, which a
+ * decoding hangs on its encoder's weights (tfm_tensor's packed) while it
+ * encodes: a BLAS packs the weight at every call. The ops read it for
+ * products with that bias (NULL: none) only. */
+typedef struct tfm__packed_linear {
+    tfm__packed product;
+    const float *bias;
+} tfm__packed_linear;
 
 /* residual + dropout(x W^T + b, p from rng; p = 0: none), keeping only the
  * sum on the tape. op names the caller in errors. */
