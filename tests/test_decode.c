@@ -505,24 +505,32 @@ END_TEST
  * one by one), the last of head_dim 9 in d_model 12 (an inner width of 18:
  * the fused projections' rows and the caches are not d_model's), past a
  * tile, with beams: the same as the reference path. */
-START_TEST(odd_head_widths_equal_recomputed)
+/* d_model, heads, head_dim (0: d_model / heads) of models whose heads
+ * are of odd widths, or whose attention is wider than d_model */
+static const int32_t odd_widths[3][3] = {{12, 3, 0}, {20, 2, 0}, {12, 2, 9}};
+
+static tfm_model *odd_width_model(const int32_t *widths, int64_t max_tgt_len)
 {
-    enum { LONG = 40 };
-    /* d_model, heads, head_dim */
-    static const int32_t widths[3][3] = {{12, 3, 0}, {20, 2, 0}, {12, 2, 9}};
     tfm_model_options mo;
     tfm_model_options_init(&mo);
     mo.src_vocab = 13;
     mo.tgt_vocab = 11;
     mo.max_src_len = MAXS;
-    mo.max_tgt_len = LONG + 1;
-    mo.d_model = widths[_i][0];
-    mo.heads = widths[_i][1];
-    mo.head_dim = widths[_i][2];
+    mo.max_tgt_len = max_tgt_len;
+    mo.d_model = widths[0];
+    mo.heads = widths[1];
+    mo.head_dim = widths[2];
     mo.d_ff = 32;
     mo.seed = 5;
     tfm_model *m = tfm_model_create(&mo);
     ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    return m;
+}
+
+START_TEST(odd_head_widths_equal_recomputed)
+{
+    enum { LONG = 40 };
+    tfm_model *m = odd_width_model(odd_widths[_i], LONG + 1);
     tfm_tensor *src = padded_sources();
     tfm_decode_options o;
     options(&o, TFM_DECODE_BEAM, LONG);
@@ -544,24 +552,8 @@ END_TEST
  * after the run. */
 START_TEST(a_runs_encoding_is_the_models)
 {
-    tfm_model *m;
-    if (_i < KINDS) {
-        m = make_model(_i, vocab_of(_i), MAXT);
-    } else {
-        tfm_model_options mo;
-        tfm_model_options_init(&mo);
-        mo.src_vocab = 13;
-        mo.tgt_vocab = 11;
-        mo.max_src_len = MAXS;
-        mo.max_tgt_len = MAXT;
-        mo.d_model = 12;
-        mo.heads = 2;
-        mo.head_dim = 9;
-        mo.d_ff = 32;
-        mo.seed = 5;
-        m = tfm_model_create(&mo);
-        ck_assert_msg(m != NULL, "%s", tfm_last_error());
-    }
+    tfm_model *m = _i < KINDS ? make_model(_i, vocab_of(_i), MAXT)
+                              : odd_width_model(odd_widths[2], MAXT);
     tfm_tensor *src = padded_sources();
     tfm_decode_options o;
     options(&o, TFM_DECODE_GREEDY, 4);
