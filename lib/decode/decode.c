@@ -3,7 +3,8 @@
  * options, the decoding's buffers, and the groups of sources on threads;
  * decode.h lists the others.
  *
- * The sources are encoded once on a private no-grad tape. With use_cache
+ * The sources are encoded once on a private no-grad tape, the encoder's
+ * weights packed for the run (weights.c). With use_cache
  * the decoder then runs one token per step outside the tape, straight on
  * the layers' parameters, over tiled caches of keys and values (cache.c,
  * step.c, attention_kernel.c). Without the caches, every step runs
