@@ -455,6 +455,39 @@ static int blank(const char *line)
     return *line == '\0';
 }
 
+/* The line's ids cut to max_src as transformers' truncation does: the
+ * text's ids end early, the ids the model puts around it stay (BART's
+ * <s>, </s>, a language code after it). count is the uncut ids'. */
+static tfm_status cut_source(const tfm_model *model, const char *line, int64_t length,
+                             int64_t count, int32_t *row, int64_t max_src)
+{
+    int64_t inner = 0;
+    int32_t *all = malloc((size_t)(2 * count) * sizeof *all), *text = all + count;
+    tfm_status s = all ? tfm_model_encode_text(model, line, length, all, count, &count)
+                       : TFM_ERR_NOMEM;
+    if (s == TFM_OK)
+        s = tfm_tokenizer_encode(tfm_model_tokenizer(model, 0), line, length, text, count,
+                                 &inner);
+    /* the text's ids sit after the prefix, the first place they match */
+    int64_t prefix = 0, around = count - inner;
+    while (s == TFM_OK && prefix < around &&
+           memcmp(all + prefix, text, (size_t)inner * sizeof *text) != 0)
+        prefix++;
+    if (s == TFM_OK && max_src < around) {
+        fprintf(stderr, "%s: the model's %lld sources cannot hold the %lld ids around a "
+                "line\n", program, (long long)max_src, (long long)around);
+        s = TFM_ERR_SIZE;
+    }
+    if (s == TFM_OK) {
+        int64_t kept = max_src - around;
+        memcpy(row, all, (size_t)(prefix + kept) * sizeof *row);
+        memcpy(row + prefix + kept, all + prefix + inner,
+               (size_t)(around - prefix) * sizeof *row);
+    }
+    free(all);
+    return s;
+}
+
 static int translator_run(translator *t, const char *const *lines, int64_t n, char **out)
 {
     int64_t width = 1;
@@ -466,12 +499,7 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
         if (s == TFM_ERR_SIZE) {
             fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n",
                     program, (long long)count, (long long)t->max_src);
-            int32_t *all = malloc((size_t)count * sizeof *all);
-            s = all ? tfm_model_encode_text(t->model, lines[i], length, all, count, &count)
-                    : TFM_ERR_NOMEM;
-            if (s == TFM_OK)
-                memcpy(row, all, (size_t)t->max_src * sizeof *row);
-            free(all);
+            s = cut_source(t->model, lines[i], length, count, row, t->max_src);
             count = t->max_src;
         }
         if (s != TFM_OK)

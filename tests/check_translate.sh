@@ -189,6 +189,19 @@ for family in marian bart mbart m2m100 m2m100/nllb t5 t5/original t5/narrow; do
         step "--model $family (a published folder), $run: the twin's translations" $?
     done
 done
+# words WORD K: K WORDs, one space apart
+words() {
+    yes "$1" | head -n "$2" | paste -sd ' ' -
+}
+# A cut line keeps the ids around its source (</s>, BART's <s>): the text
+# fitting the model's 64 sources exactly and a longer one translate alike.
+for fit in marian:63 bart:62 mbart:62; do
+    family=${fit%:*}
+    words a "${fit#*:}" | "$translate" --model "$tests/$family" >"$scratch/fit.txt" 2>/dev/null &&
+        words a 90 | "$translate" --model "$tests/$family" >"$scratch/cut.txt" 2>/dev/null &&
+        cmp -s "$scratch/fit.txt" "$scratch/cut.txt"
+    step "--model $family: a line cut to the sources keeps the ids around it" $?
+done
 "$translate" --model "$tests/mbart" --source-language xx_XX </dev/null >/dev/null \
     2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q '"xx_XX"' "$scratch/err.txt"
