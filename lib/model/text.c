@@ -57,12 +57,21 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
     return TFM_OK;
 }
 
-/* Whether transformers' decode(skip_special_tokens=True) drops id. */
-static int skipped(const tfm_model *m, const tfm_tokenizer *tok, int32_t id)
+/* Whether id is one of tok's special tokens (unknown, beginning, end,
+ * padding). */
+static int special(const tfm_tokenizer *tok, int32_t id)
 {
     for (int which = TFM_TOKEN_UNK; which <= TFM_TOKEN_PAD; which++)
         if (id == tfm_tokenizer_special_id(tok, (tfm_special_token)which))
             return 1;
+    return 0;
+}
+
+/* Whether transformers' decode(skip_special_tokens=True) drops id. */
+static int skipped(const tfm_model *m, const tfm_tokenizer *tok, int32_t id)
+{
+    if (special(tok, id))
+        return 1;
     for (int32_t i = 0; i < m->text.n_ids; i++)
         if (id == m->text.ids[i])
             return 1;
@@ -204,11 +213,14 @@ tfm_status tfm_model_set_source_template(tfm_model *m, const int32_t *prefix, in
 }
 
 /* The id of piece[0, length) when it is a control piece, as language
- * codes are; else -1. */
+ * codes are, other than the special tokens (</s> is no language); else
+ * -1. */
 static int32_t control_id(const tfm_tokenizer *tok, const char *piece, size_t length)
 {
     int32_t id = tfm_tokenizer_piece_to_id(tok, piece, (int64_t)length);
-    return id >= 0 && tok->pieces[id].type == TFM__PIECE_CONTROL ? id : -1;
+    if (id < 0 || tok->pieces[id].type != TFM__PIECE_CONTROL)
+        return -1;
+    return special(tok, id) ? -1 : id;
 }
 
 /* The id of a language code as tok spells it: the code itself, or
