@@ -287,7 +287,9 @@ char *tfm__text_template_format(const char *op, const tfm__text_template *t)
 }
 
 /* One "name=" field's integers at *at (comma-separated, up to max) into
- * out; their count, or -1 when the text is not that. */
+ * out, name with the space before it but the first; their count, or -1
+ * when the text is not exactly that (no sign, space or tab that
+ * tfm__text_template_format does not write). */
 static int read_field(const char **at, const char *name, int32_t *out, int max)
 {
     size_t n = strlen(name);
@@ -297,15 +299,17 @@ static int read_field(const char **at, const char *name, int32_t *out, int max)
     int count = 0;
     while (*p && *p != ' ') {
         char *end;
+        if (!isdigit((unsigned char)(*p == '-' ? p[1] : *p)))
+            return -1;
         long v = strtol(p, &end, 10);
-        if (end == p || count == max || v < -1 || v > INT32_MAX)
+        if (count == max || v < -1 || v > INT32_MAX)
             return -1;
         out[count++] = (int32_t)v;
         p = *end == ',' ? end + 1 : end;
         if (*end == ',' && (*p == ' ' || !*p))
             return -1;
     }
-    *at = *p == ' ' ? p + 1 : p;
+    *at = p;
     return count;
 }
 
@@ -317,12 +321,12 @@ tfm_status tfm__text_template_parse(const char *ctx, const char *key, const char
     int32_t suffix[TFM__TEMPLATE_MAX];
     const char *at = value;
     int n_prefix = read_field(&at, "prefix", t.ids, TFM__TEMPLATE_MAX);
-    int n_suffix = n_prefix < 0 ? -1 : read_field(&at, "suffix", suffix, TFM__TEMPLATE_MAX);
+    int n_suffix = n_prefix < 0 ? -1 : read_field(&at, " suffix", suffix, TFM__TEMPLATE_MAX);
     int ok = n_suffix >= 0 && n_prefix + n_suffix <= TFM__TEMPLATE_MAX &&
-             read_field(&at, "language", &t.language, 1) == 1 &&
-             read_field(&at, "target_language", &t.target_language, 1) == 1 &&
-             read_field(&at, "strip", &t.strip, 1) == 1 &&
-             read_field(&at, "clean_up", &t.clean_up, 1) == 1 && *at == '\0';
+             read_field(&at, " language", &t.language, 1) == 1 &&
+             read_field(&at, " target_language", &t.target_language, 1) == 1 &&
+             read_field(&at, " strip", &t.strip, 1) == 1 &&
+             read_field(&at, " clean_up", &t.clean_up, 1) == 1 && *at == '\0';
     if (ok) {
         memcpy(t.ids + n_prefix, suffix, (size_t)n_suffix * sizeof *suffix);
         t.n_prefix = n_prefix;
