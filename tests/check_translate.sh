@@ -133,8 +133,14 @@ tensors['__metadata__']['tfm.src_vocab'] = tensors['__metadata__']['tfm.tgt_voca
 write('wide.safetensors', tensors)
 EOF
 echo "hotel" | "$translate" --model "$scratch/bare.safetensors" >/dev/null 2>"$scratch/err.txt"
-[ $? -eq 1 ] && grep -q "holds no tokenizer" "$scratch/err.txt"
-step "a model file without a tokenizer is refused, saying so" $?
+[ $? -eq 1 ] && grep -q "holds no tokenizer" "$scratch/err.txt" && ! grep -q "TFM_OK" "$scratch/err.txt"
+step "a model file without a tokenizer is refused, saying so (and no more)" $?
+mkdir "$scratch/untokenized" && cp "$tests/mbart/config.json" "$tests/mbart/model.safetensors" \
+    "$scratch/untokenized/"
+echo "hotel" | "$translate" --model "$scratch/untokenized" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "lacks the tokenizer files" "$scratch/err.txt" &&
+    [ "$(wc -l <"$scratch/err.txt")" -eq 1 ]
+step "a folder without its tokenizer files is refused, saying so in one line" $?
 "$translate" --model "$scratch/wide.safetensors" --beam 1 <"$data/test.en" >"$scratch/wide.txt" &&
     "$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/narrow.txt" &&
     cmp -s "$scratch/wide.txt" "$scratch/narrow.txt"
