@@ -384,8 +384,8 @@ static int suppress_non_text(tfm_model *model, tfm_decode_options *o, int32_t **
  * tokenizers: a published model (published) with its generation
  * defaults, beam (0: its own) and max_length (0: its own) changing them;
  * a model trained here with beam 4 unless told, and translations up to
- * twice their source's length and 10 (or max_length). 0, or -1 with
- * libtfm's error. */
+ * twice their source's length and 10 (or max_length). 0, or -1 having
+ * said why on standard error. */
 static int translator_make(translator *t, tfm_model *model, int published, int64_t beam,
                            int64_t max_length, int64_t max_batch)
 {
@@ -423,8 +423,10 @@ static int translator_make(translator *t, tfm_model *model, int published, int64
     free(never); /* the decoding keeps a copy */
     int64_t tokens = 0;
     if (!t->decoding ||
-        tfm_decoding_buffer_sizes(t->decoding, max_batch, &tokens, NULL, NULL, NULL) != TFM_OK)
+        tfm_decoding_buffer_sizes(t->decoding, max_batch, &tokens, NULL, NULL, NULL) != TFM_OK) {
+        cli_fail(program, "preparing to translate");
         return -1;
+    }
     t->ids = malloc((size_t)(max_batch * t->max_src) * sizeof *t->ids);
     t->tokens = malloc((size_t)tokens * sizeof *t->tokens);
     t->lengths = malloc((size_t)max_batch * sizeof *t->lengths);
@@ -455,6 +457,39 @@ static int blank(const char *line)
     return *line == '\0';
 }
 
+/* The line's ids cut to max_src as transformers' truncation does: the
+ * text's ids end early, the ids the model puts around it stay (BART's
+ * <s>, </s>, a language code after it). count is the uncut ids'. */
+static tfm_status cut_source(const tfm_model *model, const char *line, int64_t length,
+                             int64_t count, int32_t *row, int64_t max_src)
+{
+    int64_t inner = 0;
+    int32_t *all = malloc((size_t)(2 * count) * sizeof *all), *text = all + count;
+    tfm_status s = all ? tfm_model_encode_text(model, line, length, all, count, &count)
+                       : TFM_ERR_NOMEM;
+    if (s == TFM_OK)
+        s = tfm_tokenizer_encode(tfm_model_tokenizer(model, 0), line, length, text, count,
+                                 &inner);
+    /* the text's ids sit after the prefix, the first place they match */
+    int64_t prefix = 0, around = count - inner;
+    while (s == TFM_OK && prefix < around &&
+           memcmp(all + prefix, text, (size_t)inner * sizeof *text) != 0)
+        prefix++;
+    if (s == TFM_OK && max_src < around) {
+        fprintf(stderr, "%s: the model's %lld sources cannot hold the %lld ids around a "
+                "line\n", program, (long long)max_src, (long long)around);
+        s = TFM_ERR_SIZE;
+    }
+    if (s == TFM_OK) {
+        int64_t kept = max_src - around;
+        memcpy(row, all, (size_t)(prefix + kept) * sizeof *row);
+        memcpy(row + prefix + kept, all + prefix + inner,
+               (size_t)(around - prefix) * sizeof *row);
+    }
+    free(all);
+    return s;
+}
+
 static int translator_run(translator *t, const char *const *lines, int64_t n, char **out)
 {
     int64_t width = 1;
@@ -466,12 +501,7 @@ static int translator_run(translator *t, const char *const *lines, int64_t n, ch
         if (s == TFM_ERR_SIZE) {
             fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n",
                     program, (long long)count, (long long)t->max_src);
-            int32_t *all = malloc((size_t)count * sizeof *all);
-            s = all ? tfm_model_encode_text(t->model, lines[i], length, all, count, &count)
-                    : TFM_ERR_NOMEM;
-            if (s == TFM_OK)
-                memcpy(row, all, (size_t)t->max_src * sizeof *row);
-            free(all);
+            s = cut_source(t->model, lines[i], length, count, row, t->max_src);
             count = t->max_src;
         }
         if (s != TFM_OK)
@@ -634,11 +664,12 @@ static int translate_stream(const config *c)
     char **out = malloc((size_t)batch * sizeof *out);
     int status = EXIT_FAILURE, ended = 0;
     int64_t n = 0;
-    if (!lines || !out ||
-        translator_make(&t, model, published, c->beam, c->max_length, batch) < 0) {
-        cli_fail(program, "preparing to translate");
+    if (!lines || !out) {
+        fprintf(stderr, "%s: out of memory for %lld lines\n", program, (long long)batch);
         goto done;
     }
+    if (translator_make(&t, model, published, c->beam, c->max_length, batch) < 0)
+        goto done;
     while (ended == 0) {
         /* wait for a first line, then take what has come with it */
         char *line = next_line(&reader, n == 0, &ended);
@@ -759,9 +790,11 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     double begun = cli_seconds(), chrf, bleu;
     tfm_model_set_training(model, 0);
     int status = -1;
-    if (!out || translator_make(&t, model, 0, c->beam, 0, 64) < 0 ||
-        translate_all(&t, source->line, n, out) < 0 ||
-        score(out, reference->line, n, &chrf, &bleu) < 0) {
+    if (!out || translator_make(&t, model, 0, c->beam, 0, 64) < 0) {
+        if (!out)
+            fprintf(stderr, "%s: out of memory for %lld translations\n", program, (long long)n);
+    } else if (translate_all(&t, source->line, n, out) < 0 ||
+               score(out, reference->line, n, &chrf, &bleu) < 0) {
         cli_fail(program, "translating the test set");
     } else {
         printf("Test (%lld pairs, %s): chrF %.2f  BLEU %.2f  translated in %.1f s "

@@ -133,8 +133,14 @@ tensors['__metadata__']['tfm.src_vocab'] = tensors['__metadata__']['tfm.tgt_voca
 write('wide.safetensors', tensors)
 EOF
 echo "hotel" | "$translate" --model "$scratch/bare.safetensors" >/dev/null 2>"$scratch/err.txt"
-[ $? -eq 1 ] && grep -q "holds no tokenizer" "$scratch/err.txt"
-step "a model file without a tokenizer is refused, saying so" $?
+[ $? -eq 1 ] && grep -q "holds no tokenizer" "$scratch/err.txt" && ! grep -q "TFM_OK" "$scratch/err.txt"
+step "a model file without a tokenizer is refused, saying so (and no more)" $?
+mkdir "$scratch/untokenized" && cp "$tests/mbart/config.json" "$tests/mbart/model.safetensors" \
+    "$scratch/untokenized/"
+echo "hotel" | "$translate" --model "$scratch/untokenized" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "lacks the tokenizer files" "$scratch/err.txt" &&
+    [ "$(wc -l <"$scratch/err.txt")" -eq 1 ]
+step "a folder without its tokenizer files is refused, saying so in one line" $?
 "$translate" --model "$scratch/wide.safetensors" --beam 1 <"$data/test.en" >"$scratch/wide.txt" &&
     "$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/narrow.txt" &&
     cmp -s "$scratch/wide.txt" "$scratch/narrow.txt"
@@ -188,6 +194,19 @@ for family in marian bart mbart m2m100 m2m100/nllb t5 t5/original t5/narrow; do
         expected "$folder" "$run" text | cmp -s - "$scratch/published.txt"
         step "--model $family (a published folder), $run: the twin's translations" $?
     done
+done
+# words WORD K: K WORDs, one space apart
+words() {
+    yes "$1" | head -n "$2" | paste -sd ' ' -
+}
+# A cut line keeps the ids around its source (</s>, BART's <s>): the text
+# fitting the model's 64 sources exactly and a longer one translate alike.
+for fit in marian:63 bart:62 mbart:62; do
+    family=${fit%:*}
+    words a "${fit#*:}" | "$translate" --model "$tests/$family" >"$scratch/fit.txt" 2>/dev/null &&
+        words a 90 | "$translate" --model "$tests/$family" >"$scratch/cut.txt" 2>/dev/null &&
+        cmp -s "$scratch/fit.txt" "$scratch/cut.txt"
+    step "--model $family: a line cut to the sources keeps the ids around it" $?
 done
 "$translate" --model "$tests/mbart" --source-language xx_XX </dev/null >/dev/null \
     2>"$scratch/err.txt"

@@ -512,7 +512,12 @@ START_TEST(text_calls_refuse_bad_input)
         "prefix=0 suffix=2 language=2 target_language=-1 strip=0 clean_up=1",
         "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=2",
         "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1 extra=1",
-        "prefix=x suffix=2 language=-1 target_language=-1 strip=0 clean_up=1"};
+        "prefix=x suffix=2 language=-1 target_language=-1 strip=0 clean_up=1",
+        /* only what tfm_model_save writes: no signs, spaces or tabs more */
+        "prefix=+0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1",
+        "prefix=\t0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1",
+        "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1 ",
+        "prefix=0  suffix=2 language=-1 target_language=-1 strip=0 clean_up=1"};
     tfm__text_template t;
     for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++)
         ck_assert_msg(tfm__text_template_parse("test", "tfm.text_template", forged[i], 500, 500,

@@ -770,6 +770,9 @@ START_TEST(multilingual_sources_carry_their_language)
                                                      : "deu_Latn";
         ck_assert_int_eq(tfm_model_set_languages(loaded, "xx_YY", NULL), TFM_ERR_ARG);
         ck_assert_int_eq(tfm_model_set_languages(loaded, NULL, "the"), TFM_ERR_ARG);
+        /* the special tokens are control pieces too, but no language */
+        ck_assert_int_eq(tfm_model_set_languages(loaded, "</s>", NULL), TFM_ERR_ARG);
+        ck_assert_int_eq(tfm_model_set_languages(loaded, NULL, "<pad>"), TFM_ERR_ARG);
         ck_assert_int_eq(fox_source(loaded, ids), count + 2);
         ck_assert_int_eq(ids[cases[c].code_last ? count + 1 : 0], code);
         ck_assert_int_eq(tfm_model_set_languages(loaded, other, other), TFM_OK);

@@ -385,8 +385,9 @@ TFM_API tfm_status tfm_model_set_source_template(tfm_model *model, const int32_t
  * tokenizer_config.json's src_lang and tgt_lang. NULL leaves that side as
  * it is. Saved with the tokenizers. TFM_ERR_NULL; TFM_ERR_STATE for a
  * model whose sources carry no language (source given) or without
- * tokenizers; TFM_ERR_ARG for a code the tokenizer does not have (the
- * message names it); nothing changes on error. */
+ * tokenizers; TFM_ERR_ARG for a code the tokenizer does not have or a
+ * special token such as </s> (the message names it); nothing changes on
+ * error. */
 TFM_API tfm_status tfm_model_set_languages(tfm_model *model, const char *source,
                                            const char *target);
 

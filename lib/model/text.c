@@ -57,12 +57,21 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
     return TFM_OK;
 }
 
-/* Whether transformers' decode(skip_special_tokens=True) drops id. */
-static int skipped(const tfm_model *m, const tfm_tokenizer *tok, int32_t id)
+/* Whether id is one of tok's special tokens (unknown, beginning, end,
+ * padding). */
+static int special(const tfm_tokenizer *tok, int32_t id)
 {
     for (int which = TFM_TOKEN_UNK; which <= TFM_TOKEN_PAD; which++)
         if (id == tfm_tokenizer_special_id(tok, (tfm_special_token)which))
             return 1;
+    return 0;
+}
+
+/* Whether transformers' decode(skip_special_tokens=True) drops id. */
+static int skipped(const tfm_model *m, const tfm_tokenizer *tok, int32_t id)
+{
+    if (special(tok, id))
+        return 1;
     for (int32_t i = 0; i < m->text.n_ids; i++)
         if (id == m->text.ids[i])
             return 1;
@@ -204,11 +213,14 @@ tfm_status tfm_model_set_source_template(tfm_model *m, const int32_t *prefix, in
 }
 
 /* The id of piece[0, length) when it is a control piece, as language
- * codes are; else -1. */
+ * codes are, other than the special tokens (</s> is no language); else
+ * -1. */
 static int32_t control_id(const tfm_tokenizer *tok, const char *piece, size_t length)
 {
     int32_t id = tfm_tokenizer_piece_to_id(tok, piece, (int64_t)length);
-    return id >= 0 && tok->pieces[id].type == TFM__PIECE_CONTROL ? id : -1;
+    if (id < 0 || tok->pieces[id].type != TFM__PIECE_CONTROL)
+        return -1;
+    return special(tok, id) ? -1 : id;
 }
 
 /* The id of a language code as tok spells it: the code itself, or
@@ -275,7 +287,9 @@ char *tfm__text_template_format(const char *op, const tfm__text_template *t)
 }
 
 /* One "name=" field's integers at *at (comma-separated, up to max) into
- * out; their count, or -1 when the text is not that. */
+ * out, name with the space before it but the first; their count, or -1
+ * when the text is not exactly that (no sign, space or tab that
+ * tfm__text_template_format does not write). */
 static int read_field(const char **at, const char *name, int32_t *out, int max)
 {
     size_t n = strlen(name);
@@ -285,15 +299,17 @@ static int read_field(const char **at, const char *name, int32_t *out, int max)
     int count = 0;
     while (*p && *p != ' ') {
         char *end;
+        if (!isdigit((unsigned char)(*p == '-' ? p[1] : *p)))
+            return -1;
         long v = strtol(p, &end, 10);
-        if (end == p || count == max || v < -1 || v > INT32_MAX)
+        if (count == max || v < -1 || v > INT32_MAX)
             return -1;
         out[count++] = (int32_t)v;
         p = *end == ',' ? end + 1 : end;
         if (*end == ',' && (*p == ' ' || !*p))
             return -1;
     }
-    *at = *p == ' ' ? p + 1 : p;
+    *at = p;
     return count;
 }
 
@@ -305,12 +321,12 @@ tfm_status tfm__text_template_parse(const char *ctx, const char *key, const char
     int32_t suffix[TFM__TEMPLATE_MAX];
     const char *at = value;
     int n_prefix = read_field(&at, "prefix", t.ids, TFM__TEMPLATE_MAX);
-    int n_suffix = n_prefix < 0 ? -1 : read_field(&at, "suffix", suffix, TFM__TEMPLATE_MAX);
+    int n_suffix = n_prefix < 0 ? -1 : read_field(&at, " suffix", suffix, TFM__TEMPLATE_MAX);
     int ok = n_suffix >= 0 && n_prefix + n_suffix <= TFM__TEMPLATE_MAX &&
-             read_field(&at, "language", &t.language, 1) == 1 &&
-             read_field(&at, "target_language", &t.target_language, 1) == 1 &&
-             read_field(&at, "strip", &t.strip, 1) == 1 &&
-             read_field(&at, "clean_up", &t.clean_up, 1) == 1 && *at == '\0';
+             read_field(&at, " language", &t.language, 1) == 1 &&
+             read_field(&at, " target_language", &t.target_language, 1) == 1 &&
+             read_field(&at, " strip", &t.strip, 1) == 1 &&
+             read_field(&at, " clean_up", &t.clean_up, 1) == 1 && *at == '\0';
     if (ok) {
         memcpy(t.ids + n_prefix, suffix, (size_t)n_suffix * sizeof *suffix);
         t.n_prefix = n_prefix;

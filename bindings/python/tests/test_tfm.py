@@ -955,9 +955,13 @@ def test_text_through_a_published_model():
     assert model.encode_text('a')[-1] == 2 and model.encode_text('a')[0] != 0
     with pytest.raises(tfm.StateError, match='carry no language'):
         model.set_languages('en_XX')
+    # no ids (a translation of a blank line) are no text, as Tokenizer.decode's
+    assert model.decode_text([]) == '' and model.decode_text(np.zeros(0, np.int32)) == ''
+    bare = tfm.Model(src_vocab=8, tgt_vocab=8, d_model=4, heads=2, max_src_len=8, max_tgt_len=8)
     with pytest.raises(tfm.StateError, match='no tokenizers'):
-        tfm.Model(src_vocab=8, tgt_vocab=8, d_model=4, heads=2, max_src_len=8,
-                  max_tgt_len=8).encode_text('a')
+        bare.encode_text('a')
+    with pytest.raises(tfm.StateError, match='no tokenizers'):
+        bare.decode_text([])
 
 
 def test_greedy_decodes_greedily_a_model_whose_default_is_beam_search(tmp_path):

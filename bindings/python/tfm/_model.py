@@ -575,7 +575,8 @@ class Model(Handle):
         array = to_numpy(ids)
         if array.ndim == 2:
             return [self.decode_text(row) for row in array]
-        array = as_array(array.reshape(-1), np.int32)
+        # [] reads as floats to numpy; no ids still ask the model (its tokenizers)
+        array = as_array(array.reshape(-1) if array.size else np.zeros(0, np.int32), np.int32)
         pointer = self._ptr()
         text, length = _text()._sized(lambda out, capacity, size: lib.tfm_model_decode_text(
             pointer, ffi.from_buffer('int32_t[]', array), array.size, out, capacity, size),
