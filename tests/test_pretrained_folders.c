@@ -572,6 +572,12 @@ START_TEST(marian_tokenizers_come_with_the_folder)
     ck_assert_int_eq(encode_fox(source, got), count);
     ck_assert_mem_eq(got, want, (size_t)count * sizeof *got);
     tfm_model_free(loaded);
+    /* a one-language family's src_lang and tgt_lang are no codes it carries */
+    write_text("tokenizer_config.json", "{\"src_lang\": \"en\", \"tgt_lang\": \"fr\"}");
+    loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_model_free(loaded);
+    unlink(in_folder("tokenizer_config.json"));
 
     /* a broken vocabulary refuses the folder */
     write_text("vocab.json", "{\"<unk>\": 0,");

@@ -731,8 +731,10 @@ static int read_text_template(loader *l, tfm_model *m)
         if (!source)
             source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
     }
+    int multilingual = l->family == MBART || l->family == M2M100;
     uint64_t mark = tfm__error_mark();
-    if ((source || target) && tfm_model_set_languages(m, source, target) != TFM_OK) {
+    /* a one-language family's src_lang, if any, is no code it carries */
+    if (multilingual && tfm_model_set_languages(m, source, target) != TFM_OK) {
         tfm__fail_within(l->ctx, mark);
         return -1;
     }
