@@ -360,17 +360,20 @@ AVX512_VNNI_TARGET ALWAYS_INLINE void tile_of__avx512_vnni(const product *p, int
 #pragma GCC unroll 4
         for (int v = 0; v < ZMM_PANELS; v++)
             sums[r][v] = _mm512_setzero_si512();
-    for (int64_t g = 0; g < p->groups; g++) {
+    /* walking pointers: the addresses of every row and panel would take
+     * more general registers than there are */
+    const uint8_t *x = p->x + row * p->x_stride, *x_end = x + p->groups * GROUP;
+    for (; x < x_end; x += GROUP, q += GROUP_BYTES) {
         __m512i wv[ZMM_PANELS];
 #pragma GCC unroll 4
         for (int v = 0; v < panels; v++)
-            wv[v] = _mm512_load_si512(q + v * p->panel_bytes + g * GROUP_BYTES);
+            wv[v] = _mm512_load_si512(q + v * p->panel_bytes);
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
-            __m512i x = _mm512_set1_epi32(four_bytes(p->x + (row + r) * p->x_stride + g * GROUP));
+            __m512i xr = _mm512_set1_epi32(four_bytes(x + r * p->x_stride));
 #pragma GCC unroll 4
             for (int v = 0; v < panels; v++)
-                sums[r][v] = _mm512_dpbusd_epi32(sums[r][v], x, wv[v]);
+                sums[r][v] = _mm512_dpbusd_epi32(sums[r][v], xr, wv[v]);
         }
     }
     /* unrolled as the loop above, so that sums stay in registers */
