@@ -220,9 +220,10 @@ static void check_against_reference(const float *w, const float *bias, int64_t o
 
 START_TEST(every_path_gives_the_reference_bits)
 {
-    static const int64_t ms[] = {1, 3, 17}, ins[] = {1, 7, 64, 300, 513},
+    /* rows: every tile's row count of every path (4-row tiles: 1, 3, 4 + 2, 4 x 4 + 1) */
+    static const int64_t ms[] = {1, 3, 6, 17}, ins[] = {1, 7, 64, 300, 513},
                          outs[] = {1, 5, 64, 130};
-    for (size_t a = 0; a < 3; a++)
+    for (size_t a = 0; a < 4; a++)
         for (size_t b = 0; b < 5; b++)
             for (size_t c = 0; c < 4; c++) {
                 int64_t m = ms[a], in = ins[b], out = outs[c];

@@ -310,9 +310,12 @@ AVX_VNNI_TARGET ALWAYS_INLINE __m256i add_products__avx_vnni(__m256i sums, __m25
 YMM_TILE(avx2, AVX2_TARGET, 0)
 YMM_TILE(avx_vnni, AVX_VNNI_TARGET, 1)
 
-/* --- AVX512-VNNI: a panel per register, tiles of 6 rows x 4 panels ------- */
+/* --- AVX512-VNNI: a panel per register, tiles of 4 rows x 4 panels ------- */
 
-#define ZMM_ROWS 6
+/* 4 rows, not 6: GCC 12 did not keep 6 x 4 sums, 4 weights and x's
+ * broadcast in the 32 registers, storing sums to the stack at every group
+ * (int8 greedy at tutorial 002's size took 1.28x as long). */
+#define ZMM_ROWS 4
 #define ZMM_PANELS 4
 
 /* The first n of 16 lanes. */
@@ -357,25 +360,31 @@ AVX512_VNNI_TARGET ALWAYS_INLINE void tile_of__avx512_vnni(const product *p, int
 #pragma GCC unroll 4
         for (int v = 0; v < ZMM_PANELS; v++)
             sums[r][v] = _mm512_setzero_si512();
-    for (int64_t g = 0; g < p->groups; g++) {
+    /* walking pointers: the addresses of every row and panel would take
+     * more general registers than there are */
+    const uint8_t *x = p->x + row * p->x_stride, *x_end = x + p->groups * GROUP;
+    for (; x < x_end; x += GROUP, q += GROUP_BYTES) {
         __m512i wv[ZMM_PANELS];
 #pragma GCC unroll 4
         for (int v = 0; v < panels; v++)
-            wv[v] = _mm512_load_si512(q + v * p->panel_bytes + g * GROUP_BYTES);
+            wv[v] = _mm512_load_si512(q + v * p->panel_bytes);
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
-            __m512i x = _mm512_set1_epi32(four_bytes(p->x + (row + r) * p->x_stride + g * GROUP));
+            __m512i xr = _mm512_set1_epi32(four_bytes(x + r * p->x_stride));
 #pragma GCC unroll 4
             for (int v = 0; v < panels; v++)
-                sums[r][v] = _mm512_dpbusd_epi32(sums[r][v], x, wv[v]);
+                sums[r][v] = _mm512_dpbusd_epi32(sums[r][v], xr, wv[v]);
         }
     }
+    /* unrolled as the loop above, so that sums stay in registers */
+#pragma GCC unroll 4
     for (int v = 0; v < panels; v++) {
         int64_t j = (panel + v) * PANEL;
         __mmask16 store = lanes16(w->out - j);
         __m512 w_scale = _mm512_load_ps(w->scales + j);
         __m512i shift = _mm512_load_si512(w->shift_sums + j);
         __m512 bias = w->bias ? _mm512_load_ps(w->bias + j) : _mm512_set1_ps(-0.0f);
+#pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
             __m512 sum = _mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r][v], shift));
             __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(sum, w_scale),
