@@ -386,7 +386,7 @@ TFM_API tfm_status tfm_model_set_source_template(tfm_model *model, const int32_t
  * it is. Saved with the tokenizers. TFM_ERR_NULL; TFM_ERR_STATE for a
  * model whose sources carry no language (source given) or without
  * tokenizers; TFM_ERR_ARG for a code the tokenizer does not have or a
- * special token such as </s> (the message names it); nothing changes on
+ * special token such as `</s>` (the message names it); nothing changes on
  * error. */
 TFM_API tfm_status tfm_model_set_languages(tfm_model *model, const char *source,
                                            const char *target);
@@ -427,23 +427,23 @@ TFM_API tfm_tensor *tfm_model_forward(
  * bfloat16, read as float32), and every tensor must be one libtfm reads or
  * derives (sinusoidal tables, tied copies). generation_config.json (or
  * config.json's same keys) gives the decoding defaults that
- * tfm_decode_options_from_model() (decode.h) then sets; they are not
- * saved with the model, and forced_eos_token_id (which only changes a
- * sequence cut at max_length) is not applied. The tokenizer files, when
+ * tfm_decode_options_from_model() (decode.h) then sets, forced_eos_token_id
+ * and early_stopping with transformers' beam rules included; they are not
+ * saved with the model. The tokenizer files, when
  * the folder has them, become the model's tokenizers (tfm_model_tokenizer()):
  * Marian's source.spm and target.spm numbered by vocab.json, BART's
  * vocab.json and merges.txt, T5's spiece.model with tokenizer_config.json's
- * extra_ids sentinels (100 by default; <extra_id_0> the last id, control
+ * extra_ids sentinels (100 by default; `<extra_id_0>` the last id, control
  * tokens), and mBART's and M2M100's
  * sentencepiece.bpe.model numbered as tokenizer_config.json's
  * tokenizer_class does (else config.json's, else MBartTokenizer for mbart,
  * M2M100Tokenizer for m2m_100): MBartTokenizer, MBart50Tokenizer and
- * NllbTokenizer give fairseq's ids (<s> 0, <pad> 1, </s> 2, <unk> 3, each
+ * NllbTokenizer give fairseq's ids (`<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, each
  * later piece its id + 1, then the 25, 52 or 202 language codes such as
- * "en_XX" or "eng_Latn", then <mask>); M2M100Tokenizer (which needs
+ * "en_XX" or "eng_Latn", then `<mask>`); M2M100Tokenizer (which needs
  * vocab.json) gives vocab.json's ids, then "__en__"-style codes
  * (language_codes "m2m100" or "wmt21"), then num_madeup_words ids that
- * decode as <unk>. The codes and <mask> are control tokens:
+ * decode as `<unk>`. The codes and `<mask>` are control tokens:
  * tfm_tokenizer_piece_to_id() finds them, encoding never gives them and
  * decoding drops them. The ids the family puts around a source and the
  * languages (tokenizer_config.json's src_lang and tgt_lang) are set for
