@@ -126,6 +126,18 @@ static inline int ranks_decide(const ranks *r, int flag)
     return flag;
 }
 
+/* Rank 0's value, on every rank (as ranks_decide, for a fraction). */
+static inline double ranks_share(const ranks *r, double value)
+{
+#ifdef TFM_EXAMPLES_MPI
+    if (r->distributed)
+        MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+#else
+    (void)r;
+#endif
+    return value;
+}
+
 /* Ends MPI and returns status, what main returns. A failed rank (status
  * not 0) among several ends the whole job with it (MPI_Abort): the others
  * may be waiting for it in a collective, and would wait forever. */

@@ -11,7 +11,8 @@
  * Training: a joint BPE vocabulary (byte fallback, so no text is
  * untokenisable), a pre-norm encoder-decoder with one embedding table for
  * both languages and the output projection tied to it, label smoothing,
- * AdamW with warm-up then 1/sqrt decay, clipping, batches of about
+ * AdamW with warm-up then 1/sqrt decay and a linear cool-down to the end
+ * of the budget, clipping, batches of about
  * --max-tokens padded tokens grouped by length (tfm_batch_plan), the
  * validation loss over every validation pair, on threads or MPI ranks. */
 #include <errno.h>
@@ -37,7 +38,7 @@ typedef struct config {
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
     int64_t d_model, heads, layers, d_ff;
-    double dropout, label_smoothing, lr, weight_decay, clip, minutes;
+    double dropout, label_smoothing, lr, weight_decay, clip, minutes, cooldown;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, max_length, batch, evaluate, int8, timing;
     const char *source_language, *target_language;
@@ -832,6 +833,19 @@ static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
     return adam;
 }
 
+/* The share of the schedule's rate a step takes, `done` of the run (its
+ * steps, or its time under --minutes) behind it: 1, then down linearly over
+ * the last `cooldown` of the run to nearly 0 at its end. A budget that ends
+ * on a decayed rate trains a better model than one cut mid-schedule, and
+ * --minutes cannot know its step count: the time decides. */
+static float cooldown_share(double done, double cooldown)
+{
+    double left = 1.0 - done;
+    if (cooldown <= 0 || left >= cooldown)
+        return 1.0f;
+    return (float)fmax(left / cooldown, 0.01);
+}
+
 /* An epoch's plan: order and starts of its batches. */
 typedef struct plan {
     int64_t *order, *starts, batches, next;
@@ -973,9 +987,11 @@ static int train(const config *c, ranks *r)
                (long long)tfm_model_parameter_count(model), c->precision,
                (long long)c->threads, c->threads > 1 ? "s" : "", r->size,
                r->size > 1 ? "s" : "");
-        printf("Training: AdamW lr %g (warm-up %lld steps, then 1/sqrt), weight decay %g, "
-               "clip %g, label smoothing %g, dropout %g, batches of %lld tokens, %s\n",
-               c->lr, (long long)c->warmup, c->weight_decay, c->clip, c->label_smoothing,
+        printf("Training: AdamW lr %g (warm-up %lld steps, then 1/sqrt, the last %g of the "
+               "run down to 0), weight decay %g, clip %g, label smoothing %g, dropout %g, "
+               "batches of %lld tokens, %s\n",
+               c->lr, (long long)c->warmup, c->cooldown, c->weight_decay, c->clip,
+               c->label_smoothing,
                c->dropout, (long long)c->max_tokens,
                c->minutes > 0 ? "until the time limit" : "a fixed number of steps");
         fflush(stdout);
@@ -999,6 +1015,10 @@ static int train(const config *c, ranks *r)
         epoch.next++;
         int64_t first, count, counted = 0;
         ranks_slice(r, rows, &first, &count);
+        double done = limit > 0 ? (cli_seconds() - trained_at) / (start + limit - trained_at)
+                                : (double)steps / (double)c->steps;
+        tfm_optimizer_set_lr(adam, (float)c->lr * cooldown_share(ranks_share(r, done),
+                                                                   c->cooldown));
         tfm_optimizer_zero_grad(adam);
         int stepped = 1;
         float value = 0.0f;
@@ -1113,7 +1133,7 @@ int main(int argc, char **argv)
         .out = "runs/translation/model.safetensors", .precision = "float32",
         .vocab_size = 8000, .max_len = 128, .d_model = 256, .heads = 4, .layers = 3,
         .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 2e-3,
-        .weight_decay = 0.01, .clip = 1.0, .warmup = 500, .max_tokens = 4000,
+        .weight_decay = 0.01, .clip = 1.0, .warmup = 500, .cooldown = 0.3, .max_tokens = 4000,
         .validate_every = 100, .average = 5, .seed = 0, .threads = 1, .evaluate = 1,
     };
     const cli_flag flags[] = {
@@ -1147,6 +1167,8 @@ int main(int argc, char **argv)
         {"weight-decay", CLI_FLOAT, &c.weight_decay, 0, 1, "AdamW's decoupled weight decay"},
         {"clip", CLI_FLOAT, &c.clip, 0, 1e6, "clip the gradient norm to this (0: off)"},
         {"warmup", CLI_INT, &c.warmup, 1, 1e9, "warm-up steps"},
+        {"cooldown", CLI_FLOAT, &c.cooldown, 0, 1, "share of the run (its time under "
+         "--minutes) at its end over which the rate falls linearly to 0 (0: none)"},
         {"max-tokens", CLI_INT, &c.max_tokens, 1, 1e9, "padded tokens a batch (all ranks)"},
         {"minutes", CLI_FLOAT, &c.minutes, 0, 1e7, "stop training this many minutes after the "
          "start (the vocabulary's training included)"},

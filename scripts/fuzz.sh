@@ -29,13 +29,22 @@ mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/logs"
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# A harness's seeds: the folders named after it, committed or written now
+# by make_seeds (fuzz_pretrained's are only written), else files/.
+seed_folders() { # name
+    local folder found=
+    for folder in "tests/fuzz/seeds/$1" "$dir/seeds/$1"; do
+        [ -d "$folder" ] && found="$found $folder"
+    done
+    echo "${found:-tests/fuzz/seeds/files $dir/seeds/files}"
+}
 run() { # name
-    local name=$1 seeds=files
-    [ -d "tests/fuzz/seeds/$name" ] && seeds=$name
+    local name=$1
     mkdir -p "$dir/corpus/$name"
+    # shellcheck disable=SC2046 # the folders are words without spaces
     "$dir/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 \
         -print_final_stats=1 -artifact_prefix="$dir/artifacts/$name-" \
-        "$dir/corpus/$name" "tests/fuzz/seeds/$seeds" "$dir/seeds/$seeds" \
+        "$dir/corpus/$name" $(seed_folders "$name") \
         >"$dir/logs/$name.log" 2>&1
     echo $? >"$dir/logs/$name.status"
 }
