@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "decode/decode.h"
+#include "ops/softmax.h"
 
 /* The raw score of a hypothesis of `counted` tokens, length-normalised. */
 static double normalised(const tfm_decoding *d, double score, int64_t counted)
@@ -266,7 +267,7 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             return status;
         for (int64_t i = 0; i < n; i++) {
             float *l = g->logits + i * V;
-            double lse = tfm__decode_log_sum_exp(l, V);
+            double lse = tfm__log_sum_exp(l, V, NULL);
             if (!isfinite(lse)) {
                 g->bad_step = t;
                 return TFM_ERR_NUMERIC;

@@ -271,8 +271,6 @@ void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const 
                               int64_t n, int64_t S, float factor);
 /* step.c: the logits of the group's n rows listed in g->active at step t */
 tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S);
-/* logits.c: log(sum(exp(logits))); NaN or infinite when the logits are not usable */
-double tfm__decode_log_sum_exp(const float *logits, int64_t V);
 /* logits.c: the processors applied to one row's scores [V] (logits, or
  * beam search's log probabilities) of a source, whose tokens so far are
  * so_far[0..len) (bos_id first); whether any processor is on (a forced

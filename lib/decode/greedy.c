@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "decode/decode.h"
+#include "ops/softmax.h"
 
 static int32_t argmax(const float *l, int64_t V)
 {
@@ -39,7 +40,7 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
         for (int64_t i = 0; i < n; i++) {
             int32_t r = g->active[i];
             const float *l = g->logits + i * V;
-            double lse = tfm__decode_log_sum_exp(l, V);
+            double lse = tfm__log_sum_exp(l, V, NULL);
             if (!isfinite(lse)) {
                 g->bad_step = t;
                 return TFM_ERR_NUMERIC;
@@ -52,7 +53,7 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
                 memcpy(processed, l, (size_t)V * sizeof *l);
                 tfm__decode_process(d, processed, so_far, t + 1, r);
                 s = processed;
-                s_lse = tfm__decode_log_sum_exp(s, V);
+                s_lse = tfm__log_sum_exp(s, V, NULL);
                 if (!(s_lse > -INFINITY)) /* every token banned: the source ends */
                     continue;
             }

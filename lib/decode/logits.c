@@ -1,5 +1,4 @@
-/* What a step's logits go through before a strategy chooses a token: their
- * normaliser, whose finiteness says whether they are usable, and the
+/* What a step's logits go through before a strategy chooses a token: the
  * logits processors, one function each, in the order of Hugging Face's
  * generate (its _get_logits_processor): repetition penalty, no repeated
  * n-grams, bad words, the minimum length, the forced first token, the forced
@@ -10,39 +9,7 @@
  * decoder inputs, bos_id first, as generate's input_ids. */
 #include <math.h>
 
-#include "core/fastmath.h"
 #include "decode/decode.h"
-
-/* log(sum(exp(logits))); NaN or infinite when the logits are not usable. */
-/* log sum exp(logits[0, V)) into *lse, at the CPU's best level: tfm__expf
- * in vectors, where libm's expf is a call a token (a vocabulary's worth
- * every step was an eighth of greedy decoding). Float sums of 1,024 terms,
- * each at most 1, added in double. */
-static TFM__KERNEL(log_sum_exp, (const float *restrict logits, int64_t V, double *restrict lse),
-                   (logits, V, lse))
-{
-    float max = logits[0];
-    for (int64_t v = 1; v < V; v++)
-        max = logits[v] > max ? logits[v] : max;
-    enum { CHUNK = 1024 };
-    double total = 0.0;
-    for (int64_t start = 0; start < V; start += CHUNK) {
-        int64_t end = V - start < CHUNK ? V : start + CHUNK;
-        float part = 0.0f;
-#pragma omp simd reduction(+ : part)
-        for (int64_t v = start; v < end; v++)
-            part += tfm__expf(logits[v] - max);
-        total += part;
-    }
-    *lse = (double)max + log(total);
-}
-
-double tfm__decode_log_sum_exp(const float *logits, int64_t V)
-{
-    double lse;
-    log_sum_exp(logits, V, &lse);
-    return lse;
-}
 
 /* RepetitionPenaltyLogitsProcessor: each distinct token so far once, a
  * positive score divided by the penalty, a negative one multiplied. A

@@ -9,6 +9,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/fastmath.h"
+#include "ops/softmax.h"
 
 /* dlogits = (softmax - ((1 - eps) * onehot + eps / C)) * g * scale (1 / count
  * for the mean, 1 for the sum), with the softmax rebuilt from the saved
@@ -109,15 +110,8 @@ static tfm_tensor *cross_entropy(const char *op, tfm_tape *tape, const tfm_tenso
         if (t == ignore_index)
             continue;
         const float *xr = x + r * classes;
-        float max = xr[0];
-        for (int64_t c = 1; c < classes; c++)
-            max = xr[c] > max ? xr[c] : max;
-        double sum_exp = 0.0, sum_x = 0.0;
-        for (int64_t c = 0; c < classes; c++) {
-            sum_exp += tfm__expf(xr[c] - max);
-            sum_x += xr[c];
-        }
-        double row_lse = max + log(sum_exp);
+        double sum_x;
+        double row_lse = tfm__log_sum_exp(xr, classes, &sum_x);
         /* -log p[c] = lse - x[c], averaged over c for the smoothing term */
         total += (1.0 - eps) * (row_lse - xr[t]) + eps * (row_lse - sum_x / (double)classes);
         if (lse)

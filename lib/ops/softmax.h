@@ -25,5 +25,9 @@ void tfm__softmax_row(const float *x, float *y, int64_t n, const tfm_tensor *mas
 /* dx (+)= the gradient of a row's input (masked or not) from its output y
  * and output gradient g; dx may alias g when not accumulating. */
 void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, float *dx, int accumulate);
+/* log(sum(exp(x[0, n)))), n >= 1, and into *sum (when not NULL) the sum
+ * of x, which label smoothing needs beside it; NaN or infinite when x is
+ * not usable. */
+double tfm__log_sum_exp(const float *x, int64_t n, double *sum);
 
 #endif
