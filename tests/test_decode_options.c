@@ -10,7 +10,8 @@
  * the token lists, an older struct's defaults, each option's range and the
  * prefix's errors; the alignments (return_attention) against
  * fixtures/decode_alignments.h, the same model's forward in PyTorch over
- * each output, and their getter's errors. */
+ * each output, and their getter's errors; beam search's scores with and
+ * without renormalize_logits against transformers' by hand. */
 #include <check.h>
 #include <math.h>
 #include <stddef.h>
@@ -396,6 +397,7 @@ START_TEST(out_of_range_options_are_named)
         {12, V, NULL, "forced_eos_id 11"},
         {13, 2, NULL, "beam_rules 2"},
         {14, 3, NULL, "early_stopping 3"},
+        {15, 2, NULL, "renormalize_logits 2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_decode_options o;
@@ -414,6 +416,7 @@ START_TEST(out_of_range_options_are_named)
         case 12: o.forced_eos_id = (int32_t)bad[i].value; break;
         case 13: o.beam_rules = (int32_t)bad[i].value; break;
         case 14: o.early_stopping = (int32_t)bad[i].value; break;
+        case 15: o.renormalize_logits = (int32_t)bad[i].value; break;
         default: { /* two words, one of them wrong */
             static int32_t words[3], lengths[2];
             words[0] = 3, words[1] = 4, words[2] = bad[i].field == 11 ? V : 5;
@@ -762,6 +765,98 @@ START_TEST(alignment_errors)
 }
 END_TEST
 
+/* The log of the sum of exp(x[v]) over the finite x [V], in double. */
+static double log_sum_exp_by_hand(const double *x)
+{
+    double total = 0.0;
+    for (int v = 0; v < V; v++)
+        total += x[v] == -INFINITY ? 0.0 : exp(x[v]);
+    return log(total);
+}
+
+/* Beam search's scores, as transformers' generate makes them: at each
+ * step the log_softmax of the logits, the processors, then with
+ * renormalize_logits a log_softmax again (LogitNormalization, last); the
+ * chosen tokens' values summed and divided by the length ** length_penalty
+ * (CTranslate2's rules: the tokens generated; transformers': bos_id too,
+ * not the end token). By hand over the model's logits along each
+ * hypothesis (a greedy run forced along it by a prefix), for a case with
+ * banned tokens. With renormalize_logits the scores move (by more than
+ * 1e-3 for some hypothesis); greedy decoding and sampling do not change.
+ * _i: case (bad words, suppressed tokens), renormalize_logits, rules,
+ * path. */
+START_TEST(beam_scores_renormalized)
+{
+    static const char *const names[] = {"bad_words", "suppress"};
+    const decode_case *c = case_named(names[_i / 8]);
+    int renormalize = _i / 4 % 2, transformers = _i / 2 % 2, use_cache = _i % 2 == 0;
+    tfm_decode_options o;
+    case_options(&o, c, TFM_DECODE_BEAM, use_cache);
+    o.renormalize_logits = renormalize;
+    o.beam_rules = transformers ? TFM_BEAM_RULES_TRANSFORMERS : TFM_BEAM_RULES_CTRANSLATE2;
+    result *r = malloc(3 * sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    decode(&o, NULL, &r[0]);
+    double moved = 0.0;
+    for (int h = 0; h < DECODE_N_BEST; h++) {
+        int32_t forced[B * T];
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                int hyp = b * DECODE_N_BEST + h;
+                forced[b * T + t] = t + 1 < r[0].lengths[hyp] ? r[0].tokens[hyp * T1 + t + 1] : -1;
+            }
+        tfm_tensor *prefix = tfm_tensor_from_i32(2, (const int64_t[]){B, T}, forced);
+        tfm_decode_options g;
+        case_options(&g, c, TFM_DECODE_GREEDY, 1);
+        decode(&g, prefix, &r[1]);
+        tfm_tensor_free(prefix);
+        for (int b = 0; b < B; b++) {
+            int hyp = b * DECODE_N_BEST + h, length = r[0].lengths[hyp];
+            const int32_t *so_far = r[0].tokens + hyp * T1;
+            if (length == 0) /* no such hypothesis */
+                continue;
+            double plain = 0.0, renormalized = 0.0;
+            for (int t = 0; t + 1 < length; t++) {
+                const float *l = r[1].logits + (b * T + t) * V;
+                double x[V], out[V];
+                float logp[V];
+                for (int v = 0; v < V; v++)
+                    x[v] = l[v];
+                double lse = log_sum_exp_by_hand(x);
+                for (int v = 0; v < V; v++)
+                    logp[v] = (float)(l[v] - lse);
+                processed_by_hand(c, b, logp, so_far, t + 1, out);
+                plain += out[so_far[t + 1]];
+                renormalized += out[so_far[t + 1]] - log_sum_exp_by_hand(out);
+            }
+            int32_t last = so_far[length - 1];
+            int ended = last == EOS || in(c->eos, c->n_eos, last);
+            int counted = transformers ? length - ended : length - 1;
+            double norm = pow(counted, o.length_penalty);
+            double want = (renormalize ? renormalized : plain) / norm;
+            /* float32 log probabilities over at most 12 steps: 1.8e-7 apart at most */
+            ck_assert_msg(fabs(r[0].scores[hyp] - want) <= 1e-6 * (1.0 + fabs(want)),
+                          "%s, renormalize %d, %s rules, %s, hypothesis %d: score %.9g, by "
+                          "hand %.9g", c->name, renormalize,
+                          transformers ? "transformers'" : "CTranslate2's",
+                          use_cache ? "cached" : "recomputed", hyp, (double)r[0].scores[hyp],
+                          want);
+            moved = fmax(moved, fabs(renormalized - plain) / norm);
+        }
+    }
+    ck_assert_msg(moved > 1e-3, "%s: renormalizing moves no score (%g)", c->name, moved);
+    for (tfm_decode_strategy strategy = TFM_DECODE_GREEDY; strategy <= TFM_DECODE_SAMPLE;
+         strategy++) {
+        case_options(&o, c, strategy, use_cache);
+        decode(&o, NULL, &r[1]);
+        o.renormalize_logits = 1;
+        decode(&o, NULL, &r[2]);
+        ck_assert_mem_eq(&r[1], &r[2], sizeof r[1]);
+    }
+    free(r);
+}
+END_TEST
+
 static Suite *decode_options_suite(void)
 {
     Suite *s = suite_create("decode_options");
@@ -781,6 +876,7 @@ static Suite *decode_options_suite(void)
     tcase_add_loop_test(c, every_token_banned_ends_the_source, 0, 6);
     tcase_add_loop_test(c, alignments_match_the_forward, 0, 4 * ALIGNED_CASES);
     tcase_add_test(c, alignment_errors);
+    tcase_add_loop_test(c, beam_scores_renormalized, 0, 16);
     suite_add_tcase(s, c);
     return s;
 }

@@ -409,9 +409,9 @@ END_TEST
 
 /* generation_config.json's defaults reach a decoding through
  * tfm_decode_options_from_model, lengths less the start token (20 when
- * absent, as transformers'), with transformers' beam search; a decoding
- * made with them never produces a bad word and ends with its forced eos
- * (or the other end token). */
+ * absent, as transformers'), with transformers' beam search and
+ * renormalize_logits; a decoding made with them never produces a bad
+ * word and ends with its forced eos (or the other end token). */
 START_TEST(published_decoding_defaults)
 {
     tfm_model *m = good_folder(MARIAN);
@@ -420,7 +420,7 @@ START_TEST(published_decoding_defaults)
                " \"decoder_start_token_id\": 1, \"eos_token_id\": [2, 3],"
                " \"forced_bos_token_id\": 7, \"min_length\": 3, \"length_penalty\": 0.5,"
                " \"no_repeat_ngram_size\": 2, \"forced_eos_token_id\": 2,"
-               " \"early_stopping\": \"never\"}");
+               " \"early_stopping\": \"never\", \"renormalize_logits\": true}");
     tfm_model *loaded = tfm_model_from_pretrained(folder);
     ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
     tfm_decode_options o;
@@ -446,6 +446,7 @@ START_TEST(published_decoding_defaults)
     ck_assert_int_eq(o.forced_eos_id, 2);
     ck_assert_int_eq(o.beam_rules, TFM_BEAM_RULES_TRANSFORMERS);
     ck_assert_int_eq(o.early_stopping, TFM_EARLY_STOPPING_NEVER);
+    ck_assert_int_eq(o.renormalize_logits, 1);
     tfm_decoding *d = tfm_decoding_create(loaded, &o, 1, 5);
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){1, 5},
@@ -481,6 +482,7 @@ START_TEST(published_decoding_defaults)
     ck_assert_int_eq(o.max_length, MAX_POS - 1); /* 20 - 1, capped by the positions */
     ck_assert_int_eq(o.forced_eos_id, -1);
     ck_assert_int_eq(o.early_stopping, TFM_EARLY_STOPPING_HEURISTIC);
+    ck_assert_int_eq(o.renormalize_logits, 0);
     tfm_model_free(loaded);
 
     write_text("generation_config.json", "{\"bad_words_ids\": [[]]}");
@@ -493,6 +495,8 @@ START_TEST(published_decoding_defaults)
     expect_refusal(TFM_ERR_FORMAT, "length_penalty must be a number");
     write_text("generation_config.json", "{\"early_stopping\": \"soon\"}");
     expect_refusal(TFM_ERR_FORMAT, "early_stopping must be true, false or \"never\"");
+    write_text("generation_config.json", "{\"renormalize_logits\": 1}");
+    expect_refusal(TFM_ERR_FORMAT, "renormalize_logits must be true or false");
     write_text("generation_config.json", "{\"eos_token_id\": []}");
     expect_refusal(TFM_ERR_FORMAT, "eos_token_id is an empty list");
     write_text("generation_config.json", "7");

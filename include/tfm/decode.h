@@ -113,8 +113,9 @@ typedef struct tfm_decode_options {
      * sampling's temperature, top-k and top-p; on the log probabilities
      * (log_softmax of the logits) in beam search, whose scores then add up
      * the processed values. In this order: repetition_penalty,
-     * no_repeat_ngram_size, min_length, suppress_ids. "The tokens so far"
-     * are the hypothesis' decoder inputs: bos_id, then the tokens generated.
+     * no_repeat_ngram_size, min_length, suppress_ids; renormalize_logits
+     * after them all. "The tokens so far" are the hypothesis' decoder
+     * inputs: bos_id, then the tokens generated.
      * A token a processor bans (-inf) is never chosen; a beam candidate
      * banned is not kept, and a sequence whose every token is banned ends
      * before that step (greedy, sampling: bos_id and the tokens before). */
@@ -189,6 +190,16 @@ typedef struct tfm_decode_options {
     /** BEAM with TFM_BEAM_RULES_TRANSFORMERS: when it stops
      * (TFM_EARLY_STOPPING_; default HEURISTIC). */
     int32_t early_stopping;
+    /** BEAM: 1 renormalises each step's processed log probabilities of a
+     * hypothesis (a log_softmax over the tokens left; Hugging Face's
+     * renormalize_logits, LogitNormalization after every processor), so
+     * the mass of the tokens a processor banned goes to the others and
+     * the scores add up log probabilities again; a step whose every token
+     * is banned stays banned. Greedy decoding and sampling ignore it:
+     * their tokens would be the same (argmax and softmax do not see a
+     * shift), and their scores are the unprocessed model's. 0 (default)
+     * or 1. */
+    int32_t renormalize_logits;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
@@ -197,7 +208,8 @@ typedef struct tfm_decode_options {
  * 0, no suppressed tokens, no end tokens beside eos_id; max_length_a 0,
  * max_length_b INT32_MAX, forced_bos_id -1, patience 1; no bad words, no
  * callback; no attention kept; forced_eos_id -1, CTranslate2's beam
- * search (early_stopping HEURISTIC, read only by transformers'). */
+ * search (early_stopping HEURISTIC, read only by transformers'); no
+ * renormalize_logits. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */
@@ -217,7 +229,7 @@ TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
  * no_repeat_ngram_size, the further eos ids, forced_bos_id, bad words
  * (pointing into the model: valid while it lives), forced_eos_id, and
  * transformers' beam search (TFM_BEAM_RULES_TRANSFORMERS) with its
- * early_stopping. TFM_ERR_NULL, or
+ * early_stopping, and renormalize_logits. TFM_ERR_NULL, or
  * TFM_ERR_ARG for an options struct too short to hold them. */
 TFM_API tfm_status tfm_decode_options_from_model(const tfm_model *model,
                                                  tfm_decode_options *options);
@@ -245,7 +257,8 @@ TFM_API void tfm_decoding_free(tfm_decoding *decoding);
  *   scores[b * n_best + h]: the sum of the chosen tokens' log
  *     probabilities under the model (temperature 1, unfiltered, before
  *     the logits processors); beam: of the processed log probabilities
- *     (as Hugging Face's beam scores), divided by length^length_penalty;
+ *     (as Hugging Face's beam scores; renormalised with
+ *     renormalize_logits), divided by length^length_penalty;
  *     may be NULL.
  * When beam search finds fewer distinct hypotheses than n_best, the rest
  * are all -1 with length 0 and score -inf.

@@ -427,9 +427,9 @@ TFM_API tfm_tensor *tfm_model_forward(
  * bfloat16, read as float32), and every tensor must be one libtfm reads or
  * derives (sinusoidal tables, tied copies). generation_config.json (or
  * config.json's same keys) gives the decoding defaults that
- * tfm_decode_options_from_model() (decode.h) then sets, forced_eos_token_id
- * and early_stopping with transformers' beam rules included; they are not
- * saved with the model. The tokenizer files, when
+ * tfm_decode_options_from_model() (decode.h) then sets, forced_eos_token_id,
+ * early_stopping and renormalize_logits with transformers' beam rules
+ * included; they are not saved with the model. The tokenizer files, when
  * the folder has them, become the model's tokenizers (tfm_model_tokenizer()):
  * Marian's source.spm and target.spm numbered by vocab.json, BART's
  * vocab.json and merges.txt, T5's spiece.model with tokenizer_config.json's

@@ -199,6 +199,11 @@ static int check_processors(const char *op, const tfm_model_options *mo,
                   (int)o->early_stopping);
         return -1;
     }
+    if (o->renormalize_logits != 0 && o->renormalize_logits != 1) {
+        tfm__fail(TFM_ERR_ARG, "%s: renormalize_logits %d must be 0 or 1", op,
+                  (int)o->renormalize_logits);
+        return -1;
+    }
     if (!(o->patience >= 0.01f && o->patience <= 64.0f)) {
         tfm__fail(TFM_ERR_ARG, "%s: patience %g must be from 0.01 to 64", op,
                   (double)o->patience);

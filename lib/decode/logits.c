@@ -2,8 +2,9 @@
  * logits processors, one function each, in the order of Hugging Face's
  * generate (its _get_logits_processor): repetition penalty, no repeated
  * n-grams, bad words, the minimum length, the forced first token, the forced
- * last token, suppressed tokens,
- * the forced prefix (ForceTokensLogitsProcessor, last as there). Greedy and sampling
+ * last token, suppressed tokens, the forced prefix (ForceTokensLogitsProcessor,
+ * after those as there), then in beam search the renormalisation
+ * (LogitNormalization, last as there). Greedy and sampling
  * process the logits, beam search the log probabilities, as generate does;
  * a banned token's value becomes -inf. A row's "tokens so far" are its
  * decoder inputs, bos_id first, as generate's input_ids. */
@@ -81,6 +82,19 @@ static void suppress_tokens(const tfm_decoding *d, float *scores)
         scores[d->o.suppress_ids[i]] = -INFINITY;
 }
 
+/* LogitNormalization (renormalize_logits): log_softmax of the processed
+ * log probabilities, so that the banned tokens' mass goes to the others.
+ * A row banned whole has no sum (log_sum_exp's -inf - -inf is NaN): it
+ * stays -inf, as the search drops it. */
+static void renormalize(float *scores, int64_t V)
+{
+    double lse = tfm__decode_log_sum_exp(scores, V);
+    if (!(lse > -INFINITY))
+        return;
+    for (int64_t v = 0; v < V; v++)
+        scores[v] = (float)(scores[v] - lse);
+}
+
 void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so_far,
                          int64_t len, int64_t source)
 {
@@ -99,6 +113,10 @@ void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so
     int32_t prefix = d->forced[source * d->max_len + generated];
     if (prefix >= 0)
         force(scores, d->vocab, prefix);
+    /* beam search's only: greedy's argmax and sampling's softmax would
+     * not see the shift (decode.h) */
+    if (d->o.renormalize_logits && d->o.strategy == TFM_DECODE_BEAM)
+        renormalize(scores, d->vocab);
 }
 
 int tfm__decode_processing(const tfm_decoding *d)

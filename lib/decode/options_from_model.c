@@ -41,6 +41,8 @@ static void published_defaults(const tfm__generation *g, tfm_decode_options *o)
         o->beam_rules = TFM_BEAM_RULES_TRANSFORMERS;
         o->early_stopping = g->early_stopping;
     }
+    if (HAS(o, renormalize_logits))
+        o->renormalize_logits = g->renormalize_logits;
 }
 
 tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_options *options)

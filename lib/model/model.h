@@ -18,6 +18,7 @@ typedef struct tfm__generation {
     int32_t *eos_ids;                 /* owned: the end tokens past eos_id */
     int32_t n_eos_ids;
     int32_t forced_eos_id, early_stopping; /* -1: none; a TFM_EARLY_STOPPING_ value */
+    int32_t renormalize_logits;       /* 0 or 1 */
 } tfm__generation;
 
 /* Frees a generation record and what it owns; NULL is a no-op. */

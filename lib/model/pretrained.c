@@ -492,6 +492,7 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         config_int(l, "forced_bos_token_id", 0, -1, 0, vocab - 1, &forced) < 0 ||
         config_int(l, "forced_eos_token_id", 0, -1, 0, vocab - 1, &forced_eos) < 0 ||
         early_stopping(l, &g->early_stopping) < 0 ||
+        config_bool(l, "renormalize_logits", 0, &g->renormalize_logits) < 0 ||
         config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
         end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0)
         return -1;

@@ -964,6 +964,24 @@ def test_text_through_a_published_model():
         bare.decode_text([])
 
 
+def test_beam_renormalizes_as_the_folder_says():
+    """tests/marian's fixture (generation_config.json: renormalize_logits
+    true, bad_words_ids [[pad]]): Model.beam gives its twin's ids and score
+    by default, and another score with renormalize_logits=False."""
+    folder = os.path.join(FIXTURES, '..', 'marian')
+    expected = json.load(open(os.path.join(folder, 'expected.json')))
+    model = tfm.Model.from_pretrained(folder)
+    max_length = expected['generation_config']['beam']['max_length'] - 1
+    for case in expected['cases']:
+        src = np.array([case['input_ids']], np.int32)
+        tokens, scores = model.beam(src, max_length=max_length)
+        want = case['beam']['ids']
+        assert tokens[0, 0, :len(want)].tolist() == want
+        assert abs(scores[0, 0] - case['beam']['score']) <= 2e-5 * (1 + abs(case['beam']['score']))
+        _, plain = model.beam(src, max_length=max_length, renormalize_logits=False)
+        assert abs(plain[0, 0] - case['beam']['score']) > 1e-4
+
+
 def test_greedy_decodes_greedily_a_model_whose_default_is_beam_search(tmp_path):
     """Model.greedy is greedy even when the folder's generation_config.json
     sets num_beams 4 (the model's default strategy, as opus-mt-en-de's): each

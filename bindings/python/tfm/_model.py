@@ -770,16 +770,20 @@ class Model(Handle):
 
     def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None,
              bos_id=None, eos_id=None, src_pad_id=None, patience=None, prefix=None,
-             callback=None, return_attention=False, **processors):
+             callback=None, return_attention=False, renormalize_logits=None, **processors):
         """(tokens [B, n_best, max_length + 1], scores [B, n_best]), and with
         return_attention a third, the alignments [B][n_best]; the special
         tokens, processors, prefix and callback as greedy's (the callback
         gets each source's best hypothesis once its search has ended);
         patience: a source stops at round(beam_size * patience) finished
-        hypotheses."""
+        hypotheses; renormalize_logits (the model's unless given: a
+        published folder's generation_config.json, else False): each step's
+        processed log probabilities renormalised, so the scores sum log
+        probabilities of the tokens left (transformers' renormalize_logits)."""
         decoded = self._decode(src, False, prefix, return_attention, strategy='beam',
                                **_processors(processors), **_given(
             patience=patience, callback=callback,
+            renormalize_logits=None if renormalize_logits is None else int(renormalize_logits),
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         batch = decoded.tokens.shape[0] // n_best
