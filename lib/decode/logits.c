@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "decode/decode.h"
+#include "ops/softmax.h"
 
 /* RepetitionPenaltyLogitsProcessor: each distinct token so far once, a
  * positive score divided by the penalty, a negative one multiplied. A
@@ -88,7 +89,7 @@ static void suppress_tokens(const tfm_decoding *d, float *scores)
  * stays -inf, as the search drops it. */
 static void renormalize(float *scores, int64_t V)
 {
-    double lse = tfm__decode_log_sum_exp(scores, V);
+    double lse = tfm__log_sum_exp(scores, V, NULL);
     if (!(lse > -INFINITY))
         return;
     for (int64_t v = 0; v < V; v++)
