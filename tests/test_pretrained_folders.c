@@ -256,6 +256,79 @@ START_TEST(each_family_loads_its_published_names)
 }
 END_TEST
 
+/* Rewrites config.json without the key (which must be there) and its
+ * value, up to the next comma. */
+static void drop_from_config(const char *key)
+{
+    char text[2048], quoted[64];
+    FILE *f = fopen(in_folder("config.json"), "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    char *at = strstr(text, quoted), *comma = at ? strchr(at, ',') : NULL;
+    ck_assert_msg(comma != NULL, "%s not in config.json", key);
+    memmove(at, comma + 1, strlen(comma + 1) + 1);
+    write_text("config.json", text);
+}
+
+/* The keys a config.json may leave out take the family's Config class
+ * default (configuration_*.py): M2M100Config scales embeddings and uses
+ * relu, MarianConfig, BartConfig and MBartConfig neither scale nor use
+ * anything but gelu; max_position_embeddings is 1024 (here for the
+ * sinusoidal families, whose tables are computed). Each folder without
+ * them gives the logits of the model made with those defaults, as one
+ * that spells them out does. */
+START_TEST(config_defaults_are_the_families)
+{
+    int family = _i;
+    static const char *const default_activation[FAMILIES] = {"gelu", "gelu", "gelu", "relu"};
+    make_folder();
+    tfm_model_options o;
+    family_options(family, &o);
+    o.activation = family == M2M100 ? TFM_ACTIVATION_RELU : TFM_ACTIVATION_GELU;
+    o.embedding_scale =
+        family == M2M100 ? TFM_EMBEDDING_SCALE_SQRT_D : TFM_EMBEDDING_SCALE_NONE;
+    tfm_model *made = tfm_model_create(&o);
+    ck_assert_msg(made != NULL, "%s", tfm_last_error());
+    tfm_model_set_training(made, 0);
+    if (family == M2M100)
+        memset(tfm_tensor_data_f32(tfm_params_find(tfm_model_params(made), "generator.bias")),
+               0, VOCAB * sizeof(float));
+    write_weights(made, 0, 0, family == M2M100);
+    enum { N = 2 * 3 * VOCAB };
+    float want[N], have[N];
+    logits_of(made, want, N);
+    char spelled[64];
+    snprintf(spelled, sizeof spelled, ", \"scale_embedding\": %s",
+             family == M2M100 ? "true" : "false");
+    for (int explicit = 1; explicit >= 0; explicit--) {
+        write_config(family, default_activation[family], explicit ? spelled : "");
+        /* write_config's own scale_embedding comes first: the reader sees it */
+        drop_from_config("scale_embedding");
+        if (!explicit) {
+            drop_from_config("activation_function");
+            if (o.positions != TFM_POSITIONS_LEARNED)
+                drop_from_config("max_position_embeddings");
+        }
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s: %s", model_type[family], tfm_last_error());
+        logits_of(loaded, have, N);
+        ck_assert_msg(memcmp(want, have, sizeof want) == 0, "%s, %s", model_type[family],
+                      explicit ? "spelled out" : "left out");
+        tfm_model_options got;
+        tfm_model_options_init(&got);
+        ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+        ck_assert_int_eq(got.max_src_len,
+                         explicit || o.positions == TFM_POSITIONS_LEARNED ? MAX_POS : 1024);
+        tfm_model_free(loaded);
+    }
+    tfm_model_free(made);
+    remove_folder();
+}
+END_TEST
+
 /* A good Marian folder, then one thing broken: NULL, and the message
  * naming what is wrong. */
 static void expect_refusal(tfm_status status, const char *fragment)
@@ -301,6 +374,10 @@ START_TEST(unsupported_configs_are_named)
              t5);
     write_text("config.json", config);
     expect_refusal(TFM_ERR_FORMAT, "feed_forward_proj \"quick_gelu\" is not supported");
+    /* a name that is no string is refused, not taken for the default */
+    snprintf(config, sizeof config, "%s\"d_kv\": 4, \"feed_forward_proj\": 3}", t5);
+    write_text("config.json", config);
+    expect_refusal(TFM_ERR_FORMAT, "feed_forward_proj (not a string) is not supported");
     write_text("config.json", "[1, 2]");
     expect_refusal(TFM_ERR_FORMAT, "config.json is not a JSON object");
     write_text("config.json", "{\"model_type\": \"marian\",");
@@ -817,6 +894,7 @@ static Suite *pretrained_folders_suite(void)
     Suite *s = suite_create("pretrained_folders");
     TCase *tc = tcase_create("folders");
     tcase_add_loop_test(tc, each_family_loads_its_published_names, 0, 2 * FAMILIES);
+    tcase_add_loop_test(tc, config_defaults_are_the_families, 0, FAMILIES);
     tcase_add_test(tc, unsupported_configs_are_named);
     tcase_add_test(tc, multilingual_sources_carry_their_language);
     tcase_add_test(tc, corrupt_weights_are_named);

@@ -23,23 +23,28 @@
 #define MAX_SHARDS 1024
 #define PATH_MAX_BYTES 4096
 
-/* The families and how each one builds its layers (modeling_*.py). */
+/* The families and how each one builds its layers (modeling_*.py), with
+ * the defaults of their Config classes (configuration_*.py) for the keys
+ * a config.json may leave out: scale_embedding and activation_function
+ * differ between families (T5Config has neither). */
 typedef enum { MARIAN, BART, MBART, M2M100, T5 } family;
 static const struct family_info {
     const char *model_type;
     int32_t norm_first, final_norm, embedding_norm;
     tfm_positions positions;
+    int32_t scale_embedding;
+    const char *activation;
 } families[] = {
     /* post-norm, Marian's sinusoids, no norms around the stacks */
-    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES},
+    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES, 0, "gelu"},
     /* post-norm, learned positions from row 2, layernorm_embedding */
-    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED},
+    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED, 0, "gelu"},
     /* pre-norm with layernorm_embedding and the stacks' layer_norm */
-    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED},
+    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED, 0, "gelu"},
     /* pre-norm, fairseq's sinusoids past the padding id, layer_norm */
-    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
+    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ, 1, "relu"},
     /* pre-norm RMS norms, final_layer_norm, relative positions only */
-    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE},
+    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE, 0, NULL},
 };
 enum { FAMILIES = sizeof families / sizeof families[0] };
 
@@ -132,6 +137,14 @@ static const char *config_string(loader *l, const char *key)
     return n && n->type == TFM__JSON_STRING ? tfm__json_string(l->doc, n) : NULL;
 }
 
+/* A string member, fallback when absent, NULL when not a string (for the
+ * caller to refuse). */
+static const char *config_name(loader *l, const char *key, const char *fallback)
+{
+    const tfm__json_node *n = member(l, key);
+    return !n || n->type == TFM__JSON_NULL ? fallback : config_string(l, key);
+}
+
 /* transformers' ACT2FN names of the activations libtfm has; key is the
  * config member that gave name, for the message. */
 static int activation_of(loader *l, const char *key, const char *name, tfm_activation *out)
@@ -150,7 +163,7 @@ static int activation_of(loader *l, const char *key, const char *name, tfm_activ
         }
     tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s %s%s%s is not supported (relu, gelu, "
               "silu, swish, gelu_new, gelu_pytorch_tanh are)", l->ctx, key, name ? "\"" : "",
-              name ? name : "(missing)", name ? "\"" : "");
+              name ? name : "(not a string)", name ? "\"" : "");
     return -1;
 }
 
@@ -218,8 +231,9 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
         return -1;
-    const char *projection = config_string(l, "feed_forward_proj");
-    projection = projection ? projection : "relu";
+    const char *projection = config_name(l, "feed_forward_proj", "relu");
+    if (!projection)
+        return activation_of(l, "feed_forward_proj", NULL, &o->activation);
     int gated = strncmp(projection, "gated-", 6) == 0;
     const char *activation = strcmp(projection, "gated-gelu") == 0 ? "gelu_new"
                              : gated                              ? projection + 6
@@ -291,6 +305,7 @@ static int read_config(loader *l, tfm_model_options *o)
         return read_t5_config(l, f, o);
     int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
     int32_t scale, tie, share;
+    const char *activation = config_name(l, "activation_function", f->activation);
     if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
         config_int(l, "decoder_vocab_size", 0, vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
         config_int(l, "d_model", 1, 0, 1, INT32_MAX, &d_model) < 0 ||
@@ -299,15 +314,15 @@ static int read_config(loader *l, tfm_model_options *o)
          config_int(l, "decoder_layers", 1, 0, 0, 4096, &layers)) < 0 ||
         same_sides(l, "encoder_attention_heads", "decoder_attention_heads", &heads) < 0 ||
         same_sides(l, "encoder_ffn_dim", "decoder_ffn_dim", &d_ff) < 0 ||
-        config_int(l, "max_position_embeddings", 1, 0, 1, INT32_MAX, &max_len) < 0 ||
+        /* every family's Config: 1024 */
+        config_int(l, "max_position_embeddings", 0, 1024, 1, INT32_MAX, &max_len) < 0 ||
         config_int(l, "pad_token_id", 1, 0, 0, INT32_MAX, &pad) < 0 ||
         config_int(l, "eos_token_id", 1, 0, 0, INT32_MAX, &eos) < 0 ||
         config_int(l, "decoder_start_token_id", 1, 0, 0, INT32_MAX, &start) < 0 ||
-        config_bool(l, "scale_embedding", 0, &scale) < 0 ||
+        config_bool(l, "scale_embedding", f->scale_embedding, &scale) < 0 ||
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_bool(l, "share_encoder_decoder_embeddings", 1, &share) < 0 ||
-        activation_of(l, "activation_function", config_string(l, "activation_function"),
-                      &o->activation) < 0)
+        activation_of(l, "activation_function", activation, &o->activation) < 0)
         return -1;
     o->decoder_layers = (int32_t)layers;
     o->src_vocab = vocab;
