@@ -579,6 +579,91 @@ START_TEST(published_decoding_defaults)
 }
 END_TEST
 
+/* generation_config.json's options that would change the decoding and
+ * that libtfm does not implement are refused by name when set; at their
+ * defaults (or null, or empty) the folder loads. The sampling-only ones
+ * count only with do_sample; config.json carries them for older folders. */
+START_TEST(unsupported_generation_options_are_named)
+{
+    static const struct {
+        const char *key, *set, *neutral;
+    } options[] = {
+        {"num_beam_groups", "2", "1"},
+        {"diversity_penalty", "0.5", "0.0"},
+        {"penalty_alpha", "0.6", "null"},
+        {"encoder_no_repeat_ngram_size", "3", "0"},
+        {"encoder_repetition_penalty", "1.2", "1.0"},
+        {"guidance_scale", "1.5", "1"},
+        {"exponential_decay_length_penalty", "[5, 1.5]", "null"},
+        {"sequence_bias", "[[[4], -1.0]]", "null"},
+        {"force_words_ids", "[[4]]", "null"},
+        {"constraints", "[{}]", "null"},
+        {"suppress_tokens", "[4, 5]", "[]"},
+        {"begin_suppress_tokens", "[4]", "null"},
+        {"forced_decoder_ids", "[[1, 4]]", "null"},
+        {"max_time", "2.5", "null"},
+        {"stop_strings", "[\"end\"]", "null"},
+        {"token_healing", "true", "false"},
+        {"watermarking_config", "{\"bias\": 2.5}", "null"},
+        {"dola_layers", "\"high\"", "null"},
+    }, sampling[] = {
+        {"typical_p", "0.9", "1.0"},
+        {"epsilon_cutoff", "0.001", "0.0"},
+        {"eta_cutoff", "0.001", "0.0"},
+        {"min_p", "0.1", "null"},
+    };
+    tfm_model *m = good_folder(MARIAN);
+    char text[256];
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        snprintf(text, sizeof text, "{\"num_beams\": 4, \"%s\": %s}", options[i].key,
+                 options[i].set);
+        write_text("generation_config.json", text);
+        snprintf(text, sizeof text, "generation_config.json's %s is not supported",
+                 options[i].key);
+        expect_refusal(TFM_ERR_FORMAT, text);
+        snprintf(text, sizeof text, "{\"num_beams\": 4, \"%s\": %s}", options[i].key,
+                 options[i].neutral);
+        write_text("generation_config.json", text);
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s: %s", options[i].key, tfm_last_error());
+        tfm_model_free(loaded);
+    }
+    for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++) {
+        snprintf(text, sizeof text, "{\"do_sample\": true, \"%s\": %s}", sampling[i].key,
+                 sampling[i].set);
+        write_text("generation_config.json", text);
+        snprintf(text, sizeof text, "generation_config.json's %s is not supported",
+                 sampling[i].key);
+        expect_refusal(TFM_ERR_FORMAT, text);
+        /* without sampling, generate() never reads it */
+        snprintf(text, sizeof text, "{\"do_sample\": false, \"%s\": %s}", sampling[i].key,
+                 sampling[i].set);
+        write_text("generation_config.json", text);
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s: %s", sampling[i].key, tfm_last_error());
+        tfm_model_free(loaded);
+    }
+    write_text("generation_config.json", "{\"do_sample\": true, \"num_beams\": 3}");
+    expect_refusal(TFM_ERR_FORMAT, "do_sample with num_beams 3 (beam sampling) is not");
+    /* what Python alone reads, and num_return_sequences (its first sequence
+     * is libtfm's), load */
+    write_text("generation_config.json",
+               "{\"num_beams\": 4, \"num_return_sequences\": 2, \"output_scores\": true,"
+               " \"return_dict_in_generate\": true, \"use_cache\": false,"
+               " \"_from_model_config\": true, \"transformers_version\": \"4.40.0\","
+               " \"pad_token_id\": 1, \"bos_token_id\": 0}");
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_model_free(loaded);
+    /* older folders: config.json's own */
+    unlink(in_folder("generation_config.json"));
+    write_config(MARIAN, "swish", ", \"num_beam_groups\": 2, \"diversity_penalty\": 0.5");
+    expect_refusal(TFM_ERR_FORMAT, "config.json's num_beam_groups is not supported");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
 static void copy_file(const char *from, const char *name)
 {
     FILE *in = fopen(from, "rb"), *out = fopen(in_folder(name), "wb");
@@ -899,6 +984,7 @@ static Suite *pretrained_folders_suite(void)
     tcase_add_test(tc, multilingual_sources_carry_their_language);
     tcase_add_test(tc, corrupt_weights_are_named);
     tcase_add_test(tc, published_decoding_defaults);
+    tcase_add_test(tc, unsupported_generation_options_are_named);
     tcase_add_test(tc, marian_tokenizers_come_with_the_folder);
     tcase_add_test(tc, fairseq_tokenizers_come_with_the_folder);
     tcase_add_test(tc, null_folder);

@@ -461,6 +461,67 @@ static int early_stopping(loader *l, int32_t *out)
     return config_bool(l, "early_stopping", TFM_EARLY_STOPPING_HEURISTIC, out);
 }
 
+/* GenerationConfig's options (generation/configuration_utils.py) that
+ * change what generate() produces and that libtfm's decoding does not
+ * have, each with the number that changes nothing (NAN: none does; absent,
+ * null, false and an empty list or object change nothing either); the
+ * sampling ones matter only when do_sample is true, as in generate().
+ * Options that only shape Python's return value (num_return_sequences:
+ * its first sequence is the one libtfm returns, output_scores, ...) or
+ * its speed (use_cache, low_memory, ...) are not here. suppress_tokens
+ * has a counterpart in tfm_decode_options' suppress_ids, which the
+ * published defaults do not carry (yet): refused too. */
+static const struct {
+    const char *key;
+    double neutral;
+    int sampling;
+} unsupported_generation[] = {
+    {"num_beam_groups", 1, 0},         {"diversity_penalty", 0, 0},
+    {"penalty_alpha", 0, 0},           {"encoder_no_repeat_ngram_size", 0, 0},
+    {"encoder_repetition_penalty", 1, 0}, {"guidance_scale", 1, 0},
+    {"exponential_decay_length_penalty", NAN, 0}, {"sequence_bias", NAN, 0},
+    {"force_words_ids", NAN, 0},       {"constraints", NAN, 0},
+    {"suppress_tokens", NAN, 0},       {"begin_suppress_tokens", NAN, 0},
+    {"forced_decoder_ids", NAN, 0},    {"max_time", NAN, 0},
+    {"stop_strings", NAN, 0},          {"token_healing", NAN, 0},
+    {"watermarking_config", NAN, 0},   {"dola_layers", NAN, 0},
+    {"typical_p", 1, 1},               {"epsilon_cutoff", 0, 1},
+    {"eta_cutoff", 0, 1},              {"min_p", 0, 1},
+};
+
+/* Refuses, by name, an option above set to something that would change
+ * the decoding, and beam sampling (do_sample with num_beams > 1), which
+ * libtfm's sampling would silently replace. */
+static int refuse_unsupported_generation(loader *l, int32_t sample, int64_t beams)
+{
+    if (sample && beams > 1) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's do_sample with num_beams %lld (beam sampling) is "
+                  "not supported: libtfm samples or searches beams", l->ctx, l->doc_name,
+                  (long long)beams);
+        return -1;
+    }
+    size_t n = sizeof unsupported_generation / sizeof unsupported_generation[0];
+    for (size_t i = 0; i < n; i++) {
+        const tfm__json_node *v = member(l, unsupported_generation[i].key);
+        if (!v || (unsupported_generation[i].sampling && !sample))
+            continue;
+        double number = v->type != TFM__JSON_NUMBER ? NAN
+                        : v->is_integer              ? (double)v->integer
+                                                     : strtod(l->doc->text + v->offset, NULL);
+        int neutral = v->type == TFM__JSON_NULL || v->type == TFM__JSON_FALSE ||
+                      ((v->type == TFM__JSON_ARRAY || v->type == TFM__JSON_OBJECT) &&
+                       v->count == 0) ||
+                      number == unsupported_generation[i].neutral;
+        if (!neutral) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s is not supported: it changes decoding in a "
+                      "way libtfm does not implement (leave it out, or at its default)",
+                      l->ctx, l->doc_name, unsupported_generation[i].key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The decoding defaults, from generation_config.json, or from config.json
  * where older folders keep them; transformers' lengths count the decoder
  * start token, libtfm's do not. */
@@ -508,7 +569,8 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         config_int(l, "forced_eos_token_id", 0, -1, 0, vocab - 1, &forced_eos) < 0 ||
         early_stopping(l, &g->early_stopping) < 0 ||
         config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
-        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0)
+        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0 ||
+        refuse_unsupported_generation(l, sample, beams) < 0)
         return -1;
     o->bos_id = (int32_t)start;
     g->strategy = sample ? TFM_DECODE_SAMPLE : beams > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
