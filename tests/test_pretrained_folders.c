@@ -751,6 +751,78 @@ START_TEST(marian_tokenizers_come_with_the_folder)
 }
 END_TEST
 
+/* A multilingual OPUS-MT source starts with its target language, ">>fra<<":
+ * MarianTokenizer (tokenization_marian.py, remove_language_code) takes a
+ * leading ">>" up to the first "<<" as one token, vocab.json's id for it
+ * (<unk> when vocab.json lacks it), before the SentencePiece pieces of the
+ * rest; anywhere else it is text. Decoding spells it out: it is no special
+ * token. The model keeps the rule through a save and a load. */
+START_TEST(marian_sources_take_a_leading_language_code)
+{
+    tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
+    ck_assert_ptr_nonnull(base);
+    int32_t n = tfm_tokenizer_vocab_size(base), fox[64], ids[64];
+    int64_t count = encode_fox(base, fox);
+    vocab = n + 2;
+    tfm_model *m = good_folder(MARIAN);
+    copy_file(TFM_FIXTURES "/text/bpe.model", "source.spm");
+    copy_file(TFM_FIXTURES "/text/bpe.model", "target.spm");
+    write_vocab(base, 1);
+    FILE *f = fopen(in_folder("vocab.json"), "r+");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, -1, SEEK_END), 0); /* over the closing brace */
+    fprintf(f, ", \">>fra<<\": %d}", n + 1);
+    fclose(f);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    const char *path = in_folder("saved.safetensors");
+    ck_assert_int_eq(tfm_model_save(loaded, path), TFM_OK);
+    tfm_model *back = tfm_model_load(path);
+    ck_assert_msg(back != NULL, "%s", tfm_last_error());
+    unlink(path);
+    int32_t unk = tfm_tokenizer_special_id(tfm_model_tokenizer(loaded, 0), TFM_TOKEN_UNK);
+    static const struct {
+        const char *text;
+        int code; /* 1: >>fra<<, 0: <unk>, -1: no code */
+    } cases[] = {{">>fra<< the quick brown fox", 1},
+                 {">>fra<<the quick brown fox", 1},
+                 {">>xyz<< the quick brown fox", 0},
+                 {">>fr a<< the quick brown fox", 0},
+                 {"the quick brown fox", -1}};
+    for (tfm_model *each = loaded; each; each = each == loaded ? back : NULL)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int64_t got;
+            ck_assert_int_eq(tfm_model_encode_text(each, cases[c].text,
+                                                   (int64_t)strlen(cases[c].text), ids, 64,
+                                                   &got), TFM_OK);
+            int32_t has = cases[c].code >= 0;
+            ck_assert_int_eq(got, count + has + 1);
+            if (has)
+                ck_assert_int_eq(ids[0], cases[c].code ? n + 1 : unk);
+            ck_assert_mem_eq(ids + has, fox, (size_t)count * sizeof *fox);
+            ck_assert_int_eq(ids[got - 1], EOS);
+        }
+    /* ">>" with no "<<" is text, and so is a code past the start */
+    int64_t got;
+    ck_assert_int_eq(tfm_model_encode_text(loaded, "the >>fra<<", 11, ids, 64, &got), TFM_OK);
+    ck_assert_int_ne(ids[0], n + 1);
+    ck_assert_int_eq(tfm_model_encode_text(loaded, ">>fra", 5, ids, 64, &got), TFM_OK);
+    ck_assert_int_ne(ids[0], n + 1);
+    char text[128];
+    int32_t tokens[65] = {n + 1};
+    memcpy(tokens + 1, fox, (size_t)count * sizeof *fox);
+    ck_assert_int_eq(tfm_model_decode_text(loaded, tokens, count + 1, text, sizeof text, &got),
+                     TFM_OK);
+    ck_assert_str_eq(text, ">>fra<< the quick brown fox");
+    tfm_model_free(back);
+    tfm_model_free(loaded);
+    tfm_model_free(m);
+    tfm_tokenizer_free(base);
+    vocab = VOCAB;
+    remove_folder();
+}
+END_TEST
+
 /* The loaded folder's tokenizer (which it must have), kept past the model. */
 static tfm_tokenizer *folder_tokenizer(void)
 {
@@ -986,6 +1058,7 @@ static Suite *pretrained_folders_suite(void)
     tcase_add_test(tc, published_decoding_defaults);
     tcase_add_test(tc, unsupported_generation_options_are_named);
     tcase_add_test(tc, marian_tokenizers_come_with_the_folder);
+    tcase_add_test(tc, marian_sources_take_a_leading_language_code);
     tcase_add_test(tc, fairseq_tokenizers_come_with_the_folder);
     tcase_add_test(tc, null_folder);
     suite_add_tcase(s, tc);

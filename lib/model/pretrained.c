@@ -764,8 +764,8 @@ static int attach_tokenizers(loader *l, tfm_model *m)
 /* --- the ids around sources ------------------------------------------------------- */
 
 /* The ids the family's tokenizer in transformers puts around a source
- * (BART <s> X </s>; Marian, T5 X </s>; mBART-50, M2M100, NLLB [code] X
- * </s>; mBART-cc25's MBartTokenizer and NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
+ * (BART <s> X </s>; Marian, T5 X </s>, Marian's leading ">>xx<<" one token;
+ * mBART-50, M2M100, NLLB [code] X </s>; mBART-cc25's MBartTokenizer and NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
  * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn, en), the
  * SentencePiece families' strip of decoded text and
  * clean_up_tokenization_spaces (default true), for a model with
@@ -798,13 +798,13 @@ static int read_text_template(loader *l, tfm_model *m)
     }
     tfm__text_template *t = &m->text;
     if (l->family == BART) {
-        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up};
+        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up, 0};
     } else if (l->family == MARIAN || l->family == T5) {
-        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up};
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, l->family == MARIAN};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
-        *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up}
-                       : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up};
+        *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up, 0}
+                       : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up, 0};
         if (!source)
             source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
     }
