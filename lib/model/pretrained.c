@@ -765,7 +765,8 @@ static int attach_tokenizers(loader *l, tfm_model *m)
 
 /* The ids the family's tokenizer in transformers puts around a source
  * (BART <s> X </s>; Marian, T5 X </s>, Marian's leading ">>xx<<" one token;
- * mBART-50, M2M100, NLLB [code] X </s>; mBART-cc25's MBartTokenizer and NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
+ * mBART-50, M2M100, NLLB [code] X </s>; mBART-cc25's MBartTokenizer and
+ * NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
  * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn, en), the
  * SentencePiece families' strip of decoded text and
  * clean_up_tokenization_spaces (default true), for a model with
