@@ -256,6 +256,79 @@ START_TEST(each_family_loads_its_published_names)
 }
 END_TEST
 
+/* Rewrites config.json without the key (which must be there) and its
+ * value, up to the next comma. */
+static void drop_from_config(const char *key)
+{
+    char text[2048], quoted[64];
+    FILE *f = fopen(in_folder("config.json"), "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    char *at = strstr(text, quoted), *comma = at ? strchr(at, ',') : NULL;
+    ck_assert_msg(comma != NULL, "%s not in config.json", key);
+    memmove(at, comma + 1, strlen(comma + 1) + 1);
+    write_text("config.json", text);
+}
+
+/* The keys a config.json may leave out take the family's Config class
+ * default (configuration_*.py): M2M100Config scales embeddings and uses
+ * relu, MarianConfig, BartConfig and MBartConfig neither scale nor use
+ * anything but gelu; max_position_embeddings is 1024 (here for the
+ * sinusoidal families, whose tables are computed). Each folder without
+ * them gives the logits of the model made with those defaults, as one
+ * that spells them out does. */
+START_TEST(config_defaults_are_the_families)
+{
+    int family = _i;
+    static const char *const default_activation[FAMILIES] = {"gelu", "gelu", "gelu", "relu"};
+    make_folder();
+    tfm_model_options o;
+    family_options(family, &o);
+    o.activation = family == M2M100 ? TFM_ACTIVATION_RELU : TFM_ACTIVATION_GELU;
+    o.embedding_scale =
+        family == M2M100 ? TFM_EMBEDDING_SCALE_SQRT_D : TFM_EMBEDDING_SCALE_NONE;
+    tfm_model *made = tfm_model_create(&o);
+    ck_assert_msg(made != NULL, "%s", tfm_last_error());
+    tfm_model_set_training(made, 0);
+    if (family == M2M100)
+        memset(tfm_tensor_data_f32(tfm_params_find(tfm_model_params(made), "generator.bias")),
+               0, VOCAB * sizeof(float));
+    write_weights(made, 0, 0, family == M2M100);
+    enum { N = 2 * 3 * VOCAB };
+    float want[N], have[N];
+    logits_of(made, want, N);
+    char spelled[64];
+    snprintf(spelled, sizeof spelled, ", \"scale_embedding\": %s",
+             family == M2M100 ? "true" : "false");
+    for (int explicit = 1; explicit >= 0; explicit--) {
+        write_config(family, default_activation[family], explicit ? spelled : "");
+        /* write_config's own scale_embedding comes first: the reader sees it */
+        drop_from_config("scale_embedding");
+        if (!explicit) {
+            drop_from_config("activation_function");
+            if (o.positions != TFM_POSITIONS_LEARNED)
+                drop_from_config("max_position_embeddings");
+        }
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s: %s", model_type[family], tfm_last_error());
+        logits_of(loaded, have, N);
+        ck_assert_msg(memcmp(want, have, sizeof want) == 0, "%s, %s", model_type[family],
+                      explicit ? "spelled out" : "left out");
+        tfm_model_options got;
+        tfm_model_options_init(&got);
+        ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+        ck_assert_int_eq(got.max_src_len,
+                         explicit || o.positions == TFM_POSITIONS_LEARNED ? MAX_POS : 1024);
+        tfm_model_free(loaded);
+    }
+    tfm_model_free(made);
+    remove_folder();
+}
+END_TEST
+
 /* A good Marian folder, then one thing broken: NULL, and the message
  * naming what is wrong. */
 static void expect_refusal(tfm_status status, const char *fragment)
@@ -301,6 +374,10 @@ START_TEST(unsupported_configs_are_named)
              t5);
     write_text("config.json", config);
     expect_refusal(TFM_ERR_FORMAT, "feed_forward_proj \"quick_gelu\" is not supported");
+    /* a name that is no string is refused, not taken for the default */
+    snprintf(config, sizeof config, "%s\"d_kv\": 4, \"feed_forward_proj\": 3}", t5);
+    write_text("config.json", config);
+    expect_refusal(TFM_ERR_FORMAT, "feed_forward_proj (not a string) is not supported");
     write_text("config.json", "[1, 2]");
     expect_refusal(TFM_ERR_FORMAT, "config.json is not a JSON object");
     write_text("config.json", "{\"model_type\": \"marian\",");
@@ -506,6 +583,91 @@ START_TEST(published_decoding_defaults)
 }
 END_TEST
 
+/* generation_config.json's options that would change the decoding and
+ * that libtfm does not implement are refused by name when set; at their
+ * defaults (or null, or empty) the folder loads. The sampling-only ones
+ * count only with do_sample; config.json carries them for older folders. */
+START_TEST(unsupported_generation_options_are_named)
+{
+    static const struct {
+        const char *key, *set, *neutral;
+    } options[] = {
+        {"num_beam_groups", "2", "1"},
+        {"diversity_penalty", "0.5", "0.0"},
+        {"penalty_alpha", "0.6", "null"},
+        {"encoder_no_repeat_ngram_size", "3", "0"},
+        {"encoder_repetition_penalty", "1.2", "1.0"},
+        {"guidance_scale", "1.5", "1"},
+        {"exponential_decay_length_penalty", "[5, 1.5]", "null"},
+        {"sequence_bias", "[[[4], -1.0]]", "null"},
+        {"force_words_ids", "[[4]]", "null"},
+        {"constraints", "[{}]", "null"},
+        {"suppress_tokens", "[4, 5]", "[]"},
+        {"begin_suppress_tokens", "[4]", "null"},
+        {"forced_decoder_ids", "[[1, 4]]", "null"},
+        {"max_time", "2.5", "null"},
+        {"stop_strings", "[\"end\"]", "null"},
+        {"token_healing", "true", "false"},
+        {"watermarking_config", "{\"bias\": 2.5}", "null"},
+        {"dola_layers", "\"high\"", "null"},
+    }, sampling[] = {
+        {"typical_p", "0.9", "1.0"},
+        {"epsilon_cutoff", "0.001", "0.0"},
+        {"eta_cutoff", "0.001", "0.0"},
+        {"min_p", "0.1", "null"},
+    };
+    tfm_model *m = good_folder(MARIAN);
+    char text[256];
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        snprintf(text, sizeof text, "{\"num_beams\": 4, \"%s\": %s}", options[i].key,
+                 options[i].set);
+        write_text("generation_config.json", text);
+        snprintf(text, sizeof text, "generation_config.json's %s is not supported",
+                 options[i].key);
+        expect_refusal(TFM_ERR_FORMAT, text);
+        snprintf(text, sizeof text, "{\"num_beams\": 4, \"%s\": %s}", options[i].key,
+                 options[i].neutral);
+        write_text("generation_config.json", text);
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s: %s", options[i].key, tfm_last_error());
+        tfm_model_free(loaded);
+    }
+    for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++) {
+        snprintf(text, sizeof text, "{\"do_sample\": true, \"%s\": %s}", sampling[i].key,
+                 sampling[i].set);
+        write_text("generation_config.json", text);
+        snprintf(text, sizeof text, "generation_config.json's %s is not supported",
+                 sampling[i].key);
+        expect_refusal(TFM_ERR_FORMAT, text);
+        /* without sampling, generate() never reads it */
+        snprintf(text, sizeof text, "{\"do_sample\": false, \"%s\": %s}", sampling[i].key,
+                 sampling[i].set);
+        write_text("generation_config.json", text);
+        tfm_model *loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s: %s", sampling[i].key, tfm_last_error());
+        tfm_model_free(loaded);
+    }
+    write_text("generation_config.json", "{\"do_sample\": true, \"num_beams\": 3}");
+    expect_refusal(TFM_ERR_FORMAT, "do_sample with num_beams 3 (beam sampling) is not");
+    /* what Python alone reads, and num_return_sequences (its first sequence
+     * is libtfm's), load */
+    write_text("generation_config.json",
+               "{\"num_beams\": 4, \"num_return_sequences\": 2, \"output_scores\": true,"
+               " \"return_dict_in_generate\": true, \"use_cache\": false,"
+               " \"_from_model_config\": true, \"transformers_version\": \"4.40.0\","
+               " \"pad_token_id\": 1, \"bos_token_id\": 0}");
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    tfm_model_free(loaded);
+    /* older folders: config.json's own */
+    unlink(in_folder("generation_config.json"));
+    write_config(MARIAN, "swish", ", \"num_beam_groups\": 2, \"diversity_penalty\": 0.5");
+    expect_refusal(TFM_ERR_FORMAT, "config.json's num_beam_groups is not supported");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
 static void copy_file(const char *from, const char *name)
 {
     FILE *in = fopen(from, "rb"), *out = fopen(in_folder(name), "wb");
@@ -586,6 +748,78 @@ START_TEST(marian_tokenizers_come_with_the_folder)
     /* a broken vocabulary refuses the folder */
     write_text("vocab.json", "{\"<unk>\": 0,");
     expect_refusal(TFM_ERR_FORMAT, "tfm_tokenizer_load_sentencepiece_with_vocab");
+    tfm_model_free(m);
+    tfm_tokenizer_free(base);
+    vocab = VOCAB;
+    remove_folder();
+}
+END_TEST
+
+/* A multilingual OPUS-MT source starts with its target language, ">>fra<<":
+ * MarianTokenizer (tokenization_marian.py, remove_language_code) takes a
+ * leading ">>" up to the first "<<" as one token, vocab.json's id for it
+ * (<unk> when vocab.json lacks it), before the SentencePiece pieces of the
+ * rest; anywhere else it is text. Decoding spells it out: it is no special
+ * token. The model keeps the rule through a save and a load. */
+START_TEST(marian_sources_take_a_leading_language_code)
+{
+    tfm_tokenizer *base = tfm_tokenizer_load_sentencepiece(TFM_FIXTURES "/text/bpe.model");
+    ck_assert_ptr_nonnull(base);
+    int32_t n = tfm_tokenizer_vocab_size(base), fox[64], ids[64];
+    int64_t count = encode_fox(base, fox);
+    vocab = n + 2;
+    tfm_model *m = good_folder(MARIAN);
+    copy_file(TFM_FIXTURES "/text/bpe.model", "source.spm");
+    copy_file(TFM_FIXTURES "/text/bpe.model", "target.spm");
+    write_vocab(base, 1);
+    FILE *f = fopen(in_folder("vocab.json"), "r+");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, -1, SEEK_END), 0); /* over the closing brace */
+    fprintf(f, ", \">>fra<<\": %d}", n + 1);
+    fclose(f);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    const char *path = in_folder("saved.safetensors");
+    ck_assert_int_eq(tfm_model_save(loaded, path), TFM_OK);
+    tfm_model *back = tfm_model_load(path);
+    ck_assert_msg(back != NULL, "%s", tfm_last_error());
+    unlink(path);
+    int32_t unk = tfm_tokenizer_special_id(tfm_model_tokenizer(loaded, 0), TFM_TOKEN_UNK);
+    static const struct {
+        const char *text;
+        int code; /* 1: >>fra<<, 0: <unk>, -1: no code */
+    } cases[] = {{">>fra<< the quick brown fox", 1},
+                 {">>fra<<the quick brown fox", 1},
+                 {">>xyz<< the quick brown fox", 0},
+                 {">>fr a<< the quick brown fox", 0},
+                 {"the quick brown fox", -1}};
+    for (tfm_model *each = loaded; each; each = each == loaded ? back : NULL)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int64_t got;
+            ck_assert_int_eq(tfm_model_encode_text(each, cases[c].text,
+                                                   (int64_t)strlen(cases[c].text), ids, 64,
+                                                   &got), TFM_OK);
+            int32_t has = cases[c].code >= 0;
+            ck_assert_int_eq(got, count + has + 1);
+            if (has)
+                ck_assert_int_eq(ids[0], cases[c].code ? n + 1 : unk);
+            ck_assert_mem_eq(ids + has, fox, (size_t)count * sizeof *fox);
+            ck_assert_int_eq(ids[got - 1], EOS);
+        }
+    /* ">>" with no "<<" is text, and so is a code past the start */
+    int64_t got;
+    ck_assert_int_eq(tfm_model_encode_text(loaded, "the >>fra<<", 11, ids, 64, &got), TFM_OK);
+    ck_assert_int_ne(ids[0], n + 1);
+    ck_assert_int_eq(tfm_model_encode_text(loaded, ">>fra", 5, ids, 64, &got), TFM_OK);
+    ck_assert_int_ne(ids[0], n + 1);
+    char text[128];
+    int32_t tokens[65] = {n + 1};
+    memcpy(tokens + 1, fox, (size_t)count * sizeof *fox);
+    ck_assert_int_eq(tfm_model_decode_text(loaded, tokens, count + 1, text, sizeof text, &got),
+                     TFM_OK);
+    ck_assert_str_eq(text, ">>fra<< the quick brown fox");
+    tfm_model_free(back);
+    tfm_model_free(loaded);
     tfm_model_free(m);
     tfm_tokenizer_free(base);
     vocab = VOCAB;
@@ -821,11 +1055,14 @@ static Suite *pretrained_folders_suite(void)
     Suite *s = suite_create("pretrained_folders");
     TCase *tc = tcase_create("folders");
     tcase_add_loop_test(tc, each_family_loads_its_published_names, 0, 2 * FAMILIES);
+    tcase_add_loop_test(tc, config_defaults_are_the_families, 0, FAMILIES);
     tcase_add_test(tc, unsupported_configs_are_named);
     tcase_add_test(tc, multilingual_sources_carry_their_language);
     tcase_add_test(tc, corrupt_weights_are_named);
     tcase_add_test(tc, published_decoding_defaults);
+    tcase_add_test(tc, unsupported_generation_options_are_named);
     tcase_add_test(tc, marian_tokenizers_come_with_the_folder);
+    tcase_add_test(tc, marian_sources_take_a_leading_language_code);
     tcase_add_test(tc, fairseq_tokenizers_come_with_the_folder);
     tcase_add_test(tc, null_folder);
     suite_add_tcase(s, tc);

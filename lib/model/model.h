@@ -35,6 +35,7 @@ typedef struct tfm__text_template {
                               * first token), or -1 */
     int32_t strip;           /* drop spaces around decoded text (SentencePiece families) */
     int32_t clean_up;        /* transformers' clean_up_tokenization_spaces */
+    int32_t leading_code;    /* a leading ">>xx<<" is one token (MarianTokenizer) */
 } tfm__text_template;
 #define TFM__NO_TEXT_TEMPLATE ((tfm__text_template){.language = -1, .target_language = -1})
 

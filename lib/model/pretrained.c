@@ -23,23 +23,28 @@
 #define MAX_SHARDS 1024
 #define PATH_MAX_BYTES 4096
 
-/* The families and how each one builds its layers (modeling_*.py). */
+/* The families and how each one builds its layers (modeling_*.py), with
+ * the defaults of their Config classes (configuration_*.py) for the keys
+ * a config.json may leave out: scale_embedding and activation_function
+ * differ between families (T5Config has neither). */
 typedef enum { MARIAN, BART, MBART, M2M100, T5 } family;
 static const struct family_info {
     const char *model_type;
     int32_t norm_first, final_norm, embedding_norm;
     tfm_positions positions;
+    int32_t scale_embedding;
+    const char *activation;
 } families[] = {
     /* post-norm, Marian's sinusoids, no norms around the stacks */
-    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES},
+    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES, 0, "gelu"},
     /* post-norm, learned positions from row 2, layernorm_embedding */
-    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED},
+    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED, 0, "gelu"},
     /* pre-norm with layernorm_embedding and the stacks' layer_norm */
-    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED},
+    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED, 0, "gelu"},
     /* pre-norm, fairseq's sinusoids past the padding id, layer_norm */
-    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ},
+    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ, 1, "relu"},
     /* pre-norm RMS norms, final_layer_norm, relative positions only */
-    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE},
+    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE, 0, NULL},
 };
 enum { FAMILIES = sizeof families / sizeof families[0] };
 
@@ -132,6 +137,14 @@ static const char *config_string(loader *l, const char *key)
     return n && n->type == TFM__JSON_STRING ? tfm__json_string(l->doc, n) : NULL;
 }
 
+/* A string member, fallback when absent, NULL when not a string (for the
+ * caller to refuse). */
+static const char *config_name(loader *l, const char *key, const char *fallback)
+{
+    const tfm__json_node *n = member(l, key);
+    return !n || n->type == TFM__JSON_NULL ? fallback : config_string(l, key);
+}
+
 /* transformers' ACT2FN names of the activations libtfm has; key is the
  * config member that gave name, for the message. */
 static int activation_of(loader *l, const char *key, const char *name, tfm_activation *out)
@@ -150,7 +163,7 @@ static int activation_of(loader *l, const char *key, const char *name, tfm_activ
         }
     tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s %s%s%s is not supported (relu, gelu, "
               "silu, swish, gelu_new, gelu_pytorch_tanh are)", l->ctx, key, name ? "\"" : "",
-              name ? name : "(missing)", name ? "\"" : "");
+              name ? name : "(not a string)", name ? "\"" : "");
     return -1;
 }
 
@@ -218,8 +231,9 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
         return -1;
-    const char *projection = config_string(l, "feed_forward_proj");
-    projection = projection ? projection : "relu";
+    const char *projection = config_name(l, "feed_forward_proj", "relu");
+    if (!projection)
+        return activation_of(l, "feed_forward_proj", NULL, &o->activation);
     int gated = strncmp(projection, "gated-", 6) == 0;
     const char *activation = strcmp(projection, "gated-gelu") == 0 ? "gelu_new"
                              : gated                              ? projection + 6
@@ -291,6 +305,7 @@ static int read_config(loader *l, tfm_model_options *o)
         return read_t5_config(l, f, o);
     int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
     int32_t scale, tie, share;
+    const char *activation = config_name(l, "activation_function", f->activation);
     if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
         config_int(l, "decoder_vocab_size", 0, vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
         config_int(l, "d_model", 1, 0, 1, INT32_MAX, &d_model) < 0 ||
@@ -299,15 +314,15 @@ static int read_config(loader *l, tfm_model_options *o)
          config_int(l, "decoder_layers", 1, 0, 0, 4096, &layers)) < 0 ||
         same_sides(l, "encoder_attention_heads", "decoder_attention_heads", &heads) < 0 ||
         same_sides(l, "encoder_ffn_dim", "decoder_ffn_dim", &d_ff) < 0 ||
-        config_int(l, "max_position_embeddings", 1, 0, 1, INT32_MAX, &max_len) < 0 ||
+        /* every family's Config: 1024 */
+        config_int(l, "max_position_embeddings", 0, 1024, 1, INT32_MAX, &max_len) < 0 ||
         config_int(l, "pad_token_id", 1, 0, 0, INT32_MAX, &pad) < 0 ||
         config_int(l, "eos_token_id", 1, 0, 0, INT32_MAX, &eos) < 0 ||
         config_int(l, "decoder_start_token_id", 1, 0, 0, INT32_MAX, &start) < 0 ||
-        config_bool(l, "scale_embedding", 0, &scale) < 0 ||
+        config_bool(l, "scale_embedding", f->scale_embedding, &scale) < 0 ||
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_bool(l, "share_encoder_decoder_embeddings", 1, &share) < 0 ||
-        activation_of(l, "activation_function", config_string(l, "activation_function"),
-                      &o->activation) < 0)
+        activation_of(l, "activation_function", activation, &o->activation) < 0)
         return -1;
     o->decoder_layers = (int32_t)layers;
     o->src_vocab = vocab;
@@ -446,6 +461,67 @@ static int early_stopping(loader *l, int32_t *out)
     return config_bool(l, "early_stopping", TFM_EARLY_STOPPING_HEURISTIC, out);
 }
 
+/* GenerationConfig's options (generation/configuration_utils.py) that
+ * change what generate() produces and that libtfm's decoding does not
+ * have, each with the number that changes nothing (NAN: none does; absent,
+ * null, false and an empty list or object change nothing either); the
+ * sampling ones matter only when do_sample is true, as in generate().
+ * Options that only shape Python's return value (num_return_sequences:
+ * its first sequence is the one libtfm returns, output_scores, ...) or
+ * its speed (use_cache, low_memory, ...) are not here. suppress_tokens
+ * has a counterpart in tfm_decode_options' suppress_ids, which the
+ * published defaults do not carry (yet): refused too. */
+static const struct {
+    const char *key;
+    double neutral;
+    int sampling;
+} unsupported_generation[] = {
+    {"num_beam_groups", 1, 0},         {"diversity_penalty", 0, 0},
+    {"penalty_alpha", 0, 0},           {"encoder_no_repeat_ngram_size", 0, 0},
+    {"encoder_repetition_penalty", 1, 0}, {"guidance_scale", 1, 0},
+    {"exponential_decay_length_penalty", NAN, 0}, {"sequence_bias", NAN, 0},
+    {"force_words_ids", NAN, 0},       {"constraints", NAN, 0},
+    {"suppress_tokens", NAN, 0},       {"begin_suppress_tokens", NAN, 0},
+    {"forced_decoder_ids", NAN, 0},    {"max_time", NAN, 0},
+    {"stop_strings", NAN, 0},          {"token_healing", NAN, 0},
+    {"watermarking_config", NAN, 0},   {"dola_layers", NAN, 0},
+    {"typical_p", 1, 1},               {"epsilon_cutoff", 0, 1},
+    {"eta_cutoff", 0, 1},              {"min_p", 0, 1},
+};
+
+/* Refuses, by name, an option above set to something that would change
+ * the decoding, and beam sampling (do_sample with num_beams > 1), which
+ * libtfm's sampling would silently replace. */
+static int refuse_unsupported_generation(loader *l, int32_t sample, int64_t beams)
+{
+    if (sample && beams > 1) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s's do_sample with num_beams %lld (beam sampling) is "
+                  "not supported: libtfm samples or searches beams", l->ctx, l->doc_name,
+                  (long long)beams);
+        return -1;
+    }
+    size_t n = sizeof unsupported_generation / sizeof unsupported_generation[0];
+    for (size_t i = 0; i < n; i++) {
+        const tfm__json_node *v = member(l, unsupported_generation[i].key);
+        if (!v || (unsupported_generation[i].sampling && !sample))
+            continue;
+        double number = v->type != TFM__JSON_NUMBER ? NAN
+                        : v->is_integer              ? (double)v->integer
+                                                     : strtod(l->doc->text + v->offset, NULL);
+        int neutral = v->type == TFM__JSON_NULL || v->type == TFM__JSON_FALSE ||
+                      ((v->type == TFM__JSON_ARRAY || v->type == TFM__JSON_OBJECT) &&
+                       v->count == 0) ||
+                      number == unsupported_generation[i].neutral;
+        if (!neutral) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s is not supported: it changes decoding in a "
+                      "way libtfm does not implement (leave it out, or at its default)",
+                      l->ctx, l->doc_name, unsupported_generation[i].key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The decoding defaults, from generation_config.json, or from config.json
  * where older folders keep them; transformers' lengths count the decoder
  * start token, libtfm's do not. */
@@ -494,7 +570,8 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         early_stopping(l, &g->early_stopping) < 0 ||
         config_bool(l, "renormalize_logits", 0, &g->renormalize_logits) < 0 ||
         config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
-        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0)
+        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0 ||
+        refuse_unsupported_generation(l, sample, beams) < 0)
         return -1;
     o->bos_id = (int32_t)start;
     g->strategy = sample ? TFM_DECODE_SAMPLE : beams > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
@@ -688,8 +765,9 @@ static int attach_tokenizers(loader *l, tfm_model *m)
 /* --- the ids around sources ------------------------------------------------------- */
 
 /* The ids the family's tokenizer in transformers puts around a source
- * (BART <s> X </s>; Marian, T5 X </s>; mBART-50, M2M100, NLLB [code] X
- * </s>; mBART-cc25's MBartTokenizer and NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
+ * (BART <s> X </s>; Marian, T5 X </s>, Marian's leading ">>xx<<" one token;
+ * mBART-50, M2M100, NLLB [code] X </s>; mBART-cc25's MBartTokenizer and
+ * NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
  * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn, en), the
  * SentencePiece families' strip of decoded text and
  * clean_up_tokenization_spaces (default true), for a model with
@@ -722,13 +800,13 @@ static int read_text_template(loader *l, tfm_model *m)
     }
     tfm__text_template *t = &m->text;
     if (l->family == BART) {
-        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up};
+        *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up, 0};
     } else if (l->family == MARIAN || l->family == T5) {
-        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up};
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, l->family == MARIAN};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
-        *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up}
-                       : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up};
+        *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up, 0}
+                       : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up, 0};
         if (!source)
             source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
     }

@@ -23,6 +23,20 @@ static const tfm_tokenizer *tokenizer_of(const char *op, const tfm_model *m, int
     return tok;
 }
 
+/* The length of the language code text starts with, for a template that
+ * reads one (multilingual OPUS-MT models take their target language so):
+ * MarianTokenizer's remove_language_code takes a leading ">>" up to the
+ * first "<<" after it, whatever lies between, as one token; else 0. */
+static int64_t leading_code(const tfm__text_template *t, const char *text, int64_t length)
+{
+    if (!t->leading_code || !text || length < 4 || memcmp(text, ">>", 2) != 0)
+        return 0;
+    for (int64_t i = 2; i + 1 < length; i++)
+        if (text[i] == '<' && text[i + 1] == '<')
+            return i + 2;
+    return 0;
+}
+
 tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t length,
                                  int32_t *ids, int64_t capacity, int64_t *count)
 {
@@ -35,24 +49,32 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
     if (!tok)
         return TFM_ERR_STATE;
     const tfm__text_template *t = &m->text;
-    int64_t inner = 0;
+    int64_t inner = 0, code = leading_code(t, text, length);
     uint64_t mark = tfm__error_mark();
-    tfm_status s = tfm_tokenizer_encode(tok, text, length, NULL, 0, &inner);
+    tfm_status s = tfm_tokenizer_encode(tok, text + code, length - code, NULL, 0, &inner);
     if (s != TFM_OK && s != TFM_ERR_SIZE) {
         tfm__fail_within(op, mark);
         return s;
     }
-    *count = inner + t->n_ids;
+    int32_t has_code = code > 0;
+    *count = inner + has_code + t->n_ids;
     if (!ids || capacity < *count)
         return tfm__fail(TFM_ERR_SIZE, "%s: the text takes %lld ids, ids has room for %lld", op,
                          (long long)*count, (long long)capacity);
     memcpy(ids, t->ids, (size_t)t->n_prefix * sizeof *ids);
-    s = tfm_tokenizer_encode(tok, text, length, ids + t->n_prefix, inner, &inner);
+    if (has_code) {
+        /* the vocabulary's id, <unk> when it has no such code, as
+         * MarianTokenizer looks its tokens up */
+        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
+        ids[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
+    }
+    s = tfm_tokenizer_encode(tok, text + code, length - code, ids + t->n_prefix + has_code,
+                             inner, &inner);
     if (s != TFM_OK) {
         tfm__fail_within(op, mark);
         return s;
     }
-    memcpy(ids + t->n_prefix + inner, t->ids + t->n_prefix,
+    memcpy(ids + t->n_prefix + has_code + inner, t->ids + t->n_prefix,
            (size_t)(t->n_ids - t->n_prefix) * sizeof *ids);
     return TFM_OK;
 }
@@ -265,7 +287,8 @@ tfm_status tfm_model_set_languages(tfm_model *m, const char *source, const char 
 
 /* --- in the model's file ------------------------------------------------------------ */
 
-/* "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1" */
+/* "prefix=0 suffix=2 language=-1 target_language=-1 strip=0 clean_up=1",
+ * then " leading_code=1" for a template that reads Marian's codes */
 char *tfm__text_template_format(const char *op, const tfm__text_template *t)
 {
     char buffer[256], *at = buffer;
@@ -276,8 +299,11 @@ char *tfm__text_template_format(const char *op, const tfm__text_template *t)
         for (int32_t i = from; i < to; i++)
             at += sprintf(at, "%s%d", i > from ? "," : "", (int)t->ids[i]);
     }
-    sprintf(at, " language=%d target_language=%d strip=%d clean_up=%d", (int)t->language,
-            (int)t->target_language, (int)t->strip, (int)t->clean_up);
+    at += sprintf(at, " language=%d target_language=%d strip=%d clean_up=%d", (int)t->language,
+                  (int)t->target_language, (int)t->strip, (int)t->clean_up);
+    /* only when set: the files of other models read as before */
+    if (t->leading_code)
+        sprintf(at, " leading_code=1");
     char *copy = malloc(strlen(buffer) + 1);
     if (!copy)
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
@@ -326,7 +352,9 @@ tfm_status tfm__text_template_parse(const char *ctx, const char *key, const char
              read_field(&at, " language", &t.language, 1) == 1 &&
              read_field(&at, " target_language", &t.target_language, 1) == 1 &&
              read_field(&at, " strip", &t.strip, 1) == 1 &&
-             read_field(&at, " clean_up", &t.clean_up, 1) == 1 && *at == '\0';
+             read_field(&at, " clean_up", &t.clean_up, 1) == 1 &&
+             (*at == '\0' || (read_field(&at, " leading_code", &t.leading_code, 1) == 1 &&
+                              t.leading_code == 1 && *at == '\0'));
     if (ok) {
         memcpy(t.ids + n_prefix, suffix, (size_t)n_suffix * sizeof *suffix);
         t.n_prefix = n_prefix;

@@ -5,9 +5,10 @@
  * FOLDER/tokenizer/ a trained SentencePiece BPE model (with byte fallback),
  * a byte-level BPE tokenizer's bytes and the SentencePiece model numbered by
  * a vocabulary; model files carrying tokenizers, as they are and with their
- * "tfm.tokenizer" damaged, go in files/; into FOLDER/pretrained/ a
- * published Marian folder's config.json and model.safetensors as
- * fuzz_pretrained reads them (the config's length, it, the weights). */
+ * "tfm.tokenizer" damaged, go in files/; into FOLDER/pretrained/
+ * published Marian, BART and T5 folders (config.json, model.safetensors,
+ * generation_config.json, tokenizer files), each checked to load, as
+ * fuzz_pretrained reads them (records: file, length, bytes). */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <string.h>
@@ -142,39 +143,87 @@ static int tokenizer_seeds(void)
     return failed;
 }
 
-/* A seed of fuzz_pretrained named name: config's length, config, then
- * model.safetensors of the n zero tensors named, of the shapes given. */
+/* fuzz_pretrained's file names, in the order its records number them. */
+static const char *const pretrained_files[] = {
+    "config.json", "model.safetensors", "generation_config.json", "tokenizer_config.json",
+    "vocab.json",  "source.spm",        "target.spm",             "merges.txt",
+    "sentencepiece.bpe.model", "spiece.model", "target_vocab.json"};
+enum { PRETRAINED_FILES = sizeof pretrained_files / sizeof pretrained_files[0] };
+
+/* A file of a seed's folder: its index in pretrained_files, and its text
+ * or (text NULL) the file at path. */
+typedef struct {
+    int file;
+    const char *text, *path;
+} seed_file;
+
+/* A seed of fuzz_pretrained named name: a folder of config, the n zero
+ * tensors named (of the shapes given) as model.safetensors and the other
+ * files, which must load (as tfm_model_from_pretrained's own seed should),
+ * written as the harness's records. */
 static int pretrained_seed(const char *name, const char *config, int n_tensors,
-                           const char *const *names, const int64_t (*shapes)[2])
+                           const char *const *names, const int64_t (*shapes)[2],
+                           const seed_file *files, int n_files)
 {
+    char dir[600], paths[PRETRAINED_FILES][700];
+    snprintf(dir, sizeof dir, "%s", in("pretrained", "folder.tmp"));
+    mkdir(dir, 0700);
+    for (int i = 0; i < PRETRAINED_FILES; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, pretrained_files[i]);
     tfm_tensor *tensors[8];
     for (int i = 0; i < n_tensors; i++)
         tensors[i] = tfm_tensor_zeros(TFM_F32, shapes[i][1] ? 2 : 1, shapes[i]);
-    const char *weights = in("pretrained", "weights.tmp");
-    int failed = check(tfm_safetensors_write(weights, n_tensors, names,
+    int failed = check(tfm_safetensors_write(paths[1], n_tensors, names,
                                              (const tfm_tensor *const *)tensors),
                        "pretrained");
     for (int i = 0; i < n_tensors; i++)
         tfm_tensor_free(tensors[i]);
-    FILE *f = fopen(weights, "rb");
-    unsigned char seed[4096];
-    size_t n = strlen(config);
-    seed[0] = (unsigned char)(n & 0xff);
-    seed[1] = (unsigned char)(n >> 8);
-    memcpy(seed + 2, config, n);
-    n += 2;
-    if (f) {
-        n += fread(seed + n, 1, sizeof seed - n, f);
-        fclose(f);
+    write_bytes(paths[0], config, strlen(config));
+    static unsigned char seed[65536], bytes[65536];
+    for (int i = 0; i < n_files; i++) {
+        FILE *f = files[i].text ? NULL : fopen(files[i].path, "rb");
+        size_t n = files[i].text ? strlen(files[i].text) : f ? fread(bytes, 1, sizeof bytes, f) : 0;
+        if (f)
+            fclose(f);
+        write_bytes(paths[files[i].file], files[i].text ? (const void *)files[i].text : bytes, n);
     }
-    remove(weights);
-    write_bytes(in("pretrained", name), seed, n);
-    return failed || !f;
+    tfm_model *m = tfm_model_from_pretrained(dir);
+    if (!m)
+        fprintf(stderr, "make_seeds: pretrained %s: %s\n", name, tfm_last_error());
+    failed |= m == NULL;
+    tfm_model_free(m);
+    size_t at = 0;
+    for (int i = 0; i < PRETRAINED_FILES; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        if (!f)
+            continue;
+        size_t n = fread(bytes, 1, sizeof bytes, f);
+        fclose(f);
+        remove(paths[i]);
+        if (n > 0xffff || at + 3 + n > sizeof seed) {
+            fprintf(stderr, "make_seeds: pretrained %s: %s is too large\n", name,
+                    pretrained_files[i]);
+            failed = 1;
+            continue;
+        }
+        seed[at] = (unsigned char)i;
+        seed[at + 1] = (unsigned char)(n & 0xff);
+        seed[at + 2] = (unsigned char)(n >> 8);
+        memcpy(seed + at + 3, bytes, n);
+        at += 3 + n;
+    }
+    rmdir(dir);
+    write_bytes(in("pretrained", name), seed, at);
+    return failed;
 }
 
-/* Models of no layers: Marian's shared table and final_logits_bias; T5's
- * shared table, final norms and relative bias tables, with heads of d_kv
- * d_model / num_heads and (t5_narrow) of another width. */
+/* Models of no layers: Marian's shared table and final_logits_bias, with
+ * OPUS-MT's generation_config.json and its tokenizer (source.spm and
+ * target.spm the trained model, vocab.json with a ">>fra<<" code); BART's
+ * with its learned positions, embedding norms, generation_config.json and
+ * byte-level vocab.json and merges.txt; T5's shared table, final norms and
+ * relative bias tables, with heads of d_kv d_model / num_heads and
+ * (t5_narrow) of another width. */
 static int pretrained_seeds(void)
 {
     static const char marian[] =
@@ -186,6 +235,37 @@ static int pretrained_seeds(void)
         " \"scale_embedding\": true}";
     static const char *const marian_names[] = {"model.shared.weight", "final_logits_bias"};
     static const int64_t marian_shapes[][2] = {{6, 4}, {1, 6}};
+    char spm[600];
+    snprintf(spm, sizeof spm, "%s", in("tokenizer", "bpe.model"));
+    const seed_file marian_files[] = {
+        {2, "{\"bad_words_ids\": [[5]], \"bos_token_id\": 0, \"decoder_start_token_id\": 5,"
+            " \"eos_token_id\": 0, \"forced_eos_token_id\": 0, \"max_length\": 8,"
+            " \"num_beams\": 4, \"pad_token_id\": 5, \"renormalize_logits\": true}", NULL},
+        {3, "{\"source_lang\": \"en\", \"target_lang\": \"fr\", \"unk_token\": \"<unk>\"}", NULL},
+        {4, "{\"</s>\": 0, \"<unk>\": 1, \"\\u2581\": 2, \"a\": 3, \">>fra<<\": 4,"
+            " \"<pad>\": 5}", NULL},
+        {5, NULL, spm},
+        {6, NULL, spm}};
+    static const char bart[] =
+        "{\"model_type\": \"bart\", \"vocab_size\": 9, \"d_model\": 4,"
+        " \"encoder_layers\": 0, \"decoder_layers\": 0, \"encoder_attention_heads\": 2,"
+        " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 8, \"decoder_ffn_dim\": 8,"
+        " \"max_position_embeddings\": 8, \"activation_function\": \"gelu\","
+        " \"pad_token_id\": 1, \"eos_token_id\": 2, \"decoder_start_token_id\": 2}";
+    static const char *const bart_names[] = {
+        "model.shared.weight", "model.encoder.embed_positions.weight",
+        "model.decoder.embed_positions.weight", "model.encoder.layernorm_embedding.weight",
+        "model.encoder.layernorm_embedding.bias", "model.decoder.layernorm_embedding.weight",
+        "model.decoder.layernorm_embedding.bias", "final_logits_bias"};
+    static const int64_t bart_shapes[][2] = {{9, 4}, {10, 4}, {10, 4}, {4, 0},
+                                             {4, 0}, {4, 0},  {4, 0},  {1, 9}};
+    const seed_file bart_files[] = {
+        {2, "{\"bos_token_id\": 0, \"decoder_start_token_id\": 2, \"early_stopping\": true,"
+            " \"eos_token_id\": 2, \"forced_bos_token_id\": 0, \"forced_eos_token_id\": 2,"
+            " \"no_repeat_ngram_size\": 3, \"num_beams\": 4, \"pad_token_id\": 1}", NULL},
+        {4, "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3, \"a\": 4, \"b\": 5,"
+            " \"ab\": 6, \"\\u0120\": 7, \"\\u0120ab\": 8}", NULL},
+        {7, "#version: 0.2\na b\n\xc4\xa0 ab\n", NULL}};
     static const char t5[] =
         "{\"model_type\": \"t5\", \"vocab_size\": 6, \"d_model\": 4, \"d_kv\": 2,"
         " \"num_heads\": 2, \"num_layers\": 0, \"d_ff\": 8,"
@@ -197,12 +277,15 @@ static int pretrained_seeds(void)
         "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
         "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"};
     static const int64_t t5_shapes[][2] = {{6, 4}, {4, 0}, {4, 0}, {4, 2}, {4, 2}};
+    const seed_file t5_files[] = {
+        {2, "{\"decoder_start_token_id\": 0, \"eos_token_id\": 1, \"pad_token_id\": 0}", NULL}};
     char t5_narrow[sizeof t5];
     memcpy(t5_narrow, t5, sizeof t5);
     strstr(t5_narrow, "\"d_kv\": 2")[sizeof "\"d_kv\": " - 1] = '3'; /* 2 heads of 3 in 4 */
-    return pretrained_seed("marian", marian, 2, marian_names, marian_shapes) |
-           pretrained_seed("t5", t5, 5, t5_names, t5_shapes) |
-           pretrained_seed("t5_narrow", t5_narrow, 5, t5_names, t5_shapes);
+    return pretrained_seed("marian", marian, 2, marian_names, marian_shapes, marian_files, 5) |
+           pretrained_seed("bart", bart, 8, bart_names, bart_shapes, bart_files, 3) |
+           pretrained_seed("t5", t5, 5, t5_names, t5_shapes, t5_files, 1) |
+           pretrained_seed("t5_narrow", t5_narrow, 5, t5_names, t5_shapes, NULL, 0);
 }
 
 /* A model file that carries a source and a target tokenizer, and two
