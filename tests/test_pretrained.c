@@ -1,13 +1,14 @@
 /* The published families against their twins: each fixture folder
  * (tests/marian, bart, mbart, m2m100, m2m100/nllb, t5, t5/original,
  * t5/narrow: a small random model in the published layout, made by
- * wt-ptw's script from transformers' modeling files) loads with
- * tfm_model_from_pretrained, its logits for every case of expected.json
- * (input_ids, decoder_input_ids) match expected.safetensors' logits.N
- * within 2e-5 of (1 + |logit|) (T5 v1.1's: 4e-5), and its greedy and beam
- * outputs are the twin's, the beam scores within the same. tests/t5/narrow
- * is T5 v1.1 with heads of d_kv 6 in d_model 16 (an attention 12 wide, as
- * t5-v1_1-small's 6 heads of 64 in 512). Reads expected.json with the library's own JSON reader (internal:
+ * tests/pretrained/make_fixtures.py with twins written from transformers'
+ * modeling files) loads with tfm_model_from_pretrained, its logits for
+ * every case of expected.json (input_ids, decoder_input_ids) match
+ * expected.safetensors' logits.N within 2e-5 of (1 + |logit|) (T5 v1.1's:
+ * 4e-5), and its greedy and beam outputs are the twin's, the beam scores
+ * within the same. tests/t5/narrow is T5 v1.1 with heads of d_kv 6 in
+ * d_model 16 (an attention 12 wide, as t5-v1_1-small's 6 heads of 64 in
+ * 512). Reads expected.json with the library's own JSON reader (internal:
  * this suite links the objects). */
 #include <check.h>
 #include <math.h>
