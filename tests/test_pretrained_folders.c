@@ -583,6 +583,23 @@ START_TEST(published_decoding_defaults)
 }
 END_TEST
 
+/* generation_config.json {refusing, "key": value} is refused by key's
+ * name; {loading, "key": kept} loads. */
+static void refused_then_loaded(const char *refusing, const char *key, const char *value,
+                                const char *loading, const char *kept)
+{
+    char text[256];
+    snprintf(text, sizeof text, "{%s, \"%s\": %s}", refusing, key, value);
+    write_text("generation_config.json", text);
+    snprintf(text, sizeof text, "generation_config.json's %s is not supported", key);
+    expect_refusal(TFM_ERR_FORMAT, text);
+    snprintf(text, sizeof text, "{%s, \"%s\": %s}", loading, key, kept);
+    write_text("generation_config.json", text);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s: %s", key, tfm_last_error());
+    tfm_model_free(loaded);
+}
+
 /* generation_config.json's options that would change the decoding and
  * that libtfm does not implement are refused by name when set; at their
  * defaults (or null, or empty) the folder loads. The sampling-only ones
@@ -617,36 +634,13 @@ START_TEST(unsupported_generation_options_are_named)
         {"min_p", "0.1", "null"},
     };
     tfm_model *m = good_folder(MARIAN);
-    char text[256];
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
-        snprintf(text, sizeof text, "{\"num_beams\": 4, \"%s\": %s}", options[i].key,
-                 options[i].set);
-        write_text("generation_config.json", text);
-        snprintf(text, sizeof text, "generation_config.json's %s is not supported",
-                 options[i].key);
-        expect_refusal(TFM_ERR_FORMAT, text);
-        snprintf(text, sizeof text, "{\"num_beams\": 4, \"%s\": %s}", options[i].key,
-                 options[i].neutral);
-        write_text("generation_config.json", text);
-        tfm_model *loaded = tfm_model_from_pretrained(folder);
-        ck_assert_msg(loaded != NULL, "%s: %s", options[i].key, tfm_last_error());
-        tfm_model_free(loaded);
-    }
-    for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++) {
-        snprintf(text, sizeof text, "{\"do_sample\": true, \"%s\": %s}", sampling[i].key,
-                 sampling[i].set);
-        write_text("generation_config.json", text);
-        snprintf(text, sizeof text, "generation_config.json's %s is not supported",
-                 sampling[i].key);
-        expect_refusal(TFM_ERR_FORMAT, text);
-        /* without sampling, generate() never reads it */
-        snprintf(text, sizeof text, "{\"do_sample\": false, \"%s\": %s}", sampling[i].key,
-                 sampling[i].set);
-        write_text("generation_config.json", text);
-        tfm_model *loaded = tfm_model_from_pretrained(folder);
-        ck_assert_msg(loaded != NULL, "%s: %s", sampling[i].key, tfm_last_error());
-        tfm_model_free(loaded);
-    }
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        refused_then_loaded("\"num_beams\": 4", options[i].key, options[i].set,
+                            "\"num_beams\": 4", options[i].neutral);
+    /* without sampling, generate() never reads these */
+    for (size_t i = 0; i < sizeof sampling / sizeof sampling[0]; i++)
+        refused_then_loaded("\"do_sample\": true", sampling[i].key, sampling[i].set,
+                            "\"do_sample\": false", sampling[i].set);
     write_text("generation_config.json", "{\"do_sample\": true, \"num_beams\": 3}");
     expect_refusal(TFM_ERR_FORMAT, "do_sample with num_beams 3 (beam sampling) is not");
     /* what Python alone reads, and num_return_sequences (its first sequence
