@@ -209,6 +209,18 @@ def test_decoding_takes_the_processors_by_keyword():
     assert ended.lengths[0] == 2
     tokens, _ = model.beam(src, max_length=8, beam_size=2, n_best=2, patience=2.0)
     assert tokens.shape == (2, 2, 9)
+    ended = model.greedy(src, max_length=4, eos_id=2, forced_eos_id=2, return_scores=True)
+    for row, length in zip(ended.tokens, ended.lengths):  # lengths count bos_id
+        assert row[length - 1] == 2 and 2 not in row[1:length - 1]
+    for rules, stopping in (('transformers', True), ('transformers', 'never'),
+                            ('ctranslate2', None)):
+        tokens, scores = model.beam(src, max_length=8, beam_size=2, beam_rules=rules,
+                                    early_stopping=stopping)
+        assert tokens.shape == (2, 1, 9) and np.isfinite(scores).all()
+    with pytest.raises(ValueError, match='beam_rules'):
+        model.beam(src, beam_rules='fairseq')
+    with pytest.raises(ValueError, match='early_stopping'):
+        model.beam(src, early_stopping=1)
     with pytest.raises(TypeError, match='strategy'):
         model.greedy(src, strategy='beam')
     with pytest.raises(tfm.ArgumentError, match='repetition_penalty'):

@@ -743,7 +743,7 @@ class Model(Handle):
         alignments). processors, tfm_decode_options' fields by keyword:
         min_length, repetition_penalty, no_repeat_ngram_size, suppress_ids
         and eos_ids (lists of ids), bad_words (a list of id sequences),
-        max_length_a, max_length_b, forced_bos_id. prefix [B, P]: each
+        max_length_a, max_length_b, forced_bos_id, forced_eos_id. prefix [B, P]: each
         source's first tokens after bos_id, forced (-1s pad a row).
         callback(source, token, position) streams each token as it is
         chosen (possibly from libtfm's threads); a true result stops that
@@ -770,7 +770,8 @@ class Model(Handle):
 
     def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None,
              bos_id=None, eos_id=None, src_pad_id=None, patience=None, prefix=None,
-             callback=None, return_attention=False, renormalize_logits=None, **processors):
+             callback=None, return_attention=False, renormalize_logits=None, beam_rules=None,
+             early_stopping=None, **processors):
         """(tokens [B, n_best, max_length + 1], scores [B, n_best]), and with
         return_attention a third, the alignments [B][n_best]; the special
         tokens, processors, prefix and callback as greedy's (the callback
@@ -779,11 +780,16 @@ class Model(Handle):
         hypotheses; renormalize_logits (the model's unless given: a
         published folder's generation_config.json, else False): each step's
         processed log probabilities renormalised, so the scores sum log
-        probabilities of the tokens left (transformers' renormalize_logits)."""
+        probabilities of the tokens left (transformers' renormalize_logits);
+        beam_rules 'ctranslate2' or 'transformers' (whose beam search; the
+        model's unless given) and, with 'transformers', early_stopping
+        False, True or 'never' (as generate's)."""
         decoded = self._decode(src, False, prefix, return_attention, strategy='beam',
                                **_processors(processors), **_given(
             patience=patience, callback=callback,
             renormalize_logits=None if renormalize_logits is None else int(renormalize_logits),
+            beam_rules=_choice('beam_rules', beam_rules, _BEAM_RULES),
+            early_stopping=_choice('early_stopping', early_stopping, _EARLY_STOPPING),
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         batch = decoded.tokens.shape[0] // n_best
@@ -835,7 +841,25 @@ def _given(**values):
 # The decoding options greedy, sample and beam take by keyword: the logits
 # processors and the per-source length limit.
 _PROCESSORS = ('min_length', 'repetition_penalty', 'no_repeat_ngram_size', 'suppress_ids',
-              'eos_ids', 'bad_words', 'max_length_a', 'max_length_b', 'forced_bos_id')
+              'eos_ids', 'bad_words', 'max_length_a', 'max_length_b', 'forced_bos_id',
+              'forced_eos_id')
+
+# beam's named choices and their C values
+_BEAM_RULES = {'ctranslate2': 'TFM_BEAM_RULES_CTRANSLATE2',
+               'transformers': 'TFM_BEAM_RULES_TRANSFORMERS'}
+_EARLY_STOPPING = {False: 'TFM_EARLY_STOPPING_HEURISTIC', True: 'TFM_EARLY_STOPPING_TRUE',
+                   'never': 'TFM_EARLY_STOPPING_NEVER'}
+
+
+def _choice(name, value, choices):
+    """The C value of one of a keyword's named choices; None stays None."""
+    if value is None:
+        return None
+    for key, constant in choices.items():
+        if value is key or (isinstance(value, str) and value == key):
+            return getattr(lib, constant)
+    raise ValueError('%s must be one of %s, not %r' % (
+        name, ', '.join(repr(k) for k in choices), value))
 
 
 def _processors(given):
