@@ -113,20 +113,8 @@ static inline double ranks_mean(const ranks *r, double value, double weight)
     return value;
 }
 
-/* Rank 0's flag, on every rank (a decision only rank 0 may take alone,
+/* Rank 0's value, on every rank (a decision only rank 0 may take alone,
  * such as a time limit, must be the same everywhere). */
-static inline int ranks_decide(const ranks *r, int flag)
-{
-#ifdef TFM_EXAMPLES_MPI
-    if (r->distributed)
-        MPI_Bcast(&flag, 1, MPI_INT, 0, MPI_COMM_WORLD);
-#else
-    (void)r;
-#endif
-    return flag;
-}
-
-/* Rank 0's value, on every rank (as ranks_decide, for a fraction). */
 static inline double ranks_share(const ranks *r, double value)
 {
 #ifdef TFM_EXAMPLES_MPI
@@ -136,6 +124,12 @@ static inline double ranks_share(const ranks *r, double value)
     (void)r;
 #endif
     return value;
+}
+
+/* Rank 0's flag, on every rank. */
+static inline int ranks_decide(const ranks *r, int flag)
+{
+    return (int)ranks_share(r, flag);
 }
 
 /* Ends MPI and returns status, what main returns. A failed rank (status

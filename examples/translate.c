@@ -991,8 +991,7 @@ static int train(const config *c, ranks *r)
                "run down to 0), weight decay %g, clip %g, label smoothing %g, dropout %g, "
                "batches of %lld tokens, %s\n",
                c->lr, (long long)c->warmup, c->cooldown, c->weight_decay, c->clip,
-               c->label_smoothing,
-               c->dropout, (long long)c->max_tokens,
+               c->label_smoothing, c->dropout, (long long)c->max_tokens,
                c->minutes > 0 ? "until the time limit" : "a fixed number of steps");
         fflush(stdout);
     }
