@@ -13,14 +13,17 @@ steps (tfm-translate --train --threads 2, OPENBLAS_NUM_THREADS=1; with
 same steps of the same batches (float32 against float32, bfloat16 products
 against torch.autocast's). Both read the vocabulary the first libtfm run
 trained and saved (--save-vocab). Then translation of the 1,000 test
-sentences, greedy and beam 4, libtfm then the twin, --translations rounds,
-both with the same weights: --model (a tfm-translate --out file; a model
+sentences, greedy and beam 4, in float32 and int8 (tfm-translate --int8;
+the twin after quantize_dynamic), libtfm then the twin, --translations
+rounds, both with the same weights: --model (a tfm-translate --out file; a model
 trained for minutes gives translations of realistic length) or else the
 model the last float32 libtfm run saved.
 
 Prints per pair "training target tokens/s: libtfm X, PyTorch Y, ratio Z"
-and "translation sentences/s (STRATEGY): libtfm X, PyTorch Y, ratio Z"
-(each side's best over the rounds, and each round's own ratio), with the
+and "translation sentences/s (STRATEGY, PRECISION against PRECISION):
+libtfm X, PyTorch Y, ratio Z" (each side's best over the rounds, and each
+round's own ratio), then each libtfm precision against the twin's fastest
+batched decoder (its faster precision), the issue's measure, with the
 CPU and the load average before and after; every run's record is a JSON
 line in --log. Other jobs share the machine: the ratios of runs side by
 side are the figures to read, not the absolute speeds.
@@ -151,7 +154,7 @@ def twin_train(a, precision, vocab):
 # --- translation ---------------------------------------------------------------------------
 
 
-def libtfm_translate(a, model, beam, hypotheses):
+def libtfm_translate(a, model, beam, precision, hypotheses):
     """tfm-translate --model on the test sources, --libtfm-batch lines at
     once (each batch sorted by length); sentences/s as it prints them, else
     the sentences over the process's wall time (its start and the model's
@@ -159,7 +162,7 @@ def libtfm_translate(a, model, beam, hypotheses):
     program = os.path.join(a.build, 'examples', 'tfm-translate')
     source = os.path.join(a.data, 'test.en')
     argv = [program, '--model', model, '--beam', str(beam), '--threads', str(THREADS),
-            '--batch', str(a.libtfm_batch)]
+            '--batch', str(a.libtfm_batch)] + (['--int8'] if precision == 'int8' else [])
     p, seconds, cpu = run(argv, libtfm_env(), stdin=source, stdout=hypotheses)
     if p.returncode:
         return failed(p)
@@ -176,9 +179,9 @@ def libtfm_translate(a, model, beam, hypotheses):
     return out
 
 
-def twin_translate(a, model, beam):
+def twin_translate(a, model, beam, precision):
     argv = [PYTHON, TWIN, 'translate', '--data', a.data, '--model', model, '--beam', str(beam),
-            '--threads', str(THREADS), '--batch', str(a.twin_batch)]
+            '--threads', str(THREADS), '--batch', str(a.twin_batch), '--precision', precision]
     p, seconds, cpu = run(argv, twin_env(a.build))
     out = last_json(p)
     out.update(wall_s=seconds, cpu_s=cpu)
@@ -202,6 +205,9 @@ def arguments():
     p.add_argument('--rounds', type=int, default=2)
     p.add_argument('--translations', type=int, default=2, help='rounds of translation')
     p.add_argument('--precisions', default='float32,bfloat16' if cpu_has_bf16() else 'float32')
+    p.add_argument('--translate-precisions', default='float32,int8',
+                   help='translation: float32 (libtfm and the twin as trained), int8 '
+                   '(tfm-translate --int8 and the twin after quantize_dynamic)')
     p.add_argument('--mpi', action='store_true', help="also libtfm's 2-rank form")
     p.add_argument('--model', help='translate with this tfm-translate --out file')
     p.add_argument('--libtfm-batch', type=int, default=1000,
@@ -254,12 +260,15 @@ def run_all(a):
         model = a.model or trained
         for r in range(1, a.translations + 1):
             for beam in (1, BEAM):
-                name = 'greedy' if beam == 1 else 'beam%d' % beam
-                hyp = os.path.join(a.work, 'libtfm_%s.fr' % name)
-                record(libtfm_translate(a, model, beam, hyp), impl='libtfm', what='translate',
-                       strategy=name, round=r, model=model)
-                record(twin_translate(a, model, beam), impl='pytorch', what='translate',
-                       strategy=name, round=r, model=model)
+                for precision in a.translate_precisions.split(','):
+                    name = 'greedy' if beam == 1 else 'beam%d' % beam
+                    hyp = os.path.join(a.work, 'libtfm_%s_%s.fr' % (name, precision))
+                    record(libtfm_translate(a, model, beam, precision, hyp), impl='libtfm',
+                           what='translate', strategy=name, precision=precision, round=r,
+                           model=model)
+                    record(twin_translate(a, model, beam, precision), impl='pytorch',
+                           what='translate', strategy=name, precision=precision, round=r,
+                           model=model)
     for x in records:
         x['load_after'] = load_average()
     print(summary(records, a.log))
@@ -297,22 +306,37 @@ def summary(records, log):
                              per_round('train', 'target_tokens_per_s',
                                        {'precision': precision, 'form': form},
                                        {'precision': precision})))
+    translated = [x for x in records if x['what'] == 'translate']
+    for x in translated:  # runs logged before int8 translated in float32
+        x.setdefault('precision', 'float32')
     for name in ('greedy', 'beam%d' % BEAM):
-        ours = best('libtfm', 'translate', 'sentences_per_s', strategy=name)
-        twin = best('pytorch', 'translate', 'sentences_per_s', strategy=name)
-        if ours is None and twin is None:
-            continue
-        lines.append('translation sentences/s (%s): libtfm %s, PyTorch %s, ratio %.2f '
-                     '(rounds: %s)' % (name, figure(ours, '.1f'), figure(twin, '.1f'),
-                                       ratio(ours, twin),
-                                       per_round('translate', 'sentences_per_s',
-                                                 {'strategy': name}, {'strategy': name})))
-        for impl in ('libtfm', 'pytorch'):
-            scored = [x for x in records if x['impl'] == impl and x.get('strategy') == name
-                      and 'chrf' in x]
-            if scored:
-                lines.append('  %s %s: chrF %.1f, BLEU %.1f' % (
-                    impl, name, scored[-1]['chrf'], scored[-1].get('bleu', float('nan'))))
+        precisions = sorted({x['precision'] for x in translated if x['strategy'] == name})
+        for precision in precisions:
+            match = {'strategy': name, 'precision': precision}
+            ours = best('libtfm', 'translate', 'sentences_per_s', **match)
+            twin = best('pytorch', 'translate', 'sentences_per_s', **match)
+            lines.append('translation sentences/s (%s, %s against %s): libtfm %s, PyTorch %s, '
+                         'ratio %.2f (rounds: %s)' % (
+                             name, precision, precision, figure(ours, '.1f'),
+                             figure(twin, '.1f'), ratio(ours, twin),
+                             per_round('translate', 'sentences_per_s', match, match)))
+            for impl in ('libtfm', 'pytorch'):
+                scored = [x for x in translated if x['impl'] == impl and x['strategy'] == name
+                          and x['precision'] == precision and 'chrf' in x]
+                if scored:
+                    lines.append('  %s %s %s: chrF %.1f, BLEU %.1f' % (
+                        impl, name, precision, scored[-1]['chrf'],
+                        scored[-1].get('bleu', float('nan'))))
+        # the issue's measure: libtfm against the twin's fastest batched decoder
+        fastest = max(((best('pytorch', 'translate', 'sentences_per_s', strategy=name,
+                             precision=p) or 0, p) for p in precisions), default=(0, None))
+        for precision in precisions if len(precisions) > 1 else []:
+            ours = best('libtfm', 'translate', 'sentences_per_s', strategy=name,
+                        precision=precision)
+            lines.append('translation sentences/s (%s, libtfm %s against the twin\'s fastest, '
+                         '%s): libtfm %s, PyTorch %s, ratio %.2f' % (
+                             name, precision, fastest[1], figure(ours, '.1f'),
+                             figure(fastest[0] or None, '.1f'), ratio(ours, fastest[0])))
     errors = [x for x in records if 'error' in x]
     for x in errors:
         lines.append('failed: %s %s %s: %s' % (x['impl'], x['what'], x.get('precision') or

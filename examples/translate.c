@@ -652,7 +652,7 @@ static int translate_stream(const config *c)
         return cli_fail(program, "choosing the languages");
     }
     if (c->int8 && !tfm_model_quantized(model) &&
-        tfm_model_quantize(model, TFM_QUANTIZE_LAYERS) != TFM_OK) {
+        tfm_model_quantize(model, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR) != TFM_OK) {
         tfm_model_free(model);
         return cli_fail(program, "quantizing the model");
     }
@@ -1186,8 +1186,8 @@ int main(int argc, char **argv)
          "tokens (0: the model's own)"},
         {"batch", CLI_INT, &c.batch, 0, 100000, "lines translated at once (0: 1 from a "
          "terminal, else 32)"},
-        {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model's layers to int8 "
-         "first (tfm_model_quantize)"},
+        {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model to int8 first, "
+         "its layers and output projection (tfm_model_quantize)"},
         {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "
          "loading and translating took"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "

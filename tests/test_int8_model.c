@@ -3,7 +3,7 @@
  * separate), decoded greedy, by sampling and by beam search on the cached
  * and recomputed paths against its float32 self; its logits within a
  * stated tolerance of float32's; saved, loaded and decoded again token for
- * token; and the refusals: flags, a tied generator, training, a second
+ * token; a tied generator's int8 copy; and the refusals: flags, training, a second
  * quantization, damaged files. */
 #define _GNU_SOURCE /* memmem */
 #include <check.h>
@@ -41,7 +41,7 @@ static tfm_tensor *sources(tfm_rng *rng, int64_t batch)
  * trained model has them. fused: the nn.Transformer layout; wide: heads
  * of WIDE_HEAD (an inner width of 48 in d_model 32, as T5's d_kv). */
 enum { HEADS = 4, WIDE_HEAD = 12 };
-static tfm_model *copy_model(int fused, int wide)
+static tfm_model *copy_model_tied(int fused, int wide, int tied)
 {
     tfm_model_options o;
     tfm_model_options_init(&o);
@@ -55,6 +55,7 @@ static tfm_model *copy_model(int fused, int wide)
     o.d_ff = 64;
     o.dropout = 0.0f;
     o.fused_qkv = fused;
+    o.share_embeddings = o.tie_generator = tied;
     o.positions = TFM_POSITIONS_LEARNED;
     o.bos_id = BOS;
     o.eos_id = EOS;
@@ -96,6 +97,11 @@ static tfm_model *copy_model(int fused, int wide)
     tfm_optimizer_free(opt);
     ck_assert_int_eq(tfm_model_set_training(m, 0), TFM_OK);
     return m;
+}
+
+static tfm_model *copy_model(int fused, int wide)
+{
+    return copy_model_tied(fused, wide, 0);
 }
 
 typedef struct decoded {
@@ -354,23 +360,6 @@ START_TEST(refusals)
     tfm_optimizer_free(opt);
     tfm_model_free(m);
 
-    /* a tied generator is the embedding table: it stays float32 */
-    tfm_model_options o;
-    tfm_model_options_init(&o);
-    o.src_vocab = o.tgt_vocab = 8;
-    o.max_src_len = o.max_tgt_len = 4;
-    o.encoder_layers = o.decoder_layers = 1;
-    o.d_model = 8;
-    o.heads = 2;
-    o.d_ff = 8;
-    o.tie_generator = 1;
-    m = tfm_model_create(&o);
-    ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
-                     TFM_ERR_ARG);
-    expect_error(TFM_ERR_ARG, "tie_generator");
-    ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
-    tfm_model_free(m);
-
     /* a weight that is not finite cannot be quantized; the model stays float32 */
     m = copy_model(0, 0);
     tfm_tensor *w = tfm_params_find(tfm_model_params(m), "decoder.layers.1.linear2.weight");
@@ -486,6 +475,80 @@ START_TEST(damaged_files_are_refused)
 }
 END_TEST
 
+/* A tied generator quantized: its products take an int8 copy of the
+ * embedding table (the logits move from the layers-only model's, within
+ * int8's error of float32's, and decode as float32's do), while the
+ * lookups keep the float32 table, which the file keeps beside the copy:
+ * loaded, the table is the original to the bit and the logits are the
+ * saved model's. */
+START_TEST(tied_generator_quantized)
+{
+    tfm_model *f32 = copy_model_tied(1, 0, 1), *layers = copy_model_tied(1, 0, 1);
+    tfm_model *both = copy_model_tied(1, 0, 1);
+    const char *table_name = "src_embedding.weight"; /* shared */
+    tfm_tensor *table = tfm_params_find(tfm_model_params(both), table_name);
+    ck_assert_msg(table != NULL, "no %s", table_name);
+    size_t table_bytes = (size_t)tfm_tensor_numel(table) * sizeof(float);
+    float *original = malloc(table_bytes);
+    memcpy(original, tfm_tensor_data_f32(table), table_bytes);
+    ck_assert_int_eq(tfm_model_quantize(layers, TFM_QUANTIZE_LAYERS), TFM_OK);
+    ck_assert_int_eq(tfm_model_quantize(both, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
+                     TFM_OK);
+    ck_assert_int_eq(memcmp(tfm_tensor_data_f32(table), original, table_bytes), 0);
+    tfm_rng *rng = tfm_rng_create(23);
+    tfm_tensor *src = sources(rng, 64);
+    int64_t count = 64 * (LEN + 1) * VOCAB;
+    float *a = forced_logits(f32, src), *b = forced_logits(layers, src);
+    float *c = forced_logits(both, src);
+    double moved = 0.0, error = 0.0, size = 0.0;
+    for (int64_t i = 0; i < count; i++) {
+        moved += fabs((double)c[i] - b[i]);
+        error += ((double)c[i] - a[i]) * ((double)c[i] - a[i]);
+        size += (double)a[i] * a[i];
+    }
+    ck_assert_msg(moved > 0.0, "the generator's products did not change");
+    ck_assert_msg(sqrt(error / size) < 0.05, "relative error %g", sqrt(error / size));
+    decoded *x = malloc(sizeof *x), *y = malloc(sizeof *y);
+    decode(f32, TFM_DECODE_GREEDY, 1, src, x);
+    decode(both, TFM_DECODE_GREEDY, 1, src, y);
+    ck_assert_msg(agreement(x, y, 64) >= 0.95, "%.3f of the tokens agree", agreement(x, y, 64));
+    ck_assert_msg(distance(y, c, src) < 0.01 * distance(y, b, src),
+                  "decoding's logits are not the int8 generator's");
+
+    const char *path = temp_path("tied.safetensors");
+    ck_assert_int_eq(tfm_model_save(both, path), TFM_OK);
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_quantized(loaded), TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR);
+    ck_assert_int_eq(memcmp(tfm_tensor_data_f32(tfm_params_find(tfm_model_params(loaded),
+                                                                 table_name)),
+                            original, table_bytes), 0);
+    float *d = forced_logits(loaded, src);
+    ck_assert_int_eq(memcmp(c, d, (size_t)count * sizeof(float)), 0);
+    decode(loaded, TFM_DECODE_BEAM, 1, src, x);
+    decode(both, TFM_DECODE_BEAM, 1, src, y);
+    ck_assert(same_tokens(x, y, 64));
+    const char *again = temp_path("tied_again.safetensors");
+    ck_assert_int_eq(tfm_model_save(loaded, again), TFM_OK);
+    ck_assert_int_eq(file_size(again), file_size(path));
+    unlink(again);
+    unlink(path);
+    free(x);
+    free(y);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(original);
+    tfm_tensor_free(src);
+    tfm_rng_free(rng);
+    tfm_model_free(loaded);
+    tfm_model_free(f32);
+    tfm_model_free(layers);
+    tfm_model_free(both);
+}
+END_TEST
+
 static Suite *int8_model_suite(void)
 {
     Suite *s = suite_create("int8_model");
@@ -493,6 +556,7 @@ static Suite *int8_model_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, int8_decodes_as_float32_does, 0, 4);
     tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 4);
+    tcase_add_test(tc, tied_generator_quantized);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, damaged_files_are_refused);
     suite_add_tcase(s, tc);

@@ -37,7 +37,9 @@ cross-attention's once per batch, inference_mode), never generating <s> or
 in </s> finish, a source stops at `beam` finished or at its length limit,
 floor(2n) + 10 tokens for n source tokens as tfm-translate sets it; scores
 over length ** length_penalty); a source that is done leaves the batch.
-Scored with libtfm's chrF and BLEU (tfm.chrf, tfm.bleu), as tfm-translate
+--precision int8 quantizes the decoder and encoder first, PyTorch's way
+(torch.ao.quantization.quantize_dynamic on every nn.Linear, the generator
+too, as tfm-translate --int8 quantizes libtfm's). Scored with libtfm's chrF and BLEU (tfm.chrf, tfm.bleu), as tfm-translate
 scores. One JSON line: sentences and tokens per second, chrF, BLEU.
 
 Run as /usr/bin/python3 (Debian's python3-torch) with OMP_WAIT_POLICY=passive
@@ -466,6 +468,8 @@ def translate(a):
     vocab = Vocabulary.of_model(a.model, a.vocab)
     twin, options = load_libtfm(a.model)
     decoder = CachedTwin(twin).eval()
+    if a.precision == 'int8':
+        decoder = torch.ao.quantization.quantize_dynamic(decoder, {nn.Linear}, dtype=torch.qint8)
     lines = read_lines(os.path.join(a.data, a.split + '.en'))
     references = read_lines(os.path.join(a.data, a.split + '.fr'))
     start = time.perf_counter()
@@ -475,6 +479,7 @@ def translate(a):
         with open(a.out, 'w', encoding='utf-8') as f:
             f.writelines(h + '\n' for h in hypotheses)
     out = {'impl': 'pytorch', 'what': 'translate', 'beam': a.beam, 'batch': a.batch,
+           'precision': a.precision,
            'threads': a.threads, 'sentences': len(lines), 'seconds': seconds,
            'sentences_per_s': len(lines) / seconds, 'tokens_per_s': generated / seconds,
            'chrf': tfm.chrf(hypotheses, references), 'bleu': tfm.bleu(hypotheses, references),
@@ -522,6 +527,8 @@ def main():
     d.add_argument('--vocab', help='the tokenizer, when the model file carries none')
     d.add_argument('--split', default='test')
     d.add_argument('--beam', type=int, default=1, help='1: greedy')
+    d.add_argument('--precision', choices=['float32', 'int8'], default='float32',
+                   help='int8: quantize_dynamic on every nn.Linear (the generator too)')
     decoding_flags(d)
     d.add_argument('--out', help='write the translations here')
     for q in (t, d):

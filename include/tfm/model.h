@@ -257,8 +257,10 @@ enum {
     /** Every linear of the encoder and decoder layers: the attention
      * projections (q, k, v and out) and the feed-forward's two. */
     TFM_QUANTIZE_LAYERS = 1,
-    /** Also the output projection (the generator), unless it is the
-     * embedding table (tie_generator), which stays float32. */
+    /** Also the output projection (the generator). A tied generator
+     * (tie_generator) gets an int8 copy of the embedding table for its
+     * products; the embedding lookups keep the float32 table, which its
+     * file keeps too. */
     TFM_QUANTIZE_GENERATOR = 2
 };
 /** Quantizes the model for inference: each weight `what` names becomes
@@ -271,14 +273,15 @@ enum {
  * the int8 values and scales (about a quarter of the layers' bytes) and
  * tfm_model_load() gives the quantized model back. The parameter store
  * keeps float32 values (the originals here, the int8 values times their
- * scales after a load) for tfm_params_* readers.
+ * scales after a load; a tied generator's table the originals always) for
+ * tfm_params_* readers.
  *
  * The model goes to evaluation mode for good: tfm_model_set_training(m,
  * 1), tfm_training_save(), tfm_training_load() and tfm_params_load() into
  * its parameters (which would leave the int8 weights behind) are then
  * TFM_ERR_STATE.
  * TFM_ERR_ARG for flags other than TFM_QUANTIZE_* or without
- * TFM_QUANTIZE_LAYERS, or TFM_QUANTIZE_GENERATOR with a tied generator;
+ * TFM_QUANTIZE_LAYERS;
  * TFM_ERR_STATE for a model already quantized; TFM_ERR_NUMERIC for a NaN or
  * Inf weight, TFM_ERR_SIZE for a weight of more than 131,072 inputs,
  * TFM_ERR_NOMEM. On error the model is as it was. */

@@ -212,7 +212,8 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
             free(tokenizer_values[--tokenizers]);
         return tfm_last_status();
     }
-    /* a quantized weight is written as its int8 values and scales */
+    /* a quantized weight is written as its int8 values and scales (a tied
+     * generator's beside its float32 values, the embedding's) */
     tfm__int8_tensors q = {0};
     tfm_status s = m->quantized ? tfm__int8_tensors_make(op, m, &q) : TFM_OK;
     int64_t params = tfm_params_count(m->params), total = params + q.count + extra_count;
@@ -223,7 +224,8 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
     if (s == TFM_OK) {
         int64_t count = 0;
         for (int64_t i = 0; i < params; i++)
-            if (!tfm_params_at(m->params, i)->int8) {
+            if (!tfm_params_at(m->params, i)->int8 ||
+                tfm__int8_keeps_float(m, tfm_params_at(m->params, i))) {
                 names[count] = tfm_params_name(m->params, i);
                 tensors[count++] = tfm_params_at(m->params, i);
             }

@@ -119,7 +119,7 @@ tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
         w->int8 = weights + k;
         w->int8_parts = list[i].parts;
         w->requires_grad = 0; /* never trained again */
-        if (values)
+        if (values && !tfm__int8_keeps_float(m, w))
             for (int32_t p = 0; p < list[i].parts; p++)
                 tfm__int8_dequantize(weights[k + p],
                                      tfm__f32(w) + p * (w->numel / list[i].parts));
@@ -131,6 +131,11 @@ tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
     return tfm_model_set_training(m, 0);
 }
 
+int tfm__int8_keeps_float(const tfm_model *m, const tfm_tensor *w)
+{
+    return m->options.tie_generator && w == m->generator->weight;
+}
+
 tfm_status tfm_model_quantize(tfm_model *m, tfm_quantize what)
 {
     const char *op = "tfm_model_quantize";
@@ -140,9 +145,6 @@ tfm_status tfm_model_quantize(tfm_model *m, tfm_quantize what)
         !(what & TFM_QUANTIZE_LAYERS))
         return tfm__fail(TFM_ERR_ARG, "%s: what 0x%x is not TFM_QUANTIZE_LAYERS, with "
                          "TFM_QUANTIZE_GENERATOR or not", op, (unsigned)what);
-    if ((what & TFM_QUANTIZE_GENERATOR) && m->options.tie_generator)
-        return tfm__fail(TFM_ERR_ARG, "%s: TFM_QUANTIZE_GENERATOR: the generator is the "
-                         "embedding table (tie_generator), which stays float32", op);
     if (m->quantized)
         return tfm__fail(TFM_ERR_STATE, "%s: the model is quantized already", op);
     return tfm__model_quantize(op, m, what, NULL, NULL);
@@ -173,8 +175,9 @@ void tfm__model_free_int8(tfm_model *m)
 /* --- files ------------------------------------------------------------------------
  * A quantized model's file holds each quantized weight as its int8 values
  * [out, in] (I8) under "tfm.int8.<name>" and its per-channel scales [out]
- * (F32) under "tfm.int8_scales.<name>", in place of its float32 values,
- * and says what was quantized in "tfm.int8". */
+ * (F32) under "tfm.int8_scales.<name>", in place of its float32 values
+ * (beside them for a tied generator's table: tfm__int8_keeps_float), and
+ * says what was quantized in "tfm.int8". */
 
 #define VALUES_PREFIX TFM__RESERVED_TENSOR_PREFIX "int8."
 #define SCALES_PREFIX TFM__RESERVED_TENSOR_PREFIX "int8_scales."

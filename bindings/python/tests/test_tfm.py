@@ -87,6 +87,27 @@ def test_quantized_model_decodes_saves_and_loads(tmp_path):
         again.load_state_dict(small_model(d_model=32, d_ff=64).state_dict())
 
 
+def test_tied_generator_quantizes_through_a_copy(tmp_path):
+    model = small_model(d_model=32, d_ff=64, src_vocab=13, tgt_vocab=13,
+                        share_embeddings=True, tie_generator=True).eval()
+    table = model.state_dict()['src_embedding.weight']
+    src = np.array([[3, 7, 12, 5, 9, 1], [4, 11, 2, 1, 1, 1]])
+    layers = small_model(d_model=32, d_ff=64, src_vocab=13, tgt_vocab=13,
+                         share_embeddings=True, tie_generator=True).eval().quantize()
+    assert model.quantize(generator=True).quantized == 'layers,generator'
+    np.testing.assert_array_equal(model.state_dict()['src_embedding.weight'], table)
+    quantized = model.greedy(src, max_length=4, return_logits=True)
+    assert not np.array_equal(quantized.logits,
+                              layers.greedy(src, max_length=4, return_logits=True).logits)
+    path = tmp_path / 'tied.safetensors'
+    model.save(path)
+    again = tfm.Model.load(path)
+    assert again.quantized == 'layers,generator'
+    np.testing.assert_array_equal(again.state_dict()['src_embedding.weight'], table)
+    np.testing.assert_array_equal(again.greedy(src, max_length=4, return_logits=True).logits,
+                                  quantized.logits)
+
+
 def test_state_dict_moves_between_models_and_is_checked_before_writing():
     a, b = small_model(seed=1), small_model(seed=2)
     before = b.state_dict()
