@@ -47,7 +47,9 @@ THREADS = 2
 BEAM = 4
 # tfm-translate's output: its training summary and its translation's
 TOKENS = re.compile(r'([0-9][0-9,.]*) target tokens/s')
-SENTENCES = re.compile(r'([0-9][0-9,.]*) sentences/s')
+# tfm-translate --timing: from the first line read, its loading left out as
+# the twin's is
+SENTENCES = re.compile(r'\(([0-9][0-9,.]*) lines/s\)')
 
 
 def cpu_model():
@@ -156,13 +158,15 @@ def twin_train(a, precision, vocab):
 
 def libtfm_translate(a, model, beam, precision, hypotheses):
     """tfm-translate --model on the test sources, --libtfm-batch lines at
-    once (each batch sorted by length); sentences/s as it prints them, else
-    the sentences over the process's wall time (its start and the model's
-    loading included: the twin's time leaves them out)."""
+    once (each batch sorted by length); sentences/s as its --timing prints
+    them (from the first line read: the model's loading left out, as the
+    twin's time leaves it out), else the sentences over the process's wall
+    time."""
     program = os.path.join(a.build, 'examples', 'tfm-translate')
     source = os.path.join(a.data, 'test.en')
     argv = [program, '--model', model, '--beam', str(beam), '--threads', str(THREADS),
-            '--batch', str(a.libtfm_batch)] + (['--int8'] if precision == 'int8' else [])
+            '--batch', str(a.libtfm_batch), '--timing'] + \
+        (['--int8'] if precision == 'int8' else [])
     p, seconds, cpu = run(argv, libtfm_env(), stdin=source, stdout=hypotheses)
     if p.returncode:
         return failed(p)

@@ -634,6 +634,68 @@ START_TEST(a_source_of_padding_only)
 }
 END_TEST
 
+/* Trailing padding costs nothing and changes nothing: a run encodes each
+ * slice of sources only up to its longest, and a source's rows attend up
+ * to its last key that is not padding. The batch of padded_sources() with
+ * four more columns of padding decodes to the same bits as without them
+ * (tokens, scores, logits, alignments), its alignments 0 on the padding. */
+START_TEST(trailing_padding_changes_nothing)
+{
+    int kind = _i / 2;
+    tfm_decode_strategy strategy = _i % 2 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    tfm_model *m = make_model(kind, vocab_of(kind), MAXT);
+    tfm_tensor *narrow = padded_sources();
+    int32_t ids[3 * MAXS];
+    for (int b = 0; b < 3; b++)
+        for (int s = 0; s < MAXS; s++)
+            ids[b * MAXS + s] = s < 8 ? tfm_tensor_data_i32(narrow)[b * 8 + s] : PAD;
+    tfm_tensor *wide = tfm_tensor_from_i32(2, (const int64_t[]){3, MAXS}, ids);
+    tfm_decode_options o;
+    options(&o, strategy, MAXT - 1);
+    o.beam_size = o.n_best = 3;
+    o.return_attention = kind != NO_DECODER_LAYERS;
+    result *r[2] = {new_result(), new_result()};
+    float got[2][MAXT * MAXS];
+    tfm_decoding *d[2];
+    const tfm_tensor *src[2] = {narrow, wide};
+    for (int i = 0; i < 2; i++) {
+        int beam = strategy == TFM_DECODE_BEAM;
+        d[i] = tfm_decoding_create(m, &o, 3, tfm_tensor_dim(src[i], 1));
+        ck_assert_msg(d[i] != NULL, "%s", tfm_last_error());
+        ck_assert_msg(tfm_decoding_run(d[i], src[i], TOKENS(r[i]), SCORES(r[i]),
+                                       beam ? NULL : r[i]->logits, COUNT(r[i]->logits), NONE) ==
+                          TFM_OK,
+                      "%s", tfm_last_error());
+    }
+    int64_t hypotheses = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1);
+    ck_assert_mem_eq(r[0]->tokens, r[1]->tokens, (size_t)(hypotheses * MAXT) * sizeof(int32_t));
+    ck_assert_mem_eq(r[0]->lengths, r[1]->lengths, (size_t)hypotheses * sizeof(int32_t));
+    ck_assert_mem_eq(r[0]->scores, r[1]->scores, (size_t)hypotheses * sizeof(float));
+    ck_assert_mem_eq(r[0]->logits, r[1]->logits, sizeof r[0]->logits);
+    for (int64_t hyp = 0; o.return_attention && hyp < hypotheses; hyp++) {
+        int64_t target[2], source[2];
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(tfm_decoding_attention(d[i], hyp, got[i], COUNT(got[i]), &target[i],
+                                                 &source[i]) == TFM_OK,
+                          "%s", tfm_last_error());
+        ck_assert_int_eq(target[0], target[1]);
+        ck_assert_int_eq(source[1], MAXS);
+        for (int64_t t = 0; t < target[0]; t++)
+            for (int64_t s = 0; s < MAXS; s++)
+                ck_assert_msg(got[1][t * MAXS + s] == (s < 8 ? got[0][t * 8 + s] : 0.0f),
+                              "hypothesis %lld, row %lld, key %lld", (long long)hyp,
+                              (long long)t, (long long)s);
+    }
+    for (int i = 0; i < 2; i++) {
+        tfm_decoding_free(d[i]);
+        free(r[i]);
+    }
+    tfm_tensor_free(narrow);
+    tfm_tensor_free(wide);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- greedy --------------------------------------------------------------------------- */
 
 START_TEST(greedy_is_the_argmax_step_by_step)
@@ -1340,6 +1402,7 @@ static Suite *decode_suite(void)
     tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);
     tcase_add_loop_test(c, a_runs_encoding_is_the_models, 0, KINDS + 1);
     tcase_add_loop_test(c, a_source_of_padding_only, 0, 2);
+    tcase_add_loop_test(c, trailing_padding_changes_nothing, 0, 2 * KINDS);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);
     tcase_add_test(c, sampling_seeds_and_limits);

@@ -4,6 +4,7 @@
  * positions and its context over d_k, both accumulating in registers. A
  * step's rows feed it, split among libtfm's threads when their group may. */
 #include <math.h>
+#include <string.h>
 
 #include "core/cpu.h"
 #include "core/fastmath.h"
@@ -256,18 +257,26 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t I = d->inner, H = d->heads, dk = d->dk;
     for (int64_t e = 0; e < (end - begin) * I; e++)
         j->g->qkv[begin * I + e] *= j->factor;
-    query_batch batch = {.len = j->S, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    query_batch batch = {.dk = dk, .p = j->g->weights + worker * d->weights_stride};
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
-        int64_t b = j->rows[first] / d->beam;
+        int64_t b = j->rows[first] / d->beam, len = d->source_len[b];
         const int32_t *keep = d->o.src_pad_id >= 0 ? d->keep + b * d->cross_tiled : NULL;
         int aligning = d->head_weights && j->l == d->layers - 1;
+        /* a source attends up to its last key that is not padding: the
+         * batch's queries share a length */
+        if (batch.count > 0 && batch.len != len)
+            finish_batch(&batch);
+        batch.len = len;
         for (int64_t h = 0; h < H; h++)
-            for (int64_t i = first; i < last; i++)
+            for (int64_t i = first; i < last; i++) {
+                float *weights = aligning ? head_weights_of(d, j->rows[i], h) : NULL;
+                if (weights) /* the padding past len: weight 0 */
+                    memset(weights + len, 0, (size_t)(j->S - len) * sizeof *weights);
                 add_query(&batch, (query){j->g->qkv + i * I + h * dk, cross_tiles(d, j->l, b, h),
-                                          NULL, keep, j->g->ctx + i * I + h * dk,
-                                          aligning ? head_weights_of(d, j->rows[i], h) : NULL,
+                                          NULL, keep, j->g->ctx + i * I + h * dk, weights,
                                           NULL});
+            }
     }
     finish_batch(&batch);
 }

@@ -430,6 +430,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     if (ok && o.use_cache)
         ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
              BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
+             BUFFER(source_len, max_batch) && BUFFER(slice_ids, encoded / I) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS) &&
              BUFFER(products, L) &&
@@ -481,7 +482,7 @@ void tfm_decoding_free(tfm_decoding *d)
     tfm_rng_free(d->rng);
     void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits,
                        d->weights, d->self_cache, d->cross_cache, d->kv, d->tile_table,
-                       d->tile_refs, d->keep, d->memory, d->memory_rows, d->src, d->src_rows,
+                       d->tile_refs, d->keep, d->source_len, d->slice_ids, d->memory, d->memory_rows, d->src, d->src_rows,
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
                        d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
                        d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
@@ -711,15 +712,36 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
 /* Encodes src's slices of sources on the tape, the encoder's weights
  * packed, and keeps what the steps read: the cross-attention keys and
  * values (cached) or the memory (recomputed). */
+/* The sources' ids [n, S] cut to their longest source_len (at least 1)
+ * into slice_ids: trailing padding is masked, so the encoder's outputs at
+ * the other positions are the same without it (sorted batches of short
+ * lines padded to their longest take a fraction of the work). */
+static const int32_t *cut_slice(tfm_decoding *d, const int32_t *ids, int64_t first, int64_t n,
+                                int64_t S, int64_t *cut)
+{
+    int64_t longest = 1;
+    for (int64_t b = first; b < first + n; b++)
+        longest = d->source_len[b] > longest ? d->source_len[b] : longest;
+    *cut = longest;
+    if (longest == S)
+        return ids + first * S;
+    for (int64_t b = 0; b < n; b++)
+        memcpy(d->slice_ids + b * longest, ids + (first + b) * S,
+               (size_t)longest * sizeof *ids);
+    return d->slice_ids;
+}
+
 static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
 {
     int64_t B = src->shape[0], S = src->shape[1], per = sources_per_encoding(d, S);
     tfm_tape *tape = d->tape;
     const int32_t *ids = tfm__i32(src);
     for (int64_t first = 0; first < B; first += per) {
-        int64_t n = B - first < per ? B - first : per;
+        int64_t n = B - first < per ? B - first : per, cut = S;
+        const int32_t *slice_ids = d->o.use_cache ? cut_slice(d, ids, first, n, S, &cut)
+                                                  : ids + first * S;
         tfm_tensor slice;
-        tensor_over(&slice, TFM_I32, 2, (const int64_t[]){n, S}, (void *)(ids + first * S));
+        tensor_over(&slice, TFM_I32, 2, (const int64_t[]){n, cut}, (void *)slice_ids);
         tfm_tape_reset(tape);
         tfm_tensor *mask = NULL;
         if (d->o.src_pad_id >= 0 &&
@@ -729,7 +751,7 @@ static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
         if (!memory)
             return tfm_last_status();
         if (d->o.use_cache)
-            tfm__decode_cache_memory(d, tfm__f32(memory), first, n, S);
+            tfm__decode_cache_memory(d, tfm__f32(memory), first, n, cut);
         else
             memcpy(d->memory + first * S * d->d, tfm__f32(memory),
                    (size_t)memory->numel * sizeof(float));
@@ -741,13 +763,19 @@ static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
  * read, and which source positions they attend to. */
 static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 {
+    int64_t B = src->shape[0], S = src->shape[1];
+    const int32_t *ids = tfm__i32(src);
+    for (int64_t b = 0; d->o.use_cache && b < B; b++) {
+        int64_t len = S;
+        while (d->o.src_pad_id >= 0 && len > 0 && ids[b * S + len - 1] == d->o.src_pad_id)
+            len--;
+        d->source_len[b] = (int32_t)len;
+    }
     tfm__decode_hang_encoder_weights(d, 1);
     tfm_status status = encode_slices(d, src);
     tfm__decode_hang_encoder_weights(d, 0);
     if (status != TFM_OK)
         return status;
-    int64_t B = src->shape[0], S = src->shape[1];
-    const int32_t *ids = tfm__i32(src);
     if (d->o.use_cache) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t s = 0; s < S; s++)

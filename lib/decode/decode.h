@@ -95,6 +95,10 @@ struct tfm_decoding {
     int64_t tiles;         /* rows * self_tiled / BLOCK */
     int32_t *tile_table, *tile_refs;
     int32_t *keep;         /* [batch][cross_tiled]: 0 for a padded source key */
+    /* [batch]: the source positions each source's rows attend to, up to its
+     * last that is not src_pad_id (the run's S without padding); and the
+     * ids of an encoding's slice of sources cut to its longest */
+    int32_t *source_len, *slice_ids;
     /* reference path: the memory [batch][S][D], and the step's inputs */
     float *memory, *memory_rows;
     int32_t *src, *src_rows, *prefix;
