@@ -337,7 +337,13 @@ class CachedTwin(CachedDecoder):
 
     def encode(self, src):
         pad = src == PAD
-        memory = self.twin.transformer.encoder(self.twin.embed(src), src_key_padding_mask=pad)
+        # PyTorch 1.13's fast path reads linear1.weight as a tensor, a method
+        # once quantized: a zero mask (no fast path with one) takes the
+        # ordinary path instead, as bench/torch/decode.py's
+        quantized = not isinstance(self.twin.transformer.encoder.layers[0].linear1, nn.Linear)
+        mask = torch.zeros(src.shape[1], src.shape[1]) if quantized else None
+        memory = self.twin.transformer.encoder(self.twin.embed(src), mask,
+                                               src_key_padding_mask=pad)
         bias = torch.zeros(pad.shape).masked_fill(pad, -math.inf).unsqueeze(1) \
             if bool(pad.any()) else None
         return memory, bias
