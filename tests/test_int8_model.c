@@ -578,8 +578,8 @@ START_TEST(tied_generator_quantized)
     ck_assert_msg(moved > 0.0, "the generator's products did not change");
     ck_assert_msg(sqrt(error / size) < 0.05, "relative error %g", sqrt(error / size));
     decoded *x = malloc(sizeof *x), *y = malloc(sizeof *y);
-    decode(f32, TFM_DECODE_GREEDY, 1, src, x);
-    decode(both, TFM_DECODE_GREEDY, 1, src, y);
+    decode(f32, TFM_DECODE_GREEDY, 1, TFM_CACHE_FLOAT32, src, x);
+    decode(both, TFM_DECODE_GREEDY, 1, TFM_CACHE_FLOAT32, src, y);
     ck_assert_msg(agreement(x, y, 64) >= 0.95, "%.3f of the tokens agree", agreement(x, y, 64));
     ck_assert_msg(distance(y, c, src) < 0.01 * distance(y, b, src),
                   "decoding's logits are not the int8 generator's");
@@ -594,8 +594,8 @@ START_TEST(tied_generator_quantized)
                             original, table_bytes), 0);
     float *d = forced_logits(loaded, src);
     ck_assert_int_eq(memcmp(c, d, (size_t)count * sizeof(float)), 0);
-    decode(loaded, TFM_DECODE_BEAM, 1, src, x);
-    decode(both, TFM_DECODE_BEAM, 1, src, y);
+    decode(loaded, TFM_DECODE_BEAM, 1, TFM_CACHE_AUTO, src, x);
+    decode(both, TFM_DECODE_BEAM, 1, TFM_CACHE_AUTO, src, y);
     ck_assert(same_tokens(x, y, 64));
     const char *again = temp_path("tied_again.safetensors");
     ck_assert_int_eq(tfm_model_save(loaded, again), TFM_OK);
