@@ -412,7 +412,7 @@ static int bench_int8_loss(const bench_config *c, int steps, const char *path)
  * at a time, always generating the full tgt_len tokens (no <eos>), as the
  * PyTorch twin. */
 static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call, int32_t beam,
-                        int int8, result *r)
+                        int int8, tfm_cache_precision cache, result *r)
 {
     tfm_rng *rng = tfm_rng_create(11);
     tfm_model *model = build_model(c);
@@ -428,6 +428,7 @@ static int bench_decode(const bench_config *c, int64_t sources, int64_t per_call
     o.bos_id = 1;
     o.eos_id = -1;
     o.src_pad_id = c->pad;
+    o.cache_precision = cache;
     if (beam > 1) {
         o.strategy = TFM_DECODE_BEAM;
         o.beam_size = beam;
@@ -484,6 +485,7 @@ static void usage(const char *program)
             "usage: %s --config 003|avg|002 --what train|decode [--steps N] [--warmup N] "
             "[--sources N] [--decode-batch N] [--beam N] [--batch N] [--threads N] [--sgemm 0|1] "
             "[--recompute FLAGS] [--precision float32|bfloat16|int8]\n"
+            "       [--cache auto|float32|bfloat16] (decode: the key/value caches' precision)\n"
             "       %s --config 003|avg|002 --what int8-loss [--steps N] [--threads N]\n",
             program, program);
 }
@@ -493,7 +495,7 @@ int main(int argc, char **argv)
     const char *config_name = "003", *what = "train";
     long steps = 10, warmup = 3, sources = 750, decode_batch = 250, batch = 0, time_sgemm = 1;
     long threads = 1, beam = 1, recompute = 0;
-    const char *precision = "float32";
+    const char *precision = "float32", *cache = "auto";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *flag = argv[i], *value = argv[i + 1];
         if (!strcmp(flag, "--config"))
@@ -518,6 +520,8 @@ int main(int argc, char **argv)
             recompute = strtol(value, NULL, 10);
         else if (!strcmp(flag, "--precision"))
             precision = value;
+        else if (!strcmp(flag, "--cache")) /* decoding's key/value caches */
+            cache = value;
         else if (!strcmp(flag, "--decode-batch"))
             decode_batch = strtol(value, NULL, 10);
         else {
@@ -543,8 +547,16 @@ int main(int argc, char **argv)
     }
     *(void **)&real_sgemm = dlsym(RTLD_NEXT, "cblas_sgemm"); /* POSIX's way */
     int bf16 = !strcmp(precision, "bfloat16"), int8 = !strcmp(precision, "int8");
+    static const char *const caches[] = {[TFM_CACHE_AUTO] = "auto",
+                                         [TFM_CACHE_FLOAT32] = "float32",
+                                         [TFM_CACHE_BFLOAT16] = "bfloat16"};
+    tfm_cache_precision cache_precision = -1;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(cache, caches[i]))
+            cache_precision = i;
     /* int8 is for decoding: a quantized model does not train */
-    if ((!bf16 && !int8 && strcmp(precision, "float32")) || (int8 && strcmp(what, "decode"))) {
+    if ((!bf16 && !int8 && strcmp(precision, "float32")) || (int8 && strcmp(what, "decode")) ||
+        cache_precision < 0) {
         usage(argv[0]);
         return 2;
     }
@@ -567,7 +579,7 @@ int main(int argc, char **argv)
     result r = {0};
     int failed = train ? bench_train(c, (int)steps, (int)warmup, (uint32_t)recompute, &r)
                        : bench_decode(c, sources, decode_batch < sources ? decode_batch : sources,
-                                      (int32_t)beam, int8, &r);
+                                      (int32_t)beam, int8, cache_precision, &r);
     if (failed)
         return 1;
     struct rusage usage_now;
@@ -588,8 +600,9 @@ int main(int argc, char **argv)
         if (shapes_overflowed)
             printf(",\"shapes_overflowed\":true");
     } else {
-        printf(",\"sources\":%ld,\"beam\":%ld,\"max_length\":%lld,\"tokens_per_s\":%.1f", sources,
-               beam, (long long)c->tgt_len, (double)(sources * c->tgt_len) / (r.median_ms / 1e3));
+        printf(",\"sources\":%ld,\"beam\":%ld,\"max_length\":%lld,\"tokens_per_s\":%.1f,"
+               "\"cache\":\"%s\"", sources, beam, (long long)c->tgt_len,
+               (double)(sources * c->tgt_len) / (r.median_ms / 1e3), cache);
     }
     printf("}\n");
     return 0;

@@ -1175,6 +1175,219 @@ START_TEST(a_run_reads_the_weights_as_they_are)
 }
 END_TEST
 
+/* --- bfloat16 caches ------------------------------------------------------------------ */
+
+/* Decodes src with the options, each row's tokens after bos_id forced
+ * from forced_rows (rows of max_length + 1 tokens as a run writes them;
+ * NULL: none), and copies each row's alignments [max_length][S] into
+ * alignments when the options keep them. */
+static void decode_forced(tfm_model *m, const tfm_decode_options *o, const tfm_tensor *src,
+                          const int32_t *forced_rows, result *r, float *alignments)
+{
+    int64_t B = tfm_tensor_dim(src, 0), S = tfm_tensor_dim(src, 1), T = o->max_length;
+    int32_t forced[64 * MAXT];
+    ck_assert(B * T <= 64 * MAXT);
+    for (int64_t b = 0; forced_rows && b < B; b++)
+        memcpy(forced + b * T, forced_rows + b * (T + 1) + 1, (size_t)T * sizeof *forced);
+    tfm_tensor *prefix =
+        forced_rows ? tfm_tensor_from_i32(2, (const int64_t[]){B, T}, forced) : NULL;
+    tfm_decoding *d = tfm_decoding_create(m, o, B, S);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    ck_assert_msg(tfm_decoding_run_with_prefix(d, src, prefix, TOKENS(r), SCORES(r), LOGITS(r),
+                                               PROBS(r)) == TFM_OK,
+                  "%s", tfm_last_error());
+    for (int64_t b = 0; o->return_attention && b < B; b++)
+        ck_assert_int_eq(tfm_decoding_attention(d, b, alignments + b * T * S, T * S, NULL, NULL),
+                         TFM_OK);
+    tfm_decoding_free(d);
+    tfm_tensor_free(prefix);
+}
+
+/* The largest |a - b| / (1 + |b|) over n values, and whether any differ. */
+static double deviation(const float *a, const float *b, int64_t n, int *differ)
+{
+    double worst = 0.0;
+    *differ = memcmp(a, b, (size_t)n * sizeof *a) != 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - (double)b[i]) / (1.0 + fabs((double)b[i]));
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+/* Greedy decoding with bfloat16 caches against float32 caches, the float32
+ * run's tokens forced on the bfloat16 one so that both see the same
+ * prefixes, for every kind of model, sources padded: the logits and the
+ * alignments differ (the keys and values were rounded) by at most
+ * BF16_LOGITS (the keys and values move by at most 2^-9 of themselves,
+ * the scores, weights and contexts by about as much, through two decoder
+ * layers and the generator; measured at most 2.4e-3) and BF16_WEIGHTS
+ * (weights in [0, 1]; measured at most 1.3e-3), padded keys' weights
+ * staying 0. A model without decoder layers caches nothing: the same
+ * bits. */
+#define BF16_LOGITS 1e-2
+#define BF16_WEIGHTS 5e-3
+START_TEST(bf16_caches_round_the_float32_ones)
+{
+    int kind = _i;
+    int64_t V = vocab_of(kind), T = MAXT - 1, S = 8;
+    tfm_model *m = make_model(kind, 11, MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, (int32_t)T);
+    o.return_attention = kind != NO_DECODER_LAYERS;
+    o.cache_precision = TFM_CACHE_FLOAT32;
+    result *f32 = new_result(), *bf16 = new_result();
+    float(*aligned)[3 * (MAXT - 1) * 8] = calloc(2, sizeof *aligned);
+    ck_assert_ptr_nonnull(aligned);
+    decode_forced(m, &o, src, NULL, f32, aligned[0]);
+    o.cache_precision = TFM_CACHE_BFLOAT16;
+    decode_forced(m, &o, src, f32->tokens, bf16, aligned[1]);
+    ck_assert_mem_eq(bf16->tokens, f32->tokens, 3 * MAXT * sizeof(int32_t));
+    int differ, weights_differ;
+    double logits = deviation(bf16->logits, f32->logits, 3 * T * V, &differ);
+    double weights = deviation(aligned[1], aligned[0], 3 * T * S, &weights_differ);
+    ck_assert_msg(kind == NO_DECODER_LAYERS ? !differ : differ && weights_differ,
+                  "%s: the logits %s", kind_name[kind], differ ? "differ" : "are the same");
+    ck_assert_msg(logits <= BF16_LOGITS && weights <= BF16_WEIGHTS,
+                  "%s: logits %.3g, weights %.3g from float32 caches'", kind_name[kind], logits,
+                  weights);
+    for (int64_t b = 1; b < 3; b++) /* the padded sources */
+        for (int64_t i = 0; i < T * S; i++)
+            ck_assert(i % S < source_length[b] || aligned[1][b * T * S + i] == 0.0f);
+    free(aligned);
+    free(f32);
+    free(bf16);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Beam search with bfloat16 caches past two tiles (hypotheses share their
+ * parents' tiles, copy the one they write into while a sibling shares it,
+ * take new ones), padded sources: each hypothesis' score (length_penalty
+ * 0: its log probability) is its tokens' under the model as the
+ * recomputed float32 path scores them, forced, within BF16_STEP_SCORE a
+ * token (each step's log probability moves as its logits do, by about
+ * BF16_LOGITS; measured at most 7.5e-4 a token, 0.03 over 41). A tile
+ * copied half short moved them by 1.6 to 12. */
+#define BF16_STEP_SCORE 2e-3
+START_TEST(bf16_beam_scores_are_their_tokens)
+{
+    enum { LONG = 40, BEAM = 4, ROWS = 3 * BEAM };
+    tfm_model *m = make_model(TUTORIAL_003, 11, LONG + 1);
+    param(m, "generator.bias")[EOS] -= 1.5f;
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_BEAM, LONG);
+    o.beam_size = o.n_best = BEAM;
+    o.length_penalty = 0.0f;
+    o.cache_precision = TFM_CACHE_BFLOAT16;
+    result *beam = new_result(), *forced = new_result();
+    decode(m, &o, src, beam);
+    /* each hypothesis beside its source, scored greedily with its tokens forced */
+    int32_t ids[ROWS * 8];
+    for (int r = 0; r < ROWS; r++)
+        memcpy(ids + r * 8, tfm_tensor_data_i32(src) + r / BEAM * 8, 8 * sizeof *ids);
+    tfm_tensor *rows = tfm_tensor_from_i32(2, (const int64_t[]){ROWS, 8}, ids);
+    tfm_decode_options g;
+    options(&g, TFM_DECODE_GREEDY, LONG);
+    g.use_cache = 0;
+    decode_forced(m, &g, rows, beam->tokens, forced, NULL);
+    int32_t longest = 0;
+    for (int r = 0; r < ROWS; r++) {
+        ck_assert_int_eq(forced->lengths[r], beam->lengths[r]);
+        longest = beam->lengths[r] > longest ? beam->lengths[r] : longest;
+        ck_assert_msg(fabs((double)beam->scores[r] - forced->scores[r]) <=
+                          BF16_STEP_SCORE * beam->lengths[r],
+                      "hypothesis %d: score %.7g, its tokens' %.7g", r,
+                      (double)beam->scores[r], (double)forced->scores[r]);
+    }
+    ck_assert_int_gt(longest, 2 * BLOCK + 1);
+    free(beam);
+    free(forced);
+    tfm_tensor_free(rows);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* TFM_CACHE_AUTO is bfloat16 for a model quantized when the decoding is
+ * made, else float32; only the cached path has caches; a group holds at
+ * least twice the sources in bfloat16. */
+START_TEST(auto_caches_follow_quantization)
+{
+    tfm_model *m = make_model(PLAIN, 11, MAXT);
+    static const tfm_cache_precision precisions[3] = {TFM_CACHE_AUTO, TFM_CACHE_FLOAT32,
+                                                      TFM_CACHE_BFLOAT16};
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    int64_t groups[3];
+    for (int quantized = 0; quantized < 2; quantized++) {
+        for (int cache = 0; cache < 2; cache++)
+            for (int p = 0; p < 3; p++) {
+                o.use_cache = cache;
+                o.cache_precision = precisions[p];
+                tfm_decoding *d = tfm_decoding_create(m, &o, 4, MAXS);
+                ck_assert_msg(d != NULL, "%s", tfm_last_error());
+                int bf16 = cache && (precisions[p] == TFM_CACHE_BFLOAT16 ||
+                                     (precisions[p] == TFM_CACHE_AUTO && quantized));
+                ck_assert_msg(d->bf16_cache == bf16, "quantized %d, use_cache %d, precision %d",
+                              quantized, cache, (int)precisions[p]);
+                groups[p] = d->group_sources;
+                tfm_decoding_free(d);
+            }
+        ck_assert_int_ge(groups[2], 2 * groups[1]);
+        if (!quantized)
+            ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
+    }
+    tfm_model_free(m);
+}
+END_TEST
+
+/* bfloat16 rounding to nearest even, ties to the even neighbour, an
+ * infinity and a NaN kept (a NaN whose payload is in the low half only
+ * would round to an infinity), a finite value past bfloat16's largest
+ * made infinite; widening back is exact. */
+START_TEST(bf16_rounding)
+{
+    static const struct {
+        uint32_t bits;
+        uint16_t want;
+    } cases[] = {
+        {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82},
+        {0x3f808001u, 0x3f81}, {0x3f807fffu, 0x3f80}, {0xbfc00000u, 0xbfc0},
+        {0x7f800000u, 0x7f80}, {0xff800000u, 0xff80}, {0x7f7fffffu, 0x7f80},
+        {0x7f7f7fffu, 0x7f7f}, {0x00000000u, 0x0000}, {0x80000000u, 0x8000},
+        {0x00018000u, 0x0002}, {0xc0490fdbu, 0xc049},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        float x;
+        memcpy(&x, &cases[i].bits, sizeof x);
+        ck_assert_msg(tfm__bf16_round(x) == cases[i].want, "%08x: %04x, not %04x",
+                      cases[i].bits, tfm__bf16_round(x), cases[i].want);
+    }
+    static const uint32_t nans[3] = {0x7fc00000u, 0x7f800001u, 0xff80ffffu};
+    for (int i = 0; i < 3; i++) {
+        float x;
+        memcpy(&x, &nans[i], sizeof x);
+        uint32_t widened = (uint32_t)tfm__bf16_round(x) << 16;
+        memcpy(&x, &widened, sizeof x);
+        ck_assert_msg(isnan(x), "%08x", nans[i]);
+    }
+    uint16_t h[16];
+    for (int i = 0; i < 16; i++)
+        h[i] = tfm__bf16_round((float)(i - 8) * 0.3f);
+    float wide[16];
+    store16(wide, load16_bf16(h));
+    for (int i = 0; i < 16; i++) {
+        uint32_t bits;
+        memcpy(&bits, &wide[i], sizeof bits);
+        ck_assert_uint_eq(bits, (uint32_t)h[i] << 16);
+    }
+}
+END_TEST
+
 /* --- errors ------------------------------------------------------------------------------ */
 
 static void expect_create_error(tfm_model *m, const tfm_decode_options *o, int64_t batch,
@@ -1412,6 +1625,10 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, wide_beam_is_exhaustive, 0, 2);
     tcase_add_test(c, steady_state_and_mode);
     tcase_add_loop_test(c, a_run_reads_the_weights_as_they_are, 0, 2);
+    tcase_add_loop_test(c, bf16_caches_round_the_float32_ones, 0, KINDS);
+    tcase_add_test(c, bf16_beam_scores_are_their_tokens);
+    tcase_add_test(c, auto_caches_follow_quantization);
+    tcase_add_test(c, bf16_rounding);
     tcase_add_test(c, create_errors);
     tcase_add_test(c, run_errors);
     tcase_add_test(c, run_checks_buffer_sizes);

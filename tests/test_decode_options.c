@@ -398,6 +398,8 @@ START_TEST(out_of_range_options_are_named)
         {13, 2, NULL, "beam_rules 2"},
         {14, 3, NULL, "early_stopping 3"},
         {15, 2, NULL, "renormalize_logits 2"},
+        {16, 3, NULL, "cache_precision 3"},
+        {16, -1, NULL, "cache_precision -1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tfm_decode_options o;
@@ -417,6 +419,7 @@ START_TEST(out_of_range_options_are_named)
         case 13: o.beam_rules = (int32_t)bad[i].value; break;
         case 14: o.early_stopping = (int32_t)bad[i].value; break;
         case 15: o.renormalize_logits = (int32_t)bad[i].value; break;
+        case 16: o.cache_precision = (int32_t)bad[i].value; break;
         default: { /* two words, one of them wrong */
             static int32_t words[3], lengths[2];
             words[0] = 3, words[1] = 4, words[2] = bad[i].field == 11 ? V : 5;

@@ -68,6 +68,20 @@ enum {
     TFM_EARLY_STOPPING_NEVER = 2
 };
 
+/** What the caches' keys and values are kept in: one of the TFM_CACHE_
+ * values. */
+typedef int32_t tfm_cache_precision;
+/** The caches' precisions. */
+enum {
+    /** bfloat16 when the model is quantized (tfm_model_quantize; as
+     * tfm_decoding_create finds it), else float32 */
+    TFM_CACHE_AUTO = 0,
+    TFM_CACHE_FLOAT32 = 1, /**< float32: as the recomputed path computes them */
+    /** bfloat16: each key and value rounded to nearest even (8 bits of
+     * mantissa, float32's range) as it is cached, half the bytes to read */
+    TFM_CACHE_BFLOAT16 = 2
+};
+
 /** A run's tokens as they are chosen (the options' callback): source's
  * token at `position` of its output (1 is the first after bos_id), called
  * in order of positions for each source. Greedy decoding and sampling call
@@ -200,6 +214,18 @@ typedef struct tfm_decode_options {
      * shift), and their scores are the unprocessed model's. 0 (default)
      * or 1. */
     int32_t renormalize_logits;
+    /** With use_cache: what the caches of the decoder's self- and
+     * cross-attention keys and values hold (TFM_CACHE_; default AUTO:
+     * bfloat16 for a quantized model, whose products no longer hide the
+     * time the attention spends reading its caches, else float32;
+     * CTranslate2's int8_bfloat16 makes the same trade). With bfloat16
+     * each key and value is rounded to nearest even as it is cached (8
+     * bits of mantissa: a relative error of at most 2^-9; infinities and
+     * NaNs stay non-finite); queries, scores, the softmax and the
+     * weighted sums stay float32. The caches take half the bytes, so a
+     * group of sources decoded on one thread holds twice as many. The
+     * recomputed path (use_cache 0) has no caches and ignores it. */
+    tfm_cache_precision cache_precision;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,
@@ -209,7 +235,7 @@ typedef struct tfm_decode_options {
  * max_length_b INT32_MAX, forced_bos_id -1, patience 1; no bad words, no
  * callback; no attention kept; forced_eos_id -1, CTranslate2's beam
  * search (early_stopping HEURISTIC, read only by transformers'); no
- * renormalize_logits. */
+ * renormalize_logits; cache_precision AUTO. */
 TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
                                            uint32_t struct_size);
 /** The defaults, for a struct of the size this program was compiled with. */

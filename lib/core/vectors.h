@@ -35,6 +35,34 @@ TFM__VECTOR_LOAD_STORE(4)
 TFM__VECTOR_LOAD_STORE(8)
 TFM__VECTOR_LOAD_STORE(16)
 
+/* bfloat16, a float32's upper half (its sign, exponent and 7 bits of
+ * mantissa): loadN_bf16 widens N of them back to float32 exactly. */
+typedef uint16_t vec8h __attribute__((vector_size(16)));
+typedef uint16_t vec16h __attribute__((vector_size(32)));
+typedef uint32_t vec8u __attribute__((vector_size(32)));
+typedef uint32_t vec16u __attribute__((vector_size(64)));
+#define TFM__VECTOR_LOAD_BF16(n)                                                            \
+    TFM__INLINE vec##n load##n##_bf16(const uint16_t *p)                                    \
+    {                                                                                       \
+        vec##n##h h;                                                                        \
+        memcpy(&h, p, sizeof h);                                                            \
+        return (vec##n)(__builtin_convertvector(h, vec##n##u) << 16);                       \
+    }
+TFM__VECTOR_LOAD_BF16(8)
+TFM__VECTOR_LOAD_BF16(16)
+
+/* x rounded to bfloat16, to nearest even (a finite x past bfloat16's
+ * largest becomes an infinity, as IEEE rounding has it); a NaN stays a
+ * NaN, which the rounding's carry could turn into an infinity. */
+static inline uint16_t tfm__bf16_round(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)(bits >> 16 | 0x40u); /* quiet */
+    return (uint16_t)((bits + 0x7fffu + (bits >> 16 & 1u)) >> 16);
+}
+
 /* Lane by lane, a where mask is set (all ones), else b. */
 TFM__INLINE vec16 select16(vec16i mask, vec16 a, vec16 b)
 {

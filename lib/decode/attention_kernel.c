@@ -1,8 +1,10 @@
 /* Attention over the caches (cache.c's tiles). The kernel takes four query
  * heads at a time: a row's heads, or a source's beam hypotheses for one
  * head, which read the same tiles. A query's scores vectorise over the
- * positions and its context over d_k, both accumulating in registers. A
- * step's rows feed it, split among libtfm's threads when their group may. */
+ * positions and its context over d_k, both accumulating in registers. It
+ * reads float32 tiles, or bfloat16 ones widened to float32 as they load
+ * (half the bytes from memory, the same float32 arithmetic). A step's rows
+ * feed it, split among libtfm's threads when their group may. */
 #include <math.h>
 #include <string.h>
 
@@ -18,19 +20,44 @@
  * weights [len] (NULL: nowhere; the alignments), and what its scores get
  * added (bias, whole tiles; NULL: nothing). */
 typedef struct query {
-    const float *q, *tiles;
+    const float *q;
+    const void *tiles;
     const int32_t *table, *keep;
     float *context, *weights;
     const float *bias;
 } query;
 
-static const float *tile_of(const query *query, int64_t j0, int64_t size)
+/* The tile of position j0, tiles being `size` bytes each. */
+static const void *tile_of(const query *query, int64_t j0, size_t size)
 {
-    return query->tiles + (query->table ? query->table[j0 / BLOCK] : j0 / BLOCK) * size;
+    return (const char *)query->tiles +
+           (size_t)(query->table ? query->table[j0 / BLOCK] : j0 / BLOCK) * size;
+}
+
+/* A tile's 16, 8 or 1 elements from element i, as float32 (bf16: bfloat16
+ * ones; a constant in each of attend's copies). */
+TFM__INLINE vec16 cached16(const void *tile, int64_t i, int bf16)
+{
+    return bf16 ? load16_bf16((const uint16_t *)tile + i) : load16((const float *)tile + i);
+}
+
+TFM__INLINE vec8 cached8(const void *tile, int64_t i, int bf16)
+{
+    return bf16 ? load8_bf16((const uint16_t *)tile + i) : load8((const float *)tile + i);
+}
+
+TFM__INLINE float cached1(const void *tile, int64_t i, int bf16)
+{
+    if (!bf16)
+        return ((const float *)tile)[i];
+    uint32_t bits = (uint32_t)((const uint16_t *)tile)[i] << 16;
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
 }
 
 /* The queries read the same tile (a source's beam hypotheses, one head) */
-static int one_tile(const float *const *tiles)
+static int one_tile(const void *const *tiles)
 {
     int same = 1;
     for (int i = 1; i < QUERIES; i++)
@@ -44,19 +71,20 @@ static int one_tile(const float *const *tiles)
  * accumulate in registers a tile at a time (the lanes past len read what
  * the tile holds and are dropped); their maximum and sum are kept per lane
  * and reduced once. The context accumulates eight of its d_k at a time,
- * over two interleaved halves of each tile's positions. */
-static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t dk,
-                            float *restrict p),
-                   (queries, len, dk, p))
+ * over two interleaved halves of each tile's positions. bf16: the tiles
+ * hold bfloat16, a constant, so that each element type has its own loops. */
+TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_t dk,
+                              float *restrict p, const int bf16)
 {
-    const int64_t size = 2 * BLOCK * dk, stride = (len + BLOCK - 1) / BLOCK * BLOCK;
+    const size_t size = (size_t)(2 * BLOCK * dk) * (bf16 ? sizeof(uint16_t) : sizeof(float));
+    const int64_t stride = (len + BLOCK - 1) / BLOCK * BLOCK;
     float lane_max[QUERIES][BLOCK];
     for (int i = 0; i < QUERIES; i++)
         for (int j = 0; j < BLOCK; j++)
             lane_max[i][j] = -INFINITY;
     for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
         const int64_t n = len - j0;
-        const float *kt[QUERIES];
+        const void *kt[QUERIES];
         vec16 acc[QUERIES];
 #pragma GCC unroll 4
         for (int i = 0; i < QUERIES; i++) {
@@ -65,7 +93,7 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
         }
         if (one_tile(kt)) /* each key loaded once, for every query */
             for (int64_t e = 0; e < dk; e++) {
-                const vec16 k = load16(kt[0] + e * BLOCK);
+                const vec16 k = cached16(kt[0], e * BLOCK, bf16);
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
                     acc[i] += queries[i].q[e] * k;
@@ -74,7 +102,7 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             for (int64_t e = 0; e < dk; e++)
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
-                    acc[i] += queries[i].q[e] * load16(kt[i] + e * BLOCK);
+                    acc[i] += queries[i].q[e] * cached16(kt[i], e * BLOCK, bf16);
         for (int i = 0; i < QUERIES; i++) {
             /* through an aligned copy: reading back a store across a cache
              * line (p's) would wait for it to reach the cache */
@@ -124,14 +152,16 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             a[i] = b[i] = (vec8){0};
         for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
             const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;
-            const float *v[QUERIES];
+            const void *v[QUERIES]; /* their values from element `at` */
+            const int64_t at = BLOCK * dk + e0;
 #pragma GCC unroll 4
             for (int i = 0; i < QUERIES; i++)
-                v[i] = tile_of(&queries[i], j0, size) + BLOCK * dk + e0;
+                v[i] = tile_of(&queries[i], j0, size);
             int64_t j = 0;
             if (one_tile(v))
                 for (; j + 2 <= n; j += 2) {
-                    const vec8 va = load8(v[0] + j * dk), vb = load8(v[0] + (j + 1) * dk);
+                    const vec8 va = cached8(v[0], at + j * dk, bf16),
+                               vb = cached8(v[0], at + (j + 1) * dk, bf16);
 #pragma GCC unroll 4
                     for (int i = 0; i < QUERIES; i++) {
                         const float *pj = p + i * stride + j0 + j;
@@ -143,14 +173,14 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
                 for (; j + 2 <= n; j += 2)
 #pragma GCC unroll 4
                     for (int i = 0; i < QUERIES; i++) {
-                        const float *pj = p + i * stride + j0 + j, *vj = v[i] + j * dk;
-                        a[i] += pj[0] * load8(vj);
-                        b[i] += pj[1] * load8(vj + dk);
+                        const float *pj = p + i * stride + j0 + j;
+                        a[i] += pj[0] * cached8(v[i], at + j * dk, bf16);
+                        b[i] += pj[1] * cached8(v[i], at + (j + 1) * dk, bf16);
                     }
             if (j < n)
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
-                    a[i] += p[i * stride + j0 + j] * load8(v[i] + j * dk);
+                    a[i] += p[i * stride + j0 + j] * cached8(v[i], at + j * dk, bf16);
         }
 #pragma GCC unroll 4
         for (int i = 0; i < QUERIES; i++)
@@ -161,9 +191,19 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
             float sum = 0.0f;
             for (int64_t j = 0; j < len; j++)
                 sum += p[i * stride + j] *
-                       tile_of(&queries[i], j, size)[(BLOCK + j % BLOCK) * dk + e0];
+                       cached1(tile_of(&queries[i], j, size), (BLOCK + j % BLOCK) * dk + e0, bf16);
             queries[i].context[e0] = sum * inv[i];
         }
+}
+
+static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t dk, int bf16,
+                            float *restrict p),
+                   (queries, len, dk, bf16, p))
+{
+    if (bf16)
+        attend_tiles(queries, len, dk, p, 1);
+    else
+        attend_tiles(queries, len, dk, p, 0);
 }
 
 /* Collects query heads for attend, QUERIES at a time. */
@@ -171,6 +211,7 @@ typedef struct query_batch {
     query queries[QUERIES];
     int count;
     int64_t len, dk;
+    int bf16; /* the tiles hold bfloat16 */
     float *p;
 } query_batch;
 
@@ -180,7 +221,7 @@ static void attend_batch(query_batch *batch)
      * written again */
     for (int i = batch->count; i < QUERIES; i++)
         batch->queries[i] = batch->queries[batch->count - 1];
-    attend(batch->queries, batch->len, batch->dk, batch->p);
+    attend(batch->queries, batch->len, batch->dk, batch->bf16, batch->p);
     batch->count = 0;
 }
 
@@ -233,10 +274,11 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         for (int64_t e = 0; e < I; e++)
             row[e] *= j->factor;
         for (int64_t h = 0; h < H; h++)
-            put_position(self_tiles(d, j->l, h) + table[t / BLOCK] * tile_floats(d), t,
-                         row + I + h * dk, row + 2 * I + h * dk, dk);
+            put_position(d, tile_at(d, self_tiles(d, j->l, h), table[t / BLOCK]), t,
+                         row + I + h * dk, row + 2 * I + h * dk);
     }
-    query_batch batch = {.len = t + 1, .dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    query_batch batch = {.len = t + 1, .dk = dk, .bf16 = d->bf16_cache,
+                         .p = j->g->weights + worker * d->weights_stride};
     const float *bias = j->g->position_bias;
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
@@ -257,7 +299,8 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t I = d->inner, H = d->heads, dk = d->dk;
     for (int64_t e = 0; e < (end - begin) * I; e++)
         j->g->qkv[begin * I + e] *= j->factor;
-    query_batch batch = {.dk = dk, .p = j->g->weights + worker * d->weights_stride};
+    query_batch batch = {.dk = dk, .bf16 = d->bf16_cache,
+                         .p = j->g->weights + worker * d->weights_stride};
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
         int64_t b = j->rows[first] / d->beam, len = d->source_len[b];

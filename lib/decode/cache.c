@@ -2,6 +2,7 @@
  * are kept in tiles of BLOCK positions per head: the keys [d_k][BLOCK],
  * transposed, then the values [BLOCK][d_k]; a row's tiles are listed in
  * its tile table. The cross-attention's are computed once per source.
+ * Tiles hold float32, or bfloat16 (cache_precision), which attend widens.
  * A beam hypothesis takes its parent's table, sharing its tiles (counted
  * by tile_refs), and a shared tile is copied only when a hypothesis writes
  * into it: siblings differ in their last positions only, so a step copies
@@ -43,10 +44,10 @@ void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t firs
         cross_projections(d, l, memory, B * S);
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < H; h++) {
-                float *tiles = cross_tiles(d, l, first + b, h);
+                void *tiles = cross_tiles(d, l, first + b, h);
                 for (int64_t s = 0; s < S; s++) {
                     const float *k = d->kv + (b * S + s) * 2 * I + h * dk;
-                    put_position(tiles + s / BLOCK * tile_floats(d), s, k, k + I, dk);
+                    put_position(d, tile_at(d, tiles, s / BLOCK), s, k, k + I);
                 }
             }
     }
@@ -67,11 +68,11 @@ int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b)
 /* Tile `to` takes tile `from`'s first n positions. */
 static void copy_tile(tfm_decoding *d, int32_t from, int32_t to, int64_t n)
 {
-    int64_t size = tile_floats(d), used = (BLOCK + n) * d->dk; /* the keys, n values */
+    size_t used = (size_t)((BLOCK + n) * d->dk) * cache_element(d); /* the keys, n values */
     for (int32_t l = 0; l < d->layers; l++)
         for (int64_t h = 0; h < d->heads; h++) {
-            float *tiles = self_tiles(d, l, h);
-            memcpy(tiles + to * size, tiles + from * size, (size_t)used * sizeof(float));
+            void *tiles = self_tiles(d, l, h);
+            memcpy(tile_at(d, tiles, to), tile_at(d, tiles, from), used);
         }
 }
 

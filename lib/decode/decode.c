@@ -266,6 +266,11 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
                   (int)o->beam_size, (double)o->length_penalty, (int)o->n_best);
         return -1;
     }
+    if (o->cache_precision < TFM_CACHE_AUTO || o->cache_precision > TFM_CACHE_BFLOAT16) {
+        tfm__fail(TFM_ERR_ARG, "%s: cache_precision %d must be TFM_CACHE_AUTO, _FLOAT32 or "
+                  "_BFLOAT16", op, (int)o->cache_precision);
+        return -1;
+    }
     return check_processors(op, mo, o);
 }
 
@@ -373,6 +378,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->max_src_len = max_src_len;
     d->max_len = o.max_length;
     d->beam = beam;
+    d->bf16_cache = o.use_cache && (o.cache_precision == TFM_CACHE_BFLOAT16 ||
+                                    (o.cache_precision == TFM_CACHE_AUTO && model->quantized));
     d->d = b->d_model;
     d->heads = b->heads;
     d->dk = tfm__head_dim(b->d_model, b->heads, b->head_dim);
@@ -395,6 +402,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     double S = (double)max_src_len, L = (double)d->layers, V = (double)d->vocab;
     double Tp = (double)d->self_tiled, Sp = (double)d->cross_tiled;
     double memory = (double)max_batch * S * D, self_cache = L * rows * 2 * I * Tp;
+    /* a cached element's share of a float's bytes (bfloat16: half) */
+    double cache_share = (double)cache_element(d) / sizeof(float);
     /* the cross projections of one encoding's sources (see encode) */
     double encoded = fmin(fmax((double)tokens_per_encoding(d), S), (double)max_batch * S) * I;
     double cross_cache = L * (double)max_batch * 2 * I * Sp;
@@ -405,7 +414,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
                             : 0.0;
     double floats = rows * (3 * D + 4 * I + (double)d->ff_row + V + 2 * (T + 1)) + finished * (T + 3) +
                     alignments +
-                    (o.use_cache ? self_cache + cross_cache + 2 * encoded : memory + rows * S * D);
+                    (o.use_cache ? (self_cache + cross_cache) * cache_share + 2 * encoded
+                                 : memory + rows * S * D);
     if (floats * sizeof(float) > (double)TFM_MAX_TENSOR_BYTES) {
         tfm__fail(TFM_ERR_SIZE, "%s: the decoding would need %.3g bytes, too large; lower "
                   "max_batch (%lld), max_src_len (%lld), max_length or beam_size", op,
@@ -428,7 +438,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     if (ok && o.strategy != TFM_DECODE_BEAM)
         ok = BUFFER(processed, V * TFM__MAX_THREADS);
     if (ok && o.use_cache)
-        ok = BUFFER(self_cache, self_cache) && BUFFER(cross_cache, cross_cache) &&
+        ok = (d->self_cache = buffer(op, self_cache, cache_element(d))) != NULL &&
+             (d->cross_cache = buffer(op, cross_cache, cache_element(d))) != NULL &&
              BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(source_len, max_batch) && BUFFER(slice_ids, encoded / I) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
@@ -468,7 +479,8 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     /* the decoder's */
     double weights = L * (8 * D * I + D * (double)(d->d_ff + d->ff_row)) + V * D;
     d->min_rows = weights * sizeof(float) > GROUP_CACHE_BYTES ? WIDE_GROUP_ROWS : GROUP_MIN_ROWS;
-    double per_source = L * 2 * I * (Tp + (double)(beam - 1) * BLOCK + Sp) * sizeof(float);
+    double per_source = L * 2 * I * (Tp + (double)(beam - 1) * BLOCK + Sp) *
+                        (double)cache_element(d);
     /* without decoder layers nothing is cached: the whole batch fits */
     d->group_sources = per_source > 0.0 ? (int64_t)(GROUP_CACHE_BYTES / per_source) : max_batch;
     return d;

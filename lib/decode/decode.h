@@ -20,6 +20,7 @@
 #include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "core/vectors.h"
 #include "ops/linear.h"
 #include "tfm/decode.h"
 
@@ -57,6 +58,7 @@ struct tfm_decoding {
     int64_t group_sources; /* the sources whose caches fit GROUP_CACHE_BYTES */
     int64_t min_rows;      /* a group's fewest rows, as its weights want (decode.c) */
     int grouped;           /* 0: the batch is one group (sampling, the reference path) */
+    int bf16_cache;        /* the caches hold bfloat16 (options' cache_precision) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
     tfm_rng *rng;
@@ -77,12 +79,14 @@ struct tfm_decoding {
      * position_bias); NULL without relative_attention_buckets */
     float *position_bias;
     /* caches (use_cache): self-attention tiles [layers][heads][tiles],
-     * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK],
+     * cross-attention tiles [layers][batch][heads][cross_tiled / BLOCK]
+     * (float32, or bfloat16 with bf16_cache: see cache_element),
      * and the cross projections of one encoding's memory [sources * S,
      * 2 inner]
      * before their split into heads; each row's tiles [rows][self_tiled /
      * BLOCK] and each tile's count of rows using it */
-    float *self_cache, *cross_cache, *kv;
+    void *self_cache, *cross_cache;
+    float *kv;
     /* use_cache: each decoder layer's products and the generator's, packed
      * at each run into packed [packed_floats] (weights.c); an unpacked
      * one's panels are NULL (int8, or no linear_up) */
@@ -178,26 +182,36 @@ static inline const float *values(const tfm_tensor *t)
 
 /* --- the caches' layout (cache.c has the rest) ---------------------------------- */
 
-/* A tile's floats: BLOCK positions' keys [d_k][BLOCK], then their values
- * [BLOCK][d_k]. */
-static inline int64_t tile_floats(const tfm_decoding *d)
+/* The bytes of a cached key or value element: float32, or bfloat16. */
+static inline size_t cache_element(const tfm_decoding *d)
 {
-    return 2 * BLOCK * d->dk;
+    return d->bf16_cache ? sizeof(uint16_t) : sizeof(float);
+}
+
+/* A tile's bytes: BLOCK positions' keys [d_k][BLOCK], then their values
+ * [BLOCK][d_k]. */
+static inline size_t tile_bytes(const tfm_decoding *d)
+{
+    return (size_t)(2 * BLOCK * d->dk) * cache_element(d);
+}
+
+/* Tile i of tiles, which are one after another. */
+static inline void *tile_at(const tfm_decoding *d, void *tiles, int64_t i)
+{
+    return (char *)tiles + (size_t)i * tile_bytes(d);
 }
 
 /* Layer l's self-attention tiles of head h, which rows' tile tables index. */
-static inline float *self_tiles(const tfm_decoding *d, int32_t l, int64_t h)
+static inline void *self_tiles(const tfm_decoding *d, int32_t l, int64_t h)
 {
-    return d->self_cache +
-           ((size_t)l * (size_t)d->heads + (size_t)h) * (size_t)(d->tiles * tile_floats(d));
+    return tile_at(d, d->self_cache, ((int64_t)l * d->heads + h) * d->tiles);
 }
 
 /* Layer l's cross-attention tiles of source b's head h, one after another. */
-static inline float *cross_tiles(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
+static inline void *cross_tiles(const tfm_decoding *d, int32_t l, int64_t b, int64_t h)
 {
-    return d->cross_cache +
-           (((size_t)l * (size_t)d->max_batch + (size_t)b) * (size_t)d->heads + (size_t)h) *
-               (size_t)(d->cross_tiled / BLOCK * tile_floats(d));
+    return tile_at(d, d->cross_cache,
+                   (((int64_t)l * d->max_batch + b) * d->heads + h) * (d->cross_tiled / BLOCK));
 }
 
 /* The tiles a row lists, and where its list is. */
@@ -211,13 +225,24 @@ static inline int32_t *tile_table_of(const tfm_decoding *d, int64_t row)
     return d->tile_table + row * row_tiles(d);
 }
 
-/* Position j's key and value [d_k] into the tile that holds it. */
-static inline void put_position(float *tile, int64_t j, const float *key, const float *value,
-                         int64_t dk)
+/* Position j's key and value [d_k] into the tile that holds it, rounded
+ * to bfloat16 in a bfloat16 cache. */
+static inline void put_position(const tfm_decoding *d, void *tile, int64_t j, const float *key,
+                                const float *value)
 {
-    for (int64_t e = 0; e < dk; e++)
-        tile[e * BLOCK + j % BLOCK] = key[e];
-    memcpy(tile + (BLOCK + j % BLOCK) * dk, value, (size_t)dk * sizeof *value);
+    int64_t dk = d->dk, at = j % BLOCK;
+    if (d->bf16_cache) {
+        uint16_t *t = tile;
+        for (int64_t e = 0; e < dk; e++) {
+            t[e * BLOCK + at] = tfm__bf16_round(key[e]);
+            t[(BLOCK + at) * dk + e] = tfm__bf16_round(value[e]);
+        }
+    } else {
+        float *t = tile;
+        for (int64_t e = 0; e < dk; e++)
+            t[e * BLOCK + at] = key[e];
+        memcpy(t + (BLOCK + at) * dk, value, (size_t)dk * sizeof *value);
+    }
 }
 
 /* Row r's weights of head h in a step [max_src_len], and its alignments

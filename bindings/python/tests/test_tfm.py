@@ -108,6 +108,37 @@ def test_tied_generator_quantizes_through_a_copy(tmp_path):
                                   quantized.logits)
 
 
+def test_caches_in_bfloat16_by_keyword():
+    """cache_precision='bfloat16' rounds the cached keys and values (2^-9 of
+    themselves at most: the logits move, by about as much, here within
+    1e-2 of 1 + their size); 'auto' is float32 for a float32 model and
+    bfloat16 once it is quantized; other values are a ValueError naming
+    the keyword."""
+    model = small_model().eval()
+    src = np.array([[3, 7, 12, 5, 9, 1], [4, 11, 2, 1, 1, 1]])
+
+    def greedy(precision, prefix=None):
+        return model.greedy(src, max_length=4, eos_id=-1, return_logits=True, prefix=prefix,
+                            cache_precision=precision)
+    exact = greedy('float32')
+    rounded = greedy('bfloat16', prefix=exact.tokens[:, 1:])  # the same steps as float32's
+    assert not np.array_equal(rounded.logits, exact.logits)
+    np.testing.assert_allclose(rounded.logits, exact.logits, rtol=1e-2, atol=1e-2)
+    np.testing.assert_array_equal(greedy('auto').logits, exact.logits)
+    tokens, scores = model.beam(src, max_length=4, beam_size=3, n_best=2,
+                                cache_precision='bfloat16')
+    assert tokens.shape == (2, 2, 5) and np.isfinite(scores).all()
+    assert model.sample(src, max_length=4, seed=3, cache_precision='bfloat16').shape == (2, 5)
+    model.quantize()
+    np.testing.assert_array_equal(greedy('auto').logits, greedy('bfloat16').logits)
+    assert not np.array_equal(greedy('auto').logits, greedy('float32').logits)
+    for wrong in ('float16', 2, True):
+        with pytest.raises(ValueError, match='cache_precision'):
+            model.greedy(src, cache_precision=wrong)
+    with pytest.raises(ValueError, match='cache_precision'):
+        model.beam(src, cache_precision='half')
+
+
 def test_state_dict_moves_between_models_and_is_checked_before_writing():
     a, b = small_model(seed=1), small_model(seed=2)
     before = b.state_dict()

@@ -735,7 +735,7 @@ class Model(Handle):
 
     def greedy(self, src, max_length=None, bos_id=None, eos_id=None, src_pad_id=None,
                return_scores=False, return_logits=False, prefix=None, callback=None,
-               return_attention=False, **processors):
+               return_attention=False, cache_precision='auto', **processors):
         """Token ids [B, max_length + 1]: bos_id, the tokens, -1 after;
         bos_id, eos_id and src_pad_id are the model's unless given. With
         return_scores, return_logits or return_attention, a Decoded (tokens,
@@ -748,31 +748,37 @@ class Model(Handle):
         source's first tokens after bos_id, forced (-1s pad a row).
         callback(source, token, position) streams each token as it is
         chosen (possibly from libtfm's threads); a true result stops that
-        source (see Decoding)."""
+        source (see Decoding). cache_precision 'auto' (bfloat16 for a
+        quantized model, else float32), 'float32' or 'bfloat16': what the
+        caches of keys and values hold (bfloat16: each rounded to nearest
+        even, half the memory to read; tfm_decode_options'
+        cache_precision)."""
         # strategy given: a published model's own may be beam search
         decoded = self._decode(src, return_logits, prefix, return_attention, strategy='greedy',
                                **_processors(processors), **_given(
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id,
-            callback=callback))
+            callback=callback,
+            cache_precision=_choice('cache_precision', cache_precision, _CACHE_PRECISIONS)))
         return decoded if return_scores or return_logits or return_attention else decoded.tokens
 
     def sample(self, src, temperature=1.0, top_k=0, top_p=1.0, seed=0, max_length=None,
                bos_id=None, eos_id=None, src_pad_id=None, return_scores=False,
                return_logits=False, prefix=None, callback=None, return_attention=False,
-               **processors):
+               cache_precision='auto', **processors):
         """Tokens drawn with temperature, top-k and top-p, as greedy's (with
         return_logits, also probs: the distributions drawn from)."""
         decoded = self._decode(src, return_logits, prefix, return_attention, strategy='sample',
                                **_processors(processors), **_given(
             temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id,
-            callback=callback))
+            callback=callback,
+            cache_precision=_choice('cache_precision', cache_precision, _CACHE_PRECISIONS)))
         return decoded if return_scores or return_logits or return_attention else decoded.tokens
 
     def beam(self, src, beam_size=4, n_best=1, length_penalty=1.0, max_length=None,
              bos_id=None, eos_id=None, src_pad_id=None, patience=None, prefix=None,
              callback=None, return_attention=False, renormalize_logits=None, beam_rules=None,
-             early_stopping=None, **processors):
+             early_stopping=None, cache_precision='auto', **processors):
         """(tokens [B, n_best, max_length + 1], scores [B, n_best]), and with
         return_attention a third, the alignments [B][n_best]; the special
         tokens, processors, prefix and callback as greedy's (the callback
@@ -784,13 +790,15 @@ class Model(Handle):
         probabilities of the tokens left (transformers' renormalize_logits);
         beam_rules 'ctranslate2' or 'transformers' (whose beam search; the
         model's unless given) and, with 'transformers', early_stopping
-        False, True or 'never' (as generate's)."""
+        False, True or 'never' (as generate's); cache_precision as
+        greedy's."""
         decoded = self._decode(src, False, prefix, return_attention, strategy='beam',
                                **_processors(processors), **_given(
             patience=patience, callback=callback,
             renormalize_logits=None if renormalize_logits is None else int(renormalize_logits),
             beam_rules=_choice('beam_rules', beam_rules, _BEAM_RULES),
             early_stopping=_choice('early_stopping', early_stopping, _EARLY_STOPPING),
+            cache_precision=_choice('cache_precision', cache_precision, _CACHE_PRECISIONS),
             beam_size=beam_size, n_best=n_best, length_penalty=length_penalty,
             max_length=max_length, bos_id=bos_id, eos_id=eos_id, src_pad_id=src_pad_id))
         batch = decoded.tokens.shape[0] // n_best
@@ -850,6 +858,9 @@ _BEAM_RULES = {'ctranslate2': 'TFM_BEAM_RULES_CTRANSLATE2',
                'transformers': 'TFM_BEAM_RULES_TRANSFORMERS'}
 _EARLY_STOPPING = {False: 'TFM_EARLY_STOPPING_HEURISTIC', True: 'TFM_EARLY_STOPPING_TRUE',
                    'never': 'TFM_EARLY_STOPPING_NEVER'}
+# the decode methods' cache_precision
+_CACHE_PRECISIONS = {'auto': 'TFM_CACHE_AUTO', 'float32': 'TFM_CACHE_FLOAT32',
+                     'bfloat16': 'TFM_CACHE_BFLOAT16'}
 
 
 def _choice(name, value, choices):
