@@ -77,8 +77,9 @@ enum {
      * tfm_decoding_create finds it), else float32 */
     TFM_CACHE_AUTO = 0,
     TFM_CACHE_FLOAT32 = 1, /**< float32: as the recomputed path computes them */
-    /** bfloat16: each key and value rounded to nearest even (8 bits of
-     * mantissa, float32's range) as it is cached, half the bytes to read */
+    /** bfloat16: each key and value rounded to nearest even (8
+     * significant bits, float32's range) as it is cached, half the bytes
+     * to read */
     TFM_CACHE_BFLOAT16 = 2
 };
 
@@ -220,11 +221,11 @@ typedef struct tfm_decode_options {
      * time the attention spends reading its caches, else float32;
      * CTranslate2's int8_bfloat16 makes the same trade). With bfloat16
      * each key and value is rounded to nearest even as it is cached (8
-     * bits of mantissa: a relative error of at most 2^-9; infinities and
-     * NaNs stay non-finite); queries, scores, the softmax and the
-     * weighted sums stay float32. The caches take half the bytes, so a
-     * group of sources decoded on one thread holds twice as many. The
-     * recomputed path (use_cache 0) has no caches and ignores it. */
+     * significant bits, 7 stored: a relative error of at most 2^-9;
+     * infinities and NaNs stay non-finite); queries, scores, the softmax
+     * and the weighted sums stay float32. The caches take half the bytes,
+     * so a group of sources decoded on one thread holds twice as many.
+     * The recomputed path (use_cache 0) has no caches and ignores it. */
     tfm_cache_precision cache_precision;
 } tfm_decode_options;
 
