@@ -63,6 +63,15 @@ printf 'hotel quebec\nalpha bravo charlie\n' | "$translate" --model "$model" >"$
     [ "$(wc -l <"$scratch/two.txt")" -eq 2 ]
 step "--model: two lines in, two lines out" $?
 
+# --int8: the model quantized (layers, output projection, bfloat16 caches)
+# translates the test pairs as float32 does on most lines
+"$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/float32.txt" &&
+    "$translate" --model "$model" --beam 1 --int8 <"$data/test.en" >"$scratch/int8.txt" &&
+    [ "$(wc -l <"$scratch/int8.txt")" -eq "$(wc -l <"$data/test.en")" ] &&
+    paste -d '\t' "$scratch/float32.txt" "$scratch/int8.txt" |
+    awk -F '\t' '{ same += $1 == $2 } END { exit !(same >= 0.8 * NR) }'
+step "--int8 translates as float32 does on at least 80% of the test lines" $?
+
 # Streaming: a line's translation is out before standard input ends.
 mkfifo "$scratch/in"
 "$translate" --model "$model" <"$scratch/in" >"$scratch/stream.txt" 2>&1 &
