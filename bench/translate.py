@@ -332,15 +332,17 @@ def summary(records, log):
                         impl, name, precision, scored[-1]['chrf'],
                         scored[-1].get('bleu', float('nan'))))
         # the issue's measure: libtfm against the twin's fastest batched decoder
-        fastest = max(((best('pytorch', 'translate', 'sentences_per_s', strategy=name,
-                             precision=p) or 0, p) for p in precisions), default=(0, None))
-        for precision in precisions if len(precisions) > 1 else []:
+        if len(precisions) < 2:
+            continue
+        twin, fastest = max((best('pytorch', 'translate', 'sentences_per_s', strategy=name,
+                                  precision=p) or 0, p) for p in precisions)
+        for precision in precisions:
             ours = best('libtfm', 'translate', 'sentences_per_s', strategy=name,
                         precision=precision)
             lines.append('translation sentences/s (%s, libtfm %s against the twin\'s fastest, '
                          '%s): libtfm %s, PyTorch %s, ratio %.2f' % (
-                             name, precision, fastest[1], figure(ours, '.1f'),
-                             figure(fastest[0] or None, '.1f'), ratio(ours, fastest[0])))
+                             name, precision, fastest, figure(ours, '.1f'),
+                             figure(twin or None, '.1f'), ratio(ours, twin)))
     errors = [x for x in records if 'error' in x]
     for x in errors:
         lines.append('failed: %s %s %s: %s' % (x['impl'], x['what'], x.get('precision') or

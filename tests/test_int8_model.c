@@ -448,6 +448,28 @@ START_TEST(refusals)
 END_TEST
 
 /* Copies src to dst with the bytes at offset replaced. */
+/* A file's bytes (*size of them), and bytes written as a file. */
+static char *file_bytes(const char *path, long *size)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    *size = ftell(f);
+    char *bytes = malloc((size_t)*size);
+    fseek(f, 0, SEEK_SET);
+    ck_assert_int_eq(fread(bytes, 1, (size_t)*size, f), *size);
+    fclose(f);
+    return bytes;
+}
+
+static void write_bytes(const char *path, const char *bytes, long size)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(bytes, 1, (size_t)size, f), size);
+    fclose(f);
+}
+
 static void patched(const char *src, const char *dst, long offset, const void *bytes, size_t n)
 {
     FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
@@ -507,19 +529,12 @@ START_TEST(damaged_files_are_refused)
     expect_error(TFM_ERR_FORMAT, "its int8 weights are not usable");
     /* a name changed: the weight's values are missing */
     char renamed[64] = "tfm.int8.decoder.layers.1.linear1.weighs";
-    FILE *f = fopen(good, "rb");
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    char *bytes = malloc((size_t)size);
-    fseek(f, 0, SEEK_SET);
-    ck_assert_int_eq(fread(bytes, 1, (size_t)size, f), size);
-    fclose(f);
+    long size;
+    char *bytes = file_bytes(good, &size);
     char *at = memmem(bytes, (size_t)size, values, strlen(values));
     ck_assert_ptr_nonnull(at);
     memcpy(at, renamed, strlen(renamed));
-    f = fopen(bad, "wb");
-    fwrite(bytes, 1, (size_t)size, f);
-    fclose(f);
+    write_bytes(bad, bytes, size);
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "tensor \"tfm.int8.decoder.layers.1.linear1.weight\" is missing");
     /* a scales' dtype changed: F32 -> I32 */
@@ -529,9 +544,7 @@ START_TEST(damaged_files_are_refused)
     char *dtype = strstr(entry, "\"F32\"");
     ck_assert_ptr_nonnull(dtype);
     memcpy(dtype + 1, "I32", 3);
-    f = fopen(bad, "wb");
-    fwrite(bytes, 1, (size_t)size, f);
-    fclose(f);
+    write_bytes(bad, bytes, size);
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "is I32, not a float [96]");
     /* a format 1 reader's view: the file says which format it is */
@@ -539,9 +552,7 @@ START_TEST(damaged_files_are_refused)
     ck_assert_ptr_nonnull(version);
     memcpy(dtype + 1, "F32", 3);
     version[22] = '1';
-    f = fopen(bad, "wb");
-    fwrite(bytes, 1, (size_t)size, f);
-    fclose(f);
+    write_bytes(bad, bytes, size);
     ck_assert_ptr_null(tfm_model_load(bad));
     expect_error(TFM_ERR_FORMAT, "tfm.int8 is \"layers\" in format 1");
     free(bytes);
@@ -550,6 +561,19 @@ START_TEST(damaged_files_are_refused)
     tfm_model_free(m);
 }
 END_TEST
+
+/* A copy of src at dst with the first `from` in it made `to` (as long). */
+static void renamed_in_file(const char *src, const char *dst, const char *from, const char *to)
+{
+    long size;
+    char *bytes = file_bytes(src, &size);
+    char *at = memmem(bytes, (size_t)size, from, strlen(from));
+    ck_assert_ptr_nonnull(at);
+    ck_assert_uint_eq(strlen(to), strlen(from));
+    memcpy(at, to, strlen(to));
+    write_bytes(dst, bytes, size);
+    free(bytes);
+}
 
 /* A tied generator quantized: its products take an int8 copy of the
  * embedding table (the logits move from the layers-only model's, within
@@ -605,6 +629,12 @@ START_TEST(tied_generator_quantized)
     decode(both, TFM_DECODE_BEAM, 1, TFM_CACHE_AUTO, src, y);
     ck_assert(same_tokens(x, y, 64));
     assert_saves_again_alike(loaded, path);
+    /* the table's float32 values are not the int8 copy's to stand for */
+    const char *bad = temp_path("tied_bad.safetensors");
+    renamed_in_file(path, bad, "\"src_embedding.weight\"", "\"tfm.embedding.weight\"");
+    ck_assert_ptr_null(tfm_model_load(bad));
+    expect_error(TFM_ERR_FORMAT, "\"src_embedding.weight\" is missing");
+    unlink(bad);
     unlink(path);
     free(x);
     free(y);

@@ -39,8 +39,8 @@ floor(2n) + 10 tokens for n source tokens as tfm-translate sets it; scores
 over length ** length_penalty); a source that is done leaves the batch.
 --precision int8 quantizes the decoder and encoder first, PyTorch's way
 (torch.ao.quantization.quantize_dynamic on every nn.Linear, the generator
-too, as tfm-translate --int8 quantizes libtfm's). Scored with libtfm's chrF and BLEU (tfm.chrf, tfm.bleu), as tfm-translate
-scores. One JSON line: sentences and tokens per second, chrF, BLEU.
+too, as tfm-translate --int8 quantizes libtfm's). Scored with libtfm's
+chrF and BLEU (tfm.chrf, tfm.bleu), as tfm-translate scores. One JSON line: sentences and tokens per second, chrF, BLEU.
 
 Run as /usr/bin/python3 (Debian's python3-torch) with OMP_WAIT_POLICY=passive
 and OMP_NUM_THREADS set, as bench/translate.py does, and the tfm package

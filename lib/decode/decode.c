@@ -492,18 +492,16 @@ void tfm_decoding_free(tfm_decoding *d)
         return;
     tfm_tape_free(d->tape);
     tfm_rng_free(d->rng);
-    void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits,
-                       d->weights, d->self_cache, d->cross_cache, d->kv, d->tile_table,
-                       d->tile_refs, d->keep, d->source_len, d->slice_ids, d->memory, d->memory_rows, d->src, d->src_rows,
-                       d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live,
-                       d->done, d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length,
-                       d->rank, d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp,
-                       d->table_tmp, d->ends, d->suppress_ids, d->eos_ids, d->is_end,
-                       d->processed, d->limit, d->forced, d->bad_words,
-                       d->bad_word_lengths, d->head_weights, d->alignments,
-                       d->alignments_tmp, d->fin_alignments, (void *)d->result,
-                       d->result_rows, d->position_bias, d->products, d->encoder_products,
-                       d->packed};
+    void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits, d->weights,
+                       d->self_cache, d->cross_cache, d->kv, d->tile_table, d->tile_refs, d->keep,
+                       d->source_len, d->slice_ids, d->memory, d->memory_rows, d->src, d->src_rows,
+                       d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live, d->done,
+                       d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length, d->rank,
+                       d->cand_score, d->fin_score, d->hist_tmp, d->sum_tmp, d->table_tmp, d->ends,
+                       d->suppress_ids, d->eos_ids, d->is_end, d->processed, d->limit, d->forced,
+                       d->bad_words, d->bad_word_lengths, d->head_weights, d->alignments,
+                       d->alignments_tmp, d->fin_alignments, (void *)d->result, d->result_rows,
+                       d->position_bias, d->products, d->encoder_products, d->packed};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -721,9 +719,6 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
     return TFM_OK;
 }
 
-/* Encodes src's slices of sources on the tape, the encoder's weights
- * packed, and keeps what the steps read: the cross-attention keys and
- * values (cached) or the memory (recomputed). */
 /* The sources' ids [n, S] cut to their longest source_len (at least 1)
  * into slice_ids: trailing padding is masked, so the encoder's outputs at
  * the other positions are the same without it (sorted batches of short
@@ -743,6 +738,9 @@ static const int32_t *cut_slice(tfm_decoding *d, const int32_t *ids, int64_t fir
     return d->slice_ids;
 }
 
+/* Encodes src's slices of sources on the tape, the encoder's weights
+ * packed, and keeps what the steps read: the cross-attention keys and
+ * values (cached) or the memory (recomputed). */
 static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
 {
     int64_t B = src->shape[0], S = src->shape[1], per = sources_per_encoding(d, S);
@@ -771,31 +769,34 @@ static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
     return TFM_OK;
 }
 
+/* Which source positions the cached steps attend to: each source's keys
+ * that are not src_pad_id (keep), up to its last one (source_len). */
+static void mark_sources(tfm_decoding *d, const int32_t *ids, int64_t B, int64_t S)
+{
+    for (int64_t b = 0; b < B; b++) {
+        int64_t len = 0;
+        for (int64_t s = 0; s < S; s++) {
+            int kept = ids[b * S + s] != d->o.src_pad_id;
+            d->keep[b * d->cross_tiled + s] = kept;
+            len = kept ? s + 1 : len;
+        }
+        d->source_len[b] = (int32_t)len;
+    }
+}
+
 /* Encodes src, a slice of sources at a time, and keeps what the steps
  * read, and which source positions they attend to. */
 static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
 {
-    int64_t B = src->shape[0], S = src->shape[1];
     const int32_t *ids = tfm__i32(src);
-    for (int64_t b = 0; d->o.use_cache && b < B; b++) {
-        int64_t len = S;
-        while (d->o.src_pad_id >= 0 && len > 0 && ids[b * S + len - 1] == d->o.src_pad_id)
-            len--;
-        d->source_len[b] = (int32_t)len;
-    }
+    if (d->o.use_cache)
+        mark_sources(d, ids, src->shape[0], src->shape[1]);
+    else
+        memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
     tfm__decode_hang_encoder_weights(d, 1);
     tfm_status status = encode_slices(d, src);
     tfm__decode_hang_encoder_weights(d, 0);
-    if (status != TFM_OK)
-        return status;
-    if (d->o.use_cache) {
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t s = 0; s < S; s++)
-                d->keep[b * d->cross_tiled + s] = ids[b * S + s] != d->o.src_pad_id;
-    } else {
-        memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
-    }
-    return TFM_OK;
+    return status;
 }
 
 /* A forced prefix [B, P]: target ids, then -1s. */

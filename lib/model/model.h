@@ -78,8 +78,8 @@ int64_t tfm__model_quantizable(const tfm_model *m, uint32_t what, tfm__quantizab
 /* Quantizes the weights `what` names, from their float32 values (values
  * NULL) or from the int8 values and per-channel scales given for each
  * (values[i], scales[i] of list entry i: a file's), which then also
- * become the float32 parameters' values (but tfm__int8_keeps_float's). All or nothing; the model is
- * then in evaluation mode for good. */
+ * become the float32 parameters' values (tfm__int8_replaces_float's). All
+ * or nothing; the model is then in evaluation mode for good. */
 tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
                                const int8_t *const *values, const float *const *scales);
 
@@ -105,10 +105,11 @@ struct tfm_safetensors;
 tfm_status tfm__int8_read(const char *op, const char *ctx, tfm_model *m, uint32_t what,
                           const struct tfm_safetensors *file);
 
-/* Whether quantized weight w keeps its float32 values beside its int8
- * ones: a tied generator's, which the target embedding looks up (the file
- * holds both, a load takes the float32 ones as they are). */
-int tfm__int8_keeps_float(const tfm_model *m, const tfm_tensor *w);
+/* Whether w's int8 values stand for its float32 ones (a file holds only
+ * them, a load makes the float32 values from them): a quantized weight,
+ * but not a tied generator's table, whose float32 values the embedding
+ * looks up (the file holds both, a load takes them as they are). */
+int tfm__int8_replaces_float(const tfm_model *m, const tfm_tensor *w);
 
 /* Frees the int8 weights (the model's tensors must not be used after). */
 void tfm__model_free_int8(tfm_model *m);

@@ -224,8 +224,7 @@ tfm_status tfm__model_write(const char *op, const tfm_model *m, const char *path
     if (s == TFM_OK) {
         int64_t count = 0;
         for (int64_t i = 0; i < params; i++)
-            if (!tfm_params_at(m->params, i)->int8 ||
-                tfm__int8_keeps_float(m, tfm_params_at(m->params, i))) {
+            if (!tfm__int8_replaces_float(m, tfm_params_at(m->params, i))) {
                 names[count] = tfm_params_name(m->params, i);
                 tensors[count++] = tfm_params_at(m->params, i);
             }
@@ -343,7 +342,8 @@ static int64_t quantized_of(const char *ctx, const tfm_safetensors *file)
 }
 
 /* Loads the parameters from the file; those of a quantized model's int8
- * weights (and only those) come from its int8 values. */
+ * weights (and only those: tfm__int8_replaces_float) come from its int8
+ * values. */
 static tfm_status load_params(const char *op, const char *path, const char *ctx, tfm_model *m,
                               const tfm_safetensors *file, uint32_t quantized)
 {
@@ -370,7 +370,7 @@ static tfm_status load_params(const char *op, const char *path, const char *ctx,
     for (int64_t i = 0; s == TFM_OK && i < tfm_load_report_count(report, TFM_LOAD_MISSING);
          i++) {
         const char *name = tfm_load_report_name(report, TFM_LOAD_MISSING, i);
-        if (!tfm_params_find(m->params, name)->int8)
+        if (!tfm__int8_replaces_float(m, tfm_params_find(m->params, name)))
             s = tfm__fail(TFM_ERR_FORMAT, "%s: parameter \"%s\" is missing", ctx, name);
     }
     tfm_load_report_free(report);

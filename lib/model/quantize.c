@@ -119,7 +119,7 @@ tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
         w->int8 = weights + k;
         w->int8_parts = list[i].parts;
         w->requires_grad = 0; /* never trained again */
-        if (values && !tfm__int8_keeps_float(m, w))
+        if (values && tfm__int8_replaces_float(m, w))
             for (int32_t p = 0; p < list[i].parts; p++)
                 tfm__int8_dequantize(weights[k + p],
                                      tfm__f32(w) + p * (w->numel / list[i].parts));
@@ -131,9 +131,9 @@ tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
     return tfm_model_set_training(m, 0);
 }
 
-int tfm__int8_keeps_float(const tfm_model *m, const tfm_tensor *w)
+int tfm__int8_replaces_float(const tfm_model *m, const tfm_tensor *w)
 {
-    return m->options.tie_generator && w == m->generator->weight;
+    return w->int8 && !(m->options.tie_generator && w == m->generator->weight);
 }
 
 tfm_status tfm_model_quantize(tfm_model *m, tfm_quantize what)
@@ -176,7 +176,7 @@ void tfm__model_free_int8(tfm_model *m)
  * A quantized model's file holds each quantized weight as its int8 values
  * [out, in] (I8) under "tfm.int8.<name>" and its per-channel scales [out]
  * (F32) under "tfm.int8_scales.<name>", in place of its float32 values
- * (beside them for a tied generator's table: tfm__int8_keeps_float), and
+ * (beside them for a tied generator's table: tfm__int8_replaces_float), and
  * says what was quantized in "tfm.int8". */
 
 #define VALUES_PREFIX TFM__RESERVED_TENSOR_PREFIX "int8."
