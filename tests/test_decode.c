@@ -696,6 +696,59 @@ START_TEST(trailing_padding_changes_nothing)
 }
 END_TEST
 
+/* The attention kernel fetching each set of queries' tiles ahead (on
+ * when a step's caches outgrow the last-level cache, here always) runs
+ * the same sets in the same order: the same bits, greedy and beam, on
+ * float32 and bfloat16 caches, with alignments. */
+START_TEST(prefetching_changes_nothing)
+{
+    int kind = _i / 4;
+    tfm_decode_strategy strategy = _i % 2 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+    tfm_model *m = make_model(kind, vocab_of(kind), MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, strategy, MAXT - 1);
+    o.beam_size = o.n_best = 3;
+    o.return_attention = kind != NO_DECODER_LAYERS;
+    o.cache_precision = _i / 2 % 2 ? TFM_CACHE_BFLOAT16 : TFM_CACHE_FLOAT32;
+    result *r[2] = {new_result(), new_result()};
+    float got[2][MAXT * 8];
+    tfm_decoding *d[2];
+    const double streamed_bytes = tfm__decode_streamed_bytes;
+    for (int i = 0; i < 2; i++) {
+        int beam = strategy == TFM_DECODE_BEAM;
+        tfm__decode_streamed_bytes = i ? 0.0 : streamed_bytes;
+        d[i] = tfm_decoding_create(m, &o, 3, 8);
+        ck_assert_msg(d[i] != NULL, "%s", tfm_last_error());
+        ck_assert_msg(tfm_decoding_run(d[i], src, TOKENS(r[i]), SCORES(r[i]),
+                                       beam ? NULL : r[i]->logits, COUNT(r[i]->logits), NONE) ==
+                          TFM_OK,
+                      "%s", tfm_last_error());
+    }
+    tfm__decode_streamed_bytes = streamed_bytes;
+    int64_t hypotheses = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1);
+    ck_assert_mem_eq(r[0]->tokens, r[1]->tokens, (size_t)(hypotheses * MAXT) * sizeof(int32_t));
+    ck_assert_mem_eq(r[0]->lengths, r[1]->lengths, (size_t)hypotheses * sizeof(int32_t));
+    ck_assert_mem_eq(r[0]->scores, r[1]->scores, (size_t)hypotheses * sizeof(float));
+    ck_assert_mem_eq(r[0]->logits, r[1]->logits, sizeof r[0]->logits);
+    for (int64_t hyp = 0; o.return_attention && hyp < hypotheses; hyp++) {
+        int64_t target[2], source[2];
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(tfm_decoding_attention(d[i], hyp, got[i], COUNT(got[i]), &target[i],
+                                                 &source[i]) == TFM_OK,
+                          "%s", tfm_last_error());
+        ck_assert_int_eq(target[0], target[1]);
+        ck_assert_mem_eq(got[0], got[1], (size_t)(target[0] * source[0]) * sizeof(float));
+    }
+    for (int i = 0; i < 2; i++) {
+        tfm_decoding_free(d[i]);
+        free(r[i]);
+    }
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- greedy --------------------------------------------------------------------------- */
 
 START_TEST(greedy_is_the_argmax_step_by_step)
@@ -1616,6 +1669,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, a_runs_encoding_is_the_models, 0, KINDS + 1);
     tcase_add_loop_test(c, a_source_of_padding_only, 0, 2);
     tcase_add_loop_test(c, trailing_padding_changes_nothing, 0, 2 * KINDS);
+    tcase_add_loop_test(c, prefetching_changes_nothing, 0, 4 * KINDS);
     tcase_add_loop_test(c, greedy_is_the_argmax_step_by_step, 0, KINDS);
     tcase_add_test(c, max_length_and_no_eos);
     tcase_add_test(c, sampling_seeds_and_limits);

@@ -4,7 +4,9 @@
  * positions and its context over d_k, both accumulating in registers. It
  * reads float32 tiles, or bfloat16 ones widened to float32 as they load
  * (half the bytes from memory, the same float32 arithmetic). A step's rows
- * feed it, split among libtfm's threads when their group may. */
+ * feed it, split among libtfm's threads when their group may. When a
+ * step's caches outgrow the last-level cache, each set of queries runs
+ * once the next is known, and prefetches its tiles. */
 #include <math.h>
 #include <string.h>
 
@@ -65,6 +67,48 @@ static int one_tile(const void *const *tiles)
     return same;
 }
 
+/* The tiles the next set of queries will read, walked a few cache lines
+ * at a time (into L2) while this set computes: when a step's caches come
+ * from memory, a set's own loads would otherwise wait for them with its
+ * arithmetic idle. Each distinct tile is fetched once. */
+typedef struct prefetcher {
+    const query *queries; /* NULL: nothing left */
+    const char *tile;     /* the tile being fetched, from byte `at` */
+    int64_t len, j0;
+    size_t size, at;
+    int i;
+} prefetcher;
+
+static void start_prefetch(prefetcher *f, const query *queries, int64_t len, size_t size)
+{
+    *f = (prefetcher){queries, NULL, len, 0, size, 0, 0};
+    if (queries && len > 0)
+        f->tile = tile_of(queries, 0, size);
+    else
+        f->queries = NULL;
+}
+
+TFM__INLINE void prefetch_lines(prefetcher *f, int lines)
+{
+    for (; f->queries && lines > 0; lines--) {
+        __builtin_prefetch(f->tile + f->at, 0, 2);
+        if ((f->at += 64) < f->size)
+            continue;
+        /* the next query whose tile differs, else the next tile */
+        const char *done = f->tile;
+        f->at = 0;
+        while (++f->i < QUERIES && (f->tile = tile_of(&f->queries[f->i], f->j0, f->size)) == done)
+            ;
+        if (f->i < QUERIES)
+            continue;
+        f->i = 0;
+        if ((f->j0 += BLOCK) >= f->len)
+            f->queries = NULL;
+        else
+            f->tile = tile_of(f->queries, f->j0, f->size);
+    }
+}
+
 /* QUERIES query heads over len positions each; p [QUERIES][len rounded up
  * to BLOCK] is scratch. The queries' independent sums keep the core's
  * multiply-adds busy, where one query's would wait on each other. Scores
@@ -74,10 +118,18 @@ static int one_tile(const void *const *tiles)
  * over two interleaved halves of each tile's positions. bf16: the tiles
  * hold bfloat16, a constant, so that each element type has its own loops. */
 TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_t dk,
-                              float *restrict p, const int bf16)
+                              const query *next, int64_t next_len, float *restrict p,
+                              const int bf16)
 {
     const size_t size = (size_t)(2 * BLOCK * dk) * (bf16 ? sizeof(uint16_t) : sizeof(float));
     const int64_t stride = (len + BLOCK - 1) / BLOCK * BLOCK;
+    /* the next set's lines, spread over this one's score loop */
+    prefetcher ahead;
+    start_prefetch(&ahead, next, next_len, size);
+    const int64_t tiles = stride / BLOCK, next_tiles = (next_len + BLOCK - 1) / BLOCK;
+    const int64_t steps = tiles * dk; /* 0 for a source all padding */
+    const int per_step =
+        steps ? (int)((next_tiles * QUERIES * (int64_t)(size / 64) + steps - 1) / steps) : 0;
     float lane_max[QUERIES][BLOCK];
     for (int i = 0; i < QUERIES; i++)
         for (int j = 0; j < BLOCK; j++)
@@ -93,16 +145,19 @@ TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_
         }
         if (one_tile(kt)) /* each key loaded once, for every query */
             for (int64_t e = 0; e < dk; e++) {
+                prefetch_lines(&ahead, per_step);
                 const vec16 k = cached16(kt[0], e * BLOCK, bf16);
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
                     acc[i] += queries[i].q[e] * k;
             }
         else
-            for (int64_t e = 0; e < dk; e++)
+            for (int64_t e = 0; e < dk; e++) {
+                prefetch_lines(&ahead, per_step);
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
                     acc[i] += queries[i].q[e] * cached16(kt[i], e * BLOCK, bf16);
+            }
         for (int i = 0; i < QUERIES; i++) {
             /* through an aligned copy: reading back a store across a cache
              * line (p's) would wait for it to reach the cache */
@@ -196,46 +251,71 @@ TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_
         }
 }
 
-static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t dk, int bf16,
-                            float *restrict p),
-                   (queries, len, dk, bf16, p))
+static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t dk,
+                            const query *next, int64_t next_len, int bf16, float *restrict p),
+                   (queries, len, dk, next, next_len, bf16, p))
 {
     if (bf16)
-        attend_tiles(queries, len, dk, p, 1);
+        attend_tiles(queries, len, dk, next, next_len, p, 1);
     else
-        attend_tiles(queries, len, dk, p, 0);
+        attend_tiles(queries, len, dk, next, next_len, p, 0);
 }
 
-/* Collects query heads for attend, QUERIES at a time. */
-typedef struct query_batch {
+/* Collects query heads for attend, QUERIES at a time. Prefetching, it runs
+ * each full set once the next is full too, so that the kernel fetches the
+ * next's tiles while it computes. */
+typedef struct query_set {
     query queries[QUERIES];
-    int count;
+    int64_t len;
+} query_set;
+
+typedef struct query_batch {
+    query_set filling, ready;
+    int count, has_ready, prefetching;
     int64_t len, dk;
     int bf16; /* the tiles hold bfloat16 */
     float *p;
 } query_batch;
 
-static void attend_batch(query_batch *batch)
+static void run_ready(query_batch *batch, const query_set *next)
 {
-    /* a batch short of QUERIES repeats its last query: the same context,
-     * written again */
+    if (batch->has_ready)
+        attend(batch->ready.queries, batch->ready.len, batch->dk, next ? next->queries : NULL,
+               next ? next->len : 0, batch->bf16, batch->p);
+    batch->has_ready = 0;
+}
+
+/* The set being filled is complete (a set short of QUERIES repeats its
+ * last query: the same context, written again). */
+static void complete_set(query_batch *batch)
+{
+    if (batch->count == 0)
+        return;
     for (int i = batch->count; i < QUERIES; i++)
-        batch->queries[i] = batch->queries[batch->count - 1];
-    attend(batch->queries, batch->len, batch->dk, batch->bf16, batch->p);
+        batch->filling.queries[i] = batch->filling.queries[batch->count - 1];
+    batch->filling.len = batch->len;
+    if (!batch->prefetching) {
+        attend(batch->filling.queries, batch->len, batch->dk, NULL, 0, batch->bf16, batch->p);
+        batch->count = 0;
+        return;
+    }
+    run_ready(batch, &batch->filling);
+    batch->ready = batch->filling;
+    batch->has_ready = 1;
     batch->count = 0;
 }
 
 static void add_query(query_batch *batch, query query)
 {
-    batch->queries[batch->count++] = query;
+    batch->filling.queries[batch->count++] = query;
     if (batch->count == QUERIES)
-        attend_batch(batch);
+        complete_set(batch);
 }
 
 static void finish_batch(query_batch *batch)
 {
-    if (batch->count > 0)
-        attend_batch(batch);
+    complete_set(batch);
+    run_ready(batch, NULL);
 }
 
 /* The attention of one step's rows [begin, end) in one layer, after the
@@ -248,6 +328,7 @@ typedef struct attend_job {
     const int32_t *rows;
     int64_t t, S;
     float factor;
+    int prefetching; /* see streamed */
 } attend_job;
 
 /* The end of the rows from `first` (before end) of first's source. A
@@ -278,6 +359,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
                          row + I + h * dk, row + 2 * I + h * dk);
     }
     query_batch batch = {.len = t + 1, .dk = dk, .bf16 = d->bf16_cache,
+                         .prefetching = j->prefetching,
                          .p = j->g->weights + worker * d->weights_stride};
     const float *bias = j->g->position_bias;
     for (int64_t first = begin, last; first < end; first = last) {
@@ -299,7 +381,7 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t I = d->inner, H = d->heads, dk = d->dk;
     for (int64_t e = 0; e < (end - begin) * I; e++)
         j->g->qkv[begin * I + e] *= j->factor;
-    query_batch batch = {.dk = dk, .bf16 = d->bf16_cache,
+    query_batch batch = {.dk = dk, .bf16 = d->bf16_cache, .prefetching = j->prefetching,
                          .p = j->g->weights + worker * d->weights_stride};
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
@@ -308,8 +390,8 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         int aligning = d->head_weights && j->l == d->layers - 1;
         /* a source attends up to its last key that is not padding: the
          * batch's queries share a length */
-        if (batch.count > 0 && batch.len != len)
-            finish_batch(&batch);
+        if (batch.len != len)
+            complete_set(&batch);
         batch.len = len;
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++) {
@@ -334,16 +416,31 @@ static void attend_rows(const attend_job *j, int64_t n, int64_t floats, tfm__ran
         rows((void *)j, 0, n, 0);
 }
 
+double tfm__decode_streamed_bytes = 32.0 * 1024 * 1024;
+
+/* Whether a step's attention of one kind (self or cross) reads more tiles
+ * than stay cached between steps, in all its layers: `sets` of `len`
+ * positions each. Then the tiles come from memory and fetching a set's
+ * ahead pays (002's beam 4: 4% faster); below, the caches stay in the
+ * last-level cache and the prefetches cost more than they save (003:
+ * 4% slower). */
+static int streamed(const tfm_decoding *d, int64_t sets, int64_t len)
+{
+    double tiles = (double)sets * (double)((len + BLOCK - 1) / BLOCK) * (double)d->heads;
+    return tiles * (double)d->layers * (double)tile_bytes(d) > tfm__decode_streamed_bytes;
+}
+
 void tfm__decode_self_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
                              int64_t n, int64_t t, float factor)
 {
-    attend_job j = {d, g, l, rows, t, 0, factor};
+    attend_job j = {d, g, l, rows, t, 0, factor, streamed(d, n, t + 1)};
     attend_rows(&j, n, n * (t + 1) * d->inner, self_attend_rows);
 }
 
 void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
                               int64_t n, int64_t S, float factor)
 {
-    attend_job j = {d, g, l, rows, 0, S, factor};
+    /* a source's hypotheses share its tiles */
+    attend_job j = {d, g, l, rows, 0, S, factor, streamed(d, (n + d->beam - 1) / d->beam, S)};
     attend_rows(&j, n, n * S * d->inner, cross_attend_rows);
 }

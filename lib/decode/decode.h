@@ -298,6 +298,10 @@ void tfm__decode_self_attend(tfm_decoding *d, const group *g, int32_t l, const i
                              int64_t n, int64_t t, float factor);
 void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
                               int64_t n, int64_t S, float factor);
+/* The bytes of tiles a step's attention of one kind reads, in all its
+ * layers, above which the kernel prefetches (about a last-level cache;
+ * tests lower it to run that path on small models) */
+extern double tfm__decode_streamed_bytes;
 /* step.c: the logits of the group's n rows listed in g->active at step t */
 tfm_status tfm__decode_step(tfm_decoding *d, const group *g, int64_t n, int64_t t, int64_t S);
 /* logits.c: the processors applied to one row's scores [V] (logits, or
