@@ -634,6 +634,39 @@ START_TEST(a_source_of_padding_only)
 }
 END_TEST
 
+/* Runs d on src into r, with the logits unless it searches a beam. */
+static void run_into(tfm_decoding *d, const tfm_tensor *src, result *r,
+                     tfm_decode_strategy strategy)
+{
+    int beam = strategy == TFM_DECODE_BEAM;
+    ck_assert_msg(tfm_decoding_run(d, src, TOKENS(r), SCORES(r), beam ? NULL : r->logits,
+                                   COUNT(r->logits), NONE) == TFM_OK,
+                  "%s", tfm_last_error());
+}
+
+/* Hypothesis hyp's alignments from both decodings (count floats each),
+ * their lengths in target and source tokens; the targets agree. */
+static void both_alignments(tfm_decoding *const d[2], int64_t hyp, float *got0, float *got1,
+                            int64_t count, int64_t target[2], int64_t source[2])
+{
+    float *got[2] = {got0, got1};
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(tfm_decoding_attention(d[i], hyp, got[i], count, &target[i],
+                                             &source[i]) == TFM_OK,
+                      "%s", tfm_last_error());
+    ck_assert_int_eq(target[0], target[1]);
+}
+
+/* The two runs' hypotheses have the same tokens, lengths, scores and
+ * logits, bit for bit. */
+static void assert_same_results(const result *a, const result *b, int64_t hypotheses)
+{
+    ck_assert_mem_eq(a->tokens, b->tokens, (size_t)(hypotheses * MAXT) * sizeof(int32_t));
+    ck_assert_mem_eq(a->lengths, b->lengths, (size_t)hypotheses * sizeof(int32_t));
+    ck_assert_mem_eq(a->scores, b->scores, (size_t)hypotheses * sizeof(float));
+    ck_assert_mem_eq(a->logits, b->logits, sizeof a->logits);
+}
+
 /* Trailing padding costs nothing and changes nothing: a run encodes each
  * slice of sources only up to its longest, and a source's rows attend up
  * to its last key that is not padding. The batch of padded_sources() with
@@ -659,26 +692,15 @@ START_TEST(trailing_padding_changes_nothing)
     tfm_decoding *d[2];
     const tfm_tensor *src[2] = {narrow, wide};
     for (int i = 0; i < 2; i++) {
-        int beam = strategy == TFM_DECODE_BEAM;
         d[i] = tfm_decoding_create(m, &o, 3, tfm_tensor_dim(src[i], 1));
         ck_assert_msg(d[i] != NULL, "%s", tfm_last_error());
-        ck_assert_msg(tfm_decoding_run(d[i], src[i], TOKENS(r[i]), SCORES(r[i]),
-                                       beam ? NULL : r[i]->logits, COUNT(r[i]->logits), NONE) ==
-                          TFM_OK,
-                      "%s", tfm_last_error());
+        run_into(d[i], src[i], r[i], strategy);
     }
     int64_t hypotheses = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1);
-    ck_assert_mem_eq(r[0]->tokens, r[1]->tokens, (size_t)(hypotheses * MAXT) * sizeof(int32_t));
-    ck_assert_mem_eq(r[0]->lengths, r[1]->lengths, (size_t)hypotheses * sizeof(int32_t));
-    ck_assert_mem_eq(r[0]->scores, r[1]->scores, (size_t)hypotheses * sizeof(float));
-    ck_assert_mem_eq(r[0]->logits, r[1]->logits, sizeof r[0]->logits);
+    assert_same_results(r[0], r[1], hypotheses);
     for (int64_t hyp = 0; o.return_attention && hyp < hypotheses; hyp++) {
         int64_t target[2], source[2];
-        for (int i = 0; i < 2; i++)
-            ck_assert_msg(tfm_decoding_attention(d[i], hyp, got[i], COUNT(got[i]), &target[i],
-                                                 &source[i]) == TFM_OK,
-                          "%s", tfm_last_error());
-        ck_assert_int_eq(target[0], target[1]);
+        both_alignments(d, hyp, got[0], got[1], COUNT(got[0]), target, source);
         ck_assert_int_eq(source[1], MAXS);
         for (int64_t t = 0; t < target[0]; t++)
             for (int64_t s = 0; s < MAXS; s++)
@@ -716,28 +738,17 @@ START_TEST(prefetching_changes_nothing)
     tfm_decoding *d[2];
     const double streamed_bytes = tfm__decode_streamed_bytes;
     for (int i = 0; i < 2; i++) {
-        int beam = strategy == TFM_DECODE_BEAM;
         tfm__decode_streamed_bytes = i ? 0.0 : streamed_bytes;
         d[i] = tfm_decoding_create(m, &o, 3, 8);
         ck_assert_msg(d[i] != NULL, "%s", tfm_last_error());
-        ck_assert_msg(tfm_decoding_run(d[i], src, TOKENS(r[i]), SCORES(r[i]),
-                                       beam ? NULL : r[i]->logits, COUNT(r[i]->logits), NONE) ==
-                          TFM_OK,
-                      "%s", tfm_last_error());
+        run_into(d[i], src, r[i], strategy);
     }
     tfm__decode_streamed_bytes = streamed_bytes;
     int64_t hypotheses = 3 * (strategy == TFM_DECODE_BEAM ? o.n_best : 1);
-    ck_assert_mem_eq(r[0]->tokens, r[1]->tokens, (size_t)(hypotheses * MAXT) * sizeof(int32_t));
-    ck_assert_mem_eq(r[0]->lengths, r[1]->lengths, (size_t)hypotheses * sizeof(int32_t));
-    ck_assert_mem_eq(r[0]->scores, r[1]->scores, (size_t)hypotheses * sizeof(float));
-    ck_assert_mem_eq(r[0]->logits, r[1]->logits, sizeof r[0]->logits);
+    assert_same_results(r[0], r[1], hypotheses);
     for (int64_t hyp = 0; o.return_attention && hyp < hypotheses; hyp++) {
         int64_t target[2], source[2];
-        for (int i = 0; i < 2; i++)
-            ck_assert_msg(tfm_decoding_attention(d[i], hyp, got[i], COUNT(got[i]), &target[i],
-                                                 &source[i]) == TFM_OK,
-                          "%s", tfm_last_error());
-        ck_assert_int_eq(target[0], target[1]);
+        both_alignments(d, hyp, got[0], got[1], COUNT(got[0]), target, source);
         ck_assert_mem_eq(got[0], got[1], (size_t)(target[0] * source[0]) * sizeof(float));
     }
     for (int i = 0; i < 2; i++) {
