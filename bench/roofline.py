@@ -29,6 +29,8 @@ import argparse
 import json
 import math
 
+from run import DECODE_JOBS, DECODE_SOURCES  # bench/run.py's jobs and their sources
+
 # tfm-bench's configurations (bench/bench.c): the decoder's input length is
 # the tokens generated; avg is tutorials 000/001's model
 CONFIGS = {
@@ -36,7 +38,6 @@ CONFIGS = {
     'avg': dict(d=256, heads=4, layers=3, d_ff=128, vocab=13, src_len=91, steps=9),
     '002': dict(d=512, heads=8, layers=6, d_ff=2048, vocab=5000, src_len=100, steps=99),
 }
-SOURCES = {'003': 750, 'avg': 750, '002': 64}
 CALL_SOURCES = 250  # tfm-bench's sources per decoding call (--decode-batch)
 BLOCK = 16  # positions per cache tile (lib/decode/decode.h)
 
@@ -83,13 +84,15 @@ def main():
     times = read_log(a.log) if a.log else {}
     print(f'float32 products at {a.rate:g} GFLOP/s, caches read at {a.bandwidth:g} GB/s')
     for config, c in CONFIGS.items():
-        for what, beam in (('decode', 1), ('beam4', 4)):
-            flop, cache = work(c, SOURCES[config], beam, a.llc * 2**20)
+        for what, (beam, precision) in DECODE_JOBS.items():
+            if precision != 'float32':
+                continue
+            flop, cache = work(c, DECODE_SOURCES[config], beam, a.llc * 2**20)
             compute, memory = flop / (a.rate * 1e9), cache / (a.bandwidth * 1e9)
             bound = compute + memory
             caches = (f'{cache / 1e9:.1f} GB of caches ({memory:.2f} s)' if cache
                       else 'caches within the last-level cache')
-            line = (f'{config} {"greedy" if beam == 1 else "beam 4"}: {flop / 1e9:.0f} GFLOP '
+            line = (f'{config} {"greedy" if beam == 1 else f"beam {beam}"}: {flop / 1e9:.0f} GFLOP '
                     f'({compute:.2f} s) + {caches} = {bound:.2f} s')
             tfm, torch = times.get((config, what, 'libtfm')), times.get((config, what, 'pytorch'))
             if tfm and torch:

@@ -270,9 +270,9 @@ typedef struct query_set {
 } query_set;
 
 typedef struct query_batch {
-    query_set filling, ready;
+    query_set filling, ready; /* filling.len: the length of the set being filled */
     int count, has_ready, prefetching;
-    int64_t len, dk;
+    int64_t dk;
     int bf16; /* the tiles hold bfloat16 */
     float *p;
 } query_batch;
@@ -286,23 +286,21 @@ static void run_ready(query_batch *batch, const query_set *next)
 }
 
 /* The set being filled is complete (a set short of QUERIES repeats its
- * last query: the same context, written again). */
+ * last query: the same context, written again): it runs now, or once the
+ * next is complete too. */
 static void complete_set(query_batch *batch)
 {
     if (batch->count == 0)
         return;
     for (int i = batch->count; i < QUERIES; i++)
         batch->filling.queries[i] = batch->filling.queries[batch->count - 1];
-    batch->filling.len = batch->len;
-    if (!batch->prefetching) {
-        attend(batch->filling.queries, batch->len, batch->dk, NULL, 0, batch->bf16, batch->p);
-        batch->count = 0;
-        return;
-    }
-    run_ready(batch, &batch->filling);
+    if (batch->prefetching)
+        run_ready(batch, &batch->filling);
     batch->ready = batch->filling;
     batch->has_ready = 1;
     batch->count = 0;
+    if (!batch->prefetching)
+        run_ready(batch, NULL);
 }
 
 static void add_query(query_batch *batch, query query)
@@ -358,7 +356,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
             put_position(d, tile_at(d, self_tiles(d, j->l, h), table[t / BLOCK]), t,
                          row + I + h * dk, row + 2 * I + h * dk);
     }
-    query_batch batch = {.len = t + 1, .dk = dk, .bf16 = d->bf16_cache,
+    query_batch batch = {.filling.len = t + 1, .dk = dk, .bf16 = d->bf16_cache,
                          .prefetching = j->prefetching,
                          .p = j->g->weights + worker * d->weights_stride};
     const float *bias = j->g->position_bias;
@@ -390,9 +388,9 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
         int aligning = d->head_weights && j->l == d->layers - 1;
         /* a source attends up to its last key that is not padding: the
          * batch's queries share a length */
-        if (batch.len != len)
+        if (batch.filling.len != len)
             complete_set(&batch);
-        batch.len = len;
+        batch.filling.len = len;
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = first; i < last; i++) {
                 float *weights = aligning ? head_weights_of(d, j->rows[i], h) : NULL;
