@@ -58,7 +58,11 @@ enum {
     TFM_ERR_NUMERIC = 11,  /**< NaN or Inf where a finite value is required */
     /** a save put the new file in place, complete, but syncing its folder
      * failed: it may not survive a crash; the save need not be retried */
-    TFM_ERR_SYNC = 12
+    TFM_ERR_SYNC = 12,
+    /** a queue is full (tfm_translator_submit): try again later */
+    TFM_ERR_BUSY = 13,
+    TFM_ERR_CANCELLED = 14, /**< the work was cancelled before it finished */
+    TFM_ERR_TIMEOUT = 15    /**< the work's deadline passed before it finished */
 };
 
 /** The code's name, "TFM_ERR_SHAPE" etc.; "TFM_UNKNOWN_STATUS" for a value

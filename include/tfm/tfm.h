@@ -60,5 +60,6 @@
 #include "score.h"
 #include "batch.h"
 #include "text.h"
+#include "translate.h"
 
 #endif

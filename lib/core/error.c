@@ -85,7 +85,7 @@ const char *tfm_status_name(tfm_status status)
         "TFM_OK",         "TFM_ERR_NULL",  "TFM_ERR_ARG",   "TFM_ERR_SHAPE",
         "TFM_ERR_DTYPE",  "TFM_ERR_RANGE", "TFM_ERR_SIZE",  "TFM_ERR_NOMEM",
         "TFM_ERR_STATE",  "TFM_ERR_IO",    "TFM_ERR_FORMAT", "TFM_ERR_NUMERIC",
-        "TFM_ERR_SYNC",
+        "TFM_ERR_SYNC",   "TFM_ERR_BUSY",  "TFM_ERR_CANCELLED", "TFM_ERR_TIMEOUT",
     };
     if (status < 0 || status >= (tfm_status)(sizeof names / sizeof names[0]))
         return "TFM_UNKNOWN_STATUS";

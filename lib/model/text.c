@@ -37,6 +37,77 @@ static int64_t leading_code(const tfm__text_template *t, const char *text, int64
     return 0;
 }
 
+/* The text's own ids, malloc'd into *ids (*count of them): one pass for
+ * the usual text, whose ids are at most its bytes and a leading piece. */
+static tfm_status tokenize(const tfm_tokenizer *tok, const char *text, int64_t length,
+                           int32_t **ids, int64_t *count)
+{
+    int64_t capacity = length + 2;
+    for (int pass = 0; pass < 2; pass++) {
+        if (!(*ids = malloc((size_t)(capacity > 0 ? capacity : 1) * sizeof **ids)))
+            return tfm__fail(TFM_ERR_NOMEM, "out of memory for %lld ids", (long long)capacity);
+        tfm_status s = tfm_tokenizer_encode(tok, text, length, *ids, capacity, count);
+        if (s != TFM_ERR_SIZE || pass == 1) {
+            if (s != TFM_OK) {
+                free(*ids);
+                *ids = NULL;
+            }
+            return s;
+        }
+        free(*ids);
+        capacity = *count;
+    }
+    return TFM_ERR_SIZE; /* not reached */
+}
+
+tfm_status tfm__text_encode(const char *op, const tfm_model *m, const tfm__text_template *t,
+                            const char *text, int64_t length, int64_t max_ids, int32_t **ids,
+                            int64_t *count, int64_t *tokenized)
+{
+    *ids = NULL;
+    const tfm_tokenizer *tok = tokenizer_of(op, m, 0);
+    if (!tok)
+        return TFM_ERR_STATE;
+    int64_t code = leading_code(t, text, length), inner = 0;
+    int32_t *own = NULL, has_code = code > 0, around = t->n_ids + has_code;
+    uint64_t mark = tfm__error_mark();
+    tfm_status s = tokenize(tok, text + code, length - code, &own, &inner);
+    if (s != TFM_OK) {
+        tfm__fail_within(op, mark);
+        return s;
+    }
+    if (max_ids < around) {
+        free(own);
+        return tfm__fail(TFM_ERR_SIZE, "%s: %lld ids cannot hold the %d the model puts "
+                         "around every source", op, (long long)max_ids, (int)around);
+    }
+    /* as transformers truncates: the text's own ids end early, those
+     * around them stay */
+    int64_t kept = inner < max_ids - around ? inner : max_ids - around;
+    int32_t *out = malloc((size_t)(kept + around) * sizeof *out);
+    if (!out) {
+        free(own);
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld ids", op,
+                         (long long)(kept + around));
+    }
+    memcpy(out, t->ids, (size_t)t->n_prefix * sizeof *out);
+    if (has_code) {
+        /* the vocabulary's id, <unk> when it has no such code, as
+         * MarianTokenizer looks its tokens up */
+        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
+        out[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
+    }
+    memcpy(out + t->n_prefix + has_code, own, (size_t)kept * sizeof *out);
+    memcpy(out + t->n_prefix + has_code + kept, t->ids + t->n_prefix,
+           (size_t)(t->n_ids - t->n_prefix) * sizeof *out);
+    free(own);
+    *ids = out;
+    *count = kept + around;
+    if (tokenized)
+        *tokenized = inner + around;
+    return TFM_OK;
+}
+
 tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t length,
                                  int32_t *ids, int64_t capacity, int64_t *count)
 {
@@ -45,38 +116,17 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, m ? "count" : "model");
     if (capacity < 0)
         return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
-    const tfm_tokenizer *tok = tokenizer_of(op, m, 0);
-    if (!tok)
-        return TFM_ERR_STATE;
-    const tfm__text_template *t = &m->text;
-    int64_t inner = 0, code = leading_code(t, text, length);
-    uint64_t mark = tfm__error_mark();
-    tfm_status s = tfm_tokenizer_encode(tok, text + code, length - code, NULL, 0, &inner);
-    if (s != TFM_OK && s != TFM_ERR_SIZE) {
-        tfm__fail_within(op, mark);
+    int32_t *all = NULL;
+    tfm_status s = tfm__text_encode(op, m, &m->text, text, length, INT64_MAX, &all, count, NULL);
+    if (s != TFM_OK)
         return s;
-    }
-    int32_t has_code = code > 0;
-    *count = inner + has_code + t->n_ids;
     if (!ids || capacity < *count)
-        return tfm__fail(TFM_ERR_SIZE, "%s: the text takes %lld ids, ids has room for %lld", op,
-                         (long long)*count, (long long)capacity);
-    memcpy(ids, t->ids, (size_t)t->n_prefix * sizeof *ids);
-    if (has_code) {
-        /* the vocabulary's id, <unk> when it has no such code, as
-         * MarianTokenizer looks its tokens up */
-        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
-        ids[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
-    }
-    s = tfm_tokenizer_encode(tok, text + code, length - code, ids + t->n_prefix + has_code,
-                             inner, &inner);
-    if (s != TFM_OK) {
-        tfm__fail_within(op, mark);
-        return s;
-    }
-    memcpy(ids + t->n_prefix + has_code + inner, t->ids + t->n_prefix,
-           (size_t)(t->n_ids - t->n_prefix) * sizeof *ids);
-    return TFM_OK;
+        s = tfm__fail(TFM_ERR_SIZE, "%s: the text takes %lld ids, ids has room for %lld", op,
+                      (long long)*count, (long long)capacity);
+    else
+        memcpy(ids, all, (size_t)*count * sizeof *ids);
+    free(all);
+    return s;
 }
 
 /* Whether id is one of tok's special tokens (unknown, beginning, end,
@@ -90,14 +140,15 @@ static int special(const tfm_tokenizer *tok, int32_t id)
 }
 
 /* Whether transformers' decode(skip_special_tokens=True) drops id. */
-static int skipped(const tfm_model *m, const tfm_tokenizer *tok, int32_t id)
+static int skipped(const tfm_model *m, const tfm__text_template *t, const tfm_tokenizer *tok,
+                   int32_t id)
 {
     if (special(tok, id))
         return 1;
-    for (int32_t i = 0; i < m->text.n_ids; i++)
-        if (id == m->text.ids[i])
+    for (int32_t i = 0; i < t->n_ids; i++)
+        if (id == t->ids[i])
             return 1;
-    return id == m->text.target_language || id == tfm_model_bos_id(m);
+    return id == t->target_language || id == tfm_model_bos_id(m);
 }
 
 /* Without the spaces around it (str.strip), in place. */
@@ -137,17 +188,10 @@ static size_t clean_up(char *text, size_t length)
     return length;
 }
 
-tfm_status tfm_model_decode_text(const tfm_model *m, const int32_t *ids, int64_t count,
-                                 char *text, int64_t capacity, int64_t *length)
+tfm_status tfm__text_decode(const char *op, const tfm_model *m, const tfm__text_template *t,
+                            const int32_t *ids, int64_t count, char **text, int64_t *length)
 {
-    const char *op = "tfm_model_decode_text";
-    if (!m || !length || (!ids && count > 0))
-        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
-                         !m ? "model" : !length ? "length" : "ids");
-    if (count < 0 || capacity < 0)
-        return tfm__fail(TFM_ERR_ARG, "%s: %s %lld is negative", op,
-                         count < 0 ? "count" : "capacity",
-                         (long long)(count < 0 ? count : capacity));
+    *text = NULL;
     const tfm_tokenizer *tok = tokenizer_of(op, m, 1);
     if (!tok)
         return TFM_ERR_STATE;
@@ -166,7 +210,7 @@ tfm_status tfm_model_decode_text(const tfm_model *m, const int32_t *ids, int64_t
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld ids", op, (long long)count);
     int64_t n = 0;
     for (int64_t i = 0; i < count; i++)
-        if (!skipped(m, tok, ids[i]))
+        if (!skipped(m, t, tok, ids[i]))
             kept[n++] = ids[i] < pieces ? ids[i] : unk;
     uint64_t mark = tfm__error_mark();
     int64_t size = 0;
@@ -183,16 +227,35 @@ tfm_status tfm_model_decode_text(const tfm_model *m, const int32_t *ids, int64_t
         tfm__fail_within(op, mark);
         return s;
     }
-    if (m->text.strip)
+    if (t->strip)
         size = (int64_t)strip(decoded, (size_t)size);
-    if (m->text.clean_up)
+    if (t->clean_up)
         size = (int64_t)clean_up(decoded, (size_t)size);
+    *text = decoded;
     *length = size;
-    if (!text || capacity < size + 1)
+    return TFM_OK;
+}
+
+tfm_status tfm_model_decode_text(const tfm_model *m, const int32_t *ids, int64_t count,
+                                 char *text, int64_t capacity, int64_t *length)
+{
+    const char *op = "tfm_model_decode_text";
+    if (!m || !length || (!ids && count > 0))
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !m ? "model" : !length ? "length" : "ids");
+    if (count < 0 || capacity < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: %s %lld is negative", op,
+                         count < 0 ? "count" : "capacity",
+                         (long long)(count < 0 ? count : capacity));
+    char *decoded = NULL;
+    tfm_status s = tfm__text_decode(op, m, &m->text, ids, count, &decoded, length);
+    if (s != TFM_OK)
+        return s;
+    if (!text || capacity < *length + 1)
         s = tfm__fail(TFM_ERR_SIZE, "%s: the text takes %lld bytes and its NUL, text has room "
-                      "for %lld", op, (long long)size, (long long)capacity);
+                      "for %lld", op, (long long)*length, (long long)capacity);
     else
-        memcpy(text, decoded, (size_t)size + 1);
+        memcpy(text, decoded, (size_t)*length + 1);
     free(decoded);
     return s;
 }
@@ -245,11 +308,8 @@ static int32_t control_id(const tfm_tokenizer *tok, const char *piece, size_t le
     return special(tok, id) ? -1 : id;
 }
 
-/* The id of a language code as tok spells it: the code itself, or
- * M2M100's "__code__" (a control piece either way: "en" is also a word);
- * -1 with TFM_ERR_ARG naming it. */
-static int32_t code_id(const char *op, const tfm_tokenizer *tok, const char *side,
-                       const char *code)
+int32_t tfm__text_language_id(const char *op, const tfm_tokenizer *tok, const char *side,
+                              const char *code)
 {
     int32_t id = control_id(tok, code, strlen(code));
     char wrapped[64];
@@ -274,8 +334,8 @@ tfm_status tfm_model_set_languages(tfm_model *m, const char *source, const char 
     if (source && m->text.language < 0)
         return tfm__fail(TFM_ERR_STATE, "%s: the model's sources carry no language code "
                          "(not an mBART-50, M2M100 or NLLB model)", op);
-    int32_t source_id = source ? code_id(op, tok, "source", source) : 0;
-    int32_t target_id = target ? code_id(op, tfm_model_tokenizer(m, 1), "target", target) : 0;
+    int32_t source_id = source ? tfm__text_language_id(op, tok, "source", source) : 0;
+    int32_t target_id = target ? tfm__text_language_id(op, tfm_model_tokenizer(m, 1), "target", target) : 0;
     if (source_id < 0 || target_id < 0)
         return TFM_ERR_ARG;
     if (source)
