@@ -69,25 +69,32 @@ static int encode_lines(const char *program, const tfm_tokenizer *tok)
     return status;
 }
 
-/* The ids of a line of ids separated by blanks, into ids (room for
- * strlen(line) / 2 + 1 of them): their count; -1 with the first word that is
- * no id below vocab_size in *bad (and its length in *bad_length). */
-static int64_t parse_ids(const char *line, int32_t vocab_size, int32_t *ids, const char **bad,
-                         int *bad_length)
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* The ids of line[0, length), ids separated by blanks, into ids (room for
+ * length / 2 + 1 of them): their count; -1 with the first word that is no
+ * id below vocab_size (a NUL byte is no digit) in *bad and *bad_length. */
+static int64_t parse_ids(const char *line, int64_t length, int32_t vocab_size, int32_t *ids,
+                         const char **bad, int *bad_length)
 {
     int64_t count = 0;
-    for (const char *at = line + strspn(line, " \t"); *at; at += strspn(at, " \t")) {
-        size_t length = strcspn(at, " \t");
-        char *end;
-        errno = 0;
-        long id = strtol(at, &end, 10);
-        if (!isdigit((unsigned char)*at) || end != at + length || errno || id >= vocab_size) {
-            *bad = at;
-            *bad_length = (int)(length < 40 ? length : 40);
+    for (const char *at = line, *end = line + length; at < end;) {
+        if (is_blank(*at)) {
+            at++;
+            continue;
+        }
+        const char *word = at;
+        int64_t id = 0;
+        for (; at < end && !is_blank(*at); at++)
+            id = id >= 0 && id < vocab_size && isdigit((unsigned char)*at)
+                     ? 10 * id + (*at - '0')
+                     : -1; /* stays -1: no id */
+        if (id < 0 || id >= vocab_size) {
+            *bad = word;
+            *bad_length = at - word < 40 ? (int)(at - word) : 40;
             return -1;
         }
         ids[count++] = (int32_t)id;
-        at += length;
     }
     return count;
 }
@@ -105,7 +112,7 @@ static int decode_lines(const char *program, const tfm_tokenizer *tok)
         ids = malloc(((size_t)length / 2 + 1) * sizeof *ids);
         const char *bad = NULL;
         int bad_length = 0;
-        int64_t count = ids ? parse_ids(line, tfm_tokenizer_vocab_size(tok), ids, &bad,
+        int64_t count = ids ? parse_ids(line, length, tfm_tokenizer_vocab_size(tok), ids, &bad,
                                         &bad_length)
                             : 0;
         if (count < 0) {

@@ -47,13 +47,18 @@ step "a file that is no model fails with libtfm's message" $?
 # --decode: a line that is not ids (a word, a number with more after it, an
 # id past the vocabulary, one beyond int32: 2^32 + 5, not 5) exits 1 naming
 # the line and the word, and prints nothing for it
-for bad in xyz:xyz "12abc 5:12abc" "5 -3:-3" "12 100000:100000" "12 4294967301:4294967301"; do
+for bad in xyz:xyz "12abc 5:12abc" "5 -3:-3" "12 100000:100000" "12 4294967301:4294967301" \
+    "+7:+7"; do
     printf '5\n%s\n' "${bad%:*}" | "$tokenize" --model "$text/unigram.model" --decode \
         >"$scratch/out.txt" 2>"$scratch/err.txt"
     [ $? -eq 1 ] && [ "$(wc -l <"$scratch/out.txt")" -eq 1 ] &&
         grep -q "line 2: '${bad#*:}' is not a token id" "$scratch/err.txt"
     step "--decode refuses the line '${bad%:*}', naming it" $?
 done
+printf '5 7\r\n12\0003\n' | "$tokenize" --model "$text/unigram.model" --decode \
+    >"$scratch/out.txt" 2>"$scratch/err.txt"
+[ $? -eq 1 ] && [ "$(wc -l <"$scratch/out.txt")" -eq 1 ] && grep -q "line 2: '12" "$scratch/err.txt"
+step "--decode takes a line ending in CR, refuses one with a NUL byte" $?
 # standard output on a full disk: every mode exits 1 saying so
 full() { # name, then the command's arguments (standard input from $text/heldout.txt)
     name=$1
