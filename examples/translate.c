@@ -33,7 +33,7 @@
 static const char *program = "tfm-translate";
 
 typedef struct config {
-    int64_t train, distributed;
+    int64_t train, distributed, overwrite;
     const char *model, *score, *reference;
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
@@ -509,6 +509,8 @@ static int translate_stream(const config *c)
             translated += n;
             n = 0;
             fflush(stdout);
+            if (cli_stdout_failed())
+                goto done; /* said at exit */
         }
     }
     if (c->timing) {
@@ -744,6 +746,16 @@ static int train(const config *c, ranks *r)
     snapshots kept = {0};
     if (text_data_read(c, &d) < 0)
         goto done;
+    /* A run's best starts at infinity, so its first validation would
+     * replace whatever model is at --out: only when asked to. */
+    struct stat about_out;
+    int replacing = r->rank == 0 && stat(c->out, &about_out) == 0;
+    if (replacing && !c->overwrite)
+        fprintf(stderr, "%s: '%s' already exists, and this run would replace it at its first "
+                "validation: give --overwrite to replace it, or another --out\n", program,
+                c->out);
+    if (ranks_decide(r, replacing && !c->overwrite))
+        goto done;
     if (c->vocab) {
         tok = tfm_tokenizer_load_sentencepiece(c->vocab);
     } else {
@@ -766,10 +778,13 @@ static int train(const config *c, ranks *r)
         goto done;
     }
     if (c->save_vocab && r->rank == 0) {
-        if (cli_make_parent_folders(c->save_vocab) != 0 ||
-            cli_save_tokenizer(tok, c->save_vocab) != 0) {
-            fprintf(stderr, "%s: cannot write the vocabulary to '%s'\n", program,
-                    c->save_vocab);
+        if (cli_make_parent_folders(c->save_vocab) != 0) {
+            fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program,
+                    c->save_vocab, strerror(errno));
+            goto done;
+        }
+        if (tfm_tokenizer_save(tok, c->save_vocab) != TFM_OK) {
+            cli_fail(program, "writing the vocabulary");
             goto done;
         }
     }
@@ -815,6 +830,8 @@ static int train(const config *c, ranks *r)
                c->lr, (long long)c->warmup, c->cooldown, c->weight_decay, c->clip,
                c->label_smoothing, c->dropout, (long long)c->max_tokens,
                c->minutes > 0 ? "until the time limit" : "a fixed number of steps");
+        printf("Best model: %s, %s\n", c->out,
+               replacing ? "replacing the model there (--overwrite)" : "a new file");
         fflush(stdout);
     }
     double limit = c->minutes * 60.0, best = INFINITY, trained_at = cli_seconds();
@@ -970,7 +987,10 @@ int main(int argc, char **argv)
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
         {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
         {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
-        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer)"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer); "
+         "an existing file is refused unless --overwrite"},
+        {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "--train: replace the model at --out "
+         "(at the run's first validation)"},
         {"vocab", CLI_STRING, &c.vocab, 0, 0, "a SentencePiece model to use instead of "
          "training one (<pad> at id 3)"},
         {"vocab-size", CLI_INT, &c.vocab_size, 300, 1 << 20, "pieces of the trained vocabulary"},
@@ -1037,8 +1057,9 @@ int main(int argc, char **argv)
         return CLI_USAGE_ERROR;
     if (c.score)
         return score_files(&c);
-    if (cli_set_precision(program, c.precision) < 0 ||
-        tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
+    if (cli_set_precision(program, c.precision) < 0)
+        return cli_usage_error(program);
+    if (tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
         return cli_fail(program, "setting up");
     if (c.model)
         return translate_stream(&c);
