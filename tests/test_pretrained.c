@@ -20,7 +20,7 @@
 #include "check_main.h"
 #include "io/json.h"
 #include "io/safetensors.h"
-#include "model/text.h"
+#include "translate/text.h"
 #include "nn/relative_bias.h"
 #include "tfm/tfm.h"
 

@@ -10,6 +10,7 @@
 #include "core/params.h"
 #include "core/tensor.h"
 #include "model/model.h"
+#include "translate/generation.h"
 #include "model/model_file.h"
 #include "nn/layer.h"
 #include "nn/relative_bias.h"

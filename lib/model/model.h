@@ -3,26 +3,11 @@
 #ifndef TFM_MODEL_MODEL_H
 #define TFM_MODEL_MODEL_H
 
-#include "tfm/decode.h"
 #include "tfm/model.h"
 
-/* A published model's decoding defaults (generation_config.json), in
- * tfm_decode_options' terms; tfm_decode_options_from_model copies them. */
-typedef struct tfm__generation {
-    tfm_decode_strategy strategy;
-    int32_t max_length, min_length;   /* -1: not given */
-    int32_t beam_size, top_k, no_repeat_ngram_size, forced_bos_id;
-    float length_penalty, repetition_penalty, temperature, top_p;
-    int32_t *bad_words, *bad_word_lengths; /* owned */
-    int32_t n_bad_words;
-    int32_t *eos_ids;                 /* owned: the end tokens past eos_id */
-    int32_t n_eos_ids;
-    int32_t forced_eos_id, early_stopping; /* -1: none; a TFM_EARLY_STOPPING_ value */
-    int32_t renormalize_logits;       /* 0 or 1 */
-} tfm__generation;
-
-/* Frees a generation record and what it owns; NULL is a no-op. */
-void tfm__generation_free(tfm__generation *g);
+/* A published model's decoding defaults (translate/generation.h); not
+ * saved with the model. */
+struct tfm__generation;
 
 /* The ids a model puts around every source text, and the languages of a
  * multilingual one (text.c); saved with its tokenizers. */
@@ -52,7 +37,7 @@ struct tfm_model {
     tfm_layer *encoder, *decoder, *generator;
     /* relative_attention_buckets' tables [buckets, heads] (store-owned), or NULL */
     tfm_tensor *src_relative_bias, *tgt_relative_bias;
-    tfm__generation *generation;    /* NULL unless published with defaults; not saved */
+    struct tfm__generation *generation; /* NULL unless published; not saved */
     tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
     tfm__text_template text;        /* around the tokenizers' ids; saved with them */
     /* tfm_model_quantize: what it turned to int8 (TFM_QUANTIZE_*, 0 for

@@ -16,7 +16,7 @@
 #include "io/load.h"
 #include "model/model.h"
 #include "model/model_file.h"
-#include "model/tokenizers.h"
+#include "translate/tokenizers.h"
 
 /* The bounds of every option, for a model made (tfm_model_create), saved
  * and read back alike. Sizes past these are absurd, whatever a file claims. */

@@ -16,6 +16,7 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "model/model.h"
+#include "translate/generation.h"
 #include "text/text.h"
 
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
@@ -1212,14 +1213,4 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
     loader_free(l);
     free(l);
     return m;
-}
-
-void tfm__generation_free(tfm__generation *g)
-{
-    if (!g)
-        return;
-    free(g->bad_words);
-    free(g->bad_word_lengths);
-    free(g->eos_ids);
-    free(g);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/text.h"
+#include "translate/text.h"
 #include "translate/translator.h"
 
 enum { QUEUED, RUNNING, FINISHED, DONE };

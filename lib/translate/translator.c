@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "model/text.h"
+#include "translate/text.h"
 #include "translate/translator.h"
 
 #define IDLE_SLOTS_MAX 8

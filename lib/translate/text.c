@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "model/text.h"
+#include "translate/text.h"
 #include "text/text.h"
 
 /* The model's tokenizer of side (0 source, 1 target), or NULL with

@@ -1,8 +1,8 @@
 /* A model's text in and out with a source template (text.c): the
  * model's own for tfm_model_encode_text, a translation's for the
  * translator; and the template in the model's file, for tokenizers.c. */
-#ifndef TFM_MODEL_TEXT_H
-#define TFM_MODEL_TEXT_H
+#ifndef TFM_TRANSLATE_TEXT_H
+#define TFM_TRANSLATE_TEXT_H
 
 #include <stdint.h>
 

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "tfm/decode.h"
+#include "translate/generation.h"
 
 /* Whether the caller's struct, of options->struct_size bytes, has field. */
 #define HAS(options, field)                                                    \

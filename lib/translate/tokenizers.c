@@ -8,8 +8,8 @@
 #include "io/base64.h"
 #include "io/safetensors.h"
 #include "model/model.h"
-#include "model/text.h"
-#include "model/tokenizers.h"
+#include "translate/text.h"
+#include "translate/tokenizers.h"
 
 static const char *const keys[2] = {TFM__MODEL_KEY_PREFIX "tokenizer",
                                     TFM__MODEL_KEY_PREFIX "target_tokenizer"};

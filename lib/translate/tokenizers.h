@@ -1,6 +1,6 @@
 /* A model's tokenizers in its file (tokenizers.c), for model_file.c. */
-#ifndef TFM_MODEL_TOKENIZERS_H
-#define TFM_MODEL_TOKENIZERS_H
+#ifndef TFM_TRANSLATE_TOKENIZERS_H
+#define TFM_TRANSLATE_TOKENIZERS_H
 
 #include "io/safetensors.h"
 #include "tfm/model.h"
