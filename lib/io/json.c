@@ -124,6 +124,9 @@ static tfm_status parse_escape(parser *p)
     int32_t cp = hex4(p);
     if (cp < 0)
         return TFM_ERR_FORMAT;
+    /* a NUL would cut the string where C reads it: "marian\u0000x" is not "marian" */
+    if (cp == 0)
+        return syntax_error(p, start, "\\u0000 (a NUL character) in a string");
     if (cp >= 0xdc00 && cp <= 0xdfff)
         return syntax_error(p, start, "lone low surrogate \\u%04x", (unsigned)cp);
     if (cp >= 0xd800 && cp <= 0xdbff) {
@@ -334,6 +337,54 @@ static tfm_status parse_value(parser *p, int depth, uint32_t key_at, uint32_t ke
     return s;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Refuses an object that names a key twice, as NaN and trailing commas
+ * are refused: Python's json keeps the last, so a reader keeping either
+ * would disagree with transformers about one of them. Each object's keys
+ * are sorted in one buffer sized for the largest (8 bytes a member, after
+ * the nodes have shrunk to the document: never more than parsing held). */
+static tfm_status refuse_repeated_keys(const char *context, const tfm__json *doc)
+{
+    int64_t largest = 0;
+    for (int64_t i = 0; i < doc->count; i++)
+        if (doc->nodes[i].type == TFM__JSON_OBJECT && doc->nodes[i].count > largest)
+            largest = doc->nodes[i].count;
+    if (largest < 2)
+        return TFM_OK;
+    const char **keys = malloc((size_t)largest * sizeof *keys);
+    if (!keys)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON keys", context,
+                         (long long)largest);
+    tfm_status s = TFM_OK;
+    for (int64_t i = 0; s == TFM_OK && i < doc->count; i++) {
+        const tfm__json_node *object = &doc->nodes[i];
+        if (object->type != TFM__JSON_OBJECT || object->count < 2)
+            continue;
+        size_t n = 0;
+        for (uint32_t c = (uint32_t)i + 1; c < object->next; c = doc->nodes[c].next)
+            keys[n++] = tfm__json_key(doc, &doc->nodes[c]); /* no NUL inside: refused */
+        qsort(keys, n, sizeof *keys, by_key);
+        for (size_t k = 1; s == TFM_OK && k < n; k++) {
+            if (strcmp(keys[k - 1], keys[k]) != 0)
+                continue;
+            /* the second member of that name: its key's opening quote is at key_at */
+            const tfm__json_node *second = NULL;
+            for (uint32_t c = (uint32_t)i + 1, seen = 0; !second; c = doc->nodes[c].next)
+                if (strcmp(tfm__json_key(doc, &doc->nodes[c]), keys[k]) == 0 && seen++)
+                    second = &doc->nodes[c];
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: invalid JSON at byte %u: the key \"%.64s\" "
+                          "appears twice in one object", context, (unsigned)second->key_at,
+                          keys[k]);
+        }
+    }
+    free(keys);
+    return s;
+}
+
 tfm_status tfm__json_parse(const char *context, char *text, size_t len, int64_t max_values,
                            tfm__json *doc)
 {
@@ -366,7 +417,10 @@ tfm_status tfm__json_parse(const char *context, char *text, size_t len, int64_t 
     tfm__json_node *fitted = realloc(doc->nodes, (size_t)doc->count * sizeof *fitted);
     if (fitted)
         doc->nodes = fitted;
-    return TFM_OK;
+    s = refuse_repeated_keys(context, doc);
+    if (s != TFM_OK)
+        tfm__json_free(doc);
+    return s;
 }
 
 void tfm__json_free(tfm__json *doc)

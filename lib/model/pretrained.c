@@ -868,8 +868,7 @@ static int open_files(loader *l)
          i = index.nodes[i].next) {
         const tfm__json_node *n = &index.nodes[i];
         const char *shard = n->type == TFM__JSON_STRING ? tfm__json_string(&index, n) : NULL;
-        if (!shard || !*shard || strchr(shard, '/') || strcmp(shard, "..") == 0 ||
-            strlen(shard) != n->string_len) {
+        if (!shard || !*shard || strchr(shard, '/') || strcmp(shard, "..") == 0) {
             tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json maps \"%s\" to something "
                       "other than a file name in the folder", l->ctx, tfm__json_key(&index, n));
             status = -1;
