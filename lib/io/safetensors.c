@@ -462,6 +462,12 @@ static int open_regular(const char *ctx, const char *path, off_t *size)
     return -1;
 }
 
+int tfm__path_taken(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 || errno != ENOENT;
+}
+
 tfm_status tfm__read_whole_file(const char *op, const char *path, size_t limit, char **bytes,
                                size_t *size)
 {

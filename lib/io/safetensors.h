@@ -26,6 +26,11 @@ tfm_safetensors *tfm__safetensors_open(const char *op, const char *path);
 tfm_status tfm__read_whole_file(const char *op, const char *path, size_t limit, char **bytes,
                                size_t *size);
 
+/* Whether something is at path (a FIFO or a folder too), found without
+ * opening it, which could block: the readers above, the one way files are
+ * opened for reading, then refuse what is not a regular file. */
+int tfm__path_taken(const char *path);
+
 /* Writes tensors and "__metadata__" string pairs atomically; op names the
  * public call in messages. */
 tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,

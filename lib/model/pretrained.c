@@ -270,22 +270,43 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
     return 0;
 }
 
+/* Whether the folder has the file (its path into path): anything by that
+ * name, for its reader to refuse if it is no regular file. */
+static int has_file(loader *l, const char *name, char *path)
+{
+    return in_folder(l, name, path) == 0 && tfm__path_taken(path);
+}
+
+/* The folder's JSON object file name into *text (the caller's to free,
+ * also on failure) and *doc (the caller's when read): 1 when read, 0 when
+ * absent and not required, -1 with the error set. */
+static int read_object(loader *l, const char *name, int required, char **text, tfm__json *doc)
+{
+    char path[PATH_MAX_BYTES], context[sizeof l->ctx + 64];
+    size_t size;
+    if (in_folder(l, name, path) < 0)
+        return -1;
+    if (!required && !tfm__path_taken(path))
+        return 0;
+    snprintf(context, sizeof context, "%s: %s", l->ctx, name);
+    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK ||
+        tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
+        return -1;
+    if (doc->nodes[0].type != TFM__JSON_OBJECT) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s is not a JSON object", l->ctx, name);
+        tfm__json_free(doc);
+        return -1;
+    }
+    return 1;
+}
+
 static int read_config(loader *l, tfm_model_options *o)
 {
-    char path[PATH_MAX_BYTES];
-    size_t size;
-    if (in_folder(l, "config.json", path) < 0 ||
-        tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->config_text, &size) != TFM_OK ||
-        tfm__json_parse(l->ctx, l->config_text, size, (int64_t)(size / 2 + 1), &l->config) !=
-            TFM_OK)
+    if (read_object(l, "config.json", 1, &l->config_text, &l->config) < 0)
         return -1;
     l->has_config = 1;
     l->doc = &l->config;
     l->doc_name = "config.json";
-    if (l->config.nodes[0].type != TFM__JSON_OBJECT) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: config.json is not a JSON object", l->ctx);
-        return -1;
-    }
     const char *type = config_string(l, "model_type");
     int found = 0;
     for (int f = 0; type && f < FAMILIES; f++)
@@ -527,26 +548,14 @@ static int refuse_unsupported_generation(loader *l, int32_t sample, int64_t beam
  * start token, libtfm's do not. */
 static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 {
-    char path[PATH_MAX_BYTES];
-    size_t size;
-    if (in_folder(l, "generation_config.json", path) < 0)
+    int read = read_object(l, "generation_config.json", 0, &l->generation_text,
+                           &l->generation);
+    if (read < 0)
         return -1;
-    FILE *probe = fopen(path, "rb");
-    if (probe) {
-        fclose(probe);
-        if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->generation_text, &size) !=
-                TFM_OK ||
-            tfm__json_parse(l->ctx, l->generation_text, size, (int64_t)(size / 2 + 1),
-                            &l->generation) != TFM_OK)
-            return -1;
+    if (read) {
         l->has_generation = 1;
         l->doc = &l->generation;
         l->doc_name = "generation_config.json";
-        if (l->generation.nodes[0].type != TFM__JSON_OBJECT) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: generation_config.json is not a JSON object",
-                      l->ctx);
-            return -1;
-        }
     }
     int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, forced_eos,
         start;
@@ -589,47 +598,13 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 
 /* --- tokenizers -------------------------------------------------------------------- */
 
-/* Whether the folder has the file (its path into path). */
-static int has_file(loader *l, const char *name, char *path)
-{
-    if (in_folder(l, name, path) < 0)
-        return 0;
-    FILE *f = fopen(path, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
-}
-
-/* A JSON object file of the folder into *text (the caller's to free, also
- * on failure) and *doc (the caller's on success). */
-static int read_object(loader *l, const char *name, const char *path, char **text,
-                       tfm__json *doc)
-{
-    char context[sizeof l->ctx + 64];
-    size_t size;
-    snprintf(context, sizeof context, "%s: %s", l->ctx, name);
-    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK ||
-        tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
-        return -1;
-    if (doc->nodes[0].type != TFM__JSON_OBJECT) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s is not a JSON object", l->ctx, name);
-        tfm__json_free(doc);
-        return -1;
-    }
-    return 0;
-}
-
 /* tokenizer_config.json into l->settings, when the folder has one; 0
  * when read or absent. */
 static int read_settings(loader *l)
 {
-    char path[PATH_MAX_BYTES];
-    if (!has_file(l, "tokenizer_config.json", path))
-        return 0;
-    if (read_object(l, "tokenizer_config.json", path, &l->settings_text, &l->settings) < 0)
-        return -1;
-    l->has_settings = 1;
-    return 0;
+    int read = read_object(l, "tokenizer_config.json", 0, &l->settings_text, &l->settings);
+    l->has_settings = read == 1;
+    return read < 0 ? -1 : 0;
 }
 
 /* The config_ helpers read tokenizer_config.json (which must be there). */
@@ -828,25 +803,20 @@ static int open_files(loader *l)
     char path[PATH_MAX_BYTES];
     if (in_folder(l, "model.safetensors", path) < 0)
         return -1;
-    FILE *single = fopen(path, "rb");
-    if (single) {
-        fclose(single);
+    if (tfm__path_taken(path))
         return (l->files[l->n_files] = tfm__safetensors_open(l->op, path)) ? (l->n_files++, 0)
                                                                            : -1;
-    }
     char *text = NULL;
     size_t size;
     tfm__json index;
     if (in_folder(l, "model.safetensors.index.json", path) < 0)
         return -1;
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
+    if (!tfm__path_taken(path)) {
         tfm__fail(TFM_ERR_IO, "%s: neither model.safetensors nor model.safetensors.index.json "
                   "is there (PyTorch's pytorch_model.bin is not read: save the model with "
                   "safe_serialization)", l->ctx);
         return -1;
     }
-    fclose(probe);
     if (tfm__read_whole_file(l->op, path, INDEX_MAX_BYTES, &text, &size) != TFM_OK)
         return -1;
     if (tfm__json_parse(l->ctx, text, size, (int64_t)(size / 2 + 1), &index) != TFM_OK) {
