@@ -337,16 +337,42 @@ static tfm_status parse_value(parser *p, int depth, uint32_t key_at, uint32_t ke
     return s;
 }
 
-static int by_key(const void *a, const void *b)
+static int key_before(const tfm__json *doc, uint32_t a, uint32_t b)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    return strcmp(tfm__json_key(doc, &doc->nodes[a]), tfm__json_key(doc, &doc->nodes[b])) < 0;
+}
+
+/* Heapsort of member indices by key: in place (a file's largest object
+ * may be most of it) and O(n log n) whatever keys a file chooses. */
+static void sort_by_key(const tfm__json *doc, uint32_t *at, size_t n)
+{
+    for (size_t end = n, start = n / 2; end > 1;) {
+        size_t root;
+        if (start > 0) {
+            root = --start;
+        } else {
+            uint32_t top = at[0];
+            at[0] = at[--end];
+            at[end] = top;
+            root = 0;
+        }
+        for (size_t child; (child = 2 * root + 1) < end; root = child) {
+            if (child + 1 < end && key_before(doc, at[child], at[child + 1]))
+                child++;
+            if (!key_before(doc, at[root], at[child]))
+                break;
+            uint32_t swap = at[root];
+            at[root] = at[child];
+            at[child] = swap;
+        }
+    }
 }
 
 /* Refuses an object that names a key twice, as NaN and trailing commas
  * are refused: Python's json keeps the last, so a reader keeping either
- * would disagree with transformers about one of them. Each object's keys
- * are sorted in one buffer sized for the largest (8 bytes a member, after
- * the nodes have shrunk to the document: never more than parsing held). */
+ * would disagree with transformers about one of them. Each object's
+ * members are sorted by key in one buffer sized for the largest (4 bytes
+ * a member, after the nodes have shrunk to the document). */
 static tfm_status refuse_repeated_keys(const char *context, const tfm__json *doc)
 {
     int64_t largest = 0;
@@ -355,8 +381,8 @@ static tfm_status refuse_repeated_keys(const char *context, const tfm__json *doc
             largest = doc->nodes[i].count;
     if (largest < 2)
         return TFM_OK;
-    const char **keys = malloc((size_t)largest * sizeof *keys);
-    if (!keys)
+    uint32_t *members = malloc((size_t)largest * sizeof *members);
+    if (!members)
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON keys", context,
                          (long long)largest);
     tfm_status s = TFM_OK;
@@ -366,22 +392,20 @@ static tfm_status refuse_repeated_keys(const char *context, const tfm__json *doc
             continue;
         size_t n = 0;
         for (uint32_t c = (uint32_t)i + 1; c < object->next; c = doc->nodes[c].next)
-            keys[n++] = tfm__json_key(doc, &doc->nodes[c]); /* no NUL inside: refused */
-        qsort(keys, n, sizeof *keys, by_key);
+            members[n++] = c;
+        sort_by_key(doc, members, n);
         for (size_t k = 1; s == TFM_OK && k < n; k++) {
-            if (strcmp(keys[k - 1], keys[k]) != 0)
+            if (key_before(doc, members[k - 1], members[k]))
                 continue;
-            /* the second member of that name: its key's opening quote is at key_at */
-            const tfm__json_node *second = NULL;
-            for (uint32_t c = (uint32_t)i + 1, seen = 0; !second; c = doc->nodes[c].next)
-                if (strcmp(tfm__json_key(doc, &doc->nodes[c]), keys[k]) == 0 && seen++)
-                    second = &doc->nodes[c];
+            /* equal keys: the later one's opening quote is at its key_at */
+            const tfm__json_node *a = &doc->nodes[members[k - 1]], *b = &doc->nodes[members[k]];
             s = tfm__fail(TFM_ERR_FORMAT, "%s: invalid JSON at byte %u: the key \"%.64s\" "
-                          "appears twice in one object", context, (unsigned)second->key_at,
-                          keys[k]);
+                          "appears twice in one object", context,
+                          (unsigned)(a->key_at > b->key_at ? a->key_at : b->key_at),
+                          tfm__json_key(doc, b));
         }
     }
-    free(keys);
+    free(members);
     return s;
 }
 
