@@ -562,6 +562,33 @@ START_TEST(published_decoding_defaults)
     ck_assert_int_eq(o.renormalize_logits, 0);
     tfm_model_free(loaded);
 
+    /* a minimum past the maximum: transformers warns and generates to the
+     * maximum, end tokens banned all the way; so does libtfm (min_length
+     * at max_length), where every decode used to be refused */
+    static const char *const unfeasible[] = {
+        "{\"min_length\": 50, \"max_length\": 9}",
+        "{\"min_new_tokens\": 30, \"max_new_tokens\": 8}"};
+    for (int k = 0; k < 2; k++) {
+        write_text("generation_config.json", unfeasible[k]);
+        loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+        tfm_decode_options_init(&o);
+        ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+        ck_assert_int_eq(o.max_length, 8);
+        ck_assert_int_eq(o.min_length, 8);
+        d = tfm_decoding_create(loaded, &o, 1, 5);
+        ck_assert_msg(d != NULL, "%s", tfm_last_error());
+        src = tfm_tensor_from_i32(2, (const int64_t[]){1, 5}, (const int32_t[]){4, 7, 9, 3, 2});
+        ck_assert_int_eq(tfm_decoding_run(d, src, tokens, 9, lengths, 1, NULL, 0, NULL, 0,
+                                          NULL, 0), TFM_OK);
+        ck_assert_int_eq(lengths[0], 9);
+        for (int i = 1; i < 9; i++)
+            ck_assert_int_ne(tokens[i], EOS);
+        tfm_tensor_free(src);
+        tfm_decoding_free(d);
+        tfm_model_free(loaded);
+    }
+
     write_text("generation_config.json", "{\"bad_words_ids\": [[]]}");
     expect_refusal(TFM_ERR_FORMAT, "generation_config.json's bad_words_ids is not a list");
     write_text("generation_config.json", "{\"bad_words_ids\": [[99]]}");

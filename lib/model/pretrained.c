@@ -589,7 +589,11 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
     /* never past the positions the model has (the start token takes one) */
     int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : 1;
     g->max_length = (int32_t)(length < longest - 1 ? length : longest - 1);
-    g->min_length = (int32_t)(min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0);
+    int64_t least = min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0;
+    /* a minimum past the maximum: transformers warns ("unfeasible length
+     * constraints") and generates to the maximum with the end tokens
+     * banned all the way, which a minimum at the maximum does */
+    g->min_length = (int32_t)(least < g->max_length ? least : g->max_length);
     g->no_repeat_ngram_size = (int32_t)ngram;
     g->forced_bos_id = (int32_t)forced;
     g->forced_eos_id = (int32_t)forced_eos;
