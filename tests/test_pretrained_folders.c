@@ -331,6 +331,70 @@ END_TEST
 
 /* A good Marian folder, then one thing broken: NULL, and the message
  * naming what is wrong. */
+static void expect_refusal(tfm_status status, const char *fragment);
+static tfm_model *good_folder(int family);
+
+/* The special ids a config.json leaves out take its Config class's
+ * defaults (BartConfig's pad 1, eos 2, decoder start 2; MBartConfig has no
+ * decoder start: generate() starts from bos_token_id, itself 0 by
+ * default), and so does forced_eos_token_id without a
+ * generation_config.json (BART's and mBART's 2, M2M100's none): the
+ * folders were refused for the missing keys. */
+START_TEST(config_ids_default_to_the_families)
+{
+    int family = _i + BART; /* MarianConfig's ids are past this vocabulary */
+    tfm_model *m = good_folder(family);
+    static const char *const dropped[] = {"pad_token_id", "eos_token_id", "bos_token_id",
+                                          "decoder_start_token_id"};
+    for (size_t k = 0; k < sizeof dropped / sizeof dropped[0]; k++)
+        drop_from_config(dropped[k]);
+    tfm_model *loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s: %s", model_type[family], tfm_last_error());
+    tfm_model_options got;
+    tfm_model_options_init(&got);
+    ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+    ck_assert_int_eq(got.pad_id, 1);
+    ck_assert_int_eq(got.eos_id, 2);
+    ck_assert_int_eq(got.bos_id, family == MBART ? 0 : 2);
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.forced_eos_id, family == M2M100 ? -1 : 2);
+    tfm_model_free(loaded);
+    /* a bos_token_id is mBART's start */
+    write_config(family, activation_name[family], "");
+    drop_from_config("decoder_start_token_id");
+    write_text("generation_config.json", "{}");
+    loaded = tfm_model_from_pretrained(folder);
+    ck_assert_msg(loaded != NULL, "%s: %s", model_type[family], tfm_last_error());
+    ck_assert_int_eq(tfm_model_get_options(loaded, &got), TFM_OK);
+    ck_assert_int_eq(got.bos_id, family == MBART ? 0 : 2);
+    tfm_decode_options_init(&o);
+    ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+    ck_assert_int_eq(o.forced_eos_id, -1); /* GenerationConfig's, not the class's */
+    tfm_model_free(loaded);
+    /* a vocab_size the tables do not have: both shapes and the value named */
+    write_config(family, activation_name[family], ", \"vocab_size\": 20");
+    drop_from_config("vocab_size"); /* write_config's, the first */
+    expect_refusal(TFM_ERR_FORMAT, "tensor model.shared.weight is F32 [19,8] where config.json "
+                   "describes [20,8] (vocab_size 20, d_model 8)");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
+
+/* Marian's decoder_vocab_size other than the one table's: its shape, not
+ * "no tensor model.decoder.embed_tokens.weight" */
+START_TEST(vocabulary_sizes_are_checked_against_the_tables)
+{
+    tfm_model *m = good_folder(MARIAN);
+    write_config(MARIAN, "swish", ", \"decoder_vocab_size\": 20");
+    expect_refusal(TFM_ERR_FORMAT, "tensor model.shared.weight is F32 [19,8] where config.json "
+                   "describes [20,8] (decoder_vocab_size 20, d_model 8)");
+    tfm_model_free(m);
+    remove_folder();
+}
+END_TEST
 static void expect_refusal(tfm_status status, const char *fragment)
 {
     tfm_clear_error();
@@ -384,8 +448,6 @@ START_TEST(unsupported_configs_are_named)
     expect_refusal(TFM_ERR_FORMAT, "invalid JSON");
     write_config(MARIAN, "quick_gelu", "");
     expect_refusal(TFM_ERR_FORMAT, "activation_function \"quick_gelu\" is not supported");
-    write_config(MARIAN, "swish", ", \"decoder_ffn_dim\": 16");
-    /* a duplicate key: the reader sees the first, so write the pair differently */
     write_text("config.json",
                "{\"model_type\": \"marian\", \"vocab_size\": 19, \"d_model\": 8,"
                " \"encoder_layers\": 2, \"decoder_layers\": 2, \"encoder_attention_heads\": 2,"
@@ -394,8 +456,13 @@ START_TEST(unsupported_configs_are_named)
     expect_refusal(TFM_ERR_FORMAT, "encoder_ffn_dim 12 and decoder_ffn_dim 16 differ");
     write_text("config.json", "{\"model_type\": \"marian\", \"vocab_size\": -3}");
     expect_refusal(TFM_ERR_FORMAT, "vocab_size must be an integer");
+    /* the rest MarianConfig's defaults: a decoder start past the vocabulary */
     write_text("config.json", "{\"model_type\": \"marian\", \"vocab_size\": 19}");
-    expect_refusal(TFM_ERR_FORMAT, "config.json has no d_model");
+    expect_refusal(TFM_ERR_FORMAT, "options.bos_id 58100 is neither -1 (not set) nor in [0, 19)");
+    /* T5Config has no decoder start; transformers' generate() would start
+     * from bos_token_id */
+    write_text("config.json", "{\"model_type\": \"t5\", \"vocab_size\": 19}");
+    expect_refusal(TFM_ERR_FORMAT, "config.json has no decoder_start_token_id (nor bos_token_id");
     /* heads that do not divide d_model: the options' own check, renamed */
     write_text("config.json",
                "{\"model_type\": \"marian\", \"vocab_size\": 19, \"d_model\": 8,"
@@ -453,8 +520,8 @@ START_TEST(corrupt_weights_are_named)
         }
     ck_assert_int_eq(tfm_safetensors_write(in_folder("model.safetensors"), n, names,
                                            (const tfm_tensor *const *)tensors), TFM_OK);
-    expect_refusal(TFM_ERR_FORMAT, "tensor model.encoder.layers.1.fc1.weight (F32, 2 axes) "
-                                   "does not fit the [12,8]");
+    expect_refusal(TFM_ERR_FORMAT, "tensor model.encoder.layers.1.fc1.weight is F32 [12,9] "
+                                   "where config.json describes [12,8]");
     for (int64_t i = 0; i < n; i++)
         tfm_tensor_free(tensors[i]);
     free(tensors);
@@ -561,6 +628,33 @@ START_TEST(published_decoding_defaults)
     ck_assert_int_eq(o.early_stopping, TFM_EARLY_STOPPING_HEURISTIC);
     ck_assert_int_eq(o.renormalize_logits, 0);
     tfm_model_free(loaded);
+
+    /* a minimum past the maximum: transformers warns and generates to the
+     * maximum, end tokens banned all the way; so does libtfm (min_length
+     * at max_length), where every decode used to be refused */
+    static const char *const unfeasible[] = {
+        "{\"min_length\": 50, \"max_length\": 9}",
+        "{\"min_new_tokens\": 30, \"max_new_tokens\": 8}"};
+    for (int k = 0; k < 2; k++) {
+        write_text("generation_config.json", unfeasible[k]);
+        loaded = tfm_model_from_pretrained(folder);
+        ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+        tfm_decode_options_init(&o);
+        ck_assert_int_eq(tfm_decode_options_from_model(loaded, &o), TFM_OK);
+        ck_assert_int_eq(o.max_length, 8);
+        ck_assert_int_eq(o.min_length, 8);
+        d = tfm_decoding_create(loaded, &o, 1, 5);
+        ck_assert_msg(d != NULL, "%s", tfm_last_error());
+        src = tfm_tensor_from_i32(2, (const int64_t[]){1, 5}, (const int32_t[]){4, 7, 9, 3, 2});
+        ck_assert_int_eq(tfm_decoding_run(d, src, tokens, 9, lengths, 1, NULL, 0, NULL, 0,
+                                          NULL, 0), TFM_OK);
+        ck_assert_int_eq(lengths[0], 9);
+        for (int i = 1; i < 9; i++)
+            ck_assert_int_ne(tokens[i], EOS);
+        tfm_tensor_free(src);
+        tfm_decoding_free(d);
+        tfm_model_free(loaded);
+    }
 
     write_text("generation_config.json", "{\"bad_words_ids\": [[]]}");
     expect_refusal(TFM_ERR_FORMAT, "generation_config.json's bad_words_ids is not a list");
@@ -1050,6 +1144,8 @@ static Suite *pretrained_folders_suite(void)
     TCase *tc = tcase_create("folders");
     tcase_add_loop_test(tc, each_family_loads_its_published_names, 0, 2 * FAMILIES);
     tcase_add_loop_test(tc, config_defaults_are_the_families, 0, FAMILIES);
+    tcase_add_loop_test(tc, config_ids_default_to_the_families, 0, FAMILIES - BART);
+    tcase_add_test(tc, vocabulary_sizes_are_checked_against_the_tables);
     tcase_add_test(tc, unsupported_configs_are_named);
     tcase_add_test(tc, multilingual_sources_carry_their_language);
     tcase_add_test(tc, corrupt_weights_are_named);

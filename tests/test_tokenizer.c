@@ -1159,6 +1159,65 @@ static int64_t with_part(const char *bytes, int64_t size, const char *text, char
  * made-up words). Control tokens are found by their piece, never given by
  * encoding, even when the model has a piece so spelled, and give nothing
  * when decoded. */
+/* transformers' MarianTokenizer maps the pieces SentencePiece's encode
+ * gives (an unknown run's text is its own) through vocab.json: tests/marian's
+ * vocab.json has "«" and "»", which source.spm lacks, and here "û" (307),
+ * which neither spm has, so they keep their ids where libtfm gave <unk>
+ * (1). The ids are sentencepiece 0.1.97's pieces looked up as
+ * MarianTokenizer's _convert_token_to_id does (vocab.get(piece, unk)); the
+ * target side's text is its decode_pieces of the ids' pieces. */
+START_TEST(marian_pieces_the_model_lacks_keep_the_vocabularys_ids)
+{
+    char vocab_path[] = "/tmp/tfm_vocab_XXXXXX";
+    int fd = mkstemp(vocab_path);
+    ck_assert_int_ge(fd, 0);
+    FILE *in = fopen(TFM_FIXTURES "/../marian/vocab.json", "rb"), *out = fdopen(fd, "wb");
+    ck_assert_ptr_nonnull(in);
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = 0;
+    char *end = strrchr(text, '}');
+    ck_assert_ptr_nonnull(end);
+    *end = 0;
+    fprintf(out, "%s, \"\u00fb\": 307}", text);
+    ck_assert_int_eq(fclose(out), 0);
+    static const struct {
+        const char *side, *text;
+        int32_t ids[16];
+        int count;
+    } cases[] = {
+        {"source", "\u00ab \u00fb \u00bb", {2, 293, 2, 307, 2, 298}, 6},
+        {"source", "Un \u00ab\u0153uvre\u00bb \u0178 \u00fb",
+         {2, 104, 15, 2, 1, 16, 63, 28, 298, 2, 1, 2, 307}, 13},
+        {"target", "\u00ab \u00fb \u00bb", {212, 2, 307, 2, 298}, 5},
+        {"target", "Un \u00ab\u0153uvre\u00bb \u0178 \u00fb",
+         {2, 104, 15, 212, 294, 16, 63, 28, 298, 2, 1, 2, 307}, 13},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char model_path[512];
+        snprintf(model_path, sizeof model_path, TFM_FIXTURES "/../marian/%s.spm", cases[c].side);
+        tfm_tokenizer *tok = tfm_tokenizer_load_sentencepiece_with_vocab(model_path, vocab_path);
+        ck_assert_msg(tok != NULL, "%s", tfm_last_error());
+        int32_t ids[32];
+        int64_t count = encode(tok, cases[c].text, (int64_t)strlen(cases[c].text), ids, 32);
+        ck_assert_int_eq(count, cases[c].count);
+        for (int i = 0; i < cases[c].count; i++)
+            ck_assert_msg(ids[i] == cases[c].ids[i], "%s \"%s\": id %d is %d, not %d",
+                          cases[c].side, cases[c].text, i, ids[i], cases[c].ids[i]);
+        if (c == 2) { /* the target side decodes them back */
+            char back[64];
+            int64_t length;
+            ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, count, back, sizeof back, &length),
+                             TFM_OK);
+            ck_assert_str_eq(back, cases[c].text);
+        }
+        tfm_tokenizer_free(tok);
+    }
+    unlink(vocab_path);
+}
+END_TEST
+
 START_TEST(control_tokens_past_a_published_vocabulary)
 {
     tfm_tokenizer *base = load("bpe");
@@ -1274,6 +1333,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, tokenizers_travel_in_the_model_file);
     tcase_add_test(tc, sentencepiece_with_a_published_vocabulary);
     tcase_add_test(tc, control_tokens_past_a_published_vocabulary);
+    tcase_add_test(tc, marian_pieces_the_model_lacks_keep_the_vocabularys_ids);
     suite_add_tcase(s, tc);
     return s;
 }

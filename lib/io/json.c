@@ -124,6 +124,9 @@ static tfm_status parse_escape(parser *p)
     int32_t cp = hex4(p);
     if (cp < 0)
         return TFM_ERR_FORMAT;
+    /* a NUL would cut the string where C reads it: "marian\u0000x" is not "marian" */
+    if (cp == 0)
+        return syntax_error(p, start, "\\u0000 (a NUL character) in a string");
     if (cp >= 0xdc00 && cp <= 0xdfff)
         return syntax_error(p, start, "lone low surrogate \\u%04x", (unsigned)cp);
     if (cp >= 0xd800 && cp <= 0xdbff) {
@@ -334,6 +337,78 @@ static tfm_status parse_value(parser *p, int depth, uint32_t key_at, uint32_t ke
     return s;
 }
 
+static int key_before(const tfm__json *doc, uint32_t a, uint32_t b)
+{
+    return strcmp(tfm__json_key(doc, &doc->nodes[a]), tfm__json_key(doc, &doc->nodes[b])) < 0;
+}
+
+/* Heapsort of member indices by key: in place (a file's largest object
+ * may be most of it) and O(n log n) whatever keys a file chooses. */
+static void sort_by_key(const tfm__json *doc, uint32_t *at, size_t n)
+{
+    for (size_t end = n, start = n / 2; end > 1;) {
+        size_t root;
+        if (start > 0) {
+            root = --start;
+        } else {
+            uint32_t top = at[0];
+            at[0] = at[--end];
+            at[end] = top;
+            root = 0;
+        }
+        for (size_t child; (child = 2 * root + 1) < end; root = child) {
+            if (child + 1 < end && key_before(doc, at[child], at[child + 1]))
+                child++;
+            if (!key_before(doc, at[root], at[child]))
+                break;
+            uint32_t swap = at[root];
+            at[root] = at[child];
+            at[child] = swap;
+        }
+    }
+}
+
+/* Refuses an object that names a key twice, as NaN and trailing commas
+ * are refused: Python's json keeps the last, so a reader keeping either
+ * would disagree with transformers about one of them. Each object's
+ * members are sorted by key in one buffer sized for the largest (4 bytes
+ * a member, after the nodes have shrunk to the document). */
+static tfm_status refuse_repeated_keys(const char *context, const tfm__json *doc)
+{
+    int64_t largest = 0;
+    for (int64_t i = 0; i < doc->count; i++)
+        if (doc->nodes[i].type == TFM__JSON_OBJECT && doc->nodes[i].count > largest)
+            largest = doc->nodes[i].count;
+    if (largest < 2)
+        return TFM_OK;
+    uint32_t *members = malloc((size_t)largest * sizeof *members);
+    if (!members)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld JSON keys", context,
+                         (long long)largest);
+    tfm_status s = TFM_OK;
+    for (int64_t i = 0; s == TFM_OK && i < doc->count; i++) {
+        const tfm__json_node *object = &doc->nodes[i];
+        if (object->type != TFM__JSON_OBJECT || object->count < 2)
+            continue;
+        size_t n = 0;
+        for (uint32_t c = (uint32_t)i + 1; c < object->next; c = doc->nodes[c].next)
+            members[n++] = c;
+        sort_by_key(doc, members, n);
+        for (size_t k = 1; s == TFM_OK && k < n; k++) {
+            if (key_before(doc, members[k - 1], members[k]))
+                continue;
+            /* equal keys: the later one's opening quote is at its key_at */
+            const tfm__json_node *a = &doc->nodes[members[k - 1]], *b = &doc->nodes[members[k]];
+            s = tfm__fail(TFM_ERR_FORMAT, "%s: invalid JSON at byte %u: the key \"%.64s\" "
+                          "appears twice in one object", context,
+                          (unsigned)(a->key_at > b->key_at ? a->key_at : b->key_at),
+                          tfm__json_key(doc, b));
+        }
+    }
+    free(members);
+    return s;
+}
+
 tfm_status tfm__json_parse(const char *context, char *text, size_t len, int64_t max_values,
                            tfm__json *doc)
 {
@@ -366,7 +441,10 @@ tfm_status tfm__json_parse(const char *context, char *text, size_t len, int64_t 
     tfm__json_node *fitted = realloc(doc->nodes, (size_t)doc->count * sizeof *fitted);
     if (fitted)
         doc->nodes = fitted;
-    return TFM_OK;
+    s = refuse_repeated_keys(context, doc);
+    if (s != TFM_OK)
+        tfm__json_free(doc);
+    return s;
 }
 
 void tfm__json_free(tfm__json *doc)

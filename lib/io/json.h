@@ -36,7 +36,7 @@ typedef struct tfm__json_node {
         struct {
             uint32_t string_at;  /* strings: the decoded UTF-8, NUL-terminated, at
                                   * text + string_at (tfm__json_string) */
-            uint32_t string_len; /* bytes; may be shorter than strlen says if \u0000 */
+            uint32_t string_len; /* bytes (\u0000 is refused: strlen agrees) */
         };
         int64_t count;       /* arrays and objects: number of children */
     };
@@ -57,7 +57,8 @@ typedef struct tfm__json {
 
 /* Parses text[0, len), len <= TFM__JSON_MAX_TEXT, overwriting its strings
  * with their decoded forms: one value, surrounded only by JSON whitespace,
- * of at most max_values values (nodes) in all; a text can hold up to
+ * no object naming a key twice, no \u0000 in a string (so every string
+ * and key is a C string), of at most max_values values (nodes) in all; a text can hold up to
  * len / 2 + 1. text must outlive *doc. On failure returns TFM_ERR_FORMAT
  * (TFM_ERR_NOMEM if memory runs out) with the message "<context>: invalid
  * JSON at byte N: <reason>" (or "<context>: more than M values ..."), and
@@ -78,7 +79,7 @@ static inline const char *tfm__json_string(const tfm__json *doc, const tfm__json
     return doc->text + node->string_at;
 }
 
-/* The member key of an object node (its first when repeated), or NULL. */
+/* The member key of an object node, or NULL. */
 const tfm__json_node *tfm__json_member(const tfm__json *doc, const tfm__json_node *object,
                                        const char *key);
 

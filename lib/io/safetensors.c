@@ -114,9 +114,9 @@ static int by_key(const void *a, const void *b)
     return strcmp(((const metadata_pair *)a)->key, ((const metadata_pair *)b)->key);
 }
 
-/* Checks "__metadata__" is an object of strings without NUL characters
- * (they come back as C strings), unique keys, and adds the bytes its keys
- * and values need to *bytes. */
+/* Checks "__metadata__" is an object of strings (the JSON reader refuses
+ * NUL characters and repeated keys: they come back as C strings, one per
+ * key) and adds the bytes its keys and values need to *bytes. */
 static tfm_status check_metadata(const char *ctx, const tfm__json *doc, int64_t idx,
                                  size_t *bytes)
 {
@@ -129,11 +129,6 @@ static tfm_status check_metadata(const char *ctx, const tfm__json *doc, int64_t 
         if (pair->type != TFM__JSON_STRING)
             return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" value \"%s\" "
                              "(header byte %zu) is not a string", ctx, tfm__json_key(doc, pair),
-                             (size_t)pair->offset);
-        if (memchr(tfm__json_key(doc, pair), '\0', pair->key_len) ||
-            memchr(tfm__json_string(doc, pair), '\0', pair->string_len))
-            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" entry \"%s\" "
-                             "(header byte %zu) holds a NUL character", ctx, tfm__json_key(doc, pair),
                              (size_t)pair->offset);
         *bytes += pair->key_len + pair->string_len + 2;
     }
@@ -158,10 +153,6 @@ static tfm_status copy_metadata(const char *ctx, const tfm__json *doc, int64_t i
         *out += pair->string_len + 1;
     }
     qsort(file->metadata, (size_t)file->metadata_count, sizeof *file->metadata, by_key);
-    for (int64_t i = 1; i < file->metadata_count; i++)
-        if (strcmp(file->metadata[i - 1].key, file->metadata[i].key) == 0)
-            return tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" has the key "
-                             "\"%s\" twice", ctx, file->metadata[i].key);
     return TFM_OK;
 }
 
@@ -185,9 +176,6 @@ static tfm_status parse_entry(const char *ctx, const tfm__json *doc, int64_t idx
             return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has an unknown field "
                              "\"%s\" (header byte %zu)", ctx, name, tfm__json_key(doc, field),
                              (size_t)field->offset);
-        if (*slot >= 0)
-            return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" has \"%s\" twice "
-                             "(header byte %zu)", ctx, name, tfm__json_key(doc, field), (size_t)field->offset);
         *slot = c;
     }
     const char *missing = dtype_at < 0 ? "dtype" : shape_at < 0 ? "shape"
@@ -296,13 +284,9 @@ static tfm_status read_tensor(const char *ctx, const tfm__json *doc, int64_t idx
                               int64_t data_size, entry *e)
 {
     const tfm__json_node *node = &doc->nodes[idx];
-    const char *name = tfm__json_key(doc, node);
     if (node->key_len == 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s: a tensor has an empty name (header byte %zu)",
                          ctx, (size_t)node->offset);
-    if (memchr(name, '\0', node->key_len))
-        return tfm__fail(TFM_ERR_FORMAT, "%s: tensor name \"%s\" holds a NUL character "
-                         "(header byte %zu)", ctx, name, (size_t)node->offset);
     return parse_entry(ctx, doc, idx, data_size, e);
 }
 
@@ -321,9 +305,6 @@ static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safeten
             entry checked;
             s = read_tensor(ctx, doc, c, file->data_size, &checked);
             names_bytes += node->key_len + 1;
-        } else if (metadata_at >= 0) {
-            s = tfm__fail(TFM_ERR_FORMAT, "%s: \"" METADATA_KEY "\" appears twice (header "
-                          "byte %zu)", ctx, (size_t)node->offset);
         } else {
             metadata_at = c;
             s = check_metadata(ctx, doc, c, &names_bytes);
@@ -352,10 +333,6 @@ static tfm_status read_header(const char *ctx, const tfm__json *doc, tfm_safeten
         out += node->key_len + 1;
     }
     qsort(file->entries, (size_t)file->count, sizeof *file->entries, by_name);
-    for (int64_t i = 1; i < file->count; i++)
-        if (strcmp(file->entries[i - 1].name, file->entries[i].name) == 0)
-            return tfm__fail(TFM_ERR_FORMAT, "%s: tensor \"%s\" appears twice", ctx,
-                             file->entries[i].name);
     return check_tiling(ctx, file);
 }
 
@@ -483,6 +460,12 @@ static int open_regular(const char *ctx, const char *path, off_t *size)
     }
     close(fd);
     return -1;
+}
+
+int tfm__path_taken(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 || errno != ENOENT;
 }
 
 tfm_status tfm__read_whole_file(const char *op, const char *path, size_t limit, char **bytes,

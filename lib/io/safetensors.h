@@ -39,6 +39,11 @@ tfm_status tfm__save_atomically(const char *op, const char *path, tfm__file_writ
 tfm_status tfm__save_bytes_atomically(const char *op, const char *path, const void *bytes,
                                       size_t size);
 
+/* Whether something is at path (a FIFO or a folder too), found without
+ * opening it, which could block: the readers above, the one way files are
+ * opened for reading, then refuse what is not a regular file. */
+int tfm__path_taken(const char *path);
+
 /* Writes tensors and "__metadata__" string pairs atomically; op names the
  * public call in messages. */
 tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,

@@ -24,9 +24,20 @@
 #define MAX_SHARDS 1024
 #define PATH_MAX_BYTES 4096
 
+/* The defaults of a family's Config class (configuration_*.py) for the
+ * keys a config.json may leave out, as transformers takes them: sizes,
+ * special ids (-1: the class has none) and forced_eos_token_id, which
+ * generate() takes from config.json when there is no
+ * generation_config.json. A missing decoder_start_token_id where the
+ * class has none (MBartConfig, T5Config) is bos_token_id, as generate()
+ * falls back to it. T5Config's heads are num_heads of d_kv, its layers
+ * num_layers, its feed-forward d_ff. */
+typedef struct config_defaults {
+    int64_t vocab, d_model, layers, heads, d_ff, pad, bos, eos, start, forced_eos;
+} config_defaults;
+
 /* The families and how each one builds its layers (modeling_*.py), with
- * the defaults of their Config classes (configuration_*.py) for the keys
- * a config.json may leave out: scale_embedding and activation_function
+ * their Config classes' defaults: scale_embedding and activation_function
  * differ between families (T5Config has neither). */
 typedef enum { MARIAN, BART, MBART, M2M100, T5 } family;
 static const struct family_info {
@@ -35,18 +46,25 @@ static const struct family_info {
     tfm_positions positions;
     int32_t scale_embedding;
     const char *activation;
+    config_defaults defaults;
 } families[] = {
     /* post-norm, Marian's sinusoids, no norms around the stacks */
-    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES, 0, "gelu"},
+    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES, 0, "gelu",
+                {58101, 1024, 12, 16, 4096, 58100, -1, 0, 58100, 0}},
     /* post-norm, learned positions from row 2, layernorm_embedding */
-    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED, 0, "gelu"},
+    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED, 0, "gelu",
+              {50265, 1024, 12, 16, 4096, 1, 0, 2, 2, 2}},
     /* pre-norm with layernorm_embedding and the stacks' layer_norm */
-    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED, 0, "gelu"},
+    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED, 0, "gelu",
+               {50265, 1024, 12, 16, 4096, 1, 0, 2, -1, 2}},
     /* pre-norm, fairseq's sinusoids past the padding id, layer_norm */
-    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ, 1, "relu"},
+    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ, 1, "relu",
+                {128112, 1024, 12, 16, 4096, 1, 0, 2, 2, -1}},
     /* pre-norm RMS norms, final_layer_norm, relative positions only */
-    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE, 0, NULL},
+    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE, 0, NULL, {32128, 512, 6, 8, 2048, 0, -1, 1, -1, -1}},
 };
+/* T5Config's d_kv */
+#define T5_D_KV 64
 enum { FAMILIES = sizeof families / sizeof families[0] };
 
 /* BART's learned tables keep two rows before position 0. */
@@ -93,17 +111,13 @@ static const tfm__json_node *member(const loader *l, const char *key)
     return NULL;
 }
 
-/* An integer member in [min, max]: *out, or fallback when absent and
- * optional (required 0). */
-static int config_int(loader *l, const char *key, int required, int64_t fallback, int64_t min,
-                      int64_t max, int64_t *out)
+/* An integer member in [min, max]: *out, or fallback when absent (every
+ * key has its Config class's default). */
+static int config_int(loader *l, const char *key, int64_t fallback, int64_t min, int64_t max,
+                      int64_t *out)
 {
     const tfm__json_node *n = member(l, key);
     if (!n || n->type == TFM__JSON_NULL) {
-        if (required) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: %s has no %s", l->ctx, l->doc_name, key);
-            return -1;
-        }
         *out = fallback;
         return 0;
     }
@@ -168,13 +182,14 @@ static int activation_of(loader *l, const char *key, const char *name, tfm_activ
     return -1;
 }
 
-/* Two members that libtfm's one block description needs equal. */
+/* Two members that libtfm's one block description needs equal, each
+ * fallback when absent. */
 static int same_sides(loader *l, const char *encoder_key, const char *decoder_key,
-                      int64_t *out)
+                      int64_t fallback, int64_t *out)
 {
     int64_t decoder;
-    if (config_int(l, encoder_key, 1, 0, 1, INT32_MAX, out) < 0 ||
-        config_int(l, decoder_key, 1, 0, 1, INT32_MAX, &decoder) < 0)
+    if (config_int(l, encoder_key, fallback, 1, INT32_MAX, out) < 0 ||
+        config_int(l, decoder_key, fallback, 1, INT32_MAX, &decoder) < 0)
         return -1;
     if (*out != decoder) {
         tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s %lld and %s %lld differ, which libtfm "
@@ -206,6 +221,26 @@ static int config_float(loader *l, const char *key, float fallback, double min, 
     return 0;
 }
 
+/* pad_token_id, eos_token_id and decoder_start_token_id (else the
+ * class's, else bos_token_id) with the family's defaults. */
+static int special_ids(loader *l, const config_defaults *d, int64_t *pad, int64_t *eos,
+                       int64_t *start)
+{
+    int64_t bos;
+    if (config_int(l, "pad_token_id", d->pad, 0, INT32_MAX, pad) < 0 ||
+        config_int(l, "eos_token_id", d->eos, 0, INT32_MAX, eos) < 0 ||
+        config_int(l, "bos_token_id", d->bos, 0, INT32_MAX, &bos) < 0 ||
+        config_int(l, "decoder_start_token_id", d->start >= 0 ? d->start : bos, 0, INT32_MAX,
+                   start) < 0)
+        return -1;
+    if (*start < 0) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: config.json has no decoder_start_token_id (nor "
+                  "bos_token_id, which transformers would start from)", l->ctx);
+        return -1;
+    }
+    return 0;
+}
+
 /* T5Config: its own keys, with T5Config's defaults where older folders
  * (t5-small) leave them out. feed_forward_proj is "ACT" or "gated-ACT",
  * "gated-gelu" meaning the tanh GELU. */
@@ -215,20 +250,19 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
         eos, start, max_len;
     int32_t tie;
     float eps;
-    if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
-        config_int(l, "d_model", 1, 0, 1, INT32_MAX, &d_model) < 0 ||
-        config_int(l, "d_kv", 1, 0, 1, INT32_MAX, &d_kv) < 0 ||
-        config_int(l, "num_heads", 1, 0, 1, INT32_MAX, &heads) < 0 ||
-        config_int(l, "num_layers", 1, 0, 0, 4096, &layers) < 0 ||
-        config_int(l, "num_decoder_layers", 0, layers, 0, 4096, &decoder_layers) < 0 ||
-        config_int(l, "d_ff", 1, 0, 1, INT32_MAX, &d_ff) < 0 ||
-        config_int(l, "relative_attention_num_buckets", 0, 32, 4, 65536, &buckets) < 0 ||
-        config_int(l, "relative_attention_max_distance", 0, 128, buckets / 2 + 1, INT32_MAX,
+    const config_defaults *d = &f->defaults;
+    if (config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
+        config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
+        config_int(l, "d_kv", T5_D_KV, 1, INT32_MAX, &d_kv) < 0 ||
+        config_int(l, "num_heads", d->heads, 1, INT32_MAX, &heads) < 0 ||
+        config_int(l, "num_layers", d->layers, 0, 4096, &layers) < 0 ||
+        config_int(l, "num_decoder_layers", layers, 0, 4096, &decoder_layers) < 0 ||
+        config_int(l, "d_ff", d->d_ff, 1, INT32_MAX, &d_ff) < 0 ||
+        config_int(l, "relative_attention_num_buckets", 32, 4, 65536, &buckets) < 0 ||
+        config_int(l, "relative_attention_max_distance", 128, buckets / 2 + 1, INT32_MAX,
                    &distance) < 0 ||
-        config_int(l, "pad_token_id", 1, 0, 0, INT32_MAX, &pad) < 0 ||
-        config_int(l, "eos_token_id", 1, 0, 0, INT32_MAX, &eos) < 0 ||
-        config_int(l, "decoder_start_token_id", 1, 0, 0, INT32_MAX, &start) < 0 ||
-        config_int(l, "n_positions", 0, 512, 1, INT32_MAX, &max_len) < 0 ||
+        special_ids(l, d, &pad, &eos, &start) < 0 ||
+        config_int(l, "n_positions", 512, 1, INT32_MAX, &max_len) < 0 ||
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
         return -1;
@@ -271,22 +305,43 @@ static int read_t5_config(loader *l, const struct family_info *f, tfm_model_opti
     return 0;
 }
 
+/* Whether the folder has the file (its path into path): anything by that
+ * name, for its reader to refuse if it is no regular file. */
+static int has_file(loader *l, const char *name, char *path)
+{
+    return in_folder(l, name, path) == 0 && tfm__path_taken(path);
+}
+
+/* The folder's JSON object file name into *text (the caller's to free,
+ * also on failure) and *doc (the caller's when read): 1 when read, 0 when
+ * absent and not required, -1 with the error set. */
+static int read_object(loader *l, const char *name, int required, char **text, tfm__json *doc)
+{
+    char path[PATH_MAX_BYTES], context[sizeof l->ctx + 64];
+    size_t size;
+    if (in_folder(l, name, path) < 0)
+        return -1;
+    if (!required && !tfm__path_taken(path))
+        return 0;
+    snprintf(context, sizeof context, "%s: %s", l->ctx, name);
+    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK ||
+        tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
+        return -1;
+    if (doc->nodes[0].type != TFM__JSON_OBJECT) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: %s is not a JSON object", l->ctx, name);
+        tfm__json_free(doc);
+        return -1;
+    }
+    return 1;
+}
+
 static int read_config(loader *l, tfm_model_options *o)
 {
-    char path[PATH_MAX_BYTES];
-    size_t size;
-    if (in_folder(l, "config.json", path) < 0 ||
-        tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->config_text, &size) != TFM_OK ||
-        tfm__json_parse(l->ctx, l->config_text, size, (int64_t)(size / 2 + 1), &l->config) !=
-            TFM_OK)
+    if (read_object(l, "config.json", 1, &l->config_text, &l->config) < 0)
         return -1;
     l->has_config = 1;
     l->doc = &l->config;
     l->doc_name = "config.json";
-    if (l->config.nodes[0].type != TFM__JSON_OBJECT) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: config.json is not a JSON object", l->ctx);
-        return -1;
-    }
     const char *type = config_string(l, "model_type");
     int found = 0;
     for (int f = 0; type && f < FAMILIES; f++)
@@ -307,19 +362,19 @@ static int read_config(loader *l, tfm_model_options *o)
     int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
     int32_t scale, tie, share;
     const char *activation = config_name(l, "activation_function", f->activation);
-    if (config_int(l, "vocab_size", 1, 0, 1, INT32_MAX, &vocab) < 0 ||
-        config_int(l, "decoder_vocab_size", 0, vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
-        config_int(l, "d_model", 1, 0, 1, INT32_MAX, &d_model) < 0 ||
-        config_int(l, "encoder_layers", 1, 0, 0, 4096, &layers) < 0 ||
+    const config_defaults *d = &f->defaults;
+    if (config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
+        config_int(l, "decoder_vocab_size", vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
+        config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
+        config_int(l, "encoder_layers", d->layers, 0, 4096, &layers) < 0 ||
         (o->encoder_layers = (int32_t)layers,
-         config_int(l, "decoder_layers", 1, 0, 0, 4096, &layers)) < 0 ||
-        same_sides(l, "encoder_attention_heads", "decoder_attention_heads", &heads) < 0 ||
-        same_sides(l, "encoder_ffn_dim", "decoder_ffn_dim", &d_ff) < 0 ||
+         config_int(l, "decoder_layers", d->layers, 0, 4096, &layers)) < 0 ||
+        same_sides(l, "encoder_attention_heads", "decoder_attention_heads", d->heads,
+                   &heads) < 0 ||
+        same_sides(l, "encoder_ffn_dim", "decoder_ffn_dim", d->d_ff, &d_ff) < 0 ||
         /* every family's Config: 1024 */
-        config_int(l, "max_position_embeddings", 0, 1024, 1, INT32_MAX, &max_len) < 0 ||
-        config_int(l, "pad_token_id", 1, 0, 0, INT32_MAX, &pad) < 0 ||
-        config_int(l, "eos_token_id", 1, 0, 0, INT32_MAX, &eos) < 0 ||
-        config_int(l, "decoder_start_token_id", 1, 0, 0, INT32_MAX, &start) < 0 ||
+        config_int(l, "max_position_embeddings", 1024, 1, INT32_MAX, &max_len) < 0 ||
+        special_ids(l, d, &pad, &eos, &start) < 0 ||
         config_bool(l, "scale_embedding", f->scale_embedding, &scale) < 0 ||
         config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
         config_bool(l, "share_encoder_decoder_embeddings", 1, &share) < 0 ||
@@ -422,7 +477,7 @@ static int end_tokens(loader *l, tfm_model_options *o, tfm__generation *g)
     const tfm__json_node *eos = member(l, "eos_token_id");
     if (!eos || eos->type != TFM__JSON_ARRAY) {
         int64_t id;
-        if (config_int(l, "eos_token_id", 0, o->eos_id, 0, o->tgt_vocab - 1, &id) < 0)
+        if (config_int(l, "eos_token_id", o->eos_id, 0, o->tgt_vocab - 1, &id) < 0)
             return -1;
         o->eos_id = (int32_t)id;
         return 0;
@@ -528,49 +583,40 @@ static int refuse_unsupported_generation(loader *l, int32_t sample, int64_t beam
  * start token, libtfm's do not. */
 static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 {
-    char path[PATH_MAX_BYTES];
-    size_t size;
-    if (in_folder(l, "generation_config.json", path) < 0)
+    int read = read_object(l, "generation_config.json", 0, &l->generation_text,
+                           &l->generation);
+    if (read < 0)
         return -1;
-    FILE *probe = fopen(path, "rb");
-    if (probe) {
-        fclose(probe);
-        if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, &l->generation_text, &size) !=
-                TFM_OK ||
-            tfm__json_parse(l->ctx, l->generation_text, size, (int64_t)(size / 2 + 1),
-                            &l->generation) != TFM_OK)
-            return -1;
+    if (read) {
         l->has_generation = 1;
         l->doc = &l->generation;
         l->doc_name = "generation_config.json";
-        if (l->generation.nodes[0].type != TFM__JSON_OBJECT) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: generation_config.json is not a JSON object",
-                      l->ctx);
-            return -1;
-        }
     }
     int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, forced_eos,
         start;
     int32_t sample;
     int64_t vocab = o->tgt_vocab, longest = o->max_tgt_len;
+    int64_t class_forced_eos = families[l->family].defaults.forced_eos;
     /* transformers' GenerationConfig default: 20 tokens, the start token one of them */
-    if (config_int(l, "max_length", 0, 20, 1, INT32_MAX, &max_length) < 0 ||
-        config_int(l, "max_new_tokens", 0, -1, 1, INT32_MAX, &max_new) < 0 ||
-        config_int(l, "min_length", 0, -1, 0, INT32_MAX, &min_length) < 0 ||
-        config_int(l, "min_new_tokens", 0, -1, 0, INT32_MAX, &min_new) < 0 ||
-        config_int(l, "num_beams", 0, 1, 1, 4096, &beams) < 0 ||
+    if (config_int(l, "max_length", 20, 1, INT32_MAX, &max_length) < 0 ||
+        config_int(l, "max_new_tokens", -1, 1, INT32_MAX, &max_new) < 0 ||
+        config_int(l, "min_length", -1, 0, INT32_MAX, &min_length) < 0 ||
+        config_int(l, "min_new_tokens", -1, 0, INT32_MAX, &min_new) < 0 ||
+        config_int(l, "num_beams", 1, 1, 4096, &beams) < 0 ||
         config_bool(l, "do_sample", 0, &sample) < 0 ||
-        config_int(l, "top_k", 0, 50, 0, INT32_MAX, &top_k) < 0 ||
+        config_int(l, "top_k", 50, 0, INT32_MAX, &top_k) < 0 ||
         config_float(l, "top_p", 1.0f, 1e-6, 1.0, &g->top_p) < 0 ||
         config_float(l, "temperature", 1.0f, 1e-6, 1e6, &g->temperature) < 0 ||
         config_float(l, "length_penalty", 1.0f, -1e3, 1e3, &g->length_penalty) < 0 ||
         config_float(l, "repetition_penalty", 1.0f, 1e-6, 1e6, &g->repetition_penalty) < 0 ||
-        config_int(l, "no_repeat_ngram_size", 0, 0, 0, INT32_MAX, &ngram) < 0 ||
-        config_int(l, "forced_bos_token_id", 0, -1, 0, vocab - 1, &forced) < 0 ||
-        config_int(l, "forced_eos_token_id", 0, -1, 0, vocab - 1, &forced_eos) < 0 ||
+        config_int(l, "no_repeat_ngram_size", 0, 0, INT32_MAX, &ngram) < 0 ||
+        config_int(l, "forced_bos_token_id", -1, 0, vocab - 1, &forced) < 0 ||
+        /* without generation_config.json, config.json's with its class's default */
+        config_int(l, "forced_eos_token_id", l->has_generation ? -1 : class_forced_eos, 0,
+                   vocab - 1, &forced_eos) < 0 ||
         early_stopping(l, &g->early_stopping) < 0 ||
         config_bool(l, "renormalize_logits", 0, &g->renormalize_logits) < 0 ||
-        config_int(l, "decoder_start_token_id", 0, o->bos_id, 0, vocab - 1, &start) < 0 ||
+        config_int(l, "decoder_start_token_id", o->bos_id, 0, vocab - 1, &start) < 0 ||
         end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0 ||
         refuse_unsupported_generation(l, sample, beams) < 0)
         return -1;
@@ -581,7 +627,11 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
     /* never past the positions the model has (the start token takes one) */
     int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : 1;
     g->max_length = (int32_t)(length < longest - 1 ? length : longest - 1);
-    g->min_length = (int32_t)(min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0);
+    int64_t least = min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0;
+    /* a minimum past the maximum: transformers warns ("unfeasible length
+     * constraints") and generates to the maximum with the end tokens
+     * banned all the way, which a minimum at the maximum does */
+    g->min_length = (int32_t)(least < g->max_length ? least : g->max_length);
     g->no_repeat_ngram_size = (int32_t)ngram;
     g->forced_bos_id = (int32_t)forced;
     g->forced_eos_id = (int32_t)forced_eos;
@@ -590,47 +640,13 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 
 /* --- tokenizers -------------------------------------------------------------------- */
 
-/* Whether the folder has the file (its path into path). */
-static int has_file(loader *l, const char *name, char *path)
-{
-    if (in_folder(l, name, path) < 0)
-        return 0;
-    FILE *f = fopen(path, "rb");
-    if (f)
-        fclose(f);
-    return f != NULL;
-}
-
-/* A JSON object file of the folder into *text (the caller's to free, also
- * on failure) and *doc (the caller's on success). */
-static int read_object(loader *l, const char *name, const char *path, char **text,
-                       tfm__json *doc)
-{
-    char context[sizeof l->ctx + 64];
-    size_t size;
-    snprintf(context, sizeof context, "%s: %s", l->ctx, name);
-    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK ||
-        tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
-        return -1;
-    if (doc->nodes[0].type != TFM__JSON_OBJECT) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s is not a JSON object", l->ctx, name);
-        tfm__json_free(doc);
-        return -1;
-    }
-    return 0;
-}
-
 /* tokenizer_config.json into l->settings, when the folder has one; 0
  * when read or absent. */
 static int read_settings(loader *l)
 {
-    char path[PATH_MAX_BYTES];
-    if (!has_file(l, "tokenizer_config.json", path))
-        return 0;
-    if (read_object(l, "tokenizer_config.json", path, &l->settings_text, &l->settings) < 0)
-        return -1;
-    l->has_settings = 1;
-    return 0;
+    int read = read_object(l, "tokenizer_config.json", 0, &l->settings_text, &l->settings);
+    l->has_settings = read == 1;
+    return read < 0 ? -1 : 0;
 }
 
 /* The config_ helpers read tokenizer_config.json (which must be there). */
@@ -668,7 +684,7 @@ static int m2m100_tokenizer(loader *l, const char *model_path, tfm_tokenizer **o
     int32_t n_codes;
     if (!has_file(l, "vocab.json", vocab_path))
         return 0;
-    if (config_int(l, "num_madeup_words", 0, 8, 0, 1 << 20, &madeup) < 0)
+    if (config_int(l, "num_madeup_words", 8, 0, 1 << 20, &madeup) < 0)
         return -1;
     const char *table = config_string(l, "language_codes");
     table = table ? table : "m2m100";
@@ -747,7 +763,7 @@ static int attach_tokenizers(loader *l, tfm_model *m)
         int64_t extra = 100;
         if (l->has_settings)
             reading_settings(l);
-        failed = (l->has_settings && config_int(l, "extra_ids", 0, 100, 0, 1 << 20, &extra) < 0) ||
+        failed = (l->has_settings && config_int(l, "extra_ids", 100, 0, 1 << 20, &extra) < 0) ||
                  !(source = tfm__t5_load(l->ctx, a, (int32_t)extra));
         reading_config(l);
     } else {
@@ -829,25 +845,20 @@ static int open_files(loader *l)
     char path[PATH_MAX_BYTES];
     if (in_folder(l, "model.safetensors", path) < 0)
         return -1;
-    FILE *single = fopen(path, "rb");
-    if (single) {
-        fclose(single);
+    if (tfm__path_taken(path))
         return (l->files[l->n_files] = tfm__safetensors_open(l->op, path)) ? (l->n_files++, 0)
                                                                            : -1;
-    }
     char *text = NULL;
     size_t size;
     tfm__json index;
     if (in_folder(l, "model.safetensors.index.json", path) < 0)
         return -1;
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
+    if (!tfm__path_taken(path)) {
         tfm__fail(TFM_ERR_IO, "%s: neither model.safetensors nor model.safetensors.index.json "
                   "is there (PyTorch's pytorch_model.bin is not read: save the model with "
                   "safe_serialization)", l->ctx);
         return -1;
     }
-    fclose(probe);
     if (tfm__read_whole_file(l->op, path, INDEX_MAX_BYTES, &text, &size) != TFM_OK)
         return -1;
     if (tfm__json_parse(l->ctx, text, size, (int64_t)(size / 2 + 1), &index) != TFM_OK) {
@@ -869,8 +880,7 @@ static int open_files(loader *l)
          i = index.nodes[i].next) {
         const tfm__json_node *n = &index.nodes[i];
         const char *shard = n->type == TFM__JSON_STRING ? tfm__json_string(&index, n) : NULL;
-        if (!shard || !*shard || strchr(shard, '/') || strcmp(shard, "..") == 0 ||
-            strlen(shard) != n->string_len) {
+        if (!shard || !*shard || strchr(shard, '/') || strcmp(shard, "..") == 0) {
             tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json maps \"%s\" to something "
                       "other than a file name in the folder", l->ctx, tfm__json_key(&index, n));
             status = -1;
@@ -1026,9 +1036,12 @@ static int find_tensor(const loader *l, const char *name, int64_t *index)
     return -1;
 }
 
-/* Reads the published tensor into a parameter whose values it must fill
- * exactly (a [1, V] final_logits_bias fills a [V] bias). */
-static int load_tensor(loader *l, const char *name, tfm_tensor *param, int32_t f, int64_t index)
+/* Reads the published tensor into the parameter ours, whose values it
+ * must fill exactly (a [1, V] final_logits_bias fills a [V] bias); a
+ * mismatch names both shapes and, for the vocabulary's tables, the
+ * config's sizes. */
+static int load_tensor(loader *l, const tfm_model *m, const char *ours, const char *name,
+                       tfm_tensor *param, int32_t f, int64_t index)
 {
     tfm__tensor_info info;
     tfm__safetensors_info(l->files[f], index, &info);
@@ -1039,10 +1052,18 @@ static int load_tensor(loader *l, const char *name, tfm_tensor *param, int32_t f
     for (int32_t d = 0; fits && d < param->ndim; d++)
         fits = info.shape[leading_ones + d] == param->shape[d];
     if (!fits) {
-        char want[64];
-        tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s (%s, %d axes) does not fit the %s the "
-                  "config describes", l->ctx, name, info.dtype_name, (int)info.ndim,
-                  tfm__shape_str(param, want, sizeof want));
+        char want[64], have[64], sizes[96] = "";
+        const tfm_model_options *o = &m->options;
+        int source = strcmp(ours, "src_embedding.weight") == 0;
+        if (source || strcmp(ours, "tgt_embedding.weight") == 0 ||
+            strncmp(ours, "generator.", 10) == 0)
+            snprintf(sizes, sizeof sizes, " (%s %lld, d_model %lld)",
+                     source || o->src_vocab == o->tgt_vocab ? "vocab_size" : "decoder_vocab_size",
+                     (long long)(source ? o->src_vocab : o->tgt_vocab), (long long)o->d_model);
+        tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s is %s %s where config.json describes %s%s",
+                  l->ctx, name, info.dtype_name,
+                  tfm__dims_str(info.shape, info.ndim, have, sizeof have),
+                  tfm__shape_str(param, want, sizeof want), sizes);
         return -1;
     }
     tfm__safetensors_read_f32(l->files[f], index, tfm__f32(param));
@@ -1100,9 +1121,13 @@ static int load_tensors(loader *l, tfm_model *m)
             return -1;
         }
         f = find_tensor(l, theirs, &index);
-        if (f < 0 && strcmp(ours, "src_embedding.weight") == 0 && l->shared) {
-            /* files that kept the encoder's copy of the shared table */
-            snprintf(theirs, sizeof theirs, "%sencoder.embed_tokens.weight", l->prefix);
+        int source = strcmp(ours, "src_embedding.weight") == 0;
+        if (f < 0 && (source || strcmp(ours, "tgt_embedding.weight") == 0)) {
+            /* files that kept the encoder's copy of the shared table; a
+             * shared table where the config wants separate ones (Marian's
+             * decoder_vocab_size other than vocab_size): its shape says why */
+            snprintf(theirs, sizeof theirs, "%s%s", l->prefix,
+                     source && l->shared ? "encoder.embed_tokens.weight" : "shared.weight");
             f = find_tensor(l, theirs, &index);
         }
         if (f < 0 && strcmp(ours, "generator.bias") == 0) {
@@ -1116,7 +1141,7 @@ static int load_tensors(loader *l, tfm_model *m)
                       l->ctx, theirs, ours);
             return -1;
         }
-        if (load_tensor(l, theirs, tfm_params_at(m->params, i), f, index) < 0)
+        if (load_tensor(l, m, ours, theirs, tfm_params_at(m->params, i), f, index) < 0)
             return -1;
     }
     for (int32_t f = 0; f < l->n_files; f++)

@@ -1,8 +1,9 @@
 /* A SentencePiece model whose pieces a published vocabulary numbers
  * (Marian's vocab.json: {piece: id}), as transformers' MarianTokenizer
  * uses source.spm and target.spm: text becomes the model's pieces, each
- * piece the vocabulary's id (its unknown id when the vocabulary lacks the
- * piece); ids become the vocabulary's pieces, which the model decodes (the
+ * piece's text the vocabulary's id (a run the model does not know looked
+ * up by its own text, so a character only the vocabulary has keeps its
+ * id; the unknown id when the vocabulary lacks the text); ids become the vocabulary's pieces, which the model decodes (the
  * vocabulary's own control tokens, such as <pad>, give nothing; a piece
  * the model lacks gives its own spelling, U+2581 as a space, as
  * MarianTokenizer's convert_tokens_to_string does). The tokenizer's
@@ -123,17 +124,7 @@ tfm_tokenizer *tfm__renumbered_from_bytes(const char *op, const char *bytes, siz
 int tfm__renumbered_encode(const char *op, const tfm_tokenizer *tok, const char *text,
                            size_t length, tfm__ids *out)
 {
-    tfm__ids pieces = {0};
-    int failed = tfm__sentencepiece_encode(op, tok->base, text, length, &pieces);
-    for (int64_t i = 0; i < pieces.size && !failed; i++) {
-        const tfm__piece *p = &tok->base->pieces[pieces.data[i]];
-        int32_t id = tfm__piece_id(tok, p->text, p->length);
-        /* text never becomes a control token, even one spelled as a piece */
-        int control = id >= 0 && tok->pieces[id].type == TFM__PIECE_CONTROL;
-        failed = tfm__ids_push(op, out, id >= 0 && !control ? id : tok->unk_id);
-    }
-    free(pieces.data);
-    return failed;
+    return tfm__sentencepiece_encode(op, tok->base, tok, text, length, out);
 }
 
 int tfm__renumbered_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,

@@ -789,8 +789,26 @@ static int encode_split(const char *op, const tfm_tokenizer *tok, const char *s,
     return 0;
 }
 
-int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok, const char *text,
-                              size_t length, tfm__ids *out)
+/* One piece of the encoding: its id, or with a spelling tokenizer
+ * spelling's id of the piece's text (EncodeAsPieces' string: an unknown
+ * run's is its normalized text), which is its unknown id when spelling
+ * lacks it or it is a control token there (text never becomes one). */
+static int push_piece(const char *op, const tfm_tokenizer *tok, const tfm_tokenizer *spelling,
+                      const char *s, const segment *p, tfm__ids *out)
+{
+    if (!spelling)
+        return tfm__ids_push(op, out, p->id);
+    const tfm__piece *own = &tok->pieces[p->id];
+    int unknown = own->type == TFM__PIECE_UNKNOWN;
+    int32_t id = tfm__piece_id(spelling, unknown ? s + p->start : own->text,
+                               unknown ? p->length : own->length);
+    int control = id >= 0 && spelling->pieces[id].type == TFM__PIECE_CONTROL;
+    return tfm__ids_push(op, out, id >= 0 && !control ? id : spelling->unk_id);
+}
+
+int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok,
+                              const tfm_tokenizer *spelling, const char *text, size_t length,
+                              tfm__ids *out)
 {
     tfm__bytes normalized = {0};
     segments pieces = {0};
@@ -806,22 +824,32 @@ int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok, const ch
     if (failed)
         goto done;
     /* PopulateSentencePieceText: unknown pieces become their bytes' pieces
-     * with byte fallback, else runs of them one unknown id. */
-    int prev_unknown = 0;
+     * with byte fallback, else runs of them one unknown piece (whose text
+     * is the run's) */
+    segment run = {0, 0, -1};
     for (size_t i = 0; i < pieces.size; i++) {
         const segment *p = &pieces.data[i];
         int unknown = tok->pieces[p->id].type == TFM__PIECE_UNKNOWN;
+        if (unknown && run.id >= 0 && tok->pieces[run.id].type == TFM__PIECE_UNKNOWN &&
+            !tok->byte_fallback) {
+            run.length = p->start + p->length - run.start;
+            continue;
+        }
+        if (run.id >= 0 && push_piece(op, tok, spelling, s, &run, out))
+            goto done;
+        run = *p;
         if (unknown && tok->byte_fallback) {
             for (size_t b = 0; b < p->length; b++) {
                 int32_t id = tok->byte_ids[(unsigned char)s[p->start + b]];
-                if (tfm__ids_push(op, out, id >= 0 ? id : tok->unk_id))
+                segment byte = {p->start + b, 1, id >= 0 ? id : tok->unk_id};
+                if (push_piece(op, tok, spelling, s, &byte, out))
                     goto done;
             }
-        } else if (!(unknown && prev_unknown) && tfm__ids_push(op, out, p->id)) {
-            goto done;
+            run.id = -1;
         }
-        prev_unknown = unknown;
     }
+    if (run.id >= 0 && push_piece(op, tok, spelling, s, &run, out))
+        goto done;
     status = 0;
 done:
     free(normalized.data);

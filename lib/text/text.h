@@ -182,9 +182,14 @@ int tfm__normalize(const char *op, const tfm_tokenizer *tok, const tfm__normaliz
 /* Parses a SentencePiece ModelProto from bytes[0, size) into a tokenizer,
  * keeping a copy of the bytes. NULL with the error set (op names the call). */
 tfm_tokenizer *tfm__sentencepiece_parse(const char *op, const char *bytes, size_t size);
-/* Appends the ids of text[0, length). */
-int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok, const char *text,
-                              size_t length, tfm__ids *out);
+/* Appends the ids of text[0, length): tok's, or with spelling (not NULL)
+ * spelling's ids of the pieces' texts, as transformers' MarianTokenizer
+ * maps the strings SentencePiece's encode gives through vocab.json (an
+ * unknown run's text is its own, so a character the model lacks but the
+ * vocabulary has keeps the vocabulary's id). */
+int tfm__sentencepiece_encode(const char *op, const tfm_tokenizer *tok,
+                              const tfm_tokenizer *spelling, const char *text, size_t length,
+                              tfm__ids *out);
 /* Appends the text of ids (each already checked to be in range). */
 int tfm__sentencepiece_decode(const char *op, const tfm_tokenizer *tok, const int32_t *ids,
                               int64_t count, tfm__bytes *out);

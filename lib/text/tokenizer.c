@@ -149,8 +149,8 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text
                  : tokenizer->base
                      ? tfm__renumbered_encode(op, tokenizer, text ? text : "", (size_t)length,
                                               &out)
-                     : tfm__sentencepiece_encode(op, tokenizer, text ? text : "", (size_t)length,
-                                                 &out);
+                     : tfm__sentencepiece_encode(op, tokenizer, NULL, text ? text : "",
+                                                 (size_t)length, &out);
     if (failed) {
         free(out.data);
         return tfm_last_status();

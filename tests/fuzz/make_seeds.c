@@ -421,6 +421,9 @@ int main(int argc, char **argv)
         "  \"\\\"\\\\\\/\\b\\f\\n\\r\\t\"  ",
         "-9223372036854775808",
         "18446744073709551616",
+        /* refused: a key twice (at any depth), a NUL escape */
+        "{\"a\":[{\"k\":1,\"j\":2,\"k\":3}],\"b\":{\"k\":1}}",
+        "{\"model_type\":\"marian\\u0000x\"}",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         char name[32];
