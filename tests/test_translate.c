@@ -159,8 +159,10 @@ START_TEST(blank_texts_give_empty_translations)
         int64_t count = -1;
         tfm_translation_ids(r, i, 0, &count);
         ck_assert_int_eq(count == 0, is_blank);
-        if (is_blank)
+        if (is_blank) {
             ck_assert_str_eq(tfm_translation_text(r, i, 0), "");
+            ck_assert_float_eq(tfm_translation_score(r, i, 0), 0.0f);
+        }
     }
     tfm_translation_free(r);
     ck_assert_int_eq(tfm_translate(t, texts, 0, NULL, &r), TFM_OK);
@@ -301,6 +303,19 @@ START_TEST(alignments_on_request)
             sum += a[i * columns + j];
         ck_assert_double_eq_tol(sum, 1.0, 1e-4);
     }
+    /* the text's own, whatever it is batched with */
+    const char *pair[] = {texts[1], texts[3]};
+    tfm_translation *alone = NULL, *batched = NULL;
+    ck_assert_int_eq(tfm_translate(t, pair, 1, &o, &alone), TFM_OK);
+    ck_assert_int_eq(tfm_translate(t, pair, 2, &o, &batched), TFM_OK);
+    int64_t rows_alone = 0, columns_alone = 0;
+    const float *x = tfm_translation_alignment(alone, 0, 0, &rows_alone, &columns_alone);
+    const float *y = tfm_translation_alignment(batched, 0, 0, &rows, &columns);
+    ck_assert_int_eq(rows, rows_alone);
+    ck_assert_int_eq(columns, columns_alone);
+    ck_assert_mem_eq(x, y, (size_t)(rows * columns) * sizeof *x);
+    tfm_translation_free(alone);
+    tfm_translation_free(batched);
     tfm_translation_free(r);
     ck_assert_int_eq(tfm_translate(t, texts, 1, NULL, &r), TFM_OK);
     ck_assert_ptr_null(tfm_translation_alignment(r, 0, 0, NULL, NULL));

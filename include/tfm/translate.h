@@ -174,7 +174,8 @@ TFM_API void tfm_translate_options_init_sized(tfm_translate_options *options,
 
 /** Translates texts[0, n) (UTF-8, NUL-terminated) with options (NULL: the
  * defaults) on the calling thread, into *out (caller-owned: free with
- * tfm_translation_free()). A blank text gives an empty translation.
+ * tfm_translation_free()). A blank text gives an empty translation
+ * (score 0).
  * TFM_ERR_NULL, TFM_ERR_ARG (options out of range, named; on_token or
  * on_done or deadline_ms set), TFM_ERR_SIZE (n beyond 2^31), decoding's
  * errors, TFM_ERR_NOMEM; *out is NULL on error. */
@@ -207,7 +208,8 @@ TFM_API tfm_status tfm_translation_source_tokens(const tfm_translation *translat
                                                  int64_t *tokenized, int64_t *decoded);
 /** Its alignments, when the decoding options asked for them
  * (return_attention): [target_length, source_length] floats owned by the
- * translation, as tfm_decoding_attention() gives them; NULL with
+ * translation, as tfm_decoding_attention() gives them over the text's own
+ * source_length tokens (tfm_translation_source_tokens' decoded); NULL with
  * TFM_ERR_STATE when not asked, or the errors above. */
 TFM_API const float *tfm_translation_alignment(const tfm_translation *translation, int64_t i,
                                                int32_t h, int64_t *target_length,

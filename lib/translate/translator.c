@@ -554,8 +554,10 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
 {
     job->ids = NULL;
     job->n_ids = 0;
-    if (blank(text))
+    if (blank(text)) { /* its translation is empty, as sure as can be */
+        job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
         return TFM_OK;
+    }
     int64_t tokenized = 0;
     tfm_status st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
                                      t->model->options.max_src_len, &job->ids, &job->n_ids,
@@ -679,13 +681,19 @@ static tfm_status keep_results(const char *op, const tfm_translator *t, tfm__slo
                 return st;
             if (!s->decode.return_attention || length == 0)
                 continue;
-            tfm_decoding_attention(slot->decoding, k, NULL, 0, &x->rows, &x->columns);
-            if (!(x->alignment = malloc((size_t)(x->rows * x->columns + 1) * sizeof(float))))
+            int64_t width = 0, own = rows[r]->n_ids;
+            tfm_decoding_attention(slot->decoding, k, NULL, 0, &x->rows, &width);
+            if (!(x->alignment = malloc((size_t)(x->rows * width + 1) * sizeof(float))))
                 return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for alignments", op);
-            st = tfm_decoding_attention(slot->decoding, k, x->alignment, x->rows * x->columns,
-                                        NULL, NULL);
+            st = tfm_decoding_attention(slot->decoding, k, x->alignment, x->rows * width, NULL,
+                                        NULL);
             if (st != TFM_OK)
                 return st;
+            /* the text's own source positions, not the run's padding */
+            for (int64_t i = 1; i < x->rows; i++)
+                memmove(x->alignment + i * own, x->alignment + i * width,
+                        (size_t)own * sizeof(float));
+            x->columns = own;
         }
     }
     return TFM_OK;
