@@ -222,6 +222,26 @@ def test_translate_releases_the_gil(translator):
     assert gaps.max() < 0.5 * (end - start), (gaps.max(), end - start)
 
 
+def test_close_waits_for_the_calls_other_threads_make():
+    translator = tfm.Translator(FOLDER)
+    texts = [s + ' ' + str(i) for i in range(60) for s in SOURCES]
+    alone = translator.translate(texts)
+    found, inside = [], threading.Event()
+
+    def call():
+        inside.set()
+        found.append(translator.translate(texts))
+    thread = threading.Thread(target=call)
+    thread.start()
+    inside.wait()
+    time.sleep(0.01)
+    translator.close()
+    assert found == [alone]  # finished before the translator was freed
+    thread.join()
+    with pytest.raises(tfm.ClosedError):
+        translator.translate('a')
+
+
 # --- requests ---------------------------------------------------------------------------
 def test_requests_from_threads_give_what_translate_gives():
     """Callers' requests with mixed options, batched together by the

@@ -62,6 +62,7 @@ class _Call:
 
     def __init__(self, translator, beam_size, max_length, n_best, return_alignments,
                  source_language, target_language, target_prefix, decode_options):
+        """translator: the tfm_translator's pointer."""
         unknown = sorted(set(decode_options) - set(_KEYWORDS))
         if unknown:
             raise TypeError('unexpected keyword %s (the decoding options: %s)' % (
@@ -81,11 +82,9 @@ class _Call:
         self._kept = [_token_lists(fields)]
         self.options = options('tfm_translate_options', lib.tfm_translate_options_init_sized, {})
         if fields:
-            pointer = translator._ptr()
-
             def defaults(o, size):
                 lib.tfm_decode_options_init_sized(o, size)
-                check(lib.tfm_translator_decode_options(pointer, o))
+                check(lib.tfm_translator_decode_options(translator, o))
             self.decode = options('tfm_decode_options', defaults, fields)
             self.options.decode = self.decode
         self.options.source_language = _c_text(source_language, self._kept)
@@ -211,7 +210,20 @@ class Translator(Handle):
         else:
             pointer = lib.tfm_translator_create(_model._ptr(), o)
         super().__init__(check_pointer(pointer), _model)
+        # close() waits for the calls other threads are making
+        self._calls, self._idle = 0, threading.Condition()
         _open.add(self)
+
+    def _enter(self):
+        with self._idle:
+            pointer = self._ptr()
+            self._calls += 1
+        return pointer
+
+    def _leave(self):
+        with self._idle:
+            self._calls -= 1
+            self._idle.notify_all()
 
     @classmethod
     def from_model(cls, model, max_batch_tokens=None, max_batch=None, workers=None,
@@ -228,11 +240,15 @@ class Translator(Handle):
                    _model=model)
 
     def close(self):
-        """Stops the scheduler (requests not yet decoded end with
+        """Waits for the translate and submit calls other threads are
+        making, stops the scheduler (requests not yet decoded end with
         CancelledError, those being decoded are finished), then frees the
         translator; requests keep their results."""
         _open.discard(self)
-        super().close()
+        with self._idle:
+            while self._calls:
+                self._idle.wait()
+            super().close()
 
     @property
     def decode_options(self):
@@ -288,12 +304,16 @@ class Translator(Handle):
         cache_precision, ...), each replacing that default."""
         one = _is_one_text(texts)
         texts = [texts] if one else list(texts)
-        call = _Call(self, beam_size, max_length, n_best, return_alignments, source_language,
-                     target_language, target_prefix, decode_options)
         kept = [ffi.new('char[]', _utf8(text)) for text in texts]
         out = ffi.new('tfm_translation **')
-        check(lib.tfm_translate(self._ptr(), ffi.new('char *[]', kept), len(kept),
-                                call.options, out))
+        pointer = self._enter()
+        try:
+            call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
+                         source_language, target_language, target_prefix, decode_options)
+            check(lib.tfm_translate(pointer, ffi.new('char *[]', kept), len(kept),
+                                    call.options, out))
+        finally:
+            self._leave()
         try:
             found = _translations(out[0], return_scores or return_alignments or
                                   n_best is not None)
@@ -318,24 +338,27 @@ class Translator(Handle):
         if not _is_one_text(text):
             raise TypeError('submit takes one text (str), not %s: submit each, or translate '
                             'a list' % type(text).__name__)
-        call = _Call(self, beam_size, max_length, n_best, return_alignments, source_language,
-                     target_language, target_prefix, decode_options)
-        if deadline_ms is not None:
-            call.options.deadline_ms = deadline_ms
-        stream = None
-        if on_token is not None:
-            stream = _Stream(on_token)
-            call.options.on_token, call.options.on_done = _on_token, _on_done
-            call.options.user = stream.handle
-            with _streams_lock:
-                _streams[stream.key] = stream
-        pointer = lib.tfm_translator_submit(self._ptr(), ffi.new('char[]', _utf8(text)),
-                                            call.options)
-        if pointer == ffi.NULL:
-            if stream is not None:
+        translator, stream = self._enter(), None
+        try:
+            call = _Call(translator, beam_size, max_length, n_best, return_alignments,
+                         source_language, target_language, target_prefix, decode_options)
+            if deadline_ms is not None:
+                call.options.deadline_ms = deadline_ms
+            if on_token is not None:
+                stream = _Stream(on_token)
+                call.options.on_token, call.options.on_done = _on_token, _on_done
+                call.options.user = stream.handle
                 with _streams_lock:
-                    del _streams[stream.key]
-            raise_last_error()
+                    _streams[stream.key] = stream
+            pointer = lib.tfm_translator_submit(translator, ffi.new('char[]', _utf8(text)),
+                                                call.options)
+            if pointer == ffi.NULL:
+                if stream is not None:
+                    with _streams_lock:
+                        del _streams[stream.key]
+                raise_last_error()
+        finally:
+            self._leave()
         return Request(pointer, self, stream,
                        return_scores or return_alignments or n_best is not None)
 
