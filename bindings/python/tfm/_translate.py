@@ -177,12 +177,33 @@ def _close_all():
 
 
 # --- the translator ---------------------------------------------------------------------
+def _translator_options(kept, int8=False, source_language=None, target_language=None,
+                        **fields):
+    """tfm_translator_options with the fields given (None: the default's);
+    its strings kept alive in kept."""
+    o = options('tfm_translator_options', lib.tfm_translator_options_init_sized,
+                {k: v for k, v in fields.items() if v is not None})
+    o.int8 = int(int8)
+    o.source_language = _c_text(source_language, kept)
+    o.target_language = _c_text(target_language, kept)
+    return o
+
+
 class Translator(Handle):
-    """Text in, text out (tfm_translator), from any number of threads.
-    Opened from path: a model file (tfm.Model.save, tfm-translate) or a
-    published model's folder (tfm.Model.from_pretrained's), float32, or
-    int8 with int8=True (a quantized file is int8 anyway); a multilingual
-    model's source_language and target_language by their codes ('en_XX',
+    """Text in, text out (tfm_translator), from any number of threads:
+
+        translator = tfm.Translator('opus-mt-en-de')  # a folder save_pretrained wrote
+        translator.translate('Hello world')           # a str: 'Hallo Welt'
+        translator.translate(texts, beam_size=5, return_scores=True)  # Translations
+
+    (transformers' pipeline('translation')(text)[0]['translation_text'] and
+    CTranslate2's translate_batch(tokens)[0].hypotheses[0] are
+    translate(text); Translation.hypotheses and their scores are
+    CTranslate2's n-best.) Opened from path: a model file
+    (tfm.Model.save, tfm-translate) or a published model's folder
+    (tfm.Model.from_pretrained's), float32, or int8 with int8=True (a
+    quantized file is int8 anyway); a multilingual model's
+    source_language and target_language by their codes ('en_XX',
     'eng_Latn', 'en'). max_batch_tokens (source tokens in one decoding
     run, padding included; default 4096), max_batch (sources in one run;
     64), workers (submit's scheduler threads; 1), max_wait_ms (how long
@@ -196,20 +217,16 @@ class Translator(Handle):
 
     def __init__(self, path, int8=False, source_language=None, target_language=None,
                  max_batch_tokens=None, max_batch=None, workers=None, max_wait_ms=None,
-                 queue_capacity=None, _model=None):
-        o = options('tfm_translator_options', lib.tfm_translator_options_init_sized, {
-            k: v for k, v in dict(int8=int(int8), max_batch_tokens=max_batch_tokens,
-                                  max_batch=max_batch, workers=workers,
-                                  max_wait_ms=max_wait_ms,
-                                  queue_capacity=queue_capacity).items() if v is not None})
+                 queue_capacity=None):
         kept = []
-        o.source_language = _c_text(source_language, kept)
-        o.target_language = _c_text(target_language, kept)
-        if _model is None:
-            pointer = lib.tfm_translator_open(os.fsencode(path), o)
-        else:
-            pointer = lib.tfm_translator_create(_model._ptr(), o)
-        super().__init__(check_pointer(pointer), _model)
+        o = _translator_options(kept, int8, source_language, target_language,
+                                max_batch_tokens=max_batch_tokens, max_batch=max_batch,
+                                workers=workers, max_wait_ms=max_wait_ms,
+                                queue_capacity=queue_capacity)
+        self._made(lib.tfm_translator_open(os.fsencode(path), o))
+
+    def _made(self, pointer, model=None):
+        super().__init__(check_pointer(pointer), model)
         # close() waits for the calls other threads are making
         self._calls, self._idle = 0, threading.Condition()
         _open.add(self)
@@ -235,9 +252,12 @@ class Translator(Handle):
         be trained, loaded into or quantized while the translator lives."""
         if not isinstance(model, Model):
             raise TypeError('from_model takes a tfm.Model, not %s' % type(model).__name__)
-        return cls(None, max_batch_tokens=max_batch_tokens, max_batch=max_batch,
-                   workers=workers, max_wait_ms=max_wait_ms, queue_capacity=queue_capacity,
-                   _model=model)
+        o = _translator_options([], max_batch_tokens=max_batch_tokens, max_batch=max_batch,
+                                workers=workers, max_wait_ms=max_wait_ms,
+                                queue_capacity=queue_capacity)
+        translator = cls.__new__(cls)
+        translator._made(lib.tfm_translator_create(model._ptr(), o), model)
+        return translator
 
     def close(self):
         """Waits for the translate and submit calls other threads are
@@ -367,8 +387,8 @@ class Translator(Handle):
 
 
 class Request(Handle):
-    """One text submitted to a translator (tfm_request), as a
-    concurrent.futures.Future: result(timeout=None), done(), cancel(),
+    """One text submitted to a translator (tfm_request; made by
+    Translator.submit), as a concurrent.futures.Future: result(timeout=None), done(), cancel(),
     cancelled(), exception(timeout=None). close() (or collection) frees it,
     cancelling it if it has not finished."""
     _free = lib.tfm_request_free
