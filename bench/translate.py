@@ -126,7 +126,8 @@ def libtfm_train(a, precision, form, out_model, vocab):
     program = os.path.join(a.build, 'examples', 'tfm-translate')
     # no test-set translation after training: only the steps are timed
     argv = [program, '--train', '--data', a.data, '--out', out_model, '--steps', str(a.steps),
-            '--precision', precision, '--seed', str(a.seed), '--evaluate', '0']
+            '--precision', precision, '--seed', str(a.seed), '--evaluate', '0',
+            '--overwrite']  # each round retrains into the same file
     # the vocabulary is trained once (deterministic), then read back
     argv += ['--vocab', vocab] if os.path.exists(vocab) else ['--save-vocab', vocab]
     if form == 'mpi':

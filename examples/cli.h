@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <tfm/tfm.h>
 
@@ -62,6 +63,39 @@ static const char *cli_name(const char *argv0)
     return slash ? slash + 1 : argv0;
 }
 
+/* Standard output, checked: its writes are buffered, so a failure (a full
+ * disk, a closed pipe) shows in its error flag or in the final flush.
+ * cli_parse has cli_close_stdout run at exit: a program whose output was
+ * lost exits 1 with a message, whatever main returned. Programs that print
+ * as they go ask cli_stdout_failed after each write, to stop early. */
+static const char *cli_program = "";
+static int cli_stdout_errno;
+
+/* 1 when a write to standard output has failed (its errno kept for the
+ * message at exit), else 0. */
+static inline int cli_stdout_failed(void)
+{
+    if (!ferror(stdout))
+        return 0;
+    if (!cli_stdout_errno)
+        cli_stdout_errno = errno ? errno : EIO;
+    return 1;
+}
+
+static void cli_close_stdout(void)
+{
+    int failed = cli_stdout_failed();
+    if (fclose(stdout) != 0 && !failed) {
+        failed = 1;
+        cli_stdout_errno = errno;
+    }
+    if (failed) {
+        fprintf(stderr, "%s: cannot write standard output: %s\n", cli_program,
+                strerror(cli_stdout_errno));
+        _exit(EXIT_FAILURE); /* exit() may not be called again from an exit handler */
+    }
+}
+
 static int cli_usage_error(const char *program)
 {
     fprintf(stderr, "Try '%s --help' for more information.\n", program);
@@ -105,6 +139,8 @@ static int cli_parse(int argc, char **argv, const char *summary, const cli_flag 
     enum { HELP = 1, VERSION = 2, FIRST_FLAG = 256 };
     struct option options[CLI_MAX_FLAGS + 3];
     const char *program = cli_name(argv[0]);
+    cli_program = program;
+    atexit(cli_close_stdout);
     if (n < 0 || n > CLI_MAX_FLAGS) {
         fprintf(stderr, "%s: at most %d flags\n", program, CLI_MAX_FLAGS);
         return CLI_USAGE_ERROR;
@@ -248,27 +284,15 @@ static inline double cli_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Writes the tokenizer's bytes (tfm_tokenizer_save_bytes: a SentencePiece
- * model is an spm .model file) to path; 0, or -1 (the file may be partly
- * written). */
-static inline int cli_save_tokenizer(const tfm_tokenizer *tok, const char *path)
-{
-    int64_t size = 0;
-    tfm_tokenizer_save_bytes(tok, NULL, 0, &size); /* asks for the size */
-    char *bytes = size > 0 ? malloc((size_t)size) : NULL;
-    FILE *f = bytes ? fopen(path, "wb") : NULL;
-    int saved = f && tfm_tokenizer_save_bytes(tok, bytes, size, &size) == TFM_OK &&
-                fwrite(bytes, 1, (size_t)size, f) == (size_t)size;
-    saved = f && fclose(f) == 0 && saved;
-    free(bytes);
-    return saved ? 0 : -1;
-}
-
-/* Prints what failed with libtfm's message; returns EXIT_FAILURE. */
+/* Prints what failed, with libtfm's message when libtfm set one; returns
+ * EXIT_FAILURE. */
 static int cli_fail(const char *program, const char *what)
 {
-    fprintf(stderr, "%s: %s: %s (%s)\n", program, what, tfm_last_error(),
-            tfm_status_name(tfm_last_status()));
+    if (tfm_last_status() == TFM_OK)
+        fprintf(stderr, "%s: %s\n", program, what);
+    else
+        fprintf(stderr, "%s: %s: %s (%s)\n", program, what, tfm_last_error(),
+                tfm_status_name(tfm_last_status()));
     return EXIT_FAILURE;
 }
 

@@ -9,6 +9,8 @@
  * `spm_encode --output_format=id`; decoding reads such lines and prints
  * their text, as `spm_decode --input_format=id`. Training writes a
  * SentencePiece BPE model that spm_encode reads too. */
+#include <ctype.h>
+
 #include "cli.h"
 
 /* One line of in without its newline, NUL-terminated, in *line (grown);
@@ -55,6 +57,10 @@ static int encode_lines(const char *program, const tfm_tokenizer *tok)
         for (int64_t i = 0; i < count; i++)
             printf(i ? " %d" : "%d", (int)ids[i]);
         putchar('\n');
+        if (cli_stdout_failed()) {
+            status = EXIT_FAILURE; /* said at exit */
+            break;
+        }
     }
     if (length == -2)
         status = cli_fail(program, "out of memory reading a line");
@@ -63,23 +69,58 @@ static int encode_lines(const char *program, const tfm_tokenizer *tok)
     return status;
 }
 
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* The ids of line[0, length), ids separated by blanks, into ids (room for
+ * length / 2 + 1 of them): their count; -1 with the first word that is no
+ * id below vocab_size (a NUL byte is no digit) in *bad and *bad_length. */
+static int64_t parse_ids(const char *line, int64_t length, int32_t vocab_size, int32_t *ids,
+                         const char **bad, int *bad_length)
+{
+    int64_t count = 0;
+    for (const char *at = line, *end = line + length; at < end;) {
+        if (is_blank(*at)) {
+            at++;
+            continue;
+        }
+        const char *word = at;
+        int64_t id = 0;
+        for (; at < end && !is_blank(*at); at++)
+            id = id >= 0 && id < vocab_size && isdigit((unsigned char)*at)
+                     ? 10 * id + (*at - '0')
+                     : -1; /* stays -1: no id */
+        if (id < 0 || id >= vocab_size) {
+            *bad = word;
+            *bad_length = at - word < 40 ? (int)(at - word) : 40;
+            return -1;
+        }
+        ids[count++] = (int32_t)id;
+    }
+    return count;
+}
+
 static int decode_lines(const char *program, const tfm_tokenizer *tok)
 {
     char *line = NULL, *text = NULL;
     size_t capacity = 0;
-    int64_t room = 0, length, size;
+    int64_t room = 0, length, size, number = 0;
     int status = EXIT_SUCCESS;
     int32_t *ids = NULL;
     while ((length = read_line(stdin, &line, &capacity)) >= 0) {
+        number++;
         free(ids);
         ids = malloc(((size_t)length / 2 + 1) * sizeof *ids);
-        int64_t count = 0;
-        for (char *at = line, *end; ids; at = end) {
-            long id = strtol(at, &end, 10);
-            if (end == at)
-                break;
-            /* an id beyond int32 is out of range for the library to say */
-            ids[count++] = id >= INT32_MIN && id <= INT32_MAX ? (int32_t)id : -1;
+        const char *bad = NULL;
+        int bad_length = 0;
+        int64_t count = ids ? parse_ids(line, length, tfm_tokenizer_vocab_size(tok), ids, &bad,
+                                        &bad_length)
+                            : 0;
+        if (count < 0) {
+            fprintf(stderr, "%s: line %lld: '%.*s' is not a token id (a whole number from 0 "
+                    "to %d)\n", program, (long long)number, bad_length, bad,
+                    (int)tfm_tokenizer_vocab_size(tok) - 1);
+            status = EXIT_FAILURE;
+            break;
         }
         tfm_status s = ids ? tfm_tokenizer_decode(tok, ids, count, text, room, &size)
                            : TFM_ERR_NOMEM;
@@ -95,6 +136,10 @@ static int decode_lines(const char *program, const tfm_tokenizer *tok)
         }
         fwrite(text ? text : "", 1, (size_t)size, stdout);
         putchar('\n');
+        if (cli_stdout_failed()) {
+            status = EXIT_FAILURE; /* said at exit */
+            break;
+        }
     }
     free(line);
     free(text);
@@ -144,8 +189,8 @@ static int train(const char *program, const char *path, int64_t vocab_size, int6
         status = cli_fail(program, "training");
         goto done;
     }
-    if (cli_save_tokenizer(tok, out) != 0) {
-        fprintf(stderr, "%s: cannot write %s\n", program, out);
+    if (tfm_tokenizer_save(tok, out) != TFM_OK) {
+        cli_fail(program, "writing the model");
     } else {
         printf("%s: %d pieces from %lld lines\n", out, (int)tfm_tokenizer_vocab_size(tok),
                (long long)count);

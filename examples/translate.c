@@ -33,7 +33,7 @@
 static const char *program = "tfm-translate";
 
 typedef struct config {
-    int64_t train, distributed;
+    int64_t train, distributed, overwrite;
     const char *model, *score, *reference;
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
@@ -337,229 +337,48 @@ static double validation_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
     return tokens ? sum / (double)tokens : NAN;
 }
 
-/* --- translating -------------------------------------------------------------------- */
+/* --- translating: the library's translator (translate.h) --------------------------- */
 
-typedef struct translator {
-    tfm_model *model;
-    tfm_decoding *decoding;
-    int64_t max_batch, max_src, max_length, n_best;
-    int32_t pad_id;
-    int32_t *ids, *tokens, *lengths;
-    int64_t *order, *counts;
-} translator;
-
-static void translator_free(translator *t)
+/* The translator's decoding defaults, with --beam and --max-length. */
+static void decode_options(const tfm_translator *t, const config *c, tfm_decode_options *o)
 {
-    tfm_decoding_free(t->decoding);
-    free(t->ids);
-    free(t->tokens);
-    free(t->lengths);
-    free(t->order);
-    free(t->counts);
-    *t = (translator){0};
+    tfm_decode_options_init(o);
+    tfm_translator_decode_options(t, o);
+    if (c->beam) {
+        o->strategy = c->beam > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
+        o->beam_size = (int32_t)c->beam;
+    }
+    if (c->max_length)
+        o->max_length = (int32_t)c->max_length;
 }
 
-/* Never text: the start token, padding, and the ids past the target
- * tokenizer's pieces (a model may have more ids than its tokenizer); a
- * published model says its own (bad_words_ids). */
-static int suppress_non_text(tfm_model *model, tfm_decode_options *o, int32_t **never)
+/* out[i] = the translation of lines[i] (malloc'd), saying which lines were
+ * cut to the model's sources; 0, or -1 after a message. */
+static int translate_lines(tfm_translator *t, const tfm_translate_options *o,
+                           char *const *lines, int64_t n, char **out)
 {
-    int64_t vocab = tfm_model_tgt_vocab(model);
-    int64_t pieces = tfm_tokenizer_vocab_size(tfm_model_tokenizer(model, 1));
-    int64_t n_never = 2 + (vocab > pieces ? vocab - pieces : 0);
-    if (!(*never = malloc((size_t)n_never * sizeof **never))) {
-        fprintf(stderr, "%s: out of memory for %lld suppressed ids\n", program,
-                (long long)n_never);
+    tfm_translation *r = NULL;
+    if (tfm_translate(t, (const char *const *)lines, n, o, &r) != TFM_OK) {
+        cli_fail(program, "translating");
         return -1;
     }
-    (*never)[0] = tfm_model_bos_id(model);
-    (*never)[1] = tfm_model_pad_id(model);
-    for (int64_t id = pieces, k = 2; id < vocab; id++)
-        (*never)[k++] = (int32_t)id;
-    o->suppress_ids = *never;
-    o->n_suppress_ids = (int32_t)n_never;
-    return 0;
-}
-
-/* A translator of up to max_batch lines at once with the model's own
- * tokenizers: a published model (published) with its generation
- * defaults, beam (0: its own) and max_length (0: its own) changing them;
- * a model trained here with beam 4 unless told, and translations up to
- * twice their source's length and 10 (or max_length). 0, or -1 having
- * said why on standard error. */
-static int translator_make(translator *t, tfm_model *model, int published, int64_t beam,
-                           int64_t max_length, int64_t max_batch)
-{
-    *t = (translator){.model = model, .max_batch = max_batch};
-    if (!tfm_model_tokenizer(model, 0)) {
-        fprintf(stderr, "%s: the model holds no tokenizer: it was not saved by tfm-translate "
-                "or tfm_model_set_tokenizers, or its folder lacks the tokenizer files\n",
-                program);
-        return -1;
+    int64_t done = 0;
+    for (; done < n; done++) {
+        int64_t tokenized = 0, decoded = 0;
+        tfm_translation_source_tokens(r, done, &tokenized, &decoded);
+        if (tokenized > decoded)
+            fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n", program,
+                    (long long)tokenized, (long long)decoded);
+        if (!(out[done] = strdup(tfm_translation_text(r, done, 0))))
+            break;
     }
-    tfm_decode_options o;
-    tfm_decode_options_init(&o);
-    tfm_decode_options_from_model(model, &o);
-    int32_t *never = NULL;
-    if (!published) {
-        beam = beam ? beam : 4;
-        o.max_length = (int32_t)(tfm_model_max_tgt_len(model) - 1);
-        /* targets run about as long as their sources: room for twice that */
-        o.max_length_a = 2.0f;
-        o.max_length_b = 10;
-        if (suppress_non_text(model, &o, &never) < 0)
-            return -1;
-    }
-    if (beam) {
-        o.strategy = beam > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
-        o.beam_size = (int32_t)beam;
-    }
-    if (max_length)
-        o.max_length = (int32_t)max_length;
-    t->max_src = tfm_model_max_src_len(model);
-    t->max_length = o.max_length;
-    t->n_best = 1;
-    t->pad_id = tfm_model_pad_id(model) >= 0 ? tfm_model_pad_id(model) : 0;
-    t->decoding = tfm_decoding_create(model, &o, max_batch, t->max_src);
-    free(never); /* the decoding keeps a copy */
-    int64_t tokens = 0;
-    if (!t->decoding ||
-        tfm_decoding_buffer_sizes(t->decoding, max_batch, &tokens, NULL, NULL, NULL) != TFM_OK) {
-        cli_fail(program, "preparing to translate");
-        return -1;
-    }
-    t->ids = malloc((size_t)(max_batch * t->max_src) * sizeof *t->ids);
-    t->tokens = malloc((size_t)tokens * sizeof *t->tokens);
-    t->lengths = malloc((size_t)max_batch * sizeof *t->lengths);
-    t->order = malloc((size_t)max_batch * sizeof *t->order);
-    t->counts = malloc((size_t)max_batch * sizeof *t->counts);
-    if (!t->ids || !t->tokens || !t->lengths || !t->order || !t->counts) {
-        fprintf(stderr, "%s: out of memory for a translator of %lld lines\n", program,
-                (long long)max_batch);
-        return -1;
-    }
-    return 0;
-}
-
-static const int64_t *sort_counts;
-static int by_count(const void *a, const void *b)
-{
-    int64_t x = sort_counts[*(const int64_t *)a], y = sort_counts[*(const int64_t *)b];
-    return (x > y) - (x < y);
-}
-
-/* Decodes out[i] = the translation of lines[i], for n <= max_batch lines,
- * each malloc'd (the caller frees them). A line longer than the model's
- * sources is cut there, saying so. 0, or -1 with libtfm's error. */
-static int blank(const char *line)
-{
-    while (*line == ' ' || *line == '\t' || *line == '\r')
-        line++;
-    return *line == '\0';
-}
-
-/* The line's ids cut to max_src as transformers' truncation does: the
- * text's ids end early, the ids the model puts around it stay (BART's
- * <s>, </s>, a language code after it). count is the uncut ids'. */
-static tfm_status cut_source(const tfm_model *model, const char *line, int64_t length,
-                             int64_t count, int32_t *row, int64_t max_src)
-{
-    int64_t inner = 0;
-    int32_t *all = malloc((size_t)(2 * count) * sizeof *all), *text = all + count;
-    tfm_status s = all ? tfm_model_encode_text(model, line, length, all, count, &count)
-                       : TFM_ERR_NOMEM;
-    if (s == TFM_OK)
-        s = tfm_tokenizer_encode(tfm_model_tokenizer(model, 0), line, length, text, count,
-                                 &inner);
-    /* the text's ids sit after the prefix, the first place they match */
-    int64_t prefix = 0, around = count - inner;
-    while (s == TFM_OK && prefix < around &&
-           memcmp(all + prefix, text, (size_t)inner * sizeof *text) != 0)
-        prefix++;
-    if (s == TFM_OK && max_src < around) {
-        fprintf(stderr, "%s: the model's %lld sources cannot hold the %lld ids around a "
-                "line\n", program, (long long)max_src, (long long)around);
-        s = TFM_ERR_SIZE;
-    }
-    if (s == TFM_OK) {
-        int64_t kept = max_src - around;
-        memcpy(row, all, (size_t)(prefix + kept) * sizeof *row);
-        memcpy(row + prefix + kept, all + prefix + inner,
-               (size_t)(around - prefix) * sizeof *row);
-    }
-    free(all);
-    return s;
-}
-
-static int translator_run(translator *t, const char *const *lines, int64_t n, char **out)
-{
-    int64_t width = 1;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t count = 0, length = (int64_t)strlen(lines[i]);
-        int32_t *row = t->ids + i * t->max_src;
-        tfm_status s = tfm_model_encode_text(t->model, lines[i], length, row, t->max_src,
-                                             &count);
-        if (s == TFM_ERR_SIZE) {
-            fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n",
-                    program, (long long)count, (long long)t->max_src);
-            s = cut_source(t->model, lines[i], length, count, row, t->max_src);
-            count = t->max_src;
-        }
-        if (s != TFM_OK)
-            return -1;
-        t->counts[i] = blank(lines[i]) ? 0 : count;
-        t->order[i] = i;
-        width = count > width ? count : width;
-    }
-    /* similar lengths decode together: sort, then split where it pays off */
-    sort_counts = t->counts;
-    qsort(t->order, (size_t)n, sizeof *t->order, by_count);
-    tfm_tensor *src = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){n, width});
-    if (!src)
-        return -1;
-    int32_t *cells = tfm_tensor_data_i32(src);
-    for (int64_t r = 0; r < n; r++) {
-        int64_t i = t->order[r];
-        for (int64_t k = 0; k < width; k++)
-            cells[r * width + k] = k < t->counts[i] ? t->ids[i * t->max_src + k] : t->pad_id;
-    }
-    int64_t tokens = 0;
-    tfm_decoding_buffer_sizes(t->decoding, n, &tokens, NULL, NULL, NULL);
-    tfm_status s = tfm_decoding_run(t->decoding, src, t->tokens, tokens, t->lengths, n, NULL,
-                                    0, NULL, 0, NULL, 0);
-    tfm_tensor_free(src);
-    if (s != TFM_OK)
-        return -1;
-    for (int64_t r = 0; r < n; r++) {
-        const int32_t *row = t->tokens + r * t->n_best * (t->max_length + 1);
-        /* a blank line stays blank */
-        int64_t count = t->counts[t->order[r]] == 0 ? 0 : t->lengths[r], length = 0;
-        tfm_model_decode_text(t->model, row, count, NULL, 0, &length);
-        char *text = malloc((size_t)length + 1);
-        if (!text ||
-            tfm_model_decode_text(t->model, row, count, text, length + 1, &length) != TFM_OK) {
-            free(text);
-            for (int64_t k = 0; k < r; k++)
-                free(out[t->order[k]]);
-            return -1;
-        }
-        out[t->order[r]] = text;
-    }
-    return 0;
-}
-
-/* Translates every line, max_batch at a time; out[i] malloc'd. */
-static int translate_all(translator *t, char *const *lines, int64_t n, char **out)
-{
-    for (int64_t first = 0; first < n; first += t->max_batch) {
-        int64_t count = n - first < t->max_batch ? n - first : t->max_batch;
-        if (translator_run(t, (const char *const *)lines + first, count, out + first) < 0) {
-            for (int64_t k = 0; k < first; k++)
-                free(out[k]);
-            return -1;
-        }
-    }
-    return 0;
+    tfm_translation_free(r);
+    if (done == n)
+        return 0;
+    fprintf(stderr, "%s: out of memory for %lld translations\n", program, (long long)n);
+    while (done > 0)
+        free(out[--done]);
+    return -1;
 }
 
 /* chrF and BLEU of the hypotheses against the references. */
@@ -641,24 +460,21 @@ static char *next_line(line_reader *r, int wait, int *ended)
 static int translate_stream(const config *c)
 {
     double start = cli_seconds();
-    struct stat about;
-    int published = stat(c->model, &about) == 0 && S_ISDIR(about.st_mode);
-    tfm_model *model = published ? tfm_model_from_pretrained(c->model) : tfm_model_load(c->model);
-    if (!model)
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.int8 = c->int8 != 0;
+    to.source_language = c->source_language;
+    to.target_language = c->target_language;
+    tfm_translator *t = tfm_translator_open(c->model, &to);
+    if (!t)
         return cli_fail(program, "loading the model");
-    if ((c->source_language || c->target_language) &&
-        tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) {
-        tfm_model_free(model);
-        return cli_fail(program, "choosing the languages");
-    }
-    if (c->int8 && !tfm_model_quantized(model) &&
-        tfm_model_quantize(model, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR) != TFM_OK) {
-        tfm_model_free(model);
-        return cli_fail(program, "quantizing the model");
-    }
+    tfm_decode_options decode;
+    decode_options(t, c, &decode);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &decode;
     double loaded = cli_seconds(), first_line = 0.0;
     int64_t translated = 0;
-    translator t = {0};
     line_reader reader = {.fd = STDIN_FILENO};
     int64_t batch = c->batch ? c->batch : isatty(STDIN_FILENO) ? 1 : 32;
     char **lines = malloc((size_t)batch * sizeof *lines);
@@ -669,8 +485,6 @@ static int translate_stream(const config *c)
         fprintf(stderr, "%s: out of memory for %lld lines\n", program, (long long)batch);
         goto done;
     }
-    if (translator_make(&t, model, published, c->beam, c->max_length, batch) < 0)
-        goto done;
     while (ended == 0) {
         /* wait for a first line, then take what has come with it */
         char *line = next_line(&reader, n == 0, &ended);
@@ -685,10 +499,8 @@ static int translate_stream(const config *c)
             goto done;
         }
         if (n == batch || (n > 0 && !line)) {
-            if (translator_run(&t, (const char *const *)lines, n, out) < 0) {
-                cli_fail(program, "translating");
+            if (translate_lines(t, &o, lines, n, out) < 0)
                 goto done;
-            }
             for (int64_t i = 0; i < n; i++) {
                 printf("%s\n", out[i]);
                 free(out[i]);
@@ -697,6 +509,8 @@ static int translate_stream(const config *c)
             translated += n;
             n = 0;
             fflush(stdout);
+            if (cli_stdout_failed())
+                goto done; /* said at exit */
         }
     }
     if (c->timing) {
@@ -712,8 +526,7 @@ done:
     free(lines);
     free(out);
     free(reader.buffer);
-    translator_free(&t);
-    tfm_model_free(model);
+    tfm_translator_free(t);
     return status;
 }
 
@@ -787,30 +600,41 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     const text_lines *source = &d->source[2], *reference = &d->target[2];
     int64_t n = source->count;
     char **out = calloc((size_t)n, sizeof *out);
-    translator t = {0};
     double begun = cli_seconds(), chrf, bleu;
     tfm_model_set_training(model, 0);
+    tfm_translator *t = out ? tfm_translator_create(model, NULL) : NULL;
     int status = -1;
-    if (!out || translator_make(&t, model, 0, c->beam, 0, 64) < 0) {
-        if (!out)
-            fprintf(stderr, "%s: out of memory for %lld translations\n", program, (long long)n);
-    } else if (translate_all(&t, source->line, n, out) < 0 ||
-               score(out, reference->line, n, &chrf, &bleu) < 0) {
-        cli_fail(program, "translating the test set");
+    if (!out) {
+        fprintf(stderr, "%s: out of memory for %lld translations\n", program, (long long)n);
+    } else if (!t) {
+        cli_fail(program, "preparing to translate");
     } else {
-        printf("Test (%lld pairs, %s): chrF %.2f  BLEU %.2f  translated in %.1f s "
-               "(%.1f sentences/s); trained and translated in %.1f minutes\n", (long long)n,
-               c->beam != 1 ? "beam" : "greedy", chrf, bleu, cli_seconds() - begun,
-               (double)n / (cli_seconds() - begun), (cli_seconds() - start) / 60.0);
-        for (int64_t i = 0; i < 3 && i < n; i++)
-            printf("  %s\n  -> %s\n  (reference: %s)\n", source->line[i], out[i],
-                   reference->line[i]);
-        status = 0;
+        tfm_decode_options decode;
+        decode_options(t, c, &decode);
+        tfm_translate_options o;
+        tfm_translate_options_init(&o);
+        o.decode = &decode;
+        if (translate_lines(t, &o, source->line, n, out) < 0) {
+            for (int64_t i = 0; i < n; i++)
+                out[i] = NULL;
+        } else if (score(out, reference->line, n, &chrf, &bleu) < 0) {
+            cli_fail(program, "scoring the test set");
+        } else {
+            printf("Test (%lld pairs, %s): chrF %.2f  BLEU %.2f  translated in %.1f s "
+                   "(%.1f sentences/s); trained and translated in %.1f minutes\n", (long long)n,
+                   decode.strategy == TFM_DECODE_BEAM ? "beam" : "greedy", chrf, bleu,
+                   cli_seconds() - begun, (double)n / (cli_seconds() - begun),
+                   (cli_seconds() - start) / 60.0);
+            for (int64_t i = 0; i < 3 && i < n; i++)
+                printf("  %s\n  -> %s\n  (reference: %s)\n", source->line[i], out[i],
+                       reference->line[i]);
+            status = 0;
+        }
     }
     for (int64_t i = 0; out && i < n; i++)
         free(out[i]);
     free(out);
-    translator_free(&t);
+    tfm_translator_free(t);
     return status;
 }
 
@@ -922,6 +746,16 @@ static int train(const config *c, ranks *r)
     snapshots kept = {0};
     if (text_data_read(c, &d) < 0)
         goto done;
+    /* A run's best starts at infinity, so its first validation would
+     * replace whatever model is at --out: only when asked to. */
+    struct stat about_out;
+    int replacing = r->rank == 0 && stat(c->out, &about_out) == 0;
+    if (replacing && !c->overwrite)
+        fprintf(stderr, "%s: '%s' already exists, and this run would replace it at its first "
+                "validation: give --overwrite to replace it, or another --out\n", program,
+                c->out);
+    if (ranks_decide(r, replacing && !c->overwrite))
+        goto done;
     if (c->vocab) {
         tok = tfm_tokenizer_load_sentencepiece(c->vocab);
     } else {
@@ -944,10 +778,13 @@ static int train(const config *c, ranks *r)
         goto done;
     }
     if (c->save_vocab && r->rank == 0) {
-        if (cli_make_parent_folders(c->save_vocab) != 0 ||
-            cli_save_tokenizer(tok, c->save_vocab) != 0) {
-            fprintf(stderr, "%s: cannot write the vocabulary to '%s'\n", program,
-                    c->save_vocab);
+        if (cli_make_parent_folders(c->save_vocab) != 0) {
+            fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program,
+                    c->save_vocab, strerror(errno));
+            goto done;
+        }
+        if (tfm_tokenizer_save(tok, c->save_vocab) != TFM_OK) {
+            cli_fail(program, "writing the vocabulary");
             goto done;
         }
     }
@@ -993,6 +830,8 @@ static int train(const config *c, ranks *r)
                c->lr, (long long)c->warmup, c->cooldown, c->weight_decay, c->clip,
                c->label_smoothing, c->dropout, (long long)c->max_tokens,
                c->minutes > 0 ? "until the time limit" : "a fixed number of steps");
+        printf("Best model: %s, %s\n", c->out,
+               replacing ? "replacing the model there (--overwrite)" : "a new file");
         fflush(stdout);
     }
     double limit = c->minutes * 60.0, best = INFINITY, trained_at = cli_seconds();
@@ -1148,7 +987,10 @@ int main(int argc, char **argv)
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
         {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
         {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
-        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer)"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer); "
+         "an existing file is refused unless --overwrite"},
+        {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "--train: replace the model at --out "
+         "(at the run's first validation)"},
         {"vocab", CLI_STRING, &c.vocab, 0, 0, "a SentencePiece model to use instead of "
          "training one (<pad> at id 3)"},
         {"vocab-size", CLI_INT, &c.vocab_size, 300, 1 << 20, "pieces of the trained vocabulary"},
@@ -1215,8 +1057,9 @@ int main(int argc, char **argv)
         return CLI_USAGE_ERROR;
     if (c.score)
         return score_files(&c);
-    if (cli_set_precision(program, c.precision) < 0 ||
-        tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
+    if (cli_set_precision(program, c.precision) < 0)
+        return cli_usage_error(program);
+    if (tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
         return cli_fail(program, "setting up");
     if (c.model)
         return translate_stream(&c);

@@ -44,8 +44,45 @@ step "--vocab without --merges exits with status 2" $?
 "$tokenize" --model "$text/lines.txt" </dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "TFM_ERR_FORMAT" "$scratch/err.txt"
 step "a file that is no model fails with libtfm's message" $?
-echo "12 4294967301" | "$tokenize" --model "$text/unigram.model" --decode >/dev/null 2>"$scratch/err.txt"
-[ $? -eq 1 ] && grep -q "TFM_ERR_RANGE" "$scratch/err.txt"
-step "--decode refuses an id beyond int32 (2^32 + 5, not 5)" $?
+# --decode: a line that is not ids (a word, a number with more after it, an
+# id past the vocabulary, one beyond int32: 2^32 + 5, not 5) exits 1 naming
+# the line and the word, and prints nothing for it
+for bad in xyz:xyz "12abc 5:12abc" "5 -3:-3" "12 100000:100000" "12 4294967301:4294967301" \
+    "+7:+7"; do
+    printf '5\n%s\n' "${bad%:*}" | "$tokenize" --model "$text/unigram.model" --decode \
+        >"$scratch/out.txt" 2>"$scratch/err.txt"
+    [ $? -eq 1 ] && [ "$(wc -l <"$scratch/out.txt")" -eq 1 ] &&
+        grep -q "line 2: '${bad#*:}' is not a token id" "$scratch/err.txt"
+    step "--decode refuses the line '${bad%:*}', naming it" $?
+done
+printf '5 7\r\n12\0003\n' | "$tokenize" --model "$text/unigram.model" --decode \
+    >"$scratch/out.txt" 2>"$scratch/err.txt"
+[ $? -eq 1 ] && [ "$(wc -l <"$scratch/out.txt")" -eq 1 ] && grep -q "line 2: '12" "$scratch/err.txt"
+step "--decode takes a line ending in CR, refuses one with a NUL byte" $?
+# standard output on a full disk: every mode exits 1 saying so
+full() { # name, then the command's arguments (standard input from $text/heldout.txt)
+    name=$1
+    shift
+    "$tokenize" "$@" <"$text/heldout.txt" >/dev/full 2>"$scratch/err.txt"
+    [ $? -eq 1 ] && grep -q "cannot write standard output: No space left" "$scratch/err.txt"
+    step "$name to /dev/full exits 1 with a message" $?
+}
+full "encoding" --model "$text/unigram.model"
+"$tokenize" --model "$text/unigram.model" <"$text/heldout.txt" >"$scratch/heldout.ids"
+"$tokenize" --model "$text/unigram.model" --decode <"$scratch/heldout.ids" >/dev/full \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "cannot write standard output" "$scratch/err.txt"
+step "--decode to /dev/full exits 1 with a message" $?
+full "--train's report" --train "$text/heldout.txt" --vocab-size 400 --out "$scratch/full.model"
+full "--help" --help
+# a save that fails (the file size limit reached: EFBIG) leaves the model
+# there as it was: the tokenizer is written beside it, then renamed
+"$tokenize" --train "$text/heldout.txt" --vocab-size 400 --out "$scratch/kept.model" >/dev/null &&
+    cp "$scratch/kept.model" "$scratch/before.model" &&
+    (trap '' XFSZ; ulimit -f 2; exec "$tokenize" --train "$text/heldout.txt" --vocab-size 800 \
+        --out "$scratch/kept.model") >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "tfm_tokenizer_save" "$scratch/err.txt" &&
+    cmp -s "$scratch/kept.model" "$scratch/before.model"
+step "--train whose save fails leaves the model at --out as it was" $?
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -58,6 +58,35 @@ awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
      END { exit !(n == 3 && val[3] < val[1]) }' "$scratch/train.txt"
 step "the validation loss falls" $?
 [ $status -eq 0 ] || cat "$scratch/train.txt"
+grep -qx "Best model: $model, a new file" "$scratch/train.txt"
+step "--train says its --out is a new file" $?
+
+# A run never replaces the model at --out unless told to (--overwrite):
+# its best starts at infinity, so its first validation would.
+tiny="--data $data --vocab-size 300 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
+      --max-tokens 400 --steps 1 --validate-every 1 --evaluate 0"
+cp "$model" "$scratch/kept.safetensors"
+# shellcheck disable=SC2086
+"$translate" --train $tiny --out "$scratch/kept.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists.*--overwrite" "$scratch/err.txt" &&
+    cmp -s "$model" "$scratch/kept.safetensors"
+step "--train refuses a model at --out, which stays as it was" $?
+# shellcheck disable=SC2086
+"$translate" --train $tiny --out "$scratch/kept.safetensors" --overwrite \
+    --save-vocab "$scratch/vocab.model" >"$scratch/again.txt" 2>&1 &&
+    grep -qx "Best model: $scratch/kept.safetensors, replacing the model there (--overwrite)" \
+        "$scratch/again.txt" && ! cmp -s "$model" "$scratch/kept.safetensors"
+step "--train --overwrite replaces it, saying so" $?
+# a vocabulary save that fails (the file size limit reached: EFBIG) leaves
+# the one there as it was
+cp "$scratch/vocab.model" "$scratch/vocab.before"
+# shellcheck disable=SC2086
+(trap '' XFSZ; ulimit -f 2; exec "$translate" --train $tiny --vocab-size 400 \
+    --out "$scratch/new.safetensors" --save-vocab "$scratch/vocab.model") \
+    >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "tfm_tokenizer_save" "$scratch/err.txt" &&
+    cmp -s "$scratch/vocab.model" "$scratch/vocab.before"
+step "--save-vocab that fails leaves the vocabulary there as it was" $?
 
 printf 'hotel quebec\nalpha bravo charlie\n' | "$translate" --model "$model" >"$scratch/two.txt" &&
     [ "$(wc -l <"$scratch/two.txt")" -eq 2 ]
@@ -168,6 +197,20 @@ printf 'a b c e\nx y\n' >"$scratch/ref.txt"
 "$translate" --score "$scratch/hyp.txt" --reference "$scratch/ref.txt" >"$scratch/score.txt" &&
     grep -qx "chrF 52.08  BLEU 62.87  (2 lines)" "$scratch/score.txt"
 step "--score: chrF 52.08 and BLEU 62.87 as worked out by hand" $?
+
+# standard output on a full disk: exit 1, saying so
+"$translate" --model "$model" <"$data/test.en" >/dev/full 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "cannot write standard output: No space left" "$scratch/err.txt"
+step "--model translating to /dev/full exits 1 with a message" $?
+"$translate" --score "$data/test.fr" --reference "$data/test.fr" >/dev/full 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "cannot write standard output" "$scratch/err.txt"
+step "--score to /dev/full exits 1 with a message" $?
+# a usage error says what is wrong once, with no empty message of libtfm's
+"$translate" --model "$model" --precision float64 </dev/null >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 2 ] && grep -q "^tfm-translate: --precision is float32 or bfloat16, not 'float64'" \
+    "$scratch/err.txt" && [ "$(wc -l <"$scratch/err.txt")" -eq 2 ] &&
+    ! grep -q TFM_OK "$scratch/err.txt"
+step "--precision float64 is one message and a usage error" $?
 
 usage() { # name, then the flags
     name=$1

@@ -1,5 +1,5 @@
 /* Every file call of a save made to fail in turn (tests/file_faults.c): for
- * each saver (parameters, optimizer state, model, training state), each
+ * each saver (parameters, optimizer state, model, training state, tokenizer), each
  * call N of the save and each errno, the save reports TFM_ERR_IO naming the
  * call the user made and the errno, the previous file is byte for byte as
  * it was and loads, no temporary is left and no descriptor leaks; when the
@@ -43,6 +43,32 @@ typedef struct saver {
 static tfm_params *stores[2];
 static tfm_optimizer *optimizers[2];
 static tfm_model *models[2];
+static tfm_tokenizer *tokenizers[2];
+
+/* A BPE tokenizer of vocab_size pieces trained on made-up words: a few
+ * kilobytes, so that halved writes take many calls. */
+static tfm_tokenizer *tiny_tokenizer(int32_t vocab_size)
+{
+    enum { LINES = 400, WORD = 6 };
+    static char text[LINES][4 * (WORD + 1)];
+    const char *lines[LINES];
+    int64_t lengths[LINES];
+    uint32_t state = 12345;
+    for (int i = 0; i < LINES; i++) {
+        for (int k = 0; k < 4 * (WORD + 1) - 1; k++) {
+            state = state * 1103515245u + 12345u;
+            text[i][k] = k % (WORD + 1) == WORD ? ' ' : (char)('a' + (state >> 16) % 20);
+        }
+        lines[i] = text[i];
+        lengths[i] = 4 * (WORD + 1) - 1;
+    }
+    tfm_bpe_train_options o;
+    tfm_bpe_train_options_init(&o);
+    o.vocab_size = vocab_size;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, lengths, LINES, &o, &tok), TFM_OK);
+    return tok;
+}
 
 static tfm_model *tiny_model(uint64_t seed)
 {
@@ -70,6 +96,7 @@ static void make_things(void)
     for (int v = 0; v < 2; v++) {
         stores[v] = seeded_params(1.0f + (float)v);
         models[v] = tiny_model(3 + (uint64_t)v);
+        tokenizers[v] = tiny_tokenizer(300 + 100 * v);
         tfm_optimizer_options o;
         tfm_optimizer_options_init(&o, TFM_OPTIMIZER_ADAM);
         optimizers[v] = tfm_optimizer_create(tfm_model_params(models[v]), &o);
@@ -87,6 +114,7 @@ static void free_things(void)
     for (int v = 0; v < 2; v++) {
         tfm_optimizer_free(optimizers[v]);
         tfm_model_free(models[v]);
+        tfm_tokenizer_free(tokenizers[v]);
         tfm_params_free(stores[v]);
     }
     remove_folder(folder);
@@ -99,6 +127,7 @@ static tfm_status save_training(int v)
 {
     return tfm_training_save(target, models[v], optimizers[v], 0, NULL, 0, NULL, NULL);
 }
+static tfm_status save_tokenizer(int v) { return tfm_tokenizer_save(tokenizers[v], target); }
 
 static int load_params(void) { return tfm_params_load(stores[0], target) == TFM_OK; }
 static int load_optimizer(void) { return tfm_optimizer_load(optimizers[0], target) == TFM_OK; }
@@ -113,11 +142,19 @@ static int load_training(void)
     return tfm_training_load(target, models[0], optimizers[0], 0, NULL) == TFM_OK;
 }
 
+static int load_tokenizer(void)
+{
+    tfm_tokenizer *tok = tfm_tokenizer_load_sentencepiece(target);
+    tfm_tokenizer_free(tok);
+    return tok != NULL;
+}
+
 static const saver savers[] = {
     {"tfm_params_save", save_params, load_params},
     {"tfm_optimizer_save", save_optimizer, load_optimizer},
     {"tfm_model_save", save_model, load_model},
     {"tfm_training_save", save_training, load_training},
+    {"tfm_tokenizer_save", save_tokenizer, load_tokenizer},
 };
 enum { SAVERS = sizeof savers / sizeof savers[0] };
 

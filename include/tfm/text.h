@@ -88,6 +88,14 @@ TFM_API tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
 TFM_API tfm_status tfm_tokenizer_save_bytes(const tfm_tokenizer *tokenizer, void *bytes,
                                             int64_t capacity, int64_t *size);
 
+/** Writes tfm_tokenizer_save_bytes()'s bytes to path, atomically as every
+ * libtfm save (io.h): a SentencePiece tokenizer's file is a `.model` file
+ * that tfm_tokenizer_load_sentencepiece() and `spm_encode` read; any
+ * failure leaves the file at path as it was. TFM_ERR_NULL, TFM_ERR_ARG (a
+ * path that names no file), TFM_ERR_IO (writing; a device, FIFO or folder
+ * at path), TFM_ERR_SYNC (written and in place, its folder not synced). */
+TFM_API tfm_status tfm_tokenizer_save(const tfm_tokenizer *tokenizer, const char *path);
+
 /** Frees the tokenizer; NULL is ignored. */
 TFM_API void tfm_tokenizer_free(tfm_tokenizer *tokenizer);
 

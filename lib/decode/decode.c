@@ -70,8 +70,15 @@ static int64_t tokens_per_encoding(const tfm_decoding *d)
     return (int64_t)(ENCODE_BYTES / per_token);
 }
 
+/* The cached path encodes each source alone, cut to its own keys: a
+ * source's encoding (the softmax's vector and tail lanes, the attention's
+ * products) would otherwise depend on the padding its batch gives it, and
+ * so its translation on what it was batched with. The recomputed path,
+ * the reference, encodes slices of sources as the tape allows. */
 static int64_t sources_per_encoding(const tfm_decoding *d, int64_t S)
 {
+    if (d->o.use_cache)
+        return 1;
     int64_t n = tokens_per_encoding(d) / S;
     return n < 1 ? 1 : n < d->max_batch ? n : d->max_batch;
 }

@@ -996,19 +996,13 @@ static tfm_status sync_folder(const char *op, const char *path, const char *fold
     return TFM_OK;
 }
 
-/* Writes the temporary and renames it over path; the temporary is removed
- * on any failure. */
+/* Writes the temporary with writer(fd, context) and renames it over path;
+ * the temporary is removed on any failure. */
 static tfm_status write_temp(const char *op, const char *path, const char *tmp, int fd,
-                             const char *header, size_t header_len, const write_plan *plan)
+                             tfm__file_writer writer, const void *context)
 {
     tfm_status s = TFM_OK;
-    unsigned char prefix[8];
-    for (int i = 0; i < 8; i++)
-        prefix[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
-    int failed = write_all(fd, prefix, 8) != 0 || write_all(fd, header, header_len) != 0;
-    for (int64_t i = 0; i < plan->count && !failed; i++)
-        failed = write_values(fd, plan->tensors[plan->order[i].index]) != 0;
-    if (failed || fsync(fd) != 0)
+    if (writer(fd, context) != 0 || fsync(fd) != 0)
         s = tfm__fail(TFM_ERR_IO, "%s: writing \"%s\" failed: %s", op, tmp, strerror(errno));
     if (close(fd) != 0 && s == TFM_OK)
         s = tfm__fail(TFM_ERR_IO, "%s: closing \"%s\" failed: %s", op, tmp, strerror(errno));
@@ -1020,33 +1014,25 @@ static tfm_status write_temp(const char *op, const char *path, const char *tmp, 
     return s;
 }
 
-static tfm_status write_file(const char *op, const char *path, const write_plan *plan)
+tfm_status tfm__save_atomically(const char *op, const char *path, tfm__file_writer writer,
+                                const void *context)
 {
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     size_t dir_len = (size_t)(name - path);
     if (!*name)
         return tfm__fail(TFM_ERR_ARG, "%s: path \"%s\" names no file", op, path);
-    size_t header_len = header_text(NULL, 0, plan);
-    if (header_len > MAX_HEADER_BYTES) /* before the file at path is touched */
-        return tfm__fail(TFM_ERR_SIZE, "%s: the header would take %zu bytes, past the %llu "
-                         "that safetensors readers (libtfm's included) accept: the metadata "
-                         "is too large", op, header_len, MAX_HEADER_BYTES);
     tfm_status s = check_target(op, path);
     if (s != TFM_OK)
         return s;
     size_t tmp_size = dir_len + TEMP_NAME_BYTES + TEMP_SUFFIX_BYTES;
-    char *header = malloc(header_len + 1);
     char *tmp = malloc(tmp_size);
     char *folder = malloc(dir_len + 2);
-    if (!header || !tmp || !folder) {
-        free(header);
+    if (!tmp || !folder) {
         free(tmp);
         free(folder);
-        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte header", op,
-                         header_len);
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the path \"%s\"", op, path);
     }
-    header_text(header, header_len + 1, plan);
     /* path up to its last slash; "/" at the root, "." for a bare name */
     snprintf(folder, dir_len + 2, "%.*s", (int)(dir_len > 1 ? dir_len - 1 : 1),
              dir_len ? path : ".");
@@ -1055,12 +1041,69 @@ static tfm_status write_file(const char *op, const char *path, const write_plan 
     if (fd < 0)
         s = tfm_last_status();
     else
-        s = write_temp(op, path, tmp, fd, header, header_len, plan);
+        s = write_temp(op, path, tmp, fd, writer, context);
     if (s == TFM_OK)
         s = sync_folder(op, path, folder);
-    free(header);
     free(tmp);
     free(folder);
+    return s;
+}
+
+typedef struct byte_span {
+    const void *bytes;
+    size_t size;
+} byte_span;
+
+static int write_span(int fd, const void *context)
+{
+    const byte_span *span = context;
+    return write_all(fd, span->bytes, span->size);
+}
+
+tfm_status tfm__save_bytes_atomically(const char *op, const char *path, const void *bytes,
+                                      size_t size)
+{
+    byte_span span = {bytes, size};
+    return tfm__save_atomically(op, path, write_span, &span);
+}
+
+/* A safetensors file: its length prefix, its header, the tensors' values. */
+typedef struct safetensors_bytes {
+    const char *header;
+    size_t header_len;
+    const write_plan *plan;
+} safetensors_bytes;
+
+static int write_safetensors(int fd, const void *context)
+{
+    const safetensors_bytes *file = context;
+    unsigned char prefix[8];
+    for (int i = 0; i < 8; i++)
+        prefix[i] = (unsigned char)((uint64_t)file->header_len >> (8 * i));
+    if (write_all(fd, prefix, 8) != 0 || write_all(fd, file->header, file->header_len) != 0)
+        return -1;
+    const write_plan *plan = file->plan;
+    for (int64_t i = 0; i < plan->count; i++)
+        if (write_values(fd, plan->tensors[plan->order[i].index]) != 0)
+            return -1;
+    return 0;
+}
+
+static tfm_status write_file(const char *op, const char *path, const write_plan *plan)
+{
+    size_t header_len = header_text(NULL, 0, plan);
+    if (header_len > MAX_HEADER_BYTES) /* before the file at path is touched */
+        return tfm__fail(TFM_ERR_SIZE, "%s: the header would take %zu bytes, past the %llu "
+                         "that safetensors readers (libtfm's included) accept: the metadata "
+                         "is too large", op, header_len, MAX_HEADER_BYTES);
+    char *header = malloc(header_len + 1);
+    if (!header)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for a %zu-byte header", op,
+                         header_len);
+    header_text(header, header_len + 1, plan);
+    safetensors_bytes file = {header, header_len, plan};
+    tfm_status s = tfm__save_atomically(op, path, write_safetensors, &file);
+    free(header);
     return s;
 }
 

@@ -26,6 +26,19 @@ tfm_safetensors *tfm__safetensors_open(const char *op, const char *path);
 tfm_status tfm__read_whole_file(const char *op, const char *path, size_t limit, char **bytes,
                                size_t *size);
 
+/* Puts a file's bytes into fd: 0, or -1 with errno set. */
+typedef int (*tfm__file_writer)(int fd, const void *context);
+
+/* The library's one way to save a file (see io.h): writer(fd, context)
+ * fills a temporary beside path, which is synced and renamed over path, so
+ * a failed or killed save leaves the previous file as it was. Messages
+ * begin with op. */
+tfm_status tfm__save_atomically(const char *op, const char *path, tfm__file_writer writer,
+                                const void *context);
+/* tfm__save_atomically of size bytes. */
+tfm_status tfm__save_bytes_atomically(const char *op, const char *path, const void *bytes,
+                                      size_t size);
+
 /* Writes tensors and "__metadata__" string pairs atomically; op names the
  * public call in messages. */
 tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,

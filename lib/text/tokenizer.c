@@ -123,6 +123,14 @@ tfm_status tfm_tokenizer_save_bytes(const tfm_tokenizer *tokenizer, void *bytes,
                     size);
 }
 
+tfm_status tfm_tokenizer_save(const tfm_tokenizer *tokenizer, const char *path)
+{
+    static const char op[] = "tfm_tokenizer_save";
+    if (!tokenizer || !path)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, tokenizer ? "path" : "tokenizer");
+    return tfm__save_bytes_atomically(op, path, tokenizer->file, tokenizer->file_size);
+}
+
 tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text,
                                 int64_t length, int32_t *ids, int64_t capacity, int64_t *count)
 {

@@ -139,7 +139,8 @@ static int64_t take_batch(tfm_translator *t, tfm_request **taken, double *due)
         }
         taken[n++] = q;
         longest = wider;
-        full = n == max_batch;
+        /* sampled texts run alone (tfm__translator_run): take one at a time */
+        full = n == max_batch || q->settings.decode.strategy == TFM_DECODE_SAMPLE;
     }
     *due = head->submitted + 1e-3 * t->options.max_wait_ms;
     if (!full && tfm__now() < *due && !t->stopping)

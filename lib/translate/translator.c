@@ -164,6 +164,36 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
     return NULL;
 }
 
+/* The id of a language code, for side 0 (source) or 1 (target), or -1
+ * with the error. */
+static int32_t language(const char *op, const tfm_translator *t, int side, const char *code)
+{
+    int has = side ? t->text.target_language >= 0 : t->text.language >= 0;
+    if (!has) {
+        tfm__fail(TFM_ERR_STATE, "%s: the model's %s carry no language code (not an "
+                  "mBART-50, M2M100 or NLLB model)", op, side ? "targets" : "sources");
+        return -1;
+    }
+    return tfm__text_language_id(op, tfm_model_tokenizer(t->model, side), side ? "target" : "source",
+                                 code);
+}
+
+/* The translator's languages (NULL: the model's), in its template and
+ * its decoding defaults' forced first token. */
+static tfm_status set_languages(const char *op, tfm_translator *t, const char *source,
+                                const char *target)
+{
+    int32_t source_id = source ? language(op, t, 0, source) : 0;
+    int32_t target_id = source_id >= 0 && target ? language(op, t, 1, target) : 0;
+    if (source_id < 0 || target_id < 0)
+        return tfm_last_status();
+    if (source)
+        t->text.ids[t->text.language] = source_id;
+    if (target)
+        t->text.target_language = t->defaults.forced_bos_id = target_id;
+    return TFM_OK;
+}
+
 tfm_translator *tfm_translator_open(const char *path, const tfm_translator_options *options)
 {
     const char *op = "tfm_translator_open";
@@ -179,8 +209,6 @@ tfm_translator *tfm_translator_open(const char *path, const tfm_translator_optio
     int folder = stat(path, &about) == 0 && S_ISDIR(about.st_mode);
     tfm_model *m = folder ? tfm_model_from_pretrained(path) : tfm_model_load(path);
     tfm_status s = m ? TFM_OK : tfm_last_status();
-    if (s == TFM_OK && (o.source_language || o.target_language))
-        s = tfm_model_set_languages(m, o.source_language, o.target_language);
     if (s == TFM_OK && o.int8 && !tfm_model_quantized(m))
         s = tfm_model_quantize(m, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR);
     if (s == TFM_OK)
@@ -191,8 +219,14 @@ tfm_translator *tfm_translator_open(const char *path, const tfm_translator_optio
         return NULL;
     }
     tfm_translator *t = translator_make(op, m, 1, &o);
-    if (!t)
+    if (!t) {
         tfm_model_free(m);
+        return NULL;
+    }
+    if (set_languages(op, t, o.source_language, o.target_language) != TFM_OK) {
+        tfm_translator_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -274,20 +308,6 @@ static tfm_status own_arrays(const char *op, tfm__settings *s)
         at += counts[k];
     }
     return TFM_OK;
-}
-
-/* The id of a language code, for side 0 (source) or 1 (target), or -1
- * with the error. */
-static int32_t language(const char *op, const tfm_translator *t, int side, const char *code)
-{
-    int has = side ? t->text.target_language >= 0 : t->text.language >= 0;
-    if (!has) {
-        tfm__fail(TFM_ERR_STATE, "%s: the model's %s carry no language code (not an "
-                  "mBART-50, M2M100 or NLLB model)", op, side ? "targets" : "sources");
-        return -1;
-    }
-    return tfm__text_language_id(op, tfm_model_tokenizer(t->model, side), side ? "target" : "source",
-                                 code);
 }
 
 tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
@@ -728,10 +748,12 @@ tfm_status tfm__translator_run(tfm_translator *t, const tfm__settings *s, tfm__j
                            (long long)max_batch);
     }
     /* runs of similar lengths: a run ends where one more source would pass
-     * max_batch or max_batch_tokens, padded to the run's longest */
+     * max_batch or max_batch_tokens, padded to the run's longest; sampling
+     * draws from one stream per run, so each sampled text runs alone */
+    int sampled = s->decode.strategy == TFM_DECODE_SAMPLE;
     for (int64_t first = 0; st == TFM_OK && first < n;) {
         int64_t count = 1;
-        while (first + count < n && count < max_batch &&
+        while (first + count < n && count < max_batch && !sampled &&
                (count + 1) * jobs[first + count]->n_ids <= t->options.max_batch_tokens)
             count++;
         st = run_rows(op, t, slot, jobs + first, count, &b);

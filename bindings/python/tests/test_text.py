@@ -6,6 +6,8 @@ import copy
 import importlib.util
 import os
 import pickle
+import resource
+import signal
 
 import numpy as np
 import pytest
@@ -105,6 +107,61 @@ def test_bytes_copies_pickles_and_files_give_independent_equal_tokenizers(tmp_pa
         assert bpe.to_bytes() == f.read()  # a SentencePiece model's bytes are its file
     bpe.save(tmp_path / 'saved.model')
     assert tfm.Tokenizer.load(tmp_path / 'saved.model').encode(lines) == bpe.encode(lines)
+
+
+def test_a_failed_save_leaves_the_file_there_as_it_was(tmp_path):
+    path = tmp_path / 'kept.model'
+    load('bpe').save(path)
+    before = path.read_bytes()
+    closed = load('char')
+    closed.close()
+    with pytest.raises(tfm.ClosedError):
+        closed.save(path)
+    assert path.read_bytes() == before  # refused before the file was touched
+    with pytest.raises(tfm.FileError, match='tfm_tokenizer_save'):
+        load('char').save(tmp_path)  # a folder: never replaced
+    # the file size limit reached while writing (EFBIG): the save is
+    # written beside the file, which stays whole
+    bigger = load('unigram')
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before), limits[1]))
+    try:
+        with pytest.raises(tfm.FileError, match='File too large'):
+            bigger.save(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, handler)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ['kept.model']  # no temporary left
+
+
+def test_a_nul_inside_a_string_is_refused_as_open_refuses_it(tmp_path):
+    good = tmp_path / 'good.model'
+    load('bpe').save(good)
+    model = tfm.Model(src_vocab=5, tgt_vocab=5, max_src_len=4, max_tgt_len=4, d_model=4,
+                      heads=1, encoder_layers=1, decoder_layers=1, d_ff=4)
+    model.save(tmp_path / 'model.safetensors')
+    cut = str(good) + '\0junk'
+    for call in [lambda: tfm.Tokenizer.load(cut),  # would open good.model
+                 lambda: tfm.Tokenizer.load(os.fsencode(cut)),
+                 lambda: tfm.Tokenizer.from_byte_bpe(cut, cut),
+                 lambda: load('bpe').save(cut),
+                 lambda: tfm.chrf('same\0one', 'same\0two'),  # would score 100
+                 lambda: tfm.bleu(['a b\0c'], ['a b']),
+                 lambda: tfm.Model.load(str(tmp_path / 'model.safetensors') + '\0x'),
+                 lambda: tfm.Model.from_pretrained(str(tmp_path) + '\0x'),
+                 lambda: model.save(tmp_path / 'x\0y'),
+                 lambda: model.save(tmp_path / 'meta.safetensors', {'key\0': 'value'}),
+                 lambda: model.save(tmp_path / 'meta.safetensors', {'key': 'val\0ue'}),
+                 lambda: tfm.metadata(str(tmp_path / 'model.safetensors') + '\0x'),
+                 lambda: model.set_languages('en\0x'),
+                 lambda: tfm.Params().add('w\0x', [2])]:
+        with pytest.raises(ValueError, match='embedded null byte'):
+            call()
+    assert not os.path.exists(tmp_path / 'x') and not os.path.exists(tmp_path / 'meta.safetensors')
+    assert tfm.chrf('same one', 'same two') < 100  # as the texts without NULs
+    assert tfm.Tokenizer.load(good).encode('x\0y') == load('bpe').encode(b'x\0y')  # a length
 
 
 def test_training_is_deterministic_from_lines_or_a_file_and_round_trips(tmp_path):

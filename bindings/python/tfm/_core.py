@@ -9,6 +9,7 @@ refused with StaleError after its tape's reset.
 import builtins
 import concurrent.futures
 import numbers
+import os
 import threading
 import weakref
 
@@ -97,6 +98,35 @@ def check_size(value):
     if value < 0:
         raise_last_error()
     return value
+
+
+# --- strings into C -----------------------------------------------------------------
+def c_string(value):
+    """A C string's bytes: str as UTF-8, bytes as they are. A NUL inside
+    would end the string early in C (two different texts would score alike,
+    'a.model\\0junk' would open a.model): ValueError, as open() raises."""
+    if isinstance(value, str):
+        data = value.encode('utf-8')
+    elif isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+    else:
+        raise TypeError('expected str or bytes, not %s' % type(value).__name__)
+    if b'\0' in data:
+        raise ValueError('embedded null byte in %r' % (data[:60],))
+    return data
+
+
+def c_path(path):
+    """A path (str, bytes or os.PathLike) as the file system spells it, as a
+    C string (c_string)."""
+    return c_string(os.fsencode(path))
+
+
+def c_strings(values):
+    """C strings (c_string each) as a cffi char *[], and the list that keeps
+    its strings alive as long as it is held: (array, kept)."""
+    kept = [ffi.new('char[]', c_string(v)) for v in values]
+    return ffi.new('char *[]', kept), kept
 
 
 # --- handles ------------------------------------------------------------------------

@@ -7,7 +7,8 @@ import tempfile
 import numpy as np
 
 from ._binding import ffi, lib
-from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, check, check_pointer,
+from ._core import (ArgumentError, Handle, Inputs, Tensor, as_array, c_path, c_string,
+                    c_strings, check, check_pointer,
                     check_size, masks, recording, StateError, to_numpy)
 
 _NAMED = {
@@ -70,14 +71,14 @@ def options_dict(struct, o):
 
 def _strings(mapping):
     """A str -> str mapping as two cffi char* arrays (kept alive with them)."""
-    keys = [ffi.new('char[]', str(k).encode()) for k in mapping]
-    values = [ffi.new('char[]', str(v).encode()) for v in mapping.values()]
-    return len(keys), ffi.new('char *[]', keys), ffi.new('char *[]', values), (keys, values)
+    keys, kept_keys = c_strings(str(k) for k in mapping)
+    values, kept_values = c_strings(str(v) for v in mapping.values())
+    return len(kept_keys), keys, values, (kept_keys, kept_values)
 
 
 def _file_tensors(path):
     """Every tensor of a safetensors file, by name, as numpy."""
-    pointer = check_pointer(lib.tfm_safetensors_open(str(path).encode()))
+    pointer = check_pointer(lib.tfm_safetensors_open(c_path(path)))
     try:
         found = {}
         for i in range(check_size(lib.tfm_safetensors_count(pointer))):
@@ -93,8 +94,8 @@ def _write_file(path, arrays):
     """Writes named arrays (float32 or int32) as a safetensors file."""
     tensors = [Tensor.from_numpy(a) for a in arrays.values()]
     try:
-        names = [ffi.new('char[]', n.encode()) for n in arrays]
-        check(lib.tfm_safetensors_write(str(path).encode(), len(names), ffi.new('char *[]', names),
+        names, _kept = c_strings(arrays)
+        check(lib.tfm_safetensors_write(c_path(path), len(arrays), names,
                                         ffi.new('tfm_tensor *[]', [t._ptr() for t in tensors])))
     finally:
         for t in tensors:
@@ -123,7 +124,7 @@ class Params(Handle):
     def add(self, name, shape):
         """A new zero parameter tensor [shape] under name."""
         shape = list(shape)
-        pointer = lib.tfm_params_add(self._ptr(), name.encode(), len(shape),
+        pointer = lib.tfm_params_add(self._ptr(), c_string(name), len(shape),
                                      ffi.new('int64_t[]', shape))
         return Tensor(check_pointer(pointer), owner=self)
 
@@ -136,7 +137,7 @@ class Params(Handle):
                 for i in range(len(self))]
 
     def __getitem__(self, name):
-        pointer = lib.tfm_params_find(self._ptr(), name.encode())
+        pointer = lib.tfm_params_find(self._ptr(), c_string(name))
         if pointer == ffi.NULL:
             lib.tfm_clear_error()
             raise KeyError(name)
@@ -231,7 +232,7 @@ class Params(Handle):
 
     def save(self, path):
         """Writes the values as a safetensors file, by name."""
-        check(lib.tfm_params_save(self._ptr(), str(path).encode()))
+        check(lib.tfm_params_save(self._ptr(), c_path(path)))
 
     def load(self, path, strip_prefix=None, allow_unexpected=False, allow_missing=False):
         """Loads a safetensors file by name; returns a dict of the names
@@ -239,10 +240,10 @@ class Params(Handle):
         o = options('tfm_load_options', lib.tfm_load_options_init_sized,
                     {'allow_unexpected': int(allow_unexpected),
                      'allow_missing': int(allow_missing)})
-        prefix = ffi.new('char[]', strip_prefix.encode()) if strip_prefix else ffi.NULL
+        prefix = ffi.new('char[]', c_string(strip_prefix)) if strip_prefix else ffi.NULL
         o.strip_prefix = prefix
         report = ffi.new('tfm_load_report **')
-        check(lib.tfm_params_load_with(self._ptr(), str(path).encode(), o, report))
+        check(lib.tfm_params_load_with(self._ptr(), c_path(path), o, report))
         try:
             outcome = {}
             for key, kind in (('loaded', lib.TFM_LOAD_LOADED), ('skipped', lib.TFM_LOAD_SKIPPED),
@@ -318,7 +319,7 @@ class Linear(Layer):
     _forward = lib.tfm_linear_forward
 
     def __init__(self, params, name, in_features, out_features, bias=True, rng=None):
-        super().__init__(lib.tfm_linear_create(params._ptr(), name.encode(), in_features,
+        super().__init__(lib.tfm_linear_create(params._ptr(), c_string(name), in_features,
                                                out_features, int(bias), _rng_pointer(rng)),
                          params, rng)
 
@@ -334,7 +335,7 @@ class Embedding(Layer):
                                                        inputs(ids, np.int32)))
 
     def __init__(self, params, name, vocab, dim, rng=None):
-        super().__init__(lib.tfm_embedding_create(params._ptr(), name.encode(), vocab, dim,
+        super().__init__(lib.tfm_embedding_create(params._ptr(), c_string(name), vocab, dim,
                                                   _rng_pointer(rng)), params, rng)
 
 
@@ -343,7 +344,7 @@ class LayerNorm(Layer):
     _forward = lib.tfm_layer_norm_forward
 
     def __init__(self, params, name, dim, eps=1e-5):
-        super().__init__(lib.tfm_layer_norm_create(params._ptr(), name.encode(), dim, eps),
+        super().__init__(lib.tfm_layer_norm_create(params._ptr(), c_string(name), dim, eps),
                          params)
 
 
@@ -361,7 +362,7 @@ class FeedForward(Layer):
 
     def __init__(self, params, name, d_model, d_ff, activation='relu', dropout=0.1, rng=None):
         act = _NAMED['activation'].get(activation, activation)
-        super().__init__(lib.tfm_feed_forward_create(params._ptr(), name.encode(), d_model, d_ff,
+        super().__init__(lib.tfm_feed_forward_create(params._ptr(), c_string(name), d_model, d_ff,
                                                      act, dropout, _rng_pointer(rng)),
                          params, rng)
 
@@ -371,7 +372,7 @@ class Attention(Layer):
 
     def __init__(self, params, name, rng=None, **fields):
         o = options('tfm_attention_options', lib.tfm_attention_options_init_sized, fields)
-        super().__init__(lib.tfm_attention_create(params._ptr(), name.encode(), o,
+        super().__init__(lib.tfm_attention_create(params._ptr(), c_string(name), o,
                                                   _rng_pointer(rng)), params, rng)
 
     def forward(self, query, memory=None, mask=None, key_padding_mask=None):
@@ -390,7 +391,7 @@ class EncoderLayer(Layer):
 
     def __init__(self, params, name, rng=None, **fields):
         o = options('tfm_block_options', lib.tfm_block_options_init_sized, fields)
-        super().__init__(lib.tfm_encoder_layer_create(params._ptr(), name.encode(), o,
+        super().__init__(lib.tfm_encoder_layer_create(params._ptr(), c_string(name), o,
                                                       _rng_pointer(rng)), params, rng)
 
     def forward(self, x, mask=None, key_padding_mask=None):
@@ -408,7 +409,7 @@ class DecoderLayer(Layer):
 
     def __init__(self, params, name, rng=None, **fields):
         o = options('tfm_block_options', lib.tfm_block_options_init_sized, fields)
-        super().__init__(lib.tfm_decoder_layer_create(params._ptr(), name.encode(), o,
+        super().__init__(lib.tfm_decoder_layer_create(params._ptr(), c_string(name), o,
                                                       _rng_pointer(rng)), params, rng)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, self_key_padding_mask=None,
@@ -440,7 +441,7 @@ class LearnedPositions(SinusoidalPositions):
     """x [B, T, D] + a trained table [max_len, D] named name.weight."""
 
     def __init__(self, params, name, max_len, d_model, rng=None):
-        Layer.__init__(self, lib.tfm_learned_positions_create(params._ptr(), name.encode(),
+        Layer.__init__(self, lib.tfm_learned_positions_create(params._ptr(), c_string(name),
                                                               max_len, d_model,
                                                               _rng_pointer(rng)), params, rng)
 
@@ -478,7 +479,7 @@ class Model(Handle):
         """A model rebuilt from a tfm_model_save or training-state file
         (a quantized model's file gives the quantized model, in evaluation
         mode)."""
-        model = cls(_pointer=check_pointer(lib.tfm_model_load(str(path).encode())))
+        model = cls(_pointer=check_pointer(lib.tfm_model_load(c_path(path))))
         model._training = not model.quantized
         return model
 
@@ -507,7 +508,7 @@ class Model(Handle):
         tokenizers when the folder has their files, in evaluation mode;
         tfm.Error naming whatever libtfm does not support."""
         model = cls(_pointer=check_pointer(lib.tfm_model_from_pretrained(
-            os.fspath(folder).encode())))
+            c_path(folder))))
         model._training = False  # tfm_model_from_pretrained leaves it in evaluation mode
         return model
 
@@ -515,7 +516,7 @@ class Model(Handle):
         """Writes options and parameters as one safetensors file, with the
         caller's metadata (str -> str; read back with tfm.metadata)."""
         count, keys, values, _kept = _strings(metadata or {})
-        check(lib.tfm_model_save_with_metadata(self._ptr(), str(path).encode(), count, keys,
+        check(lib.tfm_model_save_with_metadata(self._ptr(), c_path(path), count, keys,
                                                values))
 
     def _tokenizer(self, target):
@@ -590,8 +591,8 @@ class Model(Handle):
         target code is decoding's forced first token. None leaves a side
         as it is."""
         check(lib.tfm_model_set_languages(
-            self._ptr(), ffi.NULL if source is None else source.encode(),
-            ffi.NULL if target is None else target.encode()))
+            self._ptr(), ffi.NULL if source is None else c_string(source),
+            ffi.NULL if target is None else c_string(target)))
 
     def set_source_template(self, prefix=(), suffix=()):
         """The ids put around every source by encode_text (at most 4 in
@@ -1093,11 +1094,11 @@ class Optimizer(Handle):
 
     def save(self, path):
         """Writes the state (steps, rate, weight decays, moments) as safetensors."""
-        check(lib.tfm_optimizer_save(self._ptr(), str(path).encode()))
+        check(lib.tfm_optimizer_save(self._ptr(), c_path(path)))
 
     def load(self, path):
         """Restores a state save() wrote for an optimizer over the same parameters."""
-        check(lib.tfm_optimizer_load(self._ptr(), str(path).encode()))
+        check(lib.tfm_optimizer_load(self._ptr(), c_path(path)))
 
     def state_dict(self):
         """The state as name -> numpy array (what save() writes)."""
@@ -1188,25 +1189,25 @@ class AdamW(Optimizer):
 def save_training(path, model, optimizer, rngs=(), metadata=None):
     """Parameters, optimizer state and random streams in one file."""
     count, keys, values, _kept = _strings(metadata or {})
-    check(lib.tfm_training_save(str(path).encode(), model._ptr(), optimizer._ptr(), len(rngs),
+    check(lib.tfm_training_save(c_path(path), model._ptr(), optimizer._ptr(), len(rngs),
                                 ffi.new('tfm_rng *[]', [r._ptr() for r in rngs]), count,
                                 keys, values))
 
 
 def load_training(path, model, optimizer, rngs=()):
     """Restores what save_training wrote into a model, optimizer and streams."""
-    check(lib.tfm_training_load(str(path).encode(), model._ptr(), optimizer._ptr(), len(rngs),
+    check(lib.tfm_training_load(c_path(path), model._ptr(), optimizer._ptr(), len(rngs),
                                 ffi.new('tfm_rng *[]', [r._ptr() for r in rngs])))
 
 
 def metadata(path):
     """A safetensors file's "__metadata__" as a dict of strings."""
-    pointer = check_pointer(lib.tfm_safetensors_open(str(path).encode()))
+    pointer = check_pointer(lib.tfm_safetensors_open(c_path(path)))
     try:
         count = check_size(lib.tfm_safetensors_metadata_count(pointer))
         keys = [ffi.string(lib.tfm_safetensors_metadata_key(pointer, i)).decode()
                 for i in range(count)]
-        return {k: ffi.string(lib.tfm_safetensors_metadata_get(pointer, k.encode())).decode()
+        return {k: ffi.string(lib.tfm_safetensors_metadata_get(pointer, c_string(k))).decode()
                 for k in keys}
     finally:
         lib.tfm_safetensors_close(pointer)

@@ -4,8 +4,8 @@ import os
 import numpy as np
 
 from ._binding import ffi, lib
-from ._core import (ArgumentError, Handle, Rng, Tensor, as_array, check, check_pointer,
-                    to_numpy)
+from ._core import (ArgumentError, Handle, Rng, Tensor, as_array, c_path, c_strings, check,
+                    check_pointer, to_numpy)
 from ._model import options
 
 
@@ -67,7 +67,7 @@ class Tokenizer(Handle):
     @classmethod
     def load(cls, path):
         """Reads a SentencePiece model file (spm_train's `.model`)."""
-        return cls(check_pointer(lib.tfm_tokenizer_load_sentencepiece(os.fsencode(path))))
+        return cls(check_pointer(lib.tfm_tokenizer_load_sentencepiece(c_path(path))))
 
     @classmethod
     def from_byte_bpe(cls, vocab_json, merges_txt):
@@ -75,8 +75,8 @@ class Tokenizer(Handle):
         `vocab.json` (piece to id) and `merges.txt` (one merge a line, best
         first). Special ids: `<unk>`, `<s>` (else `<|endoftext|>`), `</s>`
         (else `<|endoftext|>`) and `<pad>` when the vocabulary has them."""
-        return cls(check_pointer(lib.tfm_tokenizer_load_byte_bpe(os.fsencode(vocab_json),
-                                                                 os.fsencode(merges_txt))))
+        return cls(check_pointer(lib.tfm_tokenizer_load_byte_bpe(c_path(vocab_json),
+                                                                 c_path(merges_txt))))
 
     @classmethod
     def from_bytes(cls, data):
@@ -121,11 +121,12 @@ class Tokenizer(Handle):
         return _bytes_of(self._ptr())
 
     def save(self, path):
-        """Writes to_bytes() to path: for a SentencePiece tokenizer a `.model`
-        file (Tokenizer.load reads it back), for byte-level BPE a file that
-        Tokenizer.from_bytes reads back from its bytes."""
-        with open(path, 'wb') as out:
-            out.write(self.to_bytes())
+        """Writes to_bytes() to path, atomically (tfm_tokenizer_save: a
+        failed save leaves the file there as it was): for a SentencePiece
+        tokenizer a `.model` file (Tokenizer.load reads it back), for
+        byte-level BPE a file that Tokenizer.from_bytes reads back from its
+        bytes."""
+        check(lib.tfm_tokenizer_save(self._ptr(), c_path(path)))
 
     def _encode_one(self, text):
         data = _utf8(text)
@@ -215,10 +216,10 @@ def _score(function, name, hypotheses, references):
     if len(hypotheses) != len(references):
         raise ArgumentError('%s: %d hypotheses but %d references (one reference each)' % (
             name, len(hypotheses), len(references)))
-    kept = [ffi.new('char[]', _utf8(s)) for s in hypotheses + references]
+    hypothesis_strings, _kept = c_strings(hypotheses)
+    reference_strings, _also_kept = c_strings(references)
     score = ffi.new('double *')
-    check(function(ffi.new('char *[]', kept[:len(hypotheses)]),
-                   ffi.new('char *[]', kept[len(hypotheses):]), len(hypotheses), score))
+    check(function(hypothesis_strings, reference_strings, len(hypotheses), score))
     return score[0]
 
 

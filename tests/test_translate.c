@@ -1,0 +1,740 @@
+/* The translator (translate.h): texts in, texts out, on published folders
+ * (tests/marian, tests/m2m100) and on a model made here with its
+ * tokenizer; a text's result the same bit for bit alone or batched with
+ * any others, in one call or through the scheduler from many threads; the
+ * requests' cancel, deadline, busy queue and streaming; the errors. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check_main.h"
+#include "tfm/tfm.h"
+
+#define MARIAN TFM_TESTS_DIR "/marian"
+#define M2M100 TFM_TESTS_DIR "/m2m100"
+
+static const char *const texts[] = {
+    "Hello world.",
+    "Cannot open the file %s",
+    "",
+    "This is a longer sentence about the files and the folders of a user.",
+    "Save",
+    "The operation was cancelled by the user because the disk is full.",
+    "   ",
+    "Print the version number and exit",
+    "Could not read the configuration",
+    "A",
+    "Delete %d files?",
+    "The server closed the connection unexpectedly while the request was sent",
+};
+#define N_TEXTS ((int64_t)(sizeof texts / sizeof texts[0]))
+
+/* One translation's hypothesis: its ids, score and text. */
+typedef struct hypothesis {
+    int32_t ids[512];
+    int64_t n_ids;
+    float score;
+    char text[4096];
+} hypothesis;
+
+static void keep(const tfm_translation *r, int64_t i, int32_t h, hypothesis *out)
+{
+    const int32_t *ids = tfm_translation_ids(r, i, h, &out->n_ids);
+    ck_assert_ptr_nonnull(ids);
+    ck_assert_int_le(out->n_ids, 512);
+    memcpy(out->ids, ids, (size_t)out->n_ids * sizeof *ids);
+    out->score = tfm_translation_score(r, i, h);
+    snprintf(out->text, sizeof out->text, "%s", tfm_translation_text(r, i, h));
+}
+
+/* Bit for bit: the same ids, the same score's bits, the same text. */
+static void assert_same(const hypothesis *a, const hypothesis *b, const char *what)
+{
+    ck_assert_msg(a->n_ids == b->n_ids &&
+                      memcmp(a->ids, b->ids, (size_t)a->n_ids * sizeof *a->ids) == 0,
+                  "%s: ids differ (%lld vs %lld ids)", what, (long long)a->n_ids,
+                  (long long)b->n_ids);
+    ck_assert_msg(memcmp(&a->score, &b->score, sizeof a->score) == 0,
+                  "%s: scores differ (%.9g vs %.9g)", what, (double)a->score, (double)b->score);
+    ck_assert_str_eq(a->text, b->text);
+}
+
+static tfm_translator *open_or_fail(const char *path, const tfm_translator_options *o)
+{
+    tfm_translator *t = tfm_translator_open(path, o);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    return t;
+}
+
+/* Text i translated alone with options, hypothesis h. */
+static void alone(tfm_translator *t, int64_t i, const tfm_translate_options *o, int32_t h,
+                  hypothesis *out)
+{
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, &texts[i], 1, o, &r) == TFM_OK, "%s", tfm_last_error());
+    keep(r, 0, h, out);
+    tfm_translation_free(r);
+}
+
+/* The decoding kinds the tests mix: the defaults (Marian's: beam 4),
+ * greedy, beam 2 with 2 hypotheses, a forced target prefix, sampling. */
+enum { DEFAULTS, GREEDY, BEAM_2_BEST, PREFIXED, SAMPLED, KINDS };
+
+typedef struct mixed_options {
+    tfm_decode_options decode;
+    tfm_translate_options translate;
+} mixed_options;
+
+static void options_of(tfm_translator *t, int kind, mixed_options *m)
+{
+    tfm_translate_options_init(&m->translate);
+    tfm_decode_options_init(&m->decode);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &m->decode), TFM_OK);
+    if (kind == DEFAULTS)
+        return;
+    m->translate.decode = &m->decode;
+    if (kind == GREEDY || kind == PREFIXED) {
+        m->decode.strategy = TFM_DECODE_GREEDY;
+    } else if (kind == BEAM_2_BEST) {
+        m->decode.strategy = TFM_DECODE_BEAM;
+        m->decode.beam_size = 2;
+        m->decode.n_best = 2;
+    } else {
+        m->decode.strategy = TFM_DECODE_SAMPLE;
+        m->decode.seed = 7;
+        m->decode.top_k = 5;
+    }
+    if (kind == PREFIXED)
+        m->translate.target_prefix = "le";
+}
+
+START_TEST(a_text_is_the_same_alone_or_in_any_batch)
+{
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    int64_t budgets[] = {4096, 40, 12};
+    for (int b = 0; b < 3; b++) {
+        to.max_batch_tokens = budgets[b];
+        to.max_batch = b == 2 ? 3 : 64;
+        tfm_translator *t = open_or_fail(MARIAN, &to);
+        for (int kind = DEFAULTS; kind < KINDS; kind++) {
+            if (kind == SAMPLED)
+                continue; /* sampling's draws are per run: its requests decode alone */
+            mixed_options m;
+            options_of(t, kind, &m);
+            tfm_translation *all = NULL;
+            ck_assert_msg(tfm_translate(t, texts, N_TEXTS, &m.translate, &all) == TFM_OK, "%s",
+                          tfm_last_error());
+            ck_assert_int_eq(tfm_translation_count(all), N_TEXTS);
+            int32_t n_best = tfm_translation_n_best(all);
+            ck_assert_int_eq(n_best, kind == BEAM_2_BEST ? 2 : 1);
+            for (int64_t i = 0; i < N_TEXTS; i++)
+                for (int32_t h = 0; h < n_best; h++) {
+                    hypothesis batched, single;
+                    keep(all, i, h, &batched);
+                    alone(t, i, &m.translate, h, &single);
+                    char what[96];
+                    snprintf(what, sizeof what, "budget %lld, kind %d, text %lld, hyp %d",
+                             (long long)budgets[b], kind, (long long)i, (int)h);
+                    assert_same(&batched, &single, what);
+                }
+            tfm_translation_free(all);
+        }
+        tfm_translator_free(t);
+    }
+}
+END_TEST
+
+START_TEST(blank_texts_give_empty_translations)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, texts, N_TEXTS, NULL, &r), TFM_OK);
+    for (int64_t i = 0; i < N_TEXTS; i++) {
+        int is_blank = strspn(texts[i], " ") == strlen(texts[i]);
+        int64_t count = -1;
+        tfm_translation_ids(r, i, 0, &count);
+        ck_assert_int_eq(count == 0, is_blank);
+        if (is_blank)
+            ck_assert_str_eq(tfm_translation_text(r, i, 0), "");
+    }
+    tfm_translation_free(r);
+    ck_assert_int_eq(tfm_translate(t, texts, 0, NULL, &r), TFM_OK);
+    ck_assert_int_eq(tfm_translation_count(r), 0);
+    tfm_translation_free(r);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(defaults_are_the_models_own)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    tfm_model *model = tfm_model_from_pretrained(MARIAN);
+    ck_assert_ptr_nonnull(model);
+    tfm_decode_options mine, published;
+    tfm_decode_options_init(&mine);
+    tfm_decode_options_init(&published);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &mine), TFM_OK);
+    ck_assert_int_eq(tfm_decode_options_from_model(model, &published), TFM_OK);
+    ck_assert_int_eq(mine.strategy, published.strategy);
+    ck_assert_int_eq(mine.beam_size, published.beam_size);
+    ck_assert_int_le(mine.max_length, tfm_model_max_tgt_len(model) - 1);
+    ck_assert_int_eq(mine.max_length, published.max_length < tfm_model_max_tgt_len(model) - 1
+                                          ? published.max_length
+                                          : tfm_model_max_tgt_len(model) - 1);
+    /* options NULL and the defaults given decode alike */
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &mine;
+    hypothesis a, b;
+    alone(t, 3, NULL, 0, &a);
+    alone(t, 3, &o, 0, &b);
+    assert_same(&a, &b, "defaults");
+    /* a translator over the caller's model gives what the folder's gives */
+    tfm_translator *over = tfm_translator_create(model, NULL);
+    ck_assert_msg(over != NULL, "%s", tfm_last_error());
+    alone(over, 3, NULL, 0, &b);
+    assert_same(&a, &b, "over a model");
+    ck_assert_ptr_eq(tfm_translator_model(over), model);
+    tfm_translator_free(over);
+    tfm_model_free(model);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(long_sources_are_cut_and_say_so)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    int64_t max_src = tfm_model_max_src_len(tfm_translator_model(t));
+    size_t size = (size_t)max_src * 12 + 1;
+    char *text = malloc(size);
+    ck_assert_ptr_nonnull(text);
+    text[0] = '\0';
+    while (strlen(text) + 12 < size)
+        strcat(text, "the files ");
+    const char *one[] = {text};
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, one, 1, NULL, &r) == TFM_OK, "%s", tfm_last_error());
+    int64_t tokenized = 0, decoded = 0;
+    ck_assert_int_eq(tfm_translation_source_tokens(r, 0, &tokenized, &decoded), TFM_OK);
+    ck_assert_int_gt(tokenized, max_src);
+    ck_assert_int_eq(decoded, max_src);
+    tfm_translation_free(r);
+    /* a short one is not cut */
+    ck_assert_int_eq(tfm_translate(t, texts, 1, NULL, &r), TFM_OK);
+    ck_assert_int_eq(tfm_translation_source_tokens(r, 0, &tokenized, &decoded), TFM_OK);
+    ck_assert_int_eq(tokenized, decoded);
+    ck_assert_int_lt(decoded, max_src);
+    tfm_translation_free(r);
+    free(text);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(languages_per_translation)
+{
+    tfm_translator *t = open_or_fail(M2M100, NULL);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.target_language = "de";
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, texts, 2, &o, &r) == TFM_OK, "%s", tfm_last_error());
+    tfm_model *model = tfm_model_from_pretrained(M2M100);
+    int32_t de = tfm_tokenizer_piece_to_id(tfm_model_tokenizer(model, 1), "__de__", 6);
+    ck_assert_int_ge(de, 0);
+    int64_t count = 0;
+    const int32_t *ids = tfm_translation_ids(r, 0, 0, &count);
+    ck_assert_int_ge(count, 2);
+    ck_assert_int_eq(ids[1], de); /* the forced first token */
+    tfm_translation_free(r);
+    /* the same as a translator opened for that language */
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.target_language = "de";
+    tfm_translator *de_translator = open_or_fail(M2M100, &to);
+    hypothesis a, b;
+    alone(t, 1, &o, 0, &a);
+    alone(de_translator, 1, NULL, 0, &b);
+    assert_same(&a, &b, "target language");
+    o.target_language = "xx";
+    ck_assert_int_eq(tfm_translate(t, texts, 1, &o, &r), TFM_ERR_ARG);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "xx"));
+    tfm_translator_free(de_translator);
+    tfm_model_free(model);
+    tfm_translator_free(t);
+    /* a model without languages refuses one */
+    t = open_or_fail(MARIAN, NULL);
+    o.target_language = "de";
+    ck_assert_int_eq(tfm_translate(t, texts, 1, &o, &r), TFM_ERR_STATE);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(alignments_on_request)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    tfm_translator_decode_options(t, &d);
+    d.return_attention = 1;
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, texts, 2, &o, &r), TFM_OK);
+    int64_t rows = 0, columns = 0, ids = 0;
+    const float *a = tfm_translation_alignment(r, 1, 0, &rows, &columns);
+    tfm_translation_ids(r, 1, 0, &ids);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(rows, ids - 1);
+    int64_t tokenized = 0;
+    tfm_translation_source_tokens(r, 1, &tokenized, NULL);
+    ck_assert_int_eq(columns, tokenized);
+    for (int64_t i = 0; i < rows; i++) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < columns; j++)
+            sum += a[i * columns + j];
+        ck_assert_double_eq_tol(sum, 1.0, 1e-4);
+    }
+    tfm_translation_free(r);
+    ck_assert_int_eq(tfm_translate(t, texts, 1, NULL, &r), TFM_OK);
+    ck_assert_ptr_null(tfm_translation_alignment(r, 0, 0, NULL, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_STATE);
+    tfm_translation_free(r);
+    tfm_translator_free(t);
+}
+END_TEST
+
+/* --- many threads, one translator -------------------------------------------------- */
+
+#define THREADS 8
+#define PER_THREAD 24
+
+typedef struct caller {
+    tfm_translator *t;
+    int id, submit; /* submit: through the scheduler, else tfm_translate */
+    hypothesis *got;   /* PER_THREAD */
+    int64_t *text, *kind;
+    int failures;
+} caller;
+
+static void *call(void *arg)
+{
+    caller *c = arg;
+    uint32_t state = 2654435761u * (uint32_t)(c->id + 1);
+    for (int k = 0; k < PER_THREAD; k++) {
+        state = state * 1664525u + 1013904223u;
+        c->text[k] = (state >> 8) % N_TEXTS;
+        c->kind[k] = (state >> 20) % KINDS;
+        mixed_options m;
+        options_of(c->t, (int)c->kind[k], &m);
+        const tfm_translation *r = NULL;
+        tfm_translation *own = NULL;
+        tfm_request *q = NULL;
+        if (c->submit) {
+            q = tfm_translator_submit(c->t, texts[c->text[k]], &m.translate);
+            if (!q || tfm_request_wait(q) != TFM_OK || tfm_request_result(q, &r) != TFM_OK)
+                c->failures++;
+        } else if (tfm_translate(c->t, &texts[c->text[k]], 1, &m.translate, &own) == TFM_OK) {
+            r = own;
+        } else {
+            c->failures++;
+        }
+        if (r)
+            keep(r, 0, 0, &c->got[k]);
+        tfm_request_free(q);
+        tfm_translation_free(own);
+    }
+    return NULL;
+}
+
+/* THREADS callers at once, on one translator (int8: quantized), each
+ * text and kind checked against the text translated alone. */
+static void many_callers(int int8, int submit, int workers)
+{
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.int8 = int8;
+    to.workers = workers;
+    to.max_wait_ms = 2;
+    tfm_translator *t = open_or_fail(MARIAN, &to);
+    caller callers[THREADS];
+    pthread_t threads[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        callers[i] = (caller){.t = t, .id = i, .submit = submit};
+        callers[i].got = calloc(PER_THREAD, sizeof *callers[i].got);
+        callers[i].text = calloc(PER_THREAD, sizeof *callers[i].text);
+        callers[i].kind = calloc(PER_THREAD, sizeof *callers[i].kind);
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, call, &callers[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(threads[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+        ck_assert_int_eq(callers[i].failures, 0);
+        for (int k = 0; k < PER_THREAD; k++) {
+            mixed_options m;
+            options_of(t, (int)callers[i].kind[k], &m);
+            hypothesis single;
+            alone(t, callers[i].text[k], &m.translate, 0, &single);
+            char what[96];
+            snprintf(what, sizeof what, "thread %d, call %d (text %lld, kind %lld)", i, k,
+                     (long long)callers[i].text[k], (long long)callers[i].kind[k]);
+            assert_same(&callers[i].got[k], &single, what);
+        }
+        free(callers[i].got);
+        free(callers[i].text);
+        free(callers[i].kind);
+    }
+    tfm_translator_free(t);
+}
+
+START_TEST(threads_translate_at_once)
+{
+    many_callers(0, 0, 1);
+}
+END_TEST
+
+START_TEST(threads_submit_at_once)
+{
+    many_callers(0, 1, 2);
+}
+END_TEST
+
+START_TEST(threads_submit_at_once_int8)
+{
+    many_callers(1, 1, 1);
+}
+END_TEST
+
+/* --- requests --------------------------------------------------------------------------- */
+
+typedef struct done_count {
+    pthread_mutex_t lock;
+    int calls;
+    tfm_status last;
+} done_count;
+
+static void count_done(void *user, tfm_request *q)
+{
+    done_count *d = user;
+    pthread_mutex_lock(&d->lock);
+    d->calls++;
+    d->last = tfm_request_result(q, NULL);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* A translator whose batches wait long for company: requests stay queued. */
+static tfm_translator *patient(int32_t capacity)
+{
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.max_wait_ms = 60000;
+    to.queue_capacity = capacity;
+    return open_or_fail(MARIAN, &to);
+}
+
+START_TEST(a_request_waiting_is_cancelled_at_once)
+{
+    tfm_translator *t = patient(16);
+    done_count d = {PTHREAD_MUTEX_INITIALIZER, 0, TFM_OK};
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.on_done = count_done;
+    o.user = &d;
+    tfm_request *q = tfm_translator_submit(t, texts[0], &o);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(tfm_request_done(q), 0);
+    ck_assert_int_eq(tfm_request_result(q, NULL), TFM_ERR_STATE);
+    tfm_request_cancel(q);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_ERR_CANCELLED);
+    ck_assert_int_eq(tfm_request_done(q), 1);
+    ck_assert_int_eq(d.calls, 1);
+    ck_assert_int_eq(d.last, TFM_ERR_CANCELLED);
+    ck_assert_ptr_nonnull(strstr(tfm_request_error(q), "cancelled"));
+    const tfm_translation *r = (const tfm_translation *)1;
+    ck_assert_int_eq(tfm_request_result(q, &r), TFM_ERR_CANCELLED);
+    ck_assert_ptr_null(r);
+    tfm_request_cancel(q); /* finished: nothing changes */
+    ck_assert_int_eq(d.calls, 1);
+    tfm_request_free(q);
+    /* freed while it waits: cancelled, its callback still called */
+    q = tfm_translator_submit(t, texts[1], &o);
+    tfm_request_free(q);
+    ck_assert_int_eq(d.calls, 2);
+    /* freeing the translator cancels what waits; the request stays readable */
+    q = tfm_translator_submit(t, texts[1], &o);
+    tfm_translator_free(t);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_ERR_CANCELLED);
+    ck_assert_int_eq(d.calls, 3);
+    tfm_request_free(q);
+}
+END_TEST
+
+/* Stops a request's tokens through its caller's cancel, from on_token. */
+typedef struct stopper {
+    tfm_request *request;
+    int tokens;
+    char last[4096];
+    int cancel_at, stop_at;
+} stopper;
+
+static int on_token(void *user, int32_t token, const char *text, int64_t length)
+{
+    stopper *s = user;
+    (void)token;
+    ck_assert_int_eq((int64_t)strlen(text), length);
+    snprintf(s->last, sizeof s->last, "%s", text);
+    s->tokens++;
+    if (s->tokens == s->cancel_at)
+        tfm_request_cancel(s->request);
+    return s->tokens == s->stop_at;
+}
+
+START_TEST(a_request_being_decoded_stops_when_cancelled)
+{
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.max_wait_ms = 0;
+    tfm_translator *t = open_or_fail(MARIAN, &to);
+    mixed_options m;
+    options_of(t, GREEDY, &m);
+    stopper s = {.cancel_at = 3};
+    m.translate.on_token = on_token;
+    m.translate.user = &s;
+    /* the request exists before its first token: submit holds the queue */
+    s.request = tfm_translator_submit(t, texts[3], &m.translate);
+    ck_assert_ptr_nonnull(s.request);
+    ck_assert_int_eq(tfm_request_wait(s.request), TFM_ERR_CANCELLED);
+    ck_assert_int_eq(s.tokens, 3);
+    tfm_request_free(s.request);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(streaming_gives_the_text_so_far)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    mixed_options m;
+    options_of(t, GREEDY, &m);
+    hypothesis whole;
+    alone(t, 3, &m.translate, 0, &whole);
+    stopper s = {0};
+    m.translate.on_token = on_token;
+    m.translate.user = &s;
+    tfm_request *q = tfm_translator_submit(t, texts[3], &m.translate);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    const tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_request_result(q, &r), TFM_OK);
+    hypothesis streamed;
+    keep(r, 0, 0, &streamed);
+    assert_same(&streamed, &whole, "streamed");
+    ck_assert_int_eq(s.tokens, whole.n_ids - 1);
+    ck_assert_str_eq(s.last, whole.text);
+    tfm_request_free(q);
+    /* a non-zero return ends the translation there, successfully */
+    s = (stopper){.stop_at = 2};
+    q = tfm_translator_submit(t, texts[3], &m.translate);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    tfm_request_result(q, &r);
+    int64_t count = 0;
+    tfm_translation_ids(r, 0, 0, &count);
+    ck_assert_int_eq(count, 3); /* the start token and two */
+    ck_assert_int_eq(s.tokens, 2);
+    tfm_request_free(q);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(a_request_past_its_deadline_fails)
+{
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.max_wait_ms = 300; /* longer than the deadline: it expires waiting */
+    tfm_translator *t = open_or_fail(MARIAN, &to);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.deadline_ms = 20;
+    tfm_request *q = tfm_translator_submit(t, texts[0], &o);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_ERR_TIMEOUT);
+    ck_assert_ptr_nonnull(strstr(tfm_request_error(q), "deadline"));
+    tfm_request_free(q);
+    /* one with time enough succeeds */
+    o.deadline_ms = 60000;
+    q = tfm_translator_submit(t, texts[0], &o);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    tfm_request_free(q);
+    o.deadline_ms = -1;
+    ck_assert_ptr_null(tfm_translator_submit(t, texts[0], &o));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    tfm_translator_free(t);
+}
+END_TEST
+
+START_TEST(a_full_queue_is_busy)
+{
+    tfm_translator *t = patient(3);
+    tfm_request *q[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_nonnull(q[i] = tfm_translator_submit(t, texts[i], NULL));
+    ck_assert_ptr_null(tfm_translator_submit(t, texts[0], NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_BUSY);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "try again"));
+    tfm_request_cancel(q[0]); /* room again */
+    tfm_request *again = tfm_translator_submit(t, texts[0], NULL);
+    ck_assert_ptr_nonnull(again);
+    for (int i = 0; i < 3; i++)
+        tfm_request_free(q[i]);
+    tfm_request_free(again);
+    tfm_translator_free(t);
+}
+END_TEST
+
+/* --- a model made here ------------------------------------------------------------------ */
+
+START_TEST(a_model_made_here_decodes_with_beam_4_and_no_non_text)
+{
+    const char *lines[] = {"the cat sat on the mat", "le chat est sur le tapis",
+                           "a dog is in the garden", "un chien est dans le jardin"};
+    tfm_bpe_train_options bo;
+    tfm_bpe_train_options_init(&bo);
+    bo.vocab_size = 40;
+    bo.pad_piece = 1;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_msg(tfm_tokenizer_train_bpe(lines, NULL, 4, &bo, &tok) == TFM_OK, "%s",
+                  tfm_last_error());
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = mo.tgt_vocab = 64; /* more ids than the tokenizer's pieces */
+    mo.max_src_len = mo.max_tgt_len = 32;
+    mo.d_model = 16, mo.heads = 2, mo.d_ff = 32, mo.encoder_layers = mo.decoder_layers = 1;
+    mo.share_embeddings = 1;
+    mo.bos_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS);
+    mo.eos_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
+    mo.pad_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD);
+    tfm_model *model = tfm_model_create(&mo);
+    ck_assert_msg(model != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_set_tokenizers(model, tok, NULL), TFM_OK);
+    tfm_model_set_training(model, 0);
+    tfm_translator *t = tfm_translator_create(model, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    ck_assert_int_eq(d.strategy, TFM_DECODE_BEAM);
+    ck_assert_int_eq(d.beam_size, 4);
+    ck_assert_int_eq(d.max_length, 31);
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, lines, 4, NULL, &r) == TFM_OK, "%s", tfm_last_error());
+    int32_t pieces = tfm_tokenizer_vocab_size(tok);
+    for (int64_t i = 0; i < 4; i++) {
+        int64_t count = 0;
+        const int32_t *ids = tfm_translation_ids(r, i, 0, &count);
+        for (int64_t k = 1; k < count; k++) {
+            ck_assert_int_lt(ids[k], pieces);
+            ck_assert_int_ne(ids[k], mo.bos_id);
+        }
+        /* room for twice the source and 10 */
+        int64_t source = 0;
+        tfm_translation_source_tokens(r, i, &source, NULL);
+        ck_assert_int_le(count - 1, 2 * source + 10);
+    }
+    tfm_translation_free(r);
+    tfm_translator_free(t);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* --- errors ------------------------------------------------------------------------------ */
+
+START_TEST(errors_are_named)
+{
+    tfm_translation *r = (tfm_translation *)1;
+    ck_assert_ptr_null(tfm_translator_open(NULL, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_translator_open("/nonexistent/model.safetensors", NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_IO);
+    ck_assert_ptr_null(tfm_translator_create(NULL, NULL));
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.max_batch = 0;
+    ck_assert_ptr_null(tfm_translator_open(MARIAN, &to));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "max_batch"));
+    tfm_translator_options_init(&to);
+    to.target_language = "fr";
+    ck_assert_ptr_null(tfm_translator_open(MARIAN, &to));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_STATE);
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    ck_assert_int_eq(tfm_translate(NULL, texts, 1, NULL, &r), TFM_ERR_NULL);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(tfm_translate(t, NULL, 1, NULL, &r), TFM_ERR_NULL);
+    const char *with_null[] = {"a", NULL};
+    ck_assert_int_eq(tfm_translate(t, with_null, 2, NULL, &r), TFM_ERR_NULL);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "texts[1]"));
+    ck_assert_int_eq(tfm_translate(t, texts, -1, NULL, &r), TFM_ERR_ARG);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.deadline_ms = 5;
+    ck_assert_int_eq(tfm_translate(t, texts, 1, &o, &r), TFM_ERR_ARG);
+    tfm_translate_options_init(&o);
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    tfm_translator_decode_options(t, &d);
+    d.callback = (tfm_decode_callback)1;
+    o.decode = &d;
+    ck_assert_int_eq(tfm_translate(t, texts, 1, &o, &r), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "on_token"));
+    d.callback = NULL;
+    d.beam_size = 0;
+    ck_assert_int_ne(tfm_translate(t, texts, 1, &o, &r), TFM_OK);
+    ck_assert_ptr_null(r);
+    ck_assert_ptr_null(tfm_translator_submit(t, NULL, NULL));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_translator_decode_options(t, NULL), TFM_ERR_NULL);
+    ck_assert_ptr_null(tfm_translation_text(NULL, 0, 0));
+    ck_assert_int_eq(tfm_translate(t, texts, 1, NULL, &r), TFM_OK);
+    ck_assert_ptr_null(tfm_translation_text(r, 1, 0));
+    ck_assert_int_eq(tfm_last_status(), TFM_ERR_RANGE);
+    ck_assert_ptr_null(tfm_translation_text(r, 0, 1));
+    ck_assert(isnan(tfm_translation_score(r, 0, 5)));
+    tfm_translation_free(r);
+    ck_assert_int_eq(tfm_request_wait(NULL), TFM_ERR_NULL);
+    tfm_request_free(NULL);
+    tfm_translation_free(NULL);
+    tfm_translator_free(NULL);
+    tfm_translator_free(t);
+}
+END_TEST
+
+static Suite *translate_suite(void)
+{
+    Suite *s = suite_create("translate");
+    TCase *c = tcase_create("translator");
+    tcase_set_timeout(c, 240);
+    tcase_add_test(c, a_text_is_the_same_alone_or_in_any_batch);
+    tcase_add_test(c, blank_texts_give_empty_translations);
+    tcase_add_test(c, defaults_are_the_models_own);
+    tcase_add_test(c, long_sources_are_cut_and_say_so);
+    tcase_add_test(c, languages_per_translation);
+    tcase_add_test(c, alignments_on_request);
+    tcase_add_test(c, threads_translate_at_once);
+    tcase_add_test(c, threads_submit_at_once);
+    tcase_add_test(c, threads_submit_at_once_int8);
+    tcase_add_test(c, a_request_waiting_is_cancelled_at_once);
+    tcase_add_test(c, a_request_being_decoded_stops_when_cancelled);
+    tcase_add_test(c, streaming_gives_the_text_so_far);
+    tcase_add_test(c, a_request_past_its_deadline_fails);
+    tcase_add_test(c, a_full_queue_is_busy);
+    tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
+    tcase_add_test(c, errors_are_named);
+    suite_add_tcase(s, c);
+    return s;
+}
+
+TFM_CHECK_MAIN(translate_suite)
