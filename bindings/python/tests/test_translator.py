@@ -6,6 +6,7 @@ queue is full, and Python threads translate at once without the GIL."""
 import gc
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -58,6 +59,24 @@ def test_the_defaults_give_transformers_output_and_c_translates_the_same(transla
         assert result.text == want['text']
         assert result.score == score
         assert abs(result.score - want['score']) <= 2e-5 * (1 + abs(want['score']))
+
+
+def tfm_translate_program():
+    """tfm-translate beside the library the package loads: PREFIX/bin of an
+    install (lib/ or lib/<multiarch>/), or a build's examples/."""
+    libdir = os.path.dirname(os.path.realpath(tfm.library_path))
+    for relative in ('../bin', '../../bin', '../examples'):
+        program = os.path.join(libdir, relative, 'tfm-translate')
+        if os.access(program, os.X_OK):
+            return program
+    pytest.skip('no tfm-translate beside %s' % tfm.library_path)
+
+
+def test_tfm_translate_prints_what_translate_gives(translator):
+    printed = subprocess.run([tfm_translate_program(), '--model', FOLDER],
+                             input='\n'.join(SOURCES) + '\n', capture_output=True, text=True,
+                             check=True).stdout
+    assert printed.splitlines() == translator.translate(SOURCES)
 
 
 def test_the_defaults_are_the_models_decoding_defaults(translator):
@@ -340,6 +359,13 @@ def test_a_streaming_request_dropped_unfinished_is_safe():
     assert not _translate._streams  # every on_done has run
 
 
-def test_submit_takes_one_text(translator):
+def test_texts_are_checked(translator):
     with pytest.raises(TypeError, match='one text'):
         translator.submit(SOURCES)
+    for call in (translator.translate, translator.submit):
+        with pytest.raises(ValueError, match='null byte'):
+            call('a\0b')
+    with pytest.raises(ValueError, match='null byte'):
+        translator.translate(['a', 'b\0'])
+    with pytest.raises(ValueError, match='null byte'):
+        translator.translate('a', target_prefix='\0')

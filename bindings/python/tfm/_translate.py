@@ -1,7 +1,6 @@
 """The translator: text in, text out, from any number of threads."""
 import atexit
 import collections
-import os
 import threading
 import time
 import weakref
@@ -9,10 +8,11 @@ import weakref
 import numpy as np
 
 from ._binding import ffi, lib
-from ._core import Handle, check, check_pointer, error, raise_last_error
+from ._core import (Handle, c_path, c_string, c_strings, check, check_pointer, error,
+                    raise_last_error)
 from ._model import (_BEAM_RULES, _CACHE_PRECISIONS, _EARLY_STOPPING, Model, _choice,
                      _token_lists, options, options_dict)
-from ._text import _is_one_text, _utf8
+from ._text import _is_one_text
 
 Hypothesis = collections.namedtuple('Hypothesis', 'text score ids alignment')
 Hypothesis.__doc__ = """One hypothesis of a translation: its text, its score (the
@@ -50,7 +50,7 @@ def _c_text(text, kept):
     None as NULL."""
     if text is None:
         return ffi.NULL
-    kept.append(ffi.new('char[]', _utf8(text)))
+    kept.append(ffi.new('char[]', c_string(text)))
     return kept[-1]
 
 
@@ -223,7 +223,7 @@ class Translator(Handle):
                                 max_batch_tokens=max_batch_tokens, max_batch=max_batch,
                                 workers=workers, max_wait_ms=max_wait_ms,
                                 queue_capacity=queue_capacity)
-        self._made(lib.tfm_translator_open(os.fsencode(path), o))
+        self._made(lib.tfm_translator_open(c_path(path), o))
 
     def _made(self, pointer, model=None):
         super().__init__(check_pointer(pointer), model)
@@ -324,13 +324,13 @@ class Translator(Handle):
         cache_precision, ...), each replacing that default."""
         one = _is_one_text(texts)
         texts = [texts] if one else list(texts)
-        kept = [ffi.new('char[]', _utf8(text)) for text in texts]
+        array, kept = c_strings(texts)
         out = ffi.new('tfm_translation **')
         pointer = self._enter()
         try:
             call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options)
-            check(lib.tfm_translate(pointer, ffi.new('char *[]', kept), len(kept),
+            check(lib.tfm_translate(pointer, array, len(kept),
                                     call.options, out))
         finally:
             self._leave()
@@ -370,7 +370,7 @@ class Translator(Handle):
                 call.options.user = stream.handle
                 with _streams_lock:
                     _streams[stream.key] = stream
-            pointer = lib.tfm_translator_submit(translator, ffi.new('char[]', _utf8(text)),
+            pointer = lib.tfm_translator_submit(translator, ffi.new('char[]', c_string(text)),
                                                 call.options)
             if pointer == ffi.NULL:
                 if stream is not None:
