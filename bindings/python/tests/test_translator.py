@@ -94,6 +94,14 @@ def test_the_defaults_are_the_models_decoding_defaults(translator):
         assert decoded.scores[0] == result.score
 
 
+def test_the_defaults_given_as_options_translate_as_none(translator):
+    """decode_options, passed back field by field (tfm_translate_options'
+    decode set), gives what no options (decode NULL) gives."""
+    given = translator.translate(SOURCES, return_scores=True, **translator.decode_options)
+    for got, want in zip(given, translator.translate(SOURCES, return_scores=True)):
+        assert (got.ids.tolist(), got.score) == (want.ids.tolist(), want.score)
+
+
 def test_options_given_change_only_their_field(translator):
     greedy = translator.translate(SOURCES, strategy='greedy', return_scores=True)
     for case, result in zip(EXPECTED['cases'], greedy):

@@ -54,6 +54,14 @@ def _c_text(text, kept):
     return kept[-1]
 
 
+def _decode_options(translator, fields):
+    """The translator's (pointer's) decoding defaults with fields changed."""
+    def defaults(o, size):
+        lib.tfm_decode_options_init_sized(o, size)
+        check(lib.tfm_translator_decode_options(translator, o))
+    return options('tfm_decode_options', defaults, fields)
+
+
 class _Call:
     """One translate or submit call's C options (tfm_translate_options and
     its tfm_decode_options), with everything they point to kept alive.
@@ -82,10 +90,7 @@ class _Call:
         self._kept = [_token_lists(fields)]
         self.options = options('tfm_translate_options', lib.tfm_translate_options_init_sized, {})
         if fields:
-            def defaults(o, size):
-                lib.tfm_decode_options_init_sized(o, size)
-                check(lib.tfm_translator_decode_options(translator, o))
-            self.decode = options('tfm_decode_options', defaults, fields)
+            self.decode = _decode_options(translator, fields)
             self.options.decode = self.decode
         self.options.source_language = _c_text(source_language, self._kept)
         self.options.target_language = _c_text(target_language, self._kept)
@@ -275,28 +280,29 @@ class Translator(Handle):
         """The decoding options a translation uses when given none
         (tfm_translator_decode_options: the model's special tokens and
         published defaults, max_length at most the model's max_tgt_len - 1,
-        the ids that are never text suppressed), by field name; the same
-        in C, Python and tfm-translate."""
-        pointer = self._ptr()
-
-        def defaults(o, size):
-            lib.tfm_decode_options_init_sized(o, size)
-            check(lib.tfm_translator_decode_options(pointer, o))
-        o = options('tfm_decode_options', defaults, {})
-        found = options_dict('tfm_decode_options', o)
-        for name in ('suppress_ids', 'eos_ids'):
-            count = getattr(o, 'n_' + name)
-            found[name] = ffi.unpack(getattr(o, name), count) if count else []
-            del found['n_' + name]
-        lengths = ffi.unpack(o.bad_word_lengths, o.n_bad_words) if o.n_bad_words else []
-        flat = ffi.unpack(o.bad_words, sum(lengths)) if lengths else []
-        found['bad_words'] = [flat[sum(lengths[:i]):sum(lengths[:i + 1])]
-                              for i in range(len(lengths))]
-        for name in ('bad_word_lengths', 'n_bad_words', 'callback', 'callback_user'):
-            del found[name]
-        for name, choices in _CHOICES.items():
-            names = {getattr(lib, constant): key for key, constant in choices.items()}
-            found[name] = names.get(found[name], found[name])
+        the ids that are never text suppressed), by field name as
+        translate takes them (translate(texts, **decode_options) is
+        translate(texts)); the same in C, Python and tfm-translate."""
+        pointer = self._enter()
+        try:  # the arrays are the translator's
+            o = _decode_options(pointer, {})
+            found = options_dict('tfm_decode_options', o)
+            for name in ('suppress_ids', 'eos_ids'):
+                count = getattr(o, 'n_' + name)
+                found[name] = ffi.unpack(getattr(o, name), count) if count else []
+                del found['n_' + name]
+            lengths = ffi.unpack(o.bad_word_lengths, o.n_bad_words) if o.n_bad_words else []
+            flat = ffi.unpack(o.bad_words, sum(lengths)) if lengths else []
+            found['bad_words'] = [flat[sum(lengths[:i]):sum(lengths[:i + 1])]
+                                  for i in range(len(lengths))]
+            for name in ('bad_word_lengths', 'n_bad_words', 'callback', 'callback_user',
+                         'return_attention'):
+                del found[name]
+            for name, choices in _CHOICES.items():
+                names = {getattr(lib, constant): key for key, constant in choices.items()}
+                found[name] = names.get(found[name], found[name])
+        finally:
+            self._leave()
         return found
 
     def translate(self, texts, beam_size=None, max_length=None, n_best=None,
