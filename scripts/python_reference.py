@@ -26,7 +26,7 @@ def signature(value):
 def place(item):
     """Classes and functions in the order the package's modules define them."""
     value = item[1]
-    modules = ['tfm._core', 'tfm._model', 'tfm._text', 'tfm']
+    modules = ['tfm._core', 'tfm._model', 'tfm._text', 'tfm._translate', 'tfm']
     try:
         line = inspect.getsourcelines(value)[1]
     except (OSError, TypeError):

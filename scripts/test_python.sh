@@ -39,7 +39,9 @@ failed=$((failed + f))
 
 awk '/^```python$/ { inside = 1; next } /^```$/ { inside = 0 } inside' "$source/README.md" \
     >"$scratch/readme_snippet.py"
-[ -s "$scratch/readme_snippet.py" ] && "$python" "$scratch/readme_snippet.py"
+# as from a checkout's root, whose tests/marian the snippet translates with
+mkdir "$scratch/tests" && ln -s "$source/tests/marian" "$scratch/tests/marian" &&
+    [ -s "$scratch/readme_snippet.py" ] && "$python" "$scratch/readme_snippet.py"
 step "the README's Python snippet runs as written" $?
 
 # (grep reads it all: -q would stop at the match, and the example's next

@@ -19,9 +19,9 @@ reaching C. The C library itself is tfm.lib (every public call, through
 cffi) with tfm.ffi.
 """
 from ._binding import ffi, lib, library_path
-from ._core import (ArgumentError, ClosedError, DtypeError, Error, FileError, FormatError,
+from ._core import (ArgumentError, BusyError, CancelledError, ClosedError, DtypeError, Error, FileError, FormatError,
                     NullError, NumericError, OutOfMemoryError, RangeError, Rng, ShapeError,
-                    SizeError, StaleError, StateError, SyncError, Tape, Tensor, add, as_array,
+                    SizeError, StaleError, StateError, SyncError, Tape, TimeoutError, Tensor, add, as_array,
                     causal_mask, check, combine_masks, concat, cross_entropy, current_tape,
                     dropout, embedding, from_torch_bool, gelu, gelu_tanh, layer_norm, linear,
                     log_softmax,
@@ -32,6 +32,7 @@ from ._model import (SGD, Adam, AdamW, Attention, Decoded, Decoding, DecoderLaye
                      Linear, LoadResult, Model, Optimizer, Params, SinusoidalPositions,
                      load_training, metadata, save_training)
 from ._text import (Corpus, Tokenizer, batch_plan, bleu, chrf, pad, shift_targets)
+from ._translate import Hypothesis, Request, Translation, Translator
 
 __version__ = ffi.string(lib.tfm_version_string()).decode()
 

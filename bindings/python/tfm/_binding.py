@@ -17,7 +17,8 @@ from ._locate import SONAME, pkg_config
 # Each header only uses what comes before it (model.h names text.h's
 # tokenizer, as its own #include says).
 HEADERS = ['common.h', 'tensor.h', 'tape.h', 'ops.h', 'params.h', 'nn.h', 'text.h',
-           'model.h', 'optim.h', 'io.h', 'training.h', 'decode.h', 'score.h', 'batch.h']
+           'model.h', 'optim.h', 'io.h', 'training.h', 'decode.h', 'score.h', 'batch.h',
+           'translate.h']
 
 
 def _recorded(name):

@@ -6,6 +6,8 @@ model's optimizer) keeps its owner alive, and is refused with ClosedError
 (never passed to C) once that owner was closed; a tape-owned tensor is
 refused with StaleError after its tape's reset.
 """
+import builtins
+import concurrent.futures
 import numbers
 import os
 import threading
@@ -40,6 +42,14 @@ class FileError(Error, OSError): pass
 class FormatError(Error, ValueError): pass
 class NumericError(Error, FloatingPointError): pass
 class SyncError(Error, OSError): pass
+class BusyError(Error, RuntimeError):
+    """A translator's queue is full (queue_capacity requests wait): try
+    again later."""
+class CancelledError(Error, concurrent.futures.CancelledError):
+    """A request was cancelled before it was translated (its cancel(), or
+    its translator closed)."""
+class TimeoutError(Error, builtins.TimeoutError):  # noqa: A001 (the builtin's subclass)
+    """A request's deadline (deadline_ms) passed before it was translated."""
 
 
 class ClosedError(Error, ValueError):
@@ -55,14 +65,21 @@ _ERRORS = {lib.TFM_ERR_NULL: NullError, lib.TFM_ERR_ARG: ArgumentError,
            lib.TFM_ERR_RANGE: RangeError, lib.TFM_ERR_SIZE: SizeError,
            lib.TFM_ERR_NOMEM: OutOfMemoryError, lib.TFM_ERR_STATE: StateError,
            lib.TFM_ERR_IO: FileError, lib.TFM_ERR_FORMAT: FormatError,
-           lib.TFM_ERR_NUMERIC: NumericError, lib.TFM_ERR_SYNC: SyncError}
+           lib.TFM_ERR_NUMERIC: NumericError, lib.TFM_ERR_SYNC: SyncError,
+           lib.TFM_ERR_BUSY: BusyError, lib.TFM_ERR_CANCELLED: CancelledError,
+           lib.TFM_ERR_TIMEOUT: TimeoutError}
+
+
+def error(status, message):
+    """The exception for a status and its message."""
+    return _ERRORS.get(status, Error)(message or 'libtfm call failed', status)
 
 
 def raise_last_error():
     status = lib.tfm_last_status()
     message = ffi.string(lib.tfm_last_error()).decode(errors='replace')
     lib.tfm_clear_error()
-    raise _ERRORS.get(status, Error)(message or 'libtfm call failed', status)
+    raise error(status, message)
 
 
 def check(status):
