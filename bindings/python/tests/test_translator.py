@@ -157,8 +157,6 @@ def test_n_best_scores_and_alignments(translator):
     assert results[0]._asdict()['text'] == results[0].text
 
 
-@pytest.mark.xfail(strict=True, reason='lib/translate: a text batched with longer ones gets '
-                   'alignments as wide as the batch (zero columns of padding)')
 def test_alignments_do_not_depend_on_the_batch(translator):
     alone = translator.translate(SOURCES[1], return_alignments=True)
     batched = translator.translate(SOURCES, return_alignments=True)[1]
