@@ -591,6 +591,49 @@ START_TEST(a_runs_encoding_is_the_models)
 }
 END_TEST
 
+/* A tape in evaluation (a decoding's, tfm__tape_set_evaluation) runs a
+ * model whose layers train as one in evaluation mode runs, bit for bit:
+ * no dropout in the embeddings, attention, feed-forward (plain, gated, or
+ * fused with its residual when its hidden layer is recomputed) or
+ * sublayers; the same model on an ordinary tape drops out, and its flags
+ * stay as they were. _i: the model's kind, then (bit 0) recomputing. */
+START_TEST(a_tape_in_evaluation_runs_a_training_model_without_dropout)
+{
+    static const int kinds[3] = {PLAIN, T5, MBART};
+    tfm_model *m = make_model(kinds[_i / 2], vocab_of(kinds[_i / 2]), MAXT);
+    if (_i % 2)
+        ck_assert_int_eq(tfm_model_set_recompute(m, TFM_RECOMPUTE_FEED_FORWARD_HIDDEN |
+                                                        TFM_RECOMPUTE_ATTENTION_WEIGHTS),
+                         TFM_OK);
+    tfm_tensor *src = padded_sources();
+    static const int32_t tgt_ids[3 * 5] = {1, 3, 4, 5, 6, 1, 7, 8, 9, 3, 1, 4, 4, 5, 2};
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){3, 5}, tgt_ids);
+    float *logits[3]; /* evaluation tape, evaluation mode, training */
+    int64_t n = 0;
+    for (int c = 0; c < 3; c++) {
+        tfm_model_set_training(m, c != 1);
+        tfm_tape *tape = tfm_tape_create();
+        tfm__tape_set_evaluation(tape, c == 0);
+        tfm_tensor *y = tfm_model_forward(tape, m, src, tgt, NULL,
+                                          tfm_mask_causal(tape, 5, TFM_I32), NULL, NULL, NULL,
+                                          NULL);
+        ck_assert_msg(y != NULL, "%s", tfm_last_error());
+        n = tfm_tensor_numel(y);
+        logits[c] = malloc((size_t)n * sizeof(float));
+        memcpy(logits[c], tfm_tensor_data_f32(y), (size_t)n * sizeof(float));
+        tfm_tape_free(tape);
+        ck_assert_int_eq(m->decoder->training, c != 1);
+    }
+    ck_assert_mem_eq(logits[0], logits[1], (size_t)n * sizeof(float));
+    ck_assert_int_ne(memcmp(logits[1], logits[2], (size_t)n * sizeof(float)), 0);
+    for (int c = 0; c < 3; c++)
+        free(logits[c]);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* A source of padding only leaves each query of the cross-attention no key:
  * it attends to nothing (its context is 0), so the decoding depends on
  * neither the source's length nor the rest of the batch. Cached and
@@ -1678,6 +1721,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
+    tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
     tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);
     tcase_add_loop_test(c, a_runs_encoding_is_the_models, 0, KINDS + 1);
