@@ -2,7 +2,8 @@
 # Installs what the tests need, then: the API reference (Doxygen, warnings
 # are errors); the release build's suites; the same
 # suites under AddressSanitizer + UBSan, and those of attention and decoding
-# under clang's UBSan; the fuzzers (scripts/fuzz.sh); the
+# under clang's UBSan; decoding on 8 threads under clang's ThreadSanitizer;
+# the fuzzers (scripts/fuzz.sh); the
 # installed copy used as users use it (scripts/check_consumers.sh), from
 # Python (scripts/test_python.sh), and its ABI against the baseline
 # (scripts/check_abi.sh); the installed programs.
@@ -99,6 +100,21 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 CK_FORK=no \
 meson_status=${PIPESTATUS[0]}
 count_log build-clang-ubsan/meson-logs/testlog.txt
 [ "$meson_status" -eq 0 ] || count_step "clang UBSan suites" 1
+
+echo "== clang's ThreadSanitizer: 8 threads decoding one model"
+# decoding only reads its model (decode.h): 8 program threads decode one
+# model at once on libtfm's contended pool; a report fails the suite.
+# OpenBLAS is not instrumented (its threads' handoff would look like races)
+# and runs on one thread.
+CC=clang setup build-clang-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread \
+        -Db_lundef=false -Dmpi=disabled &&
+    ninja -C build-clang-tsan tests/test_decode_threads >/dev/null
+count_step "clang ThreadSanitizer build" $?
+TSAN_OPTIONS=halt_on_error=1:exitcode=66 OPENBLAS_NUM_THREADS=1 CK_FORK=no \
+    meson test -C build-clang-tsan --no-rebuild --print-errorlogs decode_threads | tail -n 8
+meson_status=${PIPESTATUS[0]}
+count_log build-clang-tsan/meson-logs/testlog.txt
+[ "$meson_status" -eq 0 ] || count_step "clang ThreadSanitizer suite" 1
 
 # CI runs each harness briefly (its time limit is 10 minutes in all);
 # docs/reliability.md has the long runs.

@@ -543,13 +543,12 @@ START_TEST(odd_head_widths_equal_recomputed)
 END_TEST
 
 /* A run encodes its sources on the encoder's weights packed at its start
- * (decode/weights.c), hung on the weights for the encoding only: the
- * memory it keeps is tfm_model_encode's within 1e-5 with the padding
- * mask, for every kind of model (post- and pre-norm, fused and separate
- * queries, keys and values, RMS norms and relative position bias,
- * embedding norms, final norms or none) and a fused attention wider than
- * d_model / heads; it did pack them, and no weight keeps its packed copy
- * after the run. */
+ * (decode/weights.c), which its tape lists: the memory it keeps is
+ * tfm_model_encode's within 1e-5 with the padding mask, for every kind of
+ * model (post- and pre-norm, fused and separate queries, keys and values,
+ * RMS norms and relative position bias, embedding norms, final norms or
+ * none) and a fused attention wider than d_model / heads; it did pack
+ * every encoder linear layer, and only its own tape lists them. */
 START_TEST(a_runs_encoding_is_the_models)
 {
     tfm_model *m = _i < KINDS ? make_model(_i, vocab_of(_i), MAXT)
@@ -571,19 +570,66 @@ START_TEST(a_runs_encoding_is_the_models)
     ck_assert_msg(memory != NULL, "%s", tfm_last_error());
     assert_close(d->memory, tfm_tensor_data_f32(memory), tfm_tensor_numel(memory), 1e-5,
                  _i < KINDS ? kind_name[_i] : "head_dim 9");
+    int64_t linears = 0;
     for (int32_t l = 0; l < m->options.encoder_layers; l++) {
         const tfm_layer *block = m->encoder->children[l];
-        const tfm_layer *att = block->children[TFM__BLK_SELF_ATTN];
-        const tfm_layer *out = att->children[TFM__ATT_OUT];
-        ck_assert_ptr_nonnull(d->encoder_products[l][0].product.panels);
-        ck_assert_ptr_null((att->fused ? att : att->children[TFM__ATT_Q])->weight->packed);
-        ck_assert_ptr_null(out->weight->packed);
-        ck_assert_ptr_null(block->children[TFM__BLK_FF]->children[TFM__FF_LINEAR2]->weight->packed);
+        const tfm_layer *ff = block->children[TFM__BLK_FF];
+        linears += (block->children[TFM__BLK_SELF_ATTN]->fused ? 1 : 3) + 1 +
+                   (ff->children[TFM__FF_LINEAR_UP] ? 3 : 2);
     }
+    ck_assert_int_eq(d->own_weights->n_encoder, linears);
+    ck_assert_ptr_eq(d->tape->packed, d->own_weights->encoder);
+    ck_assert_int_eq(d->tape->n_packed, linears);
+    for (int64_t i = 0; i < linears; i++)
+        ck_assert_ptr_nonnull(d->own_weights->encoder[i].product.panels);
+    ck_assert_int_eq(tape->n_packed, 0);
     tfm_tape_free(tape);
     free(r);
     tfm_decoding_free(d);
     tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* A tape in evaluation (a decoding's, tfm__tape_set_evaluation) runs a
+ * model whose layers train as one in evaluation mode runs, bit for bit:
+ * no dropout in the embeddings, attention, feed-forward (plain, gated, or
+ * fused with its residual when its hidden layer is recomputed) or
+ * sublayers; the same model on an ordinary tape drops out, and its flags
+ * stay as they were. _i: the model's kind, then (bit 0) recomputing. */
+START_TEST(a_tape_in_evaluation_runs_a_training_model_without_dropout)
+{
+    static const int kinds[3] = {PLAIN, T5, MBART};
+    tfm_model *m = make_model(kinds[_i / 2], vocab_of(kinds[_i / 2]), MAXT);
+    if (_i % 2)
+        ck_assert_int_eq(tfm_model_set_recompute(m, TFM_RECOMPUTE_FEED_FORWARD_HIDDEN |
+                                                        TFM_RECOMPUTE_ATTENTION_WEIGHTS),
+                         TFM_OK);
+    tfm_tensor *src = padded_sources();
+    static const int32_t tgt_ids[3 * 5] = {1, 3, 4, 5, 6, 1, 7, 8, 9, 3, 1, 4, 4, 5, 2};
+    tfm_tensor *tgt = tfm_tensor_from_i32(2, (const int64_t[]){3, 5}, tgt_ids);
+    float *logits[3]; /* evaluation tape, evaluation mode, training */
+    int64_t n = 0;
+    for (int c = 0; c < 3; c++) {
+        tfm_model_set_training(m, c != 1);
+        tfm_tape *tape = tfm_tape_create();
+        tfm__tape_set_evaluation(tape, c == 0);
+        tfm_tensor *y = tfm_model_forward(tape, m, src, tgt, NULL,
+                                          tfm_mask_causal(tape, 5, TFM_I32), NULL, NULL, NULL,
+                                          NULL);
+        ck_assert_msg(y != NULL, "%s", tfm_last_error());
+        n = tfm_tensor_numel(y);
+        logits[c] = malloc((size_t)n * sizeof(float));
+        memcpy(logits[c], tfm_tensor_data_f32(y), (size_t)n * sizeof(float));
+        tfm_tape_free(tape);
+        ck_assert_int_eq(m->decoder->training, c != 1);
+    }
+    ck_assert_mem_eq(logits[0], logits[1], (size_t)n * sizeof(float));
+    ck_assert_int_ne(memcmp(logits[1], logits[2], (size_t)n * sizeof(float)), 0);
+    for (int c = 0; c < 3; c++)
+        free(logits[c]);
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
     tfm_model_free(m);
 }
 END_TEST
@@ -1675,6 +1721,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
+    tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
     tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);
     tcase_add_loop_test(c, a_runs_encoding_is_the_models, 0, KINDS + 1);

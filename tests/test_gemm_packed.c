@@ -139,11 +139,12 @@ START_TEST(threads_give_the_same_bits)
 }
 END_TEST
 
-/* A weight a decoding hangs its packed copy on (tfm_tensor's packed) is
- * read packed by the linear ops with the bias it was packed with, and
- * unpacked with another: packed from another weight here, so that the
- * output tells which one the op read. */
-START_TEST(the_linear_ops_read_a_hung_weight)
+/* A weight whose packed copy a tape lists (a decoding's,
+ * tfm__tape_set_packed) is read packed by the linear ops on that tape with
+ * the bias it was packed with, and unpacked with another bias or on
+ * another tape: packed from another weight here, so that the output tells
+ * which one the op read. */
+START_TEST(the_linear_ops_read_a_weight_the_tape_lists)
 {
     enum { N = 5, IN = 7, OUT = 19 };
     float *x = random_floats(N * IN), *w = random_floats(OUT * IN), *hung = random_floats(OUT * IN);
@@ -152,14 +153,15 @@ START_TEST(the_linear_ops_read_a_hung_weight)
     float *bias_values[2] = {random_floats(OUT), random_floats(OUT)};
     tfm_tensor *biases[2] = {tfm_tensor_from_f32(1, (const int64_t[]){OUT}, bias_values[0]),
                              tfm_tensor_from_f32(1, (const int64_t[]){OUT}, bias_values[1])};
-    tfm__packed_linear packed = {packed_of(hung, tfm__f32(biases[0]), OUT, IN),
+    tfm__packed_linear packed = {wt, packed_of(hung, tfm__f32(biases[0]), OUT, IN),
                                  tfm__f32(biases[0])};
-    wt->packed = &packed;
-    tfm_tape *tape = tfm_tape_create();
+    tfm_tape *tape = tfm_tape_create(), *other = tfm_tape_create();
     tfm_tape_set_recording(tape, 0);
-    for (int b = 0; b < 2; b++) {
-        const float *read = b == 0 ? hung : w, *bias = tfm__f32(biases[b]);
-        tfm_tensor *y = tfm_linear(tape, xt, wt, biases[b]);
+    tfm__tape_set_packed(tape, &packed, 1);
+    for (int c = 0; c < 3; c++) {
+        int b = c == 1; /* 2: the packed bias on the other tape */
+        const float *read = c == 0 ? hung : w, *bias = tfm__f32(biases[b]);
+        tfm_tensor *y = tfm_linear(c == 2 ? other : tape, xt, wt, biases[b]);
         ck_assert_ptr_nonnull(y);
         for (int64_t i = 0; i < N; i++)
             for (int64_t j = 0; j < OUT; j++) {
@@ -167,12 +169,12 @@ START_TEST(the_linear_ops_read_a_hung_weight)
                 for (int64_t k = 0; k < IN; k++)
                     sum += (double)x[i * IN + k] * read[j * IN + k];
                 ck_assert_msg(fabs(tfm__f32(y)[i * OUT + j] - sum) <= 1e-5 * (1 + fabs(sum)),
-                              "bias %d: y[%lld][%lld] %g, not %g", b, (long long)i,
+                              "case %d: y[%lld][%lld] %g, not %g", c, (long long)i,
                               (long long)j, (double)tfm__f32(y)[i * OUT + j], sum);
             }
     }
-    wt->packed = NULL;
     tfm_tape_free(tape);
+    tfm_tape_free(other);
     free(packed.product.panels);
     for (int b = 0; b < 2; b++) {
         free(bias_values[b]);
@@ -222,7 +224,7 @@ static Suite *gemm_packed_suite(void)
     tcase_add_test(tc, products_equal_the_sums);
     tcase_add_test(tc, threads_give_the_same_bits);
     tcase_add_test(tc, every_path_equals_the_sums);
-    tcase_add_test(tc, the_linear_ops_read_a_hung_weight);
+    tcase_add_test(tc, the_linear_ops_read_a_weight_the_tape_lists);
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
     return s;

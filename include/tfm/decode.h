@@ -6,9 +6,15 @@
  * computed once per source, so n tokens cost n decoder steps. A tfm_decoding
  * holds every buffer for its maximum batch and lengths, so decoding
  * allocates nothing after creation. The model is run without dropout and
- * without recording gradients; its layers' training flags are switched off
- * for the run and restored after it, so a model must not be decoded in two
- * threads at once, nor while it trains.
+ * without recording gradients, whatever its layers' training flags.
+ *
+ * Threads: a run only reads its model, so several threads may decode one
+ * model at once, each with its own decoding (a decoding runs one call at
+ * a time), float32 or int8; not while the model trains, loads, is
+ * quantized or is changed otherwise. A decoding packs the model's weights
+ * for its products at the start of each run (the memory of one copy of
+ * the float32 weights per decoding), so a model changed between runs
+ * decodes with its new weights.
  *
  * Ownership: a decoding is caller-owned (tfm_decoding_free()) and refers
  * to its model without owning it; the output buffers are the caller's, and

@@ -38,6 +38,17 @@ tfm_status tfm_tape_set_recording(tfm_tape *tape, int32_t recording)
     return TFM_OK;
 }
 
+void tfm__tape_set_evaluation(tfm_tape *tape, int evaluation)
+{
+    tape->evaluation = evaluation ? 1 : 0;
+}
+
+void tfm__tape_set_packed(tfm_tape *tape, const struct tfm__packed_linear *packed, int64_t n)
+{
+    tape->packed = packed;
+    tape->n_packed = packed ? n : 0;
+}
+
 int32_t tfm_tape_is_recording(const tfm_tape *tape)
 {
     return tfm__check_tape("tfm_tape_is_recording", tape) < 0 ? 0 : tape->recording;

@@ -61,6 +61,15 @@ struct tfm_tape {
     int64_t node_count;
     int32_t recording;
     int32_t backward_done;
+    /* a decoding's tape (tfm__tape_set_evaluation): forwards on it run as
+     * in evaluation, whatever their layers' training flags, so that
+     * decoding reads a model without switching it */
+    int32_t evaluation;
+    /* weights packed for the linear ops on this tape (ops/linear.h), a
+     * decoding's encoder's: [n_packed], each with the weight it stands
+     * for; NULL when none */
+    const struct tfm__packed_linear *packed;
+    int64_t n_packed;
     /* values a backward recomputes (TFM_RECOMPUTE_*): per kind one block,
      * shared by every such tensor, grown to the largest and kept across
      * resets; holder: the tensor whose values it holds now */
@@ -113,6 +122,18 @@ static inline float *tfm__grad_of(const tfm_tensor *t)
 {
     return t->requires_grad ? t->grad : NULL;
 }
+
+/* Sets or clears the tape's evaluation (above); whether it is on (tape
+ * NULL: off). */
+void tfm__tape_set_evaluation(tfm_tape *tape, int evaluation);
+static inline int tfm__tape_evaluating(const tfm_tape *tape)
+{
+    return tape && tape->evaluation;
+}
+
+/* The packed weights the linear ops on this tape read (NULL, 0: none);
+ * the caller keeps them alive while the tape is used. */
+void tfm__tape_set_packed(tfm_tape *tape, const struct tfm__packed_linear *packed, int64_t n);
 
 /* Checks the tape argument of an op; 0 or -1 with the error set. */
 int tfm__check_tape(const char *op, const tfm_tape *tape);

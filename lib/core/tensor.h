@@ -35,12 +35,6 @@ struct tfm_tensor {
      * tfm__int8_tensor_product). NULL when float32; owned by the model. */
     struct tfm__int8_weight *const *int8;
     int32_t int8_parts;
-    /* A linear layer's float32 weight packed with its bias
-     * (ops/linear.h) while a decoding encodes its sources
-     * (lib/decode/weights.c): the linear ops' products with that bias read
-     * it instead of data. NULL otherwise, so training and every other
-     * forward never see it. Owned by the decoding. */
-    const struct tfm__packed_linear *packed;
 };
 
 /* A tape-owned tensor whose tape has been reset since it was made. */

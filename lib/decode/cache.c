@@ -22,7 +22,7 @@ static void cross_projections(tfm_decoding *d, int32_t l, const float *memory, i
 {
     int64_t I = d->inner;
     const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
-    if (tfm__decode_packed_product(&d->products[l][DECODE_CROSS_KV], memory, n, d->kv, 2 * I))
+    if (tfm__decode_packed_product(&d->weights_packed->products[l][DECODE_CROSS_KV], memory, n, d->kv, 2 * I))
         return;
     if (att->fused) {
         tfm__decode_product(att->weight, att->bias, I, 2 * I, memory, n, d->kv, 2 * I);

@@ -3,8 +3,10 @@
  * options, the decoding's buffers, and the groups of sources on threads;
  * decode.h lists the others.
  *
- * The sources are encoded once on a private no-grad tape, the encoder's
- * weights packed for the run (weights.c). With use_cache
+ * The sources are encoded once on a private no-grad tape in evaluation
+ * (whatever the layers' training flags), the encoder's weights packed
+ * (weights.c). A run reads the model without writing into it, so that
+ * several threads decode one model at once, each with its decoding. With use_cache
  * the decoder then runs one token per step outside the tape, straight on
  * the layers' parameters, over tiled caches of keys and values (cache.c,
  * step.c, attention_kernel.c). Without the caches, every step runs
@@ -281,34 +283,6 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
     return check_processors(op, mo, o);
 }
 
-/* --- the model's layers' training flags --------------------------------------- */
-
-/* Visits the layer tree depth first: counts (flags NULL), saves or restores. */
-static int64_t walk_flags(tfm_layer *layer, int32_t *flags, int64_t i, int save)
-{
-    if (!layer)
-        return i;
-    if (flags && save)
-        flags[i] = layer->training;
-    else if (flags)
-        layer->training = flags[i];
-    i++;
-    for (int32_t c = 0; c < layer->n_children; c++)
-        i = walk_flags(layer->children[c], flags, i, save);
-    return i;
-}
-
-static int64_t model_flags(tfm_model *m, int32_t *flags, int save)
-{
-    tfm_layer *roots[] = {m->src_embedding, m->tgt_embedding, m->src_positions,
-                          m->tgt_positions, m->dropout,       m->encoder,
-                          m->decoder,       m->generator};
-    int64_t i = 0;
-    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++)
-        i = walk_flags(roots[r], flags, i, save);
-    return i;
-}
-
 /* --- creation ------------------------------------------------------------------- */
 
 /* The decoding's own copies of the options' token lists, and its end
@@ -348,13 +322,20 @@ static void *buffer(const char *op, double count, size_t elem)
 
 #define BUFFER(field, count) ((d->field = buffer(op, (double)(count), sizeof *d->field)) != NULL)
 
-tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *options,
-                                  int64_t max_batch, int64_t max_src_len)
+/* A decoding over the shared packed weights, or (shared NULL) its own,
+ * packed at each run. */
+static tfm_decoding *create(const char *op, tfm_model *model, const tfm_decode_options *options,
+                            int64_t max_batch, int64_t max_src_len,
+                            const tfm__decode_weights *shared)
 {
-    const char *op = "tfm_decoding_create";
     uint64_t mark = tfm__error_mark();
     if (!model || !options) {
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "options" : "model");
+        return NULL;
+    }
+    if (shared && (shared->model != model || !shared->products)) {
+        tfm__fail(TFM_ERR_ARG, "%s: the shared weights were not packed from this model by "
+                  "tfm__decode_weights_pack", op);
         return NULL;
     }
     tfm_decode_options o;
@@ -400,7 +381,6 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     d->cross_tiled = (max_src_len + BLOCK - 1) / BLOCK * BLOCK;
     d->tiles = d->rows * d->self_tiled / BLOCK;
     d->weights_stride = QUERIES * (d->self_tiled > d->cross_tiled ? d->self_tiled : d->cross_tiled);
-    d->n_layers = model_flags(model, NULL, 0);
     long finish_count = lround((double)beam * (double)o.patience);
     d->finish_count = finish_count > 1 ? finish_count : 1;
 
@@ -430,9 +410,11 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         tfm_decoding_free(d);
         return NULL;
     }
+    d->weights_packed = shared;
     int ok = (d->tape = tfm_tape_create()) && tfm_tape_set_recording(d->tape, 0) == TFM_OK &&
-             (d->rng = tfm_rng_create(o.seed)) && BUFFER(training, d->n_layers) &&
-             BUFFER(encoder_products, model->options.encoder_layers) &&
+             (d->rng = tfm_rng_create(o.seed)) &&
+             (shared || (d->weights_packed = d->own_weights =
+                             tfm__decode_weights_make(model, o.use_cache, op))) &&
              BUFFER(x, rows * D) && BUFFER(h, rows * D) && BUFFER(y, rows * D) &&
              BUFFER(qkv, rows * 3 * I) && BUFFER(ctx, rows * I) &&
              BUFFER(ff, rows * (double)d->ff_row) && BUFFER(logits, rows * V) &&
@@ -451,7 +433,6 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
              BUFFER(source_len, max_batch) && BUFFER(slice_ids, encoded / I) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
              BUFFER(weights, (double)d->weights_stride * TFM__MAX_THREADS) &&
-             BUFFER(products, L) &&
              (!model->tgt_relative_bias ||
               BUFFER(position_bias, (double)d->heads * Tp * TFM__MAX_THREADS));
     else if (ok)
@@ -480,6 +461,7 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
         tfm_decoding_free(d);
         return NULL;
     }
+    tfm__tape_set_evaluation(d->tape, 1);
     d->rng_seeded = *d->rng;
     keep_token_lists(d, &o);
     d->grouped = o.use_cache && o.strategy != TFM_DECODE_SAMPLE;
@@ -493,13 +475,32 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     return d;
 }
 
+tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *options,
+                                  int64_t max_batch, int64_t max_src_len)
+{
+    return create("tfm_decoding_create", model, options, max_batch, max_src_len, NULL);
+}
+
+tfm_decoding *tfm__decoding_create_shared(tfm_model *model, const tfm_decode_options *options,
+                                          int64_t max_batch, int64_t max_src_len,
+                                          const tfm__decode_weights *shared)
+{
+    if (!shared) {
+        tfm__fail(TFM_ERR_NULL, "tfm__decoding_create_shared: shared is NULL");
+        return NULL;
+    }
+    return create("tfm__decoding_create_shared", model, options, max_batch, max_src_len,
+                  shared);
+}
+
 void tfm_decoding_free(tfm_decoding *d)
 {
     if (!d)
         return;
     tfm_tape_free(d->tape);
     tfm_rng_free(d->rng);
-    void *buffers[] = {d->training, d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits, d->weights,
+    tfm__decode_weights_free(d->own_weights);
+    void *buffers[] = {d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits, d->weights,
                        d->self_cache, d->cross_cache, d->kv, d->tile_table, d->tile_refs, d->keep,
                        d->source_len, d->slice_ids, d->memory, d->memory_rows, d->src, d->src_rows,
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live, d->done,
@@ -508,7 +509,7 @@ void tfm_decoding_free(tfm_decoding *d)
                        d->suppress_ids, d->eos_ids, d->is_end, d->processed, d->limit, d->forced,
                        d->bad_words, d->bad_word_lengths, d->head_weights, d->alignments,
                        d->alignments_tmp, d->fin_alignments, (void *)d->result, d->result_rows,
-                       d->position_bias, d->products, d->encoder_products, d->packed};
+                       d->position_bias};
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
         free(buffers[i]);
     free(d);
@@ -800,10 +801,7 @@ static tfm_status encode(tfm_decoding *d, const tfm_tensor *src)
         mark_sources(d, ids, src->shape[0], src->shape[1]);
     else
         memcpy(d->src, ids, (size_t)src->numel * sizeof *ids);
-    tfm__decode_hang_encoder_weights(d, 1);
-    tfm_status status = encode_slices(d, src);
-    tfm__decode_hang_encoder_weights(d, 0);
-    return status;
+    return encode_slices(d, src);
 }
 
 /* A forced prefix [B, P]: target ids, then -1s. */
@@ -850,6 +848,24 @@ static void per_source(tfm_decoding *d, const tfm_tensor *src, const tfm_tensor 
     d->processing = tfm__decode_processing(d) || prefix;
 }
 
+/* The packed weights as the model's are now (a decoding's own), or the
+ * shared ones checked against the model; listed on the tape for the
+ * encoding. */
+static tfm_status pack_weights(const char *op, tfm_decoding *d)
+{
+    const tfm__decode_weights *w = d->weights_packed;
+    if (d->own_weights) {
+        tfm_status status = tfm__decode_weights_repack(d->own_weights, op);
+        if (status != TFM_OK)
+            return status;
+    } else if (w->quantized != d->model->quantized) {
+        return tfm__fail(TFM_ERR_STATE, "%s: the model was quantized after its shared weights "
+                         "were packed; pack them again", op);
+    }
+    tfm__tape_set_packed(d->tape, w->encoder, w->n_encoder);
+    return TFM_OK;
+}
+
 /* Both public runs; op names the one called, in every message. */
 static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *src,
                            const tfm_tensor *prefix, int32_t *tokens, int64_t tokens_count,
@@ -879,9 +895,7 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
     if (probs)
         memset(probs, 0, outputs);
     *d->rng = d->rng_seeded;
-    model_flags(d->model, d->training, 1);
-    tfm_model_set_training(d->model, 0);
-    status = tfm__decode_pack_weights(d);
+    status = pack_weights(op, d);
     if (status == TFM_OK)
         status = encode(d, src);
     if (status == TFM_OK) {
@@ -906,7 +920,6 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
         d->result_count = sizes_for(d, B).lengths;
         d->result_S = S;
     }
-    model_flags(d->model, d->training, 0);
     tfm_tape_reset(d->tape);
     d->running = NULL;
     if (status != TFM_OK)

@@ -4,7 +4,8 @@
  *   cache.c             the tiled caches, and the tiles a beam's hypotheses share
  *   attention_kernel.c  attention over the caches, four query heads at a time
  *   step.c              one step of the decoder: cached, or the whole prefix again
- *   weights.c           the decoder's float32 weights packed for a run's steps
+ *   weights.c           the float32 weights packed for the products, which
+ *                       several decodings may share
  *   logits.c            what a step's logits go through before a token is chosen
  *   greedy.c            greedy decoding and sampling: a row per source
  *   sample.c            sampling's draw (temperature, top-k, top-p)
@@ -43,6 +44,40 @@ enum {
  * (fused: one), output, the feed-forward's two or three. */
 #define ENCODE_LINEARS 7
 
+/* A model's float32 weights packed for decoding (weights.c): built once,
+ * read by any number of decodings at once, none of which writes it. */
+typedef struct tfm__decode_weights tfm__decode_weights;
+struct tfm__decode_weights {
+    const tfm_model *model;
+    uint32_t quantized;    /* the model's quantized flags when packed */
+    /* each decoder layer's products and the generator's; products NULL
+     * when not packed (a decoding's own without caches). An unpacked
+     * one's panels are NULL (int8, or no linear_up) */
+    tfm__packed (*products)[DECODE_PRODUCTS], generator;
+    /* the encoder's float32 linear layers' weights packed with their
+     * biases [n_encoder], which a decoding's tape lists (tfm__tape_set_packed) */
+    tfm__packed_linear *encoder;
+    int64_t n_encoder;
+    float *floats;         /* every product's panels and biases */
+    int64_t n_floats;
+};
+
+/* The model's weights packed as they are now, the encoder's and the
+ * decoder's (and the generator's); NULL with the error set. They must
+ * outlive every decoding that reads them, and the model must not change
+ * (train, load, quantize) while they are read. */
+tfm__decode_weights *tfm__decode_weights_pack(const tfm_model *model);
+void tfm__decode_weights_free(tfm__decode_weights *w);
+/* The bytes w holds: its packed floats and its tables. */
+size_t tfm__decode_weights_bytes(const tfm__decode_weights *w);
+/* A decoding as tfm_decoding_create's, which reads `shared` (made from
+ * this model, and outliving the decoding) and packs nothing itself; NULL
+ * with the error set. Any number of such decodings may run at once on
+ * their threads. */
+tfm_decoding *tfm__decoding_create_shared(tfm_model *model, const tfm_decode_options *options,
+                                          int64_t max_batch, int64_t max_src_len,
+                                          const tfm__decode_weights *shared);
+
 struct tfm_decoding {
     tfm_model *model;
     tfm_decode_options o;
@@ -63,10 +98,8 @@ struct tfm_decoding {
     tfm_tape *tape;        /* encoding, and the reference path's steps */
     tfm_rng *rng;
     struct tfm_rng rng_seeded; /* the rng as seeded, restored at each run */
-    int32_t *training;     /* the model's layers' flags, kept across a run */
     const char *running;   /* the public call running it, for messages; NULL when idle:
                               a callback may not run it again */
-    int64_t n_layers;
 
     /* one step over n rows: residual stream, normed input, sublayer output,
      * projections [n, 3 inner], attention context [n, inner], feed-forward
@@ -87,15 +120,10 @@ struct tfm_decoding {
      * BLOCK] and each tile's count of rows using it */
     void *self_cache, *cross_cache;
     float *kv;
-    /* use_cache: each decoder layer's products and the generator's, packed
-     * at each run into packed [packed_floats] (weights.c); an unpacked
-     * one's panels are NULL (int8, or no linear_up) */
-    tfm__packed (*products)[DECODE_PRODUCTS], generator;
-    /* each encoder layer's linear layers' weights packed with their biases
-     * at each run, hung on the weights while the run encodes (weights.c) */
-    tfm__packed_linear (*encoder_products)[ENCODE_LINEARS];
-    float *packed;
-    int64_t packed_floats;
+    /* the packed weights the run reads (their decoder's with use_cache):
+     * shared ones, or own_weights, packed again at each run */
+    const tfm__decode_weights *weights_packed;
+    tfm__decode_weights *own_weights;
     int64_t tiles;         /* rows * self_tiled / BLOCK */
     int32_t *tile_table, *tile_refs;
     int32_t *keep;         /* [batch][cross_tiled]: 0 for a padded source key */
@@ -271,12 +299,13 @@ void tfm__decode_product(const tfm_tensor *w, const tfm_tensor *b, int64_t first
                          int64_t count, const float *in, int64_t n, float *out, int64_t ldc);
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
-/* weights.c: the float32 weights packed as they are now, at the start of
- * each run (d->running names it in an error): the decoder's (use_cache)
- * and the encoder's; the encoder's hung on its weights (on 1), for the
- * linear ops of the run's encoding, or taken off them (on 0) */
-tfm_status tfm__decode_pack_weights(tfm_decoding *d);
-void tfm__decode_hang_encoder_weights(tfm_decoding *d, int on);
+/* weights.c: a decoding's own tables for the model's packed weights,
+ * the decoder's too when `decoder` (NULL with the error set, op naming
+ * the call); their weights packed as they are now (op names the run in
+ * an error) */
+tfm__decode_weights *tfm__decode_weights_make(const tfm_model *model, int decoder,
+                                              const char *op);
+tfm_status tfm__decode_weights_repack(tfm__decode_weights *w, const char *op);
 /* step.c and cache.c: out (row stride ldc) = in [n, p->in] times p's
  * weights and bias, when the run packed them (weights.c); 0 when it did
  * not (int8 weights) */

@@ -84,7 +84,7 @@ static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm
 {
     int64_t I = d->inner;
     tfm_layer *const *c = att->children;
-    const tfm__packed *products = d->products[l];
+    const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_SELF_QKV], in, n, g->qkv, 3 * I))
         int8_projections(att, 3, in, n, g->qkv, I);
     tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
@@ -96,7 +96,7 @@ static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tf
                             const float *in, int64_t n, const int32_t *rows, int64_t S, float *out)
 {
     int64_t I = d->inner;
-    const tfm__packed *products = d->products[l];
+    const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_CROSS_Q], in, n, g->qkv, I))
         int8_projections(att, 1, in, n, g->qkv, I);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
@@ -108,7 +108,7 @@ static void feed_forward(tfm_decoding *d, const group *g, int32_t l, const tfm_l
                          const float *in, int64_t n, float *out)
 {
     int64_t width = d->d_ff;
-    const tfm__packed *products = d->products[l];
+    const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_FF_IN], in, n, g->ff, width))
         tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
@@ -204,7 +204,7 @@ static void cached_step(tfm_decoding *d, const group *g, int64_t n, const int32_
             g->h[i] = out[i] * rescale;
         out = g->h;
     }
-    if (!tfm__decode_packed_product(&d->generator, out, n, g->logits, d->vocab))
+    if (!tfm__decode_packed_product(&d->weights_packed->generator, out, n, g->logits, d->vocab))
         tfm__decode_linear(m->generator, out, n, g->logits, d->vocab);
 }
 

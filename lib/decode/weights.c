@@ -1,16 +1,19 @@
 /* The model's float32 weights packed for decoding's products
- * (core/gemm_packed.h), once per run: a step's 16 to 256 rows do not pay
- * for the BLAS packing them at every product, and the encoding's products
- * on this CPU's widest vectors (the packed kernel's AVX-512 where OpenBLAS
- * runs its AVX2 kernels) take 0.5-0.6 of the BLAS's time. The encoder's
- * hang on its weights while the run encodes (tfm_tensor's packed), so that
- * the model's own forward multiplies by them; only then, so that training
- * and every other forward never see them. A run packs the weights as
- * they are when it starts, so a model trained, loaded into or quantized
+ * (core/gemm_packed.h) in a tfm__decode_weights: a step's 16 to 256 rows
+ * do not pay for the BLAS packing them at every product, and the
+ * encoding's products on this CPU's widest vectors (the packed kernel's
+ * AVX-512 where OpenBLAS runs its AVX2 kernels) take 0.5-0.6 of the BLAS's
+ * time. The encoder's are listed on the decoding's tape
+ * (tfm__tape_set_packed), where the model's own forward finds them while
+ * the run encodes; nothing is written into the model, so that any number
+ * of decodings read one model, and training and every other forward never
+ * see them. A decoding made by tfm_decoding_create packs into its own at
+ * the start of each run, so a model trained, loaded into or quantized
  * between runs decodes with its new weights; packing reads them once, a
- * small part of a run's steps, which read them at every step. A product
- * whose weight is int8 (tfm_model_quantize) is left unpacked: its int8
- * weight was packed once when quantized. */
+ * small part of a run's steps, which read them at every step. Decodings
+ * made over shared weights (tfm__decoding_create_shared) read them as
+ * they were packed. A product whose weight is int8 (tfm_model_quantize)
+ * is left unpacked: its int8 weight was packed once when quantized. */
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -134,58 +137,108 @@ static int encoder_linears(const tfm_layer *block, tfm_layer **linears)
     return n;
 }
 
-/* Every product over d->packed from its start (NULL: counts the floats):
- * the encoder's, then the decoder's when the steps use them. */
-static int64_t pack_all(tfm_decoding *d, float *floats)
+/* Every product over floats from its start (NULL: counts the floats):
+ * the encoder's float32 linear layers (listed in w->encoder, n_encoder of
+ * them), then the decoder's when w packs them. */
+static int64_t pack_all(tfm__decode_weights *w, float *floats)
 {
-    const tfm_model *m = d->model;
+    const tfm_model *m = w->model;
     int64_t used = 0;
     part parts[3];
     tfm_layer *linears[ENCODE_LINEARS];
+    int64_t listed = 0;
     for (int32_t l = 0; l < m->options.encoder_layers; l++) {
         int n = encoder_linears(m->encoder->children[l], linears);
         for (int i = 0; i < n; i++) {
-            tfm__packed_linear *p = &d->encoder_products[l][i];
+            tfm__packed_linear *p = &w->encoder[listed];
             parts[0] = whole(linears[i]);
             used += pack(&p->product, parts, 1, floats ? floats + used : NULL);
+            p->weight = linears[i]->weight;
             p->bias = values(linears[i]->bias);
+            listed += p->product.panels != NULL; /* an int8 one (or a count) is not listed */
         }
     }
-    if (!d->products)
+    w->n_encoder = listed;
+    if (!w->products)
         return used;
-    for (int32_t l = 0; l < d->layers; l++)
+    for (int32_t l = 0; l < m->options.decoder_layers; l++)
         for (int product = 0; product < DECODE_PRODUCTS; product++) {
             int n = parts_of(m->decoder->children[l], product, parts);
-            used += pack(&d->products[l][product], parts, n, floats ? floats + used : NULL);
+            used += pack(&w->products[l][product], parts, n, floats ? floats + used : NULL);
         }
     parts[0] = whole(m->generator);
-    return used + pack(&d->generator, parts, 1, floats ? floats + used : NULL);
+    return used + pack(&w->generator, parts, 1, floats ? floats + used : NULL);
 }
 
-tfm_status tfm__decode_pack_weights(tfm_decoding *d)
+tfm__decode_weights *tfm__decode_weights_make(const tfm_model *model, int decoder,
+                                              const char *op)
 {
-    int64_t floats = pack_all(d, NULL);
-    if (floats > d->packed_floats) {
-        float *grown = realloc(d->packed, (size_t)floats * sizeof(float));
+    tfm__decode_weights *w = calloc(1, sizeof *w);
+    int64_t linears = (int64_t)model->options.encoder_layers * ENCODE_LINEARS;
+    if (w) {
+        w->model = model;
+        w->encoder = calloc(linears > 0 ? (size_t)linears : 1, sizeof *w->encoder);
+        if (decoder)
+            w->products = calloc(model->options.decoder_layers > 0
+                                     ? (size_t)model->options.decoder_layers : 1,
+                                 sizeof *w->products);
+    }
+    if (!w || !w->encoder || (decoder && !w->products)) {
+        tfm__decode_weights_free(w);
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the packed weights' tables", op);
+        return NULL;
+    }
+    return w;
+}
+
+tfm_status tfm__decode_weights_repack(tfm__decode_weights *w, const char *op)
+{
+    int64_t floats = pack_all(w, NULL);
+    if (floats > w->n_floats) {
+        float *grown = realloc(w->floats, (size_t)floats * sizeof(float));
         if (!grown)
             return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory packing the weights "
-                             "(%lld floats)", d->running, (long long)floats);
-        d->packed = grown;
-        d->packed_floats = floats;
+                             "(%lld floats)", op, (long long)floats);
+        w->floats = grown;
+        w->n_floats = floats;
     }
-    pack_all(d, d->packed);
+    pack_all(w, w->floats);
+    w->quantized = w->model->quantized;
     return TFM_OK;
 }
 
-void tfm__decode_hang_encoder_weights(tfm_decoding *d, int on)
+tfm__decode_weights *tfm__decode_weights_pack(const tfm_model *model)
 {
-    const tfm_model *m = d->model;
-    tfm_layer *linears[ENCODE_LINEARS];
-    for (int32_t l = 0; l < m->options.encoder_layers; l++) {
-        int n = encoder_linears(m->encoder->children[l], linears);
-        for (int i = 0; i < n; i++) {
-            const tfm__packed_linear *p = &d->encoder_products[l][i];
-            linears[i]->weight->packed = on && p->product.panels ? p : NULL;
-        }
+    const char *op = "tfm__decode_weights_pack";
+    if (!model) {
+        tfm__fail(TFM_ERR_NULL, "%s: model is NULL", op);
+        return NULL;
     }
+    tfm__decode_weights *w = tfm__decode_weights_make(model, 1, op);
+    if (w && tfm__decode_weights_repack(w, op) != TFM_OK) {
+        tfm__decode_weights_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void tfm__decode_weights_free(tfm__decode_weights *w)
+{
+    if (!w)
+        return;
+    free(w->encoder);
+    free(w->products);
+    free(w->floats);
+    free(w);
+}
+
+size_t tfm__decode_weights_bytes(const tfm__decode_weights *w)
+{
+    if (!w)
+        return 0;
+    size_t tables = (size_t)w->model->options.encoder_layers * ENCODE_LINEARS *
+                    sizeof *w->encoder;
+    if (w->products)
+        tables += (size_t)w->model->options.decoder_layers * sizeof *w->products;
+    return sizeof *w + tables + (size_t)w->n_floats * sizeof(float);
 }

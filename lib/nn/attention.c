@@ -160,7 +160,7 @@ tfm_tensor *tfm__attention_context(tfm_tape *tape, const char *op, const tfm_lay
         .factor = att->scale || att->unscaled ? 1.0f : 1.0f / sqrtf((float)att->head_dim),
         .scale = att->scale,
         .mask = mask,
-        .dropout = att->training ? att->dropout : 0.0f,
+        .dropout = tfm__layer_trains(tape, att) ? att->dropout : 0.0f,
         .rng = att->rng,
         .recompute_weights = (att->recompute & TFM_RECOMPUTE_ATTENTION_WEIGHTS) != 0,
         .recompute_context = (att->recompute & TFM_RECOMPUTE_ATTENTION_CONTEXT) != 0,

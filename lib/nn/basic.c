@@ -176,7 +176,8 @@ tfm_tensor *tfm_dropout_forward(tfm_tape *tape, const tfm_layer *dropout, const 
     if (tfm__check_layer(op, dropout, TFM_LAYER_DROPOUT) < 0 || tfm__check_tensor(op, "x", x) < 0)
         return NULL;
     return tfm__result_within(op, mark, tfm_dropout(tape, x, dropout->dropout,
-                                                    dropout->training, dropout->rng));
+                                                    tfm__layer_trains(tape, dropout),
+                                                    dropout->rng));
 }
 
 /* --- feed-forward -------------------------------------------------------------- */
@@ -238,7 +239,7 @@ tfm_tensor *tfm__feed_forward_hidden(tfm_tape *tape, const tfm_layer *ff, const 
         return tfm__dropout_if_active(tape, dropout, h);
     }
     return tfm_linear_relu_dropout(tape, x, first->weight, first->bias, dropout->dropout,
-                                   dropout->training, dropout->rng);
+                                   tfm__layer_trains(tape, dropout), dropout->rng);
 }
 
 tfm_tensor *tfm_feed_forward_forward(tfm_tape *tape, const tfm_layer *ff, const tfm_tensor *x)

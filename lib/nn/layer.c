@@ -94,8 +94,9 @@ int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, i
 
 tfm_tensor *tfm__dropout_if_active(tfm_tape *tape, const tfm_layer *dropout, tfm_tensor *x)
 {
-    return dropout->training && dropout->dropout > 0.0f ? tfm_dropout_forward(tape, dropout, x)
-                                                        : x;
+    return tfm__layer_trains(tape, dropout) && dropout->dropout > 0.0f
+               ? tfm_dropout_forward(tape, dropout, x)
+               : x;
 }
 
 int tfm__check_activation(const char *op, tfm_activation activation)

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "autograd/tape.h"
 #include "core/tensor.h"
 #include "tfm/nn.h"
 
@@ -109,6 +110,14 @@ tfm_layer *tfm__layer_abandon(tfm_layer *layer, tfm_params *params, int64_t mark
 
 /* Checks a float32 [B, length, d_model] sequence; 0 or -1 with the error set. */
 int tfm__check_sequence(const char *op, const char *what, const tfm_tensor *t, int64_t d_model);
+
+/* Whether a layer's forward on the tape trains (its dropout on): the layer
+ * trains and the tape is not a decoding's (tfm__tape_set_evaluation).
+ * Every forward decides by this, never by the flag alone. */
+static inline int tfm__layer_trains(const tfm_tape *tape, const tfm_layer *layer)
+{
+    return layer->training && !tfm__tape_evaluating(tape);
+}
 
 /* A dropout layer's forward, skipped (x itself) in eval mode or at p = 0 so
  * that it costs no record; for use inside layers, whose callers never free

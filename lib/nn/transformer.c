@@ -178,10 +178,10 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
         tfm_layer *const *c = ff->children;
         const tfm_layer *first = c[TFM__FF_LINEAR1], *second = c[TFM__FF_LINEAR2];
         const tfm_layer *inner = c[TFM__FF_DROPOUT];
-        tfm__linear_params a = {first->weight, first->bias, inner->dropout, inner->training,
-                                inner->rng};
+        tfm__linear_params a = {first->weight, first->bias, inner->dropout,
+                                tfm__layer_trains(tape, inner), inner->rng};
         tfm__linear_params b = {second->weight, second->bias, dropout->dropout,
-                                dropout->training, dropout->rng};
+                                tfm__layer_trains(tape, dropout), dropout->rng};
         tfm_tensor *sum = tfm__feed_forward_residual(tape, op, in, &a, &b, x);
         return block->norm_first || !sum ? sum : norm_output(tape, op, norm, sum, output_internal);
     }
@@ -193,7 +193,7 @@ static tfm_tensor *sublayer(tfm_tape *tape, const char *op, const tfm_layer *blo
     /* the sublayer's last linear, its dropout and the residual: one op */
     const tfm_layer *last = attn ? attn->children[TFM__ATT_OUT] : ff->children[TFM__FF_LINEAR2];
     tfm_tensor *sum = tfm__linear_residual(tape, op, h, last->weight, last->bias,
-                                           dropout->training ? dropout->dropout : 0.0f,
+                                           tfm__layer_trains(tape, dropout) ? dropout->dropout : 0.0f,
                                            dropout->rng, x);
     return block->norm_first || !sum ? sum : norm_output(tape, op, norm, sum, output_internal);
 }

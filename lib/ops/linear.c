@@ -103,16 +103,28 @@ static TFM__KERNEL(bias_grad, (const float *g, int64_t rows, int64_t out, float 
     }
 }
 
+/* The tape's packed copy of weight w with this bias (a decoding's
+ * encoder's), or NULL. A few dozen entries at most: one per encoder
+ * linear layer. */
+static const tfm__packed_linear *packed_of(const tfm_tape *tape, const tfm_tensor *w,
+                                           const float *bias)
+{
+    for (int64_t i = 0; i < tape->n_packed; i++)
+        if (tape->packed[i].weight == w)
+            return tape->packed[i].bias == bias ? &tape->packed[i] : NULL;
+    return NULL;
+}
+
 /* j->y [rows, j->out] = the op's output for x [rows, in], weight w: its
- * packed copy with this bias when a decoding packed it, its int8 parts
- * when the model was quantized (tfm_model_quantize), else (or when the
- * int8 kernel's buffer cannot be had) its float32 values. */
+ * packed copy (NULL: none), its int8 parts when the model was quantized
+ * (tfm_model_quantize), else (or when the int8 kernel's buffer cannot be
+ * had) its float32 values. */
 static void compute_output(const elementwise_job *j, const float *x, const tfm_tensor *w,
-                           int64_t rows, int64_t in)
+                           const tfm__packed_linear *packed, int64_t rows, int64_t in)
 {
     int64_t n = rows * j->out;
-    if (w->packed && w->packed->bias == j->bias)
-        tfm__packed_product(&w->packed->product, x, rows, j->y, j->out);
+    if (packed)
+        tfm__packed_product(&packed->product, x, rows, j->y, j->out);
     else if (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0)
         tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, tfm__f32(w), in, j->bias, j->y,
                         j->out);
@@ -130,7 +142,7 @@ static void recompute_output(tfm_node *hidden)
         .mask = {(uint64_t)hidden->ints[4], (uint32_t)hidden->ints[5]},
         .y = tfm__f32(hidden->out), .bias = b ? tfm__f32(b) : NULL, .out = hidden->ints[2],
     };
-    compute_output(&j, tfm__f32(hidden->in[0]), hidden->in[1], hidden->ints[0],
+    compute_output(&j, tfm__f32(hidden->in[0]), hidden->in[1], NULL, hidden->ints[0],
                    hidden->ints[1]);
 }
 
@@ -221,7 +233,7 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
         .y = tfm__f32(y), .bias = b ? tfm__f32(b) : NULL,
         .out = out_features, .residual = residual ? tfm__f32(residual) : NULL,
     };
-    compute_output(&j, tfm__f32(x), w, rows, in);
+    compute_output(&j, tfm__f32(x), w, packed_of(tape, w, j.bias), rows, in);
     tfm_node *node;
     if (tfm__record(tape, op, y, linear_backward, 4, inputs, &node) < 0)
         return NULL;

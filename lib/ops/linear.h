@@ -6,10 +6,11 @@
 #include "core/gemm_packed.h"
 
 /* A weight packed with a bias for the linear ops' products, which a
- * decoding hangs on its encoder's weights (tfm_tensor's packed) while it
- * encodes: a BLAS packs the weight at every call. The ops read it for
- * products with that bias (NULL: none) only. */
+ * decoding's tape lists for its encoder's weights (tfm__tape_set_packed):
+ * a BLAS packs the weight at every call. The ops on that tape read it
+ * instead of the weight for products with that bias (NULL: none) only. */
 typedef struct tfm__packed_linear {
+    const tfm_tensor *weight;
     tfm__packed product;
     const float *bias;
 } tfm__packed_linear;
