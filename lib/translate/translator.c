@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "decode/decode.h"
 #include "translate/text.h"
 #include "translate/translator.h"
 
@@ -156,7 +157,7 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
         tfm__fail(TFM_ERR_STATE, "%s: the model holds no tokenizer: it was not saved with its "
                   "tokenizers (tfm_model_set_tokenizers, tfm-translate), or its folder lacks "
                   "the tokenizer files", op);
-    } else if (make_defaults(op, t) == TFM_OK) {
+    } else if (make_defaults(op, t) == TFM_OK && (t->weights = tfm__decode_weights_pack(model))) {
         return t;
     }
     t->owns_model = 0; /* the caller frees what it gave */
@@ -262,6 +263,7 @@ void tfm_translator_free(tfm_translator *t)
     }
     pthread_cond_destroy(&t->work);
     pthread_mutex_destroy(&t->lock);
+    tfm__decode_weights_free(t->weights);
     if (t->owns_model)
         tfm_model_free(t->model);
     free(t->never);
@@ -618,8 +620,8 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
         tfm_decode_options o = slot->settings.decode;
         o.callback = on_token;
         o.callback_user = slot;
-        slot->decoding = tfm_decoding_create(t->model, &o, t->options.max_batch,
-                                             t->model->options.max_src_len);
+        slot->decoding = tfm__decoding_create_shared(t->model, &o, t->options.max_batch,
+                                                     t->model->options.max_src_len, t->weights);
         if (slot->decoding)
             return slot;
     }

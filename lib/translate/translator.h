@@ -69,6 +69,7 @@ typedef struct tfm__slot {
 struct tfm_translator {
     tfm_model *model;
     int owns_model;
+    struct tfm__decode_weights *weights; /* packed once, read by every decoding */
     tfm_translator_options options;
     tfm_decode_options defaults;
     int32_t *never; /* the ids that are never text, which the defaults suppress */
