@@ -101,17 +101,17 @@ meson_status=${PIPESTATUS[0]}
 count_log build-clang-ubsan/meson-logs/testlog.txt
 [ "$meson_status" -eq 0 ] || count_step "clang UBSan suites" 1
 
-echo "== clang's ThreadSanitizer: 8 threads decoding one model"
+echo "== clang's ThreadSanitizer: 8 threads decoding one model, and translating with one translator"
 # decoding only reads its model (decode.h): 8 program threads decode one
 # model at once on libtfm's contended pool; a report fails the suite.
 # OpenBLAS is not instrumented (its threads' handoff would look like races)
 # and runs on one thread.
 CC=clang setup build-clang-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread \
         -Db_lundef=false -Dmpi=disabled &&
-    ninja -C build-clang-tsan tests/test_decode_threads >/dev/null
+    ninja -C build-clang-tsan tests/test_decode_threads tests/test_translate >/dev/null
 count_step "clang ThreadSanitizer build" $?
 TSAN_OPTIONS=halt_on_error=1:exitcode=66 OPENBLAS_NUM_THREADS=1 CK_FORK=no \
-    meson test -C build-clang-tsan --no-rebuild --print-errorlogs decode_threads | tail -n 8
+    meson test -C build-clang-tsan --no-rebuild --print-errorlogs decode_threads translate | tail -n 8
 meson_status=${PIPESTATUS[0]}
 count_log build-clang-tsan/meson-logs/testlog.txt
 [ "$meson_status" -eq 0 ] || count_step "clang ThreadSanitizer suite" 1
