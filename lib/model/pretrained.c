@@ -14,6 +14,7 @@
 #include "core/params.h"
 #include "core/tensor.h"
 #include "io/json.h"
+#include "io/json_doc.h"
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "translate/generation.h"
@@ -100,64 +101,37 @@ static int in_folder(loader *l, const char *name, char *out)
 
 /* --- config.json ------------------------------------------------------------------ */
 
-/* A member of the loader's current document, or NULL. */
-static const tfm__json_node *member(const loader *l, const char *key)
+/* The loader's current document, read as io/json_doc.h reads one. */
+static tfm__json_doc doc_of(const loader *l)
 {
-    const tfm__json *doc = l->doc;
-    const tfm__json_node *top = &doc->nodes[0];
-    for (uint32_t i = 1; i < top->next; i = doc->nodes[i].next)
-        if (strcmp(tfm__json_key(doc, &doc->nodes[i]), key) == 0)
-            return &doc->nodes[i];
-    return NULL;
+    return (tfm__json_doc){l->ctx, l->doc, l->doc_name};
 }
 
-/* An integer member in [min, max]: *out, or fallback when absent (every
- * key has its Config class's default). */
 static int config_int(loader *l, const char *key, int64_t fallback, int64_t min, int64_t max,
                       int64_t *out)
 {
-    const tfm__json_node *n = member(l, key);
-    if (!n || n->type == TFM__JSON_NULL) {
-        *out = fallback;
-        return 0;
-    }
-    if (n->type != TFM__JSON_NUMBER || !n->is_integer || n->integer < min || n->integer > max) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be an integer in [%lld, %lld]", l->ctx,
-                  l->doc_name, key, (long long)min, (long long)max);
-        return -1;
-    }
-    *out = n->integer;
-    return 0;
+    return tfm__doc_int((tfm__json_doc[]){doc_of(l)}, key, fallback, min, max, out);
 }
 
 static int config_bool(loader *l, const char *key, int fallback, int32_t *out)
 {
-    const tfm__json_node *n = member(l, key);
-    if (!n || n->type == TFM__JSON_NULL) {
-        *out = fallback;
-        return 0;
-    }
-    if (n->type != TFM__JSON_TRUE && n->type != TFM__JSON_FALSE) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be true or false", l->ctx, l->doc_name,
-                  key);
-        return -1;
-    }
-    *out = n->type == TFM__JSON_TRUE;
-    return 0;
+    return tfm__doc_bool((tfm__json_doc[]){doc_of(l)}, key, fallback, out);
 }
 
 static const char *config_string(loader *l, const char *key)
 {
-    const tfm__json_node *n = member(l, key);
-    return n && n->type == TFM__JSON_STRING ? tfm__json_string(l->doc, n) : NULL;
+    return tfm__doc_string((tfm__json_doc[]){doc_of(l)}, key);
 }
 
-/* A string member, fallback when absent, NULL when not a string (for the
- * caller to refuse). */
 static const char *config_name(loader *l, const char *key, const char *fallback)
 {
-    const tfm__json_node *n = member(l, key);
-    return !n || n->type == TFM__JSON_NULL ? fallback : config_string(l, key);
+    return tfm__doc_name((tfm__json_doc[]){doc_of(l)}, key, fallback);
+}
+
+static int config_float(loader *l, const char *key, float fallback, double min, double max,
+                        float *out)
+{
+    return tfm__doc_float((tfm__json_doc[]){doc_of(l)}, key, fallback, min, max, out);
 }
 
 /* transformers' ACT2FN names of the activations libtfm has; key is the
@@ -197,27 +171,6 @@ static int same_sides(loader *l, const char *encoder_key, const char *decoder_ke
                   encoder_key, (long long)*out, decoder_key, (long long)decoder);
         return -1;
     }
-    return 0;
-}
-
-/* A number member in [min, max]; fallback when absent. */
-static int config_float(loader *l, const char *key, float fallback, double min, double max,
-                        float *out)
-{
-    const tfm__json_node *n = member(l, key);
-    if (!n || n->type == TFM__JSON_NULL) {
-        *out = fallback;
-        return 0;
-    }
-    double v = n->type != TFM__JSON_NUMBER ? NAN
-               : n->is_integer             ? (double)n->integer
-                                           : strtod(l->doc->text + n->offset, NULL);
-    if (!(v >= min && v <= max)) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s must be a number in [%g, %g]", l->ctx,
-                  l->doc_name, key, min, max);
-        return -1;
-    }
-    *out = (float)v;
     return 0;
 }
 
@@ -413,174 +366,8 @@ static int read_config(loader *l, tfm_model_options *o)
 
 /* --- generation_config.json ------------------------------------------------------------- */
 
-/* The integers of an array node into out (count of them), each in
- * [0, max]; -1 with the key named when one is not. */
-static int ids_of(loader *l, const char *key, const tfm__json_node *array, int64_t max,
-                  int32_t *out)
-{
-    const tfm__json *doc = l->doc;
-    uint32_t at = (uint32_t)(array - doc->nodes);
-    int32_t n = 0;
-    for (uint32_t i = at + 1; i < array->next; i = doc->nodes[i].next) {
-        const tfm__json_node *id = &doc->nodes[i];
-        if (id->type != TFM__JSON_NUMBER || !id->is_integer || id->integer < 0 ||
-            id->integer > max) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s holds something other than token ids in "
-                      "[0, %lld]", l->ctx, l->doc_name, key, (long long)max);
-            return -1;
-        }
-        out[n++] = (int32_t)id->integer;
-    }
-    return 0;
-}
-
-/* bad_words_ids: an array of non-empty arrays of ids. */
-static int bad_words(loader *l, int64_t vocab, tfm__generation *g)
-{
-    const tfm__json_node *list = member(l, "bad_words_ids");
-    if (!list || list->type == TFM__JSON_NULL)
-        return 0;
-    const tfm__json *doc = l->doc;
-    int64_t total = 0;
-    int ok = list->type == TFM__JSON_ARRAY && list->count <= INT32_MAX;
-    for (uint32_t i = (uint32_t)(list - doc->nodes) + 1; ok && i < list->next;
-         i = doc->nodes[i].next) {
-        ok = doc->nodes[i].type == TFM__JSON_ARRAY && doc->nodes[i].count > 0;
-        total += ok ? doc->nodes[i].count : 0;
-    }
-    if (!ok || total > INT32_MAX) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's bad_words_ids is not a list of lists of token ids",
-                  l->ctx, l->doc_name);
-        return -1;
-    }
-    g->bad_words = malloc((size_t)total * sizeof *g->bad_words + 1);
-    g->bad_word_lengths = malloc((size_t)list->count * sizeof *g->bad_word_lengths + 1);
-    if (!g->bad_words || !g->bad_word_lengths) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for bad_words_ids", l->ctx);
-        return -1;
-    }
-    int64_t at = 0;
-    for (uint32_t i = (uint32_t)(list - doc->nodes) + 1; i < list->next;
-         i = doc->nodes[i].next) {
-        if (ids_of(l, "bad_words_ids", &doc->nodes[i], vocab - 1, g->bad_words + at) < 0)
-            return -1;
-        g->bad_word_lengths[g->n_bad_words++] = (int32_t)doc->nodes[i].count;
-        at += doc->nodes[i].count;
-    }
-    return 0;
-}
-
-/* eos_token_id may list several end tokens: the first is the model's
- * eos_id, the others end sequences too. */
-static int end_tokens(loader *l, tfm_model_options *o, tfm__generation *g)
-{
-    const tfm__json_node *eos = member(l, "eos_token_id");
-    if (!eos || eos->type != TFM__JSON_ARRAY) {
-        int64_t id;
-        if (config_int(l, "eos_token_id", o->eos_id, 0, o->tgt_vocab - 1, &id) < 0)
-            return -1;
-        o->eos_id = (int32_t)id;
-        return 0;
-    }
-    int32_t *ids = malloc((size_t)eos->count * sizeof *ids + 1);
-    if (!ids) {
-        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for eos_token_id", l->ctx);
-        return -1;
-    }
-    if (eos->count == 0 || ids_of(l, "eos_token_id", eos, o->tgt_vocab - 1, ids) < 0) {
-        if (eos->count == 0)
-            tfm__fail(TFM_ERR_FORMAT, "%s: %s's eos_token_id is an empty list", l->ctx,
-                      l->doc_name);
-        free(ids);
-        return -1;
-    }
-    o->eos_id = ids[0];
-    g->n_eos_ids = (int32_t)eos->count - 1;
-    memmove(ids, ids + 1, (size_t)g->n_eos_ids * sizeof *ids);
-    g->eos_ids = ids;
-    return 0;
-}
-
-/* early_stopping: true, false or "never" (TFM_EARLY_STOPPING_). */
-static int early_stopping(loader *l, int32_t *out)
-{
-    const char *never = config_string(l, "early_stopping");
-    if (never && strcmp(never, "never") == 0) {
-        *out = TFM_EARLY_STOPPING_NEVER;
-        return 0;
-    }
-    if (never) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's early_stopping must be true, false or \"never\"",
-                  l->ctx, l->doc_name);
-        return -1;
-    }
-    return config_bool(l, "early_stopping", TFM_EARLY_STOPPING_HEURISTIC, out);
-}
-
-/* GenerationConfig's options (generation/configuration_utils.py) that
- * change what generate() produces and that libtfm's decoding does not
- * have, each with the number that changes nothing (NAN: none does; absent,
- * null, false and an empty list or object change nothing either); the
- * sampling ones matter only when do_sample is true, as in generate().
- * Options that only shape Python's return value (num_return_sequences:
- * its first sequence is the one libtfm returns, output_scores, ...) or
- * its speed (use_cache, low_memory, ...) are not here. suppress_tokens
- * has a counterpart in tfm_decode_options' suppress_ids, which the
- * published defaults do not carry (yet): refused too. */
-static const struct {
-    const char *key;
-    double neutral;
-    int sampling;
-} unsupported_generation[] = {
-    {"num_beam_groups", 1, 0},         {"diversity_penalty", 0, 0},
-    {"penalty_alpha", 0, 0},           {"encoder_no_repeat_ngram_size", 0, 0},
-    {"encoder_repetition_penalty", 1, 0}, {"guidance_scale", 1, 0},
-    {"exponential_decay_length_penalty", NAN, 0}, {"sequence_bias", NAN, 0},
-    {"force_words_ids", NAN, 0},       {"constraints", NAN, 0},
-    {"suppress_tokens", NAN, 0},       {"begin_suppress_tokens", NAN, 0},
-    {"forced_decoder_ids", NAN, 0},    {"max_time", NAN, 0},
-    {"stop_strings", NAN, 0},          {"token_healing", NAN, 0},
-    {"watermarking_config", NAN, 0},   {"dola_layers", NAN, 0},
-    {"typical_p", 1, 1},               {"epsilon_cutoff", 0, 1},
-    {"eta_cutoff", 0, 1},              {"min_p", 0, 1},
-};
-
-/* Refuses, by name, an option above set to something that would change
- * the decoding, and beam sampling (do_sample with num_beams > 1), which
- * libtfm's sampling would silently replace. */
-static int refuse_unsupported_generation(loader *l, int32_t sample, int64_t beams)
-{
-    if (sample && beams > 1) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's do_sample with num_beams %lld (beam sampling) is "
-                  "not supported: libtfm samples or searches beams", l->ctx, l->doc_name,
-                  (long long)beams);
-        return -1;
-    }
-    size_t n = sizeof unsupported_generation / sizeof unsupported_generation[0];
-    for (size_t i = 0; i < n; i++) {
-        const tfm__json_node *v = member(l, unsupported_generation[i].key);
-        if (!v || (unsupported_generation[i].sampling && !sample))
-            continue;
-        double number = v->type != TFM__JSON_NUMBER ? NAN
-                        : v->is_integer              ? (double)v->integer
-                                                     : strtod(l->doc->text + v->offset, NULL);
-        int neutral = v->type == TFM__JSON_NULL || v->type == TFM__JSON_FALSE ||
-                      ((v->type == TFM__JSON_ARRAY || v->type == TFM__JSON_OBJECT) &&
-                       v->count == 0) ||
-                      number == unsupported_generation[i].neutral;
-        if (!neutral) {
-            tfm__fail(TFM_ERR_FORMAT, "%s: %s's %s is not supported: it changes decoding in a "
-                      "way libtfm does not implement (leave it out, or at its default)",
-                      l->ctx, l->doc_name, unsupported_generation[i].key);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* The decoding defaults, from generation_config.json, or from config.json
- * where older folders keep them; transformers' lengths count the decoder
- * start token, libtfm's do not. */
+/* The decoding defaults (translate/generation.h), from generation_config.json,
+ * or from config.json where older folders keep them. */
 static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 {
     int read = read_object(l, "generation_config.json", 0, &l->generation_text,
@@ -592,50 +379,11 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         l->doc = &l->generation;
         l->doc_name = "generation_config.json";
     }
-    int64_t max_length, max_new, min_length, min_new, beams, top_k, ngram, forced, forced_eos,
-        start;
-    int32_t sample;
-    int64_t vocab = o->tgt_vocab, longest = o->max_tgt_len;
-    int64_t class_forced_eos = families[l->family].defaults.forced_eos;
-    /* transformers' GenerationConfig default: 20 tokens, the start token one of them */
-    if (config_int(l, "max_length", 20, 1, INT32_MAX, &max_length) < 0 ||
-        config_int(l, "max_new_tokens", -1, 1, INT32_MAX, &max_new) < 0 ||
-        config_int(l, "min_length", -1, 0, INT32_MAX, &min_length) < 0 ||
-        config_int(l, "min_new_tokens", -1, 0, INT32_MAX, &min_new) < 0 ||
-        config_int(l, "num_beams", 1, 1, 4096, &beams) < 0 ||
-        config_bool(l, "do_sample", 0, &sample) < 0 ||
-        config_int(l, "top_k", 50, 0, INT32_MAX, &top_k) < 0 ||
-        config_float(l, "top_p", 1.0f, 1e-6, 1.0, &g->top_p) < 0 ||
-        config_float(l, "temperature", 1.0f, 1e-6, 1e6, &g->temperature) < 0 ||
-        config_float(l, "length_penalty", 1.0f, -1e3, 1e3, &g->length_penalty) < 0 ||
-        config_float(l, "repetition_penalty", 1.0f, 1e-6, 1e6, &g->repetition_penalty) < 0 ||
-        config_int(l, "no_repeat_ngram_size", 0, 0, INT32_MAX, &ngram) < 0 ||
-        config_int(l, "forced_bos_token_id", -1, 0, vocab - 1, &forced) < 0 ||
-        /* without generation_config.json, config.json's with its class's default */
-        config_int(l, "forced_eos_token_id", l->has_generation ? -1 : class_forced_eos, 0,
-                   vocab - 1, &forced_eos) < 0 ||
-        early_stopping(l, &g->early_stopping) < 0 ||
-        config_bool(l, "renormalize_logits", 0, &g->renormalize_logits) < 0 ||
-        config_int(l, "decoder_start_token_id", o->bos_id, 0, vocab - 1, &start) < 0 ||
-        end_tokens(l, o, g) < 0 || bad_words(l, vocab, g) < 0 ||
-        refuse_unsupported_generation(l, sample, beams) < 0)
-        return -1;
-    o->bos_id = (int32_t)start;
-    g->strategy = sample ? TFM_DECODE_SAMPLE : beams > 1 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
-    g->beam_size = (int32_t)beams;
-    g->top_k = (int32_t)top_k;
-    /* never past the positions the model has (the start token takes one) */
-    int64_t length = max_new > 0 ? max_new : max_length > 1 ? max_length - 1 : 1;
-    g->max_length = (int32_t)(length < longest - 1 ? length : longest - 1);
-    int64_t least = min_new >= 0 ? min_new : min_length > 0 ? min_length - 1 : 0;
-    /* a minimum past the maximum: transformers warns ("unfeasible length
-     * constraints") and generates to the maximum with the end tokens
-     * banned all the way, which a minimum at the maximum does */
-    g->min_length = (int32_t)(least < g->max_length ? least : g->max_length);
-    g->no_repeat_ngram_size = (int32_t)ngram;
-    g->forced_bos_id = (int32_t)forced;
-    g->forced_eos_id = (int32_t)forced_eos;
-    return 0;
+    tfm__json_doc doc = doc_of(l);
+    return tfm__generation_read(&doc, l->has_generation, families[l->family].defaults.forced_eos,
+                                o, g) == TFM_OK
+               ? 0
+               : -1;
 }
 
 /* --- tokenizers -------------------------------------------------------------------- */

@@ -5,7 +5,9 @@
 #ifndef TFM_TRANSLATE_GENERATION_H
 #define TFM_TRANSLATE_GENERATION_H
 
+#include "io/json_doc.h"
 #include "tfm/decode.h"
+#include "tfm/model.h"
 
 typedef struct tfm__generation {
     tfm_decode_strategy strategy;
@@ -19,6 +21,17 @@ typedef struct tfm__generation {
     int32_t forced_eos_id, early_stopping; /* -1: none; a TFM_EARLY_STOPPING_ value */
     int32_t renormalize_logits;       /* 0 or 1 */
 } tfm__generation;
+
+/* The decoding defaults d holds into g (from_generation_config: d is
+ * generation_config.json, else config.json, whose forced_eos_token_id
+ * defaults to the family's class_forced_eos), and the special tokens they
+ * set in o: bos_id (decoder_start_token_id) and eos_id (eos_token_id's
+ * first); transformers' lengths count the decoder start token, libtfm's
+ * do not, and never pass o's target positions. TFM_ERR_FORMAT naming the
+ * key, TFM_ERR_NOMEM. */
+tfm_status tfm__generation_read(const tfm__json_doc *d, int from_generation_config,
+                                int64_t class_forced_eos, tfm_model_options *o,
+                                tfm__generation *g);
 
 /* Frees a generation record and what it owns; NULL is a no-op. */
 void tfm__generation_free(tfm__generation *g);
