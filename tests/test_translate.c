@@ -635,6 +635,15 @@ START_TEST(a_model_made_here_decodes_with_beam_4_and_no_non_text)
     ck_assert_msg(model != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_model_set_tokenizers(model, tok, NULL), TFM_OK);
     tfm_model_set_training(model, 0);
+    /* the model's own options fit its target positions: the default 100 is
+     * lowered to its 31 */
+    tfm_decode_options own;
+    tfm_decode_options_init(&own);
+    ck_assert_int_eq(tfm_decode_options_from_model(model, &own), TFM_OK);
+    ck_assert_int_eq(own.max_length, 31);
+    tfm_decoding *fits = tfm_decoding_create(model, &own, 1, 32);
+    ck_assert_msg(fits != NULL, "%s", tfm_last_error());
+    tfm_decoding_free(fits);
     tfm_translator *t = tfm_translator_create(model, NULL);
     ck_assert_msg(t != NULL, "%s", tfm_last_error());
     tfm_decode_options d;

@@ -252,7 +252,9 @@ TFM_API void tfm_decode_options_init_sized(tfm_decode_options *options,
  * tokens (tfm_model_options' bos_id, eos_id, pad_id) where the model has
  * them set, leaving each the model lacks and every other field as it was:
  * call after tfm_decode_options_init, so a padded batch decodes as the same
- * sources unpadded without the caller repeating the ids. A model from
+ * sources unpadded without the caller repeating the ids; and lowers
+ * max_length to the model's max_tgt_len - 1 when it is more (the default
+ * 100 fits any model then). A model from
  * tfm_model_from_pretrained also sets its published decoding defaults
  * (generation_config.json, or config.json where it keeps them):
  * strategy (beam when num_beams > 1, sample with do_sample), max_length

@@ -66,6 +66,9 @@ tfm_status tfm_decode_options_from_model(const tfm_model *model, tfm_decode_opti
         options->src_pad_id = pad;
     if (model->generation)
         published_defaults(model->generation, options);
+    /* never past the model's target positions (the start token takes one) */
+    if (options->max_length > model->options.max_tgt_len - 1)
+        options->max_length = (int32_t)(model->options.max_tgt_len - 1);
     if (model->text.target_language >= 0 && HAS(options, forced_bos_id))
         options->forced_bos_id = model->text.target_language;
     return TFM_OK;

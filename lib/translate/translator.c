@@ -107,18 +107,15 @@ static tfm_status make_defaults(const char *op, tfm_translator *t)
     tfm_status s = tfm_decode_options_from_model(t->model, d);
     if (s != TFM_OK)
         return s;
-    int32_t longest = (int32_t)(t->model->options.max_tgt_len - 1);
     if (!t->model->generation) {
         d->strategy = TFM_DECODE_BEAM;
         d->beam_size = 4;
-        d->max_length = longest;
+        d->max_length = (int32_t)(t->model->options.max_tgt_len - 1);
         /* targets run about as long as their sources: room for twice that */
         d->max_length_a = 2.0f;
         d->max_length_b = 10;
         s = suppress_non_text(op, t);
     }
-    if (d->max_length > longest)
-        d->max_length = longest;
     return s;
 }
 

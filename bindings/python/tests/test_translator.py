@@ -375,3 +375,18 @@ def test_texts_are_checked(translator):
         translator.translate(['a', 'b\0'])
     with pytest.raises(ValueError, match='null byte'):
         translator.translate('a', target_prefix='\0')
+
+
+def test_the_models_decoders_take_encode_texts_ragged_ids():
+    """model.beam(model.encode_text([a, b])): ids of different lengths are
+    padded with the model's pad_id, and each source decodes as it does
+    alone."""
+    model = tfm.Model.from_pretrained(FOLDER)
+    ragged = model.encode_text(SOURCES[:2])
+    assert len(ragged[0]) != len(ragged[1])
+    tokens, scores = model.beam(ragged)
+    alone, alone_scores = model.beam([ragged[1]])
+    assert tokens.shape[0] == 2
+    assert (tokens[1] == alone[0]).all() and scores[1] == alone_scores[0]
+    assert model.greedy(ragged).shape[0] == 2
+    model.close()

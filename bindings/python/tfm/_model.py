@@ -726,8 +726,27 @@ class Model(Handle):
 
     __call__ = forward
 
+    def _sources(self, src):
+        """src as [batch, length] int32: a list of id lists of different
+        lengths (encode_text's of several texts) is padded with the model's
+        pad_id (refused when it has none), which decoding then masks."""
+        if isinstance(src, (list, tuple)) and src and all(
+                isinstance(row, (list, tuple, np.ndarray)) for row in src):
+            rows = [as_array(row, np.int32).reshape(-1) for row in src]
+            width = max(len(row) for row in rows)
+            if any(len(row) != width for row in rows):
+                pad = lib.tfm_model_pad_id(self._ptr())
+                if pad < 0:
+                    raise ValueError('sources of different lengths need a pad_id, which '
+                                     'the model has not')
+                padded = np.full((len(rows), width), pad, np.int32)
+                for i, row in enumerate(rows):
+                    padded[i, :len(row)] = row
+                return padded
+        return as_array(src, np.int32)
+
     def _decode(self, src, with_logits=False, prefix=None, return_attention=False, **fields):
-        src = as_array(src, np.int32)
+        src = self._sources(src)
         if src.ndim != 2:
             raise ValueError('src must be [batch, length], not %d-D' % src.ndim)
         with Decoding(self, src.shape[0], src.shape[1], return_attention=int(return_attention),
