@@ -143,19 +143,13 @@ static void pairs_free(pairs *p)
 }
 
 /* Appends text's ids to c, at most limit of them; the count, -1 past the
- * limit (nothing kept), or -2 on error. */
+ * limit (nothing kept; the text encoded only as far as limit + 1 ids
+ * need), or -2 on error. */
 static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text, int64_t limit)
 {
-    int64_t length = (int64_t)strlen(text), count = 0;
-    for (;;) {
-        tfm_status s = tfm_tokenizer_encode(tok, text, length, c->ids + c->ids_count,
-                                            c->ids_capacity - c->ids_count, &count);
-        if (s == TFM_OK)
-            break;
-        if (s != TFM_ERR_SIZE)
-            return -2;
+    if (c->ids_capacity - c->ids_count < limit) {
         int64_t capacity = c->ids_capacity ? c->ids_capacity * 2 : 1 << 16;
-        while (capacity < c->ids_count + count)
+        while (capacity < c->ids_count + limit)
             capacity *= 2;
         int32_t *grown = realloc(c->ids, (size_t)capacity * sizeof *grown);
         if (!grown)
@@ -163,7 +157,12 @@ static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text,
         c->ids = grown;
         c->ids_capacity = capacity;
     }
-    if (count > limit)
+    int64_t count = 0;
+    int32_t cut = 0;
+    if (tfm_tokenizer_encode_truncated(tok, text, (int64_t)strlen(text), c->ids + c->ids_count,
+                                       limit, &count, &cut) != TFM_OK)
+        return -2;
+    if (cut)
         return -1;
     c->ids_count += count;
     return count;
@@ -458,55 +457,21 @@ static int blank(const char *line)
     return *line == '\0';
 }
 
-/* The line's ids cut to max_src as transformers' truncation does: the
- * text's ids end early, the ids the model puts around it stay (BART's
- * <s>, </s>, a language code after it). count is the uncut ids'. */
-static tfm_status cut_source(const tfm_model *model, const char *line, int64_t length,
-                             int64_t count, int32_t *row, int64_t max_src)
-{
-    int64_t inner = 0;
-    int32_t *all = malloc((size_t)(2 * count) * sizeof *all), *text = all + count;
-    tfm_status s = all ? tfm_model_encode_text(model, line, length, all, count, &count)
-                       : TFM_ERR_NOMEM;
-    if (s == TFM_OK)
-        s = tfm_tokenizer_encode(tfm_model_tokenizer(model, 0), line, length, text, count,
-                                 &inner);
-    /* the text's ids sit after the prefix, the first place they match */
-    int64_t prefix = 0, around = count - inner;
-    while (s == TFM_OK && prefix < around &&
-           memcmp(all + prefix, text, (size_t)inner * sizeof *text) != 0)
-        prefix++;
-    if (s == TFM_OK && max_src < around) {
-        fprintf(stderr, "%s: the model's %lld sources cannot hold the %lld ids around a "
-                "line\n", program, (long long)max_src, (long long)around);
-        s = TFM_ERR_SIZE;
-    }
-    if (s == TFM_OK) {
-        int64_t kept = max_src - around;
-        memcpy(row, all, (size_t)(prefix + kept) * sizeof *row);
-        memcpy(row + prefix + kept, all + prefix + inner,
-               (size_t)(around - prefix) * sizeof *row);
-    }
-    free(all);
-    return s;
-}
-
 static int translator_run(translator *t, const char *const *lines, int64_t n, char **out)
 {
     int64_t width = 1;
     for (int64_t i = 0; i < n; i++) {
-        int64_t count = 0, length = (int64_t)strlen(lines[i]);
-        int32_t *row = t->ids + i * t->max_src;
-        tfm_status s = tfm_model_encode_text(t->model, lines[i], length, row, t->max_src,
-                                             &count);
-        if (s == TFM_ERR_SIZE) {
-            fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n",
-                    program, (long long)count, (long long)t->max_src);
-            s = cut_source(t->model, lines[i], length, count, row, t->max_src);
-            count = t->max_src;
-        }
-        if (s != TFM_OK)
+        int64_t count = 0;
+        int32_t cut = 0;
+        /* cut as transformers' truncation does, the line encoded only as
+         * far as the ids kept need (a line of megabytes costs no more) */
+        if (tfm_model_encode_text_truncated(t->model, lines[i], (int64_t)strlen(lines[i]),
+                                            t->ids + i * t->max_src, t->max_src, &count,
+                                            &cut) != TFM_OK)
             return -1;
+        if (cut)
+            fprintf(stderr, "%s: a line longer than the model's %lld tokens is cut there\n",
+                    program, (long long)t->max_src);
         t->counts[i] = blank(lines[i]) ? 0 : count;
         t->order[i] = i;
         width = count > width ? count : width;

@@ -37,6 +37,22 @@ static int64_t leading_code(const tfm__text_template *t, const char *text, int64
     return 0;
 }
 
+/* Puts the template's ids around the text's inner ids, which sit at
+ * ids + the prefix's count + has_code: the prefix, the language code
+ * text[0, code) (the vocabulary's id, <unk> when it has no such code, as
+ * MarianTokenizer looks its tokens up) and the suffix. */
+static void put_around(const tfm__text_template *t, const tfm_tokenizer *tok, const char *text,
+                       int64_t code, int32_t *ids, int64_t inner)
+{
+    memcpy(ids, t->ids, (size_t)t->n_prefix * sizeof *ids);
+    if (code > 0) {
+        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
+        ids[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
+    }
+    memcpy(ids + t->n_prefix + (code > 0) + inner, t->ids + t->n_prefix,
+           (size_t)(t->n_ids - t->n_prefix) * sizeof *ids);
+}
+
 tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t length,
                                  int32_t *ids, int64_t capacity, int64_t *count)
 {
@@ -61,21 +77,47 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
     if (!ids || capacity < *count)
         return tfm__fail(TFM_ERR_SIZE, "%s: the text takes %lld ids, ids has room for %lld", op,
                          (long long)*count, (long long)capacity);
-    memcpy(ids, t->ids, (size_t)t->n_prefix * sizeof *ids);
-    if (has_code) {
-        /* the vocabulary's id, <unk> when it has no such code, as
-         * MarianTokenizer looks its tokens up */
-        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
-        ids[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
-    }
     s = tfm_tokenizer_encode(tok, text + code, length - code, ids + t->n_prefix + has_code,
                              inner, &inner);
     if (s != TFM_OK) {
         tfm__fail_within(op, mark);
         return s;
     }
-    memcpy(ids + t->n_prefix + has_code + inner, t->ids + t->n_prefix,
-           (size_t)(t->n_ids - t->n_prefix) * sizeof *ids);
+    put_around(t, tok, text, code, ids, inner);
+    return TFM_OK;
+}
+
+tfm_status tfm_model_encode_text_truncated(const tfm_model *m, const char *text,
+                                           int64_t length, int32_t *ids, int64_t capacity,
+                                           int64_t *count, int32_t *cut)
+{
+    const char *op = "tfm_model_encode_text_truncated";
+    if (cut)
+        *cut = 0;
+    if (!m || !count || (!ids && capacity > 0))
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !m ? "model" : !count ? "count" : "ids");
+    *count = 0;
+    if (capacity < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
+    const tfm_tokenizer *tok = tokenizer_of(op, m, 0);
+    if (!tok)
+        return TFM_ERR_STATE;
+    const tfm__text_template *t = &m->text;
+    int64_t inner = 0, code = leading_code(t, text, length), around = (code > 0) + t->n_ids;
+    if (capacity < around)
+        return tfm__fail(TFM_ERR_SIZE, "%s: capacity %lld cannot hold the %lld ids the model "
+                         "puts around a text", op, (long long)capacity, (long long)around);
+    uint64_t mark = tfm__error_mark();
+    tfm_status s = tfm_tokenizer_encode_truncated(tok, text + code, length - code,
+                                                  ids + t->n_prefix + (code > 0),
+                                                  capacity - around, &inner, cut);
+    if (s != TFM_OK) {
+        tfm__fail_within(op, mark);
+        return s;
+    }
+    put_around(t, tok, text, code, ids, inner);
+    *count = inner + around;
     return TFM_OK;
 }
 
