@@ -63,6 +63,8 @@ meson test -C build-test --print-errorlogs --num-processes 2 | tail -n 12
 meson_status=${PIPESTATUS[0]}
 count_log build-test/meson-logs/testlog.txt
 [ "$meson_status" -eq 0 ] || count_step "release suites" 1
+# subprojects/'s wraps parse, and the build above took the system's libraries
+run_script "subprojects" scripts/check_wraps.sh build-test
 
 echo "== AddressSanitizer + UBSan build, baseline kernels (TFM_CPU=baseline), without MPI"
 # (also the build without MPI: libtfm_mpi and its tests are left out)
