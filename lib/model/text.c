@@ -37,6 +37,22 @@ static int64_t leading_code(const tfm__text_template *t, const char *text, int64
     return 0;
 }
 
+/* What the encoding calls check first: the model's source tokenizer, or
+ * NULL with the error. */
+static const tfm_tokenizer *source_tokenizer(const char *op, const tfm_model *m,
+                                             const int64_t *count, int64_t capacity)
+{
+    if (!m || !count) {
+        tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, m ? "count" : "model");
+        return NULL;
+    }
+    if (capacity < 0) {
+        tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
+        return NULL;
+    }
+    return tokenizer_of(op, m, 0);
+}
+
 /* Puts the template's ids around the text's inner ids, which sit at
  * ids + the prefix's count + has_code: the prefix, the language code
  * text[0, code) (the vocabulary's id, <unk> when it has no such code, as
@@ -57,13 +73,9 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
                                  int32_t *ids, int64_t capacity, int64_t *count)
 {
     const char *op = "tfm_model_encode_text";
-    if (!m || !count)
-        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, m ? "count" : "model");
-    if (capacity < 0)
-        return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
-    const tfm_tokenizer *tok = tokenizer_of(op, m, 0);
+    const tfm_tokenizer *tok = source_tokenizer(op, m, count, capacity);
     if (!tok)
-        return TFM_ERR_STATE;
+        return tfm_last_status();
     const tfm__text_template *t = &m->text;
     int64_t inner = 0, code = leading_code(t, text, length);
     uint64_t mark = tfm__error_mark();
@@ -94,15 +106,12 @@ tfm_status tfm_model_encode_text_truncated(const tfm_model *m, const char *text,
     const char *op = "tfm_model_encode_text_truncated";
     if (cut)
         *cut = 0;
-    if (!m || !count || (!ids && capacity > 0))
-        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
-                         !m ? "model" : !count ? "count" : "ids");
-    *count = 0;
-    if (capacity < 0)
-        return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
-    const tfm_tokenizer *tok = tokenizer_of(op, m, 0);
+    const tfm_tokenizer *tok = source_tokenizer(op, m, count, capacity);
     if (!tok)
-        return TFM_ERR_STATE;
+        return tfm_last_status();
+    if (!ids && capacity > 0)
+        return tfm__fail(TFM_ERR_NULL, "%s: ids is NULL", op);
+    *count = 0;
     const tfm__text_template *t = &m->text;
     int64_t inner = 0, code = leading_code(t, text, length), around = (code > 0) + t->n_ids;
     if (capacity < around)
