@@ -143,19 +143,13 @@ static void pairs_free(pairs *p)
 }
 
 /* Appends text's ids to c, at most limit of them; the count, -1 past the
- * limit (nothing kept), or -2 on error. */
+ * limit (nothing kept; the text encoded only as far as limit + 1 ids
+ * need), or -2 on error. */
 static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text, int64_t limit)
 {
-    int64_t length = (int64_t)strlen(text), count = 0;
-    for (;;) {
-        tfm_status s = tfm_tokenizer_encode(tok, text, length, c->ids + c->ids_count,
-                                            c->ids_capacity - c->ids_count, &count);
-        if (s == TFM_OK)
-            break;
-        if (s != TFM_ERR_SIZE)
-            return -2;
+    if (c->ids_capacity - c->ids_count < limit) {
         int64_t capacity = c->ids_capacity ? c->ids_capacity * 2 : 1 << 16;
-        while (capacity < c->ids_count + count)
+        while (capacity < c->ids_count + limit)
             capacity *= 2;
         int32_t *grown = realloc(c->ids, (size_t)capacity * sizeof *grown);
         if (!grown)
@@ -163,7 +157,12 @@ static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text,
         c->ids = grown;
         c->ids_capacity = capacity;
     }
-    if (count > limit)
+    int64_t count = 0;
+    int32_t cut = 0;
+    if (tfm_tokenizer_encode_truncated(tok, text, (int64_t)strlen(text), c->ids + c->ids_count,
+                                       limit, &count, &cut) != TFM_OK)
+        return -2;
+    if (cut)
         return -1;
     c->ids_count += count;
     return count;
@@ -364,11 +363,12 @@ static int translate_lines(tfm_translator *t, const tfm_translate_options *o,
     }
     int64_t done = 0;
     for (; done < n; done++) {
-        int64_t tokenized = 0, decoded = 0;
-        tfm_translation_source_tokens(r, done, &tokenized, &decoded);
-        if (tokenized > decoded)
-            fprintf(stderr, "%s: a line of %lld tokens is cut to the model's %lld\n", program,
-                    (long long)tokenized, (long long)decoded);
+        int64_t tokens = 0;
+        int32_t truncated = 0;
+        tfm_translation_source_tokens(r, done, &tokens, &truncated);
+        if (truncated)
+            fprintf(stderr, "%s: a line is cut to the model's %lld tokens\n", program,
+                    (long long)tokens);
         if (!(out[done] = strdup(tfm_translation_text(r, done, 0))))
             break;
     }

@@ -134,8 +134,22 @@ printf '\n   \nhotel quebec\n\n' | "$translate" --model "$model" >"$scratch/blan
 step "empty and blank lines translate to empty lines, the others to text" $?
 awk 'BEGIN { for (i = 0; i < 500; i++) printf "alpha "; print "" }' |
     "$translate" --model "$model" >"$scratch/long.txt" 2>"$scratch/err.txt" &&
-    [ "$(wc -l <"$scratch/long.txt")" -eq 1 ] && grep -q "is cut to the model's 32" "$scratch/err.txt"
+    [ "$(wc -l <"$scratch/long.txt")" -eq 1 ] &&
+    grep -q "a line is cut to the model's 32 tokens" "$scratch/err.txt"
 step "a line longer than the model's sources is cut, saying so" $?
+# A 10 MB line is encoded only as far as the model's 32 ids need: the
+# whole line took 70 bytes of memory a byte, four times over.
+awk 'BEGIN { for (i = 0; i < 1750000; i++) printf "alpha "; print "" }' >"$scratch/huge.txt"
+peak=$(python3 -c '
+import resource, subprocess, sys
+with open(sys.argv[3], "rb") as line:
+    subprocess.run([sys.argv[1], "--model", sys.argv[2]], stdin=line, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
+    "$translate" "$model" "$scratch/huge.txt")
+echo "a 10 MB line: tfm-translate's peak memory $peak MiB"
+[ -n "$peak" ] && [ "$peak" -lt 160 ]
+step "a 10 MB line is cut in bounded memory" $?
 
 # The model file rewritten (python3's standard library): without its
 # tokenizer ("bare"), and with twice the ids its tokenizer has ("wide"):

@@ -82,4 +82,22 @@ static inline tfm_params *seeded_params(float seed)
     return p;
 }
 
+/* valgrind counts its own shadow memory in ours: nothing to measure */
+static inline int under_valgrind(void)
+{
+    const char *preload = getenv("LD_PRELOAD");
+    return preload && strstr(preload, "vgpreload");
+}
+
+/* Resident memory now, in KiB. */
+static inline long resident_kib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%ld %ld", &pages, &resident), 2);
+    fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 #endif

@@ -292,6 +292,22 @@ START_TEST(padding_errors)
 }
 END_TEST
 
+/* A tokenizer made without its padding piece gives -1 as its pad id: the
+ * batch refuses it, where the embedding would fail far from the cause. */
+START_TEST(a_missing_pad_id_is_refused)
+{
+    const int64_t indices[2] = {0, 1};
+    tfm_tensor *input = NULL, *labels = NULL;
+    ck_assert_ptr_null(tfm_batch_pad(NULL, corpus_ids, 6, corpus_offsets, 4, indices, 2, -1));
+    check_refused(tfm_last_status(), TFM_ERR_ARG, "tfm_batch_pad: pad_id -1 is not an id");
+    check_refused(tfm_batch_shift_targets(NULL, corpus_ids, 6, corpus_offsets, 4, indices, 2, 1,
+                                          2, -1, &input, &labels),
+                  TFM_ERR_ARG, "tfm_batch_shift_targets: pad_id -1 is not an id");
+    ck_assert_ptr_null(input);
+    ck_assert_ptr_null(labels);
+}
+END_TEST
+
 /* The mask from lengths holds the values the mask from padded ids holds
  * (there [B, 1, 1, S]) and PyTorch's key_padding_mask converted, in both forms. */
 START_TEST(masks_from_lengths_equal_the_masks_from_ids)
@@ -353,6 +369,7 @@ static Suite *batch_suite(void)
     TCase *tensors = tcase_create("tensors");
     tcase_add_test(tensors, padding_and_shifted_targets);
     tcase_add_test(tensors, padding_errors);
+    tcase_add_test(tensors, a_missing_pad_id_is_refused);
     tcase_add_test(tensors, masks_from_lengths_equal_the_masks_from_ids);
     suite_add_tcase(suite, tensors);
     return suite;

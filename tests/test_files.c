@@ -194,24 +194,6 @@ START_TEST(junk_headers_are_refused_at_their_first_byte)
 END_TEST
 
 #ifndef __SANITIZE_ADDRESS__ /* ASan's quarantine keeps freed blocks resident */
-/* valgrind counts its own shadow memory in ours: nothing to measure */
-static int under_valgrind(void)
-{
-    const char *preload = getenv("LD_PRELOAD");
-    return preload && strstr(preload, "vgpreload");
-}
-
-/* Resident memory now, in KiB. */
-static long resident_kib(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fscanf(f, "%ld %ld", &pages, &resident), 2);
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* The peak resident memory of a child that fails to open path with a
  * message holding refusal, above what this process holds at the fork. */
 static long open_peak_kib(const char *path, const char *refusal)

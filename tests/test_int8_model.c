@@ -42,7 +42,7 @@ static tfm_tensor *sources(tfm_rng *rng, int64_t batch)
  * trained model has them. fused: the nn.Transformer layout; wide: heads
  * of WIDE_HEAD (an inner width of 48 in d_model 32, as T5's d_kv). */
 enum { HEADS = 4, WIDE_HEAD = 12 };
-static tfm_model *copy_model_tied(int fused, int wide, int tied)
+static tfm_model *train_copy_model(int fused, int wide, int tied)
 {
     tfm_model_options o;
     tfm_model_options_init(&o);
@@ -96,6 +96,48 @@ static tfm_model *copy_model_tied(int fused, int wide, int tied)
     tfm_tape_free(tape);
     tfm_rng_free(rng);
     tfm_optimizer_free(opt);
+    ck_assert_int_eq(tfm_model_set_training(m, 0), TFM_OK);
+    return m;
+}
+
+/* The copy models' configurations (fused, wide, tied), each trained once by
+ * the test case's unchecked fixture (in Check's parent process, before it
+ * forks: the sanitizer run would otherwise train 20 models) into files
+ * that every test loads its own copies from. */
+static const int trained[][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {1, 0, 1}};
+enum { TRAINED = sizeof trained / sizeof trained[0] };
+static char trained_folder[64];
+
+static const char *trained_path(int fused, int wide, int tied)
+{
+    static char path[128];
+    snprintf(path, sizeof path, "%s/copy_%d%d%d.safetensors", trained_folder, fused, wide, tied);
+    return path;
+}
+
+static void train_all(void)
+{
+    snprintf(trained_folder, sizeof trained_folder, "/tmp/tfm_int8_models_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(trained_folder));
+    for (int c = 0; c < TRAINED; c++) {
+        tfm_model *m = train_copy_model(trained[c][0], trained[c][1], trained[c][2]);
+        ck_assert_int_eq(tfm_model_save(m, trained_path(trained[c][0], trained[c][1],
+                                                        trained[c][2])), TFM_OK);
+        tfm_model_free(m);
+    }
+}
+
+static void remove_all(void)
+{
+    for (int c = 0; c < TRAINED; c++)
+        remove(trained_path(trained[c][0], trained[c][1], trained[c][2]));
+    rmdir(trained_folder);
+}
+
+static tfm_model *copy_model_tied(int fused, int wide, int tied)
+{
+    tfm_model *m = tfm_model_load(trained_path(fused, wide, tied));
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
     ck_assert_int_eq(tfm_model_set_training(m, 0), TFM_OK);
     return m;
 }
@@ -657,6 +699,7 @@ static Suite *int8_model_suite(void)
     Suite *s = suite_create("int8_model");
     TCase *tc = tcase_create("int8 model");
     tcase_set_timeout(tc, 240);
+    tcase_add_unchecked_fixture(tc, train_all, remove_all);
     tcase_add_loop_test(tc, int8_decodes_as_float32_does, 0, 4);
     tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 4);
     tcase_add_test(tc, tied_generator_quantized);

@@ -616,6 +616,9 @@ START_TEST(mask_errors)
     ck_assert_error(TFM_ERR_ARG, "form -1");
     ck_assert_ptr_null(tfm_mask_padding(tape, NULL, 0, TFM_I32));
     ck_assert_error(TFM_ERR_NULL, "ids is NULL");
+    /* a tokenizer without a padding piece says -1: a mask keeping every key */
+    ck_assert_ptr_null(tfm_mask_padding(tape, ids, -1, TFM_I32));
+    ck_assert_error(TFM_ERR_ARG, "tfm_mask_padding: pad_id -1 is not an id");
 
     tfm_tensor *keep = tfm_mask_causal(tape, 3, TFM_I32);
     tfm_tensor *add = tfm_mask_causal(tape, 3, TFM_F32);

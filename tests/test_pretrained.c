@@ -482,6 +482,57 @@ START_TEST(fairseq_tokenizers_travel_with_the_model)
 }
 END_TEST
 
+/* A source longer than the model takes is cut as transformers'
+ * truncation=True with max_length cuts it: the text's ids end early, the
+ * ids the family puts around it stay (BART's <s> and </s>, mBART's code
+ * and </s>, T5's and Marian's </s>). */
+START_TEST(text_is_cut_inside_the_ids_around_it)
+{
+    fixture f;
+    fixture_open(&f, families[_i]);
+    tfm_model *m = f.model;
+    static const char sentence[] = "The quick brown fox jumps over the lazy dog, again. ";
+    enum { REPEATS = 200, LENGTH = REPEATS * (sizeof sentence - 1) };
+    char *text = malloc(LENGTH + 1);
+    for (int r = 0; r < REPEATS; r++)
+        memcpy(text + r * (sizeof sentence - 1), sentence, sizeof sentence - 1);
+    text[LENGTH] = 0;
+    int32_t around_ids[8], *whole = malloc(LENGTH * sizeof *whole);
+    int32_t *ids = malloc(LENGTH * sizeof *ids);
+    int64_t around = 0, all = 0, count = 0;
+    ck_assert_int_eq(tfm_model_encode_text(m, "", 0, around_ids, 8, &around), TFM_OK);
+    ck_assert_msg(tfm_model_encode_text(m, text, LENGTH, whole, LENGTH, &all) == TFM_OK, "%s",
+                  tfm_last_error());
+    int64_t prefix = 0; /* the ids before the text's */
+    while (prefix < around && whole[prefix] == around_ids[prefix])
+        prefix++;
+    const int64_t capacities[] = {around, around + 1, 7, 100, all - 1, all, all + 5};
+    for (size_t c = 0; c < sizeof capacities / sizeof capacities[0]; c++) {
+        int64_t capacity = capacities[c], kept = (capacity < all ? capacity : all) - around;
+        int32_t cut = -1;
+        ck_assert_msg(tfm_model_encode_text_truncated(m, text, LENGTH, ids, capacity, &count,
+                                                      &cut) == TFM_OK,
+                      "%s", tfm_last_error());
+        ck_assert_int_eq(count, kept + around);
+        ck_assert_int_eq(cut, capacity < all);
+        ck_assert_mem_eq(ids, whole, (size_t)(prefix + kept) * sizeof *ids);
+        ck_assert_mem_eq(ids + prefix + kept, around_ids + prefix,
+                         (size_t)(around - prefix) * sizeof *ids);
+    }
+    ck_assert_int_eq(tfm_model_encode_text_truncated(m, text, LENGTH, ids, around - 1, &count,
+                                                     NULL), TFM_ERR_SIZE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "cannot hold the"));
+    ck_assert_int_eq(tfm_model_encode_text_truncated(m, text, LENGTH, NULL, 4, &count, NULL),
+                     TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_model_encode_text_truncated(NULL, text, LENGTH, ids, 4, &count, NULL),
+                     TFM_ERR_NULL);
+    free(ids);
+    free(whole);
+    free(text);
+    fixture_close(&f);
+}
+END_TEST
+
 /* The text calls' refusals: NULL, a model without tokenizers, buffers
  * too small (the size still told), ids outside the vocabularies, a
  * template too long, languages on a model whose sources carry none, and
@@ -606,6 +657,7 @@ static Suite *pretrained_suite(void)
     tcase_add_loop_test(tc, logits_match_the_twins, 0, FAMILIES);
     tcase_add_loop_test(tc, tokens_match_the_twins, 0, FAMILIES);
     tcase_add_loop_test(tc, text_matches_the_twins, 0, FAMILIES);
+    tcase_add_loop_test(tc, text_is_cut_inside_the_ids_around_it, 0, FAMILIES);
     tcase_add_test(tc, text_calls_refuse_bad_input);
     tcase_add_test(tc, relative_buckets_match_the_twin);
     tcase_add_loop_test(tc, tokenizers_match_the_twins, 0, 3);

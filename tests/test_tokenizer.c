@@ -2,15 +2,19 @@
  * catalog text and of the edge cases, encoded by three spm_train models,
  * must give exactly spm_encode's ids and decode to spm_decode's text
  * (tests/fixtures/text/make_fixtures.py wrote them); then the error paths. */
+#define _DEFAULT_SOURCE /* wait4 */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <tfm/tfm.h>
 
 #include "check_main.h"
+#include "reliability.h"
 
 #define TEXT_DIR TFM_FIXTURES "/text/"
 
@@ -260,6 +264,160 @@ START_TEST(very_long_lines)
     free(ids);
     free(text);
     tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* The fixtures' tokenizers, SentencePiece's models then byte-level BPE. */
+static const char *const truncated_models[] = {"unigram", "bpe", "bytes", "char", "word",
+                                               "denormalizer", "byte_bpe"};
+enum { TRUNCATED_MODELS = sizeof truncated_models / sizeof truncated_models[0] };
+
+static tfm_tokenizer *load_any(const char *model)
+{
+    return strcmp(model, "byte_bpe") == 0 ? load_byte_bpe() : load(model);
+}
+
+/* lines.txt's lines (French, German, Spanish, Russian, Japanese) run
+ * together up to size bytes, NUL-terminated: with a space between them,
+ * or without any space at all. */
+static char *catalog_text(size_t size, int spaced)
+{
+    lines l = read_lines("lines.txt");
+    char *text = malloc(size + 1);
+    ck_assert_ptr_nonnull(text);
+    size_t used = 0;
+    for (size_t i = 0; used < size; i = (i + 1) % l.count) {
+        for (size_t k = 0; k < l.length[i] && used < size; k++)
+            if (spaced || l.line[i][k] != ' ')
+                text[used++] = l.line[i][k];
+        if (spaced && used < size)
+            text[used++] = ' ';
+    }
+    text[size] = 0;
+    free_lines(&l);
+    return text;
+}
+
+/* tfm_tokenizer_encode_truncated gives the whole text's first ids, and
+ * says whether there were more: at every capacity tried, for each kind of
+ * model, on text with spaces and on text without (the catalog's lines run
+ * together, Japanese included, where a prefix ends inside a word). */
+START_TEST(truncated_encoding_gives_the_whole_texts_first_ids)
+{
+    enum { SIZE = 24 << 10 };
+    for (int spaced = 0; spaced < 2; spaced++) {
+        char *text = catalog_text(SIZE, spaced);
+        for (int m = 0; m < TRUNCATED_MODELS; m++) {
+            /* without spaces the word model's text is one word, one id:
+             * fewer than one per 256 bytes, read only so far (below) */
+            if (!spaced && strcmp(truncated_models[m], "word") == 0)
+                continue;
+            tfm_tokenizer *tok = load_any(truncated_models[m]);
+            int64_t all = 0, count = -1;
+            ck_assert_int_eq(tfm_tokenizer_encode(tok, text, SIZE, NULL, 0, &all), TFM_ERR_SIZE);
+            int32_t *whole = malloc((size_t)all * sizeof *whole);
+            int32_t *ids = malloc((size_t)(all + 8) * sizeof *ids);
+            ck_assert_int_eq(encode(tok, text, SIZE, whole, all), all);
+            const int64_t capacities[] = {0, 1, 17, 100, 512, 1000, all - 1, all, all + 8};
+            for (size_t c = 0; c < sizeof capacities / sizeof capacities[0]; c++) {
+                int64_t capacity = capacities[c], kept = capacity < all ? capacity : all;
+                int32_t cut = -1;
+                ck_assert_msg(tfm_tokenizer_encode_truncated(tok, text, SIZE, ids, capacity,
+                                                             &count, &cut) == TFM_OK,
+                              "%s: %s", truncated_models[m], tfm_last_error());
+                ck_assert_int_eq(count, kept);
+                ck_assert_int_eq(cut, capacity < all);
+                for (int64_t i = 0; i < kept; i++)
+                    ck_assert_msg(ids[i] == whole[i], "%s, %s text, capacity %lld: id %lld is "
+                                  "%d, the whole text's %d", truncated_models[m],
+                                  spaced ? "spaced" : "unspaced", (long long)capacity,
+                                  (long long)i, (int)ids[i], (int)whole[i]);
+            }
+            free(ids);
+            free(whole);
+            tfm_tokenizer_free(tok);
+        }
+        free(text);
+    }
+}
+END_TEST
+
+/* A 10 MB line cut to 512 ids costs what those ids need, not what the
+ * line would (SentencePiece's BPE took 530 MB and 5 s to encode it whole):
+ * the peak memory of a child that encodes it, above what it held at the
+ * fork, stays under 32 MiB, and its ids are those of the line's first
+ * 48 KiB (the same text) encoded whole. */
+START_TEST(a_huge_line_is_cut_in_bounded_memory)
+{
+    enum { HUGE = 10 << 20, HEAD = 48 << 10, KEPT = 512 };
+    char *text = catalog_text(HUGE, 1);
+    for (int m = 0; m < TRUNCATED_MODELS; m++) {
+        tfm_tokenizer *tok = load_any(truncated_models[m]);
+        int32_t ids[KEPT];
+        int64_t count = 0;
+        int32_t cut = 0;
+        ck_assert_int_eq(tfm_tokenizer_encode(tok, text, HEAD, NULL, 0, &count), TFM_ERR_SIZE);
+        int32_t *head = malloc((size_t)count * sizeof *head);
+        ck_assert_int_ge(encode(tok, text, HEAD, head, count), KEPT);
+        long before = resident_kib();
+        pid_t child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+            _exit(tfm_tokenizer_encode_truncated(tok, text, HUGE, ids, KEPT, &count, &cut) ==
+                          TFM_OK && count == KEPT && cut == 1 &&
+                          memcmp(ids, head, sizeof ids) == 0
+                      ? 0
+                      : 1);
+        int status;
+        struct rusage usage;
+        ck_assert_int_eq(wait4(child, &status, 0, &usage), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "%s: the huge line's ids are not its head's", truncated_models[m]);
+        ck_assert_msg(under_valgrind() || usage.ru_maxrss - before < 32 << 10,
+                      "%s: %ld KiB to cut a %d MiB line", truncated_models[m],
+                      usage.ru_maxrss - before, HUGE >> 20);
+        free(head);
+        tfm_tokenizer_free(tok);
+    }
+    free(text);
+}
+END_TEST
+
+/* A text that gives one id per many bytes (spaces, which SentencePiece
+ * drops) is read no further than 256 bytes an id kept, and said cut. */
+START_TEST(truncation_reads_a_bounded_prefix)
+{
+    enum { SIZE = 1 << 20 };
+    char *text = malloc(SIZE);
+    memset(text, ' ', SIZE);
+    memcpy(text + SIZE - 5, "Titre", 5);
+    tfm_tokenizer *tok = load("unigram");
+    int32_t ids[4];
+    int64_t count = -1;
+    int32_t cut = -1;
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(tok, text, SIZE, ids, 4, &count, &cut),
+                     TFM_OK);
+    ck_assert_int_eq(count, 0);
+    ck_assert_int_eq(cut, 1);
+    /* all of it when the capacity allows */
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(tok, text, SIZE, ids, 4096, &count, &cut),
+                     TFM_OK);
+    ck_assert_int_gt(count, 0);
+    ck_assert_int_eq(cut, 0);
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(tok, text, SIZE, NULL, 4, &count, NULL),
+                     TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(tok, text, -1, ids, 4, &count, NULL),
+                     TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(tok, text, SIZE, ids, -1, &count, NULL),
+                     TFM_ERR_ARG);
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(NULL, text, SIZE, ids, 4, &count, NULL),
+                     TFM_ERR_NULL);
+    ck_assert_int_eq(tfm_tokenizer_encode_truncated(tok, NULL, 0, NULL, 0, &count, &cut),
+                     TFM_OK);
+    ck_assert_int_eq(count, 0);
+    ck_assert_int_eq(cut, 0);
+    tfm_tokenizer_free(tok);
+    free(text);
 }
 END_TEST
 
@@ -1313,6 +1471,9 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, empty_and_whitespace_only_text_give_no_ids);
     tcase_add_test(tc, invalid_utf8_is_replacement_characters);
     tcase_add_test(tc, very_long_lines);
+    tcase_add_test(tc, truncated_encoding_gives_the_whole_texts_first_ids);
+    tcase_add_test(tc, a_huge_line_is_cut_in_bounded_memory);
+    tcase_add_test(tc, truncation_reads_a_bounded_prefix);
     tcase_add_test(tc, buffers_too_small_are_refused_untouched);
     tcase_add_test(tc, null_and_bad_arguments);
     tcase_add_test(tc, pieces_ids_and_special_tokens);

@@ -221,16 +221,17 @@ START_TEST(long_sources_are_cut_and_say_so)
     const char *one[] = {text};
     tfm_translation *r = NULL;
     ck_assert_msg(tfm_translate(t, one, 1, NULL, &r) == TFM_OK, "%s", tfm_last_error());
-    int64_t tokenized = 0, decoded = 0;
-    ck_assert_int_eq(tfm_translation_source_tokens(r, 0, &tokenized, &decoded), TFM_OK);
-    ck_assert_int_gt(tokenized, max_src);
-    ck_assert_int_eq(decoded, max_src);
+    int64_t tokens = 0;
+    int32_t truncated = 0;
+    ck_assert_int_eq(tfm_translation_source_tokens(r, 0, &tokens, &truncated), TFM_OK);
+    ck_assert_int_eq(truncated, 1);
+    ck_assert_int_eq(tokens, max_src);
     tfm_translation_free(r);
     /* a short one is not cut */
     ck_assert_int_eq(tfm_translate(t, texts, 1, NULL, &r), TFM_OK);
-    ck_assert_int_eq(tfm_translation_source_tokens(r, 0, &tokenized, &decoded), TFM_OK);
-    ck_assert_int_eq(tokenized, decoded);
-    ck_assert_int_lt(decoded, max_src);
+    ck_assert_int_eq(tfm_translation_source_tokens(r, 0, &tokens, &truncated), TFM_OK);
+    ck_assert_int_eq(truncated, 0);
+    ck_assert_int_lt(tokens, max_src);
     tfm_translation_free(r);
     free(text);
     tfm_translator_free(t);
@@ -294,9 +295,9 @@ START_TEST(alignments_on_request)
     tfm_translation_ids(r, 1, 0, &ids);
     ck_assert_ptr_nonnull(a);
     ck_assert_int_eq(rows, ids - 1);
-    int64_t tokenized = 0;
-    tfm_translation_source_tokens(r, 1, &tokenized, NULL);
-    ck_assert_int_eq(columns, tokenized);
+    int64_t tokens = 0;
+    tfm_translation_source_tokens(r, 1, &tokens, NULL);
+    ck_assert_int_eq(columns, tokens);
     for (int64_t i = 0; i < rows; i++) {
         double sum = 0.0;
         for (int64_t j = 0; j < columns; j++)

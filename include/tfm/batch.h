@@ -51,7 +51,8 @@ TFM_API tfm_status tfm_batch_plan(const int64_t *source_lengths,
 /** The examples indices[0, rows) of a corpus (see the file's notes) as an
  * int32 tensor [rows, T], T their longest length, each row padded with
  * pad_id after its ids. TFM_ERR_RANGE for an index outside the corpus or
- * offsets outside ids; TFM_ERR_ARG for a batch of empty examples only. */
+ * offsets outside ids; TFM_ERR_ARG for a batch of empty examples only, or
+ * a negative pad_id (a tokenizer without a padding piece gives -1). */
 TFM_API tfm_tensor *tfm_batch_pad(tfm_tape *tape, const int32_t *ids, int64_t ids_count,
                                   const int64_t *offsets, int64_t examples,
                                   const int64_t *indices, int64_t rows, int32_t pad_id);

@@ -353,6 +353,19 @@ TFM_API const tfm_tokenizer *tfm_model_tokenizer(const tfm_model *model, int32_t
 TFM_API tfm_status tfm_model_encode_text(const tfm_model *model, const char *text,
                                          int64_t length, int32_t *ids, int64_t capacity,
                                          int64_t *count);
+/** tfm_model_encode_text() cut to capacity ids as transformers'
+ * truncation=True with max_length=capacity does: when the text's ids and
+ * those put around them do not fit, the text's ids end early and the ids
+ * around them stay (BART's `<s>` and `</s>`, a language code). *count
+ * becomes the ids written, *cut (NULL: not asked) 1 when the text was
+ * cut. Only as much of the text is encoded as those ids need
+ * (tfm_tokenizer_encode_truncated()), so a line of any length costs
+ * memory and time by capacity. TFM_ERR_SIZE when capacity cannot hold
+ * the ids put around a text; otherwise errors as tfm_model_encode_text(). */
+TFM_API tfm_status tfm_model_encode_text_truncated(const tfm_model *model, const char *text,
+                                                   int64_t length, int32_t *ids,
+                                                   int64_t capacity, int64_t *count,
+                                                   int32_t *cut);
 /** Decodes ids the decoder produced (the decoder start token included or
  * not) into text with the target tokenizer, as transformers' decode with
  * skip_special_tokens: the tokenizer's special ids (unknown, beginning, end,

@@ -369,7 +369,8 @@ TFM_API tfm_tensor *tfm_mask_causal(tfm_tape *tape, int64_t length,
                                     tfm_dtype form);
 /** From ids [B, S]: [B, 1, 1, S], dropping the keys == pad_id, as the
  * tutorials build it: a 4-D attention mask (pass it as a mask, or combine
- * it with a causal one). */
+ * it with a causal one). A negative pad_id (a tokenizer without a padding
+ * piece gives -1) is TFM_ERR_ARG. */
 TFM_API tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids,
                                      int32_t pad_id, tfm_dtype form);
 /** A key-padding mask [B, S] = [rows, width] from each row's length:

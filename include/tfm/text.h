@@ -110,6 +110,24 @@ TFM_API tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const ch
                                         int64_t length, int32_t *ids, int64_t capacity,
                                         int64_t *count);
 
+/** Encodes as tfm_tokenizer_encode() but keeps the first capacity ids
+ * at most, as transformers' truncation does: *count becomes the number
+ * written, and *cut (NULL: not asked) 1 when the text takes more ids
+ * than capacity (else 0). Only a prefix of the text long enough for
+ * those ids is encoded, so memory and time follow capacity, not length:
+ * a prefix ends before a space (where neither SentencePiece's pieces nor
+ * GPT-2's words cross, so its ids are the whole text's first ids), or,
+ * in a text without spaces, 16 ids past those kept. A text that gives
+ * fewer than one id per 256 bytes (a run of spaces, a run of unknown
+ * characters that is one unknown id) is read no further than 256 bytes
+ * per id kept: *cut says so. TFM_ERR_NULL for a NULL tokenizer, count,
+ * text with a non-zero length, or ids with a non-zero capacity;
+ * TFM_ERR_ARG for a negative length or capacity. */
+TFM_API tfm_status tfm_tokenizer_encode_truncated(const tfm_tokenizer *tokenizer,
+                                                  const char *text, int64_t length,
+                                                  int32_t *ids, int64_t capacity,
+                                                  int64_t *count, int32_t *cut);
+
 /** Decodes ids[0, count) into text, as SentencePiece does: control pieces
  * (beginning and end of sequence ...) give nothing, the unknown piece its
  * surface (" \xE2\x81\x87 " by default), byte pieces their bytes (a byte

@@ -201,15 +201,17 @@ TFM_API const int32_t *tfm_translation_ids(const tfm_translation *translation, i
 /** Its score (tfm_decoding_run's scores); NaN with the error as
  * tfm_translation_text(). */
 TFM_API float tfm_translation_score(const tfm_translation *translation, int64_t i, int32_t h);
-/** Text i's source tokens as tokenized (the ids around it included), and
- * as decoded (at most the model's max_src_len: fewer when the text was
- * cut). TFM_ERR_NULL, TFM_ERR_RANGE. */
+/** Text i's source tokens as decoded (the ids around it included: at most
+ * the model's max_src_len) into *tokens, and into *truncated 1 when the
+ * text was cut to fit them (only as much of a long text is read as its
+ * kept tokens need), else 0; either may be NULL. TFM_ERR_NULL,
+ * TFM_ERR_RANGE. */
 TFM_API tfm_status tfm_translation_source_tokens(const tfm_translation *translation, int64_t i,
-                                                 int64_t *tokenized, int64_t *decoded);
+                                                 int64_t *tokens, int32_t *truncated);
 /** Its alignments, when the decoding options asked for them
  * (return_attention): [target_length, source_length] floats owned by the
  * translation, as tfm_decoding_attention() gives them over the text's own
- * source_length tokens (tfm_translation_source_tokens' decoded); NULL with
+ * source_length tokens (tfm_translation_source_tokens); NULL with
  * TFM_ERR_STATE when not asked, or the errors above. */
 TFM_API const float *tfm_translation_alignment(const tfm_translation *translation, int64_t i,
                                                int32_t h, int64_t *target_length,

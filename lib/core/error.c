@@ -48,6 +48,15 @@ void tfm__fail_null_input(const char *op, const char *what)
         tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, what);
 }
 
+tfm_status tfm__check_pad_id(const char *op, int32_t pad_id)
+{
+    if (pad_id < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: pad_id %d is not an id (>= 0); a tokenizer "
+                         "without a padding piece gives -1: pad with another id", op,
+                         (int)pad_id);
+    return TFM_OK;
+}
+
 uint64_t tfm__error_mark(void) { return failures; }
 
 void tfm__fail_within(const char *op, uint64_t mark)

@@ -19,6 +19,11 @@ tfm_status tfm__fail_because(tfm_status status, const char *fmt, ...)
  * NULL (the real cause) and only records one when none is pending. */
 void tfm__fail_null_input(const char *op, const char *what);
 
+/* TFM_OK when a padding id given to op is an id (>= 0), else
+ * TFM_ERR_ARG: a tokenizer without a padding piece says -1
+ * (tfm_tokenizer_special_id), which fails far away, in an embedding. */
+tfm_status tfm__check_pad_id(const char *op, int32_t pad_id);
+
 /* For a public call that makes other public calls: take a mark first, and
  * when the call fails, tfm__fail_within puts its name before the message of
  * any failure recorded since the mark ("tfm_model_create: tfm_params_add:

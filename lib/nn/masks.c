@@ -51,7 +51,8 @@ tfm_tensor *tfm_mask_padding(tfm_tape *tape, const tfm_tensor *ids, int32_t pad_
                              tfm_dtype form)
 {
     const char *op = "tfm_mask_padding";
-    if (tfm__check_input(op, "ids", ids, TFM_I32) < 0 || check_form(op, form) < 0)
+    if (tfm__check_input(op, "ids", ids, TFM_I32) < 0 || check_form(op, form) < 0 ||
+        tfm__check_pad_id(op, pad_id))
         return NULL;
     if (ids->ndim != 2) {
         char buf[64];

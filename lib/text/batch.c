@@ -202,6 +202,8 @@ tfm_tensor *tfm_batch_pad(tfm_tape *tape, const int32_t *ids, int64_t ids_count,
                           int64_t rows, int32_t pad_id)
 {
     const char *op = "tfm_batch_pad";
+    if (tfm__check_pad_id(op, pad_id))
+        return NULL;
     int64_t width = longest_example(op, ids, ids_count, offsets, examples, indices, rows);
     if (width < 0)
         return NULL;
@@ -231,6 +233,8 @@ tfm_status tfm_batch_shift_targets(tfm_tape *tape, const int32_t *ids, int64_t i
     if (bos_id < 0 || eos_id < 0)
         return tfm__fail(TFM_ERR_ARG, "%s: bos_id %d and eos_id %d must be ids (>= 0)", op,
                          (int)bos_id, (int)eos_id);
+    if (tfm__check_pad_id(op, pad_id))
+        return tfm_last_status();
     const int64_t shape[2] = {rows, longest + 1};
     tfm_tensor *input = tfm__new_constant(tape, op, TFM_I32, 2, shape);
     tfm_tensor *shifted = input ? tfm__new_constant(tape, op, TFM_I32, 2, shape) : NULL;

@@ -131,27 +131,39 @@ tfm_status tfm_tokenizer_save(const tfm_tokenizer *tokenizer, const char *path)
     return tfm__save_bytes_atomically(op, path, tokenizer->file, tokenizer->file_size);
 }
 
-tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text,
-                                int64_t length, int32_t *ids, int64_t capacity, int64_t *count)
+/* text[0, length)'s ids into *out, by the tokenizer's model; 0, or -1
+ * with the error set (out is the caller's to free either way). */
+static int encode_all(const char *op, const tfm_tokenizer *tok, const char *text, size_t length,
+                      tfm__ids *out)
 {
-    static const char op[] = "tfm_tokenizer_encode";
-    if (!tokenizer || !count || (!text && length))
+    return tok->byte_bpe ? tfm__byte_bpe_encode(op, tok, text, length, out)
+           : tok->base   ? tfm__renumbered_encode(op, tok, text ? text : "", length, out)
+                         : tfm__sentencepiece_encode(op, tok, NULL, text ? text : "", length, out);
+}
+
+/* The common checks of the encoding calls; TFM_OK or the error. */
+static tfm_status check_encode(const char *op, const tfm_tokenizer *tok, const char *text,
+                               int64_t length, int64_t capacity, int64_t *count)
+{
+    if (!tok || !count || (!text && length))
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
-                         !tokenizer ? "tokenizer" : !count ? "count" : "text");
+                         !tok ? "tokenizer" : !count ? "count" : "text");
     *count = 0;
     if (length < 0 || capacity < 0)
         return tfm__fail(TFM_ERR_ARG, "%s: %s %lld is negative", op,
                          length < 0 ? "length" : "capacity",
                          (long long)(length < 0 ? length : capacity));
+    return TFM_OK;
+}
+
+tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text,
+                                int64_t length, int32_t *ids, int64_t capacity, int64_t *count)
+{
+    static const char op[] = "tfm_tokenizer_encode";
+    if (check_encode(op, tokenizer, text, length, capacity, count))
+        return tfm_last_status();
     tfm__ids out = {0};
-    int failed = tokenizer->byte_bpe
-                     ? tfm__byte_bpe_encode(op, tokenizer, text, (size_t)length, &out)
-                 : tokenizer->base
-                     ? tfm__renumbered_encode(op, tokenizer, text ? text : "", (size_t)length,
-                                              &out)
-                     : tfm__sentencepiece_encode(op, tokenizer, NULL, text ? text : "",
-                                                 (size_t)length, &out);
-    if (failed) {
+    if (encode_all(op, tokenizer, text, (size_t)length, &out)) {
         free(out.data);
         return tfm_last_status();
     }
@@ -166,6 +178,78 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text
         memcpy(ids, out.data, (size_t)out.size * sizeof *ids);
     free(out.data);
     return s;
+}
+
+/* Where a prefix of at most limit bytes of text[0, length) may end so
+ * that its ids are the whole text's first ids: before an ASCII space
+ * that follows a printable ASCII byte, where neither SentencePiece's
+ * pieces (split at whitespace: U+2581 only begins one) nor GPT-2's words
+ * cross, nor a normalisation rule reaches. In the last half of the limit;
+ * 0 when there is none. */
+static size_t word_boundary(const char *text, size_t length, size_t limit)
+{
+    for (size_t at = limit < length ? limit : length; at > limit / 2; at--)
+        if (strchr(" \t\n\r\v\f", text[at]) && text[at] != '\0' && text[at - 1] > ' ' &&
+            text[at - 1] < 0x7f)
+            return at;
+    return 0;
+}
+
+/* The start of the character holding text[at] (at > 0). */
+static size_t character_start(const char *text, size_t at)
+{
+    while (at > 0 && ((unsigned char)text[at] & 0xC0) == 0x80)
+        at--;
+    return at;
+}
+
+tfm_status tfm_tokenizer_encode_truncated(const tfm_tokenizer *tokenizer, const char *text,
+                                          int64_t length, int32_t *ids, int64_t capacity,
+                                          int64_t *count, int32_t *cut)
+{
+    static const char op[] = "tfm_tokenizer_encode_truncated";
+    if (cut)
+        *cut = 0;
+    if (check_encode(op, tokenizer, text, length, capacity, count))
+        return tfm_last_status();
+    if (capacity > 0 && !ids)
+        return tfm__fail(TFM_ERR_NULL, "%s: ids is NULL", op);
+    /* Prefixes four times longer each time until one gives more than
+     * capacity ids: encoding costs tens of bytes of memory per byte of
+     * text, so a line of megabytes is never encoded whole for a few
+     * hundred ids. A prefix cut inside a word may end in other ids than
+     * the whole text: MARGIN of its last ids are not trusted then. Past
+     * BYTES_PER_ID bytes an id kept (runs of spaces, which SentencePiece
+     * drops; one unknown piece for a run of unknown characters) the text
+     * is cut as if it ended there. */
+    enum { MARGIN = 16, FIRST_BYTES_PER_ID = 16, BYTES_PER_ID = 256 };
+    size_t total = (size_t)length, want = (size_t)capacity;
+    size_t ids_read = want < total ? want + MARGIN + 1 : total;
+    size_t limit = ids_read * FIRST_BYTES_PER_ID, most = ids_read * BYTES_PER_ID;
+    tfm__ids out = {0};
+    for (;;) {
+        size_t end = total, margin = 0;
+        if (limit < total && !(end = word_boundary(text, total, limit))) {
+            end = character_start(text, limit);
+            margin = MARGIN;
+        }
+        out.size = 0;
+        if (encode_all(op, tokenizer, text, end, &out)) {
+            free(out.data);
+            return tfm_last_status();
+        }
+        size_t got = (size_t)out.size;
+        if (end == total || got > want + margin || limit >= most) {
+            *count = (int64_t)(got < want ? got : want);
+            if (*count)
+                memcpy(ids, out.data, (size_t)*count * sizeof *ids);
+            if (cut)
+                *cut = end < total || got > want;
+            free(out.data);
+            return TFM_OK;
+        }
+        limit = limit > most / 4 ? most : limit * 4;
+    }
 }
 
 /* TFM_OK when every id is a piece of the tokenizer. */

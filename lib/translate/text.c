@@ -37,16 +37,34 @@ static int64_t leading_code(const tfm__text_template *t, const char *text, int64
     return 0;
 }
 
-/* The text's own ids, malloc'd into *ids (*count of them): one pass for
- * the usual text, whose ids are at most its bytes and a leading piece. */
+/* Puts the template's ids around the text's inner ids, which sit at
+ * ids + the prefix's count + has_code: the prefix, the language code
+ * text[0, code) (the vocabulary's id, <unk> when it has no such code, as
+ * MarianTokenizer looks its tokens up) and the suffix. */
+static void put_around(const tfm__text_template *t, const tfm_tokenizer *tok, const char *text,
+                       int64_t code, int32_t *ids, int64_t inner)
+{
+    memcpy(ids, t->ids, (size_t)t->n_prefix * sizeof *ids);
+    if (code > 0) {
+        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
+        ids[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
+    }
+    memcpy(ids + t->n_prefix + (code > 0) + inner, t->ids + t->n_prefix,
+           (size_t)(t->n_ids - t->n_prefix) * sizeof *ids);
+}
+
+/* The text's own ids, all of them, into *ids (malloc'd) at offset, room
+ * left for after: one pass for the usual text, whose ids are at most its
+ * bytes and a leading piece. */
 static tfm_status tokenize(const tfm_tokenizer *tok, const char *text, int64_t length,
-                           int32_t **ids, int64_t *count)
+                           int64_t offset, int64_t after, int32_t **ids, int64_t *count)
 {
     int64_t capacity = length + 2;
     for (int pass = 0; pass < 2; pass++) {
-        if (!(*ids = malloc((size_t)(capacity > 0 ? capacity : 1) * sizeof **ids)))
-            return tfm__fail(TFM_ERR_NOMEM, "out of memory for %lld ids", (long long)capacity);
-        tfm_status s = tfm_tokenizer_encode(tok, text, length, *ids, capacity, count);
+        size_t room = (size_t)(offset + capacity + after);
+        if (!(*ids = malloc((room > 0 ? room : 1) * sizeof **ids)))
+            return tfm__fail(TFM_ERR_NOMEM, "out of memory for %lld ids", (long long)room);
+        tfm_status s = tfm_tokenizer_encode(tok, text, length, *ids + offset, capacity, count);
         if (s != TFM_ERR_SIZE || pass == 1) {
             if (s != TFM_OK) {
                 free(*ids);
@@ -62,49 +80,51 @@ static tfm_status tokenize(const tfm_tokenizer *tok, const char *text, int64_t l
 
 tfm_status tfm__text_encode(const char *op, const tfm_model *m, const tfm__text_template *t,
                             const char *text, int64_t length, int64_t max_ids, int32_t **ids,
-                            int64_t *count, int64_t *tokenized)
+                            int64_t *count, int32_t *cut)
 {
     *ids = NULL;
+    *count = 0;
+    if (cut)
+        *cut = 0;
     const tfm_tokenizer *tok = tokenizer_of(op, m, 0);
     if (!tok)
         return TFM_ERR_STATE;
     int64_t code = leading_code(t, text, length), inner = 0;
-    int32_t *own = NULL, has_code = code > 0, around = t->n_ids + has_code;
+    int64_t around = t->n_ids + (code > 0), before = t->n_prefix + (code > 0);
+    if (max_ids < around)
+        return tfm__fail(TFM_ERR_SIZE, "%s: %lld ids cannot hold the %lld the model puts "
+                         "around a text", op, (long long)max_ids, (long long)around);
     uint64_t mark = tfm__error_mark();
-    tfm_status s = tokenize(tok, text + code, length - code, &own, &inner);
+    tfm_status s;
+    if (max_ids == INT64_MAX) {
+        s = tokenize(tok, text + code, length - code, before, around - before, ids, &inner);
+    } else if (!(*ids = malloc((size_t)max_ids * sizeof **ids))) {
+        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld ids", op, (long long)max_ids);
+    } else {
+        /* as transformers truncates: the text's own ids end early, those
+         * around them stay; only as much text is read as they need */
+        s = tfm_tokenizer_encode_truncated(tok, text + code, length - code, *ids + before,
+                                           max_ids - around, &inner, cut);
+    }
     if (s != TFM_OK) {
+        free(*ids);
+        *ids = NULL;
         tfm__fail_within(op, mark);
         return s;
     }
-    if (max_ids < around) {
-        free(own);
-        return tfm__fail(TFM_ERR_SIZE, "%s: %lld ids cannot hold the %d the model puts "
-                         "around every source", op, (long long)max_ids, (int)around);
-    }
-    /* as transformers truncates: the text's own ids end early, those
-     * around them stay */
-    int64_t kept = inner < max_ids - around ? inner : max_ids - around;
-    int32_t *out = malloc((size_t)(kept + around) * sizeof *out);
-    if (!out) {
-        free(own);
-        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld ids", op,
-                         (long long)(kept + around));
-    }
-    memcpy(out, t->ids, (size_t)t->n_prefix * sizeof *out);
-    if (has_code) {
-        /* the vocabulary's id, <unk> when it has no such code, as
-         * MarianTokenizer looks its tokens up */
-        int32_t id = tfm_tokenizer_piece_to_id(tok, text, code);
-        out[t->n_prefix] = id >= 0 ? id : tfm_tokenizer_special_id(tok, TFM_TOKEN_UNK);
-    }
-    memcpy(out + t->n_prefix + has_code, own, (size_t)kept * sizeof *out);
-    memcpy(out + t->n_prefix + has_code + kept, t->ids + t->n_prefix,
-           (size_t)(t->n_ids - t->n_prefix) * sizeof *out);
-    free(own);
-    *ids = out;
-    *count = kept + around;
-    if (tokenized)
-        *tokenized = inner + around;
+    put_around(t, tok, text, code, *ids, inner);
+    *count = inner + around;
+    return TFM_OK;
+}
+
+/* The encoding calls' checks: TFM_OK, or the error. */
+static tfm_status check_encode(const char *op, const tfm_model *m, const int64_t *count,
+                               int64_t capacity)
+{
+    if (!m || !count)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, m ? "count" : "model");
+    if (capacity < 0)
+        return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
     return TFM_OK;
 }
 
@@ -112,12 +132,10 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
                                  int32_t *ids, int64_t capacity, int64_t *count)
 {
     const char *op = "tfm_model_encode_text";
-    if (!m || !count)
-        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, m ? "count" : "model");
-    if (capacity < 0)
-        return tfm__fail(TFM_ERR_ARG, "%s: capacity %lld is negative", op, (long long)capacity);
     int32_t *all = NULL;
-    tfm_status s = tfm__text_encode(op, m, &m->text, text, length, INT64_MAX, &all, count, NULL);
+    tfm_status s = check_encode(op, m, count, capacity);
+    if (s == TFM_OK)
+        s = tfm__text_encode(op, m, &m->text, text, length, INT64_MAX, &all, count, NULL);
     if (s != TFM_OK)
         return s;
     if (!ids || capacity < *count)
@@ -126,6 +144,27 @@ tfm_status tfm_model_encode_text(const tfm_model *m, const char *text, int64_t l
     else
         memcpy(ids, all, (size_t)*count * sizeof *ids);
     free(all);
+    return s;
+}
+
+tfm_status tfm_model_encode_text_truncated(const tfm_model *m, const char *text,
+                                           int64_t length, int32_t *ids, int64_t capacity,
+                                           int64_t *count, int32_t *cut)
+{
+    const char *op = "tfm_model_encode_text_truncated";
+    if (cut)
+        *cut = 0;
+    int32_t *kept = NULL;
+    tfm_status s = check_encode(op, m, count, capacity);
+    if (s == TFM_OK && !ids && capacity > 0)
+        s = tfm__fail(TFM_ERR_NULL, "%s: ids is NULL", op);
+    if (s == TFM_OK)
+        *count = 0;
+    if (s == TFM_OK)
+        s = tfm__text_encode(op, m, &m->text, text, length, capacity, &kept, count, cut);
+    if (s == TFM_OK)
+        memcpy(ids, kept, (size_t)*count * sizeof *ids);
+    free(kept);
     return s;
 }
 

@@ -9,13 +9,15 @@
 #include "model/model.h"
 
 /* text[0, length)'s ids with t's around them, at most max_ids (the text's
- * own ids cut first, as transformers truncates), malloc'd into *ids (the
- * caller frees them), *count of them; *tokenized (may be NULL) the count
- * uncut. TFM_ERR_STATE without tokenizers, TFM_ERR_SIZE when max_ids
- * cannot hold t's ids, the tokenizer's errors, TFM_ERR_NOMEM. */
+ * own ids cut first, as transformers truncates; INT64_MAX: all of them),
+ * malloc'd into *ids (the caller frees them), *count of them; *cut (may be
+ * NULL) 1 when the text was cut. A bounded encoding reads only as much
+ * text as its ids need (tfm_tokenizer_encode_truncated). TFM_ERR_STATE
+ * without tokenizers, TFM_ERR_SIZE when max_ids cannot hold t's ids, the
+ * tokenizer's errors, TFM_ERR_NOMEM. */
 tfm_status tfm__text_encode(const char *op, const tfm_model *m, const tfm__text_template *t,
                             const char *text, int64_t length, int64_t max_ids, int32_t **ids,
-                            int64_t *count, int64_t *tokenized);
+                            int64_t *count, int32_t *cut);
 
 /* ids[0, count)'s text as tfm_model_decode_text gives it with t's ids and
  * target language skipped, malloc'd and NUL-terminated into *text,

@@ -427,10 +427,10 @@ tfm_translation *tfm__translation_create(const char *op, int64_t n, const tfm__s
         r->n_best = n_best;
         r->alignments = s->decode.return_attention;
         r->hypotheses = calloc((size_t)(n * n_best > 0 ? n * n_best : 1), sizeof *r->hypotheses);
-        r->tokenized = calloc((size_t)(n > 0 ? n : 1), sizeof *r->tokenized);
-        r->decoded = calloc((size_t)(n > 0 ? n : 1), sizeof *r->decoded);
+        r->tokens = calloc((size_t)(n > 0 ? n : 1), sizeof *r->tokens);
+        r->truncated = calloc((size_t)(n > 0 ? n : 1), sizeof *r->truncated);
     }
-    if (!r || !r->hypotheses || !r->tokenized || !r->decoded) {
+    if (!r || !r->hypotheses || !r->tokens || !r->truncated) {
         tfm_translation_free(r);
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the results of %lld texts", op,
                   (long long)n);
@@ -451,8 +451,8 @@ void tfm_translation_free(tfm_translation *r)
         free(r->hypotheses[i].alignment);
     }
     free(r->hypotheses);
-    free(r->tokenized);
-    free(r->decoded);
+    free(r->tokens);
+    free(r->truncated);
     free(r);
 }
 
@@ -509,15 +509,15 @@ float tfm_translation_score(const tfm_translation *r, int64_t i, int32_t h)
     return x ? x->score : NAN;
 }
 
-tfm_status tfm_translation_source_tokens(const tfm_translation *r, int64_t i,
-                                         int64_t *tokenized, int64_t *decoded)
+tfm_status tfm_translation_source_tokens(const tfm_translation *r, int64_t i, int64_t *tokens,
+                                         int32_t *truncated)
 {
     if (!hypothesis("tfm_translation_source_tokens", r, i, 0))
         return tfm_last_status();
-    if (tokenized)
-        *tokenized = r->tokenized[i];
-    if (decoded)
-        *decoded = r->decoded[i];
+    if (tokens)
+        *tokens = r->tokens[i];
+    if (truncated)
+        *truncated = r->truncated[i];
     return TFM_OK;
 }
 
@@ -557,14 +557,10 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
         job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
         return TFM_OK;
     }
-    int64_t tokenized = 0;
     tfm_status st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
                                      t->model->options.max_src_len, &job->ids, &job->n_ids,
-                                     &tokenized);
-    if (st == TFM_OK) {
-        job->out->tokenized[job->index] = tokenized;
-        job->out->decoded[job->index] = job->n_ids;
-    }
+                                     &job->out->truncated[job->index]);
+    job->out->tokens[job->index] = job->n_ids;
     return st;
 }
 

@@ -37,7 +37,8 @@ struct tfm_translation {
     int64_t count;
     int32_t n_best, alignments;
     tfm__hypothesis *hypotheses; /* count * n_best */
-    int64_t *tokenized, *decoded; /* each text's source ids, before and after the cut */
+    int64_t *tokens;    /* each text's source ids, as decoded */
+    int32_t *truncated; /* whether it was cut to the model's sources */
 };
 
 /* Why a job's tokens were stopped by the decoding's callback. */

@@ -58,6 +58,20 @@ def test_encode_and_decode_give_the_references_ids_and_text(model, text):
     assert tok.decode(np.array(ids[0], np.int64)) == decoded[0]
 
 
+
+@pytest.mark.parametrize('model', ['unigram', 'byte_bpe'])
+def test_max_length_gives_the_first_ids(model):
+    """encode(max_length=n): the whole text's first n ids, however long
+    the text (it is encoded only as far as they need)."""
+    tok = load(model)
+    text = b' '.join(text_lines('lines.txt'))
+    whole = tok.encode(text)
+    assert tok.encode(text, max_length=100) == whole[:100]
+    assert tok.encode([text], max_length=len(whole) + 3) == [whole]
+    assert tok.encode(text, max_length=0) == []
+    with pytest.raises(tfm.ArgumentError):
+        tok.encode(text, max_length=-1)
+
 @pytest.mark.parametrize('model', ['unigram', 'bpe', 'bytes', 'char', 'word'])
 def test_python_sentencepiece_gives_the_same_ids_and_pieces(model):
     spm = pytest.importorskip('sentencepiece')

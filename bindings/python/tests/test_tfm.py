@@ -1015,6 +1015,13 @@ def test_text_through_a_published_model():
         assert twin.encode_text(expected['cases'][0]['source']) == expected['cases'][0]['input_ids']
     sources = [case['source'] for case in expected['cases']]
     assert model.encode_text(sources) == [case['input_ids'] for case in expected['cases']]
+    # cut as transformers' truncation=True: <s> and </s> stay
+    long = ' '.join(sources * 20)
+    whole = model.encode_text(long)
+    assert model.encode_text(long, max_length=9) == whole[:8] + whole[-1:]
+    assert model.encode_text([long], max_length=len(whole) + 1) == [whole]
+    with pytest.raises(tfm.SizeError, match='cannot hold'):
+        model.encode_text(long, max_length=1)
     model.set_source_template(suffix=[2])
     assert model.encode_text('a')[-1] == 2 and model.encode_text('a')[0] != 0
     with pytest.raises(tfm.StateError, match='carry no language'):

@@ -167,7 +167,8 @@ def test_alignments_do_not_depend_on_the_batch(translator):
 def test_a_long_source_is_cut_and_says_so(translator):
     long = ' '.join(SOURCES * 10)
     result = translator.translate(long, return_scores=True)
-    assert result.truncated and result.source_tokens > 64
+    assert result.truncated and result.source_tokens == lib.tfm_model_max_src_len(
+        lib.tfm_translator_model(translator._ptr()))
     assert not translator.translate(SOURCES[0], return_scores=True).truncated
 
 

@@ -554,16 +554,24 @@ class Model(Handle):
         return (None if pointers[0] == ffi.NULL else _text()._bytes_of(pointers[0]),
                 _text()._bytes_of(pointers[1]) if own_target else None)
 
-    def encode_text(self, text):
+    def encode_text(self, text, max_length=None):
         """The ids the encoder takes for text (str or bytes): the source
         tokenizer's, between the ids the model's family puts around every
         source (BART <s> X </s>, Marian and T5 X </s>, mBART/M2M100/NLLB
         [source language] X </s>); a list of texts gives a list of lists.
-        StateError for a model without tokenizers."""
+        max_length: at most that many ids, the text's cut and those around
+        it kept, as transformers' truncation=True (a text of any length is
+        then encoded only as far as those ids need). StateError for a
+        model without tokenizers."""
         if not isinstance(text, (str, bytes)):
-            return [self.encode_text(one) for one in text]
+            return [self.encode_text(one, max_length) for one in text]
         data = text.encode('utf-8') if isinstance(text, str) else bytes(text)
         pointer = self._ptr()
+        if max_length is not None:
+            ids, count = ffi.new('int32_t[]', max(max_length, 1)), ffi.new('int64_t *')
+            check(lib.tfm_model_encode_text_truncated(pointer, data, len(data), ids, max_length,
+                                                      count, ffi.NULL))
+            return list(ffi.unpack(ids, count[0]))
         ids, count = _text()._sized(lambda out, capacity, size: lib.tfm_model_encode_text(
             pointer, data, len(data), out, capacity, size), 'int32_t[]', len(data) + 8)
         return list(ffi.unpack(ids, count))

@@ -128,20 +128,27 @@ class Tokenizer(Handle):
         bytes."""
         check(lib.tfm_tokenizer_save(self._ptr(), c_path(path)))
 
-    def _encode_one(self, text):
+    def _encode_one(self, text, max_length):
         data = _utf8(text)
         pointer = self._ptr()
+        if max_length is not None:
+            ids, count = ffi.new('int32_t[]', max(max_length, 1)), ffi.new('int64_t *')
+            check(lib.tfm_tokenizer_encode_truncated(pointer, data, len(data), ids, max_length,
+                                                     count, ffi.NULL))
+            return list(ffi.unpack(ids, count[0]))
         # Rarely more ids than bytes (a dummy prefix's own piece): one try.
         ids, count = _sized(lambda out, capacity, size: lib.tfm_tokenizer_encode(
             pointer, data, len(data), out, capacity, size), 'int32_t[]', len(data) + 2)
         return list(ffi.unpack(ids, count))
 
-    def encode(self, text):
+    def encode(self, text, max_length=None):
         """The ids of text (str or bytes) as a list of ints, no beginning or
-        end id added; a list of texts gives a list of such lists."""
+        end id added; a list of texts gives a list of such lists.
+        max_length: the first that many ids at most, the text encoded only
+        as far as they need (tfm_tokenizer_encode_truncated)."""
         if _is_one_text(text):
-            return self._encode_one(text)
-        return [self._encode_one(one) for one in text]
+            return self._encode_one(text, max_length)
+        return [self._encode_one(one, max_length) for one in text]
 
     def _decode_one(self, ids):
         if ids.size == 0:

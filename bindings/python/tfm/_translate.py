@@ -29,9 +29,9 @@ Translation.__doc__ = """One text's translation, with return_scores, return_alig
 or n_best: the best hypothesis' text, score, ids and alignment (see
 tfm.Hypothesis); hypotheses, the n_best hypotheses best first
 (hypotheses[0] is the best; CTranslate2's result.hypotheses and
-result.scores); source_tokens, the ids the text made (those around it
-included); truncated, whether they were cut to the model's longest source
-(transformers' truncation) before decoding. _asdict() gives a dict."""
+result.scores); source_tokens, the ids decoded (those around the text
+included: at most the model's longest source); truncated, whether the
+text was cut to fit them (transformers' truncation). _asdict() gives a dict."""
 
 # The decoding options translate and submit take by keyword, beside their
 # own arguments: tfm_decode_options' fields, except what the translator
@@ -124,11 +124,11 @@ def _translations(result, rich):
         return [ffi.string(check_pointer(lib.tfm_translation_text(result, i, 0)))
                 .decode('utf-8', errors='replace') for i in range(count)]
     n_best = lib.tfm_translation_n_best(result)
-    out, sizes = [], ffi.new('int64_t[2]')
+    out, tokens, truncated = [], ffi.new('int64_t *'), ffi.new('int32_t *')
     for i in range(count):
         hypotheses = [_hypothesis(result, i, h) for h in range(n_best)]
-        check(lib.tfm_translation_source_tokens(result, i, sizes, sizes + 1))
-        out.append(Translation(*hypotheses[0], hypotheses, int(sizes[0]), sizes[1] < sizes[0]))
+        check(lib.tfm_translation_source_tokens(result, i, tokens, truncated))
+        out.append(Translation(*hypotheses[0], hypotheses, int(tokens[0]), bool(truncated[0])))
     return out
 
 
