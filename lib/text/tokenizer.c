@@ -17,6 +17,8 @@ void tfm__tokenizer_free(tfm_tokenizer *tok)
     tfm__tokenizer_free(tok->base);
     tfm__vocab_free(&tok->vocab);
     tfm__vocab_free(&tok->controls);
+    tfm__trie_free(&tok->added_trie);
+    free(tok->added);
     free(tok->pieces);
     free(tok->unk_surface);
     free(tok->file);
@@ -87,11 +89,15 @@ tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
                   TFM__TOKENIZER_MAX_BYTES);
         return NULL;
     }
-    return tfm__byte_bpe_is_container(bytes, (size_t)size)
-               ? tfm__byte_bpe_from_bytes(op, bytes, (size_t)size)
-           : tfm__renumbered_is_container(bytes, (size_t)size)
-               ? tfm__renumbered_from_bytes(op, bytes, (size_t)size)
-               : tfm__sentencepiece_parse(op, bytes, (size_t)size);
+    return tfm__tokenizer_parse(op, bytes, (size_t)size);
+}
+
+tfm_tokenizer *tfm__tokenizer_parse(const char *op, const char *bytes, size_t size)
+{
+    return tfm__byte_bpe_is_container(bytes, size)     ? tfm__byte_bpe_from_bytes(op, bytes, size)
+           : tfm__renumbered_is_container(bytes, size) ? tfm__renumbered_from_bytes(op, bytes, size)
+           : tfm__added_is_container(bytes, size)      ? tfm__added_from_bytes(op, bytes, size)
+                                                       : tfm__sentencepiece_parse(op, bytes, size);
 }
 
 /* Copies data[0, size) into the caller's buffer dst, the argument called
@@ -144,13 +150,10 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text
                          length < 0 ? "length" : "capacity",
                          (long long)(length < 0 ? length : capacity));
     tfm__ids out = {0};
-    int failed = tokenizer->byte_bpe
-                     ? tfm__byte_bpe_encode(op, tokenizer, text, (size_t)length, &out)
-                 : tokenizer->base
-                     ? tfm__renumbered_encode(op, tokenizer, text ? text : "", (size_t)length,
-                                              &out)
-                     : tfm__sentencepiece_encode(op, tokenizer, NULL, text ? text : "",
-                                                 (size_t)length, &out);
+    text = text ? text : "";
+    int failed = tokenizer->n_added
+                     ? tfm__added_encode(op, tokenizer, text, (size_t)length, &out)
+                     : tfm__tokenizer_encode_text(op, tokenizer, text, (size_t)length, &out);
     if (failed) {
         free(out.data);
         return tfm_last_status();
@@ -166,6 +169,14 @@ tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer, const char *text
         memcpy(ids, out.data, (size_t)out.size * sizeof *ids);
     free(out.data);
     return s;
+}
+
+int tfm__tokenizer_encode_text(const char *op, const tfm_tokenizer *tok, const char *text,
+                               size_t length, tfm__ids *out)
+{
+    return tok->byte_bpe ? tfm__byte_bpe_encode(op, tok, text, length, out)
+           : tok->base   ? tfm__renumbered_encode(op, tok, text, length, out)
+                         : tfm__sentencepiece_encode(op, tok, NULL, text, length, out);
 }
 
 /* TFM_OK when every id is a piece of the tokenizer. */
