@@ -24,6 +24,8 @@
 #include "nn/relative_bias.h"
 #include "tfm/tfm.h"
 
+#include "pretrained/added_tokens.h"
+
 #define FIXTURES TFM_TESTS_DIR
 
 static const char *const families[] = {"marian", "bart",        "mbart",
@@ -336,8 +338,9 @@ START_TEST(tokenizers_match_the_twins)
     }
     ck_assert_int_eq(runs, 8);
     ck_assert_int_eq(with_unk, _i == 1 ? 4 : 0); /* M2M100's random model likes <unk> */
-    /* language codes and <mask> are control tokens: text never becomes
-     * them, and they decode to nothing, as </s> does */
+    /* language codes and <mask> are control tokens that decode to
+     * nothing, as </s> does; written in text, a code is that one token,
+     * as transformers' additional_special_tokens are */
     char text[1024];
     char code[64];
     int64_t length;
@@ -347,8 +350,8 @@ START_TEST(tokenizers_match_the_twins)
     ck_assert_str_eq(text, "");
     ck_assert_int_eq(tfm_tokenizer_id_to_piece(tok, source, code, sizeof code, &length), TFM_OK);
     ck_assert_int_eq(tfm_tokenizer_encode(tok, code, length, ids, 256, &length), TFM_OK);
-    for (int64_t k = 0; k < length; k++)
-        ck_assert_int_ne(ids[k], source);
+    ck_assert_int_eq(length, 1);
+    ck_assert_int_eq(ids[0], source);
     if (_i == 1) {
         /* the 8 made-up words past the codes: "<unk>" as transformers
          * names them, found by no piece, decoded as <unk> is */
@@ -533,6 +536,43 @@ START_TEST(text_is_cut_inside_the_ids_around_it)
 }
 END_TEST
 
+/* Special and added tokens written in the text are one token each, as
+ * transformers' tokenizers keep them (tests/pretrained/added_tokens.h:
+ * T5's <extra_id_N>, </s>; BART's <mask> with the space before it; the
+ * language codes ...), in the folder's model and in its saved file. */
+START_TEST(added_tokens_match_transformers)
+{
+    const struct added_case *c = &added_cases[_i];
+    char folder[512], path[] = "/tmp/tfm_added_XXXXXX";
+    snprintf(folder, sizeof folder, "%s/%s", FIXTURES, c->folder);
+    tfm_model *m = tfm_model_from_pretrained(folder);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_msg(tfm_model_save(m, path) == TFM_OK, "%s", tfm_last_error());
+    tfm_model *loaded = tfm_model_load(path);
+    ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+    unlink(path);
+    for (int copy = 0; copy < 2; copy++) {
+        int32_t ids[64];
+        int64_t count = 0;
+        ck_assert_msg(tfm_model_encode_text(copy ? loaded : m, c->text, (int64_t)strlen(c->text),
+                                            ids, 64, &count) == TFM_OK,
+                      "%s", tfm_last_error());
+        char got[512] = "", want[512] = "";
+        for (int64_t k = 0; k < count; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), " %d", ids[k]);
+        for (int32_t k = 0; k < c->count; k++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), " %d", c->ids[k]);
+        ck_assert_msg(strcmp(got, want) == 0, "%s%s \"%s\":%s, transformers:%s", c->folder,
+                      copy ? " (saved)" : "", c->text, got, want);
+    }
+    tfm_model_free(loaded);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* The text calls' refusals: NULL, a model without tokenizers, buffers
  * too small (the size still told), ids outside the vocabularies, a
  * template too long, languages on a model whose sources carry none, and
@@ -662,6 +702,8 @@ static Suite *pretrained_suite(void)
     tcase_add_test(tc, relative_buckets_match_the_twin);
     tcase_add_loop_test(tc, tokenizers_match_the_twins, 0, 3);
     tcase_add_loop_test(tc, fairseq_tokenizers_travel_with_the_model, 0, 3);
+    tcase_add_loop_test(tc, added_tokens_match_transformers, 0,
+                        (int)(sizeof added_cases / sizeof added_cases[0]));
     suite_add_tcase(s, tc);
     return s;
 }

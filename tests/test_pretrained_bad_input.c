@@ -156,6 +156,90 @@ START_TEST(json_read_otherwise_by_python_is_refused)
 }
 END_TEST
 
+/* tokenizer_config.json's added tokens: each must be the tokenizer's own
+ * piece at its id (libtfm adds no pieces), each an AddedToken; their
+ * flags count (single_word: </s> glued to the word before it is text). */
+START_TEST(added_tokens_are_checked)
+{
+    copy_fixture("marian");
+    write_text("tokenizer_config.json",
+               "{\"added_tokens_decoder\": {\"5\": {\"content\": \"</s>\"}}}");
+    expect_refusal(TFM_ERR_FORMAT, "added token \"</s>\" has id 5",
+                   "the tokenizer's piece is id 0");
+    write_text("tokenizer_config.json", "{\"additional_special_tokens\": [\"<new>\"]}");
+    expect_refusal(TFM_ERR_FORMAT, "added token \"<new>\" is not a piece of the tokenizer",
+                   "libtfm cannot add pieces");
+    write_text("tokenizer_config.json", "{\"added_tokens_decoder\": [1]}");
+    expect_refusal(TFM_ERR_FORMAT, "added_tokens_decoder is not an object", "tokenizer_config");
+    write_text("tokenizer_config.json", "{\"added_tokens_decoder\": {\"x\": {}}}");
+    expect_refusal(TFM_ERR_FORMAT, "maps \"x\", not an id to an AddedToken", "tokenizer_config");
+    write_text("tokenizer_config.json", "{\"eos_token\": {\"content\": \"</s>\", \"lstrip\": 1}}");
+    expect_refusal(TFM_ERR_FORMAT, "eos_token is not a token", "tokenizer_config");
+
+    int32_t ids[64];
+    int64_t count;
+    for (int glued = 0; glued < 2; glued++) {
+        write_text("tokenizer_config.json",
+                   glued ? "{\"added_tokens_decoder\": {\"0\": {\"content\": \"</s>\", "
+                           "\"single_word\": true}}}"
+                         : "{\"added_tokens_decoder\": {\"0\": {\"content\": \"</s>\"}}}");
+        tfm_model *m = tfm_model_from_pretrained(folder);
+        ck_assert_msg(m != NULL, "%s", tfm_last_error());
+        ck_assert_int_eq(tfm_model_encode_text(m, "a</s>b", 6, ids, 64, &count), TFM_OK);
+        int whole = 0;
+        for (int64_t k = 0; k + 1 < count; k++)
+            whole += ids[k] == 0;
+        ck_assert_int_eq(whole, !glued);
+        tfm_model_free(m);
+    }
+    remove_folder(folder);
+}
+END_TEST
+
+/* A tokenizer's added tokens travel in a container around its bytes:
+ * cut short, nested, or with a list that is not one, it is refused. */
+START_TEST(added_token_containers_are_checked)
+{
+    copy_fixture("t5");
+    tfm_model *m = tfm_model_from_pretrained(folder);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    const tfm_tokenizer *tok = tfm_model_tokenizer(m, 0);
+    int64_t size;
+    tfm_tokenizer_save_bytes(tok, NULL, 0, &size);
+    char *bytes = malloc((size_t)size + 256);
+    ck_assert_int_eq(tfm_tokenizer_save_bytes(tok, bytes, size, &size), TFM_OK);
+    ck_assert_mem_eq(bytes, "TFM-ADDT", 8);
+    tfm_tokenizer *copy = tfm_tokenizer_from_bytes(bytes, size);
+    ck_assert_ptr_nonnull(copy);
+    tfm_tokenizer_free(copy);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(bytes, size - 1));
+    expect_error(TFM_ERR_FORMAT, "truncated");
+    /* the first part, the tokenizer itself, then another list */
+    uint64_t inner = 0;
+    for (int i = 0; i < 8; i++)
+        inner |= (uint64_t)(unsigned char)bytes[8 + i] << (8 * i);
+    static const char *const lists[] = {
+        "{\"added_tokens\": [[99999, 0, 0, 0]]}", "{\"added_tokens\": [[1, 2, 0, 0]]}",
+        "{\"added_tokens\": [[1, 0, 0]]}", "{\"added_tokens\": 1}", "[]",
+        "{\"added_tokens\": [], \"more\": 1}"};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++) {
+        size_t n = strlen(lists[k]), at = 16 + (size_t)inner;
+        for (int i = 0; i < 8; i++)
+            bytes[at + (size_t)i] = (char)((uint64_t)n >> (8 * i));
+        memcpy(bytes + at + 8, lists[k], n);
+        ck_assert_msg(tfm_tokenizer_from_bytes(bytes, (int64_t)(at + 8 + n)) == NULL, "%s",
+                      lists[k]);
+        expect_error(TFM_ERR_FORMAT, "added tokens");
+    }
+    /* a container inside a container */
+    memcpy(bytes + 16, "TFM-ADDT", 8);
+    ck_assert_ptr_null(tfm_tokenizer_from_bytes(bytes, size));
+    free(bytes);
+    tfm_model_free(m);
+    remove_folder(folder);
+}
+END_TEST
+
 static Suite *pretrained_bad_input_suite(void)
 {
     Suite *s = suite_create("pretrained_bad_input");
@@ -163,6 +247,8 @@ static Suite *pretrained_bad_input_suite(void)
     tcase_add_loop_test(tc, a_fifo_in_a_folder_does_not_block, 0, FIFOS);
     tcase_add_test(tc, a_folder_in_place_of_a_file_is_refused);
     tcase_add_test(tc, json_read_otherwise_by_python_is_refused);
+    tcase_add_test(tc, added_tokens_are_checked);
+    tcase_add_test(tc, added_token_containers_are_checked);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -87,6 +87,11 @@ typedef struct loader {
     int32_t shared;                /* one embedding table for both sides */
     const char *prefix;            /* "model." (ForConditionalGeneration) or "" */
     const char *tokenizer_class;   /* a fairseq-numbered tokenizer's, once read */
+    const char *const *codes;      /* its language codes, each affix + code + affix */
+    int32_t n_codes;
+    const char *code_affix;
+    int mask_lstrip;               /* a tokenizer class whose <mask> takes the space before it */
+    int64_t extra_ids;             /* T5's sentinels */
 } loader;
 
 static int in_folder(loader *l, const char *name, char *out)
@@ -442,6 +447,9 @@ static int m2m100_tokenizer(loader *l, const char *model_path, tfm_tokenizer **o
         return -1;
     }
     const char *const *codes = tfm__language_codes(table, &n_codes);
+    l->codes = codes;
+    l->n_codes = n_codes;
+    l->code_affix = "__";
     *out = tfm__fairseq_vocab_load(l->ctx, model_path, vocab_path, codes, n_codes,
                                    (int32_t)madeup);
     return *out ? 0 : -1;
@@ -476,10 +484,187 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
         status = m2m100_tokenizer(l, model_path, out);
     } else {
         const char *const *codes = tfm__language_codes(fairseq_classes[k].codes, &n_codes);
+        l->codes = codes;
+        l->n_codes = n_codes;
+        l->code_affix = "";
+        l->mask_lstrip = 1;
         status = (*out = tfm__fairseq_aligned_load(l->ctx, model_path, codes, n_codes)) ? 0 : -1;
     }
     reading_config(l);
     return status;
+}
+
+/* --- added tokens ------------------------------------------------------------------ */
+
+/* The tokens transformers' tokenizer keeps whole in text, in the order its
+ * __init__ and from_pretrained settle them; listed marks the ids so far. */
+typedef struct added_list {
+    const tfm_tokenizer *tok;
+    tfm__added_token *tokens;
+    int32_t count;
+    size_t capacity;
+    uint8_t *listed;
+} added_list;
+
+enum { OPTIONAL = 1, IF_NEW = 2 };
+
+/* Appends content with its AddedToken flags (lstrip, rstrip, single_word)
+ * and the id it must have (-1: any). OPTIONAL: not when the tokenizer
+ * lacks it (a family default); IF_NEW: not when listed already (a plain
+ * string, which transformers' _add_tokens skips then). */
+static int add_token(loader *l, added_list *a, const char *content, int32_t id,
+                     const int flags[3], int how)
+{
+    int32_t piece = tfm_tokenizer_piece_to_id(a->tok, content, (int64_t)strlen(content));
+    if ((piece < 0 && (how & OPTIONAL)) || (piece >= 0 && (how & IF_NEW) && a->listed[piece]))
+        return 0;
+    if (tfm__grow(l->ctx, (void **)&a->tokens, sizeof *a->tokens, (size_t)a->count,
+                  &a->capacity, 1))
+        return -1;
+    if (piece >= 0)
+        a->listed[piece] = 1;
+    a->tokens[a->count++] = (tfm__added_token){content, id, flags[0], flags[1], flags[2]};
+    return 0;
+}
+
+/* n as a token: a string (its content, flags kept), or an AddedToken's
+ * object {"content": ..., "lstrip": ..., "rstrip": ..., "single_word":
+ * ...} (its flags, false when absent); where names it for the refusal. */
+static int token_of(loader *l, const tfm__json_node *n, const char *where, const char **content,
+                    int flags[3])
+{
+    const tfm__json *doc = &l->settings;
+    static const char *const names[3] = {"lstrip", "rstrip", "single_word"};
+    if (n->type == TFM__JSON_STRING) {
+        *content = tfm__json_string(doc, n);
+        return 0;
+    }
+    const tfm__json_node *c = n->type == TFM__JSON_OBJECT ? tfm__json_member(doc, n, "content")
+                                                          : NULL;
+    int bad = !c || c->type != TFM__JSON_STRING;
+    for (int k = 0; k < 3 && !bad; k++) {
+        const tfm__json_node *f = tfm__json_member(doc, n, names[k]);
+        bad = f && f->type != TFM__JSON_TRUE && f->type != TFM__JSON_FALSE &&
+              f->type != TFM__JSON_NULL;
+        flags[k] = f && f->type == TFM__JSON_TRUE;
+    }
+    if (bad) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json's %s is not a token (a string, or "
+                  "an AddedToken's {\"content\": ...} with true/false lstrip, rstrip, "
+                  "single_word)", l->ctx, where);
+        return -1;
+    }
+    *content = tfm__json_string(doc, c);
+    return 0;
+}
+
+/* The special-token attributes (SPECIAL_TOKENS_ATTRIBUTES), each family's
+ * defaults (NULL: its tokenizer class has none) by family. */
+static const struct {
+    const char *key, *by_family[5];
+} attributes[] = {
+    {"bos_token", {[BART] = "<s>", [MBART] = "<s>", [M2M100] = "<s>"}},
+    {"eos_token", {"</s>", "</s>", "</s>", "</s>", "</s>"}},
+    {"unk_token", {"<unk>", "<unk>", "<unk>", "<unk>", "<unk>"}},
+    {"sep_token", {[BART] = "</s>", [MBART] = "</s>", [M2M100] = "</s>"}},
+    {"pad_token", {"<pad>", "<pad>", "<pad>", "<pad>", "<pad>"}},
+    {"cls_token", {[BART] = "<s>", [MBART] = "<s>"}},
+    {"mask_token", {[BART] = "<mask>", [MBART] = "<mask>"}},
+};
+
+/* Builds tok's added tokens as transformers' slow tokenizer of the folder
+ * has them: the special tokens (tokenizer_config.json's, else the
+ * class's; <mask> with lstrip in BartTokenizer, MBart(50)Tokenizer,
+ * NllbTokenizer), the language codes, T5's <extra_id_N> (lstrip and
+ * rstrip, as T5Tokenizer sets them), additional_special_tokens, then
+ * added_tokens_decoder over all of them. */
+static int added_tokens(loader *l, tfm_tokenizer *tok)
+{
+    added_list a = {tok, NULL, 0, 0, calloc((size_t)tfm_tokenizer_vocab_size(tok), 1)};
+    char (*sentinels)[24] = NULL;
+    const int none[3] = {0, 0, 0}, both[3] = {1, 1, 0};
+    int failed = !a.listed;
+    if (failed)
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
+    const tfm__json *doc = &l->settings;
+    const tfm__json_node *top = l->has_settings ? &doc->nodes[0] : NULL;
+    int mask_lstrip = l->family == BART || l->mask_lstrip;
+    for (size_t k = 0; k < sizeof attributes / sizeof attributes[0] && !failed; k++) {
+        const char *key = attributes[k].key, *content = attributes[k].by_family[l->family];
+        const tfm__json_node *n = top ? tfm__json_member(doc, top, key) : NULL;
+        int flags[3] = {strcmp(key, "mask_token") == 0 && mask_lstrip, 0, 0};
+        if (n && n->type != TFM__JSON_NULL) {
+            failed = token_of(l, n, key, &content, flags) < 0 ||
+                     add_token(l, &a, content, -1, flags, n->type == TFM__JSON_STRING ? IF_NEW : 0);
+        } else if (!n && content) {
+            failed = add_token(l, &a, content, -1, flags, OPTIONAL | IF_NEW);
+        }
+    }
+    for (int32_t i = 0; i < l->n_codes && !failed; i++) {
+        char code[64];
+        snprintf(code, sizeof code, "%s%s%s", l->code_affix, l->codes[i], l->code_affix);
+        const char *copy = NULL;
+        /* the content must outlive the list: the tokenizer's own piece */
+        int32_t id = tfm_tokenizer_piece_to_id(tok, code, (int64_t)strlen(code));
+        copy = id >= 0 ? tok->pieces[id].text : NULL;
+        failed = copy && add_token(l, &a, copy, id, none, IF_NEW);
+    }
+    if (l->family == T5 && l->extra_ids > 0 && !failed) {
+        failed = !(sentinels = malloc((size_t)l->extra_ids * sizeof *sentinels));
+        if (failed)
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld sentinels", l->ctx,
+                      (long long)l->extra_ids);
+        for (int64_t i = 0; i < l->extra_ids && !failed; i++) {
+            snprintf(sentinels[i], sizeof sentinels[i], "<extra_id_%d>", (int)i);
+            failed = add_token(l, &a, sentinels[i], -1, both, 0);
+        }
+    }
+    const tfm__json_node *extra = top ? tfm__json_member(doc, top, "additional_special_tokens")
+                                      : NULL;
+    if (extra && extra->type != TFM__JSON_ARRAY && extra->type != TFM__JSON_NULL && !failed) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json's additional_special_tokens is not "
+                  "a list", l->ctx);
+        failed = 1;
+    }
+    for (uint32_t i = extra && extra->type == TFM__JSON_ARRAY ? (uint32_t)(extra - doc->nodes) + 1
+                                                              : 0;
+         extra && i < extra->next && !failed; i = doc->nodes[i].next) {
+        const char *content;
+        int flags[3] = {0, 0, 0};
+        failed = token_of(l, &doc->nodes[i], "additional_special_tokens", &content, flags) < 0 ||
+                 add_token(l, &a, content, -1, flags,
+                           doc->nodes[i].type == TFM__JSON_STRING ? IF_NEW : 0);
+    }
+    const tfm__json_node *decoder = top ? tfm__json_member(doc, top, "added_tokens_decoder")
+                                        : NULL;
+    if (decoder && decoder->type != TFM__JSON_OBJECT && decoder->type != TFM__JSON_NULL &&
+        !failed) {
+        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json's added_tokens_decoder is not an "
+                  "object", l->ctx);
+        failed = 1;
+    }
+    for (uint32_t i = decoder && decoder->type == TFM__JSON_OBJECT
+                          ? (uint32_t)(decoder - doc->nodes) + 1 : 0;
+         decoder && i < decoder->next && !failed; i = doc->nodes[i].next) {
+        const tfm__json_node *n = &doc->nodes[i];
+        const char *key = tfm__json_key(doc, n), *content;
+        char *end;
+        long id = strtol(key, &end, 10);
+        int flags[3] = {0, 0, 0};
+        if (!*key || *end || id < 0 || id > INT32_MAX || n->type != TFM__JSON_OBJECT) {
+            tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_config.json's added_tokens_decoder maps "
+                      "\"%.32s\", not an id to an AddedToken", l->ctx, key);
+            failed = 1;
+        } else {
+            failed = token_of(l, n, "added_tokens_decoder", &content, flags) < 0 ||
+                     add_token(l, &a, content, (int32_t)id, flags, 0);
+        }
+    }
+    failed = failed || tfm__added_set(l->ctx, tok, a.tokens, a.count);
+    free(sentinels);
+    free(a.tokens);
+    free(a.listed);
+    return failed ? -1 : 0;
 }
 
 /* The family's tokenizer files, when the folder has them, as the model's
@@ -508,18 +693,20 @@ static int attach_tokenizers(loader *l, tfm_model *m)
     } else if (l->family == T5) {
         if (!has_file(l, "spiece.model", a))
             return 0;
-        int64_t extra = 100;
+        l->extra_ids = 100;
         if (l->has_settings)
             reading_settings(l);
-        failed = (l->has_settings && config_int(l, "extra_ids", 100, 0, 1 << 20, &extra) < 0) ||
-                 !(source = tfm__t5_load(l->ctx, a, (int32_t)extra));
+        failed = (l->has_settings &&
+                  config_int(l, "extra_ids", 100, 0, 1 << 20, &l->extra_ids) < 0) ||
+                 !(source = tfm__t5_load(l->ctx, a, (int32_t)l->extra_ids));
         reading_config(l);
     } else {
         if (!has_file(l, "sentencepiece.bpe.model", a))
             return 0;
         failed = fairseq_tokenizer(l, a, &source) < 0;
     }
-    failed = failed || tfm_model_set_tokenizers(m, source, target) != TFM_OK;
+    failed = failed || (source && added_tokens(l, source) < 0) || (target && added_tokens(l, target) < 0) ||
+             tfm_model_set_tokenizers(m, source, target) != TFM_OK;
     tfm_tokenizer_free(source);
     tfm_tokenizer_free(target);
     if (failed)

@@ -40,6 +40,13 @@ uint32_t tfm__utf8_decode(const char *text, size_t len, size_t *used)
     return 0xFFFD;
 }
 
+int tfm__is_python_space(uint32_t c)
+{
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
+           c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
 int tfm__utf8_valid_prefix(const char *s, size_t len, size_t *used)
 {
     /* U+FFFD itself is three bytes; the error marker takes one. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "text/text.h"
 #include "tfm/score.h"
 
 enum {
@@ -70,7 +71,7 @@ static tfm_status reserve(const char *op, void **buffer, size_t *cap, size_t cou
     return TFM_OK;
 }
 
-/* --- UTF-8 and Python's notion of whitespace ------------------------------------ */
+/* --- UTF-8 (Python's whitespace: tfm__is_python_space) --------------------------- */
 
 /* The code point at s (a NUL-terminated string) and its length in bytes,
  * or 0 when s does not start with a well-formed sequence (overlong,
@@ -97,13 +98,6 @@ static size_t decode_utf8(const unsigned char *s, uint32_t *code_point)
     return length;
 }
 
-/* Python's str.isspace(), which str.split() and str.rstrip() use. */
-static int is_space(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
-           c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
 
 /* Segments are checked whole before any is scored. */
 static tfm_status check_segments(const char *op, const char *name,
@@ -210,7 +204,7 @@ static size_t code_points_without_spaces(const char *segment, uint32_t *out)
     while (*p) {
         uint32_t c;
         p += decode_utf8(p, &c);
-        if (!is_space(c))
+        if (!tfm__is_python_space(c))
             out[count++] = c;
     }
     return count;
@@ -337,7 +331,7 @@ static size_t rstripped_length(const char *segment)
     for (size_t at = 0, length; p[at]; at += length) {
         uint32_t c;
         length = decode_utf8(p + at, &c);
-        if (!is_space(c))
+        if (!tfm__is_python_space(c))
             end = at + length;
     }
     return end;
@@ -384,7 +378,7 @@ static tfm_status tokenize_13a(const char *op, scratch *s, const char *segment)
     for (size_t at = 0, start = 0, step; at <= length; at += step) {
         uint32_t c = ' ';
         step = at < length ? decode_utf8(p + at, &c) : 1;
-        if (!is_space(c))
+        if (!tfm__is_python_space(c))
             continue;
         if (at > start) {
             token *t = &s->tokens[s->tokens_count];

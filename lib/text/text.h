@@ -139,6 +139,13 @@ typedef struct tfm__normalizer {
     int add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces;
 } tfm__normalizer;
 
+/* A piece that stands whole where text spells it (added.c), with
+ * transformers' AddedToken flags. */
+typedef struct tfm__added {
+    int32_t id;
+    uint8_t lstrip, rstrip, single_word;
+} tfm__added;
+
 typedef struct tfm__byte_bpe tfm__byte_bpe;
 /* A vocabulary JSON ({piece: id}), kept: the pieces' strings are in text. */
 typedef struct tfm__vocab {
@@ -171,6 +178,11 @@ struct tfm_tokenizer {
     tfm_tokenizer *base;
     tfm__vocab vocab;  /* byte-level BPE's and renumbered tokenizers' */
     tfm__vocab controls; /* renumbered: the control tokens past the vocabulary */
+    /* added tokens (added.c): the trie's matched ids index added */
+    tfm__added *added;
+    int32_t n_added;
+    size_t added_capacity;
+    tfm__trie added_trie;
 };
 
 /* SentencePiece's Normalizer::Normalize of s[0, len) with n into out
@@ -273,6 +285,35 @@ int tfm__byte_bpe_decode(const char *op, const tfm_tokenizer *tok, const int32_t
 int tfm__byte_bpe_is_container(const char *bytes, size_t size);
 tfm_tokenizer *tfm__byte_bpe_from_bytes(const char *op, const char *bytes, size_t size);
 void tfm__byte_bpe_free(tfm__byte_bpe *bpe);
+
+/* Added tokens (added.c). One to make whole: content names the piece,
+ * whose id must be id when id >= 0. */
+typedef struct tfm__added_token {
+    const char *content;
+    int32_t id;
+    int lstrip, rstrip, single_word;
+} tfm__added_token;
+/* tok's pieces named by tokens[0, count) stand whole in text (a later
+ * entry of the same text replaces an earlier one), and tok's bytes become
+ * the container that keeps them; TFM_ERR_FORMAT naming a token the
+ * tokenizer lacks or numbers otherwise. Once per tokenizer. */
+int tfm__added_set(const char *op, tfm_tokenizer *tok, const tfm__added_token *tokens,
+                   int32_t count);
+int tfm__added_is_container(const char *bytes, size_t size);
+tfm_tokenizer *tfm__added_from_bytes(const char *op, const char *bytes, size_t size);
+/* Appends the ids of text[0, length) cut at tok's added tokens, as
+ * transformers' PreTrainedTokenizer.tokenize cuts it. */
+int tfm__added_encode(const char *op, const tfm_tokenizer *tok, const char *text,
+                      size_t length, tfm__ids *out);
+
+/* The tokenizer in bytes of any kind libtfm saves (tokenizer.c). */
+tfm_tokenizer *tfm__tokenizer_parse(const char *op, const char *bytes, size_t size);
+/* Appends the ids of text[0, length) as tok's model reads it, added
+ * tokens aside. */
+int tfm__tokenizer_encode_text(const char *op, const tfm_tokenizer *tok, const char *text,
+                               size_t length, tfm__ids *out);
+/* Python's str.isspace() of one code point (str.strip's whitespace). */
+int tfm__is_python_space(uint32_t c);
 
 /* Frees everything a tokenizer holds (tfm_tokenizer_free). */
 void tfm__tokenizer_free(tfm_tokenizer *tok);

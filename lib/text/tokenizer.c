@@ -17,6 +17,8 @@ void tfm__tokenizer_free(tfm_tokenizer *tok)
     tfm__tokenizer_free(tok->base);
     tfm__vocab_free(&tok->vocab);
     tfm__vocab_free(&tok->controls);
+    tfm__trie_free(&tok->added_trie);
+    free(tok->added);
     free(tok->pieces);
     free(tok->unk_surface);
     free(tok->file);
@@ -87,11 +89,15 @@ tfm_tokenizer *tfm_tokenizer_from_bytes(const void *bytes, int64_t size)
                   TFM__TOKENIZER_MAX_BYTES);
         return NULL;
     }
-    return tfm__byte_bpe_is_container(bytes, (size_t)size)
-               ? tfm__byte_bpe_from_bytes(op, bytes, (size_t)size)
-           : tfm__renumbered_is_container(bytes, (size_t)size)
-               ? tfm__renumbered_from_bytes(op, bytes, (size_t)size)
-               : tfm__sentencepiece_parse(op, bytes, (size_t)size);
+    return tfm__tokenizer_parse(op, bytes, (size_t)size);
+}
+
+tfm_tokenizer *tfm__tokenizer_parse(const char *op, const char *bytes, size_t size)
+{
+    return tfm__byte_bpe_is_container(bytes, size)     ? tfm__byte_bpe_from_bytes(op, bytes, size)
+           : tfm__renumbered_is_container(bytes, size) ? tfm__renumbered_from_bytes(op, bytes, size)
+           : tfm__added_is_container(bytes, size)      ? tfm__added_from_bytes(op, bytes, size)
+                                                       : tfm__sentencepiece_parse(op, bytes, size);
 }
 
 /* Copies data[0, size) into the caller's buffer dst, the argument called
@@ -131,14 +137,23 @@ tfm_status tfm_tokenizer_save(const tfm_tokenizer *tokenizer, const char *path)
     return tfm__save_bytes_atomically(op, path, tokenizer->file, tokenizer->file_size);
 }
 
-/* text[0, length)'s ids into *out, by the tokenizer's model; 0, or -1
- * with the error set (out is the caller's to free either way). */
+int tfm__tokenizer_encode_text(const char *op, const tfm_tokenizer *tok, const char *text,
+                               size_t length, tfm__ids *out)
+{
+    return tok->byte_bpe ? tfm__byte_bpe_encode(op, tok, text, length, out)
+           : tok->base   ? tfm__renumbered_encode(op, tok, text, length, out)
+                         : tfm__sentencepiece_encode(op, tok, NULL, text, length, out);
+}
+
+/* text[0, length)'s ids into *out: its added tokens as one id each, the
+ * text between them by the tokenizer's model; 0, or -1 with the error set
+ * (out is the caller's to free either way). */
 static int encode_all(const char *op, const tfm_tokenizer *tok, const char *text, size_t length,
                       tfm__ids *out)
 {
-    return tok->byte_bpe ? tfm__byte_bpe_encode(op, tok, text, length, out)
-           : tok->base   ? tfm__renumbered_encode(op, tok, text ? text : "", length, out)
-                         : tfm__sentencepiece_encode(op, tok, NULL, text ? text : "", length, out);
+    text = text ? text : "";
+    return tok->n_added ? tfm__added_encode(op, tok, text, length, out)
+                        : tfm__tokenizer_encode_text(op, tok, text, length, out);
 }
 
 /* The common checks of the encoding calls; TFM_OK or the error. */

@@ -29,11 +29,12 @@ static void write_file(const char *path, const uint8_t *data, size_t size)
     fclose(f);
 }
 
-/* The model's text path: a source with a leading Marian code, its ids
- * decoded back (target ids they may not be: then refused). */
+/* The model's text path: a source with a leading Marian code and the
+ * families' added tokens, its ids decoded back (target ids they may not
+ * be: then refused). */
 static void text_round_trip(const tfm_model *m)
 {
-    static const char text[] = ">>fra<< ab a\xc3\xa9 b";
+    static const char text[] = ">>fra<< ab a\xc3\xa9 </s> b<mask> <extra_id_0>x<pad>";
     int32_t ids[64];
     char out[256];
     int64_t count = 0, length;

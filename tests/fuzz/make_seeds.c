@@ -191,6 +191,15 @@ static int pretrained_seed(const char *name, const char *config, int n_tensors,
     if (!m)
         fprintf(stderr, "make_seeds: pretrained %s: %s\n", name, tfm_last_error());
     failed |= m == NULL;
+    if (m && tfm_model_tokenizer(m, 0)) {
+        /* its tokenizer with the family's added tokens (TFM-ADDT), for
+         * fuzz_tokenizer */
+        char added[64];
+        int64_t n = 0;
+        snprintf(added, sizeof added, "%s_added.bin", name);
+        failed |= tfm_tokenizer_save_bytes(tfm_model_tokenizer(m, 0), bytes, sizeof bytes, &n) ||
+                  save_tokenizer(tfm_tokenizer_from_bytes(bytes, n), added, NULL);
+    }
     tfm_model_free(m);
     size_t at = 0;
     for (int i = 0; i < PRETRAINED_FILES; i++) {
