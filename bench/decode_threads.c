@@ -49,7 +49,7 @@ static void *decode(void *arg)
     o.beam_size = 4;
     o.max_length = STEPS;
     o.eos_id = -1; /* every hypothesis runs every step */
-    tfm_decoding *d = j->shared ? tfm__decoding_create_shared(j->model, &o, BATCH, SRC, j->shared)
+    tfm_decoding *d = j->shared ? tfm__decoding_create_shared("tfm-bench-decode-threads", j->model, &o, BATCH, SRC, j->shared)
                                 : tfm_decoding_create(j->model, &o, BATCH, SRC);
     int32_t *tokens = malloc(sizeof *tokens * BATCH * (STEPS + 1));
     int32_t lengths[BATCH];

@@ -155,7 +155,7 @@ static tfm_decoding *job_decoding(tfm_model *m, int job, const tfm__decode_weigh
 {
     tfm_decode_options o;
     job_options(job, &o);
-    return shared ? tfm__decoding_create_shared(m, &o, BATCH, SRC_LEN, shared)
+    return shared ? tfm__decoding_create_shared("test", m, &o, BATCH, SRC_LEN, shared)
                   : tfm_decoding_create(m, &o, BATCH, SRC_LEN);
 }
 
@@ -279,13 +279,13 @@ START_TEST(shared_weights_are_their_models)
     job_options(0, &o);
     tfm__decode_weights *shared = tfm__decode_weights_pack(m);
     ck_assert_ptr_nonnull(shared);
-    ck_assert_ptr_null(tfm__decoding_create_shared(other, &o, BATCH, SRC_LEN, shared));
+    ck_assert_ptr_null(tfm__decoding_create_shared("test", other, &o, BATCH, SRC_LEN, shared));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
-    ck_assert_ptr_null(tfm__decoding_create_shared(m, &o, BATCH, SRC_LEN, NULL));
+    ck_assert_ptr_null(tfm__decoding_create_shared("test", m, &o, BATCH, SRC_LEN, NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
     ck_assert_ptr_null(tfm__decode_weights_pack(NULL));
     ck_assert_int_eq(tfm_last_status(), TFM_ERR_NULL);
-    tfm_decoding *d = tfm__decoding_create_shared(m, &o, BATCH, SRC_LEN, shared);
+    tfm_decoding *d = tfm__decoding_create_shared("test", m, &o, BATCH, SRC_LEN, shared);
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
     tfm_tensor *src = sources();
     result *r = malloc(sizeof *r);

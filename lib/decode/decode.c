@@ -481,16 +481,15 @@ tfm_decoding *tfm_decoding_create(tfm_model *model, const tfm_decode_options *op
     return create("tfm_decoding_create", model, options, max_batch, max_src_len, NULL);
 }
 
-tfm_decoding *tfm__decoding_create_shared(tfm_model *model, const tfm_decode_options *options,
-                                          int64_t max_batch, int64_t max_src_len,
-                                          const tfm__decode_weights *shared)
+tfm_decoding *tfm__decoding_create_shared(const char *op, tfm_model *model,
+                                          const tfm_decode_options *options, int64_t max_batch,
+                                          int64_t max_src_len, const tfm__decode_weights *shared)
 {
     if (!shared) {
-        tfm__fail(TFM_ERR_NULL, "tfm__decoding_create_shared: shared is NULL");
+        tfm__fail(TFM_ERR_NULL, "%s: the shared weights are NULL", op);
         return NULL;
     }
-    return create("tfm__decoding_create_shared", model, options, max_batch, max_src_len,
-                  shared);
+    return create(op, model, options, max_batch, max_src_len, shared);
 }
 
 void tfm_decoding_free(tfm_decoding *d)

@@ -72,11 +72,11 @@ void tfm__decode_weights_free(tfm__decode_weights *w);
 size_t tfm__decode_weights_bytes(const tfm__decode_weights *w);
 /* A decoding as tfm_decoding_create's, which reads `shared` (made from
  * this model, and outliving the decoding) and packs nothing itself; NULL
- * with the error set. Any number of such decodings may run at once on
- * their threads. */
-tfm_decoding *tfm__decoding_create_shared(tfm_model *model, const tfm_decode_options *options,
-                                          int64_t max_batch, int64_t max_src_len,
-                                          const tfm__decode_weights *shared);
+ * with the error set, op (the public call) first in its message. Any
+ * number of such decodings may run at once on their threads. */
+tfm_decoding *tfm__decoding_create_shared(const char *op, tfm_model *model,
+                                          const tfm_decode_options *options, int64_t max_batch,
+                                          int64_t max_src_len, const tfm__decode_weights *shared);
 
 struct tfm_decoding {
     tfm_model *model;

@@ -172,7 +172,8 @@ static void decode_batch(tfm_translator *t, tfm_request **taken, int64_t n, tfm_
         return;
     tfm__jobs_sort(rows, m);
     tfm_clear_error();
-    tfm_status status = tfm__translator_run(t, &rows[0]->request->settings, rows, m);
+    tfm_status status = tfm__translator_run("tfm_translator_submit", t,
+                                             &rows[0]->request->settings, rows, m);
     char message[512];
     snprintf(message, sizeof message, "%s", tfm_last_error());
     now = tfm__now();

@@ -287,11 +287,16 @@ void tfm__settings_free(tfm__settings *s)
 static tfm_status own_arrays(const char *op, tfm__settings *s)
 {
     tfm_decode_options *d = &s->decode;
+    s->arrays = NULL;
+    /* counts out of range are the decoding's to name; nothing is kept */
+    if (d->n_suppress_ids < 0 || d->n_eos_ids < 0 || d->n_bad_words < 0) {
+        d->suppress_ids = d->eos_ids = d->bad_words = d->bad_word_lengths = NULL;
+        return TFM_OK;
+    }
     int64_t bad = 0;
     for (int32_t i = 0; d->bad_word_lengths && i < d->n_bad_words; i++)
         bad += d->bad_word_lengths[i] > 0 ? d->bad_word_lengths[i] : 0;
     int64_t n = (int64_t)d->n_suppress_ids + d->n_eos_ids + bad + d->n_bad_words;
-    s->arrays = NULL;
     if (n == 0)
         return TFM_OK;
     if (!(s->arrays = malloc((size_t)n * sizeof *s->arrays)))
@@ -613,7 +618,7 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
         tfm_decode_options o = slot->settings.decode;
         o.callback = on_token;
         o.callback_user = slot;
-        slot->decoding = tfm__decoding_create_shared(t->model, &o, t->options.max_batch,
+        slot->decoding = tfm__decoding_create_shared(op, t->model, &o, t->options.max_batch,
                                                      t->model->options.max_src_len, t->weights);
         if (slot->decoding)
             return slot;
@@ -729,10 +734,9 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
     return st == TFM_OK ? keep_results(op, t, slot, rows, n, b) : st;
 }
 
-tfm_status tfm__translator_run(tfm_translator *t, const tfm__settings *s, tfm__job *const *jobs,
-                               int64_t n)
+tfm_status tfm__translator_run(const char *op, tfm_translator *t, const tfm__settings *s,
+                               tfm__job *const *jobs, int64_t n)
 {
-    const char *op = "tfm_translate";
     if (n == 0)
         return TFM_OK;
     tfm__slot *slot = take_slot(op, t, s);
@@ -807,7 +811,7 @@ tfm_status tfm_translate(tfm_translator *t, const char *const *texts, int64_t n,
     }
     if (st == TFM_OK) {
         tfm__jobs_sort(order, m);
-        st = tfm__translator_run(t, &s, order, m);
+        st = tfm__translator_run(op, t, &s, order, m);
     }
     for (int64_t i = 0; jobs && i < n; i++)
         free(jobs[i].ids);

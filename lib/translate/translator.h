@@ -107,9 +107,10 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
 
 /* Decodes jobs[0, n), which share settings s and have ids, in runs of at
  * most max_batch sources and max_batch_tokens padded tokens, in the
- * order given (sort them by length first), into their results. */
-tfm_status tfm__translator_run(tfm_translator *t, const tfm__settings *s, tfm__job *const *jobs,
-                               int64_t n);
+ * order given (sort them by length first), into their results; op (the
+ * public call) first in messages. */
+tfm_status tfm__translator_run(const char *op, tfm_translator *t, const tfm__settings *s,
+                               tfm__job *const *jobs, int64_t n);
 
 /* Sorts jobs[0, n) by their source's length, ties in the order given. */
 void tfm__jobs_sort(tfm__job **jobs, int64_t n);
