@@ -2,10 +2,13 @@
  * the global batch (dropout included), a state saved by rank 0 resumes in a
  * single process, and every error reaches both ranks with one message.
  * Rank 0 prints the checks and "N passed, N failed". */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include <tfm/distributed.h>
 
@@ -260,6 +263,52 @@ static void errors(void)
     tfm_params_free(params);
 }
 
+static double seconds(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Rank 0 comes LATE_MS after rank 1 to average the gradients: rank 1 waits
+ * asleep (voluntary context switches) instead of spinning all the while on
+ * a core that rank 0, on a busy machine, could have had; and the average
+ * is still right. */
+static void a_waiting_rank_sleeps(void)
+{
+    enum { LATE_MS = 500 };
+    tfm_params *params = tfm_params_create();
+    tfm_params_add(params, "w", 1, (const int64_t[]){3});
+    tfm_distributed *d = tfm_distributed_create(MPI_COMM_WORLD, params);
+    check(d != NULL, "create for the waiting test");
+    if (!d) {
+        tfm_params_free(params);
+        return;
+    }
+    float *g = tfm_params_grads(params);
+    for (int i = 0; i < 3; i++)
+        g[i] = (float)(rank + 1);
+    if (rank == 0)
+        nanosleep(&(struct timespec){0, LATE_MS * 1000000L}, NULL);
+    struct rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    double wall = seconds(CLOCK_MONOTONIC), cpu = seconds(CLOCK_THREAD_CPUTIME_ID);
+    tfm_status s = tfm_distributed_average_gradients(d, 1.0);
+    getrusage(RUSAGE_THREAD, &after);
+    /* rank 1's wait, CPU time and sleeps, on rank 0 */
+    double waited[3] = {seconds(CLOCK_MONOTONIC) - wall, seconds(CLOCK_THREAD_CPUTIME_ID) - cpu,
+                        (double)(after.ru_nvcsw - before.ru_nvcsw)};
+    MPI_Bcast(waited, 3, MPI_DOUBLE, 1, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("     rank 1 waited %.3f s for rank 0: %.3f s of CPU, %.0f sleeps\n", waited[0],
+               waited[1], waited[2]);
+    check(s == TFM_OK && g[0] == 1.5f && g[2] == 1.5f, "a late rank's gradients are averaged in");
+    check(waited[0] >= 0.8e-3 * LATE_MS && waited[2] >= 20 && waited[1] < 0.25 * waited[0],
+          "a rank waiting for a late one sleeps (>= 20 sleeps, < 25% of the wait on the CPU)");
+    tfm_distributed_free(d);
+    tfm_params_free(params);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -279,6 +328,7 @@ int main(int argc, char **argv)
         optimizer_kind = TFM_OPTIMIZER_ADAM;
         equality_and_resume(state, "Adam", 1e-3);
         errors();
+        a_waiting_rank_sleeps();
     }
     if (rank == 0)
         printf("%d passed, %d failed\n", passed, failed);

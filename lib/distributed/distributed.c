@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct tfm_distributed {
     MPI_Comm comm; /* our duplicate of the caller's, errors returned */
@@ -37,12 +38,46 @@ static tfm_status mpi_failure(const char *op, const char *call, int code)
             return mpi_failure(op, #call, code_);                                                \
     } while (0)
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* MPI's blocking calls poll until they are done (OpenMPI's shared memory
+ * has nothing to sleep on), so a rank that waits for a descheduled peer
+ * spins on a core the peer could have had. This one polls for SPIN_SECONDS
+ * (a peer a little behind, the usual wait of a step on a machine to
+ * itself), then sleeps between polls, from SLEEP_FIRST up to SLEEP_LAST
+ * seconds, and the core goes to whatever else is runnable. */
+static int wait_politely(MPI_Request *request)
+{
+    const double SPIN_SECONDS = 100e-6, SLEEP_FIRST = 20e-6, SLEEP_LAST = 250e-6;
+    int done = 0, code;
+    double spin_end = seconds_now() + SPIN_SECONDS, nap = SLEEP_FIRST;
+    while ((code = MPI_Test(request, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done) {
+        if (seconds_now() < spin_end)
+            continue;
+        struct timespec t = {0, (long)(nap * 1e9)};
+        nanosleep(&t, NULL);
+        nap = nap * 2 < SLEEP_LAST ? nap * 2 : SLEEP_LAST;
+    }
+    return code;
+}
+
 /* Every rank passes its status; all return the first failing rank's, with
- * its message (as tfm_last_error() has it there), or TFM_OK. */
+ * its message (as tfm_last_error() has it there), or TFM_OK. Where ranks
+ * meet, so their waits for each other are spent here, sleeping past a
+ * short spin (wait_politely); the collectives after it find every rank. */
 static tfm_status agree(const tfm_distributed *d, const char *op, tfm_status local)
 {
     int first = local != TFM_OK ? d->rank : d->size;
-    MPI_CHECK(op, MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, d->comm));
+    MPI_Request request;
+    MPI_CHECK(op, MPI_Iallreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, d->comm, &request));
+    int code = wait_politely(&request);
+    if (code != MPI_SUCCESS)
+        return mpi_failure(op, "MPI_Test", code);
     if (first == d->size)
         return TFM_OK;
     struct {
