@@ -21,9 +21,10 @@
  * 2e-4); for a short budget, --bucket batches targets of similar length
  * and cuts the pads after them, --eos-label trains <eos> right after each
  * target, and --schedule invsqrt or cosine warms the learning rate up and
- * decays it (cosine: to 0 at --iterations, so set those to what fits the
- * time limit). docs/results.md has the recipe that reaches the tutorial's
- * accuracy in under an hour on two cores.
+ * decays it (cosine: to 0 at --iterations or at the time limit, whichever
+ * comes first, so a machine slower than the recipe's, or one sharing its
+ * cores, still anneals). docs/results.md has the recipe that reaches the
+ * tutorial's accuracy in under an hour on two cores.
  * --translate CHECKPOINT decodes the test sources greedily (or with --beam
  * N) and prints "Accuracy: F +/- dF"; --int8 1 quantizes the model's
  * layers first (tfm_model_quantize), --int8 2 its generator too. */
@@ -631,6 +632,26 @@ static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
     return tfm_optimizer_create(tfm_model_params(model), &o);
 }
 
+/* The cosine's base rate for a run the time limit may end first: the
+ * optimizer's schedule follows its steps (to 0 at --iterations); past
+ * warm-up, a run whose share of the time limit, time_done, is ahead of its
+ * share of the steps follows the time instead, so it has annealed when
+ * the limit stops it. Other schedules, and a run ahead of the clock: the
+ * rate as given. */
+static float cosine_base_rate(const config *c, const tfm_optimizer *adam, double time_done)
+{
+    int64_t done = tfm_optimizer_step_count(adam);
+    if (strcmp(c->schedule, "cosine") != 0 || done < c->warmup)
+        return (float)c->lr;
+    const double pi = 3.14159265358979323846;
+    double by_steps = (double)(done - c->warmup) / (double)(c->iterations - c->warmup);
+    if (time_done <= by_steps || by_steps >= 1.0)
+        return (float)c->lr;
+    double ahead = 0.5 * (1.0 + cos(pi * fmin(time_done, 1.0)));
+    /* the optimizer takes rates > 0: the cosine's last steps at 1e-4 of it */
+    return (float)(c->lr * fmax(ahead / (0.5 * (1.0 + cos(pi * by_steps))), 1e-4));
+}
+
 static void shuffle(int64_t *a, int64_t n, tfm_rng *rng)
 {
     for (int64_t i = n - 1; i > 0; i--) {
@@ -822,7 +843,15 @@ static int train(const config *c, ranks *r, tfm_model *model, tfm_tape *tape,
         tfm_tape_reset(tape);
         done_steps++;
         double elapsed = cli_seconds() - start;
-        out_of_time = ranks_decide(r, limit > 0 && elapsed >= limit);
+        /* rank 0's clock decides for every rank: when to stop, and where
+         * the cosine is */
+        double time_done = ranks_share(r, limit > 0 ? elapsed / limit : 0.0);
+        out_of_time = time_done >= 1.0;
+        if (limit > 0 && !out_of_time &&
+            tfm_optimizer_set_lr(adam, cosine_base_rate(c, adam, time_done)) != TFM_OK) {
+            cli_fail(program, "learning rate");
+            goto done;
+        }
         if ((done_steps % c->step && done_steps != c->iterations && !out_of_time) || r->rank)
             continue;
         double t_loss = eval_loss(tape, model, &train_eval);
@@ -958,7 +987,8 @@ int main(int argc, char **argv)
          "weight decay (0: the notebook's Adam)"},
         {"schedule", CLI_STRING, &c.schedule, 0, 0,
          "'constant', 'invsqrt' (lr * min(s/warmup, sqrt(warmup/s))), 'cosine' (warmup, then "
-         "half a cosine to 0 at --iterations) or 'step'"},
+         "half a cosine to 0 at --iterations or the time limit, whichever is first) or "
+         "'step'"},
         {"warmup", CLI_INT, &c.warmup, 0, 1e9, "warmup iterations of the invsqrt and cosine "
          "schedules"},
         {"step-size", CLI_INT, &c.step_size, 1, 1e9, "step schedule: iterations per decay"},
