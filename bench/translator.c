@@ -44,6 +44,16 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The process's CPU seconds (its threads', user and system): on a shared
+ * machine, the share of the wall time it ran. */
+static double cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+           (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+}
+
 static void die(const char *what, const char *detail)
 {
     fprintf(stderr, "tfm-bench-translator: %s%s%s\n", what, detail ? ": " : "",
@@ -165,14 +175,15 @@ static void translate_or_die(bench *b, char *const *lines, int64_t n, tfm_transl
 static void run_batched(bench *b)
 {
     tfm_translation *r = NULL;
-    double start = now_s();
+    double start = now_s(), cpu = cpu_s();
     translate_or_die(b, b->lines, b->n, &r);
     double seconds = now_s() - start;
+    cpu = cpu_s() - cpu;
     b->batched = texts_of(r, b->n);
     tfm_translation_free(r);
     printf("{\"mode\": \"batched\", \"sentences\": %lld, \"seconds\": %.4f, "
-           "\"sentences_per_s\": %.3f}\n",
-           (long long)b->n, seconds, (double)b->n / seconds);
+           "\"cpu_seconds\": %.3f, \"sentences_per_s\": %.3f}\n",
+           (long long)b->n, seconds, cpu, (double)b->n / seconds);
     printf("batched: %lld sentences in one call, %.2f s: %.1f sentences/s\n", (long long)b->n,
            seconds, (double)b->n / seconds);
 }
@@ -293,7 +304,7 @@ static void run_callers(bench *b, int32_t n_callers)
     c.finished = checked_calloc((size_t)b->n, sizeof *c.finished);
     c.finisher = checked_calloc((size_t)b->n, sizeof *c.finisher);
     pthread_t *threads = checked_calloc((size_t)n_callers, sizeof *threads);
-    double start = now_s();
+    double start = now_s(), cpu = cpu_s();
     int32_t started = 0;
     for (; started < n_callers; started++)
         if (pthread_create(&threads[started], NULL, caller_main, &c) != 0)
@@ -301,6 +312,7 @@ static void run_callers(bench *b, int32_t n_callers)
     for (int32_t i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
     double seconds = now_s() - start;
+    cpu = cpu_s() - cpu;
     if (started < n_callers)
         die("cannot start the callers' threads", NULL);
     if (c.failure)
@@ -311,9 +323,9 @@ static void run_callers(bench *b, int32_t n_callers)
     double p50 = 1e3 * quantile(sorted, b->n, 0.50), p99 = 1e3 * quantile(sorted, b->n, 0.99);
     int64_t batches = count_batches(&c, b->n, 1e-3);
     printf("{\"mode\": \"callers\", \"callers\": %d, \"sentences\": %lld, \"seconds\": %.4f, "
-           "\"sentences_per_s\": %.3f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
+           "\"cpu_seconds\": %.3f, \"sentences_per_s\": %.3f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, "
            "\"batches\": %lld, \"mean_batch\": %.2f, \"busy_retries\": %lld}\n",
-           (int)n_callers, (long long)b->n, seconds, (double)b->n / seconds, p50, p99,
+           (int)n_callers, (long long)b->n, seconds, cpu, (double)b->n / seconds, p50, p99,
            (long long)batches, (double)b->n / (double)batches,
            (long long)atomic_load(&c.busy));
     printf("callers: %d callers, %lld sentences, %.2f s: %.1f sentences/s, p50 %.1f ms, "
