@@ -22,8 +22,9 @@ at 2 (tfm_set_num_threads) and OPENBLAS_NUM_THREADS=1. Prints
 
   concurrent callers: X sentences/s, p50 A ms, p99 B ms: 0.86x of one batched call (Y sentences/s)
 
-with each side's best over the rounds (and each round's own ratio, the
-figure a noisy machine disturbs least), then the memory of
+with each side's best over the rounds (and each round's own ratio, and
+the ratio of their CPU seconds: on a shared machine a process runs part of
+its wall time, which the CPU time leaves out), then the memory of
 --decoding-threads threads decoding at once on one model (each a
 tfm_translate() of its share of the sources) against the bound "weights +
 that many decodings' buffers + 10%": the weights are the resident memory
@@ -157,6 +158,11 @@ def main():
           'call\'s: %d of %d' % (', '.join('%.2fx' % r for r in ratios),
                                 statistics.median(ratios), differ,
                                 sum(c['sentences'] for c in callers)))
+    cpu_b = statistics.median(b['cpu_seconds'] for b in batched)
+    cpu_c = statistics.median(c['cpu_seconds'] for c in callers)
+    print('CPU seconds for the %d sentences (median): batched %.2f, callers %.2f: %.2fx the '
+          'batched call\'s sentences per CPU second' % (batched[0]['sentences'], cpu_b, cpu_c,
+                                                          cpu_b / cpu_c))
     print('concurrent callers: %.1f sentences/s, p50 %.1f ms, p99 %.1f ms: %.2fx of one batched '
           'call (%.1f sentences/s)' % (best_c['sentences_per_s'], best_c['p50_ms'],
                                        best_c['p99_ms'],
