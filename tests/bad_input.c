@@ -439,8 +439,18 @@ static void check_fixture_intact(const char *after)
                   tfm_last_error());
 }
 
-void bad_input_run(const char *room, bad_table table, int at_least)
+/* The room this program runs (bad_input_suite). */
+static struct {
+    const char *room;
+    bad_table table;
+    int at_least;
+    void (*free_nulls)(void);
+} this_room;
+
+START_TEST(every_bad_call_fails_cleanly)
 {
+    const char *room = this_room.room;
+    int at_least = this_room.at_least;
     setup();
     enum { MAX_CASES = 1024 };
     static bad_case cases[MAX_CASES];
@@ -449,7 +459,7 @@ void bad_input_run(const char *room, bad_table table, int at_least)
         ck_assert_int_lt(count, MAX_CASES);
         bad_case *c = &cases[count];
         tfm_clear_error();
-        int failed = table(count, c);
+        int failed = this_room.table(count, c);
         if (failed < 0)
             break;
         if (!failed)
@@ -475,4 +485,30 @@ void bad_input_run(const char *room, bad_table table, int at_least)
                   at_least);
     teardown();
     ck_assert_int_eq(LEAK_CHECK(), 0);
+}
+END_TEST
+
+START_TEST(freeing_null_is_harmless)
+{
+    tfm_clear_error();
+    this_room.free_nulls();
+    ck_assert_int_eq(tfm_last_status(), TFM_OK);
+    ck_assert_str_eq(tfm_last_error(), "");
+}
+END_TEST
+
+Suite *bad_input_suite(const char *room, bad_table table, int at_least, void (*free_nulls)(void))
+{
+    this_room.room = room;
+    this_room.table = table;
+    this_room.at_least = at_least;
+    this_room.free_nulls = free_nulls;
+    Suite *s = suite_create(room);
+    TCase *tc = tcase_create(room);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, every_bad_call_fails_cleanly);
+    if (free_nulls)
+        tcase_add_test(tc, freeing_null_is_harmless);
+    suite_add_tcase(s, tc);
+    return s;
 }

@@ -104,11 +104,14 @@ enum { E_NULL = TFM_ERR_NULL, E_ARG = TFM_ERR_ARG, E_SHAPE = TFM_ERR_SHAPE,
        E_STATE = TFM_ERR_STATE, E_IO = TFM_ERR_IO, E_FORMAT = TFM_ERR_FORMAT,
        E_NUMERIC = TFM_ERR_NUMERIC };
 
-/* Sets the fixture up, runs every case of table on it (each checked as
- * above, the fixture checked intact after each, no two cases the same
- * call), prints "ROOM: N distinct bad calls", fails the test when a case
- * went wrong or the table holds fewer than at_least cases (so that none is
- * lost), then tears the fixture down. */
-void bad_input_run(const char *room, bad_table table, int at_least);
+/* A room's suite: "every_bad_call_fails_cleanly" sets the fixture up,
+ * runs every case of table on it (each checked as above, the fixture
+ * checked intact after each, no two cases the same call), prints "ROOM: N
+ * distinct bad calls", fails when a case went wrong or the table holds
+ * fewer than at_least cases (so that none is lost), and tears the fixture
+ * down; with free_nulls (not NULL), "freeing_null_is_harmless" calls it
+ * (the room's frees and options-inits of NULL) and checks that no error
+ * was recorded. One suite per program. */
+Suite *bad_input_suite(const char *room, bad_table table, int at_least, void (*free_nulls)(void));
 
 #endif

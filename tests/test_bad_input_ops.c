@@ -202,20 +202,9 @@ static int bad_calls(int index, bad_case *c)
     return -1;
 }
 
-START_TEST(every_bad_call_fails_cleanly)
+static Suite *suite(void)
 {
-    bad_input_run("bad_input_ops", bad_calls, 145);
-}
-END_TEST
-
-static Suite *bad_input_ops_suite(void)
-{
-    Suite *s = suite_create("bad_input_ops");
-    TCase *tc = tcase_create("bad_input_ops");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, every_bad_call_fails_cleanly);
-    suite_add_tcase(s, tc);
-    return s;
+    return bad_input_suite("bad_input_ops", bad_calls, 145, NULL);
 }
 
-TFM_CHECK_MAIN(bad_input_ops_suite)
+TFM_CHECK_MAIN(suite)
