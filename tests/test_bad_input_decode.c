@@ -50,7 +50,6 @@ static int bad_calls(int index, bad_case *c)
     ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, f->tokens, B * (MAX_LEN + 1), (int32_t *)ibuf, 1, NULL, 0, NULL, 0, NULL, 0));
     ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, f->tokens, B * (MAX_LEN + 1), (int32_t *)ibuf, B, buf, 0, NULL, 0, NULL, 0));
     ST(tfm_decoding_run, E_SIZE, tfm_decoding_run(f->greedy, f->src, f->tokens, B * (MAX_LEN + 1), (int32_t *)ibuf, B, NULL, 0, buf, 1, NULL, 0));
-    /* decode.h */
     NUL(tfm_decoding_create, E_NULL, tfm_decoding_create(NULL, &(tfm_decode_options){0}, 1, 1));
     NUL(tfm_decoding_create, E_NULL, tfm_decoding_create(f->model, NULL, 1, 1));
     NUL(tfm_decoding_create, E_ARG, decoding_with(TFM_DECODE_GREEDY, 0, 0));

@@ -6,10 +6,11 @@
  * further end tokens, max_length_a/b, forced first and last tokens,
  * patience, bad words, a callback that stops a source, alignments, beam
  * rules and early stopping, renormalised logits, the caches' precision;
- * then a batch of 1 to 3 sources and a forced prefix. Most values fall in
- * range, some one past it. A run that succeeds writes bos_id, then tokens
- * of the target vocabulary, then -1s, as tfm_decoding_buffer_sizes says,
- * gives the same output when run again, and has alignments when asked. */
+ * then a batch of 1 to 3 sources, a forced prefix and 1 or 2 threads.
+ * Most values fall in range, some one past it. A run that succeeds writes
+ * bos_id, then tokens of the target vocabulary, then -1s, as
+ * tfm_decoding_buffer_sizes says, gives the same output when run again,
+ * and has alignments when asked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int64_t i = 0; i < batch * prefix_length; i++)
         prefix_ids[i] = (int32_t)fuzz_range(&in, -1, V - 1);
+    /* groups of sources on libtfm's threads, or all on this one */
+    FUZZ_ASSERT(tfm_set_num_threads((int32_t)fuzz_range(&in, 1, 2)) == TFM_OK);
 
     tfm_decoding *d = tfm_decoding_create(m, &o, 3, MAX_SRC);
     if (!d) {
