@@ -30,7 +30,8 @@ mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/logs"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # A harness's seeds: the folders named after it, committed or written now
-# by make_seeds (fuzz_pretrained's are only written), else files/.
+# by make_seeds (the pretrained folders' and the argument harnesses' --
+# bpe_train, score, batch, decode_options -- are only written), else files/.
 seed_folders() { # name
     local folder found=
     for folder in "tests/fuzz/seeds/$1" "$dir/seeds/$1"; do

@@ -1,5 +1,5 @@
-/* What the attack suites (alloc_failures, bad_input) share: a leak check to
- * run after each case (LeakSanitizer's in the sanitizer build, none in the
+/* What the attack suites (alloc_failures, bad_input.c) share: a leak check
+ * to run after each case (LeakSanitizer's in the sanitizer build, none in the
  * others), and problem(), which prints a case gone wrong and counts it, so
  * that one run lists them all before the test fails on the count. */
 #ifndef TFM_TESTS_PROBLEMS_H

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tfm/tfm.h>
@@ -41,6 +42,88 @@ static inline void fuzz_encode_and_free(tfm_model *m)
     tfm_tensor_free(src);
     tfm_tape_free(tape);
     tfm_model_free(m);
+}
+
+/* The input read a few bytes at a time, for harnesses that derive their
+ * call's arguments from it: fuzz_take gives the next n bytes (n <= 8) as a
+ * little-endian number, 0 for bytes past the end; fuzz_rest what is left. */
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+} fuzz_bytes;
+
+static inline uint64_t fuzz_take(fuzz_bytes *in, int n)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < n; i++) {
+        if (in->size) {
+            value |= (uint64_t)in->data[0] << (8 * i);
+            in->data++;
+            in->size--;
+        }
+    }
+    return value;
+}
+
+/* A number in [low, high], from 1 or 2 bytes as the range needs. */
+static inline int64_t fuzz_range(fuzz_bytes *in, int64_t low, int64_t high)
+{
+    uint64_t span = (uint64_t)(high - low) + 1;
+    return low + (int64_t)(fuzz_take(in, span > 256 ? 2 : 1) % span);
+}
+
+/* Stops the harness where the library broke a promise the sanitizers
+ * cannot see (libFuzzer reports the trap with its input). */
+#define FUZZ_ASSERT(condition)                                                 \
+    do {                                                                       \
+        if (!(condition)) {                                                    \
+            fprintf(stderr, "%s:%d: %s (last error: %s)\n", __FILE__, __LINE__,  \
+                    #condition, tfm_last_error());                             \
+            __builtin_trap();                                                  \
+        }                                                                      \
+    } while (0)
+
+/* The files of a published folder the pretrained harnesses write, in the
+ * order their records number them (make_seeds writes its seeds so). */
+static const char *const fuzz_folder_files[] = {
+    "config.json", "model.safetensors", "generation_config.json", "tokenizer_config.json",
+    "vocab.json",  "source.spm",        "target.spm",             "merges.txt",
+    "sentencepiece.bpe.model", "spiece.model", "target_vocab.json"};
+enum { FUZZ_FOLDER_FILES = sizeof fuzz_folder_files / sizeof fuzz_folder_files[0] };
+
+/* The input as a published folder (on tmpfs, one per process): a sequence
+ * of records, each one byte naming the file (its value modulo
+ * FUZZ_FOLDER_FILES, as fuzz_folder_files), its length in two bytes
+ * (little-endian, cut to what is left) and its bytes; a file named twice
+ * holds the last record's bytes, a file not named is not there, a short
+ * last record is dropped. */
+static inline const char *fuzz_folder(const uint8_t *data, size_t size)
+{
+    static char folder[64], paths[FUZZ_FOLDER_FILES][128];
+    if (!folder[0]) {
+        snprintf(folder, sizeof folder, "%s/tfm_fuzz_pretrained_%ld",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (long)getpid());
+        mkdir(folder, 0700);
+        for (int i = 0; i < FUZZ_FOLDER_FILES; i++)
+            snprintf(paths[i], sizeof paths[i], "%s/%s", folder, fuzz_folder_files[i]);
+    }
+    for (int i = 0; i < FUZZ_FOLDER_FILES; i++)
+        unlink(paths[i]);
+    for (size_t at = 0; at + 3 <= size;) {
+        size_t file = data[at] % FUZZ_FOLDER_FILES;
+        size_t length = (size_t)data[at + 1] | (size_t)data[at + 2] << 8;
+        at += 3;
+        if (length > size - at)
+            length = size - at;
+        FILE *f = fopen(paths[file], "wb");
+        if (f) {
+            if (length)
+                fwrite(data + at, 1, length, f);
+            fclose(f);
+        }
+        at += length;
+    }
+    return folder;
 }
 
 /* The store the seeds' parameter and optimizer files were made from. */

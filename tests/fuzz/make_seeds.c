@@ -143,34 +143,28 @@ static int tokenizer_seeds(void)
     return failed;
 }
 
-/* fuzz_pretrained's file names, in the order its records number them. */
-static const char *const pretrained_files[] = {
-    "config.json", "model.safetensors", "generation_config.json", "tokenizer_config.json",
-    "vocab.json",  "source.spm",        "target.spm",             "merges.txt",
-    "sentencepiece.bpe.model", "spiece.model", "target_vocab.json"};
-enum { PRETRAINED_FILES = sizeof pretrained_files / sizeof pretrained_files[0] };
-
-/* A file of a seed's folder: its index in pretrained_files, and its text
+/* A file of a seed's folder: its index in fuzz_folder_files, and its text
  * or (text NULL) the file at path. */
 typedef struct {
     int file;
     const char *text, *path;
 } seed_file;
 
-/* A seed of fuzz_pretrained named name: a folder of config, the n zero
- * tensors named (of the shapes given) as model.safetensors and the other
- * files, which must load (as tfm_model_from_pretrained's own seed should),
- * written as the harness's records. */
+/* A seed named name of fuzz_pretrained (and, for the fairseq families, of
+ * fuzz_pretrained_fairseq too): a folder of config, the n zero tensors
+ * named (of the shapes given) as model.safetensors and the other files,
+ * which must load (as tfm_model_from_pretrained's own seed should),
+ * written as the harnesses' records (fuzz_folder). */
 static int pretrained_seed(const char *name, const char *config, int n_tensors,
                            const char *const *names, const int64_t (*shapes)[2],
                            const seed_file *files, int n_files)
 {
-    char dir[600], paths[PRETRAINED_FILES][700];
+    char dir[600], paths[FUZZ_FOLDER_FILES][700];
     snprintf(dir, sizeof dir, "%s", in("pretrained", "folder.tmp"));
     mkdir(dir, 0700);
-    for (int i = 0; i < PRETRAINED_FILES; i++)
-        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, pretrained_files[i]);
-    tfm_tensor *tensors[8];
+    for (int i = 0; i < FUZZ_FOLDER_FILES; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, fuzz_folder_files[i]);
+    tfm_tensor *tensors[16];
     for (int i = 0; i < n_tensors; i++)
         tensors[i] = tfm_tensor_zeros(TFM_F32, shapes[i][1] ? 2 : 1, shapes[i]);
     int failed = check(tfm_safetensors_write(paths[1], n_tensors, names,
@@ -202,7 +196,7 @@ static int pretrained_seed(const char *name, const char *config, int n_tensors,
     }
     tfm_model_free(m);
     size_t at = 0;
-    for (int i = 0; i < PRETRAINED_FILES; i++) {
+    for (int i = 0; i < FUZZ_FOLDER_FILES; i++) {
         FILE *f = fopen(paths[i], "rb");
         if (!f)
             continue;
@@ -211,7 +205,7 @@ static int pretrained_seed(const char *name, const char *config, int n_tensors,
         remove(paths[i]);
         if (n > 0xffff || at + 3 + n > sizeof seed) {
             fprintf(stderr, "make_seeds: pretrained %s: %s is too large\n", name,
-                    pretrained_files[i]);
+                    fuzz_folder_files[i]);
             failed = 1;
             continue;
         }
@@ -223,6 +217,8 @@ static int pretrained_seed(const char *name, const char *config, int n_tensors,
     }
     rmdir(dir);
     write_bytes(in("pretrained", name), seed, at);
+    if (strstr(config, "\"mbart\"") || strstr(config, "\"m2m_100\""))
+        write_bytes(in("pretrained_fairseq", name), seed, at);
     return failed;
 }
 
@@ -297,6 +293,150 @@ static int pretrained_seeds(void)
            pretrained_seed("t5_narrow", t5_narrow, 5, t5_names, t5_shapes, NULL, 0);
 }
 
+/* Models of no layers of the fairseq families: mBART-50 (learned
+ * positions from row 2, embedding norms, the stacks' final norms,
+ * final_logits_bias) with MBart50Tokenizer numbering the trained
+ * SentencePiece model as fairseq does and its 52 language codes after it
+ * (the vocabulary padded past them); M2M100 (fairseq's sinusoids, no
+ * bias) with M2M100Tokenizer's vocab.json, its 100 "__xx__" codes and 8
+ * made-up words after it. Each with tokenizer_config.json's src_lang and
+ * tgt_lang and generation_config.json's forced first and last tokens. */
+static int fairseq_seeds(void)
+{
+    static const char mbart[] =
+        "{\"model_type\": \"mbart\", \"vocab_size\": 360, \"d_model\": 4,"
+        " \"encoder_layers\": 0, \"decoder_layers\": 0, \"encoder_attention_heads\": 2,"
+        " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 8, \"decoder_ffn_dim\": 8,"
+        " \"max_position_embeddings\": 16, \"activation_function\": \"gelu\","
+        " \"pad_token_id\": 1, \"eos_token_id\": 2, \"decoder_start_token_id\": 2,"
+        " \"scale_embedding\": true, \"tokenizer_class\": \"MBart50Tokenizer\"}";
+    static const char *const mbart_names[] = {
+        "model.shared.weight", "model.encoder.embed_positions.weight",
+        "model.decoder.embed_positions.weight", "model.encoder.layernorm_embedding.weight",
+        "model.encoder.layernorm_embedding.bias", "model.decoder.layernorm_embedding.weight",
+        "model.decoder.layernorm_embedding.bias", "model.encoder.layer_norm.weight",
+        "model.encoder.layer_norm.bias", "model.decoder.layer_norm.weight",
+        "model.decoder.layer_norm.bias", "final_logits_bias"};
+    static const int64_t mbart_shapes[][2] = {{360, 4}, {18, 4}, {18, 4}, {4, 0}, {4, 0}, {4, 0},
+                                              {4, 0},   {4, 0},  {4, 0},  {4, 0}, {4, 0}, {1, 360}};
+    char spm[600];
+    snprintf(spm, sizeof spm, "%s", in("tokenizer", "bpe.model"));
+    const seed_file mbart_files[] = {
+        {2, "{\"bos_token_id\": 0, \"decoder_start_token_id\": 2, \"eos_token_id\": 2,"
+            " \"forced_eos_token_id\": 2, \"max_length\": 8, \"num_beams\": 2,"
+            " \"pad_token_id\": 1}", NULL},
+        {3, "{\"tokenizer_class\": \"MBart50Tokenizer\", \"src_lang\": \"en_XX\","
+            " \"tgt_lang\": \"fr_XX\"}", NULL},
+        {8, NULL, spm}};
+    static const char m2m100[] =
+        "{\"model_type\": \"m2m_100\", \"vocab_size\": 116, \"d_model\": 4,"
+        " \"encoder_layers\": 0, \"decoder_layers\": 0, \"encoder_attention_heads\": 2,"
+        " \"decoder_attention_heads\": 2, \"encoder_ffn_dim\": 8, \"decoder_ffn_dim\": 8,"
+        " \"max_position_embeddings\": 16, \"activation_function\": \"relu\","
+        " \"pad_token_id\": 1, \"eos_token_id\": 2, \"decoder_start_token_id\": 2,"
+        " \"scale_embedding\": true}";
+    static const char *const m2m100_names[] = {
+        "model.shared.weight", "model.encoder.layer_norm.weight", "model.encoder.layer_norm.bias",
+        "model.decoder.layer_norm.weight", "model.decoder.layer_norm.bias"};
+    static const int64_t m2m100_shapes[][2] = {{116, 4}, {4, 0}, {4, 0}, {4, 0}, {4, 0}};
+    const seed_file m2m100_files[] = {
+        {2, "{\"bos_token_id\": 0, \"decoder_start_token_id\": 2, \"eos_token_id\": 2,"
+            " \"max_length\": 8, \"num_beams\": 2, \"no_repeat_ngram_size\": 2,"
+            " \"pad_token_id\": 1}", NULL},
+        {3, "{\"tokenizer_class\": \"M2M100Tokenizer\", \"language_codes\": \"m2m100\","
+            " \"num_madeup_words\": 8, \"src_lang\": \"en\", \"tgt_lang\": \"fr\"}", NULL},
+        {4, "{\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"<unk>\": 3, \"\\u2581F\": 4,"
+            " \"ichier\": 5, \"\\u2581\": 6, \"a\": 7}", NULL},
+        {8, NULL, spm}};
+    return pretrained_seed("mbart50", mbart, 12, mbart_names, mbart_shapes, mbart_files, 3) |
+           pretrained_seed("m2m100", m2m100, 5, m2m100_names, m2m100_shapes, m2m100_files, 4);
+}
+
+/* A seed of the harnesses that read their arguments from the input
+ * (fuzz_bpe_train, fuzz_score, fuzz_batch, fuzz_decode_options): bytes
+ * laid out as the harness reads them, in FOLDER/KIND/NAME. */
+static void argument_seed(const char *kind, const char *name, const void *bytes, size_t n)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", in(kind, ""));
+    mkdir(dir, 0755);
+    write_bytes(in(kind, name), bytes, n);
+}
+
+/* fuzz_bpe_train's options (vocab_size in 2 bytes, byte_fallback,
+ * character_coverage in 256ths of 1.01, max_piece_length, pad_piece)
+ * before its lines: make_seeds' own training, and a small vocabulary
+ * without byte fallback over text of several scripts. */
+static void bpe_train_seeds(void)
+{
+    static const char trained[] = "\x21\x01\x01\xfc\x10\x00"
+                                  "Fichier introuvable\nDatei nicht gefunden\nfichier: 42 octets\n"
+                                  "\xe8\xbb\xbd\xe9\x87\x8f \xd1\x84\xd0\xb0\xd0\xb9\xd0\xbb";
+    static const char small[] = "\x18\x00\x00\xfc\x04\x01"
+                                "ab ab abc abcd\n  spaces   and\ttabs \n\xc3\xa9t\xc3\xa9 "
+                                "\xce\xb1\xce\xb2\xce\xb3 12345 a1b2\n\xff\xfe not UTF-8";
+    argument_seed("bpe_train", "trained", trained, sizeof trained - 1);
+    argument_seed("bpe_train", "small", small, sizeof small - 1);
+}
+
+/* fuzz_score's hypothesis and reference pairs, cut by NUL bytes. */
+static void score_seeds(void)
+{
+    static const char pairs[] = "The cat sat on the mat.\0The cat sat on a mat.\0"
+                                "Le chat est assis.\0Le chat s'est assis.\0"
+                                "\xe8\xbb\xbd\xe9\x87\x8f \xd1\x84\xd0\xb0\xd0\xb9\xd0\xbb\0"
+                                "\xd1\x84\xd0\xb0\xd0\xb9\xd0\xbb\0"
+                                "  \t \0word\0"
+                                "It's 3.5 km-long, isn't it?\0it is 3.5km long , is n't it ?";
+    argument_seed("score", "pairs", pairs, sizeof pairs - 1);
+}
+
+/* fuzz_batch's corpus: a count, source and target lengths, max_tokens
+ * (2 bytes, less 8), max_rows (less 2), flags (1: an rng, 2: target
+ * lengths), the rng's seed, a batch's indices (count, each less 2), pad,
+ * bos and eos (each less 1). */
+static void batch_seeds(void)
+{
+    static const unsigned char plan[] = {6,  3, 4, 7, 2, 1, 1, 5, 9, 2, 3, 7, 7, 40, 0, 5,
+                                         3,  9, 3, 2, 3, 6, 1, 2, 3};
+    static const unsigned char huge[] = {3, 255, 1, 2, 255, 4, 4, 12, 0, 0, 0, 0,
+                                         2, 2,   4, 1, 2,   3};
+    argument_seed("batch", "plan", plan, sizeof plan);
+    argument_seed("batch", "huge", huge, sizeof huge);
+}
+
+/* fuzz_decode_options' options, each byte as the harness reads it (most
+ * a value less its range's low end): model (1: int8), strategy,
+ * max_length, bos, eos, src_pad, temperature * 32, top_k, top_p * 200,
+ * seed, beam_size, length_penalty * 32 + 64, n_best, use_cache,
+ * min_length, repetition_penalty * 64, no_repeat_ngram_size, suppressed
+ * ids (count, ids), eos ids (count, ids), max_length_a * 64 + 8,
+ * max_length_b (10: none), forced_bos_id, patience * 16, bad words
+ * (count, each its length and ids), the callback's stop token,
+ * return_attention, forced_eos_id, beam_rules, early_stopping,
+ * renormalize_logits, cache_precision; then batch, source length, probs,
+ * prefix length, the source ids and the prefix's. */
+static void decode_options_seeds(void)
+{
+    static const unsigned char greedy[] = {
+        0, 0, 8, 2, 4, 2, 32, 1, 200, 0, 4, 96, 1, 1, 1, 64, 1, 0, 0, 8, 10, 1, 16, 0, 0, 0,
+        1, 0, 0, 0, 0, 1, 4, 0, 0, 3, 4, 5, 6, 7, 5, 4, 3, 0, 0};
+    static const unsigned char sample[] = {
+        1, 1, 8, 2, 4, 2, 24, 6, 180, 7, 4, 96, 1, 1, 3, 96, 3, 2, 4, 6, 1, 7, 40, 6, 1, 16,
+        1, 2, 4, 6, 9, 1, 4, 0, 0, 0, 1, 2, 3, 1, 2, 3, 4, 5, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6, 5};
+    static const unsigned char beam[] = {
+        0, 2, 8, 2, 4, 2, 32, 1, 200, 0, 4, 112, 3, 1, 2, 80, 3, 1, 7, 1, 5, 8, 10, 1, 24, 1,
+        2, 5, 6, 0, 1, 4, 0, 0, 0, 1, 2, 4, 0, 1, 3, 4, 5, 6, 7, 5, 4, 3, 0, 0, 4, 0, 8, 0};
+    static const unsigned char transformers_beam[] = {
+        1, 2, 7, 2, 4, 2, 32, 1, 200, 0, 3, 96, 2, 1, 3, 72, 1, 0, 0, 8, 6, 2, 16, 0, 0, 1,
+        4, 1, 1, 1, 2, 2, 6, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 4, 2, 0, 3, 6};
+    argument_seed("decode_options", "greedy", greedy, sizeof greedy);
+    argument_seed("decode_options", "sample_int8", sample, sizeof sample);
+    argument_seed("decode_options", "beam", beam, sizeof beam);
+    argument_seed("decode_options", "transformers_beam_int8", transformers_beam,
+                  sizeof transformers_beam);
+}
+
 /* A model file that carries a source and a target tokenizer, and two
  * copies with its "tfm.tokenizer" damaged in place: not base64, and
  * base64 of bytes that are no tokenizer. */
@@ -355,8 +495,14 @@ int main(int argc, char **argv)
     mkdir(in("json", ""), 0755);
     mkdir(in("tokenizer", ""), 0755);
     mkdir(in("pretrained", ""), 0755);
+    mkdir(in("pretrained_fairseq", ""), 0755);
     int failed = tokenizer_seeds() | pretrained_seeds();
+    failed |= fairseq_seeds();
     failed |= model_tokenizer_seeds();
+    bpe_train_seeds();
+    score_seeds();
+    batch_seeds();
+    decode_options_seeds();
 
     tfm_params *p = fuzz_store();
     float *v = tfm_params_values(p);
