@@ -737,6 +737,54 @@ START_TEST(errors_are_named)
 }
 END_TEST
 
+/* Decoding options out of range, through options.decode: refused at once
+ * (submit too) with the decoding's message naming the call, never a
+ * misleading TFM_ERR_NOMEM nor a write past a buffer sized by them. */
+static int ignore_token(void *user, int32_t token, const char *text, int64_t length)
+{
+    (void)user, (void)token, (void)text, (void)length;
+    return 0;
+}
+
+START_TEST(bad_decode_options_are_refused_with_the_decodings_message)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    struct {
+        const char *field;
+        int32_t n_best, max_length, n_suppress_ids;
+    } cases[] = {{"n_best", 2000000000, 0, 0}, {"n_best", -3, 0, 0},
+                 {"max_length", 0, -1, 0},      {"max_length", 0, 2000000000, 0},
+                 {"n_suppress_ids", 0, 0, -5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tfm_decode_options d;
+        tfm_decode_options_init(&d);
+        ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+        if (cases[i].n_best)
+            d.n_best = cases[i].n_best;
+        if (cases[i].max_length)
+            d.max_length = cases[i].max_length;
+        if (cases[i].n_suppress_ids)
+            d.n_suppress_ids = cases[i].n_suppress_ids;
+        tfm_translate_options o;
+        tfm_translate_options_init(&o);
+        o.decode = &d;
+        tfm_translation *r = NULL;
+        ck_assert_int_eq(tfm_translate(t, texts, 1, &o, &r), TFM_ERR_ARG);
+        ck_assert_ptr_null(r);
+        ck_assert_msg(strstr(tfm_last_error(), "tfm_translate: ") == tfm_last_error() &&
+                          strstr(tfm_last_error(), cases[i].field),
+                      "case %zu: %s", i, tfm_last_error());
+        o.on_token = ignore_token; /* its stream is sized by max_length */
+        ck_assert_ptr_null(tfm_translator_submit(t, texts[0], &o));
+        ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+        ck_assert_msg(strstr(tfm_last_error(), "tfm_translator_submit: ") == tfm_last_error() &&
+                          strstr(tfm_last_error(), cases[i].field),
+                      "case %zu: %s", i, tfm_last_error());
+    }
+    tfm_translator_free(t);
+}
+END_TEST
+
 static Suite *translate_suite(void)
 {
     Suite *s = suite_create("translate");
@@ -758,6 +806,7 @@ static Suite *translate_suite(void)
     tcase_add_test(c, a_full_queue_is_busy);
     tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
     tcase_add_test(c, errors_are_named);
+    tcase_add_test(c, bad_decode_options_are_refused_with_the_decodings_message);
     suite_add_tcase(s, c);
     return s;
 }

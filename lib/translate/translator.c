@@ -350,6 +350,10 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
         s->text.target_language = id;
         s->decode.forced_bos_id = id;
     }
+    /* checked now: the results, the stream and the prefix are sized by them */
+    tfm_status checked = tfm__decode_options_check(op, t->model, &s->decode);
+    if (checked != TFM_OK)
+        return checked;
     if (o.target_prefix && o.target_prefix[0]) {
         const tfm_tokenizer *tok = tfm_model_tokenizer(t->model, 1);
         uint64_t mark = tfm__error_mark();
