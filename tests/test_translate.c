@@ -610,6 +610,32 @@ START_TEST(a_full_queue_is_busy)
 }
 END_TEST
 
+/* on_done waits for its own request (it has finished): at once, with its
+ * status, not forever. */
+static void wait_in_on_done(void *user, tfm_request *q)
+{
+    *(tfm_status *)user = tfm_request_wait(q);
+}
+
+START_TEST(on_done_may_wait_for_its_request)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    tfm_status in_on_done = TFM_ERR_STATE;
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.on_done = wait_in_on_done;
+    o.user = &in_on_done;
+    tfm_request *q = tfm_translator_submit(t, texts[0], &o);
+    ck_assert_ptr_nonnull(q);
+    for (int i = 0; i < 2000 && !tfm_request_done(q); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+    ck_assert_msg(tfm_request_done(q), "on_done's wait hangs");
+    ck_assert_int_eq(in_on_done, TFM_OK);
+    tfm_request_free(q);
+    tfm_translator_free(t);
+}
+END_TEST
+
 /* --- a model made here ------------------------------------------------------------------ */
 
 START_TEST(a_model_made_here_decodes_with_beam_4_and_no_non_text)
@@ -804,6 +830,7 @@ static Suite *translate_suite(void)
     tcase_add_test(c, streaming_gives_the_text_so_far);
     tcase_add_test(c, a_request_past_its_deadline_fails);
     tcase_add_test(c, a_full_queue_is_busy);
+    tcase_add_test(c, on_done_may_wait_for_its_request);
     tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
     tcase_add_test(c, errors_are_named);
     tcase_add_test(c, bad_decode_options_are_refused_with_the_decodings_message);

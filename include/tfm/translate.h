@@ -131,7 +131,9 @@ typedef int (*tfm_translate_token_fn)(void *user, int32_t token, const char *tex
                                       int64_t length);
 /** A request has finished (done, failed, cancelled or past its deadline):
  * called once, on a scheduler thread, before tfm_request_wait() returns
- * for it. It may read the request (tfm_request_result) and free it. */
+ * for it. It may read the request (tfm_request_result; tfm_request_wait
+ * returns at once) and free it, and submit others; it must not free the
+ * translator. */
 typedef void (*tfm_request_done_fn)(void *user, tfm_request *request);
 
 /** A translation's options. Fill with tfm_translate_options_init(), then

@@ -28,6 +28,7 @@ struct tfm_request {
     atomic_int cancelled;
     atomic_int state;
     tfm_status status;
+    pthread_t finisher; /* the thread calling on_done */
     char message[512];
     int32_t *stream; /* on_token's ids so far */
     pthread_mutex_t lock; /* refs, and state's change to DONE */
@@ -63,6 +64,7 @@ static void finish(tfm_request *q, tfm_status status, const char *message)
 {
     q->status = status;
     snprintf(q->message, sizeof q->message, "%s", status == TFM_OK ? "" : message);
+    q->finisher = pthread_self();
     atomic_store(&q->state, FINISHED);
     if (q->on_done)
         q->on_done(q->user, q);
@@ -366,6 +368,9 @@ tfm_status tfm_request_wait(tfm_request *q)
 {
     if (!q)
         return tfm__fail(TFM_ERR_NULL, "tfm_request_wait: request is NULL");
+    /* from its own on_done: finished, though not yet DONE */
+    if (atomic_load(&q->state) == FINISHED && pthread_equal(q->finisher, pthread_self()))
+        return q->status;
     pthread_mutex_lock(&q->lock);
     while (atomic_load(&q->state) != DONE)
         pthread_cond_wait(&q->changed, &q->lock);
