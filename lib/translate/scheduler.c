@@ -98,10 +98,17 @@ int tfm__request_token(tfm__job *job, const tfm_translator *t, const tfm__settin
     q->stream[position] = token;
     char *text = NULL;
     int64_t length = 0;
-    if (tfm__text_decode("tfm_translator_submit", t->model, &s->text, q->stream, position + 1,
-                         &text, &length) == TFM_OK &&
-        q->on_token(q->user, token, text, length) != 0)
+    /* a token the caller cannot be given fails the request: a stream never
+     * skips one */
+    tfm_status st = tfm__text_decode("tfm_translator_submit", t->model, &s->text, q->stream,
+                                     position + 1, &text, &length);
+    if (st != TFM_OK) {
+        job->stopped = TFM__STOP_FAILED;
+        q->status = st;
+        snprintf(q->message, sizeof q->message, "%s", tfm_last_error());
+    } else if (q->on_token(q->user, token, text, length) != 0) {
         job->stopped = TFM__STOP_CALLER;
+    }
     free(text);
     return job->stopped != TFM__RUNNING;
 }
@@ -174,7 +181,8 @@ static void decode_batch(tfm_translator *t, tfm_request **taken, int64_t n, tfm_
         return;
     tfm__jobs_sort(rows, m);
     tfm_clear_error();
-    tfm_status status = tfm__translator_run(t, &rows[0]->request->settings, rows, m);
+    tfm_status status = tfm__translator_run("tfm_translator_submit", t,
+                                            &rows[0]->request->settings, rows, m);
     char message[512];
     snprintf(message, sizeof message, "%s", tfm_last_error());
     now = tfm__now();
@@ -182,6 +190,8 @@ static void decode_batch(tfm_translator *t, tfm_request **taken, int64_t n, tfm_
         tfm_request *q = rows[i]->request;
         if (status != TFM_OK)
             finish(q, status, message);
+        else if (rows[i]->stopped == TFM__STOP_FAILED)
+            finish(q, q->status, strcpy(message, q->message));
         else if (rows[i]->stopped == TFM__STOP_CANCELLED || atomic_load(&q->cancelled))
             finish_cancelled(q);
         else if (rows[i]->stopped == TFM__STOP_TIMEOUT || (q->deadline > 0.0 && now > q->deadline))

@@ -613,6 +613,7 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
     }
     slot->translator = t;
     slot->settings = *s;
+    uint64_t mark = tfm__error_mark();
     if (own_arrays(op, &slot->settings) == TFM_OK) {
         tfm_decode_options o = slot->settings.decode;
         o.callback = on_token;
@@ -621,6 +622,7 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
                                                      t->model->options.max_src_len, t->weights);
         if (slot->decoding)
             return slot;
+        tfm__fail_within(op, mark);
     }
     tfm__settings_free(&slot->settings);
     free(slot);
@@ -709,6 +711,7 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
         prefix_width = rows[r]->n_prefix > prefix_width ? rows[r]->n_prefix : prefix_width;
     }
     int32_t pad = s->decode.src_pad_id >= 0 ? s->decode.src_pad_id : 0;
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *src = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){n, width});
     tfm_tensor *prefix = s->prefixed ? tfm_tensor_zeros(TFM_I32, 2,
                                                          (const int64_t[]){n, prefix_width})
@@ -730,13 +733,14 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
     }
     tfm_tensor_free(src);
     tfm_tensor_free(prefix);
+    if (st != TFM_OK)
+        tfm__fail_within(op, mark);
     return st == TFM_OK ? keep_results(op, t, slot, rows, n, b) : st;
 }
 
-tfm_status tfm__translator_run(tfm_translator *t, const tfm__settings *s, tfm__job *const *jobs,
-                               int64_t n)
+tfm_status tfm__translator_run(const char *op, tfm_translator *t, const tfm__settings *s,
+                               tfm__job *const *jobs, int64_t n)
 {
-    const char *op = "tfm_translate";
     if (n == 0)
         return TFM_OK;
     tfm__slot *slot = take_slot(op, t, s);
@@ -811,7 +815,7 @@ tfm_status tfm_translate(tfm_translator *t, const char *const *texts, int64_t n,
     }
     if (st == TFM_OK) {
         tfm__jobs_sort(order, m);
-        st = tfm__translator_run(t, &s, order, m);
+        st = tfm__translator_run(op, t, &s, order, m);
     }
     for (int64_t i = 0; jobs && i < n; i++)
         free(jobs[i].ids);

@@ -41,8 +41,10 @@ struct tfm_translation {
     int32_t *truncated; /* whether it was cut to the model's sources */
 };
 
-/* Why a job's tokens were stopped by the decoding's callback. */
-enum { TFM__RUNNING = 0, TFM__STOP_CANCELLED, TFM__STOP_TIMEOUT, TFM__STOP_CALLER };
+/* Why a job's tokens were stopped by the decoding's callback (FAILED: its
+ * streamed text could not be made; the request holds the error). */
+enum { TFM__RUNNING = 0, TFM__STOP_CANCELLED, TFM__STOP_TIMEOUT, TFM__STOP_CALLER,
+       TFM__STOP_FAILED };
 
 /* One text to decode: its source ids, its forced prefix (or none), and
  * where its result goes. */
@@ -107,9 +109,10 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
 
 /* Decodes jobs[0, n), which share settings s and have ids, in runs of at
  * most max_batch sources and max_batch_tokens padded tokens, in the
- * order given (sort them by length first), into their results. */
-tfm_status tfm__translator_run(tfm_translator *t, const tfm__settings *s, tfm__job *const *jobs,
-                               int64_t n);
+ * order given (sort them by length first), into their results; errors
+ * under op's name. */
+tfm_status tfm__translator_run(const char *op, tfm_translator *t, const tfm__settings *s,
+                               tfm__job *const *jobs, int64_t n);
 
 /* Sorts jobs[0, n) by their source's length, ties in the order given. */
 void tfm__jobs_sort(tfm__job **jobs, int64_t n);
