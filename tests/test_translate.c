@@ -172,6 +172,33 @@ START_TEST(blank_texts_give_empty_translations)
 }
 END_TEST
 
+/* Whitespace the tokenizer reads as nothing (vertical tab, form feed,
+ * no-break and ideographic spaces) is as blank as " ": an empty
+ * translation, not the model's output for its end token alone. */
+START_TEST(texts_the_tokenizer_reads_as_nothing_are_blank)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    const char *blank[] = {"\v\f", "\xc2\xa0\xc2\xa0", " \xe3\x80\x80 "};
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, blank, 3, NULL, &r), TFM_OK);
+    for (int64_t i = 0; i < 3; i++) {
+        int64_t count = -1;
+        tfm_translation_ids(r, i, 0, &count);
+        ck_assert_msg(count == 0, "text %lld gives \"%s\"", (long long)i,
+                      tfm_translation_text(r, i, 0));
+        ck_assert_float_eq(tfm_translation_score(r, i, 0), 0.0f);
+    }
+    tfm_translation_free(r);
+    tfm_request *q = tfm_translator_submit(t, blank[1], NULL);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    const tfm_translation *mine = NULL;
+    ck_assert_int_eq(tfm_request_result(q, &mine), TFM_OK);
+    ck_assert_str_eq(tfm_translation_text(mine, 0, 0), "");
+    tfm_request_free(q);
+    tfm_translator_free(t);
+}
+END_TEST
+
 START_TEST(defaults_are_the_models_own)
 {
     tfm_translator *t = open_or_fail(MARIAN, NULL);
@@ -494,6 +521,7 @@ END_TEST
 /* Stops a request's tokens through its caller's cancel, from on_token. */
 typedef struct stopper {
     tfm_request *request;
+    pthread_mutex_t known; /* held until request is set */
     int tokens;
     char last[4096];
     int cancel_at, stop_at;
@@ -506,8 +534,11 @@ static int on_token(void *user, int32_t token, const char *text, int64_t length)
     ck_assert_int_eq((int64_t)strlen(text), length);
     snprintf(s->last, sizeof s->last, "%s", text);
     s->tokens++;
-    if (s->tokens == s->cancel_at)
+    if (s->tokens == s->cancel_at) {
+        pthread_mutex_lock(&s->known);
         tfm_request_cancel(s->request);
+        pthread_mutex_unlock(&s->known);
+    }
     return s->tokens == s->stop_at;
 }
 
@@ -519,11 +550,13 @@ START_TEST(a_request_being_decoded_stops_when_cancelled)
     tfm_translator *t = open_or_fail(MARIAN, &to);
     mixed_options m;
     options_of(t, GREEDY, &m);
-    stopper s = {.cancel_at = 3};
+    stopper s = {.cancel_at = 3, .known = PTHREAD_MUTEX_INITIALIZER};
     m.translate.on_token = on_token;
     m.translate.user = &s;
-    /* the request exists before its first token: submit holds the queue */
+    /* a worker may decode it before submit returns: on_token waits for it */
+    pthread_mutex_lock(&s.known);
     s.request = tfm_translator_submit(t, texts[3], &m.translate);
+    pthread_mutex_unlock(&s.known);
     ck_assert_ptr_nonnull(s.request);
     ck_assert_int_eq(tfm_request_wait(s.request), TFM_ERR_CANCELLED);
     ck_assert_int_eq(s.tokens, 3);
@@ -818,6 +851,7 @@ static Suite *translate_suite(void)
     tcase_set_timeout(c, 240);
     tcase_add_test(c, a_text_is_the_same_alone_or_in_any_batch);
     tcase_add_test(c, blank_texts_give_empty_translations);
+    tcase_add_test(c, texts_the_tokenizer_reads_as_nothing_are_blank);
     tcase_add_test(c, defaults_are_the_models_own);
     tcase_add_test(c, long_sources_are_cut_and_say_so);
     tcase_add_test(c, languages_per_translation);
