@@ -564,6 +564,13 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
     tfm_status st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
                                      t->model->options.max_src_len, &job->ids, &job->n_ids,
                                      &job->out->truncated[job->index]);
+    if (st == TFM_OK && job->n_ids <= s->text.n_ids) {
+        /* only the template's ids: whitespace the tokenizer reads as nothing */
+        free(job->ids);
+        job->ids = NULL;
+        job->n_ids = 0;
+        job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
+    }
     job->out->tokens[job->index] = job->n_ids;
     return st;
 }
