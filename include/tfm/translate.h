@@ -176,8 +176,8 @@ TFM_API void tfm_translate_options_init_sized(tfm_translate_options *options,
 
 /** Translates texts[0, n) (UTF-8, NUL-terminated) with options (NULL: the
  * defaults) on the calling thread, into *out (caller-owned: free with
- * tfm_translation_free()). A blank text gives an empty translation
- * (score 0).
+ * tfm_translation_free()). A blank text (whitespace only, as the
+ * tokenizer reads it) gives an empty translation (score 0).
  * TFM_ERR_NULL, TFM_ERR_ARG (options out of range, named; on_token or
  * on_done or deadline_ms set), TFM_ERR_SIZE (n beyond 2^31), decoding's
  * errors, TFM_ERR_NOMEM; *out is NULL on error. */
