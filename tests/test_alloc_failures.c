@@ -299,12 +299,163 @@ START_TEST(every_allocation_of_the_workload_may_fail)
 }
 END_TEST
 
+/* --- the translator -------------------------------------------------------------------- */
+
+/* What the translator's workload gives: each text's ids, score and text. */
+enum { TRANSLATED = 4, MAX_IDS = 32 };
+typedef struct translated {
+    int32_t ids[2 * TRANSLATED][MAX_IDS];
+    int64_t n_ids[2 * TRANSLATED];
+    float scores[2 * TRANSLATED];
+    char texts[2 * TRANSLATED][256];
+    int64_t streamed[TRANSLATED]; /* the tokens each request streamed */
+} translated;
+
+static const char *const sentences[] = {"the cat sat on the mat", "le chat est sur le tapis",
+                                        "a dog is in the garden", "un chien est dans le jardin"};
+
+static void keep_translation(const tfm_translation *r, int64_t i, translated *out, int k)
+{
+    const int32_t *ids = tfm_translation_ids(r, i, 0, &out->n_ids[k]);
+    ck_assert_int_le(out->n_ids[k], MAX_IDS);
+    memcpy(out->ids[k], ids, (size_t)out->n_ids[k] * sizeof *ids);
+    out->scores[k] = tfm_translation_score(r, i, 0);
+    snprintf(out->texts[k], sizeof out->texts[k], "%s", tfm_translation_text(r, i, 0));
+}
+
+static int stream_token(void *user, int32_t token, const char *text, int64_t length)
+{
+    (void)token, (void)text, (void)length;
+    ++*(int64_t *)user;
+    return 0;
+}
+
+/* tfm_translate of the sentences (the defaults: beam 4), then each
+ * submitted greedily with streaming, waited for. */
+static tfm_status translator_workload(tfm_translator *t, translated *out, const char **call,
+                                      char *message, size_t size)
+{
+    memset(out, 0, sizeof *out);
+    tfm_clear_error();
+    tfm_translation *r = NULL;
+    *call = "tfm_translate";
+    tfm_status s = tfm_translate(t, sentences, TRANSLATED, NULL, &r);
+    snprintf(message, size, "%s", tfm_last_error());
+    if (s != TFM_OK)
+        return s;
+    for (int i = 0; i < TRANSLATED; i++)
+        keep_translation(r, i, out, i);
+    tfm_translation_free(r);
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    d.strategy = TFM_DECODE_GREEDY;
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    o.on_token = stream_token;
+    *call = "tfm_translator_submit";
+    for (int i = 0; i < TRANSLATED; i++) {
+        o.user = &out->streamed[i];
+        tfm_request *q = tfm_translator_submit(t, sentences[i], &o);
+        if (!q) {
+            snprintf(message, size, "%s", tfm_last_error());
+            return tfm_last_status();
+        }
+        s = tfm_request_wait(q);
+        snprintf(message, size, "%s", tfm_request_error(q));
+        const tfm_translation *mine = NULL;
+        if (s == TFM_OK && tfm_request_result(q, &mine) == TFM_OK)
+            keep_translation(mine, 0, out, TRANSLATED + i);
+        tfm_request_free(q);
+        if (s != TFM_OK)
+            return s;
+    }
+    return TFM_OK;
+}
+
+START_TEST(every_allocation_of_a_translation_may_fail)
+{
+    tfm_set_num_threads(1); /* the allocations in one order */
+    tfm_bpe_train_options bo;
+    tfm_bpe_train_options_init(&bo);
+    bo.vocab_size = 40;
+    bo.pad_piece = 1;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(sentences, NULL, TRANSLATED, &bo, &tok), TFM_OK);
+    tfm_model_options mo = model_options();
+    mo.src_vocab = mo.tgt_vocab = 48;
+    mo.max_src_len = mo.max_tgt_len = MAX_IDS;
+    mo.dropout = 0.0f;
+    mo.bos_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS);
+    mo.eos_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
+    mo.pad_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD);
+    tfm_model *model = tfm_model_create(&mo);
+    ck_assert_ptr_nonnull(model);
+    ck_assert_int_eq(tfm_model_set_tokenizers(model, tok, NULL), TFM_OK);
+    tfm_model_set_training(model, 0);
+    tfm_translator_options to;
+    tfm_translator_options_init(&to);
+    to.max_wait_ms = 0;
+    tfm_translator *t = tfm_translator_create(model, &to);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(alloc_counter_init(), 0);
+    static translated reference, got;
+    const char *call;
+    char message[512];
+    /* a first run starts the scheduler and keeps its decodings: the
+     * runs counted reuse them, as a serving translator does */
+    ck_assert_int_eq(translator_workload(t, &reference, &call, message, sizeof message), TFM_OK);
+    long before = alloc_counter_libtfm();
+    tfm_status s = translator_workload(t, &reference, &call, message, sizeof message);
+    ck_assert_msg(s == TFM_OK, "reference run: %s: %s", call, message);
+    long count = alloc_counter_libtfm() - before;
+    ck_assert_int_gt(count, 20);
+    long absorbed = 0;
+    for (long n = 1; n <= count; n++) {
+        alloc_counter_fail_nth(n);
+        s = translator_workload(t, &got, &call, message, sizeof message);
+        int failed = alloc_counter_failed();
+        alloc_counter_fail_nth(0);
+        if (!failed)
+            problem("translator: allocation %ld of %ld was never made", n, count);
+        if (s == TFM_OK) {
+            absorbed++;
+            if (memcmp(&got, &reference, sizeof got) != 0)
+                problem("translator: allocation %ld failed, the workload succeeded, but its "
+                        "results differ from the reference", n);
+        } else if (s != TFM_ERR_NOMEM) {
+            problem("translator: allocation %ld: %s returned %s: %s", n, call,
+                    tfm_status_name(s), message);
+        } else if (!strstr(message, call)) {
+            problem("translator: allocation %ld: the message of %s does not name it: \"%s\"",
+                    n, call, message);
+        }
+        if (LEAK_CHECK())
+            problem("translator: allocation %ld failing (in %s) leaks", n, call);
+        /* a failure leaves nothing behind: the next run is the reference's */
+        s = translator_workload(t, &got, &call, message, sizeof message);
+        if (s != TFM_OK || memcmp(&got, &reference, sizeof got) != 0)
+            problem("translator: after allocation %ld failed, a run gives %s (%s), not the "
+                    "reference", n, tfm_status_name(s), message);
+    }
+    printf("alloc_failures: a translation makes %ld allocations from libtfm; each failed in "
+           "turn: %ld runs failed with TFM_ERR_NOMEM, %ld absorbed the failure\n",
+           count, count - absorbed, absorbed);
+    tfm_translator_free(t);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+    ck_assert_msg(problems == 0, "%ld runs went wrong (listed above)", problems);
+}
+END_TEST
+
 static Suite *alloc_failures_suite(void)
 {
     Suite *s = suite_create("alloc_failures");
     TCase *tc = tcase_create("alloc_failures");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, every_allocation_of_the_workload_may_fail);
+    tcase_add_test(tc, every_allocation_of_a_translation_may_fail);
     suite_add_tcase(s, tc);
     return s;
 }

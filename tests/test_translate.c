@@ -172,6 +172,33 @@ START_TEST(blank_texts_give_empty_translations)
 }
 END_TEST
 
+/* Whitespace the tokenizer reads as nothing (vertical tab, form feed,
+ * no-break and ideographic spaces) is as blank as " ": an empty
+ * translation, not the model's output for its end token alone. */
+START_TEST(texts_the_tokenizer_reads_as_nothing_are_blank)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    const char *blank[] = {"\v\f", "\xc2\xa0\xc2\xa0", " \xe3\x80\x80 "};
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, blank, 3, NULL, &r), TFM_OK);
+    for (int64_t i = 0; i < 3; i++) {
+        int64_t count = -1;
+        tfm_translation_ids(r, i, 0, &count);
+        ck_assert_msg(count == 0, "text %lld gives \"%s\"", (long long)i,
+                      tfm_translation_text(r, i, 0));
+        ck_assert_float_eq(tfm_translation_score(r, i, 0), 0.0f);
+    }
+    tfm_translation_free(r);
+    tfm_request *q = tfm_translator_submit(t, blank[1], NULL);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    const tfm_translation *mine = NULL;
+    ck_assert_int_eq(tfm_request_result(q, &mine), TFM_OK);
+    ck_assert_str_eq(tfm_translation_text(mine, 0, 0), "");
+    tfm_request_free(q);
+    tfm_translator_free(t);
+}
+END_TEST
+
 START_TEST(defaults_are_the_models_own)
 {
     tfm_translator *t = open_or_fail(MARIAN, NULL);
@@ -494,6 +521,7 @@ END_TEST
 /* Stops a request's tokens through its caller's cancel, from on_token. */
 typedef struct stopper {
     tfm_request *request;
+    pthread_mutex_t known; /* held until request is set */
     int tokens;
     char last[4096];
     int cancel_at, stop_at;
@@ -506,8 +534,11 @@ static int on_token(void *user, int32_t token, const char *text, int64_t length)
     ck_assert_int_eq((int64_t)strlen(text), length);
     snprintf(s->last, sizeof s->last, "%s", text);
     s->tokens++;
-    if (s->tokens == s->cancel_at)
+    if (s->tokens == s->cancel_at) {
+        pthread_mutex_lock(&s->known);
         tfm_request_cancel(s->request);
+        pthread_mutex_unlock(&s->known);
+    }
     return s->tokens == s->stop_at;
 }
 
@@ -519,11 +550,13 @@ START_TEST(a_request_being_decoded_stops_when_cancelled)
     tfm_translator *t = open_or_fail(MARIAN, &to);
     mixed_options m;
     options_of(t, GREEDY, &m);
-    stopper s = {.cancel_at = 3};
+    stopper s = {.cancel_at = 3, .known = PTHREAD_MUTEX_INITIALIZER};
     m.translate.on_token = on_token;
     m.translate.user = &s;
-    /* the request exists before its first token: submit holds the queue */
+    /* a worker may decode it before submit returns: on_token waits for it */
+    pthread_mutex_lock(&s.known);
     s.request = tfm_translator_submit(t, texts[3], &m.translate);
+    pthread_mutex_unlock(&s.known);
     ck_assert_ptr_nonnull(s.request);
     ck_assert_int_eq(tfm_request_wait(s.request), TFM_ERR_CANCELLED);
     ck_assert_int_eq(s.tokens, 3);
@@ -606,6 +639,32 @@ START_TEST(a_full_queue_is_busy)
     for (int i = 0; i < 3; i++)
         tfm_request_free(q[i]);
     tfm_request_free(again);
+    tfm_translator_free(t);
+}
+END_TEST
+
+/* on_done waits for its own request (it has finished): at once, with its
+ * status, not forever. */
+static void wait_in_on_done(void *user, tfm_request *q)
+{
+    *(tfm_status *)user = tfm_request_wait(q);
+}
+
+START_TEST(on_done_may_wait_for_its_request)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    tfm_status in_on_done = TFM_ERR_STATE;
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.on_done = wait_in_on_done;
+    o.user = &in_on_done;
+    tfm_request *q = tfm_translator_submit(t, texts[0], &o);
+    ck_assert_ptr_nonnull(q);
+    for (int i = 0; i < 2000 && !tfm_request_done(q); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+    ck_assert_msg(tfm_request_done(q), "on_done's wait hangs");
+    ck_assert_int_eq(in_on_done, TFM_OK);
+    tfm_request_free(q);
     tfm_translator_free(t);
 }
 END_TEST
@@ -737,6 +796,54 @@ START_TEST(errors_are_named)
 }
 END_TEST
 
+/* Decoding options out of range, through options.decode: refused at once
+ * (submit too) with the decoding's message naming the call, never a
+ * misleading TFM_ERR_NOMEM nor a write past a buffer sized by them. */
+static int ignore_token(void *user, int32_t token, const char *text, int64_t length)
+{
+    (void)user, (void)token, (void)text, (void)length;
+    return 0;
+}
+
+START_TEST(bad_decode_options_are_refused_with_the_decodings_message)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    struct {
+        const char *field;
+        int32_t n_best, max_length, n_suppress_ids;
+    } cases[] = {{"n_best", 2000000000, 0, 0}, {"n_best", -3, 0, 0},
+                 {"max_length", 0, -1, 0},      {"max_length", 0, 2000000000, 0},
+                 {"n_suppress_ids", 0, 0, -5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tfm_decode_options d;
+        tfm_decode_options_init(&d);
+        ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+        if (cases[i].n_best)
+            d.n_best = cases[i].n_best;
+        if (cases[i].max_length)
+            d.max_length = cases[i].max_length;
+        if (cases[i].n_suppress_ids)
+            d.n_suppress_ids = cases[i].n_suppress_ids;
+        tfm_translate_options o;
+        tfm_translate_options_init(&o);
+        o.decode = &d;
+        tfm_translation *r = NULL;
+        ck_assert_int_eq(tfm_translate(t, texts, 1, &o, &r), TFM_ERR_ARG);
+        ck_assert_ptr_null(r);
+        ck_assert_msg(strstr(tfm_last_error(), "tfm_translate: ") == tfm_last_error() &&
+                          strstr(tfm_last_error(), cases[i].field),
+                      "case %zu: %s", i, tfm_last_error());
+        o.on_token = ignore_token; /* its stream is sized by max_length */
+        ck_assert_ptr_null(tfm_translator_submit(t, texts[0], &o));
+        ck_assert_int_eq(tfm_last_status(), TFM_ERR_ARG);
+        ck_assert_msg(strstr(tfm_last_error(), "tfm_translator_submit: ") == tfm_last_error() &&
+                          strstr(tfm_last_error(), cases[i].field),
+                      "case %zu: %s", i, tfm_last_error());
+    }
+    tfm_translator_free(t);
+}
+END_TEST
+
 static Suite *translate_suite(void)
 {
     Suite *s = suite_create("translate");
@@ -744,6 +851,7 @@ static Suite *translate_suite(void)
     tcase_set_timeout(c, 240);
     tcase_add_test(c, a_text_is_the_same_alone_or_in_any_batch);
     tcase_add_test(c, blank_texts_give_empty_translations);
+    tcase_add_test(c, texts_the_tokenizer_reads_as_nothing_are_blank);
     tcase_add_test(c, defaults_are_the_models_own);
     tcase_add_test(c, long_sources_are_cut_and_say_so);
     tcase_add_test(c, languages_per_translation);
@@ -756,8 +864,10 @@ static Suite *translate_suite(void)
     tcase_add_test(c, streaming_gives_the_text_so_far);
     tcase_add_test(c, a_request_past_its_deadline_fails);
     tcase_add_test(c, a_full_queue_is_busy);
+    tcase_add_test(c, on_done_may_wait_for_its_request);
     tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
     tcase_add_test(c, errors_are_named);
+    tcase_add_test(c, bad_decode_options_are_refused_with_the_decodings_message);
     suite_add_tcase(s, c);
     return s;
 }

@@ -131,7 +131,9 @@ typedef int (*tfm_translate_token_fn)(void *user, int32_t token, const char *tex
                                       int64_t length);
 /** A request has finished (done, failed, cancelled or past its deadline):
  * called once, on a scheduler thread, before tfm_request_wait() returns
- * for it. It may read the request (tfm_request_result) and free it. */
+ * for it. It may read the request (tfm_request_result; tfm_request_wait
+ * returns at once) and free it, and submit others; it must not free the
+ * translator. */
 typedef void (*tfm_request_done_fn)(void *user, tfm_request *request);
 
 /** A translation's options. Fill with tfm_translate_options_init(), then
@@ -174,8 +176,8 @@ TFM_API void tfm_translate_options_init_sized(tfm_translate_options *options,
 
 /** Translates texts[0, n) (UTF-8, NUL-terminated) with options (NULL: the
  * defaults) on the calling thread, into *out (caller-owned: free with
- * tfm_translation_free()). A blank text gives an empty translation
- * (score 0).
+ * tfm_translation_free()). A blank text (whitespace only, as the
+ * tokenizer reads it) gives an empty translation (score 0).
  * TFM_ERR_NULL, TFM_ERR_ARG (options out of range, named; on_token or
  * on_done or deadline_ms set), TFM_ERR_SIZE (n beyond 2^31), decoding's
  * errors, TFM_ERR_NOMEM; *out is NULL on error. */

@@ -283,6 +283,13 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
     return check_processors(op, mo, o);
 }
 
+tfm_status tfm__decode_options_check(const char *op, const tfm_model *model,
+                                     const tfm_decode_options *options)
+{
+    tfm_decode_options o;
+    return read_options(op, model, options, &o) < 0 ? tfm_last_status() : TFM_OK;
+}
+
 /* --- creation ------------------------------------------------------------------- */
 
 /* The decoding's own copies of the options' token lists, and its end

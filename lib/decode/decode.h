@@ -70,6 +70,11 @@ tfm__decode_weights *tfm__decode_weights_pack(const tfm_model *model);
 void tfm__decode_weights_free(tfm__decode_weights *w);
 /* The bytes w holds: its packed floats and its tables. */
 size_t tfm__decode_weights_bytes(const tfm__decode_weights *w);
+/* TFM_OK when options would make a decoding of model, else the error
+ * tfm_decoding_create would give, under op's name (TFM_ERR_ARG): for a
+ * caller that sizes its own buffers by them before decoding. */
+tfm_status tfm__decode_options_check(const char *op, const tfm_model *model,
+                                     const tfm_decode_options *options);
 /* A decoding as tfm_decoding_create's, which reads `shared` (made from
  * this model, and outliving the decoding) and packs nothing itself; NULL
  * with the error set, op (the public call) first in its message. Any

@@ -28,6 +28,7 @@ struct tfm_request {
     atomic_int cancelled;
     atomic_int state;
     tfm_status status;
+    pthread_t finisher; /* the thread calling on_done */
     char message[512];
     int32_t *stream; /* on_token's ids so far */
     pthread_mutex_t lock; /* refs, and state's change to DONE */
@@ -63,6 +64,7 @@ static void finish(tfm_request *q, tfm_status status, const char *message)
 {
     q->status = status;
     snprintf(q->message, sizeof q->message, "%s", status == TFM_OK ? "" : message);
+    q->finisher = pthread_self();
     atomic_store(&q->state, FINISHED);
     if (q->on_done)
         q->on_done(q->user, q);
@@ -96,10 +98,17 @@ int tfm__request_token(tfm__job *job, const tfm_translator *t, const tfm__settin
     q->stream[position] = token;
     char *text = NULL;
     int64_t length = 0;
-    if (tfm__text_decode("tfm_translator_submit", t->model, &s->text, q->stream, position + 1,
-                         &text, &length) == TFM_OK &&
-        q->on_token(q->user, token, text, length) != 0)
+    /* a token the caller cannot be given fails the request: a stream never
+     * skips one */
+    tfm_status st = tfm__text_decode("tfm_translator_submit", t->model, &s->text, q->stream,
+                                     position + 1, &text, &length);
+    if (st != TFM_OK) {
+        job->stopped = TFM__STOP_FAILED;
+        q->status = st;
+        snprintf(q->message, sizeof q->message, "%s", tfm_last_error());
+    } else if (q->on_token(q->user, token, text, length) != 0) {
         job->stopped = TFM__STOP_CALLER;
+    }
     free(text);
     return job->stopped != TFM__RUNNING;
 }
@@ -181,6 +190,8 @@ static void decode_batch(tfm_translator *t, tfm_request **taken, int64_t n, tfm_
         tfm_request *q = rows[i]->request;
         if (status != TFM_OK)
             finish(q, status, message);
+        else if (rows[i]->stopped == TFM__STOP_FAILED)
+            finish(q, q->status, strcpy(message, q->message));
         else if (rows[i]->stopped == TFM__STOP_CANCELLED || atomic_load(&q->cancelled))
             finish_cancelled(q);
         else if (rows[i]->stopped == TFM__STOP_TIMEOUT || (q->deadline > 0.0 && now > q->deadline))
@@ -367,6 +378,9 @@ tfm_status tfm_request_wait(tfm_request *q)
 {
     if (!q)
         return tfm__fail(TFM_ERR_NULL, "tfm_request_wait: request is NULL");
+    /* from its own on_done: finished, though not yet DONE */
+    if (atomic_load(&q->state) == FINISHED && pthread_equal(q->finisher, pthread_self()))
+        return q->status;
     pthread_mutex_lock(&q->lock);
     while (atomic_load(&q->state) != DONE)
         pthread_cond_wait(&q->changed, &q->lock);

@@ -355,6 +355,10 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
         s->text.target_language = id;
         s->decode.forced_bos_id = id;
     }
+    /* checked now: the results, the stream and the prefix are sized by them */
+    tfm_status checked = tfm__decode_options_check(op, t->model, &s->decode);
+    if (checked != TFM_OK)
+        return checked;
     if (o.target_prefix && o.target_prefix[0]) {
         const tfm_tokenizer *tok = tfm_model_tokenizer(t->model, 1);
         uint64_t mark = tfm__error_mark();
@@ -565,6 +569,13 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
     tfm_status st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
                                      t->model->options.max_src_len, &job->ids, &job->n_ids,
                                      &job->out->truncated[job->index]);
+    if (st == TFM_OK && job->n_ids <= s->text.n_ids) {
+        /* only the template's ids: whitespace the tokenizer reads as nothing */
+        free(job->ids);
+        job->ids = NULL;
+        job->n_ids = 0;
+        job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
+    }
     job->out->tokens[job->index] = job->n_ids;
     return st;
 }
@@ -614,6 +625,7 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
     }
     slot->translator = t;
     slot->settings = *s;
+    uint64_t mark = tfm__error_mark();
     if (own_arrays(op, &slot->settings) == TFM_OK) {
         tfm_decode_options o = slot->settings.decode;
         o.callback = on_token;
@@ -622,6 +634,7 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
                                                      t->model->options.max_src_len, t->weights);
         if (slot->decoding)
             return slot;
+        tfm__fail_within(op, mark);
     }
     tfm__settings_free(&slot->settings);
     free(slot);
@@ -710,6 +723,7 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
         prefix_width = rows[r]->n_prefix > prefix_width ? rows[r]->n_prefix : prefix_width;
     }
     int32_t pad = s->decode.src_pad_id >= 0 ? s->decode.src_pad_id : 0;
+    uint64_t mark = tfm__error_mark();
     tfm_tensor *src = tfm_tensor_zeros(TFM_I32, 2, (const int64_t[]){n, width});
     tfm_tensor *prefix = s->prefixed ? tfm_tensor_zeros(TFM_I32, 2,
                                                          (const int64_t[]){n, prefix_width})
@@ -731,6 +745,8 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
     }
     tfm_tensor_free(src);
     tfm_tensor_free(prefix);
+    if (st != TFM_OK)
+        tfm__fail_within(op, mark);
     return st == TFM_OK ? keep_results(op, t, slot, rows, n, b) : st;
 }
 

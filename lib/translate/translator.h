@@ -41,8 +41,10 @@ struct tfm_translation {
     int32_t *truncated; /* whether it was cut to the model's sources */
 };
 
-/* Why a job's tokens were stopped by the decoding's callback. */
-enum { TFM__RUNNING = 0, TFM__STOP_CANCELLED, TFM__STOP_TIMEOUT, TFM__STOP_CALLER };
+/* Why a job's tokens were stopped by the decoding's callback (FAILED: its
+ * streamed text could not be made; the request holds the error). */
+enum { TFM__RUNNING = 0, TFM__STOP_CANCELLED, TFM__STOP_TIMEOUT, TFM__STOP_CALLER,
+       TFM__STOP_FAILED };
 
 /* One text to decode: its source ids, its forced prefix (or none), and
  * where its result goes. */
