@@ -101,9 +101,12 @@ TFM_API tfm_translator *tfm_translator_create(tfm_model *model,
                                               const tfm_translator_options *options);
 /** Stops the scheduler (requests not yet decoded fail with
  * TFM_ERR_CANCELLED, those being decoded are finished), then frees the
- * translator (and the model it opened, not one it was made over). Every
- * request must have been freed or must be freed after (their results stay
- * readable). NULL is a no-op. */
+ * translator (and the model it opened, not one it was made over). Its
+ * requests may be freed before or after (their results stay readable),
+ * not while it runs: a request that has not finished must not be
+ * cancelled or freed from another thread during this call, and the call
+ * must not come from the translator's own callbacks (on_token, on_done).
+ * NULL is a no-op. */
 TFM_API void tfm_translator_free(tfm_translator *translator);
 
 /** The translator's model (owned by it, or the one it was made over). */
