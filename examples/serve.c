@@ -17,6 +17,7 @@
  * already received, exit 0. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -386,9 +387,13 @@ static const char *read_json(exchange *x, char *why, size_t size)
     translate_args *a = &x->args;
     json_in j = {x->body, x->body, x->body + x->size, 0};
     int bad = 0;
-    if (!json_take(&j, '{')) {
-        j.failed = j.failed || j.at == j.end || *j.at != '[';
-        goto malformed_or_type;
+    if (!json_take(&j, '{')) { /* JSON of another kind, or none */
+        int other = json_skip(&j, 0);
+        json_space(&j);
+        snprintf(why, size, other && j.at == j.end ? "Invalid request: the body is not a JSON "
+                 "object" : "Invalid request: malformed JSON at byte %lld",
+                 (long long)(j.at - j.start));
+        return why;
     }
     if (!json_take(&j, '}'))
         do {
@@ -486,13 +491,8 @@ malformed:
         snprintf(why, size, "Invalid request: a string is not UTF-8 text (or holds a NUL)");
         return why;
     }
-malformed_or_type:
-    if (j.failed || j.at != j.end || !json_skip(&j, 0)) {
-        snprintf(why, size, "Invalid request: malformed JSON at byte %lld",
-                 (long long)(j.at - j.start));
-        return why;
-    }
-    snprintf(why, size, "Invalid request: the body is not a JSON object");
+    snprintf(why, size, "Invalid request: malformed JSON at byte %lld",
+             (long long)(j.at - j.start));
     return why;
 }
 
@@ -781,8 +781,15 @@ static enum MHD_Result on_request(void *user, struct MHD_Connection *connection,
         const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (length && strtoll(length, NULL, 10) > s->c.max_body) {
-            x->too_big = 1; /* answered before the body is read */
-            return translate(x);
+            x->too_big = 1;
+            /* A client that waits for "100 Continue" is answered before it
+             * sends the body; any other body is read and dropped, for a
+             * connection closed with unread bytes would be reset, its
+             * answer lost. */
+            const char *expect = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                             MHD_HTTP_HEADER_EXPECT);
+            if (expect && !strcasecmp(expect, "100-continue"))
+                return translate(x);
         }
         return MHD_YES;
     }
@@ -924,8 +931,21 @@ static int serve(server *s)
      * its deadline, the connection timeout), then close what is idle. */
     atomic_store(&s->stopping, 1);
     MHD_socket listening = MHD_quiesce_daemon(s->daemon);
-    if (listening != MHD_INVALID_SOCKET)
+    if (listening != MHD_INVALID_SOCKET) { /* connections the kernel took are answered too */
+        int kept = fcntl(listening, F_GETFL);
+        fcntl(listening, F_SETFL, kept | O_NONBLOCK);
+        for (;;) {
+            struct sockaddr_storage peer;
+            socklen_t length = sizeof peer;
+            int fd = accept(listening, (struct sockaddr *)&peer, &length);
+            if (fd < 0 && errno == EINTR)
+                continue;
+            if (fd < 0)
+                break;
+            MHD_add_connection(s->daemon, fd, (struct sockaddr *)&peer, length); /* or closed */
+        }
         close(listening);
+    }
     if (c->log)
         fprintf(stderr, "%s: %s: answering %d requests, then exiting\n", program,
                 strsignal(signal), atomic_load(&s->active));
