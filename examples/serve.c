@@ -871,6 +871,8 @@ static void on_completed(void *user, struct MHD_Connection *connection, void **c
 static int parse_host(const char *host, uint16_t port, struct sockaddr_storage *address)
 {
     memset(address, 0, sizeof *address);
+    if (!strcmp(host, "localhost"))
+        host = "127.0.0.1";
     struct sockaddr_in *v4 = (struct sockaddr_in *)address;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)address;
     if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
@@ -893,7 +895,7 @@ static int serve(server *s)
     if (parse_host(c->host, (uint16_t)c->port, &address) < 0) {
         fprintf(stderr, "%s: --host takes an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::1), "
                 "not '%s'\n", program, c->host);
-        return CLI_USAGE_ERROR;
+        return cli_usage_error(program);
     }
     for (int i = 0; i < c->models.count; i++)
         if (open_model(s, c->models.item[i]) < 0)
@@ -974,7 +976,7 @@ int main(int argc, char **argv)
         {"source-language", CLI_STRING, &c->source_language, 0, 0, "a --model PATH's source "
          "language, as clients name it"},
         {"target-language", CLI_STRING, &c->target_language, 0, 0, "its target language"},
-        {"host", CLI_STRING, &c->host, 0, 0, "the address to listen on (0.0.0.0, :: for all)"},
+        {"host", CLI_STRING, &c->host, 0, 0, "the address to listen on: localhost, an IPv4 or IPv6 address (0.0.0.0, :: for all)"},
         {"port", CLI_INT, &c->port, 0, 65535, "the port to listen on (0: any free one, printed)"},
         {"threads", CLI_INT, &c->threads, 1, 64, "libtfm threads for each decoding's products"},
         {"workers", CLI_INT, &c->workers, 1, 64, "batches decoded at once, each model"},
