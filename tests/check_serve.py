@@ -372,6 +372,9 @@ print('SIGTERM under load: %d requests sent before it, %d answered right' % (
 step('SIGTERM under load: every request sent before it is answered right',
      sent and all(sent))
 step('SIGTERM under load: exit 0', code == 0)
+if code != 0 or not all(sent):
+    print('the server exited with %s and said:\n' % code + '\n'.join(l for l in server.errors().splitlines()
+                                             if ' ms' not in l)[-3000:])
 log = server.errors().splitlines()
 step('--log: one line a request', sum(' POST /translate ' in l for l in log) > 1280 and
      all(' ms' in l for l in log if ' POST ' in l))
