@@ -888,6 +888,17 @@ static int parse_host(const char *host, uint16_t port, struct sockaddr_storage *
     return -1;
 }
 
+static int stop_pipe[2];
+
+static void stop_signal(int signal)
+{
+    int kept = errno;
+    unsigned char byte = (unsigned char)signal;
+    ssize_t written = write(stop_pipe[1], &byte, 1); /* full: a signal is there already */
+    (void)written;
+    errno = kept;
+}
+
 static int serve(server *s)
 {
     const config *c = &s->c;
@@ -922,12 +933,8 @@ static int serve(server *s)
                s->routes[r].model->path);
     fflush(stdout);
 
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    int signal = 0;
-    while (sigwait(&stop, &signal) != 0)
+    unsigned char signal = 0;
+    while (read(stop_pipe[0], &signal, 1) < 0 && errno == EINTR)
         ;
     /* Stop accepting; answer every request already received (each ends:
      * its deadline, the connection timeout), then close what is idle. */
@@ -1009,13 +1016,16 @@ int main(int argc, char **argv)
     }
     if (tfm_set_num_threads((int32_t)c->threads) != TFM_OK)
         return cli_fail(program, "setting up");
-    /* SIGTERM and SIGINT go to sigwait (every thread started after this
-     * inherits the mask); a client that hangs up is no signal. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    /* SIGTERM and SIGINT wake serve() through a pipe, whichever thread
+     * takes them (the BLAS's threads are started before main, with every
+     * signal unblocked); a client that hangs up is no signal. */
+    struct sigaction on_stop = {.sa_handler = stop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&on_stop.sa_mask);
+    if (pipe(stop_pipe) != 0 || sigaction(SIGTERM, &on_stop, NULL) != 0 ||
+        sigaction(SIGINT, &on_stop, NULL) != 0) {
+        fprintf(stderr, "%s: cannot set up the signals: %s\n", program, strerror(errno));
+        return EXIT_FAILURE;
+    }
     signal(SIGPIPE, SIG_IGN);
     int status = serve(&s);
     for (int i = 0; i < s.n_models; i++)
