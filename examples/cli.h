@@ -21,8 +21,17 @@ typedef enum {
     CLI_INT,    /* int64_t *, within [min, max] */
     CLI_FLOAT,  /* double *, within [min, max] */
     CLI_STRING, /* const char ** */
-    CLI_SWITCH  /* int64_t *, set to 1; takes no value */
+    CLI_SWITCH, /* int64_t *, set to 1; takes no value */
+    CLI_LIST    /* cli_list *: each time the flag is given, one more value */
 } cli_kind;
+
+enum { CLI_LIST_MAX = 32 };
+
+/* The values of a flag that may be given several times, in order. */
+typedef struct cli_list {
+    const char *item[CLI_LIST_MAX];
+    int count;
+} cli_list;
 
 typedef struct cli_flag {
     const char *name; /* without the leading "--" */
@@ -48,6 +57,9 @@ static void cli_usage(FILE *out, const char *program, const char *summary,
         else if (f->kind == CLI_STRING)
             fprintf(out, "  --%-16s %s (default %s)\n", f->name, f->help,
                     *(const char **)f->value ? *(const char **)f->value : "none");
+        else if (f->kind == CLI_LIST)
+            fprintf(out, "  --%-16s %s (may be given up to %d times)\n", f->name, f->help,
+                    CLI_LIST_MAX);
         else
             fprintf(out, "  --%-16s %s\n", f->name, f->help);
     }
@@ -111,6 +123,16 @@ static int cli_store(const char *program, const cli_flag *flag, const char *text
     }
     if (flag->kind == CLI_STRING) {
         *(const char **)flag->value = text;
+        return 0;
+    }
+    if (flag->kind == CLI_LIST) {
+        cli_list *list = flag->value;
+        if (list->count == CLI_LIST_MAX) {
+            fprintf(stderr, "%s: --%s is given more than %d times\n", program, flag->name,
+                    CLI_LIST_MAX);
+            return cli_usage_error(program);
+        }
+        list->item[list->count++] = text;
         return 0;
     }
     char *end = NULL;

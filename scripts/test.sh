@@ -13,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-tfm_install_deps cmake abigail-tools doxygen libtfm-dev \
+tfm_install_deps cmake abigail-tools doxygen libtfm-dev libmicrohttpd-dev \
     python3-cffi python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin || exit 1
 
 passed=0
@@ -156,7 +156,7 @@ version=$(meson introspect --projectinfo build-test | python3 -c 'import json, s
 # each program's usage error that no single flag's value shows
 declare -A usage_error=([tfm-taylor]="--heads 3" [tfm-average]="--heads 3" [tfm-causal]="--heads 3"
     [tfm-encoder-layer]="--heads 3" [tfm-sampling]="--top-k 2" [tfm-fit-line]="extra"
-    [tfm-tokenize]="--train x" [tfm-translate]="--train --model x")
+    [tfm-tokenize]="--train x" [tfm-translate]="--train --model x" [tfm-serve]="--port 5000")
 conventions=0
 usage() { # program arguments...: status 2, nothing on stdout, stderr's lines all the program's
     local name
