@@ -969,7 +969,7 @@ int main(int argc, char **argv)
     program = cli_name(argv[0]);
     static server s;
     s.c = (config){
-        .host = "127.0.0.1", .port = 5000, .threads = 1, .workers = 1,
+        .host = "127.0.0.1", .port = 5000, .threads = 1, .workers = 0,
         .source_language = "en", .target_language = "fr",
         .max_body = 1 << 18, .max_chars = 20000, .max_items = 128, .queue = 1024,
         .deadline_ms = 30000, .timeout = 10, .max_connections = 128,
@@ -986,7 +986,8 @@ int main(int argc, char **argv)
         {"host", CLI_STRING, &c->host, 0, 0, "the address to listen on: localhost, an IPv4 or IPv6 address (0.0.0.0, :: for all)"},
         {"port", CLI_INT, &c->port, 0, 65535, "the port to listen on (0: any free one, printed)"},
         {"threads", CLI_INT, &c->threads, 1, 64, "libtfm threads for each decoding's products"},
-        {"workers", CLI_INT, &c->workers, 1, 64, "batches decoded at once, each model"},
+        {"workers", CLI_INT, &c->workers, 0, 64, "batches decoded at once, each model (0: one "
+         "per --threads)"},
         {"int8", CLI_SWITCH, &c->int8, 0, 0, "quantize the models to int8 (layers and output "
          "projection)"},
         {"max-body", CLI_INT, &c->max_body, 64, 1 << 30, "bytes a request body (413 past it)"},

@@ -64,9 +64,13 @@ typedef struct tfm_translator_options {
     int64_t max_batch_tokens;
     /** Sources in one decoding run: 1 to 4,096, default 64. */
     int32_t max_batch;
-    /** The scheduler's threads, each decoding one batch at a time (started
-     * at the first tfm_translator_submit): 1 (default) to 64. Each runs its
-     * products on libtfm's threads (tfm_set_num_threads). */
+    /** The scheduler's threads, each decoding one batch at a time
+     * (started at the first tfm_translator_submit), on its share of
+     * libtfm's threads (tfm_set_num_threads; at least one each); what is
+     * ready to decode is spread over the idle ones. 0 (default): as many
+     * as libtfm's threads then, each on one, which serves many callers
+     * fastest (several small batches at once keep every core busy, where
+     * one batch's tail leaves some idle); 1 to 64: that many. */
     int32_t workers;
     /** How long the scheduler waits for a batch to fill before decoding
      * what it has, in milliseconds: 0 to 60,000, default 5. */

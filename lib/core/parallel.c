@@ -160,9 +160,18 @@ __attribute__((destructor)) static void stop_workers(void)
     tfm__thread_buffer_release(); /* after the workers, whose buffers their ends freed */
 }
 
+/* This thread's own limit (tfm__limit_threads); 0: none. */
+static _Thread_local int thread_limit;
+
+void tfm__limit_threads(int threads)
+{
+    thread_limit = threads;
+}
+
 int tfm__threads(void)
 {
-    return __atomic_load_n(&requested_threads, __ATOMIC_RELAXED);
+    int threads = __atomic_load_n(&requested_threads, __ATOMIC_RELAXED);
+    return thread_limit > 0 && thread_limit < threads ? thread_limit : threads;
 }
 
 int tfm__workers_for(int64_t floats)

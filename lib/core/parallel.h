@@ -19,8 +19,14 @@
 typedef void (*tfm__range_fn)(void *ctx, int64_t begin, int64_t end, int worker);
 void tfm__parallel_for(int64_t n, int max_workers, tfm__range_fn fn, void *ctx);
 
-/* The threads a loop may use now (tfm_set_num_threads). */
+/* The threads a loop may use now (tfm_set_num_threads), at most the
+ * calling thread's limit. */
 int tfm__threads(void);
+
+/* Limits the loops the calling thread runs to `threads` of libtfm's (0:
+ * no limit): the translator's scheduler workers share the threads between
+ * them. Results do not depend on it, as on tfm_set_num_threads. */
+void tfm__limit_threads(int threads);
 
 /* The workers worth waking for a loop over this many floats: waking one
  * costs a few microseconds, so small loops stay on the calling thread. */

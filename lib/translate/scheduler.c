@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "translate/text.h"
 #include "translate/translator.h"
 
@@ -154,6 +155,10 @@ static int64_t take_batch(tfm_translator *t, tfm_request **taken, double *due)
     *due = head->submitted + 1e-3 * t->options.max_wait_ms;
     if (!full && tfm__now() < *due && !t->stopping)
         return 0;
+    /* what is ready is spread over the idle workers (this one among them),
+     * each decoding on its share of libtfm's threads */
+    int32_t idle = t->started - t->busy;
+    n = idle > 1 ? (n + idle - 1) / idle : n;
     for (int64_t i = 0; i < n; i++) {
         unlink_request(t, taken[i]);
         atomic_store(&taken[i]->state, RUNNING);
@@ -213,6 +218,7 @@ static void wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double due)
 struct tfm__worker {
     tfm_translator *translator;
     pthread_t thread;
+    int threads; /* of libtfm's, for this worker's loops */
     tfm_request **taken;
     tfm__job **rows;
 };
@@ -221,6 +227,7 @@ static void *worker_main(void *arg)
 {
     tfm__worker *w = arg;
     tfm_translator *t = w->translator;
+    tfm__limit_threads(w->threads);
     pthread_mutex_lock(&t->lock);
     while (!t->stopping) {
         double due = 0.0;
@@ -231,9 +238,13 @@ static void *worker_main(void *arg)
             wait_until(&t->work, &t->lock, due);
         if (n == 0)
             continue;
+        t->busy++;
+        if (t->queue_head) /* what is left is another idle worker's */
+            pthread_cond_signal(&t->work);
         pthread_mutex_unlock(&t->lock);
         decode_batch(t, w->taken, n, w->rows);
         pthread_mutex_lock(&t->lock);
+        t->busy--;
     }
     pthread_mutex_unlock(&t->lock);
     return NULL;
@@ -241,7 +252,7 @@ static void *worker_main(void *arg)
 
 static void free_workers(tfm_translator *t)
 {
-    for (int32_t i = 0; t->workers && i < t->options.workers; i++) {
+    for (int32_t i = 0; t->workers && i < t->n_workers; i++) {
         free(t->workers[i].taken);
         free(t->workers[i].rows);
     }
@@ -255,11 +266,14 @@ static tfm_status start_workers(const char *op, tfm_translator *t)
     if (t->started > 0)
         return TFM_OK;
     size_t batch = (size_t)t->options.max_batch;
-    int32_t n = t->options.workers, ready = 0;
+    int32_t threads = tfm_get_num_threads();
+    int32_t n = t->options.workers ? t->options.workers : threads, ready = 0;
+    t->n_workers = n;
     if ((t->workers = calloc((size_t)n, sizeof *t->workers)))
         for (; ready < n; ready++) {
             tfm__worker *w = &t->workers[ready];
             w->translator = t;
+            w->threads = threads / n > 1 ? threads / n : 1;
             if (!(w->taken = malloc(batch * sizeof *w->taken)) ||
                 !(w->rows = malloc(batch * sizeof *w->rows)))
                 break;

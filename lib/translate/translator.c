@@ -32,7 +32,7 @@ void tfm_translator_options_init_sized(tfm_translator_options *o, uint32_t struc
         return;
     tfm_translator_options d = {
         .struct_size = struct_size, .max_batch_tokens = 4096, .max_batch = 64,
-        .workers = 1, .max_wait_ms = 5, .queue_capacity = 1024};
+        .workers = 0, .max_wait_ms = 5, .queue_capacity = 1024};
     memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
     o->struct_size = struct_size;
 }
@@ -63,13 +63,13 @@ static tfm_status translator_options(const char *op, const tfm_translator_option
     const char *bad = o->int8 != 0 && o->int8 != 1                               ? "int8"
                       : o->max_batch_tokens < 1 || o->max_batch_tokens > 1 << 24 ? "max_batch_tokens"
                       : o->max_batch < 1 || o->max_batch > 4096                  ? "max_batch"
-                      : o->workers < 1 || o->workers > 64                        ? "workers"
+                      : o->workers < 0 || o->workers > 64                        ? "workers"
                       : o->max_wait_ms < 0 || o->max_wait_ms > 60000             ? "max_wait_ms"
                       : o->queue_capacity < 1 || o->queue_capacity > 1 << 20     ? "queue_capacity"
                                                                                  : NULL;
     if (bad)
         return tfm__fail(TFM_ERR_ARG, "%s: options.%s is out of range (int8 0 or 1, "
-                         "max_batch_tokens 1..2^24, max_batch 1..4096, workers 1..64, "
+                         "max_batch_tokens 1..2^24, max_batch 1..4096, workers 0..64, "
                          "max_wait_ms 0..60000, queue_capacity 1..2^20)", op, bad);
     return TFM_OK;
 }

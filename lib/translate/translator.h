@@ -84,6 +84,7 @@ struct tfm_translator {
     pthread_cond_t work;
     struct tfm_request *queue_head, *queue_tail;
     int32_t queued, started, stopping;
+    int32_t n_workers, busy; /* the workers made, and those decoding */
     struct tfm__worker *workers;
 };
 typedef struct tfm__worker tfm__worker;

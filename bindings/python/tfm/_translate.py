@@ -211,7 +211,7 @@ class Translator(Handle):
     source_language and target_language by their codes ('en_XX',
     'eng_Latn', 'en'). max_batch_tokens (source tokens in one decoding
     run, padding included; default 4096), max_batch (sources in one run;
-    64), workers (submit's scheduler threads; 1), max_wait_ms (how long
+    64), workers (submit's scheduler threads; 0: one per libtfm thread), max_wait_ms (how long
     the scheduler waits for a batch to fill; 5) and queue_capacity
     (requests waiting, at most; 1024): None keeps the default. translate
     and submit may be called from any number of Python threads at once
