@@ -31,8 +31,9 @@ parser.add_argument('--data', default=os.path.join(root, 'runs/translation/data/
 parser.add_argument('--clients', type=int, default=32)
 parser.add_argument('--rounds', type=int, default=1)
 parser.add_argument('--int8', action='store_true')
-parser.add_argument('--workers', type=int, default=1,
-                    help="the server's decoding workers, the 2 threads shared among them")
+parser.add_argument('--workers', type=int, default=0,
+                    help="the server's decoding workers, which share its 2 threads (0: one "
+                         "per thread, the default)")
 args = parser.parse_args()
 serve = os.path.join(args.build, 'examples/tfm-serve')
 translate = os.path.join(args.build, 'examples/tfm-translate')
@@ -88,7 +89,7 @@ def peak_kib(pid):
 
 class Server:
     def __init__(self):
-        threads = ['--threads', str(max(1, 2 // args.workers)), '--workers', str(args.workers)]
+        threads = ['--workers', str(args.workers)]
         self.process = subprocess.Popen([serve, '--model', model, '--port', '0',
                                          '--max-items', '1024'] + flags + threads,
                                         stdout=subprocess.PIPE, text=True, env=env)
@@ -159,11 +160,20 @@ idle = peak_kib(server.process.pid)
 through_server(server, 64)
 loaded = peak_kib(server.process.pid)
 server.stop()
-# one copy of the weights plus one decoding's buffers: tfm-translate
-# decoding batches of 64, the scheduler's largest (max_batch)
+# One decoding's buffers: tfm-translate decoding batches of 64 (the
+# scheduler's largest, max_batch) less tfm-translate with the model loaded
+# and nothing to translate. The server decodes as many batches at once as
+# it has workers (by default one per thread: 2).
 reference = peak_of([translate, '--model', model, '--batch', '64'] + flags,
                     '\n'.join(lines[:256]) + '\n')
-print('peak memory (VmHWM): idle server %.1f MiB, after 64 clients %.1f MiB; tfm-translate '
-      'decoding batches of 64: %.1f MiB; the server %+.1f%% of it' % (
-          idle / 1024, loaded / 1024, reference / 1024, 100 * (loaded - reference) / reference))
+loaded_only = peak_of([translate, '--model', model] + flags, '')
+workers = args.workers or 2
+buffers = max(reference - loaded_only, 0)
+bound = idle + workers * buffers
+print('peak memory (VmHWM): idle server %.1f MiB, after 64 clients %.1f MiB; one decoding\'s '
+      'buffers %.1f MiB (tfm-translate decoding batches of 64, %.1f MiB, less loaded alone, '
+      '%.1f MiB); idle + %d decodings %.1f MiB (+10%%: %.1f MiB): %s' % (
+          idle / 1024, loaded / 1024, buffers / 1024, reference / 1024, loaded_only / 1024,
+          workers, bound / 1024, 1.1 * bound / 1024,
+          'within' if loaded <= 1.1 * bound else 'over'))
 print('load average after: %s' % open('/proc/loadavg').read().split()[:3])
