@@ -41,7 +41,7 @@ typedef struct config {
     double dropout, label_smoothing, lr, weight_decay, clip, minutes, cooldown;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, max_length, batch, evaluate, int8, timing;
-    const char *source_language, *target_language;
+    const char *source_language, *target_language, *freeze;
 } config;
 
 /* --- text files --------------------------------------------------------------------- */
@@ -125,6 +125,7 @@ typedef struct corpus {
 
 typedef struct pairs {
     corpus source, target;
+    int32_t bos, eos, pad;                    /* the model's */
     int64_t *source_lengths, *target_lengths; /* as the tensors hold them: target + 1 */
     int64_t *line;                            /* each pair's line in the files */
     int64_t empty, too_long;                  /* pairs skipped */
@@ -142,10 +143,49 @@ static void pairs_free(pairs *p)
     *p = (pairs){0};
 }
 
-/* Appends text's ids to c, at most limit of them; the count, -1 past the
- * limit (nothing kept; the text encoded only as far as limit + 1 ids
- * need), or -2 on error. */
-static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text, int64_t limit)
+/* How a pair's sides become the model's ids: a source as the model
+ * encodes one (its family's ids around the text), a target as decoding
+ * makes one (its forced first token, a language code, then the target
+ * tokenizer's ids), each at most its limit long. */
+typedef struct encoding {
+    const tfm_model *model;
+    const tfm_tokenizer *target;
+    int32_t forced;       /* the target's first id, or -1 */
+    int64_t around;       /* ids the model puts around every source */
+    int64_t source_limit, target_limit;
+} encoding;
+
+/* The model's encoding, for sources of at most max_len ids and targets
+ * of max_len decoder inputs; 0, or -1 after a message. */
+static int encoding_make(const tfm_model *model, int64_t max_len, encoding *e)
+{
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    int32_t around[8]; /* a family puts at most 4 ids around a source */
+    *e = (encoding){.model = model, .target = tfm_model_tokenizer(model, 1)};
+    int64_t tgt_len = tfm_model_max_tgt_len(model);
+    e->source_limit = tfm_model_max_src_len(model) < max_len ? tfm_model_max_src_len(model)
+                                                             : max_len;
+    e->target_limit = (tgt_len < max_len ? tgt_len : max_len) - 1; /* then <s> before */
+    if (!e->target) {
+        fprintf(stderr, "%s: the model has no tokenizer to encode the pairs with\n", program);
+        return -1;
+    }
+    if (tfm_decode_options_from_model(model, &o) != TFM_OK ||
+        tfm_model_encode_text(model, "", 0, around, 8, &e->around) != TFM_OK) {
+        cli_fail(program, "reading the model's encoding");
+        return -1;
+    }
+    e->forced = o.forced_bos_id;
+    return 0;
+}
+
+/* Appends the ids of one side of a pair to c, at most limit of them; the
+ * count, 0 for text that gives no ids of its own, -1 past the limit
+ * (nothing kept; the text encoded only as far as limit + 1 ids need), or
+ * -2 on error. */
+static int64_t corpus_add(corpus *c, const encoding *e, int target, const char *text,
+                          int64_t limit)
 {
     if (c->ids_capacity - c->ids_count < limit) {
         int64_t capacity = c->ids_capacity ? c->ids_capacity * 2 : 1 << 16;
@@ -157,13 +197,21 @@ static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text,
         c->ids = grown;
         c->ids_capacity = capacity;
     }
-    int64_t count = 0;
-    int32_t cut = 0;
-    if (tfm_tokenizer_encode_truncated(tok, text, (int64_t)strlen(text), c->ids + c->ids_count,
-                                       limit, &count, &cut) != TFM_OK)
+    int32_t *ids = c->ids + c->ids_count, cut = 0;
+    int64_t count = 0, length = (int64_t)strlen(text), forced = target && e->forced >= 0;
+    if (forced && limit > 0)
+        ids[0] = e->forced;
+    tfm_status s = target ? tfm_tokenizer_encode_truncated(e->target, text, length, ids + forced,
+                                                            limit - forced, &count, &cut)
+                          : tfm_model_encode_text_truncated(e->model, text, length, ids, limit,
+                                                            &count, &cut);
+    if (s != TFM_OK)
         return -2;
     if (cut)
         return -1;
+    if (target ? count == 0 : count == e->around)
+        return 0;
+    count += target ? forced : 0;
     c->ids_count += count;
     return count;
 }
@@ -171,10 +219,11 @@ static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text,
 /* The pairs of source and target lines tokenized: a pair with a side that
  * gives no ids (empty, or spaces only) or more than max_len ids is
  * counted and skipped, never trained on. 0, or -1 after a message. */
-static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
-                      const text_lines *target, int64_t max_len, const char *name, pairs *p)
+static int pairs_make(const encoding *e, const text_lines *source, const text_lines *target,
+                      const char *name, pairs *p)
 {
-    *p = (pairs){0};
+    *p = (pairs){.bos = tfm_model_bos_id(e->model), .eos = tfm_model_eos_id(e->model),
+                 .pad = tfm_model_pad_id(e->model)};
     if (source->count != target->count) {
         fprintf(stderr, "%s: the %s files are not aligned: %lld source lines, %lld target "
                 "lines\n", program, name, (long long)source->count, (long long)target->count);
@@ -192,8 +241,8 @@ static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
     p->source.offsets[0] = p->target.offsets[0] = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t kept_source = p->source.ids_count;
-        int64_t a = corpus_add(&p->source, tok, source->line[i], max_len);
-        int64_t b = a > 0 ? corpus_add(&p->target, tok, target->line[i], max_len - 1) : 0;
+        int64_t a = corpus_add(&p->source, e, 0, source->line[i], e->source_limit);
+        int64_t b = a > 0 ? corpus_add(&p->target, e, 1, target->line[i], e->target_limit) : 0;
         if (a == -2 || b == -2)
             goto nomem;
         if (a <= 0 || b <= 0) {
@@ -214,7 +263,8 @@ static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
     if (p->empty || p->too_long)
         printf("%s: skipped %lld of %lld pairs: %lld with a side that holds no text, %lld "
                "longer than %lld tokens\n", name, (long long)(p->empty + p->too_long),
-               (long long)n, (long long)p->empty, (long long)p->too_long, (long long)max_len);
+               (long long)n, (long long)p->empty, (long long)p->too_long,
+               (long long)e->source_limit);
     if (p->source.count == 0) {
         fprintf(stderr, "%s: no %s pair to use\n", program, name);
         return -1;
@@ -285,11 +335,11 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
 {
     int64_t n = p->source.count;
     tfm_tensor *src = tfm_batch_pad(tape, p->source.ids, p->source.ids_count,
-                                    p->source.offsets, n, indices, rows, PAD_ID);
+                                    p->source.offsets, n, indices, rows, p->pad);
     tfm_tensor *decoder_input = NULL, *labels = NULL;
     if (!src || tfm_batch_shift_targets(tape, p->target.ids, p->target.ids_count,
-                                        p->target.offsets, n, indices, rows, BOS_ID, EOS_ID,
-                                        PAD_ID, &decoder_input, &labels) != TFM_OK)
+                                        p->target.offsets, n, indices, rows, p->bos, p->eos,
+                                        p->pad, &decoder_input, &labels) != TFM_OK)
         return NULL;
     int64_t lengths[4096];
     int64_t *source_lengths = rows <= 4096 ? lengths : malloc((size_t)rows * sizeof *lengths);
@@ -306,7 +356,7 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
     tfm_tensor *causal = tfm_mask_causal(tape, tfm_tensor_dim(decoder_input, 1), TFM_I32);
     tfm_tensor *logits = tfm_model_forward(tape, model, src, decoder_input, NULL, causal, NULL,
                                            padding, NULL, padding);
-    return tfm_cross_entropy_reduced(tape, logits, labels, PAD_ID, label_smoothing, reduction,
+    return tfm_cross_entropy_reduced(tape, logits, labels, p->pad, label_smoothing, reduction,
                                      counted);
 }
 
@@ -638,6 +688,28 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     return status;
 }
 
+/* --freeze: the parts of the model that do not train; 0, or -1 with the
+ * library's error. */
+static int set_frozen(const config *c, tfm_model *model)
+{
+    tfm_model_parts parts = 0;
+    return c->freeze && (tfm_model_parts_parse(c->freeze, &parts) != TFM_OK ||
+                         tfm_model_freeze(model, parts) != TFM_OK)
+               ? -1
+               : 0;
+}
+
+/* The parameters an optimizer step changes. */
+static int64_t trained_count(tfm_model *model)
+{
+    tfm_params *params = tfm_model_params(model);
+    int64_t count = 0;
+    for (int64_t i = 0; i < tfm_params_count(params); i++)
+        if (tfm_tensor_requires_grad(tfm_params_at(params, i)))
+            count += tfm_tensor_numel(tfm_params_at(params, i));
+    return count;
+}
+
 static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
 {
     tfm_optimizer_options o;
@@ -731,13 +803,86 @@ static void snapshots_mean(const snapshots *s, float *out)
     }
 }
 
+/* A new model with a vocabulary trained on the training text (or
+ * --vocab), the tokenizer inside; NULL after a message. */
+static tfm_model *new_model(const config *c, const ranks *r, const text_data *d)
+{
+    tfm_tokenizer *tok;
+    if (c->vocab) {
+        tok = tfm_tokenizer_load_sentencepiece(c->vocab);
+    } else {
+        if (r->rank == 0)
+            printf("Training a BPE vocabulary of %lld pieces on %lld + %lld lines...\n",
+                   (long long)c->vocab_size, (long long)d->source[0].count,
+                   (long long)d->target[0].count);
+        fflush(stdout);
+        tok = train_vocabulary(c, &d->source[0], &d->target[0]);
+    }
+    if (!tok) {
+        cli_fail(program, "the vocabulary");
+        return NULL;
+    }
+    tfm_model *model = NULL;
+    if (tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD) != PAD_ID ||
+        tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS) != EOS_ID ||
+        tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS) != BOS_ID) {
+        fprintf(stderr, "%s: the vocabulary must have <s>, </s> and <pad> at ids 1, 2 and 3 "
+                "(spm_train --pad_id=3)\n", program);
+    } else if (c->save_vocab && r->rank == 0 && cli_make_parent_folders(c->save_vocab) != 0) {
+        fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program, c->save_vocab,
+                strerror(errno));
+    } else if (c->save_vocab && r->rank == 0 && tfm_tokenizer_save(tok, c->save_vocab) != TFM_OK) {
+        cli_fail(program, "writing the vocabulary");
+    } else if (!(model = build_model(c, tfm_tokenizer_vocab_size(tok))) ||
+               tfm_model_set_tokenizers(model, tok, NULL) != TFM_OK ||
+               set_frozen(c, model) < 0) {
+        cli_fail(program, "making the model");
+        tfm_model_free(model);
+        model = NULL;
+    }
+    tfm_tokenizer_free(tok);
+    return model;
+}
+
+/* A published model's folder, or a libtfm model file; NULL with the
+ * library's error. */
+static tfm_model *load_model(const char *path)
+{
+    struct stat about;
+    return stat(path, &about) == 0 && S_ISDIR(about.st_mode) ? tfm_model_from_pretrained(path)
+                                                               : tfm_model_load(path);
+}
+
+/* The model --train --model starts from (fine-tuning): its tokenizers,
+ * architecture, languages and options; NULL after a message. */
+static tfm_model *start_model(const config *c)
+{
+    tfm_model *model = load_model(c->model);
+    if (!model ||
+        ((c->source_language || c->target_language) &&
+         tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) ||
+        set_frozen(c, model) < 0) {
+        cli_fail(program, "loading the model to fine-tune");
+        tfm_model_free(model);
+        return NULL;
+    }
+    return model;
+}
+
+/* Writes the best model: a libtfm file, the tokenizers inside. A
+ * published folder's fine-tuning writes one too, until
+ * tfm_model_save_pretrained (issue 42) writes the folder's own layout. */
+static tfm_status save_model(const config *c, const tfm_model *model)
+{
+    return tfm_model_save(model, c->out);
+}
+
 static int train(const config *c, ranks *r)
 {
     double start = cli_seconds();
     int status = EXIT_FAILURE;
     text_data d;
     pairs train_pairs = {0}, val_pairs = {0};
-    tfm_tokenizer *tok = NULL;
     tfm_model *model = NULL;
     tfm_optimizer *adam = NULL;
     tfm_tape *tape = NULL;
@@ -756,46 +901,16 @@ static int train(const config *c, ranks *r)
                 c->out);
     if (ranks_decide(r, replacing && !c->overwrite))
         goto done;
-    if (c->vocab) {
-        tok = tfm_tokenizer_load_sentencepiece(c->vocab);
-    } else {
-        if (r->rank == 0)
-            printf("Training a BPE vocabulary of %lld pieces on %lld + %lld lines...\n",
-                   (long long)c->vocab_size, (long long)d.source[0].count,
-                   (long long)d.target[0].count);
-        fflush(stdout);
-        tok = train_vocabulary(c, &d.source[0], &d.target[0]);
-    }
-    if (!tok) {
-        cli_fail(program, "the vocabulary");
-        goto done;
-    }
-    if (tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD) != PAD_ID ||
-        tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS) != EOS_ID ||
-        tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS) != BOS_ID) {
-        fprintf(stderr, "%s: the vocabulary must have <s>, </s> and <pad> at ids 1, 2 and 3 "
-                "(spm_train --pad_id=3)\n", program);
-        goto done;
-    }
-    if (c->save_vocab && r->rank == 0) {
-        if (cli_make_parent_folders(c->save_vocab) != 0) {
-            fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program,
-                    c->save_vocab, strerror(errno));
-            goto done;
-        }
-        if (tfm_tokenizer_save(tok, c->save_vocab) != TFM_OK) {
-            cli_fail(program, "writing the vocabulary");
-            goto done;
-        }
-    }
-    if (pairs_make(tok, &d.source[0], &d.target[0], c->max_len, "train", &train_pairs) < 0 ||
-        pairs_make(tok, &d.source[1], &d.target[1], c->max_len, "validation", &val_pairs) < 0)
-        goto done;
-    model = build_model(c, tfm_tokenizer_vocab_size(tok));
+    encoding e;
+    model = c->model ? start_model(c) : new_model(c, r, &d);
     tape = tfm_tape_create();
     rng = tfm_rng_create((uint64_t)c->seed + 1);
-    if (!model || !tape || !rng || tfm_model_set_tokenizers(model, tok, NULL) != TFM_OK ||
-        ranks_share_model(r, model) != TFM_OK || !(adam = make_optimizer(c, model)) ||
+    if (!model || encoding_make(model, c->max_len, &e) < 0 ||
+        pairs_make(&e, &d.source[0], &d.target[0], "train", &train_pairs) < 0 ||
+        pairs_make(&e, &d.source[1], &d.target[1], "validation", &val_pairs) < 0)
+        goto done;
+    if (!tape || !rng || ranks_share_model(r, model) != TFM_OK ||
+        !(adam = make_optimizer(c, model)) ||
         plan_make(&val_plan, &val_pairs, c->max_tokens, NULL) < 0 ||
         snapshots_make(&kept, r->rank == 0 ? c->average : 0,
                        tfm_params_numel(tfm_model_params(model))) < 0) {
@@ -814,16 +929,24 @@ static int train(const config *c, ranks *r)
         printf("Data: %lld training pairs (%lld target tokens), %lld validation pairs; "
                "vocabulary %d pieces (%.2f source and %.2f target tokens a line)\n",
                (long long)train_pairs.source.count, (long long)tokens_per_epoch,
-               (long long)val_pairs.source.count, (int)tfm_tokenizer_vocab_size(tok),
+               (long long)val_pairs.source.count, (int)tfm_tokenizer_vocab_size(e.target),
                (double)train_pairs.source.ids_count / (double)train_pairs.source.count,
                (double)train_pairs.target.ids_count / (double)train_pairs.target.count);
-        printf("Model: d %lld, %lld heads, %lld+%lld pre-norm layers, d_ff %lld, tied "
-               "embeddings and output, %lld parameters; %s products, %lld thread%s x %d "
-               "rank%s\n", (long long)c->d_model, (long long)c->heads, (long long)c->layers,
-               (long long)c->layers, (long long)c->d_ff,
-               (long long)tfm_model_parameter_count(model), c->precision,
-               (long long)c->threads, c->threads > 1 ? "s" : "", r->size,
-               r->size > 1 ? "s" : "");
+        if (c->model)
+            printf("Model: %s, %lld parameters, %lld of them trained%s%s; %s products, "
+                   "%lld thread%s x %d rank%s\n", c->model,
+                   (long long)tfm_model_parameter_count(model),
+                   (long long)trained_count(model), c->freeze ? ", frozen: " : "",
+                   c->freeze ? c->freeze : "", c->precision, (long long)c->threads,
+                   c->threads > 1 ? "s" : "", r->size, r->size > 1 ? "s" : "");
+        else
+            printf("Model: d %lld, %lld heads, %lld+%lld pre-norm layers, d_ff %lld, tied "
+                   "embeddings and output, %lld parameters; %s products, %lld thread%s x "
+                   "%d rank%s\n", (long long)c->d_model, (long long)c->heads,
+                   (long long)c->layers, (long long)c->layers, (long long)c->d_ff,
+                   (long long)tfm_model_parameter_count(model), c->precision,
+                   (long long)c->threads, c->threads > 1 ? "s" : "", r->size,
+                   r->size > 1 ? "s" : "");
         printf("Training: AdamW lr %g (warm-up %lld steps, then 1/sqrt, the last %g of the "
                "run down to 0), weight decay %g, clip %g, label smoothing %g, dropout %g, "
                "batches of %lld tokens, %s\n",
@@ -895,7 +1018,7 @@ static int train(const config *c, ranks *r)
             int improved = val < best;
             if (improved) {
                 best = val;
-                if (tfm_model_save(model, c->out) != TFM_OK) {
+                if (save_model(c, model) != TFM_OK) {
                     cli_fail(program, "saving the best model");
                     goto done;
                 }
@@ -921,7 +1044,7 @@ static int train(const config *c, ranks *r)
                (long long)kept.kept, val, better ? "  *best, kept" : ", not kept");
         if (better) {
             best = val;
-            if (tfm_model_save(model, c->out) != TFM_OK) {
+            if (save_model(c, model) != TFM_OK) {
                 cli_fail(program, "saving the averaged model");
                 goto done;
             }
@@ -934,7 +1057,7 @@ static int train(const config *c, ranks *r)
                trained / 60.0, best, c->out);
         fflush(stdout);
         if (c->evaluate) {
-            tfm_model *best_model = tfm_model_load(c->out);
+            tfm_model *best_model = load_model(c->out);
             if (!best_model) {
                 cli_fail(program, "loading the best model");
                 goto done;
@@ -957,7 +1080,6 @@ done:
     tfm_tape_free(tape);
     tfm_rng_free(rng);
     tfm_model_free(model);
-    tfm_tokenizer_free(tok);
     return status;
 }
 
@@ -977,7 +1099,10 @@ int main(int argc, char **argv)
     const cli_flag flags[] = {
         {"train", CLI_SWITCH, &c.train, 0, 0, "train a model on --data, keep the best in --out"},
         {"model", CLI_STRING, &c.model, 0, 0, "translate standard input with this model file, "
-         "or a published model's folder (Marian, BART, mBART, M2M100, NLLB, T5)"},
+         "or a published model's folder (Marian, BART, mBART, M2M100, NLLB, T5); with "
+         "--train, fine-tune it (its tokenizers and architecture) into --out"},
+        {"freeze", CLI_STRING, &c.freeze, 0, 0, "--train: parts that do not train, "
+         "comma-separated: embeddings, encoder, decoder, output"},
         {"source-language", CLI_STRING, &c.source_language, 0, 0, "--model: a multilingual "
          "model's source language code (en_XX, en, eng_Latn)"},
         {"target-language", CLI_STRING, &c.target_language, 0, 0, "--model: its target "
@@ -1042,11 +1167,13 @@ int main(int argc, char **argv)
                            flags, n_flags, NULL);
     if (parsed != CLI_CONTINUE)
         return parsed;
-    int modes = (c.train != 0) + (c.model != NULL) + (c.score != NULL);
+    int modes = (c.train != 0) + (c.model != NULL && !c.train) + (c.score != NULL);
     if (modes != 1 || (c.score != NULL) != (c.reference != NULL) ||
-        (c.distributed && !c.train)) {
-        fprintf(stderr, "%s: give one of --train, --model FILE or --score FILE --reference "
-                "FILE (--distributed with --train)\n", program);
+        ((c.distributed || c.freeze) && !c.train) ||
+        (c.train && c.model && (c.vocab || c.save_vocab))) {
+        fprintf(stderr, "%s: give one of --train (--model to fine-tune one, with its own "
+                "vocabulary), --model FILE or --score FILE --reference FILE (--distributed "
+                "and --freeze with --train)\n", program);
         return cli_usage_error(program);
     }
     if (c.train && (c.minutes <= 0) == (c.steps <= 0)) {
@@ -1061,7 +1188,7 @@ int main(int argc, char **argv)
         return cli_usage_error(program);
     if (tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
         return cli_fail(program, "setting up");
-    if (c.model)
+    if (c.model && !c.train)
         return translate_stream(&c);
     ranks r;
     if (ranks_start(&r, (int)c.distributed, &argc, &argv, program) < 0)
