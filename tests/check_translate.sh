@@ -92,6 +92,79 @@ printf 'hotel quebec\nalpha bravo charlie\n' | "$translate" --model "$model" >"$
     [ "$(wc -l <"$scratch/two.txt")" -eq 2 ]
 step "--model: two lines in, two lines out" $?
 
+# Fine-tuning (--train --model): from the libtfm file, with the embeddings
+# and the encoder frozen, on pairs it never saw; the saved model's frozen
+# tensors are the start's, bit for bit, and the decoder's moved.
+mkdir "$scratch/domain"
+pairs 1000 200 "$scratch/domain/train"
+pairs 1200 20 "$scratch/domain/validation"
+pairs 1220 20 "$scratch/domain/test"
+tune="--data $scratch/domain --steps 40 --validate-every 20 --lr 1e-3 --warmup 10 --average 0"
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --freeze embeddings,encoder \
+    --out "$scratch/tuned.safetensors" >"$scratch/tune.txt" 2>&1 &&
+    grep -q "^Model: $model, .* of them trained, frozen: embeddings,encoder" "$scratch/tune.txt" &&
+    grep -q "^Test (20 pairs, beam): chrF" "$scratch/tune.txt"
+status=$?
+step "--train --model FILE --freeze fine-tunes the file into --out and scores it" $status
+[ $status -eq 0 ] || cat "$scratch/tune.txt"
+awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
+     END { exit !(n == 2 && val[2] < val[1]) }' "$scratch/tune.txt"
+step "fine-tuning: the validation loss falls" $?
+python3 - "$model" "$scratch/tuned.safetensors" <<'PY'
+import json, struct, sys
+def tensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {k: data[v["data_offsets"][0]:v["data_offsets"][1]]
+            for k, v in header.items() if k != "__metadata__"}
+start, tuned = tensors(sys.argv[1]), tensors(sys.argv[2])
+frozen = [k for k in start if k.startswith(("src_embedding.", "encoder."))]
+trained = [k for k in start if k.startswith("decoder.") and k.endswith("weight")]
+sys.exit(not (frozen and trained and start.keys() == tuned.keys()
+              and all(start[k] == tuned[k] for k in frozen)
+              and all(start[k] != tuned[k] for k in trained)))
+PY
+step "fine-tuning: frozen tensors bit for bit the start's, the decoder's changed" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/tuned.safetensors" \
+    >"$scratch/tuned.txt" && [ "$(wc -l <"$scratch/tuned.txt")" -eq 2 ]
+step "the fine-tuned file translates" $?
+cp "$scratch/tuned.safetensors" "$scratch/tuned.before"
+# shellcheck disable=SC2086
+"$translate" --train --model "$scratch/tuned.safetensors" $tune \
+    --out "$scratch/tuned.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists.*--overwrite" "$scratch/err.txt" &&
+    cmp -s "$scratch/tuned.safetensors" "$scratch/tuned.before"
+step "fine-tuning refuses the model at --out (its own file) without --overwrite" $?
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --freeze embeddings,attention \
+    --out "$scratch/never.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "'attention' is not a part" "$scratch/err.txt" &&
+    [ ! -e "$scratch/never.safetensors" ]
+step "--freeze with a word that is not a part is refused by name" $?
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --save-vocab "$scratch/never.model" \
+    --out "$scratch/never.safetensors" >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$scratch/never.safetensors" ]
+step "--train --model keeps the model's vocabulary: --save-vocab is refused" $?
+# a published folder: its tokenizers, its ids around sources and its
+# decoder start; the saved model reloads and translates
+# shellcheck disable=SC2086
+"$translate" --train --model "$tests/marian" $tune --freeze embeddings \
+    --out "$scratch/marian.safetensors" >"$scratch/marian.txt" 2>&1 &&
+    grep -q "^Model: $tests/marian, .* of them trained, frozen: embeddings" "$scratch/marian.txt"
+status=$?
+step "--train --model FOLDER fine-tunes a published folder" $status
+[ $status -eq 0 ] || cat "$scratch/marian.txt"
+awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
+     END { exit !(n == 2 && val[2] < val[1]) }' "$scratch/marian.txt"
+step "fine-tuning the folder: the validation loss falls" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian.safetensors" \
+    --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
+step "the fine-tuned folder's model reloads and translates" $?
+
 # --int8: the model quantized (layers, output projection, bfloat16 caches)
 # translates the test pairs as float32 does on most lines
 "$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/float32.txt" &&
@@ -233,7 +306,8 @@ usage() { # name, then the flags
     step "$name exits with status 2" $([ $? -eq 2 ]; echo $?)
 }
 usage "no mode" --data "$data"
-usage "two modes" --train --steps 1 --model "$model"
+usage "two modes" --model "$model" --score "$model" --reference "$model"
+usage "--freeze without --train" --model "$model" --freeze encoder
 usage "--train without --minutes or --steps" --train --data "$data"
 usage "--train with both --minutes and --steps" --train --steps 1 --minutes 1
 usage "--score without --reference" --score "$scratch/hyp.txt"
