@@ -391,3 +391,33 @@ def test_the_models_decoders_take_encode_texts_ragged_ids():
     assert (tokens[1] == alone[0]).all() and scores[1] == alone_scores[0]
     assert model.greedy(ragged).shape[0] == 2
     model.close()
+
+
+def test_fine_tuning_with_frozen_parts():
+    """A published folder fine-tuned a few steps, its embeddings and encoder
+    frozen: those stay bit for bit, the decoder moves, the loss falls."""
+    model = tfm.Model.from_pretrained(FOLDER).freeze('embeddings', 'encoder').train()
+    assert model.frozen == ('embeddings', 'encoder')
+    before = model.state_dict()
+    src = np.array([model.encode_text('Hello world')], np.int32)
+    target = model.target_tokenizer.encode('Bonjour le monde')
+    tgt_in = np.array([[model.options['bos_id']] + target], np.int32)
+    labels = np.array([target + [model.options['eos_id']]], np.int32)
+    adam, tape = tfm.AdamW(model, lr=1e-2), tfm.Tape()
+    causal = tfm.causal_mask(tgt_in.shape[1])
+    losses = []
+    for _ in range(20):
+        with tape:
+            loss = tfm.cross_entropy(model.forward(src, tgt_in, tgt_mask=causal), labels)
+            adam.zero_grad(); loss.backward(); adam.step()
+            losses.append(float(loss.numpy()))
+    assert losses[-1] < 0.5 * losses[0]
+    after = model.state_dict()
+    for name, values in before.items():
+        if name.startswith('encoder.') or 'embedding' in name:
+            assert np.array_equal(values, after[name]), name
+        elif name.startswith('decoder.') and values.ndim == 2:
+            assert not np.array_equal(values, after[name]), name
+    assert model.freeze().frozen == ()
+    with pytest.raises(tfm.ArgumentError, match="'attention' is not a part"):
+        model.freeze('attention')
