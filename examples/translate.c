@@ -7,6 +7,8 @@
  *   tfm-translate --train --minutes 10            # runs/translation/model.safetensors
  *   echo "Cannot open file" | tfm-translate --model runs/translation/model.safetensors
  *   tfm-translate --score hyp.fr --reference test.fr
+ *   tfm-translate --train --model FILE_OR_FOLDER --data DIR --out tuned.safetensors
+ *                                                # fine-tunes a model, --freeze parts
  *
  * Training: a joint BPE vocabulary (byte fallback, so no text is
  * untokenisable), a pre-norm encoder-decoder with one embedding table for

@@ -53,9 +53,13 @@ status=$?
 step "--train --steps writes a model and scores the test pairs" $?
 grep -q "^train: skipped 2 of 302 pairs: 2 with a side that holds no text" "$scratch/train.txt"
 step "empty and whitespace-only pairs are reported as skipped" $?
+# val_falls LOG COUNT: LOG has COUNT validations, the last lower than the first
+val_falls() {
+    awk -v count="$2" '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
+        END { exit !(n == count && val[n] < val[1]) }' "$1"
+}
 # the validation loss at step 100, then at 300: it falls
-awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
-     END { exit !(n == 3 && val[3] < val[1]) }' "$scratch/train.txt"
+val_falls "$scratch/train.txt" 3
 step "the validation loss falls" $?
 [ $status -eq 0 ] || cat "$scratch/train.txt"
 grep -qx "Best model: $model, a new file" "$scratch/train.txt"
@@ -108,8 +112,7 @@ tune="--data $scratch/domain --steps 40 --validate-every 20 --lr 1e-3 --warmup 1
 status=$?
 step "--train --model FILE --freeze fine-tunes the file into --out and scores it" $status
 [ $status -eq 0 ] || cat "$scratch/tune.txt"
-awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
-     END { exit !(n == 2 && val[2] < val[1]) }' "$scratch/tune.txt"
+val_falls "$scratch/tune.txt" 2
 step "fine-tuning: the validation loss falls" $?
 python3 - "$model" "$scratch/tuned.safetensors" <<'PY'
 import json, struct, sys
@@ -158,8 +161,7 @@ step "--train --model keeps the model's vocabulary: --save-vocab is refused" $?
 status=$?
 step "--train --model FOLDER fine-tunes a published folder" $status
 [ $status -eq 0 ] || cat "$scratch/marian.txt"
-awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
-     END { exit !(n == 2 && val[2] < val[1]) }' "$scratch/marian.txt"
+val_falls "$scratch/marian.txt" 2
 step "fine-tuning the folder: the validation loss falls" $?
 printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian.safetensors" \
     --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
