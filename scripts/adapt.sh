@@ -9,14 +9,22 @@
 #               domain's validation loss
 #   full-frozen the same with the embeddings frozen (the shared vocabulary
 #               table, which the general text also reads)
+#   full-replay every parameter, on the domain's pairs mixed with as many of
+#               the general training pairs (the first of its hash order):
+#               what the model knew is rehearsed, still kept best by the
+#               domain's validation loss
 # LoRA rows (rank 8, 16) come from tfm-translate's adapters once merged.
-#   usage: bash scripts/adapt.sh [MINUTES]     (from the repository, after
-#   meson setup build && ninja -C build; as root to install the packages)
+#   usage: bash scripts/adapt.sh [MINUTES [METHOD...]]   (from the
+#   repository, after meson setup build && ninja -C build; as root to
+#   install the packages; by default every method, each trained for 4.5
+#   minutes so that its last validation and save end within 5)
 # It makes runs/translation/data and runs/domain/data when missing, trains
 # the general model as the README does when runs/translation/model.safetensors
 # is missing (10 minutes), and writes everything else under runs/adapt/.
 set -eu
-minutes=${1:-5}
+minutes=${1:-4.5}
+shift $(($# > 0))
+methods=${*:-base full full-frozen full-replay}
 translate=build/examples/tfm-translate
 general=runs/translation/model.safetensors
 out=runs/adapt
@@ -47,20 +55,18 @@ chrf() {
 
 echo "| method | domain chrF | general chrF | minutes | bytes written | trained parameters |"
 echo "| --- | --- | --- | --- | --- | --- |"
-echo "| base | $(chrf "$general" runs/domain/data base.domain) |" \
-     "$(chrf "$general" runs/translation/data base.general) | | | |"
 
 # Fine-tuning: a quarter of the general run's peak rate, a short warm-up,
 # a validation every 50 steps (keep-best by the domain's validation loss).
-tune() { # name, extra options
-    local name=$1
-    shift
+tune() { # name, data, extra options
+    local name=$1 data=$2
+    shift 2
     local model=$out/$name.safetensors start
     rm -f "$model"
     start=$(date +%s.%N)
-    run "${train[@]}" --model "$general" --data runs/domain/data --out "$model" \
+    run "${train[@]}" --model "$general" --data "$data" --out "$model" \
         --precision "$precision" --minutes "$minutes" --lr 5e-4 --warmup 50 \
-        --validate-every 50 --evaluate 0 "$@" >"$out/$name.log"
+        --validate-every 50 --average 0 --evaluate 0 "$@" >"$out/$name.log"
     local took trained
     took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", (b - a) / 60 }')
     trained=$(sed -n 's/^Model: .*, \([0-9]*\) of them trained.*/\1/p' "$out/$name.log")
@@ -68,5 +74,23 @@ tune() { # name, extra options
          "$(chrf "$model" runs/translation/data "$name.general") | $took |" \
          "$(stat -c %s "$model") | $trained |"
 }
-tune full
-tune full-frozen --freeze embeddings
+replay=$out/replay-data
+mkdir -p "$replay"
+n=$(wc -l <runs/domain/data/train.en)
+for side in en fr; do
+    cat "runs/domain/data/train.$side" <(head -n "$n" "runs/translation/data/train.$side") \
+        >"$replay/train.$side"
+    cp "runs/domain/data/validation.$side" "runs/domain/data/test.$side" "$replay/"
+done
+
+for method in $methods; do
+    case $method in
+    base) echo "| base | $(chrf "$general" runs/domain/data base.domain) |" \
+               "$(chrf "$general" runs/translation/data base.general) | | | |" ;;
+    full) tune full runs/domain/data ;;
+    full-frozen) tune full-frozen runs/domain/data --freeze embeddings ;;
+    full-replay) tune full-replay "$replay" ;;
+    *) echo "adapt.sh: no method '$method' (base, full, full-frozen, full-replay)" >&2
+       exit 2 ;;
+    esac
+done
