@@ -9,8 +9,8 @@
 #               domain's validation loss
 #   full-frozen the same with the embeddings frozen (the shared vocabulary
 #               table, which the general text also reads)
-#   full-replay every parameter, on the domain's pairs mixed with as many of
-#               the general training pairs (the first of its hash order):
+#   full-replay every parameter, on the domain's pairs and as many of the
+#               general training pairs (translation_data.py --replay 5000):
 #               what the model knew is rehearsed, still kept best by the
 #               domain's validation loss
 # LoRA rows (rank 8, 16) come from tfm-translate's adapters once merged.
@@ -74,14 +74,8 @@ tune() { # name, data, extra options
          "$(chrf "$model" runs/translation/data "$name.general") | $took |" \
          "$(stat -c %s "$model") | $trained |"
 }
-replay=$out/replay-data
-mkdir -p "$replay"
-n=$(wc -l <runs/domain/data/train.en)
-for side in en fr; do
-    cat "runs/domain/data/train.$side" <(head -n "$n" "runs/translation/data/train.$side") \
-        >"$replay/train.$side"
-    cp "runs/domain/data/validation.$side" "runs/domain/data/test.$side" "$replay/"
-done
+[ -s runs/domain/replay/test.en ] ||
+    run python3 scripts/translation_data.py --domain compilers --replay 5000 runs/domain/replay
 
 for method in $methods; do
     case $method in
@@ -89,7 +83,7 @@ for method in $methods; do
                "$(chrf "$general" runs/translation/data base.general) | | | |" ;;
     full) tune full runs/domain/data ;;
     full-frozen) tune full-frozen runs/domain/data --freeze embeddings ;;
-    full-replay) tune full-replay "$replay" ;;
+    full-replay) tune full-replay runs/domain/replay ;;
     *) echo "adapt.sh: no method '$method' (base, full, full-frozen, full-replay)" >&2
        exit 2 ;;
     esac

@@ -2,7 +2,7 @@
 """English -> French pairs from the gettext catalogs of named Debian packages.
 
     python3 scripts/translation_data.py [OUT] [--no-install] [--seed N]
-    python3 scripts/translation_data.py --domain compilers [OUT]
+    python3 scripts/translation_data.py --domain compilers [OUT] [--replay N]
 
 Installs PACKAGES with apt-get (as root; --no-install only checks that they
 are installed), reads every share/locale/fr/LC_MESSAGES/*.mo that dpkg lists
@@ -49,7 +49,10 @@ adapting a model has; the rest is left out). A pair whose English is in
 the general corpus's test set (made here from PACKAGES with the same
 seed, so those must be installed too) is dropped first, so the general
 test set stays unseen by an adapted model; the README counts the domain's
-pairs whose English the general training set holds.
+pairs whose English the general training set holds. --replay N adds the
+first N pairs of the general training set (in its split's order) to the
+domain's training files, so that fine-tuning rehearses what the model
+knew (test and validation stay the domain's alone).
 """
 
 import argparse
@@ -256,7 +259,11 @@ def main():
     parser.add_argument("--seed", default="1", help="the split's seed (a string)")
     parser.add_argument("--domain", choices=sorted(DOMAINS),
                         help="a domain's corpus, outside the general one's packages")
+    parser.add_argument("--replay", type=int, default=0, metavar="N",
+                        help="--domain: add N general training pairs to its training set")
     args = parser.parse_args()
+    if args.replay and not args.domain:
+        parser.error("--replay goes with --domain")
     domain = DOMAINS[args.domain] if args.domain else None
     packages = domain["packages"] if domain else PACKAGES
     args.out = args.out or ("runs/domain/data" if domain else "runs/translation/data")
@@ -276,21 +283,25 @@ def main():
         pairs -= held_out
         sets, dropped = split(pairs, args.seed,
                               (TEST_SIZE, VALIDATION_SIZE, domain["train"]))
-        sets = sets[:3]
+        sets = sets[:3] + [general_train[:args.replay]]
         notes = ["- domain `%s`; pairs whose English is in the general corpus's test set, "
                  "dropped: %d" % (args.domain, len(held_out)),
                  "- English also in the general training set (seed %s): test %d, "
                  "validation %d, train %d; exact pairs there too: test %d, validation %d, "
                  "train %d" % ((args.seed,)
-                               + tuple(sum(p[0] in seen for p in s) for s in sets)
-                               + tuple(len(set(s) & set(general_train)) for s in sets)),
+                               + tuple(sum(p[0] in seen for p in s) for s in sets[:3])
+                               + tuple(len(set(s) & set(general_train)) for s in sets[:3])),
                  "- training pairs kept at most: %d (the rest, %d, left out)"
-                 % (domain["train"], len(pairs) - sum(len(s) for s in sets))]
+                 % (domain["train"], len(pairs) - sum(len(s) for s in sets[:3])),
+                 "- general training pairs added to the training files (--replay): %d"
+                 % len(sets[3])]
     else:
         sets, dropped = split(pairs, args.seed)
 
     os.makedirs(os.path.join(args.out, "LICENSES"), exist_ok=True)
     corpus = hashlib.sha256()
+    if domain:  # the replayed general pairs after the domain's own
+        sets = sets[:2] + [sets[2] + sets[3]]
     for name, chosen in zip(("test", "validation", "train"), sets):
         for side in (0, 1):
             path = os.path.join(args.out, "%s.%s" % (name, ("en", "fr")[side]))
