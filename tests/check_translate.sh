@@ -104,16 +104,22 @@ pairs 1000 200 "$scratch/domain/train"
 pairs 1200 20 "$scratch/domain/validation"
 pairs 1220 20 "$scratch/domain/test"
 tune="--data $scratch/domain --steps 40 --validate-every 20 --lr 1e-3 --warmup 10 --average 0"
-# shellcheck disable=SC2086
-"$translate" --train --model "$model" $tune --freeze embeddings,encoder \
-    --out "$scratch/tuned.safetensors" >"$scratch/tune.txt" 2>&1 &&
-    grep -q "^Model: $model, .* of them trained, frozen: embeddings,encoder" "$scratch/tune.txt" &&
-    grep -q "^Test (20 pairs, beam): chrF" "$scratch/tune.txt"
-status=$?
-step "--train --model FILE --freeze fine-tunes the file into --out and scores it" $status
-[ $status -eq 0 ] || cat "$scratch/tune.txt"
-val_falls "$scratch/tune.txt" 2
-step "fine-tuning: the validation loss falls" $?
+# fine_tune WHAT START PARTS OUT: fine-tunes START (a file or a folder)
+# on those pairs with PARTS frozen into OUT (its log OUT.txt): it says so,
+# and its validation loss falls
+fine_tune() {
+    # shellcheck disable=SC2086
+    "$translate" --train --model "$2" $tune --freeze "$3" --out "$4" >"$4.txt" 2>&1 &&
+        grep -q "^Model: $2, .* of them trained, frozen: $3" "$4.txt"
+    local status=$?
+    step "--train --model $1 --freeze $3 fine-tunes it into --out" $status
+    [ $status -eq 0 ] || cat "$4.txt"
+    val_falls "$4.txt" 2
+    step "fine-tuning $1: the validation loss falls" $?
+}
+fine_tune FILE "$model" embeddings,encoder "$scratch/tuned.safetensors"
+grep -q "^Test (20 pairs, beam): chrF" "$scratch/tuned.safetensors.txt"
+step "fine-tuning scores the test pairs with the best model" $?
 python3 - "$model" "$scratch/tuned.safetensors" <<'PY'
 import json, struct, sys
 def tensors(path):
@@ -154,15 +160,7 @@ step "--freeze with a word that is not a part is refused by name" $?
 step "--train --model keeps the model's vocabulary: --save-vocab is refused" $?
 # a published folder: its tokenizers, its ids around sources and its
 # decoder start; the saved model reloads and translates
-# shellcheck disable=SC2086
-"$translate" --train --model "$tests/marian" $tune --freeze embeddings \
-    --out "$scratch/marian.safetensors" >"$scratch/marian.txt" 2>&1 &&
-    grep -q "^Model: $tests/marian, .* of them trained, frozen: embeddings" "$scratch/marian.txt"
-status=$?
-step "--train --model FOLDER fine-tunes a published folder" $status
-[ $status -eq 0 ] || cat "$scratch/marian.txt"
-val_falls "$scratch/marian.txt" 2
-step "fine-tuning the folder: the validation loss falls" $?
+fine_tune FOLDER "$tests/marian" embeddings "$scratch/marian.safetensors"
 printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian.safetensors" \
     --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
 step "the fine-tuned folder's model reloads and translates" $?
