@@ -173,6 +173,12 @@ static int encoding_make(const tfm_model *model, int64_t max_len, encoding *e)
         fprintf(stderr, "%s: the model has no tokenizer to encode the pairs with\n", program);
         return -1;
     }
+    if (tfm_model_bos_id(model) < 0 || tfm_model_eos_id(model) < 0 ||
+        tfm_model_pad_id(model) < 0) {
+        fprintf(stderr, "%s: the model lacks a decoder start, end or padding id (options "
+                "bos_id, eos_id, pad_id) to train with\n", program);
+        return -1;
+    }
     if (tfm_decode_options_from_model(model, &o) != TFM_OK ||
         tfm_model_encode_text(model, "", 0, around, 8, &e->around) != TFM_OK) {
         cli_fail(program, "reading the model's encoding");
