@@ -120,7 +120,12 @@ fine_tune() {
 fine_tune FILE "$model" embeddings,encoder "$scratch/tuned.safetensors"
 grep -q "^Test (20 pairs, beam): chrF" "$scratch/tuned.safetensors.txt"
 step "fine-tuning scores the test pairs with the best model" $?
-python3 - "$model" "$scratch/tuned.safetensors" <<'PY'
+# frozen START TUNED MAP [CHANGED]: in TUNED, each tensor under a prefix
+# of MAP ("tuned.=start.,...") holds the bytes of START's tensor of the
+# name with START's prefix, and each matrix under CHANGED differs from
+# START's of the same name
+frozen() {
+    python3 - "$@" <<'PY'
 import json, struct, sys
 def tensors(path):
     with open(path, "rb") as f:
@@ -130,12 +135,16 @@ def tensors(path):
     return {k: data[v["data_offsets"][0]:v["data_offsets"][1]]
             for k, v in header.items() if k != "__metadata__"}
 start, tuned = tensors(sys.argv[1]), tensors(sys.argv[2])
-frozen = [k for k in start if k.startswith(("src_embedding.", "encoder."))]
-trained = [k for k in start if k.startswith("decoder.") and k.endswith("weight")]
-sys.exit(not (frozen and trained and start.keys() == tuned.keys()
-              and all(start[k] == tuned[k] for k in frozen)
-              and all(start[k] != tuned[k] for k in trained)))
+pairs = [(t, start[s + t[len(prefix):]]) for spec in sys.argv[3].split(",")
+         for prefix, s in [spec.split("=")] for t in tuned if t.startswith(prefix)]
+changed = [t for t in tuned if len(sys.argv) > 4 and t.startswith(sys.argv[4])
+           and t.endswith("weight")]
+sys.exit(not (pairs and all(tuned[t] == value for t, value in pairs)
+              and (len(sys.argv) == 4 or changed)
+              and all(tuned[t] != start[t] for t in changed)))
 PY
+}
+frozen "$model" "$scratch/tuned.safetensors" src_embedding.=src_embedding.,encoder.=encoder. decoder.
 step "fine-tuning: frozen tensors bit for bit the start's, the decoder's changed" $?
 printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/tuned.safetensors" \
     >"$scratch/tuned.txt" && [ "$(wc -l <"$scratch/tuned.txt")" -eq 2 ]
@@ -161,6 +170,9 @@ step "--train --model keeps the model's vocabulary: --save-vocab is refused" $?
 # a published folder: its tokenizers, its ids around sources and its
 # decoder start; the saved model reloads and translates
 fine_tune FOLDER "$tests/marian" embeddings "$scratch/marian.safetensors"
+frozen "$tests/marian/model.safetensors" "$scratch/marian.safetensors" \
+    src_embedding.weight=model.shared.weight
+step "fine-tuning FOLDER: the frozen embedding table bit for bit the folder's" $?
 printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian.safetensors" \
     --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
 step "the fine-tuned folder's model reloads and translates" $?
