@@ -1,9 +1,12 @@
 /* tfm-bench-int8: a linear layer's product y = x W^T + b on decoding's
- * shapes, three ways, interleaved: float32 as libtfm makes it now
+ * shapes, interleaved: float32 as libtfm's forward makes it
  * (tfm__sgemm_bias: cblas_sgemm, split among libtfm's threads from 48
- * rows), the bfloat16 kernel (tfm__sgemm_bf16, called directly: the
- * library sends it only products with every side >= 32) and the int8
- * kernel (tfm__int8_linear, x quantized in the call); at one row also
+ * rows), decoding's packed float32 and bfloat16 kernels
+ * (tfm__packed_product: weights packed as lib/decode/weights.c packs
+ * them), the bfloat16 BLAS-like kernel (tfm__sgemm_bf16, called
+ * directly: the library sends it only products with every side >= 32)
+ * and the int8 kernel (tfm__int8_linear, x quantized in the call, on as
+ * many threads as decoding gives it); at one row also
  * cblas_sgemv, float32's fastest there (OpenBLAS 0.3.21's sgemm packs W
  * on every call, ~10x sgemv's time at one row). Per shape and row count:
  * microseconds per call, the best of --repeats, and int8's speed as a
@@ -101,8 +104,12 @@ static int multiply(const layer *l, int kind)
     if (kind == BFLOAT16)
         return tfm__sgemm_bf16(0, 1, l->m, l->out, l->in, 1.0f, l->x, l->in, l->w, l->in, 0.0f,
                                l->bias, l->y, l->out, l->threads);
+    /* on as many threads as decoding's products take (tfm__int8_tensor_product:
+     * one per 2^21 multiply-adds), at most --threads' */
+    int64_t workers = l->m * l->out * l->in >> 21;
+    workers = workers < 1 ? 1 : workers > l->threads ? l->threads : workers;
     return tfm__int8_linear_on(l->path, "tfm-bench-int8", l->q, l->m, l->x, l->y, l->q->out,
-                               l->threads) ==
+                               (int)workers) ==
                    TFM_OK
                ? 0
                : -1;
