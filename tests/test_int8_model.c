@@ -148,6 +148,16 @@ static tfm_model *copy_model(int fused, int wide)
     return copy_model_tied(fused, wide, 0);
 }
 
+/* copy_model's, with its layers and generator quantized when int8. */
+static tfm_model *copy_model_int8(int fused, int wide, int int8)
+{
+    tfm_model *m = copy_model(fused, wide);
+    if (int8)
+        ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
+                         TFM_OK);
+    return m;
+}
+
 typedef struct decoded {
     int32_t tokens[64 * 4 * MAXT], lengths[64 * 4];
     float scores[64 * 4];
@@ -411,10 +421,7 @@ static double logits_distance(const decoded *x, const decoded *y, int64_t n)
 START_TEST(bf16_caches_decode_as_float32_caches)
 {
     int int8 = _i;
-    tfm_model *m = copy_model(1, 0);
-    if (int8)
-        ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
-                         TFM_OK);
+    tfm_model *m = copy_model_int8(1, 0, int8);
     tfm_rng *rng = tfm_rng_create(23);
     tfm_tensor *src = sources(rng, 64);
     static const tfm_decode_strategy strategies[] = {TFM_DECODE_GREEDY, TFM_DECODE_SAMPLE,
@@ -711,10 +718,7 @@ START_TEST(bf16_products_decode_as_float32)
         return;
     }
     ck_assert_int_eq(tfm_set_matmul_precision(TFM_MATMUL_FLOAT32), TFM_OK);
-    tfm_model *m = copy_model(fused, wide);
-    if (int8)
-        ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS | TFM_QUANTIZE_GENERATOR),
-                         TFM_OK);
+    tfm_model *m = copy_model_int8(fused, wide, int8);
     tfm_rng *rng = tfm_rng_create(29);
     tfm_tensor *src = sources(rng, 64);
     static const tfm_decode_strategy strategies[] = {TFM_DECODE_GREEDY, TFM_DECODE_SAMPLE,
