@@ -401,6 +401,115 @@ START_TEST(decoding_with_an_adapter_is_decoding_the_merged_model)
 }
 END_TEST
 
+/* A model with a tokenizer and two adapters, "a" and "b", made alike at
+ * every call. */
+static const char *const lines[] = {"the cat sat on the mat", "le chat est sur le tapis",
+                                    "a dog is in the garden", "un chien est dans le jardin"};
+
+static tfm_model *translating_model(tfm_tokenizer **tok)
+{
+    tfm_bpe_train_options bo;
+    tfm_bpe_train_options_init(&bo);
+    bo.vocab_size = 40;
+    bo.pad_piece = 1;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 4, &bo, tok), TFM_OK);
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = mo.tgt_vocab = 48;
+    mo.max_src_len = mo.max_tgt_len = 24;
+    mo.d_model = 16, mo.heads = 2, mo.d_ff = 32, mo.encoder_layers = mo.decoder_layers = 2;
+    mo.share_embeddings = 1;
+    mo.fused_qkv = 1;
+    mo.seed = 4;
+    mo.bos_id = tfm_tokenizer_special_id(*tok, TFM_TOKEN_BOS);
+    mo.eos_id = tfm_tokenizer_special_id(*tok, TFM_TOKEN_EOS);
+    mo.pad_id = tfm_tokenizer_special_id(*tok, TFM_TOKEN_PAD);
+    tfm_model *m = tfm_model_create(&mo);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(tfm_model_set_tokenizers(m, *tok, NULL), TFM_OK);
+    tfm_model_set_training(m, 0);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = 4;
+    o.alpha = 8.0f;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "a", &o), TFM_OK);
+    o.targets = TFM_ADAPT_O | TFM_ADAPT_FF_IN | TFM_ADAPT_K;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "b", &o), TFM_OK);
+    fill_random(tfm_model_adapter_params(m, "a"), 31, 1.5f);
+    fill_random(tfm_model_adapter_params(m, "b"), 32, 1.5f);
+    return m;
+}
+
+/* The texts the translator gives with adapter (NULL: none), into out. */
+static void translate(tfm_translator *t, const char *adapter, char out[4][256])
+{
+    memset(out, 0, 4 * 256);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.adapter = adapter;
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, lines, 4, &o, &r) == TFM_OK, "%s", tfm_last_error());
+    for (int i = 0; i < 4; i++)
+        snprintf(out[i], 256, "%s", tfm_translation_text(r, i, 0));
+    tfm_translation_free(r);
+}
+
+START_TEST(the_translator_chooses_an_adapter_per_request)
+{
+    tfm_tokenizer *tok;
+    tfm_model *m = translating_model(&tok);
+    tfm_translator *t = tfm_translator_create(m, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    char none[4][256], a[4][256], b[4][256];
+    translate(t, NULL, none);
+    translate(t, "a", a);
+    translate(t, "b", b);
+    ck_assert_msg(memcmp(none, a, sizeof a) != 0 && memcmp(none, b, sizeof b) != 0 &&
+                      memcmp(a, b, sizeof a) != 0,
+                  "the adapters change no translation");
+    /* requests of all three at once, over the one model */
+    tfm_request *requests[12];
+    const char *names[3] = {NULL, "a", "b"};
+    for (int i = 0; i < 12; i++) {
+        tfm_translate_options o;
+        tfm_translate_options_init(&o);
+        o.adapter = names[i % 3];
+        requests[i] = tfm_translator_submit(t, lines[i / 3], &o);
+        ck_assert_msg(requests[i] != NULL, "%s", tfm_last_error());
+    }
+    for (int i = 0; i < 12; i++) {
+        const tfm_translation *r;
+        ck_assert_int_eq(tfm_request_wait(requests[i]), TFM_OK);
+        ck_assert_int_eq(tfm_request_result(requests[i], &r), TFM_OK);
+        char(*expected)[256] = i % 3 == 0 ? none : i % 3 == 1 ? a : b;
+        ck_assert_str_eq(tfm_translation_text(r, 0, 0), expected[i / 3]);
+        tfm_request_free(requests[i]);
+    }
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.adapter = "c";
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, lines, 1, &o, &r), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "\"c\""));
+    tfm_translator_free(t);
+    tfm_model_free(m);
+    tfm_tokenizer_free(tok);
+    /* each as its merged model gives it */
+    for (int k = 0; k < 2; k++) {
+        m = translating_model(&tok);
+        ck_assert_int_eq(tfm_model_merge_adapter(m, k ? "b" : "a"), TFM_OK);
+        t = tfm_translator_create(m, NULL);
+        char merged[4][256];
+        translate(t, NULL, merged);
+        for (int i = 0; i < 4; i++)
+            ck_assert_str_eq(merged[i], k ? b[i] : a[i]);
+        tfm_translator_free(t);
+        tfm_model_free(m);
+        tfm_tokenizer_free(tok);
+    }
+}
+END_TEST
+
 /* --- bad calls ------------------------------------------------------------------------ */
 
 START_TEST(bad_calls)
@@ -526,6 +635,7 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, training_over_an_int8_base);
     tcase_add_test(tc, save_and_load_round_trip);
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
+    tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);
     tcase_add_test(tc, bad_calls);
     tcase_add_test(tc, bad_files);
     suite_add_tcase(s, tc);
