@@ -14,6 +14,7 @@
 
 #include "check_main.h"
 #include "gradcheck.h"
+#include "io/json.h"
 #include "model/model.h"
 
 #define VOCAB 13
@@ -510,6 +511,159 @@ START_TEST(the_translator_chooses_an_adapter_per_request)
 }
 END_TEST
 
+/* --- PEFT's files over a published model -------------------------------------------- */
+
+#define MARIAN TFM_TESTS_DIR "/marian"
+#define PEFT_FOLDER MARIAN "/adapter"
+
+static char *read_file(const char *path, long *size)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s", path);
+    fseek(f, 0, SEEK_END);
+    *size = ftell(f);
+    rewind(f);
+    char *text = malloc((size_t)*size + 1);
+    ck_assert_uint_eq(fread(text, 1, (size_t)*size, f), (size_t)*size);
+    text[*size] = '\0';
+    fclose(f);
+    return text;
+}
+
+static tfm_tensor *ids_of(const tfm__json *doc, const tfm__json_node *array)
+{
+    int32_t ids[256];
+    int64_t n = 0;
+    for (uint32_t i = (uint32_t)(array - doc->nodes) + 1; i < array->next && n < 256;
+         i = doc->nodes[i].next)
+        ids[n++] = (int32_t)doc->nodes[i].integer;
+    return tfm_tensor_from_i32(2, (const int64_t[]){1, n}, ids);
+}
+
+/* tests/marian/adapter, written by tests/pretrained/make_adapter_fixture.py
+ * after PEFT's source: the logits PEFT's LoRA layers give over the Marian
+ * twin, and the same names and config keys when libtfm saves it again. */
+START_TEST(a_peft_adapter_over_marian_gives_the_twins_logits)
+{
+    tfm_model *m = tfm_model_from_pretrained(MARIAN);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    ck_assert_msg(tfm_model_load_adapter(m, "peft", PEFT_FOLDER) == TFM_OK, "%s",
+                  tfm_last_error());
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    ck_assert_int_eq(tfm_model_adapter_options(m, "peft", &o), TFM_OK);
+    ck_assert_int_eq(o.rank, 4);
+    ck_assert(o.alpha == 12.0f);
+    ck_assert_uint_eq(o.targets, TFM_ADAPT_Q | TFM_ADAPT_V | TFM_ADAPT_SELF_O | TFM_ADAPT_FF_IN);
+    ck_assert_int_eq(tfm_params_count(tfm_model_adapter_params(m, "peft")), 20);
+    ck_assert_int_eq(tfm_model_use_adapter(m, "peft"), TFM_OK);
+    long size;
+    char *text = read_file(MARIAN "/expected.json", &size);
+    tfm__json doc;
+    ck_assert_int_eq(tfm__json_parse("expected.json", text, (size_t)size, size / 2 + 1, &doc),
+                     TFM_OK);
+    const tfm__json_node *cases = tfm__json_member(&doc, &doc.nodes[0], "cases");
+    tfm_safetensors *expected = tfm_safetensors_open(PEFT_FOLDER "/expected.safetensors");
+    ck_assert_ptr_nonnull(expected);
+    double worst = 0.0, change = 0.0;
+    int index = 0;
+    for (uint32_t i = (uint32_t)(cases - doc.nodes) + 1; i < cases->next;
+         i = doc.nodes[i].next, index++) {
+        tfm_tensor *src = ids_of(&doc, tfm__json_member(&doc, &doc.nodes[i], "input_ids"));
+        tfm_tensor *tgt = ids_of(&doc, tfm__json_member(&doc, &doc.nodes[i], "decoder_input_ids"));
+        int64_t T = tfm_tensor_dim(tgt, 1), V = tfm_model_tgt_vocab(m);
+        char name[32];
+        snprintf(name, sizeof name, "logits.%d", index);
+        tfm_tensor *want = tfm_safetensors_get(expected, name);
+        ck_assert_int_eq(tfm_tensor_numel(want), T * V);
+        for (int with = 0; with < 2; with++) {
+            tfm_model_use_adapter(m, with ? "peft" : NULL);
+            tfm_tape *tape = tfm_tape_create();
+            tfm_tensor *logits = tfm_model_forward(tape, m, src, tgt, NULL,
+                                                   tfm_mask_causal(tape, T, TFM_I32), NULL, NULL,
+                                                   NULL, NULL);
+            ck_assert_msg(logits != NULL, "%s", tfm_last_error());
+            const float *a = tfm_tensor_data_f32(logits), *b = tfm_tensor_data_f32(want);
+            for (int64_t k = 0; k < T * V; k++) {
+                double off = fabs((double)a[k] - b[k]) / (1.0 + fabs((double)b[k]));
+                if (with)
+                    worst = fmax(worst, off);
+                else
+                    change = fmax(change, off);
+            }
+            tfm_tape_free(tape);
+        }
+        tfm_tensor_free(want);
+        tfm_tensor_free(src);
+        tfm_tensor_free(tgt);
+    }
+    ck_assert_int_eq(index, 4);
+    ck_assert_msg(worst <= 2e-5, "a logit differs from the twin's by %g of (1 + |logit|)", worst);
+    ck_assert_msg(change > 1e-2, "the adapter changes the logits by %g only", change);
+    tfm_safetensors_close(expected);
+    tfm__json_free(&doc);
+    free(text);
+
+    /* saved again: PEFT's names and bits, and only PEFT's config keys */
+    char *folder = temp_folder();
+    ck_assert_int_eq(tfm_model_save_adapter(m, "peft", folder, "Helsinki-NLP/opus-mt-en-fr"),
+                     TFM_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", folder);
+    tfm_safetensors *ours = tfm_safetensors_open(path);
+    tfm_safetensors *theirs = tfm_safetensors_open(PEFT_FOLDER "/adapter_model.safetensors");
+    ck_assert_int_eq(tfm_safetensors_count(ours), tfm_safetensors_count(theirs));
+    for (int64_t i = 0; i < tfm_safetensors_count(theirs); i++) {
+        const char *name = tfm_safetensors_name(theirs, i);
+        tfm_tensor *a = tfm_safetensors_get(theirs, name), *b = tfm_safetensors_get(ours, name);
+        ck_assert_msg(b != NULL, "the saved adapter lacks %s", name);
+        ck_assert_int_eq(tfm_tensor_numel(a), tfm_tensor_numel(b));
+        ck_assert(memcmp(tfm_tensor_data_f32(a), tfm_tensor_data_f32(b),
+                         (size_t)tfm_tensor_numel(a) * sizeof(float)) == 0);
+        tfm_tensor_free(a);
+        tfm_tensor_free(b);
+    }
+    ck_assert_str_eq(tfm_safetensors_metadata_get(ours, "format"), "pt");
+    tfm_safetensors_close(ours);
+    tfm_safetensors_close(theirs);
+    long n_peft, n_ours;
+    char *peft_config = read_file(PEFT_FOLDER "/adapter_config.json", &n_peft);
+    snprintf(path, sizeof path, "%s/adapter_config.json", folder);
+    char *our_config = read_file(path, &n_ours);
+    tfm__json pd, od;
+    ck_assert_int_eq(tfm__json_parse("peft", peft_config, (size_t)n_peft, n_peft, &pd), TFM_OK);
+    ck_assert_int_eq(tfm__json_parse("ours", our_config, (size_t)n_ours, n_ours, &od), TFM_OK);
+    int keys = 0;
+    for (uint32_t i = 1; i < od.nodes[0].next; i = od.nodes[i].next, keys++) {
+        const char *key = tfm__json_key(&od, &od.nodes[i]);
+        const tfm__json_node *peft = tfm__json_member(&pd, &pd.nodes[0], key);
+        ck_assert_msg(peft != NULL, "adapter_config.json's %s is no key of PEFT's", key);
+        ck_assert_msg(peft->type == od.nodes[i].type ||
+                          peft->type == TFM__JSON_NULL || od.nodes[i].type == TFM__JSON_NULL,
+                      "%s: another JSON type than PEFT's", key);
+        if (od.nodes[i].type == TFM__JSON_STRING && peft->type == TFM__JSON_STRING)
+            ck_assert_str_eq(tfm__json_string(&od, &od.nodes[i]), tfm__json_string(&pd, peft));
+        if (od.nodes[i].type == TFM__JSON_NUMBER)
+            ck_assert_msg(strtod(od.text + od.nodes[i].offset, NULL) ==
+                              strtod(pd.text + peft->offset, NULL),
+                          "%s: %s, PEFT's %s", key, od.text + od.nodes[i].offset,
+                          pd.text + peft->offset);
+    }
+    ck_assert_int_ge(keys, 20);
+    tfm__json_free(&pd);
+    tfm__json_free(&od);
+    free(peft_config);
+    free(our_config);
+    /* and read back, bit for bit */
+    ck_assert_int_eq(tfm_model_load_adapter(m, "again", folder), TFM_OK);
+    tfm_params *p = tfm_model_adapter_params(m, "peft"), *q = tfm_model_adapter_params(m, "again");
+    ck_assert(memcmp(tfm_params_values(p), tfm_params_values(q),
+                     (size_t)tfm_params_numel(p) * sizeof(float)) == 0);
+    remove_folder(folder);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- bad calls ------------------------------------------------------------------------ */
 
 START_TEST(bad_calls)
@@ -636,6 +790,7 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, save_and_load_round_trip);
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
     tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);
+    tcase_add_test(tc, a_peft_adapter_over_marian_gives_the_twins_logits);
     tcase_add_test(tc, bad_calls);
     tcase_add_test(tc, bad_files);
     suite_add_tcase(s, tc);

@@ -487,6 +487,19 @@ static void put_quoted(text *t, const char *s)
     free(q);
 }
 
+/* The shortest decimal that reads back as v (0.1, not 0.100000001), as
+ * Python writes the float a user gave PEFT. */
+static void put_float(text *t, float v)
+{
+    char number[32];
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(number, sizeof number, "%.*g", digits, (double)v);
+        if (strtof(number, NULL) == v)
+            break;
+    }
+    puts_(t, number);
+}
+
 /* The distinct target_modules of the adapter (each linear's module after
  * its layer number), in the targets' order. */
 static void put_target_modules(text *t, const tfm_model *m, const tfm__adapter *a)
@@ -524,14 +537,7 @@ static tfm_status write_config(const char *op, const tfm_model *m, const tfm__ad
                                const char *path, const char *base)
 {
     text t = {.ok = 1};
-    char number[64], first_module[TFM_NAME_MAX];
-    first_module[0] = '\0';
-    for (int i = 0; i < TARGETS && !first_module[0]; i++) {
-        linear_at at;
-        if ((a->options.targets & targets[i].bit) &&
-            linear_of(op, m, m->options.encoder_layers ? 0 : 1, 0, &targets[i], &at) == 0)
-            snprintf(first_module, sizeof first_module, "%s", at.module);
-    }
+    char number[64];
     puts_(&t, "{\n  \"alpha_pattern\": {},\n  \"auto_mapping\": null,\n"
               "  \"base_model_name_or_path\": ");
     if (base)
@@ -540,13 +546,10 @@ static tfm_status write_config(const char *op, const tfm_model *m, const tfm__ad
         puts_(&t, "null");
     puts_(&t, ",\n  \"bias\": \"none\",\n  \"fan_in_fan_out\": false,\n"
               "  \"inference_mode\": true,\n  \"init_lora_weights\": true,\n"
-              "  \"layer_replication\": null,\n  \"layers_pattern\": ");
-    if (a->options.n_layers) {
-        /* the name before the layer numbers: T5's block.N, else layers.N */
-        put_quoted(&t, strstr(first_module, ".block.") ? "block" : "layers");
-    } else {
-        puts_(&t, "null");
-    }
+              "  \"layer_replication\": null,\n");
+    /* layers_pattern null: PEFT takes a module's first ".name.N." as its
+     * layer (layers.N, T5's block.N) */
+    puts_(&t, "  \"layers_pattern\": null");
     puts_(&t, ",\n  \"layers_to_transform\": ");
     if (a->options.n_layers) {
         puts_(&t, "[");
@@ -558,12 +561,10 @@ static tfm_status write_config(const char *op, const tfm_model *m, const tfm__ad
     } else {
         puts_(&t, "null");
     }
-    snprintf(number, sizeof number, "%.9g", (double)a->options.alpha);
     puts_(&t, ",\n  \"loftq_config\": {},\n  \"lora_alpha\": ");
-    puts_(&t, number);
-    snprintf(number, sizeof number, "%.9g", (double)a->options.dropout);
+    put_float(&t, a->options.alpha);
     puts_(&t, ",\n  \"lora_dropout\": ");
-    puts_(&t, number);
+    put_float(&t, a->options.dropout);
     puts_(&t, ",\n  \"megatron_config\": null,\n  \"megatron_core\": \"megatron.core\",\n"
               "  \"modules_to_save\": null,\n  \"peft_type\": \"LORA\",\n  \"r\": ");
     snprintf(number, sizeof number, "%d", (int)a->options.rank);
@@ -682,7 +683,11 @@ static int read_config(const tfm__json_doc *d, const tfm_model *m, tfm_adapter_o
         refuse_set(d, "fan_in_fan_out", NULL) < 0 || refuse_set(d, "use_dora", NULL) < 0 ||
         refuse_set(d, "rank_pattern", NULL) < 0 || refuse_set(d, "alpha_pattern", NULL) < 0 ||
         refuse_set(d, "modules_to_save", NULL) < 0 ||
-        refuse_set(d, "layer_replication", NULL) < 0)
+        refuse_set(d, "layer_replication", NULL) < 0 || refuse_set(d, "lora_bias", NULL) < 0 ||
+        refuse_set(d, "exclude_modules", NULL) < 0 ||
+        refuse_set(d, "target_parameters", NULL) < 0 ||
+        refuse_set(d, "trainable_token_indices", NULL) < 0 ||
+        refuse_set(d, "use_qalora", NULL) < 0)
         return -1;
     o->rank = (int32_t)r;
     o->alpha = alpha;
