@@ -224,6 +224,10 @@ static void train_step_changes_only_the_adapter(tfm_model *m)
     }
     ck_assert_msg(memcmp(before, tfm_params_values(base), (size_t)nb * sizeof *before) == 0,
                   "a base parameter changed");
+    /* frozen, as PEFT's base: no gradient was even computed */
+    const float *grads = tfm_params_grads(base);
+    for (int64_t i = 0; i < nb; i++)
+        ck_assert_msg(grads[i] == 0.0f, "base gradient %lld is %g", (long long)i, grads[i]);
     ck_assert_msg(memcmp(adapter_before, tfm_params_values(p), (size_t)na * sizeof *before) != 0,
                   "the adapter did not change");
     tfm_tensor_free(src);
@@ -243,7 +247,11 @@ START_TEST(training_changes_only_the_adapter)
     o.dropout = 0.1f;
     ck_assert_int_eq(tfm_model_add_adapter(m, "t", &o), TFM_OK);
     ck_assert_int_eq(tfm_model_use_adapter(m, "t"), TFM_OK);
+    ck_assert(!tfm_tensor_requires_grad(tfm_params_at(tfm_model_params(m), 0)));
     train_step_changes_only_the_adapter(m);
+    ck_assert_int_eq(tfm_model_use_adapter(m, NULL), TFM_OK); /* the base trains again */
+    for (int64_t i = 0; i < tfm_params_count(tfm_model_params(m)); i++)
+        ck_assert(tfm_tensor_requires_grad(tfm_params_at(tfm_model_params(m), i)));
     tfm_model_free(m);
 }
 END_TEST

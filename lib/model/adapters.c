@@ -158,6 +158,17 @@ void tfm__model_free_adapters(tfm_model *m)
     m->in_use = NULL;
 }
 
+/* While an adapter is in use the base is frozen, as PEFT's: its
+ * parameters want no gradient (the backward skips their products), and a
+ * quantized weight never does. */
+static void freeze_base(tfm_model *m, int frozen)
+{
+    for (int64_t i = 0; i < tfm_params_count(m->params); i++) {
+        tfm_tensor *t = tfm_params_at(m->params, i);
+        t->requires_grad = !frozen && !t->int8;
+    }
+}
+
 static int index_of(const tfm_model *m, const char *name)
 {
     for (int32_t i = 0; name && i < m->n_adapters; i++)
@@ -338,8 +349,10 @@ tfm_status tfm_model_remove_adapter(tfm_model *m, const char *name)
     memmove(m->adapters + i, m->adapters + i + 1,
             (size_t)(m->n_adapters - i - 1) * sizeof *m->adapters);
     m->n_adapters--;
-    if (m->in_use == a)
+    if (m->in_use == a) {
         m->in_use = NULL;
+        freeze_base(m, 0);
+    }
     adapter_free(a);
     return TFM_OK;
 }
@@ -389,6 +402,7 @@ tfm_status tfm_model_use_adapter(tfm_model *m, const char *name)
     if (name && !a)
         return tfm_last_status();
     m->in_use = a;
+    freeze_base(m, a != NULL);
     if (!a && m->quantized)
         tfm_model_set_training(m, 0); /* a quantized model trains only an adapter */
     return TFM_OK;

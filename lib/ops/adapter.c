@@ -4,9 +4,12 @@
  * dx += dropout'(gu A). */
 #include "ops/adapter.h"
 
+#include <cblas.h>
+
 #include "core/error.h"
 #include "core/gemm.h"
 #include "core/rng.h"
+#include "core/thread_buffer.h"
 
 int tfm__adapter_find(const tfm__adapter_set *set, const float *rows_data, int64_t rows,
                       int64_t in, const tfm__adapted **found, int64_t *columns)
@@ -27,32 +30,51 @@ int tfm__adapter_find(const tfm__adapter_set *set, const float *rows_data, int64
     return n;
 }
 
+/* out[i, column + j] += scale * (B A x_i)_j row by row, A x_i on the stack:
+ * when the thread's buffer cannot be had. */
+static void add_row_by_row(const tfm__adapted *e, int64_t r, float scale, int64_t in,
+                           const float *x, int64_t n, float *out, int64_t ldc)
+{
+    const float *a = tfm__f32(e->a), *b = tfm__f32(e->b);
+    float u[TFM__ADAPTER_MAX_RANK];
+    for (int64_t i = 0; i < n; i++) {
+        const float *xi = x + i * in;
+        for (int64_t j = 0; j < r; j++) {
+            float sum = 0.0f;
+            for (int64_t c = 0; c < in; c++)
+                sum += a[j * in + c] * xi[c];
+            u[j] = scale * sum;
+        }
+        float *yi = out + i * ldc;
+        for (int64_t o = 0; o < e->rows; o++) {
+            float sum = 0.0f;
+            for (int64_t j = 0; j < r; j++)
+                sum += b[o * r + j] * u[j];
+            yi[o] += sum;
+        }
+    }
+}
+
 void tfm__adapter_add_rows(const tfm__adapter_set *set, const float *rows_data, int64_t rows,
                            int64_t in, const float *x, int64_t n, float *out, int64_t ldc)
 {
     const tfm__adapted *found[TFM__ADAPTED_PER_PRODUCT];
     int64_t columns[TFM__ADAPTED_PER_PRODUCT];
     int count = tfm__adapter_find(set, rows_data, rows, in, found, columns);
-    float u[TFM__ADAPTER_MAX_RANK];
+    int r = set->rank;
+    /* cblas itself, not tfm__sgemm: its bfloat16 kernel would pack into
+     * the same thread buffer */
+    float *u = count ? tfm__thread_buffer((size_t)(n * r) * sizeof(float)) : NULL;
     for (int k = 0; k < count; k++) {
-        const float *a = tfm__f32(found[k]->a), *b = tfm__f32(found[k]->b);
-        int64_t r = set->rank, m = found[k]->rows;
-        for (int64_t i = 0; i < n; i++) {
-            const float *xi = x + i * in;
-            for (int64_t j = 0; j < r; j++) {
-                float s = 0.0f;
-                for (int64_t c = 0; c < in; c++)
-                    s += a[j * in + c] * xi[c];
-                u[j] = set->scale * s;
-            }
-            float *yi = out + i * ldc + columns[k];
-            for (int64_t o = 0; o < m; o++) {
-                float s = 0.0f;
-                for (int64_t j = 0; j < r; j++)
-                    s += b[o * r + j] * u[j];
-                yi[o] += s;
-            }
+        const tfm__adapted *e = found[k];
+        if (!u) {
+            add_row_by_row(e, r, set->scale, in, x, n, out + columns[k], ldc);
+            continue;
         }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, r, (int)in, 1.0f, x,
+                    (int)in, tfm__f32(e->a), (int)in, 0.0f, u, r);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)e->rows, r,
+                    set->scale, u, r, tfm__f32(e->b), r, 1.0f, out + columns[k], (int)ldc);
     }
 }
 
