@@ -22,6 +22,7 @@
 #include "model/model.h"
 #include "nn/layer.h"
 #include "ops/adapter.h"
+#include "text/text.h"
 
 #define NAME_MAX_BYTES 63
 #define TARGETS 10
@@ -193,6 +194,13 @@ static tfm__adapter *find(const char *op, const tfm_model *m, const char *name)
     return i < 0 ? NULL : m->adapters[i];
 }
 
+/* The larger stack's layer count: layers_to_transform's range. */
+static int32_t most_layers(const tfm_model *m)
+{
+    return m->options.encoder_layers > m->options.decoder_layers ? m->options.encoder_layers
+                                                                 : m->options.decoder_layers;
+}
+
 /* Checks the options against the model; 0 or -1 with TFM_ERR_ARG. */
 static int check_options(const char *op, const tfm_model *m, const tfm_adapter_options *o)
 {
@@ -217,9 +225,7 @@ static int check_options(const char *op, const tfm_model *m, const tfm_adapter_o
         return tfm__fail(o->n_layers < 0 ? TFM_ERR_ARG : TFM_ERR_NULL,
                          "%s: n_layers %d with layers %s", op, (int)o->n_layers,
                          o->layers ? "given" : "NULL"), -1;
-    int32_t most = m->options.encoder_layers > m->options.decoder_layers
-                       ? m->options.encoder_layers
-                       : m->options.decoder_layers;
+    int32_t most = most_layers(m);
     for (int32_t i = 0; i < o->n_layers; i++)
         if (o->layers[i] < 0 || o->layers[i] >= most)
             return tfm__fail(TFM_ERR_ARG, "%s: layers[%d] = %d is not a layer of the model "
@@ -457,48 +463,26 @@ tfm_status tfm_model_merge_adapter(tfm_model *m, const char *name)
 
 /* --- PEFT's files ------------------------------------------------------------------- */
 
-/* A growing text; ok drops to 0 when memory runs out. */
+/* adapter_config.json as it is written; failed once an append failed
+ * (the error set, naming op). */
 typedef struct text {
-    char *s;
-    size_t len, cap;
-    int ok;
+    const char *op;
+    tfm__bytes b;
+    int failed;
 } text;
-
-static void put(text *t, const char *s, size_t n)
-{
-    if (!t->ok)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *grown = realloc(t->s, cap);
-        if (!grown) {
-            t->ok = 0;
-            return;
-        }
-        t->s = grown;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
 
 static void puts_(text *t, const char *s)
 {
-    put(t, s, strlen(s));
+    t->failed = t->failed || tfm__bytes_append(t->op, &t->b, s, strlen(s)) < 0;
 }
 
 static void put_quoted(text *t, const char *s)
 {
     size_t n = tfm__json_quote(NULL, s, strlen(s));
-    char *q = malloc(n + 1);
-    if (!q) {
-        t->ok = 0;
-        return;
-    }
-    tfm__json_quote(q, s, strlen(s));
-    put(t, q, n);
-    free(q);
+    t->failed = t->failed ||
+                tfm__grow(t->op, (void **)&t->b.data, 1, t->b.size, &t->b.capacity, n) < 0;
+    if (!t->failed)
+        t->b.size += tfm__json_quote(t->b.data + t->b.size, s, strlen(s));
 }
 
 /* The shortest decimal that reads back as v (0.1, not 0.100000001), as
@@ -550,7 +534,7 @@ static void put_target_modules(text *t, const tfm_model *m, const tfm__adapter *
 static tfm_status write_config(const char *op, const tfm_model *m, const tfm__adapter *a,
                                const char *path, const char *base)
 {
-    text t = {.ok = 1};
+    text t = {.op = op};
     char number[64];
     puts_(&t, "{\n  \"alpha_pattern\": {},\n  \"auto_mapping\": null,\n"
               "  \"base_model_name_or_path\": ");
@@ -588,9 +572,9 @@ static tfm_status write_config(const char *op, const tfm_model *m, const tfm__ad
     puts_(&t, ",\n  \"task_type\": \"SEQ_2_SEQ_LM\",\n  \"use_dora\": false,\n  \"use_rslora\": ");
     puts_(&t, a->rslora ? "true" : "false");
     puts_(&t, "\n}\n");
-    tfm_status st = t.ok ? tfm__save_bytes_atomically(op, path, t.s, t.len)
-                         : tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %s", op, CONFIG_FILE);
-    free(t.s);
+    tfm_status st = t.failed ? tfm_last_status()
+                             : tfm__save_bytes_atomically(op, path, t.b.data, t.b.size);
+    free(t.b.data);
     return st;
 }
 
@@ -801,9 +785,7 @@ tfm_status tfm_model_load_adapter(tfm_model *m, const char *name, const char *fo
     char *bytes = NULL;
     size_t size = 0;
     tfm__json json = {0};
-    int32_t most = m->options.encoder_layers > m->options.decoder_layers
-                       ? m->options.encoder_layers
-                       : m->options.decoder_layers;
+    int32_t most = most_layers(m);
     int32_t *layers = malloc((size_t)(most > 0 ? most : 1) * sizeof *layers);
     tfm_safetensors *file = NULL;
     tfm__adapter *a = NULL;
