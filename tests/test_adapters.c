@@ -277,6 +277,87 @@ START_TEST(training_over_an_int8_base)
 }
 END_TEST
 
+/* --- resuming an adapter's training -------------------------------------------------- */
+
+static void adapter_steps(tfm_model *m, tfm_optimizer *opt, int steps)
+{
+    tfm_tape *tape = tfm_tape_create();
+    tfm_tensor *src = ids(src_ids, 2, LEN), *tgt = ids(tgt_ids, 2, 4);
+    tfm_tensor *gold = ids(gold_ids, 2, 4);
+    for (int step = 0; step < steps; step++) {
+        tfm_tape_reset(tape);
+        tfm_optimizer_zero_grad(opt);
+        tfm_tensor *loss = tfm_cross_entropy(
+            tape, tfm_reshape(tape, logits_of(tape, m, src, tgt), 2, (const int64_t[]){8, VOCAB}),
+            tfm_reshape(tape, gold, 1, (const int64_t[]){8}), -100, 0.0f);
+        ck_assert_int_eq(tfm_tape_backward(tape, loss), TFM_OK);
+        ck_assert_int_eq(tfm_optimizer_step(opt), TFM_OK);
+    }
+    tfm_tensor_free(src);
+    tfm_tensor_free(tgt);
+    tfm_tensor_free(gold);
+    tfm_tape_free(tape);
+}
+
+/* A model (int8 or not) with adapter "r" in use, training, and an AdamW
+ * over the adapter into *opt. */
+static tfm_model *adapter_training(int quantized, tfm_optimizer **opt)
+{
+    tfm_model *m = tiny(1, 2);
+    if (quantized)
+        ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.dropout = 0.2f; /* the model's stream: resumed too */
+    o.targets = TFM_ADAPT_Q | TFM_ADAPT_V | TFM_ADAPT_FF_OUT;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "r", &o), TFM_OK);
+    ck_assert_int_eq(tfm_model_use_adapter(m, "r"), TFM_OK);
+    ck_assert_int_eq(tfm_model_set_training(m, 1), TFM_OK);
+    tfm_optimizer_options oo;
+    tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAMW);
+    oo.lr = 1e-2f;
+    *opt = tfm_optimizer_create(tfm_model_adapter_params(m, "r"), &oo);
+    ck_assert_ptr_nonnull(*opt);
+    return m;
+}
+
+START_TEST(an_adapters_training_resumes_bit_for_bit)
+{
+    for (int quantized = 0; quantized < 2; quantized++) {
+        char path[] = "/tmp/tfm_adapter_state_XXXXXX";
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        tfm_optimizer *opt;
+        tfm_model *straight = adapter_training(quantized, &opt);
+        adapter_steps(straight, opt, 3);
+        ck_assert_msg(tfm_training_save(path, straight, opt, 0, NULL, 0, NULL, NULL) == TFM_OK,
+                      "%s", tfm_last_error());
+        adapter_steps(straight, opt, 3);
+        tfm_optimizer *opt2;
+        tfm_model *resumed = adapter_training(quantized, &opt2);
+        ck_assert_msg(tfm_training_load(path, resumed, opt2, 0, NULL) == TFM_OK, "%s",
+                      tfm_last_error());
+        adapter_steps(resumed, opt2, 3);
+        tfm_params *a = tfm_model_adapter_params(straight, "r");
+        tfm_params *b = tfm_model_adapter_params(resumed, "r");
+        ck_assert(memcmp(tfm_params_values(a), tfm_params_values(b),
+                         (size_t)tfm_params_numel(a) * sizeof(float)) == 0);
+        /* an optimizer over the whole model does not read an adapter's state */
+        tfm_optimizer_options oo;
+        tfm_optimizer_options_init(&oo, TFM_OPTIMIZER_ADAMW);
+        tfm_optimizer *whole = tfm_optimizer_create(tfm_model_params(resumed), &oo);
+        ck_assert_int_ne(tfm_training_load(path, resumed, whole, 0, NULL), TFM_OK);
+        tfm_optimizer_free(whole);
+        tfm_optimizer_free(opt);
+        tfm_optimizer_free(opt2);
+        tfm_model_free(straight);
+        tfm_model_free(resumed);
+        unlink(path);
+    }
+}
+END_TEST
+
 /* --- files ---------------------------------------------------------------------------- */
 
 static char *temp_folder(void)
@@ -795,6 +876,7 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, merged_logits_equal_unmerged);
     tcase_add_test(tc, training_changes_only_the_adapter);
     tcase_add_test(tc, training_over_an_int8_base);
+    tcase_add_test(tc, an_adapters_training_resumes_bit_for_bit);
     tcase_add_test(tc, save_and_load_round_trip);
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
     tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);

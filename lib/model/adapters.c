@@ -442,6 +442,11 @@ const tfm__adapter_set *tfm__model_adapter_in_use(const tfm_model *m)
     return &m->in_use->set;
 }
 
+tfm_params *tfm__model_adapter_params_in_use(const tfm_model *m)
+{
+    return m->in_use ? m->in_use->params : NULL;
+}
+
 /* --- merging ------------------------------------------------------------------------ */
 
 tfm_status tfm_model_merge_adapter(tfm_model *m, const char *name)

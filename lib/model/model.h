@@ -134,6 +134,8 @@ const struct tfm__adapter_set *tfm__model_adapter(const char *op, const tfm_mode
 /* The adapter the model's forwards apply, NULL for none. */
 const struct tfm__adapter_set *tfm__model_adapter_in_use(const tfm_model *m);
 void tfm__model_free_adapters(tfm_model *m);
+/* The parameters of the adapter in use, or NULL. */
+tfm_params *tfm__model_adapter_params_in_use(const tfm_model *m);
 /* The module path of a published model's linear, named ours in libtfm
  * ("decoder.layers.0.multihead_attn.q_proj"), in its family's
  * transformers class ("model.decoder.layers.0.encoder_attn.q_proj"), into
