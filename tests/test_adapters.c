@@ -456,6 +456,7 @@ static void greedy(tfm_model *m, const char *adapter, int use_cache, int32_t *to
     ck_assert_int_eq(tfm_decode_options_from_model(m, &o), TFM_OK);
     o.max_length = MAXT - 1;
     o.use_cache = use_cache;
+    o.cache_precision = TFM_CACHE_FLOAT32; /* the recomputed path's */
     o.adapter = adapter;
     tfm_decoding *d = tfm_decoding_create(m, &o, 2, LEN);
     ck_assert_msg(d != NULL, "%s", tfm_last_error());
@@ -753,6 +754,28 @@ START_TEST(a_peft_adapter_over_marian_gives_the_twins_logits)
 }
 END_TEST
 
+/* The cached step over int8 weights applies the adapter as the model's
+ * forward does (the recomputed path). */
+START_TEST(decoding_an_int8_base_with_an_adapter)
+{
+    tfm_model *m = tiny(0, 2);
+    ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.targets = TFM_ADAPT_Q | TFM_ADAPT_K | TFM_ADAPT_V | TFM_ADAPT_O | TFM_ADAPT_FF_IN |
+                TFM_ADAPT_FF_OUT;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "d", &o), TFM_OK);
+    fill_random(tfm_model_adapter_params(m, "d"), 21, 1.0f);
+    int32_t none[2 * MAXT], cached[2 * MAXT], recomputed[2 * MAXT];
+    greedy(m, NULL, 1, none);
+    greedy(m, "d", 1, cached);
+    greedy(m, "d", 0, recomputed);
+    ck_assert_msg(memcmp(none, cached, sizeof none) != 0, "the adapter changes no token");
+    ck_assert(memcmp(cached, recomputed, sizeof cached) == 0);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- bad calls ------------------------------------------------------------------------ */
 
 START_TEST(bad_calls)
@@ -879,6 +902,7 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, an_adapters_training_resumes_bit_for_bit);
     tcase_add_test(tc, save_and_load_round_trip);
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
+    tcase_add_test(tc, decoding_an_int8_base_with_an_adapter);
     tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);
     tcase_add_test(tc, a_peft_adapter_over_marian_gives_the_twins_logits);
     tcase_add_test(tc, bad_calls);
