@@ -1167,10 +1167,28 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
     if (m) {
         tfm_model_set_training(m, 0); /* published for inference */
         m->generation = g;
+        m->published = (int32_t)l->family + 1;
     } else {
         tfm__generation_free(g);
     }
     loader_free(l);
     free(l);
     return m;
+}
+
+int tfm__published_module(const tfm_model *m, const char *ours, char *out, size_t size)
+{
+    if (!m->published)
+        return -1;
+    /* the family's class holds its layers under "model." (T5's directly) */
+    loader l = {.family = (family)(m->published - 1)};
+    l.prefix = l.family == T5 ? "" : "model.";
+    char weight[320];
+    snprintf(weight, sizeof weight, "%s.weight", ours);
+    size_t n;
+    if (published_name(&l, m, weight, out, size) < 0 || (n = strlen(out)) < 7 ||
+        strcmp(out + n - 7, ".weight") != 0)
+        return -1;
+    out[n - 7] = '\0';
+    return 0;
 }
