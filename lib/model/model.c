@@ -9,6 +9,7 @@
 #include "core/options.h"
 #include "core/params.h"
 #include "core/tensor.h"
+#include "model/families.h"
 #include "model/model.h"
 #include "translate/generation.h"
 #include "model/model_file.h"
@@ -250,6 +251,7 @@ void tfm_model_free(tfm_model *m)
     tfm_params_free(m->params);
     tfm_rng_free(m->rng);
     tfm__generation_free(m->generation);
+    tfm__published_free(m->published);
     tfm_tokenizer_free(m->tokenizers[0]);
     tfm_tokenizer_free(m->tokenizers[1]);
     free(m);

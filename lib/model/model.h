@@ -38,6 +38,9 @@ struct tfm_model {
     /* relative_attention_buckets' tables [buckets, heads] (store-owned), or NULL */
     tfm_tensor *src_relative_bias, *tgt_relative_bias;
     struct tfm__generation *generation; /* NULL unless published; not saved */
+    /* a published folder's family and files, for tfm_model_save_pretrained
+     * (model/families.h); NULL unless published; not saved */
+    struct tfm__published *published;
     tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
     tfm__text_template text;        /* around the tokenizers' ids; saved with them */
     /* tfm_model_quantize: what it turned to int8 (TFM_QUANTIZE_*, 0 for
@@ -50,9 +53,6 @@ struct tfm_model {
     struct tfm__adapter **adapters;
     int32_t n_adapters;
     struct tfm__adapter *in_use;
-    /* the published family tfm_model_from_pretrained read (pretrained.c's
-     * number + 1), 0 for a model made here: its adapters' module names */
-    int32_t published;
 };
 
 /* A linear weight tfm_model_quantize turns to int8: the weight, its bias

@@ -512,6 +512,16 @@ class Model(Handle):
         model._training = False  # tfm_model_from_pretrained leaves it in evaluation mode
         return model
 
+    def save_pretrained(self, folder, max_shard_bytes=0):
+        """Writes a model from_pretrained() loaded (trained since or not)
+        back in its family's layout, as transformers' save_pretrained()
+        does: config.json, generation_config.json, model.safetensors with
+        the published names (shards and their index past max_shard_bytes;
+        0: 5 GB) and the tokenizer files. A new folder appears whole or not
+        at all; tfm.Error for a model that has no family's layout (not
+        from_pretrained, quantized, tokenizers replaced)."""
+        check(lib.tfm_model_save_pretrained(self._ptr(), c_path(folder), max_shard_bytes))
+
     def save(self, path, metadata=None):
         """Writes options and parameters as one safetensors file, with the
         caller's metadata (str -> str; read back with tfm.metadata)."""
