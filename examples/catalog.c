@@ -24,9 +24,10 @@
 /* --- libgettextpo's problems -------------------------------------------------------- */
 
 /* libgettextpo reports through a handler that must not return on a fatal
- * error (po_file_read of a broken catalog, po_file_write that cannot
- * write): it jumps back to the call. While checking a translation the
- * handler keeps the first problem instead of printing it. */
+ * error (po_file_write that cannot create its file): it jumps back to the
+ * call. The handler counts the errors (po_file_read goes on after a syntax
+ * error) and keeps the first; it prints them, except while checking a
+ * translation. */
 static struct {
     const char *program;
     jmp_buf *fatal;
@@ -38,9 +39,9 @@ static void on_problem(int severity, po_message_t message, const char *filename,
                        size_t column, int multiline, const char *text)
 {
     (void)message, (void)column, (void)multiline;
+    if (severity != PO_SEVERITY_WARNING && report.problems++ == 0)
+        snprintf(report.first, sizeof report.first, "%.*s", (int)strcspn(text, "\n"), text);
     if (report.checking) {
-        if (severity != PO_SEVERITY_WARNING && report.problems++ == 0)
-            snprintf(report.first, sizeof report.first, "%.*s", (int)strcspn(text, "\n"), text);
     } else if (filename && line != (size_t)-1) {
         fprintf(stderr, "%s: %s:%zu: %s%s%s", report.program, filename, line,
                 severity == PO_SEVERITY_WARNING ? "warning: " : "", text,
@@ -460,6 +461,58 @@ static int check_out(const catalog_job *job)
     return 0;
 }
 
+static int same(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether the catalog at path holds what file holds: every domain's
+ * messages, in order, with their texts, comments, flags and marks. */
+static int read_back(po_file_t file, const char *path)
+{
+    jmp_buf failed;
+    po_file_t volatile again = NULL;
+    report.fatal = &failed;
+    report.checking = 1;
+    report.problems = 0;
+    if (!setjmp(failed))
+        again = po_file_read(path, &handler);
+    report.fatal = NULL;
+    report.checking = 0;
+    int equal = again && !report.problems;
+    const char *const *domains = po_file_domains(file);
+    for (int d = 0; equal && domains[d]; d++) {
+        po_message_iterator_t i = po_message_iterator(file, domains[d]);
+        po_message_iterator_t j = po_message_iterator(again, domains[d]);
+        po_message_t a, b;
+        do {
+            a = po_next_message(i);
+            b = po_next_message(j);
+            if (!a || !b) {
+                equal = !a && !b;
+                break;
+            }
+            equal = same(po_message_msgctxt(a), po_message_msgctxt(b)) &&
+                    same(po_message_msgid(a), po_message_msgid(b)) &&
+                    same(po_message_msgid_plural(a), po_message_msgid_plural(b)) &&
+                    same(po_message_msgstr(a), po_message_msgstr(b)) &&
+                    same(po_message_comments(a), po_message_comments(b)) &&
+                    same(po_message_extracted_comments(a), po_message_extracted_comments(b)) &&
+                    po_message_is_obsolete(a) == po_message_is_obsolete(b) &&
+                    po_message_is_fuzzy(a) == po_message_is_fuzzy(b);
+            for (int k = 0; equal && po_message_msgid_plural(a) &&
+                            (po_message_msgstr_plural(a, k) || po_message_msgstr_plural(b, k));
+                 k++)
+                equal = same(po_message_msgstr_plural(a, k), po_message_msgstr_plural(b, k));
+        } while (equal);
+        po_message_iterator_free(i);
+        po_message_iterator_free(j);
+    }
+    if (again)
+        po_file_free(again);
+    return equal;
+}
+
 /* Writes the catalog into a new file beside out, syncs it, and renames it
  * over out, so a failure leaves out as it was. 0, or -1 after a message. */
 static int write_atomically(const catalog_job *job, po_file_t file)
@@ -502,6 +555,13 @@ static int write_atomically(const catalog_job *job, po_file_t file)
     const char *what = "syncing";
     fd = open(temp, O_RDONLY | O_CLOEXEC);
     int synced = fd >= 0 && fsync(fd) == 0;
+    /* po_file_write says nothing of a write that fails (a full disk, the
+     * file size limit): the file is read back and compared whole */
+    if (synced && !read_back(file, temp)) {
+        what = "writing (it does not read back as written)";
+        synced = 0;
+        errno = EIO;
+    }
     if (fd >= 0 && close(fd) != 0)
         synced = 0;
     if (synced) {
@@ -638,8 +698,15 @@ int catalog_translate(const catalog_job *job, tfm_translator *translator,
         return EXIT_FAILURE;
     }
     errno = 0;
+    report.problems = 0;
     file = po_file_read(job->in, &handler);
     report.fatal = NULL;
+    if (file && report.problems) {
+        fprintf(stderr, "%s: cannot read the catalog '%s': %d error%s\n", job->program,
+                job->in, report.problems, report.problems > 1 ? "s" : "");
+        po_file_free(file);
+        return EXIT_FAILURE;
+    }
     if (!file) {
         fprintf(stderr, "%s: cannot read the catalog '%s': %s\n", job->program, job->in,
                 strerror(errno ? errno : EIO));
