@@ -463,9 +463,10 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
-/* The translator of --model, with --int8 and the languages; NULL after a
- * message. */
-static tfm_translator *open_translator(const config *c)
+/* The translator of --model, with --int8 and the languages, and its
+ * translations' options (decode: their decoding); NULL after a message. */
+static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
+                                       tfm_translate_options *o)
 {
     tfm_translator_options to;
     tfm_translator_options_init(&to);
@@ -473,22 +474,24 @@ static tfm_translator *open_translator(const config *c)
     to.source_language = c->source_language;
     to.target_language = c->target_language;
     tfm_translator *t = tfm_translator_open(c->model, &to);
-    if (!t)
+    if (!t) {
         cli_fail(program, "loading the model");
+        return NULL;
+    }
+    decode_options(t, c, decode);
+    tfm_translate_options_init(o);
+    o->decode = decode;
     return t;
 }
 
 static int translate_stream(const config *c)
 {
     double start = cli_seconds();
-    tfm_translator *t = open_translator(c);
+    tfm_decode_options decode;
+    tfm_translate_options o;
+    tfm_translator *t = open_translator(c, &decode, &o);
     if (!t)
         return EXIT_FAILURE;
-    tfm_decode_options decode;
-    decode_options(t, c, &decode);
-    tfm_translate_options o;
-    tfm_translate_options_init(&o);
-    o.decode = &decode;
     double loaded = cli_seconds(), first_line = 0.0;
     int64_t translated = 0;
     line_reader reader = {.fd = STDIN_FILENO};
@@ -550,14 +553,11 @@ done:
 static int translate_catalog(const config *c)
 {
 #ifdef TFM_TRANSLATE_CATALOGS
-    tfm_translator *t = open_translator(c);
+    tfm_decode_options decode;
+    tfm_translate_options o;
+    tfm_translator *t = open_translator(c, &decode, &o);
     if (!t)
         return EXIT_FAILURE;
-    tfm_decode_options decode;
-    decode_options(t, c, &decode);
-    tfm_translate_options o;
-    tfm_translate_options_init(&o);
-    o.decode = &decode;
     /* ISSUE 43 (branch ph): the options that keep placeholders by
      * construction and apply glossaries are set here once they land;
      * until then catalog.c leaves untranslated each entry whose
