@@ -50,6 +50,7 @@ typedef struct tfm__decode_weights tfm__decode_weights;
 struct tfm__decode_weights {
     const tfm_model *model;
     uint32_t quantized;    /* the model's quantized flags when packed */
+    int bf16;              /* packed in bfloat16: the matmul precision when packed */
     /* each decoder layer's products and the generator's; products NULL
      * when not packed (a decoding's own without caches). An unpacked
      * one's panels are NULL (int8, or no linear_up) */
@@ -313,7 +314,8 @@ tfm__decode_weights *tfm__decode_weights_make(const tfm_model *model, int decode
 tfm_status tfm__decode_weights_repack(tfm__decode_weights *w, const char *op);
 /* step.c and cache.c: out (row stride ldc) = in [n, p->in] times p's
  * weights and bias, when the run packed them (weights.c); 0 when it did
- * not (int8 weights) */
+ * not (int8 weights), or when a bfloat16 product's buffer cannot grow:
+ * the caller multiplies by the layer's own weights */
 int tfm__decode_packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
                                int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the

@@ -46,10 +46,7 @@ void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, flo
 int tfm__decode_packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
                                int64_t ldc)
 {
-    if (!p->panels)
-        return 0;
-    tfm__packed_product(p, in, n, out, ldc);
-    return 1;
+    return p->panels && tfm__packed_product(p, in, n, out, ldc) == 0;
 }
 
 /* An int8 attention's first `count` projections (queries, keys, values)

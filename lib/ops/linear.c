@@ -117,15 +117,14 @@ static const tfm__packed_linear *packed_of(const tfm_tape *tape, const tfm_tenso
 
 /* j->y [rows, j->out] = the op's output for x [rows, in], weight w: its
  * packed copy (NULL: none), its int8 parts when the model was quantized
- * (tfm_model_quantize), else (or when the int8 kernel's buffer cannot be
- * had) its float32 values. */
+ * (tfm_model_quantize), else (or when the bfloat16 or int8 kernel's buffer
+ * cannot be had) its float32 values. */
 static void compute_output(const elementwise_job *j, const float *x, const tfm_tensor *w,
                            const tfm__packed_linear *packed, int64_t rows, int64_t in)
 {
     int64_t n = rows * j->out;
-    if (packed)
-        tfm__packed_product(&packed->product, x, rows, j->y, j->out);
-    else if (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0)
+    int done = packed && tfm__packed_product(&packed->product, x, rows, j->y, j->out) == 0;
+    if (!done && (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0))
         tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, tfm__f32(w), in, j->bias, j->y,
                         j->out);
     if (j->mode != PLAIN)
