@@ -6,9 +6,10 @@ Every entry is where it was with its context, msgids, references,
 extracted comments, previous msgids and obsolete mark; each one it was
 to translate (the untranslated ones; with --all every one) is either
 machine-translated (flags as before plus fuzzy, each of the Plural-Forms'
-msgstr[i] filled) or left as it was (an untranslated one with the tool's
-comment saying why); any other is unchanged. The header keeps every field
-but Language, Plural-Forms, Content-Type and PO-Revision-Date, which say
+msgstr[i] filled, those past the first alike: msgid_plural's) or left as
+it was (an untranslated one with the tool's comment saying why); any
+other is unchanged. The header keeps every field but Language,
+Plural-Forms, Content-Type and PO-Revision-Date, which say
 the language. Prints "N translated, M left" and exits 1 at the first
 difference.
 """
@@ -131,6 +132,9 @@ def main():
             if not all(now["msgstr"].values()) or \
                     forms != (nplurals if was["msgid_plural"] is not None else 1):
                 fail("%s: %d forms, not all filled: %r" % (name, forms, now["msgstr"]))
+            if was["msgid_plural"] is not None and \
+                    len(set(now["msgstr"][i] for i in range(1, forms))) > 1:
+                fail("%s: the forms past the first differ: %r" % (name, now["msgstr"]))
             translated += 1
         elif wanted:
             if now["flags"] != was["flags"] or now["msgstr"] != was["msgstr"]:
