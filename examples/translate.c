@@ -48,6 +48,9 @@ typedef struct config {
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, max_length, batch, evaluate, int8, timing;
     const char *source_language, *target_language, *freeze;
+    int64_t lora;                 /* --lora's rank; 0: fine-tune every parameter */
+    double lora_alpha;
+    const char *lora_targets, *adapter;
     const char *po, *language;
     int64_t all;
 } config;
@@ -521,6 +524,40 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
+/* The name --lora trains and --adapter loads the adapter under. */
+#define ADAPTER "adapter"
+
+/* The model under --adapter's translator, freed after it (close_translator). */
+static tfm_model *adapted;
+
+static tfm_model *load_model(const char *path);
+
+/* --model with --adapter loaded as ADAPTER, --int8 and the languages set on
+ * the model, then a translator over it; NULL with the library's error. */
+static tfm_translator *open_adapted(const config *c)
+{
+    tfm_translator *t = NULL;
+    if ((adapted = load_model(c->model)) &&
+        tfm_model_load_adapter(adapted, ADAPTER, c->adapter) == TFM_OK &&
+        (!(c->source_language || c->target_language) ||
+         tfm_model_set_languages(adapted, c->source_language, c->target_language) == TFM_OK) &&
+        (!c->int8 || tfm_model_quantize(adapted, TFM_QUANTIZE_LAYERS |
+                                                     TFM_QUANTIZE_GENERATOR) == TFM_OK))
+        t = tfm_translator_create(adapted, NULL);
+    if (!t) {
+        tfm_model_free(adapted);
+        adapted = NULL;
+    }
+    return t;
+}
+
+static void close_translator(tfm_translator *t)
+{
+    tfm_translator_free(t);
+    tfm_model_free(adapted);
+    adapted = NULL;
+}
+
 /* The translator of --model, with --int8 and the languages, and its
  * translations' options (decode: their decoding); NULL after a message. */
 static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
@@ -531,14 +568,15 @@ static tfm_translator *open_translator(const config *c, tfm_decode_options *deco
     to.int8 = c->int8 != 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
-    tfm_translator *t = tfm_translator_open(c->model, &to);
+    tfm_translator *t = c->adapter ? open_adapted(c) : tfm_translator_open(c->model, &to);
     if (!t) {
-        cli_fail(program, "loading the model");
+        cli_fail(program, c->adapter ? "loading the model and its adapter" : "loading the model");
         return NULL;
     }
     decode_options(t, c, decode);
     tfm_translate_options_init(o);
     o->decode = decode;
+    o->adapter = c->adapter ? ADAPTER : NULL;
     return t;
 }
 
@@ -603,7 +641,7 @@ done:
     free(lines);
     free(out);
     free(reader.buffer);
-    tfm_translator_free(t);
+    close_translator(t);
     return status;
 }
 
@@ -626,7 +664,7 @@ static int translate_catalog(const config *c)
         .overwrite = c->overwrite != 0, .program = program,
     };
     int status = catalog_translate(&job, t, &o);
-    tfm_translator_free(t);
+    close_translator(t);
     return status;
 #else
     (void)c;
@@ -755,10 +793,53 @@ static int set_frozen(const config *c, tfm_model *model)
                : 0;
 }
 
-/* The parameters an optimizer step changes. */
-static int64_t trained_count(tfm_model *model)
+/* --lora-targets: q, k, v, o (both attentions'), fc1, fc2; 0 for a name
+ * it does not know. */
+static tfm_adapter_targets parse_targets(const char *list)
 {
-    tfm_params *params = tfm_model_params(model);
+    static const struct { const char *name; tfm_adapter_targets targets; } known[] = {
+        {"q", TFM_ADAPT_Q}, {"k", TFM_ADAPT_K}, {"v", TFM_ADAPT_V}, {"o", TFM_ADAPT_O},
+        {"fc1", TFM_ADAPT_FF_IN}, {"fc2", TFM_ADAPT_FF_OUT},
+    };
+    tfm_adapter_targets targets = 0;
+    for (const char *at = list; *at;) {
+        size_t length = strcspn(at, ","), k = 0;
+        while (k < sizeof known / sizeof known[0] &&
+               (strlen(known[k].name) != length || strncmp(known[k].name, at, length) != 0))
+            k++;
+        if (k == sizeof known / sizeof known[0])
+            return 0;
+        targets |= known[k].targets;
+        at += length + (at[length] == ',');
+    }
+    return targets;
+}
+
+/* --lora: a new adapter over the model, the one its forward calls apply;
+ * 0, or -1 with the library's error. */
+static int add_adapter(const config *c, tfm_model *model)
+{
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = (int32_t)c->lora;
+    o.alpha = c->lora_alpha > 0 ? (float)c->lora_alpha : (float)c->lora;
+    o.targets = parse_targets(c->lora_targets);
+    return tfm_model_add_adapter(model, ADAPTER, &o) == TFM_OK &&
+                   tfm_model_use_adapter(model, ADAPTER) == TFM_OK
+               ? 0
+               : -1;
+}
+
+/* What the run trains: the adapter's parameters under --lora, else the model's. */
+static tfm_params *trained_params(const config *c, tfm_model *model)
+{
+    return c->lora ? tfm_model_adapter_params(model, ADAPTER) : tfm_model_params(model);
+}
+
+/* The parameters an optimizer step changes. */
+static int64_t trained_count(const config *c, tfm_model *model)
+{
+    tfm_params *params = trained_params(c, model);
     int64_t count = 0;
     for (int64_t i = 0; i < tfm_params_count(params); i++)
         if (tfm_tensor_requires_grad(tfm_params_at(params, i)))
@@ -777,7 +858,7 @@ static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
     o.clip_norm = (float)c->clip;
     o.schedule = TFM_SCHEDULE_WARMUP_INVSQRT;
     o.warmup_steps = c->warmup;
-    tfm_optimizer *adam = tfm_optimizer_create(tfm_model_params(model), &o);
+    tfm_optimizer *adam = tfm_optimizer_create(trained_params(c, model), &o);
     if (adam && tfm_optimizer_no_decay_for_vectors(adam) != TFM_OK) {
         tfm_optimizer_free(adam);
         return NULL;
@@ -917,7 +998,7 @@ static tfm_model *start_model(const config *c)
     if (!model ||
         ((c->source_language || c->target_language) &&
          tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) ||
-        set_frozen(c, model) < 0) {
+        set_frozen(c, model) < 0 || (c->lora && add_adapter(c, model) < 0)) {
         cli_fail(program, "loading the model to fine-tune");
         tfm_model_free(model);
         return NULL;
@@ -927,10 +1008,30 @@ static tfm_model *start_model(const config *c)
 
 /* Writes the best model: a libtfm file, the tokenizers inside. A
  * published folder's fine-tuning writes one too, until
- * tfm_model_save_pretrained (issue 42) writes the folder's own layout. */
+ * tfm_model_save_pretrained (issue 42) writes the folder's own layout.
+ * Under --lora, the adapter alone: PEFT's folder naming --model its base. */
 static tfm_status save_model(const config *c, const tfm_model *model)
 {
-    return tfm_model_save(model, c->out);
+    return c->lora ? tfm_model_save_adapter(model, ADAPTER, c->out, c->model)
+                   : tfm_model_save(model, c->out);
+}
+
+/* What save_model wrote, to evaluate: under --lora, --model with the adapter
+ * in use. NULL with the library's error. */
+static tfm_model *load_saved(const config *c)
+{
+    if (!c->lora)
+        return load_model(c->out);
+    tfm_model *model = load_model(c->model);
+    if (model && (((c->source_language || c->target_language) &&
+                   tfm_model_set_languages(model, c->source_language, c->target_language) !=
+                       TFM_OK) ||
+                  tfm_model_load_adapter(model, ADAPTER, c->out) != TFM_OK ||
+                  tfm_model_use_adapter(model, ADAPTER) != TFM_OK)) {
+        tfm_model_free(model);
+        return NULL;
+    }
+    return model;
 }
 
 static int train(const config *c, ranks *r)
@@ -969,7 +1070,7 @@ static int train(const config *c, ranks *r)
         !(adam = make_optimizer(c, model)) ||
         plan_make(&val_plan, &val_pairs, c->max_tokens, NULL) < 0 ||
         snapshots_make(&kept, r->rank == 0 ? c->average : 0,
-                       tfm_params_numel(tfm_model_params(model))) < 0) {
+                       tfm_params_numel(trained_params(c, model))) < 0) {
         cli_fail(program, "setting up training");
         goto done;
     }
@@ -992,8 +1093,8 @@ static int train(const config *c, ranks *r)
             printf("Model: %s, %lld parameters, %lld of them trained%s%s; %s products, "
                    "%lld thread%s x %d rank%s\n", c->model,
                    (long long)tfm_model_parameter_count(model),
-                   (long long)trained_count(model), c->freeze ? ", frozen: " : "",
-                   c->freeze ? c->freeze : "", c->precision, (long long)c->threads,
+                   (long long)trained_count(c, model), c->freeze ? ", frozen: " : "",
+                   c->freeze ? c->freeze : c->lora ? " (LoRA adapter)" : "", c->precision, (long long)c->threads,
                    c->threads > 1 ? "s" : "", r->size, r->size > 1 ? "s" : "");
         else
             printf("Model: d %lld, %lld heads, %lld+%lld pre-norm layers, d_ff %lld, tied "
@@ -1070,7 +1171,7 @@ static int train(const config *c, ranks *r)
                 cli_fail(program, "the validation loss");
                 goto done;
             }
-            snapshots_take(&kept, tfm_params_values(tfm_model_params(model)));
+            snapshots_take(&kept, tfm_params_values(trained_params(c, model)));
             int improved = val < best;
             if (improved) {
                 best = val;
@@ -1092,7 +1193,7 @@ static int train(const config *c, ranks *r)
         window_start = cli_seconds(); /* validation is not training time */
     }
     if (r->rank == 0 && kept.kept >= 2) {
-        snapshots_mean(&kept, tfm_params_values(tfm_model_params(model)));
+        snapshots_mean(&kept, tfm_params_values(trained_params(c, model)));
         double val = validation_loss(tape, model, &val_pairs, val_plan.order, val_plan.starts,
                                      val_plan.batches);
         int better = val < best;
@@ -1113,7 +1214,7 @@ static int train(const config *c, ranks *r)
                trained / 60.0, best, c->out);
         fflush(stdout);
         if (c->evaluate) {
-            tfm_model *best_model = load_model(c->out);
+            tfm_model *best_model = load_saved(c);
             if (!best_model) {
                 cli_fail(program, "loading the best model");
                 goto done;
@@ -1151,6 +1252,7 @@ int main(int argc, char **argv)
         .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 2e-3,
         .weight_decay = 0.01, .clip = 1.0, .warmup = 500, .cooldown = 0.3, .max_tokens = 4000,
         .validate_every = 100, .average = 5, .seed = 0, .threads = 1, .evaluate = 1,
+        .lora_targets = "q,k,v,o",
     };
     const cli_flag flags[] = {
         {"train", CLI_SWITCH, &c.train, 0, 0, "train a model on --data, keep the best in --out"},
@@ -1159,6 +1261,14 @@ int main(int argc, char **argv)
          "--train, fine-tune it (its tokenizers and architecture) into --out"},
         {"freeze", CLI_STRING, &c.freeze, 0, 0, "--train: parts that do not train, "
          "comma-separated: embeddings, encoder, decoder, output"},
+        {"lora", CLI_INT, &c.lora, 1, 512, "--train --model: train a LoRA adapter of this "
+         "rank over the frozen model instead, saved into --out as PEFT's folder"},
+        {"lora-alpha", CLI_FLOAT, &c.lora_alpha, 0, 1e6, "--lora: the adapter's terms are "
+         "scaled by alpha / rank (0: alpha = rank)"},
+        {"lora-targets", CLI_STRING, &c.lora_targets, 0, 0, "--lora: the linears adapted, "
+         "comma-separated: q, k, v, o (self- and cross-attention's), fc1, fc2"},
+        {"adapter", CLI_STRING, &c.adapter, 0, 0, "--model: translate with this LoRA "
+         "adapter (PEFT's folder, as --lora saves)"},
         {"source-language", CLI_STRING, &c.source_language, 0, 0, "--model: a multilingual "
          "model's source language code (en_XX, en, eng_Latn)"},
         {"target-language", CLI_STRING, &c.target_language, 0, 0, "--model: its target "
@@ -1244,6 +1354,22 @@ int main(int argc, char **argv)
                 "vocabulary), --model FILE (--po CATALOG --out FILE) or --score FILE "
                 "--reference FILE (--distributed and --freeze with --train, --language and "
                 "--all with --po)\n", program);
+        return cli_usage_error(program);
+    }
+    int lora_given = 0;
+    for (int i = 0; i < N_FLAGS; i++)
+        lora_given |= given[i] && (flags[i].value == &c.lora_alpha ||
+                                   flags[i].value == &c.lora_targets);
+    if ((c.lora && (!c.train || !c.model || c.distributed || c.freeze)) ||
+        (lora_given && !c.lora) || (c.adapter && (c.train || !c.model))) {
+        fprintf(stderr, "%s: --lora trains an adapter with --train --model (neither "
+                "--distributed nor --freeze), --lora-alpha and --lora-targets need it; "
+                "--adapter translates with --model\n", program);
+        return cli_usage_error(program);
+    }
+    if (c.lora && !parse_targets(c.lora_targets)) {
+        fprintf(stderr, "%s: --lora-targets '%s': give some of q, k, v, o, fc1, fc2, "
+                "comma-separated\n", program, c.lora_targets);
         return cli_usage_error(program);
     }
     if (c.train && (c.minutes <= 0) == (c.steps <= 0)) {

@@ -180,6 +180,62 @@ printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian.saf
     --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
 step "the fine-tuned folder's model reloads and translates" $?
 
+# LoRA (--lora): an adapter over the frozen model trains on the same
+# pairs, is saved as PEFT's folder and translated with (--adapter); the
+# model's file stays as it was, bit for bit.
+# lora WHAT START OUT [OPTIONS]: trains a rank-4 adapter over START into OUT
+# (its log OUT.txt): it says so, its validation loss falls, PEFT's files
+lora() {
+    what=$1 start=$2 out=$3
+    shift 3
+    rm -rf "$scratch/start.before"
+    cp -r "$start" "$scratch/start.before"
+    # shellcheck disable=SC2086
+    "$translate" --train --model "$start" $tune --lr 1e-2 --lora 4 "$@" --out "$out" \
+        >"$out.txt" 2>&1 && grep -q "^Model: $start, .* of them trained (LoRA adapter)" \
+        "$out.txt" && [ -s "$out/adapter_config.json" ] && [ -s "$out/adapter_model.safetensors" ]
+    status=$?
+    step "--train --model $what --lora 4 saves PEFT's adapter folder" $status
+    [ $status -eq 0 ] || cat "$out.txt"
+    val_falls "$out.txt" 2
+    step "LoRA over $what: the validation loss falls" $?
+}
+lora FILE "$model" "$scratch/adapter"
+cmp -s "$model" "$scratch/start.before"
+step "LoRA over FILE: the model's file unchanged bit for bit" $?
+grep -q "^Test (20 pairs, beam): chrF" "$scratch/adapter.txt"
+step "LoRA scores the test pairs with the model and its best adapter" $?
+"$translate" --model "$model" --beam 1 <"$scratch/domain/test.en" >"$scratch/plain.txt" &&
+    "$translate" --model "$model" --beam 1 --adapter "$scratch/adapter" \
+        <"$scratch/domain/test.en" >"$scratch/adapted.txt" &&
+    "$translate" --model "$model" --beam 1 --adapter "$scratch/adapter" --batch 1 \
+        <"$scratch/domain/test.en" >"$scratch/adapted-again.txt" &&
+    [ "$(wc -l <"$scratch/adapted.txt")" -eq 20 ] &&
+    ! cmp -s "$scratch/plain.txt" "$scratch/adapted.txt" &&
+    cmp -s "$scratch/adapted.txt" "$scratch/adapted-again.txt"
+step "--adapter translates otherwise than the model alone, alike in any batches" $?
+cp -r "$scratch/adapter" "$scratch/adapter.before"
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --lora 4 --out "$scratch/adapter" \
+    >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists.*--overwrite" "$scratch/err.txt" &&
+    diff -r "$scratch/adapter" "$scratch/adapter.before" >/dev/null
+step "--lora refuses the adapter folder at --out without --overwrite, unchanged" $?
+lora FOLDER "$tests/marian" "$scratch/marian-adapter" --lora-targets q,v,fc1 --lora-alpha 8
+diff -r "$tests/marian" "$scratch/start.before" >/dev/null
+step "LoRA over FOLDER: the folder unchanged bit for bit" $?
+grep -q '"r": 4' "$scratch/marian-adapter/adapter_config.json" &&
+    grep -q '"fc1"' "$scratch/marian-adapter/adapter_config.json"
+step "LoRA over FOLDER: PEFT's config with the rank and targets asked" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$tests/marian" \
+    --adapter "$scratch/marian-adapter" --max-length 8 >"$scratch/marian-lora.txt" &&
+    [ "$(wc -l <"$scratch/marian-lora.txt")" -eq 2 ]
+step "--adapter over the published folder translates" $?
+"$translate" --model "$tests/marian" --adapter "$scratch/adapter" </dev/null >/dev/null \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "adapter" "$scratch/err.txt"
+step "--adapter on a model it does not fit is refused" $?
+
 # --int8: the model quantized (layers, output projection, bfloat16 caches)
 # translates the test pairs as float32 does on most lines
 "$translate" --model "$model" --beam 1 <"$data/test.en" >"$scratch/float32.txt" &&
@@ -327,6 +383,13 @@ usage "--train without --minutes or --steps" --train --data "$data"
 usage "--train with both --minutes and --steps" --train --steps 1 --minutes 1
 usage "--score without --reference" --score "$scratch/hyp.txt"
 usage "an unknown flag" --no-such-flag
+usage "--lora without --model" --train --steps 1 --data "$data" --lora 4
+usage "--lora 0" --train --steps 1 --model "$model" --data "$data" --lora 0
+usage "--lora with --freeze" --train --steps 1 --model "$model" --lora 4 --freeze encoder
+usage "--lora-targets without --lora" --train --steps 1 --model "$model" --lora-targets q
+usage "--lora-targets naming no linear" --train --steps 1 --model "$model" --lora 4 \
+    --lora-targets q,attention
+usage "--adapter with --train" --train --steps 1 --model "$model" --adapter "$data"
 "$translate" --train --steps 1 --data "$scratch/nowhere" --out "$scratch/x.safetensors" \
     >/dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "scripts/translation_data.py" "$scratch/err.txt"
