@@ -470,6 +470,11 @@ po_round_trip() {
 po_round_trip pot-tiny "$model" "$po/messages.pot" fr "$french"
 po_round_trip pot-marian "$tests/marian" "$po/messages.pot" fr "$french"
 po_round_trip po-marian "$tests/marian" "$po/messages.fr.po" fr "$french"
+"$translate" --model "$tests/marian" --adapter "$scratch/marian-adapter" --po "$po/messages.pot" \
+    --language fr --out "$scratch/adapted.po" 2>/dev/null &&
+    msgfmt -c --use-fuzzy -o /dev/null "$scratch/adapted.po" &&
+    ! cmp -s "$scratch/adapted.po" "$scratch/pot-marian.po"
+step "--po --adapter: msgfmt -c accepts what it wrote, translated otherwise than without" $?
 po_round_trip po-marian-all "$tests/marian" "$po/messages.fr.po" fr "$french" --all
 po_round_trip pot-russian "$model" "$po/messages.pot" ru \
     "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);"
