@@ -13,7 +13,11 @@
 #               general training pairs (translation_data.py --replay 5000):
 #               what the model knew is rehearsed, still kept best by the
 #               domain's validation loss
-# LoRA rows (rank 8, 16) come from tfm-translate's adapters once merged.
+#   lora8       a LoRA adapter of rank 8 on every attention projection
+#               (q, k, v, o of both attentions) over the frozen general
+#               model, its folder (PEFT's) kept best by the domain's
+#               validation loss
+#   lora16      the same of rank 16
 #   usage: bash scripts/adapt.sh [MINUTES [METHOD...]]   (from the
 #   repository, after meson setup build && ninja -C build; as root to
 #   install the packages; by default every method, each trained for 4.5
@@ -24,7 +28,7 @@
 set -eu
 minutes=${1:-4.5}
 shift $(($# > 0))
-methods=${*:-base full full-frozen full-replay}
+methods=${*:-base full full-frozen full-replay lora8 lora16}
 translate=build/examples/tfm-translate
 general=runs/translation/model.safetensors
 out=runs/adapt
@@ -49,7 +53,7 @@ fi
 
 # chrF of a model on a test set (beam 4, the model's default), one thread
 chrf() {
-    run "$translate" --model "$1" <"$2/test.en" >"$out/$3.fr" &&
+    run "$translate" --model "$1" "${@:4}" <"$2/test.en" >"$out/$3.fr" &&
         "$translate" --score "$out/$3.fr" --reference "$2/test.fr" | awk '{ print $2 }'
 }
 
@@ -74,6 +78,23 @@ tune() { # name, data, extra options
          "$(chrf "$model" runs/translation/data "$name.general") | $took |" \
          "$(stat -c %s "$model") | $trained |"
 }
+# LoRA: the adapter alone trains, with the threads (ranks do not average an
+# adapter's gradients); twice fine-tuning's rate, as its few parameters
+# start from a zero product and move the model only through alpha / rank.
+lora() { # name, rank
+    local name=$1 rank=$2 folder=$out/$1 start
+    rm -rf "$folder"
+    start=$(date +%s.%N)
+    run "$translate" --train --threads 2 --model "$general" --data runs/domain/data \
+        --lora "$rank" --out "$folder" --precision "$precision" --minutes "$minutes" \
+        --lr 1e-3 --warmup 50 --validate-every 50 --average 0 --evaluate 0 >"$out/$name.log"
+    local took trained
+    took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", (b - a) / 60 }')
+    trained=$(sed -n 's/^Model: .*, \([0-9]*\) of them trained.*/\1/p' "$out/$name.log")
+    echo "| $name | $(chrf "$general" runs/domain/data "$name.domain" --adapter "$folder") |" \
+         "$(chrf "$general" runs/translation/data "$name.general" --adapter "$folder") |" \
+         "$took | $(cat "$folder"/* | wc -c) | $trained |"
+}
 [ -s runs/domain/replay/test.en ] ||
     run python3 scripts/translation_data.py --domain compilers --replay 5000 runs/domain/replay
 
@@ -84,7 +105,9 @@ for method in $methods; do
     full) tune full runs/domain/data ;;
     full-frozen) tune full-frozen runs/domain/data --freeze embeddings ;;
     full-replay) tune full-replay runs/domain/replay ;;
-    *) echo "adapt.sh: no method '$method' (base, full, full-frozen, full-replay)" >&2
+    lora8) lora lora8 8 ;;
+    lora16) lora lora16 16 ;;
+    *) echo "adapt.sh: no method '$method' (base, full, full-frozen, full-replay, lora8, lora16)" >&2
        exit 2 ;;
     esac
 done
