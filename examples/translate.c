@@ -9,6 +9,8 @@
  *   tfm-translate --score hyp.fr --reference test.fr
  *   tfm-translate --train --model FILE_OR_FOLDER --data DIR --out tuned.safetensors
  *                                                # fine-tunes a model, --freeze parts
+ *   tfm-translate --train --model M --lora 8 --data DIR --out ADAPTER_FOLDER
+ *   tfm-translate --model M --adapter ADAPTER_FOLDER # a LoRA adapter, PEFT's folder
  *   tfm-translate --po messages.pot --language fr --out fr.po   # catalog.c
  *
  * Training: a joint BPE vocabulary (byte fallback, so no text is
@@ -1210,8 +1212,8 @@ static int train(const config *c, ranks *r)
     if (r->rank == 0) {
         double trained = cli_seconds() - trained_at;
         printf("Trained %lld steps (%lld epochs) in %.1f minutes; best validation loss %.3f, "
-               "model and tokenizer in %s\n", (long long)steps, (long long)epochs,
-               trained / 60.0, best, c->out);
+               "%s in %s\n", (long long)steps, (long long)epochs, trained / 60.0, best,
+               c->lora ? "the adapter" : "model and tokenizer", c->out);
         fflush(stdout);
         if (c->evaluate) {
             tfm_model *best_model = load_saved(c);
