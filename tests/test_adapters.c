@@ -889,6 +889,40 @@ START_TEST(bad_files)
 }
 END_TEST
 
+/* An adapter removed while the translator holds an idle decoding that
+ * named it: the translator's settings keep their own copy of the name, so
+ * a later request for another adapter (whose memory may be the removed
+ * one's) decodes with its own adapter. */
+START_TEST(an_adapter_removed_under_the_translator)
+{
+    tfm_tokenizer *tok;
+    tfm_model *m = translating_model(&tok);
+    tfm_translator *t = tfm_translator_create(m, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    char a[4][256], b[4][256], c[4][256];
+    translate(t, "a", a);
+    translate(t, "b", b);
+    ck_assert_int_eq(tfm_model_remove_adapter(m, "a"), TFM_OK);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = 4;
+    o.alpha = 8.0f;
+    o.targets = TFM_ADAPT_O | TFM_ADAPT_FF_IN | TFM_ADAPT_K;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "c", &o), TFM_OK);
+    fill_random(tfm_model_adapter_params(m, "c"), 32, 1.5f);
+    translate(t, "c", c); /* "b"'s weights under another name */
+    ck_assert(memcmp(b, c, sizeof b) == 0);
+    tfm_translate_options to;
+    tfm_translate_options_init(&to);
+    to.adapter = "a";
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, lines, 1, &to, &r), TFM_ERR_ARG);
+    tfm_translator_free(t);
+    tfm_model_free(m);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
 static Suite *adapters_suite(void)
 {
     Suite *s = suite_create("adapters");
@@ -904,6 +938,7 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
     tcase_add_test(tc, decoding_an_int8_base_with_an_adapter);
     tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);
+    tcase_add_test(tc, an_adapter_removed_under_the_translator);
     tcase_add_test(tc, a_peft_adapter_over_marian_gives_the_twins_logits);
     tcase_add_test(tc, bad_calls);
     tcase_add_test(tc, bad_files);

@@ -3,6 +3,7 @@
  * tokens, each text's result the same whatever it is batched with. */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -284,11 +285,16 @@ void tfm__settings_free(tfm__settings *s)
 }
 
 /* The arrays s->decode points to, copied into s->arrays and pointed to
- * there, so the settings outlive the caller's options. */
+ * there, and the adapter's name into s->adapter, so the settings outlive
+ * the caller's options and an idle decoding's the adapter's removal. */
 static tfm_status own_arrays(const char *op, tfm__settings *s)
 {
     tfm_decode_options *d = &s->decode;
     s->arrays = NULL;
+    if (d->adapter) {
+        snprintf(s->adapter, sizeof s->adapter, "%s", d->adapter);
+        d->adapter = s->adapter;
+    }
     /* counts out of range are the decoding's to name; nothing is kept */
     if (d->n_suppress_ids < 0 || d->n_eos_ids < 0 || d->n_bad_words < 0) {
         d->suppress_ids = d->eos_ids = d->bad_words = d->bad_word_lengths = NULL;
@@ -358,7 +364,7 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
     }
     if (o.adapter)
         s->decode.adapter = o.adapter;
-    /* the model's own copy of the name: the settings outlive the caller's */
+    /* one of the model's (own_arrays copies the name) */
     if (s->decode.adapter) {
         int32_t i = 0, n = tfm_model_adapter_count(t->model);
         while (i < n && strcmp(tfm_model_adapter_name(t->model, i), s->decode.adapter) != 0)
@@ -366,7 +372,6 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
         if (i == n)
             return tfm__fail(TFM_ERR_ARG, "%s: the model has no adapter named \"%s\"", op,
                              s->decode.adapter);
-        s->decode.adapter = tfm_model_adapter_name(t->model, i);
     }
     /* checked now: the results, the stream and the prefix are sized by them */
     tfm_status checked = tfm__decode_options_check(op, t->model, &s->decode);

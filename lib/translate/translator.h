@@ -19,6 +19,7 @@
 typedef struct tfm__settings {
     tfm_decode_options decode;
     int32_t *arrays; /* suppress_ids, eos_ids, bad_words, bad_word_lengths */
+    char adapter[64]; /* decode.adapter's name: the model's copy goes with its adapter */
     tfm__text_template text;
     int32_t prefixed;
 } tfm__settings;
