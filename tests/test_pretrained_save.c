@@ -204,6 +204,25 @@ START_TEST(trained_values_saved)
 }
 END_TEST
 
+/* A path with a trailing slash, as a shell completes it, names the
+ * folder: a new one is made, an existing one saved over. */
+START_TEST(trailing_slash)
+{
+    tfm_model *m = tfm_model_from_pretrained(fixture_path("marian", NULL));
+    ck_assert_ptr_nonnull(m);
+    char slashed[160];
+    snprintf(slashed, sizeof slashed, "%s//", saved);
+    for (int again = 0; again < 2; again++) {
+        ck_assert_msg(tfm_model_save_pretrained(m, slashed, 0) == TFM_OK, "%s",
+                      tfm_last_error());
+        tfm_model *loaded = tfm_model_from_pretrained(saved);
+        ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+        tfm_model_free(loaded);
+    }
+    tfm_model_free(m);
+}
+END_TEST
+
 START_TEST(refused)
 {
     tfm_model *m = tfm_model_from_pretrained(fixture_path("marian", NULL));
@@ -277,6 +296,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, round_trip, 0, FIXTURES);
     tcase_add_test(tc, trained_values_saved);
+    tcase_add_test(tc, trailing_slash);
     tcase_add_test(tc, refused);
     suite_add_tcase(s, tc);
     return s;

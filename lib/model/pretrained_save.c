@@ -343,6 +343,14 @@ tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,
                          *folder ? "too long" : "empty");
     if (refuse(&s, model) != TFM_OK)
         return tfm_last_status();
+    /* "new/" names the folder "new": its temporary goes beside it, not in it */
+    char trimmed[PATH_BYTES - 63]; /* the length was checked */
+    size_t length = strlen(folder);
+    while (length > 1 && folder[length - 1] == '/')
+        length--;
+    memcpy(trimmed, folder, length);
+    trimmed[length] = 0;
+    folder = trimmed;
     struct stat st;
     int existing = stat(folder, &st) == 0;
     if (existing && !S_ISDIR(st.st_mode))
