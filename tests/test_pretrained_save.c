@@ -270,6 +270,19 @@ START_TEST(refused)
     ck_assert_int_eq(tfm_model_save_pretrained(other, saved, 0), TFM_ERR_STATE);
     tfm_model_free(other);
 
+    /* an adapter in use: its terms are in no weight the folder holds */
+    ck_assert_int_eq(tfm_model_add_adapter(m, "a", NULL), TFM_OK);
+    ck_assert_int_eq(tfm_model_use_adapter(m, "a"), TFM_OK);
+    ck_assert_int_eq(tfm_model_save_pretrained(m, saved, 0), TFM_ERR_STATE);
+    ck_assert(strstr(tfm_last_error(), "adapter \"a\"") != NULL);
+    ck_assert(!exists(saved));
+    ck_assert_int_eq(tfm_model_use_adapter(m, NULL), TFM_OK);
+    ck_assert_int_eq(tfm_model_save_pretrained(m, saved, 0), TFM_OK);
+    char command[256];
+    snprintf(command, sizeof command, "rm -rf '%s'", saved);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(tfm_model_remove_adapter(m, "a"), TFM_OK);
+
     /* int8 */
     ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
     ck_assert_int_eq(tfm_model_save_pretrained(m, saved, 0), TFM_ERR_STATE);
