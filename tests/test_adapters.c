@@ -861,6 +861,9 @@ START_TEST(bad_files)
         {"\"use_dora\": false", "\"use_dora\": true", "use_dora"},
         {"\"peft_type\": \"LORA\"", "\"peft_type\": \"IA3\"", "IA3"},
         {"\"fan_in_fan_out\": false", "\"fan_in_fan_out\": true", "fan_in_fan_out"},
+        /* PEFT's regex form: the list becomes another key's value */
+        {"\"target_modules\": ", "\"target_modules\": \".*\\\\.q_proj\", \"x\": ",
+         "regular expression"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         const char *at = strstr(good, edits[i].from);

@@ -108,7 +108,7 @@ TFM_API tfm_status tfm_model_save_adapter(const tfm_model *model, const char *na
 /** Adds an adapter named name from a PEFT LoRA folder for this model: its
  * config's r, lora_alpha (use_rslora: alpha / sqrt(r)), lora_dropout,
  * target_modules (a list of module names or suffixes, as PEFT matches
- * them) and layers_to_transform; every tensor of the file must be one of
+ * them; PEFT's string form, a regular expression, is refused) and layers_to_transform; every tensor of the file must be one of
  * the adapter's, of its shape. TFM_ERR_FORMAT naming the key or tensor
  * for what libtfm cannot apply as PEFT would (bias other than "none",
  * fan_in_fan_out, DoRA, rank or alpha patterns, modules_to_save, a

@@ -697,6 +697,11 @@ static int read_config(const tfm__json_doc *d, const tfm_model *m, tfm_adapter_o
     o->dropout = dropout;
     o->targets = 0;
     const tfm__json_node *modules = tfm__doc_member(d, "target_modules");
+    if (modules && modules->type == TFM__JSON_STRING)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: %s's target_modules is the string \"%s\", which "
+                         "PEFT takes for a regular expression over whole module paths (or "
+                         "\"all-linear\") and libtfm does not apply: list the module names",
+                         d->ctx, d->name, tfm__json_string(d->json, modules)), -1;
     if (!modules || modules->type != TFM__JSON_ARRAY || modules->count == 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s: %s's target_modules is not a list of module "
                          "names", d->ctx, d->name), -1;
