@@ -7,6 +7,7 @@
  *   tfm-translate --train --minutes 10            # runs/translation/model.safetensors
  *   echo "Cannot open file" | tfm-translate --model runs/translation/model.safetensors
  *   tfm-translate --score hyp.fr --reference test.fr
+ *   tfm-translate --po messages.pot --language fr --out fr.po   # catalog.c
  *   tfm-translate --train --model FILE_OR_FOLDER --data DIR --out tuned.safetensors
  *                                                # fine-tunes a model, --freeze parts
  *
@@ -29,6 +30,9 @@
 
 #include <tfm/tfm.h>
 
+#ifdef TFM_TRANSLATE_CATALOGS
+#include "catalog.h"
+#endif
 #include "cli.h"
 #include "ranks.h"
 
@@ -44,6 +48,8 @@ typedef struct config {
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, max_length, batch, evaluate, int8, timing;
     const char *source_language, *target_language, *freeze;
+    const char *po, *language;
+    int64_t all;
 } config;
 
 /* --- text files --------------------------------------------------------------------- */
@@ -515,22 +521,35 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
-static int translate_stream(const config *c)
+/* The translator of --model, with --int8 and the languages, and its
+ * translations' options (decode: their decoding); NULL after a message. */
+static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
+                                       tfm_translate_options *o)
 {
-    double start = cli_seconds();
     tfm_translator_options to;
     tfm_translator_options_init(&to);
     to.int8 = c->int8 != 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
     tfm_translator *t = tfm_translator_open(c->model, &to);
-    if (!t)
-        return cli_fail(program, "loading the model");
+    if (!t) {
+        cli_fail(program, "loading the model");
+        return NULL;
+    }
+    decode_options(t, c, decode);
+    tfm_translate_options_init(o);
+    o->decode = decode;
+    return t;
+}
+
+static int translate_stream(const config *c)
+{
+    double start = cli_seconds();
     tfm_decode_options decode;
-    decode_options(t, c, &decode);
     tfm_translate_options o;
-    tfm_translate_options_init(&o);
-    o.decode = &decode;
+    tfm_translator *t = open_translator(c, &decode, &o);
+    if (!t)
+        return EXIT_FAILURE;
     double loaded = cli_seconds(), first_line = 0.0;
     int64_t translated = 0;
     line_reader reader = {.fd = STDIN_FILENO};
@@ -586,6 +605,35 @@ done:
     free(reader.buffer);
     tfm_translator_free(t);
     return status;
+}
+
+/* --po: the catalog's entries translated into --out (catalog.c). */
+static int translate_catalog(const config *c)
+{
+#ifdef TFM_TRANSLATE_CATALOGS
+    tfm_decode_options decode;
+    tfm_translate_options o;
+    tfm_translator *t = open_translator(c, &decode, &o);
+    if (!t)
+        return EXIT_FAILURE;
+    /* ISSUE 43 (branch ph): the options that keep placeholders by
+     * construction and apply glossaries are set here once they land;
+     * until then catalog.c leaves untranslated each entry whose
+     * translation breaks its format directives, saying so. */
+    catalog_job job = {
+        .in = c->po, .out = c->out, .language = c->language,
+        .target_language = c->target_language, .all = c->all != 0,
+        .overwrite = c->overwrite != 0, .program = program,
+    };
+    int status = catalog_translate(&job, t, &o);
+    tfm_translator_free(t);
+    return status;
+#else
+    (void)c;
+    fprintf(stderr, "%s: --po: this tfm-translate is built without gettext catalog support "
+            "(install libgettextpo-dev and configure again)\n", program);
+    return EXIT_FAILURE;
+#endif
 }
 
 static int score_files(const config *c)
@@ -852,13 +900,17 @@ static tfm_model *new_model(const config *c, const ranks *r, const text_data *d)
     return model;
 }
 
+static int is_folder(const char *path)
+{
+    struct stat about;
+    return stat(path, &about) == 0 && S_ISDIR(about.st_mode);
+}
+
 /* A published model's folder, or a libtfm model file; NULL with the
  * library's error. */
 static tfm_model *load_model(const char *path)
 {
-    struct stat about;
-    return stat(path, &about) == 0 && S_ISDIR(about.st_mode) ? tfm_model_from_pretrained(path)
-                                                               : tfm_model_load(path);
+    return is_folder(path) ? tfm_model_from_pretrained(path) : tfm_model_load(path);
 }
 
 /* The model --train --model starts from (fine-tuning): its tokenizers,
@@ -877,12 +929,13 @@ static tfm_model *start_model(const config *c)
     return model;
 }
 
-/* Writes the best model: a libtfm file, the tokenizers inside. A
- * published folder's fine-tuning writes one too, until
- * tfm_model_save_pretrained (issue 42) writes the folder's own layout. */
+/* Writes the best model as it started: a published folder's fine-tuning
+ * as a folder of the same layout, anything else as a libtfm file (the
+ * tokenizers inside). */
 static tfm_status save_model(const config *c, const tfm_model *model)
 {
-    return tfm_model_save(model, c->out);
+    return c->model && is_folder(c->model) ? tfm_model_save_pretrained(model, c->out, 0)
+                                           : tfm_model_save(model, c->out);
 }
 
 static int train(const config *c, ranks *r)
@@ -1120,10 +1173,17 @@ int main(int argc, char **argv)
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
         {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
         {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
-        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer); "
-         "an existing file is refused unless --overwrite"},
-        {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "--train: replace the model at --out "
-         "(at the run's first validation)"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer; a "
+         "folder of its layout when fine-tuning a published one), or --po's translated "
+         "catalog; an existing one is refused unless --overwrite"},
+        {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "replace the file at --out (--train: "
+         "at the run's first validation)"},
+        {"po", CLI_STRING, &c.po, 0, 0, "translate this gettext catalog (.pot or .po) with "
+         "--model into --out: its untranslated entries, marked fuzzy"},
+        {"language", CLI_STRING, &c.language, 0, 0, "--po: the catalog's language (fr, "
+         "pt_BR; default: --target-language's, else the catalog's header's)"},
+        {"all", CLI_SWITCH, &c.all, 0, 0, "--po: translate every entry, the translated "
+         "ones too"},
         {"vocab", CLI_STRING, &c.vocab, 0, 0, "a SentencePiece model to use instead of "
          "training one (<pad> at id 3)"},
         {"vocab-size", CLI_INT, &c.vocab_size, 300, 1 << 20, "pieces of the trained vocabulary"},
@@ -1168,20 +1228,28 @@ int main(int argc, char **argv)
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
          "mpirun, one rank a process"},
     };
-    const int n_flags = (int)(sizeof flags / sizeof flags[0]);
+    enum { N_FLAGS = (int)(sizeof flags / sizeof flags[0]) };
+    unsigned char given[N_FLAGS] = {0};
     int parsed = cli_parse(argc, argv,
                            "Trains a translation model on text, translates standard input "
-                           "with one, or scores translations.",
-                           flags, n_flags, NULL);
+                           "or a gettext catalog with one, or scores translations.",
+                           flags, N_FLAGS, given);
     if (parsed != CLI_CONTINUE)
         return parsed;
+    int out_given = 0;
+    for (int i = 0; i < N_FLAGS; i++)
+        out_given |= given[i] && flags[i].value == &c.out;
+    if (c.po && !c.model && !c.train && !c.score)
+        c.model = "runs/translation/model.safetensors";
     int modes = (c.train != 0) + (c.model != NULL && !c.train) + (c.score != NULL);
     if (modes != 1 || (c.score != NULL) != (c.reference != NULL) ||
         ((c.distributed || c.freeze) && !c.train) ||
-        (c.train && c.model && (c.vocab || c.save_vocab))) {
+        (c.train && c.model && (c.vocab || c.save_vocab)) ||
+        (c.po && (!c.model || c.train || !out_given)) || ((c.language || c.all) && !c.po)) {
         fprintf(stderr, "%s: give one of --train (--model to fine-tune one, with its own "
-                "vocabulary), --model FILE or --score FILE --reference FILE (--distributed "
-                "and --freeze with --train)\n", program);
+                "vocabulary), --model FILE (--po CATALOG --out FILE) or --score FILE "
+                "--reference FILE (--distributed and --freeze with --train, --language and "
+                "--all with --po)\n", program);
         return cli_usage_error(program);
     }
     if (c.train && (c.minutes <= 0) == (c.steps <= 0)) {
@@ -1196,6 +1264,8 @@ int main(int argc, char **argv)
         return cli_usage_error(program);
     if (tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
         return cli_fail(program, "setting up");
+    if (c.po)
+        return translate_catalog(&c);
     if (c.model && !c.train)
         return translate_stream(&c);
     ranks r;

@@ -172,6 +172,10 @@ typedef struct tfm_translate_options {
      * with user; NULL (default): none (wait with tfm_request_wait). */
     tfm_request_done_fn on_done;
     void *user; /**< passed to on_token and on_done as it is */
+    /** The model's adapter (adapters.h) this translation applies, by name;
+     * NULL (default): options.decode's, else none. Requests with
+     * different adapters are decoded apart, over the one model. */
+    const char *adapter;
 } tfm_translate_options;
 
 /** The defaults above. */

@@ -38,7 +38,7 @@ text was cut to fit them (transformers' truncation). _asdict() gives a dict."""
 # owns (the callback: on_token; return_attention: return_alignments; the
 # arrays' counts: given as lists).
 _NOT_KEYWORDS = ('struct_size', 'callback', 'callback_user', 'return_attention',
-                 'n_suppress_ids', 'n_eos_ids', 'n_bad_words', 'bad_word_lengths')
+                 'n_suppress_ids', 'n_eos_ids', 'n_bad_words', 'bad_word_lengths', 'adapter')
 _KEYWORDS = tuple(name for name, _ in ffi.typeof('tfm_decode_options').fields
                   if name not in _NOT_KEYWORDS)
 _CHOICES = {'beam_rules': _BEAM_RULES, 'early_stopping': _EARLY_STOPPING,
@@ -69,7 +69,8 @@ class _Call:
     is given."""
 
     def __init__(self, translator, beam_size, max_length, n_best, return_alignments,
-                 source_language, target_language, target_prefix, decode_options):
+                 source_language, target_language, target_prefix, decode_options,
+                 adapter=None):
         """translator: the tfm_translator's pointer."""
         unknown = sorted(set(decode_options) - set(_KEYWORDS))
         if unknown:
@@ -95,6 +96,7 @@ class _Call:
         self.options.source_language = _c_text(source_language, self._kept)
         self.options.target_language = _c_text(target_language, self._kept)
         self.options.target_prefix = _c_text(target_prefix, self._kept)
+        self.options.adapter = _c_text(adapter, self._kept)
 
 
 def _hypothesis(result, i, h):
@@ -296,7 +298,7 @@ class Translator(Handle):
             found['bad_words'] = [flat[sum(lengths[:i]):sum(lengths[:i + 1])]
                                   for i in range(len(lengths))]
             for name in ('bad_word_lengths', 'n_bad_words', 'callback', 'callback_user',
-                         'return_attention'):
+                         'return_attention', 'adapter'):  # adapter: translate's own
                 del found[name]
             for name, choices in _CHOICES.items():
                 names = {getattr(lib, constant): key for key, constant in choices.items()}
@@ -307,7 +309,7 @@ class Translator(Handle):
 
     def translate(self, texts, beam_size=None, max_length=None, n_best=None,
                   return_scores=False, return_alignments=False, source_language=None,
-                  target_language=None, target_prefix=None, **decode_options):
+                  target_language=None, target_prefix=None, adapter=None, **decode_options):
         """Translates a str (giving a str) or a list of str (giving a list,
         in the input order), on the calling thread without the GIL; sources
         longer than the model's are cut (Translation.truncated), a blank
@@ -320,7 +322,9 @@ class Translator(Handle):
         (text, score, ids, alignment, hypotheses, source_tokens, truncated)
         instead of its str. source_language, target_language: a
         multilingual model's, for this call. target_prefix: text every
-        translation starts with (forced). decode_options:
+        translation starts with (forced). adapter: the model's adapter
+        (Model.add_adapter, load_adapter) this call applies, by name; None:
+        none. decode_options:
         tfm_decode_options' fields by keyword (strategy 'greedy', 'sample'
         or 'beam', temperature, top_k, top_p, seed, length_penalty,
         patience, min_length, repetition_penalty, no_repeat_ngram_size,
@@ -335,7 +339,8 @@ class Translator(Handle):
         pointer = self._enter()
         try:
             call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
-                         source_language, target_language, target_prefix, decode_options)
+                         source_language, target_language, target_prefix, decode_options,
+                         adapter)
             check(lib.tfm_translate(pointer, array, len(kept),
                                     call.options, out))
         finally:
@@ -349,7 +354,8 @@ class Translator(Handle):
 
     def submit(self, text, beam_size=None, max_length=None, n_best=None, return_scores=False,
                return_alignments=False, source_language=None, target_language=None,
-               target_prefix=None, deadline_ms=None, on_token=None, **decode_options):
+               target_prefix=None, deadline_ms=None, on_token=None, adapter=None,
+               **decode_options):
         """Queues one text (str) with its own options (translate's) for the
         translator's scheduler, which batches the pending requests of every
         caller by tokens, and returns at once with a tfm.Request (result(),
@@ -367,7 +373,8 @@ class Translator(Handle):
         translator, stream = self._enter(), None
         try:
             call = _Call(translator, beam_size, max_length, n_best, return_alignments,
-                         source_language, target_language, target_prefix, decode_options)
+                         source_language, target_language, target_prefix, decode_options,
+                         adapter)
             if deadline_ms is not None:
                 call.options.deadline_ms = deadline_ms
             if on_token is not None:
