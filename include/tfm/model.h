@@ -312,8 +312,10 @@ enum {
  * for them (and none for what only they feed) and an optimizer's step
  * leaves them as they are, weight decay included; the other parameters
  * require grad again. A training choice, not saved with the model.
- * TFM_ERR_NULL; TFM_ERR_ARG for other flags; TFM_ERR_STATE for a
- * quantized model (it does not train); nothing changes on error. */
+ * Using an adapter (adapters.h) freezes the whole base, and stopping
+ * makes it all trainable again. TFM_ERR_NULL; TFM_ERR_ARG for other
+ * flags; TFM_ERR_STATE for a quantized model (it does not train) or one
+ * with an adapter in use; nothing changes on error. */
 TFM_API tfm_status tfm_model_freeze(tfm_model *model, tfm_model_parts parts);
 /** The parts tfm_model_freeze() froze (a part counts when every one of
  * its parameters is frozen); 0 for none or a NULL model (then with
