@@ -190,10 +190,31 @@ static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
         !p->target_lengths || !p->line)
         goto nomem;
     p->source.offsets[0] = p->target.offsets[0] = 0;
+    /* with the vocabulary's placeholder pieces, a pair's spans that must
+     * pass unchanged become them (tfm_placeholders_pair) */
+    int placeholders = tfm_tokenizer_piece_to_id(tok, tfm_placeholder(0),
+                                                 (int64_t)strlen(tfm_placeholder(0))) >= 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t kept_source = p->source.ids_count;
-        int64_t a = corpus_add(&p->source, tok, source->line[i], max_len);
-        int64_t b = a > 0 ? corpus_add(&p->target, tok, target->line[i], max_len - 1) : 0;
+        char *masked[2] = {NULL, NULL};
+        const char *side[2] = {source->line[i], target->line[i]};
+        if (placeholders) {
+            masked[0] = malloc(4 * strlen(side[0]) + 1);
+            masked[1] = malloc(4 * strlen(side[1]) + 1);
+            int32_t count = 0;
+            if (!masked[0] || !masked[1] ||
+                tfm_placeholders_pair(side[0], side[1], masked[0], masked[1], &count) != TFM_OK) {
+                free(masked[0]);
+                free(masked[1]);
+                goto nomem;
+            }
+            side[0] = masked[0];
+            side[1] = masked[1];
+        }
+        int64_t a = corpus_add(&p->source, tok, side[0], max_len);
+        int64_t b = a > 0 ? corpus_add(&p->target, tok, side[1], max_len - 1) : 0;
+        free(masked[0]);
+        free(masked[1]);
         if (a == -2 || b == -2)
             goto nomem;
         if (a <= 0 || b <= 0) {
@@ -245,6 +266,11 @@ static tfm_tokenizer *train_vocabulary(const config *c, const text_lines *source
     options.vocab_size = (int32_t)c->vocab_size;
     options.byte_fallback = 1;
     options.pad_piece = 1;
+    const char *placeholders[TFM_PLACEHOLDERS];
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        placeholders[i] = tfm_placeholder(i);
+    options.user_symbols = placeholders;
+    options.n_user_symbols = TFM_PLACEHOLDERS;
     tfm_tokenizer *tok = NULL;
     tfm_tokenizer_train_bpe(lines, NULL, n, &options, &tok);
     free(lines);

@@ -258,6 +258,29 @@ TFM_API void tfm_request_cancel(tfm_request *request);
  * NULL is a no-op. */
 TFM_API void tfm_request_free(tfm_request *request);
 
+/** Placeholders: the spans of a message that must pass through a
+ * translation unchanged (printf directives as gettext's c-format reads
+ * them, Python's %(name)s and {name} fields, shell $VAR and ${VAR},
+ * XML/HTML tags and entities) become placeholder pieces, "\uFF5F1\uFF60"
+ * to "\uFF5F16\uFF60" in the order the spans come, which a model trained
+ * with them (tfm-translate --train) learns to place. */
+#define TFM_PLACEHOLDERS 16
+
+/** Placeholder index's text (index 0 to TFM_PLACEHOLDERS - 1), static;
+ * NULL outside. */
+TFM_API const char *tfm_placeholder(int32_t index);
+
+/** A training pair with its placeholders: when source and target hold
+ * the same spans (as many of each text, at most TFM_PLACEHOLDERS, at
+ * least one), source's spans become placeholders 1, 2, ... in their order
+ * and target's the number of the source span it matches (the k-th span
+ * of a text the k-th of that text in source), into source_out and
+ * target_out, and *count their number; else the pair's text unchanged
+ * and *count 0. Each out holds at least 4 * strlen(its text) + 1 bytes.
+ * TFM_ERR_NULL, TFM_ERR_NOMEM. */
+TFM_API tfm_status tfm_placeholders_pair(const char *source, const char *target,
+                                         char *source_out, char *target_out, int32_t *count);
+
 #ifdef __cplusplus
 }
 #endif

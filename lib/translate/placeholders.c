@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "tfm/translate.h"
 #include "text/text.h"
 
 /* Digits then '$' at s[0, n): the bytes they take, else 0. */
@@ -276,4 +277,87 @@ tfm_status tfm__placeholders_find(const char *op, const char *text, int64_t leng
 int tfm__span_ordered(const tfm__span *span)
 {
     return span->kind == TFM__SPAN_PRINTF;
+}
+
+/* "\xef\xbd\x9f" and "\xef\xbd\xa0" are U+FF5F and U+FF60, the white
+ * parentheses OpenNMT's placeholders use: never in a message's text. */
+static const char *const pieces[TFM_PLACEHOLDERS] = {
+#define P(n) "\xef\xbd\x9f" #n "\xef\xbd\xa0"
+    P(1), P(2), P(3), P(4), P(5), P(6), P(7), P(8),
+    P(9), P(10), P(11), P(12), P(13), P(14), P(15), P(16),
+#undef P
+};
+
+const char *tfm_placeholder(int32_t index)
+{
+    return index >= 0 && index < TFM_PLACEHOLDERS ? pieces[index] : NULL;
+}
+
+/* text with spans[k] replaced by placeholder number[k], into out. */
+static void put_masked(const char *text, int64_t length, const tfm__span *spans, int64_t count,
+                       const int32_t *number, char *out)
+{
+    int64_t from = 0;
+    for (int64_t k = 0; k < count; k++) {
+        memcpy(out, text + from, (size_t)(spans[k].start - from));
+        out += spans[k].start - from;
+        size_t m = strlen(pieces[number[k]]);
+        memcpy(out, pieces[number[k]], m);
+        out += m;
+        from = spans[k].start + spans[k].length;
+    }
+    memcpy(out, text + from, (size_t)(length - from));
+    out[length - from] = '\0';
+}
+
+static int same_text(const char *a, const tfm__span *x, const char *b, const tfm__span *y)
+{
+    return x->length == y->length && memcmp(a + x->start, b + y->start, (size_t)x->length) == 0;
+}
+
+tfm_status tfm_placeholders_pair(const char *source, const char *target, char *source_out,
+                                 char *target_out, int32_t *count)
+{
+    static const char op[] = "tfm_placeholders_pair";
+    if (!source || !target || !source_out || !target_out || !count)
+        return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op,
+                         !source ? "source" : !target ? "target" : !source_out ? "source_out"
+                         : !target_out ? "target_out" : "count");
+    *count = 0;
+    int64_t ns = (int64_t)strlen(source), nt = (int64_t)strlen(target), cs = 0, ct = 0;
+    tfm__span *a = NULL, *b = NULL;
+    int32_t *number = NULL;
+    tfm_status status = tfm__placeholders_find(op, source, ns, NULL, 0, &a, &cs);
+    if (status == TFM_OK)
+        status = tfm__placeholders_find(op, target, nt, NULL, 0, &b, &ct);
+    int matched = status == TFM_OK && cs == ct && cs > 0 && cs <= TFM_PLACEHOLDERS;
+    if (matched && !(number = malloc((size_t)ct * sizeof *number)))
+        status = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    /* the target's k-th span of a text takes the number of the source's
+     * k-th span of that text */
+    for (int64_t j = 0; matched && number && j < ct; j++) {
+        int64_t before = 0, i = 0;
+        for (int64_t k = 0; k < j; k++)
+            before += same_text(target, &b[k], target, &b[j]);
+        for (; i < cs; i++)
+            if (same_text(source, &a[i], target, &b[j]) && before-- == 0)
+                break;
+        matched = i < cs;
+        number[j] = (int32_t)i;
+    }
+    if (status == TFM_OK && matched && number) {
+        int32_t in_order[TFM_PLACEHOLDERS];
+        for (int32_t i = 0; i < (int32_t)cs; i++)
+            in_order[i] = i;
+        put_masked(source, ns, a, cs, in_order, source_out);
+        put_masked(target, nt, b, ct, number, target_out);
+        *count = (int32_t)cs;
+    } else if (status == TFM_OK) {
+        memcpy(source_out, source, (size_t)ns + 1);
+        memcpy(target_out, target, (size_t)nt + 1);
+    }
+    free(a);
+    free(b);
+    free(number);
+    return status;
 }
