@@ -361,3 +361,121 @@ tfm_status tfm_placeholders_pair(const char *source, const char *target, char *s
     free(number);
     return status;
 }
+
+int tfm__placeholder_ids(const tfm_tokenizer *tok, int32_t ids[TFM_PLACEHOLDERS])
+{
+    int all = tok != NULL;
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
+        ids[i] = tok ? tfm_tokenizer_piece_to_id(tok, pieces[i], (int64_t)strlen(pieces[i]))
+                     : -1;
+        all = all && ids[i] >= 0;
+    }
+    return all;
+}
+
+tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
+                            const int32_t *source_ids, const int32_t *target_ids,
+                            tfm__masked **out)
+{
+    tfm__masked *m = *out = calloc(1, sizeof *m);
+    tfm__span *spans = NULL;
+    int64_t count = 0;
+    if (!m)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    tfm_status st = tfm__placeholders_find(op, text, length, NULL, 0, &spans, &count);
+    if (count > TFM_PLACEHOLDERS)
+        count = 0;
+    int64_t bytes = 0;
+    for (int64_t i = 0; i < count; i++)
+        bytes += spans[i].length + 1;
+    if (st == TFM_OK && count > 0 &&
+        (!(m->text = malloc((size_t)(4 * length + 1))) || !(m->spans = malloc((size_t)bytes))))
+        st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    if (st == TFM_OK && count > 0) {
+        int32_t number[TFM_PLACEHOLDERS];
+        char *at = m->spans;
+        for (int32_t i = 0; i < (int32_t)count; i++) {
+            number[i] = i;
+            m->span[i] = at;
+            memcpy(at, text + spans[i].start, (size_t)spans[i].length);
+            at += spans[i].length;
+            *at++ = '\0';
+            if (tfm__span_ordered(&spans[i]))
+                m->order[m->constraints.n_order++] = i;
+        }
+        put_masked(text, length, spans, count, number, m->text);
+        m->n = (int32_t)count;
+    }
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
+        m->source_ids[i] = source_ids[i];
+        m->target_ids[i] = target_ids[i];
+        m->phrases[i] = (tfm__phrase){&m->target_ids[i], 1, 0, 0};
+    }
+    m->constraints.phrases = m->phrases;
+    m->constraints.n = TFM_PLACEHOLDERS;
+    m->constraints.order = m->order;
+    free(spans);
+    if (st != TFM_OK) {
+        tfm__masked_free(m);
+        *out = NULL;
+    }
+    return st;
+}
+
+void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n)
+{
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
+        int32_t count = 0;
+        for (int64_t k = 0; k < n; k++)
+            count += ids[k] == m->source_ids[i];
+        m->phrases[i].min = m->phrases[i].max = count;
+    }
+    /* an ordered placeholder the cut source lost leaves the order */
+    int32_t kept = 0;
+    for (int32_t k = 0; k < m->constraints.n_order; k++)
+        if (m->phrases[m->order[k]].min > 0)
+            m->order[kept++] = m->order[k];
+    m->constraints.n_order = kept;
+}
+
+tfm_status tfm__masked_restore(const char *op, const tfm__masked *m, char **text,
+                               int64_t *length)
+{
+    if (m->n == 0)
+        return TFM_OK;
+    size_t size = (size_t)*length + 1;
+    for (const char *from = *text; *from; from++)
+        for (int32_t i = 0; i < m->n; i++)
+            if (strncmp(from, pieces[i], strlen(pieces[i])) == 0)
+                size += strlen(m->span[i]);
+    char *out = malloc(size), *to = out;
+    if (!out)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    for (const char *from = *text; *from;) {
+        int32_t i = 0;
+        while (i < m->n && strncmp(from, pieces[i], strlen(pieces[i])) != 0)
+            i++;
+        if (i < m->n) {
+            size_t k = strlen(m->span[i]);
+            memcpy(to, m->span[i], k);
+            to += k;
+            from += strlen(pieces[i]);
+        } else {
+            *to++ = *from++;
+        }
+    }
+    *to = '\0';
+    free(*text);
+    *text = out;
+    *length = to - out;
+    return TFM_OK;
+}
+
+void tfm__masked_free(tfm__masked *m)
+{
+    if (!m)
+        return;
+    free(m->text);
+    free(m->spans);
+    free(m);
+}

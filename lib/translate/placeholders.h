@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 
-#include "tfm/common.h"
+#include "decode/constraints.h"
+#include "tfm/text.h"
+#include "tfm/translate.h"
 
 typedef enum tfm__span_kind {
     TFM__SPAN_PRINTF,          /* %s, %-10.3lf, %'d, %*d: unnumbered, kept in order */
@@ -38,5 +40,40 @@ tfm_status tfm__placeholders_find(const char *op, const char *text, int64_t leng
 /* Whether the span must keep its place among the text's other such spans
  * (unnumbered printf directives: the arguments come in their order). */
 int tfm__span_ordered(const tfm__span *span);
+
+/* A source with its spans as placeholders, for a model whose tokenizers
+ * hold the placeholder pieces: what to encode, what each placeholder
+ * stands for, and the constraints that make the decoding write each
+ * exactly as often as the encoded source holds it (the unnumbered printf
+ * directives in their order; the placeholders the source lacks never). */
+typedef struct tfm__masked {
+    char *text;   /* the source to encode; NULL: the text as it is (no spans) */
+    char *spans;  /* the spans' texts, each NUL-terminated */
+    const char *span[TFM_PLACEHOLDERS];
+    int32_t n;    /* placeholders used, at most TFM_PLACEHOLDERS */
+    int32_t source_ids[TFM_PLACEHOLDERS], target_ids[TFM_PLACEHOLDERS];
+    tfm__phrase phrases[TFM_PLACEHOLDERS];
+    int32_t order[TFM_PLACEHOLDERS];
+    tfm__constraints constraints;
+} tfm__masked;
+
+/* The placeholder pieces' ids in tok (NULL: none) into ids; 1 when it
+ * holds them all, else 0. */
+int tfm__placeholder_ids(const tfm_tokenizer *tok, int32_t ids[TFM_PLACEHOLDERS]);
+
+/* text[0, length) masked, for the pieces' ids source_ids and target_ids,
+ * into *out (malloc'd; free with tfm__masked_free). A text with more
+ * spans than TFM_PLACEHOLDERS is kept whole (no spans). TFM_ERR_NOMEM. */
+tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
+                            const int32_t *source_ids, const int32_t *target_ids,
+                            tfm__masked **out);
+/* Each placeholder's count as the encoded source ids[0, n) hold it (a
+ * source cut short may lose some) becomes its phrase's min and max. */
+void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n);
+/* *text (malloc'd, *length bytes) with each placeholder's text replaced
+ * by its span, in place of the old (freed). TFM_ERR_NOMEM. */
+tfm_status tfm__masked_restore(const char *op, const tfm__masked *m, char **text,
+                               int64_t *length);
+void tfm__masked_free(tfm__masked *m);
 
 #endif

@@ -144,6 +144,8 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
     t->owns_model = owns;
     t->options = *o;
     t->text = model->text;
+    t->placeholders = tfm__placeholder_ids(tfm_model_tokenizer(model, 0), t->placeholder_ids[0]) &&
+                      tfm__placeholder_ids(tfm_model_tokenizer(model, 1), t->placeholder_ids[1]);
     pthread_mutex_init(&t->lock, NULL);
     pthread_condattr_t monotonic;
     pthread_condattr_init(&monotonic);
@@ -562,13 +564,24 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
 {
     job->ids = NULL;
     job->n_ids = 0;
+    job->masked = NULL;
     if (blank(text)) { /* its translation is empty, as sure as can be */
         job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
         return TFM_OK;
     }
-    tfm_status st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
-                                     t->model->options.max_src_len, &job->ids, &job->n_ids,
-                                     &job->out->truncated[job->index]);
+    tfm_status st = TFM_OK;
+    if (t->placeholders) {
+        st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholder_ids[0],
+                              t->placeholder_ids[1], &job->masked);
+        if (st == TFM_OK && job->masked->text)
+            text = job->masked->text;
+    }
+    if (st == TFM_OK)
+        st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
+                              t->model->options.max_src_len, &job->ids, &job->n_ids,
+                              &job->out->truncated[job->index]);
+    if (st == TFM_OK && job->masked)
+        tfm__masked_count(job->masked, job->ids, job->n_ids);
     if (st == TFM_OK && job->n_ids <= s->text.n_ids) {
         /* only the template's ids: whitespace the tokenizer reads as nothing */
         free(job->ids);
@@ -688,8 +701,11 @@ static tfm_status keep_results(const char *op, const tfm_translator *t, tfm__slo
                 return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
             if (length > 0)
                 memcpy(x->ids, b->tokens + k * T1, (size_t)length * sizeof *x->ids);
+            int64_t bytes = 0;
             tfm_status st = tfm__text_decode(op, t->model, &s->text, x->ids, length, &x->text,
-                                             &(int64_t){0});
+                                             &bytes);
+            if (st == TFM_OK && rows[r]->masked)
+                st = tfm__masked_restore(op, rows[r]->masked, &x->text, &bytes);
             if (st != TFM_OK)
                 return st;
             if (!s->decode.return_attention || length == 0)
@@ -737,12 +753,21 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
             tfm_tensor_data_i32(prefix)[r * prefix_width + k] =
                 k < rows[r]->n_prefix ? rows[r]->prefix[k] : -1;
     }
+    /* the rows' placeholders, for a model that has them */
+    const tfm__constraints **constraints = NULL;
+    if (st == TFM_OK && t->placeholders && !(constraints = malloc((size_t)n * sizeof *constraints)))
+        st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    for (int64_t r = 0; constraints && r < n; r++)
+        constraints[r] = rows[r]->masked ? &rows[r]->masked->constraints : NULL;
     if (st == TFM_OK) {
         slot->rows = rows;
+        tfm__decoding_constrain(slot->decoding, constraints);
         st = tfm_decoding_run_with_prefix(slot->decoding, src, prefix, b->tokens, b->tokens_count,
                                           b->lengths, b->lengths_count, b->scores,
                                           b->lengths_count, NULL, 0, NULL, 0);
+        tfm__decoding_constrain(slot->decoding, NULL);
     }
+    free(constraints);
     tfm_tensor_free(src);
     tfm_tensor_free(prefix);
     if (st != TFM_OK)
@@ -829,8 +854,10 @@ tfm_status tfm_translate(tfm_translator *t, const char *const *texts, int64_t n,
         tfm__jobs_sort(order, m);
         st = tfm__translator_run(op, t, &s, order, m);
     }
-    for (int64_t i = 0; jobs && i < n; i++)
+    for (int64_t i = 0; jobs && i < n; i++) {
         free(jobs[i].ids);
+        tfm__masked_free(jobs[i].masked);
+    }
     free(jobs);
     free(order);
     free(prefix);

@@ -11,6 +11,7 @@
 
 #include "model/model.h"
 #include "tfm/translate.h"
+#include "translate/placeholders.h"
 
 /* What decodes together: a translation's decoding options, complete (the
  * arrays they point to owned here), and its source template (its source
@@ -57,6 +58,9 @@ typedef struct tfm__job {
     int64_t index;
     struct tfm_request *request; /* NULL on tfm_translate's way */
     int32_t stopped;             /* TFM__STOP_ */
+    /* its placeholders (a model with their pieces; NULL without), which
+     * constrain its decoding and are restored in its text */
+    struct tfm__masked *masked;
 } tfm__job;
 
 /* A decoding for one set of settings, reused between runs. Its callback's
@@ -77,6 +81,9 @@ struct tfm_translator {
     tfm_decode_options defaults;
     int32_t *never; /* the ids that are never text, which the defaults suppress */
     tfm__text_template text;
+    /* the placeholder pieces' ids in the source and target tokenizers, when
+     * both hold them all (placeholders 1) */
+    int32_t placeholders, placeholder_ids[2][TFM_PLACEHOLDERS];
     pthread_mutex_t lock; /* the idle slots, the queue and the workers */
     tfm__slot *idle;
     int32_t n_idle;
