@@ -40,7 +40,7 @@ typedef struct config {
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes, cooldown;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
-    int64_t beam, max_length, batch, evaluate, int8, timing;
+    int64_t beam, max_length, batch, evaluate, int8, timing, no_placeholders;
     const char *source_language, *target_language;
 } config;
 
@@ -489,6 +489,7 @@ static int translate_stream(const config *c)
     tfm_translator_options to;
     tfm_translator_options_init(&to);
     to.int8 = c->int8 != 0;
+    to.keep_placeholders = c->no_placeholders == 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
     tfm_translator *t = tfm_translator_open(c->model, &to);
@@ -1056,6 +1057,8 @@ int main(int argc, char **argv)
          "terminal, else 32)"},
         {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model to int8 first, "
          "its layers and output projection (tfm_model_quantize)"},
+        {"no-placeholders", CLI_SWITCH, &c.no_placeholders, 0, 0, "--model: translate the "
+         "spans placeholders keep (printf directives, tags, ...) as text, unconstrained"},
         {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "
          "loading and translating took"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "

@@ -79,6 +79,15 @@ typedef struct tfm_translator_options {
      * tfm_translator_submit() fails with TFM_ERR_BUSY. 1 to 2^20,
      * default 1,024. */
     int32_t queue_capacity;
+    /** 1 (default): on a model whose tokenizers hold the placeholder
+     * pieces (tfm_placeholder; tfm-translate --train makes them), each
+     * text's spans that must pass unchanged (printf directives, Python and
+     * shell fields, tags, entities) become placeholders, the decoding writes
+     * each exactly as often as the source holds it (unnumbered printf
+     * directives in their order; every decoding path), and the
+     * translation's text (and a request's stream) has the spans back. 0:
+     * the text as it is, unconstrained. Without the pieces: no effect. */
+    int32_t keep_placeholders;
 } tfm_translator_options;
 
 /** The defaults above. */

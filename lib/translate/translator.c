@@ -32,7 +32,7 @@ void tfm_translator_options_init_sized(tfm_translator_options *o, uint32_t struc
         return;
     tfm_translator_options d = {
         .struct_size = struct_size, .max_batch_tokens = 4096, .max_batch = 64,
-        .workers = 0, .max_wait_ms = 5, .queue_capacity = 1024};
+        .workers = 0, .max_wait_ms = 5, .queue_capacity = 1024, .keep_placeholders = 1};
     memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
     o->struct_size = struct_size;
 }
@@ -66,11 +66,12 @@ static tfm_status translator_options(const char *op, const tfm_translator_option
                       : o->workers < 0 || o->workers > 64                        ? "workers"
                       : o->max_wait_ms < 0 || o->max_wait_ms > 60000             ? "max_wait_ms"
                       : o->queue_capacity < 1 || o->queue_capacity > 1 << 20     ? "queue_capacity"
+                      : o->keep_placeholders != 0 && o->keep_placeholders != 1   ? "keep_placeholders"
                                                                                  : NULL;
     if (bad)
         return tfm__fail(TFM_ERR_ARG, "%s: options.%s is out of range (int8 0 or 1, "
                          "max_batch_tokens 1..2^24, max_batch 1..4096, workers 0..64, "
-                         "max_wait_ms 0..60000, queue_capacity 1..2^20)", op, bad);
+                         "max_wait_ms 0..60000, queue_capacity 1..2^20, keep_placeholders 0 or 1)", op, bad);
     return TFM_OK;
 }
 
@@ -144,7 +145,8 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
     t->owns_model = owns;
     t->options = *o;
     t->text = model->text;
-    t->placeholders = tfm__placeholder_ids(tfm_model_tokenizer(model, 0), t->placeholder_ids[0]) &&
+    t->placeholders = o->keep_placeholders &&
+                      tfm__placeholder_ids(tfm_model_tokenizer(model, 0), t->placeholder_ids[0]) &&
                       tfm__placeholder_ids(tfm_model_tokenizer(model, 1), t->placeholder_ids[1]);
     pthread_mutex_init(&t->lock, NULL);
     pthread_condattr_t monotonic;
