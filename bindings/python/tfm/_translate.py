@@ -213,7 +213,12 @@ class Translator(Handle):
     run, padding included; default 4096), max_batch (sources in one run;
     64), workers (submit's scheduler threads; 0: one per libtfm thread), max_wait_ms (how long
     the scheduler waits for a batch to fill; 5) and queue_capacity
-    (requests waiting, at most; 1024): None keeps the default. translate
+    (requests waiting, at most; 1024): None keeps the default.
+    keep_placeholders (default True): on a model trained with placeholder
+    pieces (tfm-translate --train), printf directives, Python and shell
+    fields, tags and entities pass through unchanged, each exactly as
+    often as the source holds it (unnumbered printf directives in order);
+    False translates them as text. translate
     and submit may be called from any number of Python threads at once
     (libtfm runs them without the GIL, over one copy of the weights); a
     translation never depends on what it was batched with."""
@@ -222,12 +227,13 @@ class Translator(Handle):
 
     def __init__(self, path, int8=False, source_language=None, target_language=None,
                  max_batch_tokens=None, max_batch=None, workers=None, max_wait_ms=None,
-                 queue_capacity=None):
+                 queue_capacity=None, keep_placeholders=True):
         kept = []
         o = _translator_options(kept, int8, source_language, target_language,
                                 max_batch_tokens=max_batch_tokens, max_batch=max_batch,
                                 workers=workers, max_wait_ms=max_wait_ms,
-                                queue_capacity=queue_capacity)
+                                queue_capacity=queue_capacity,
+                                keep_placeholders=int(bool(keep_placeholders)))
         self._made(lib.tfm_translator_open(c_path(path), o))
 
     def _made(self, pointer, model=None):
@@ -249,7 +255,7 @@ class Translator(Handle):
 
     @classmethod
     def from_model(cls, model, max_batch_tokens=None, max_batch=None, workers=None,
-                   max_wait_ms=None, queue_capacity=None):
+                   max_wait_ms=None, queue_capacity=None, keep_placeholders=True):
         """A translator over a tfm.Model that holds its tokenizers (a
         published folder's, or set_tokenizers'), quantized and with its
         languages chosen beforehand if at all. The translator keeps the
@@ -259,7 +265,8 @@ class Translator(Handle):
             raise TypeError('from_model takes a tfm.Model, not %s' % type(model).__name__)
         o = _translator_options([], max_batch_tokens=max_batch_tokens, max_batch=max_batch,
                                 workers=workers, max_wait_ms=max_wait_ms,
-                                queue_capacity=queue_capacity)
+                                queue_capacity=queue_capacity,
+                                keep_placeholders=int(bool(keep_placeholders)))
         translator = cls.__new__(cls)
         translator._made(lib.tfm_translator_create(model._ptr(), o), model)
         return translator
