@@ -20,7 +20,8 @@ enum { B = 2, S = 12, A = 50, B0 = 60, B1 = 61 };
 static const int32_t a_ids[1] = {A}, b_ids[2] = {B0, B1};
 static const tfm__phrase phrases[2] = {{a_ids, 1, 2, 2}, {b_ids, 2, 1, 1}};
 static const int32_t order[3] = {0, 1, 0};
-static const tfm__constraints wanted = {phrases, 2, order, 3};
+static const int32_t banned[1] = {9};
+static const tfm__constraints wanted = {phrases, 2, order, 3, banned, 1};
 
 typedef struct outputs {
     int32_t tokens[B * 4 * 32], lengths[B * 4];
@@ -140,7 +141,7 @@ END_TEST
 START_TEST(state_reads_the_tokens)
 {
     tfm__constraint_state s;
-    const int32_t g[] = {7, A, 9, B0, B1, A, 3};
+    const int32_t g[] = {7, A, 8, B0, B1, A, 3};
     tfm__constraints_read(&wanted, g, 7, &s);
     ck_assert_int_eq(s.count[0], 2);
     ck_assert_int_eq(s.count[1], 1);
@@ -165,12 +166,13 @@ START_TEST(state_reads_the_tokens)
     tfm__constraints_mask(&wanted, scores, 100, almost, 3, 1, (const int32_t[]){2}, 1);
     for (int v = 0; v < 100; v++)
         ck_assert(v == A ? scores[v] == 0.0f : isinf(scores[v]));
-    /* plenty left: the end token and B0 banned, A free, the rest free */
+    /* plenty left: the end token, B0 and the banned id banned, A free, the
+     * rest free */
     for (int v = 0; v < 100; v++)
         scores[v] = 0.0f;
     tfm__constraints_mask(&wanted, scores, 100, almost, 3, 10, (const int32_t[]){2}, 1);
-    ck_assert(isinf(scores[2]) && isinf(scores[B0]));
-    ck_assert(scores[A] == 0.0f && scores[9] == 0.0f);
+    ck_assert(isinf(scores[2]) && isinf(scores[B0]) && isinf(scores[9]));
+    ck_assert(scores[A] == 0.0f && scores[8] == 0.0f);
 }
 END_TEST
 

@@ -779,6 +779,12 @@ static void assert_spans_kept(int64_t m, const char *text, const char *what)
     ck_assert_msg(!strstr(text, "\xef\xbd\x9f"), "%s: a placeholder left in \"%s\"", what, text);
     ck_assert_msg(count == n, "%s: \"%s\" has %lld spans of \"%s\"'s %lld", what, text,
                   (long long)count, messages[m][0], (long long)n);
+    int64_t percents[2] = {0, 0};
+    for (int side = 0; side < 2; side++)
+        for (const char *c = side ? text : messages[m][0]; *c; c++)
+            percents[side] += *c == '%';
+    ck_assert_msg(percents[0] == percents[1], "%s: \"%s\" has %lld '%%' of \"%s\"'s %lld",
+                  what, text, (long long)percents[1], messages[m][0], (long long)percents[0]);
     int ordered = m != 3 && m != 5;
     for (int64_t k = 0; k < n; k++) {
         int64_t times = 0, wanted = 0;
@@ -804,11 +810,11 @@ static void assert_spans_kept(int64_t m, const char *text, const char *what)
 }
 
 /* A model whose vocabulary holds the placeholder pieces, its text none of
- * the spans' characters: any span in a translation is a placeholder the
- * decoding placed. */
+ * the spans' characters but '%': any span in a translation is a
+ * placeholder the decoding placed, and a '%' of its own is banned. */
 static tfm_model *placeholder_model(tfm_tokenizer **tok)
 {
-    const char *lines[] = {"the file was renamed and copied", "le fichier a ete renomme",
+    const char *lines[] = {"the file was 50% renamed and copied", "le fichier a ete renomme",
                            "computing size for files in seconds", "calcul de la taille",
                            "click save and wait is owned by", "cliquez enregistrer attendez"};
     const char *symbols[TFM_PLACEHOLDERS];

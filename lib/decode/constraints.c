@@ -88,6 +88,8 @@ void tfm__constraints_mask(const tfm__constraints *c, float *scores, int64_t V,
                 scores[v] = -INFINITY;
         return;
     }
+    for (int32_t i = 0; i < c->n_banned; i++)
+        scores[c->banned[i]] = -INFINITY;
     int64_t need = 0;
     for (int32_t p = 0; p < c->n; p++) {
         const tfm__phrase *ph = &c->phrases[p];

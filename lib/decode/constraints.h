@@ -27,6 +27,8 @@ typedef struct tfm__constraints {
     int32_t n;
     const int32_t *order;
     int32_t n_order;
+    const int32_t *banned; /* ids never chosen outside a phrase */
+    int32_t n_banned;
 } tfm__constraints;
 
 /* What the tokens g[0, n) generated so far have done: each phrase's
@@ -44,7 +46,8 @@ void tfm__constraints_read(const tfm__constraints *c, const int32_t *g, int64_t 
 
 /* The next step's scores [V] masked (-inf) for a hypothesis whose
  * generated tokens are g[0, n), with `left` tokens it may still generate
- * (this one included): inside a phrase only its next id; a phrase that
+ * (this one included): inside a phrase only its next id; the banned ids
+ * banned; a phrase that
  * may not start (its max reached, or not next in the order) banned; the
  * end tokens ends[0, n_ends) banned while a min is unmet; and when the
  * unmet phrases' tokens fill what is left, only their starts. */

@@ -362,20 +362,50 @@ tfm_status tfm_placeholders_pair(const char *source, const char *target, char *s
     return status;
 }
 
-int tfm__placeholder_ids(const tfm_tokenizer *tok, int32_t ids[TFM_PLACEHOLDERS])
+/* The id of placeholder i in tok, or -1. */
+static int32_t piece_id(const tfm_tokenizer *tok, int32_t i)
 {
-    int all = tok != NULL;
-    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
-        ids[i] = tok ? tfm_tokenizer_piece_to_id(tok, pieces[i], (int64_t)strlen(pieces[i]))
-                     : -1;
-        all = all && ids[i] >= 0;
+    return tok ? tfm_tokenizer_piece_to_id(tok, pieces[i], (int64_t)strlen(pieces[i])) : -1;
+}
+
+tfm_status tfm__placeholder_vocab_make(const char *op, const tfm_tokenizer *source,
+                                       const tfm_tokenizer *target,
+                                       tfm__placeholder_vocab **out)
+{
+    *out = NULL;
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        if (piece_id(source, i) < 0 || piece_id(target, i) < 0)
+            return TFM_OK;
+    tfm__placeholder_vocab *v = calloc(1, sizeof *v);
+    int32_t V = tfm_tokenizer_vocab_size(target);
+    if (!v || !(v->percent = malloc((size_t)V * sizeof *v->percent))) {
+        free(v);
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
     }
-    return all;
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
+        v->source_ids[i] = piece_id(source, i);
+        v->target_ids[i] = piece_id(target, i);
+    }
+    for (int32_t id = 0; id < V; id++) {
+        char text[256];
+        int64_t n = 0;
+        if (tfm_tokenizer_decode(target, &id, 1, text, sizeof text, &n) == TFM_OK &&
+            memchr(text, '%', (size_t)n))
+            v->percent[v->n_percent++] = id;
+    }
+    *out = v;
+    return TFM_OK;
+}
+
+void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v)
+{
+    if (v)
+        free(v->percent);
+    free(v);
 }
 
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
-                            const int32_t *source_ids, const int32_t *target_ids,
-                            tfm__masked **out)
+                            const tfm__placeholder_vocab *v, tfm__masked **out)
 {
     tfm__masked *m = *out = calloc(1, sizeof *m);
     tfm__span *spans = NULL;
@@ -406,9 +436,20 @@ tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
         put_masked(text, length, spans, count, number, m->text);
         m->n = (int32_t)count;
     }
+    int64_t percents = 0; /* the text's '%' outside its spans */
+    for (int64_t at = 0, k = 0; at < length; at++) {
+        if (k < count && at == spans[k].start)
+            at += spans[k++].length - 1;
+        else
+            percents += text[at] == '%';
+    }
+    if (!percents) {
+        m->constraints.banned = v->percent;
+        m->constraints.n_banned = v->n_percent;
+    }
     for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
-        m->source_ids[i] = source_ids[i];
-        m->target_ids[i] = target_ids[i];
+        m->source_ids[i] = v->source_ids[i];
+        m->target_ids[i] = v->target_ids[i];
         m->phrases[i] = (tfm__phrase){&m->target_ids[i], 1, 0, 0};
     }
     m->constraints.phrases = m->phrases;

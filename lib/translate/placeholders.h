@@ -57,16 +57,29 @@ typedef struct tfm__masked {
     tfm__constraints constraints;
 } tfm__masked;
 
-/* The placeholder pieces' ids in tok (NULL: none) into ids; 1 when it
- * holds them all, else 0. */
-int tfm__placeholder_ids(const tfm_tokenizer *tok, int32_t ids[TFM_PLACEHOLDERS]);
+/* What placeholders need of a model's tokenizers: the pieces' ids on
+ * each side, and the target ids whose text holds a '%' (which, written
+ * by the model outside a placeholder, would make a directive). */
+typedef struct tfm__placeholder_vocab {
+    int32_t source_ids[TFM_PLACEHOLDERS], target_ids[TFM_PLACEHOLDERS];
+    int32_t *percent;
+    int32_t n_percent;
+} tfm__placeholder_vocab;
 
-/* text[0, length) masked, for the pieces' ids source_ids and target_ids,
- * into *out (malloc'd; free with tfm__masked_free). A text with more
- * spans than TFM_PLACEHOLDERS is kept whole (no spans). TFM_ERR_NOMEM. */
+/* The vocabulary of the tokenizers source and target into *out (malloc'd;
+ * free with tfm__placeholder_vocab_free); NULL when they lack a piece.
+ * TFM_ERR_NOMEM. */
+tfm_status tfm__placeholder_vocab_make(const char *op, const tfm_tokenizer *source,
+                                       const tfm_tokenizer *target,
+                                       tfm__placeholder_vocab **out);
+void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v);
+
+/* text[0, length) masked for vocabulary v into *out (malloc'd; free with
+ * tfm__masked_free). A text with more spans than TFM_PLACEHOLDERS is
+ * kept whole (no spans). Unless the text holds a '%' outside its spans,
+ * the target ids that write one are banned. TFM_ERR_NOMEM. */
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
-                            const int32_t *source_ids, const int32_t *target_ids,
-                            tfm__masked **out);
+                            const tfm__placeholder_vocab *v, tfm__masked **out);
 /* Each placeholder's count as the encoded source ids[0, n) hold it (a
  * source cut short may lose some) becomes its phrase's min and max. */
 void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n);

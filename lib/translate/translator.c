@@ -145,9 +145,6 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
     t->owns_model = owns;
     t->options = *o;
     t->text = model->text;
-    t->placeholders = o->keep_placeholders &&
-                      tfm__placeholder_ids(tfm_model_tokenizer(model, 0), t->placeholder_ids[0]) &&
-                      tfm__placeholder_ids(tfm_model_tokenizer(model, 1), t->placeholder_ids[1]);
     pthread_mutex_init(&t->lock, NULL);
     pthread_condattr_t monotonic;
     pthread_condattr_init(&monotonic);
@@ -158,7 +155,12 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
         tfm__fail(TFM_ERR_STATE, "%s: the model holds no tokenizer: it was not saved with its "
                   "tokenizers (tfm_model_set_tokenizers, tfm-translate), or its folder lacks "
                   "the tokenizer files", op);
-    } else if (make_defaults(op, t) == TFM_OK && (t->weights = tfm__decode_weights_pack(model))) {
+    } else if (make_defaults(op, t) == TFM_OK &&
+               (!o->keep_placeholders ||
+                tfm__placeholder_vocab_make(op, tfm_model_tokenizer(model, 0),
+                                            tfm_model_tokenizer(model, 1),
+                                            &t->placeholders) == TFM_OK) &&
+               (t->weights = tfm__decode_weights_pack(model))) {
         return t;
     }
     t->owns_model = 0; /* the caller frees what it gave */
@@ -268,6 +270,7 @@ void tfm_translator_free(tfm_translator *t)
     if (t->owns_model)
         tfm_model_free(t->model);
     free(t->never);
+    tfm__placeholder_vocab_free(t->placeholders);
     free(t);
 }
 
@@ -573,8 +576,7 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
     }
     tfm_status st = TFM_OK;
     if (t->placeholders) {
-        st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholder_ids[0],
-                              t->placeholder_ids[1], &job->masked);
+        st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholders, &job->masked);
         if (st == TFM_OK && job->masked->text)
             text = job->masked->text;
     }

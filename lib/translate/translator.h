@@ -81,9 +81,9 @@ struct tfm_translator {
     tfm_decode_options defaults;
     int32_t *never; /* the ids that are never text, which the defaults suppress */
     tfm__text_template text;
-    /* the placeholder pieces' ids in the source and target tokenizers, when
-     * both hold them all (placeholders 1) */
-    int32_t placeholders, placeholder_ids[2][TFM_PLACEHOLDERS];
+    /* what placeholders need of the tokenizers, when both hold the pieces
+     * (and options.keep_placeholders); NULL: no placeholders */
+    tfm__placeholder_vocab *placeholders;
     pthread_mutex_t lock; /* the idle slots, the queue and the workers */
     tfm__slot *idle;
     int32_t n_idle;
