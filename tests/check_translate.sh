@@ -46,7 +46,7 @@ printf '\n flog letoh\n' >>"$data/train.fr"
 
 model=$scratch/model.safetensors
 "$translate" --train --data "$data" --out "$model" --steps 300 --validate-every 100 \
-    --vocab-size 300 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
+    --vocab-size 316 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
     --max-tokens 400 --warmup 50 --lr 3e-3 --dropout 0 --beam 1 >"$scratch/train.txt" 2>&1
 status=$?
 [ $status -eq 0 ] && [ -s "$model" ] && grep -q "^Test (20 pairs, greedy): chrF" "$scratch/train.txt"
@@ -61,9 +61,36 @@ step "the validation loss falls" $?
 grep -qx "Best model: $model, a new file" "$scratch/train.txt"
 step "--train says its --out is a new file" $?
 
+# Its vocabulary holds the placeholder pieces (16 of its 316; it saw no
+# directive): each
+# translation keeps the message's directives, in order, and a catalog of
+# them passes gettext's msgfmt --check-format (a test-only dependency).
+printf '%s\n' 'alpha %s bravo' 'File "%s" was renamed to "%s".' '%d of %d (%-10.3lf%%)' \
+    'golf <b>%zu</b> hotel &amp; $HOME' '%2$s kilo %1$s' >"$scratch/formats.en"
+"$translate" --model "$model" --beam 1 <"$scratch/formats.en" >"$scratch/formats.fr" &&
+    "$translate" --model "$model" --beam 4 <"$scratch/formats.en" >"$scratch/formats4.fr"
+step "messages with directives translate" $?
+if command -v msgfmt >/dev/null; then
+    for out in formats.fr formats4.fr; do
+        [ -s "$scratch/$out" ] && awk 'BEGIN { print "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n" }
+             NR == FNR { en[FNR] = $0; next }
+             { gsub(/"/, "\\\"", en[FNR]); gsub(/"/, "\\\"")
+               print "#, c-format\nmsgid \"" en[FNR] "\"\nmsgstr \"" $0 "\"\n" }' \
+            "$scratch/formats.en" "$scratch/$out" >"$scratch/$out.po" &&
+            msgfmt --check-format -o /dev/null "$scratch/$out.po" 2>"$scratch/msgfmt.txt" ||
+            { cat "$scratch/$out.po" "$scratch/msgfmt.txt"; false; }
+        step "msgfmt --check-format accepts the translations ($out)" $?
+    done
+else
+    echo "SKIP msgfmt --check-format: gettext's msgfmt is not installed"
+fi
+[ "$(grep -o '%s' "$scratch/formats.fr" | wc -l)" -eq 3 ] && ! grep -q "$(printf '\357\275\237')" \
+    "$scratch/formats.fr"
+step "the directives come back as text, no placeholder left" $?
+
 # A run never replaces the model at --out unless told to (--overwrite):
 # its best starts at infinity, so its first validation would.
-tiny="--data $data --vocab-size 300 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
+tiny="--data $data --vocab-size 316 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
       --max-tokens 400 --steps 1 --validate-every 1 --evaluate 0"
 cp "$model" "$scratch/kept.safetensors"
 # shellcheck disable=SC2086
