@@ -34,7 +34,7 @@ static const char *program = "tfm-translate";
 
 typedef struct config {
     int64_t train, distributed, overwrite;
-    const char *model, *score, *reference;
+    const char *model, *score, *reference, *glossary;
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
     int64_t d_model, heads, layers, d_ff;
@@ -483,6 +483,36 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
+/* A glossary file's terms: one "source<TAB>target" a line (blank lines
+ * skipped), as tfm_translate_options.glossary takes them, into *terms
+ * (pointing into lines, which holds the file). 0, or -1 after a message. */
+static int glossary_read(const char *path, text_lines *lines, const char ***terms, int32_t *n)
+{
+    *terms = NULL;
+    *n = 0;
+    if (text_lines_read(path, lines) < 0)
+        return -1;
+    if (!(*terms = malloc((size_t)(2 * lines->count + 1) * sizeof **terms))) {
+        fprintf(stderr, "%s: out of memory for the glossary\n", program);
+        return -1;
+    }
+    for (int64_t i = 0; i < lines->count; i++) {
+        char *line = lines->line[i], *tab = strchr(line, '\t');
+        if (!line[strspn(line, " \t\r")])
+            continue;
+        if (!tab || tab == line || !tab[1] || strchr(tab + 1, '\t')) {
+            fprintf(stderr, "%s: %s:%lld: a glossary line is a source term, a tab and its "
+                    "target term\n", program, path, (long long)i + 1);
+            return -1;
+        }
+        *tab = '\0';
+        (*terms)[2 * *n] = line;
+        (*terms)[2 * *n + 1] = tab + 1;
+        ++*n;
+    }
+    return 0;
+}
+
 static int translate_stream(const config *c)
 {
     double start = cli_seconds();
@@ -492,14 +522,27 @@ static int translate_stream(const config *c)
     to.keep_placeholders = c->no_placeholders == 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
+    text_lines glossary_lines = {0};
+    const char **glossary = NULL;
+    int32_t n_glossary = 0;
+    if (c->glossary && glossary_read(c->glossary, &glossary_lines, &glossary, &n_glossary) < 0) {
+        text_lines_free(&glossary_lines);
+        free(glossary);
+        return EXIT_FAILURE;
+    }
     tfm_translator *t = tfm_translator_open(c->model, &to);
-    if (!t)
+    if (!t) {
+        text_lines_free(&glossary_lines);
+        free(glossary);
         return cli_fail(program, "loading the model");
+    }
     tfm_decode_options decode;
     decode_options(t, c, &decode);
     tfm_translate_options o;
     tfm_translate_options_init(&o);
     o.decode = &decode;
+    o.glossary = glossary;
+    o.n_glossary = n_glossary;
     double loaded = cli_seconds(), first_line = 0.0;
     int64_t translated = 0;
     line_reader reader = {.fd = STDIN_FILENO};
@@ -554,6 +597,8 @@ done:
     free(out);
     free(reader.buffer);
     tfm_translator_free(t);
+    text_lines_free(&glossary_lines);
+    free(glossary);
     return status;
 }
 
@@ -1057,6 +1102,9 @@ int main(int argc, char **argv)
          "terminal, else 32)"},
         {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model to int8 first, "
          "its layers and output projection (tfm_model_quantize)"},
+        {"glossary", CLI_STRING, &c.glossary, 0, 0, "--model: a TSV file of terms (source, "
+         "tab, target): where a line holds a source term, its translation holds the target "
+         "term"},
         {"no-placeholders", CLI_SWITCH, &c.no_placeholders, 0, 0, "--model: translate the "
          "spans placeholders keep (printf directives, tags, ...) as text, unconstrained"},
         {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "

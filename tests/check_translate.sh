@@ -87,6 +87,18 @@ fi
 [ "$(grep -o '%s' "$scratch/formats.fr" | wc -l)" -eq 3 ] && ! grep -q "$(printf '\357\275\237')" \
     "$scratch/formats.fr"
 step "the directives come back as text, no placeholder left" $?
+# a glossary (TSV): the target term where the line holds the source term
+printf 'ALPHA\tsierratango\n\nkilo\tlima\n' >"$scratch/glossary.tsv"
+printf 'alpha bravo\nbravo charlie\n' |
+    "$translate" --model "$model" --glossary "$scratch/glossary.tsv" >"$scratch/glossary.fr" &&
+    [ "$(grep -c sierratango "$scratch/glossary.fr")" -eq 1 ] &&
+    sed -n 1p "$scratch/glossary.fr" | grep -q sierratango
+step "--glossary puts the target term where the source term is" $?
+printf 'alpha\n' >"$scratch/bad.tsv"
+echo alpha | "$translate" --model "$model" --glossary "$scratch/bad.tsv" >/dev/null \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "bad.tsv:1: a glossary line is a source term, a tab" "$scratch/err.txt"
+step "a glossary line without its tab is refused, naming the line" $?
 
 # A run never replaces the model at --out unless told to (--overwrite):
 # its best starts at infinity, so its first validation would.

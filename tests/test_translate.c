@@ -952,6 +952,98 @@ START_TEST(training_pairs_get_placeholders)
 }
 END_TEST
 
+/* A glossary's target term is in the translation when its source term is
+ * in the text (any case, a whole word), in every decoding path and
+ * through submit; a term too long for max_length is reported; a term
+ * the text lacks changes nothing; bad terms are refused. */
+START_TEST(glossary_terms_are_placed)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    const char *const glossary[] = {"FILE", "Datei", "folder", "Verzeichnis"};
+    const char *one[] = {"Cannot open the file"};
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    o.glossary = glossary;
+    o.n_glossary = 2;
+    for (int path = 0; path < 4; path++) {
+        d.strategy = path == 0 ? TFM_DECODE_GREEDY
+                     : path == 1 ? TFM_DECODE_BEAM : TFM_DECODE_SAMPLE;
+        d.use_cache = path != 3;
+        d.beam_size = 4;
+        d.seed = 5;
+        tfm_translation *r = NULL;
+        ck_assert_msg(tfm_translate(t, one, 1, &o, &r) == TFM_OK, "%s", tfm_last_error());
+        const char *text = tfm_translation_text(r, 0, 0);
+        ck_assert_msg(strstr(text, "Datei") != NULL, "path %d: \"%s\"", path, text);
+        ck_assert_msg(strstr(text, "Verzeichnis") == NULL, "path %d: \"%s\"", path, text);
+        const int32_t *terms = NULL;
+        int32_t count = -1;
+        ck_assert_int_eq(tfm_translation_unplaced(r, 0, 0, &terms, &count), TFM_OK);
+        ck_assert_int_eq(count, 0);
+        ck_assert_ptr_null(terms);
+        tfm_translation_free(r);
+    }
+    /* through the scheduler, the glossary copied at submit */
+    char *term = strdup("Datei"), *word = strdup("file");
+    const char *mine[] = {word, term};
+    o.glossary = mine;
+    o.n_glossary = 1;
+    d.strategy = TFM_DECODE_GREEDY;
+    tfm_request *q = tfm_translator_submit(t, one[0], &o);
+    ck_assert_msg(q != NULL, "%s", tfm_last_error());
+    free(term);
+    free(word);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    const tfm_translation *got = NULL;
+    ck_assert_int_eq(tfm_request_result(q, &got), TFM_OK);
+    ck_assert_ptr_nonnull(strstr(tfm_translation_text(got, 0, 0), "Datei"));
+    tfm_request_free(q);
+    /* too long for max_length 1: reported */
+    o.glossary = glossary;
+    o.n_glossary = 2;
+    const char *both[] = {"the folder and the file"};
+    d.max_length = 1;
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, both, 1, &o, &r) == TFM_OK, "%s", tfm_last_error());
+    const int32_t *terms = NULL;
+    int32_t count = 0;
+    ck_assert_int_eq(tfm_translation_unplaced(r, 0, 0, &terms, &count), TFM_OK);
+    ck_assert_int_ge(count, 1);
+    ck_assert_int_eq(terms[count - 1], 1); /* Verzeichnis: more than one token */
+    ck_assert_int_eq(tfm_translation_unplaced(r, 1, 0, &terms, &count), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_translation_unplaced(r, 0, 0, NULL, &count), TFM_ERR_NULL);
+    tfm_translation_free(r);
+    /* a term the text lacks, or a word that only holds it: as without */
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    const char *other[] = {"the files are profiled"};
+    hypothesis a, b;
+    o.glossary = NULL;
+    o.n_glossary = 0;
+    ck_assert_int_eq(tfm_translate(t, other, 1, &o, &r), TFM_OK);
+    keep(r, 0, 0, &a);
+    tfm_translation_free(r);
+    o.glossary = glossary;
+    o.n_glossary = 2;
+    ck_assert_int_eq(tfm_translate(t, other, 1, &o, &r), TFM_OK);
+    keep(r, 0, 0, &b);
+    tfm_translation_free(r);
+    assert_same(&a, &b, "a glossary that does not apply");
+    /* refused */
+    const char *const empty[] = {"file", ""};
+    o.glossary = empty;
+    o.n_glossary = 1;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "glossary"));
+    o.glossary = NULL;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_NULL);
+    tfm_translator_free(t);
+}
+END_TEST
+
 /* --- errors ------------------------------------------------------------------------------ */
 
 START_TEST(errors_are_named)
@@ -1086,6 +1178,7 @@ static Suite *translate_suite(void)
     tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
     tcase_add_test(c, placeholders_are_kept_in_every_decoding);
     tcase_add_test(c, training_pairs_get_placeholders);
+    tcase_add_test(c, glossary_terms_are_placed);
     tcase_add_test(c, errors_are_named);
     tcase_add_test(c, bad_decode_options_are_refused_with_the_decodings_message);
     suite_add_tcase(s, c);

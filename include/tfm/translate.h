@@ -181,6 +181,20 @@ typedef struct tfm_translate_options {
      * with user; NULL (default): none (wait with tfm_request_wait). */
     tfm_request_done_fn on_done;
     void *user; /**< passed to on_token and on_done as it is */
+    /** A glossary: n_glossary terms, glossary[2 i] a source term and
+     * glossary[2 i + 1] the target text its translation must hold
+     * (UTF-8, not empty; read during the call, copied by submit). Where a
+     * text holds a source term (its bytes, ASCII letters in either case,
+     * not inside a word: no letter, digit or non-ASCII character just
+     * before or after it), the decoding writes the target term's tokens
+     * (as the target tokenizer encodes it alone: a word of its own) at
+     * least once: once it starts them it is forced through, and the end
+     * waits for them, forced in when the remaining length needs it (every
+     * decoding path). The first 240 terms a text holds count. A term the
+     * decoding could not place (too long for max_length) is named by
+     * tfm_translation_unplaced(). NULL with 0 (default): none. */
+    const char *const *glossary;
+    int32_t n_glossary; /**< the count of glossary's terms (pairs) */
 } tfm_translate_options;
 
 /** The defaults above. */
@@ -234,6 +248,12 @@ TFM_API tfm_status tfm_translation_source_tokens(const tfm_translation *translat
 TFM_API const float *tfm_translation_alignment(const tfm_translation *translation, int64_t i,
                                                int32_t h, int64_t *target_length,
                                                int64_t *source_length);
+/** The glossary terms (their indices in tfm_translate_options.glossary)
+ * text i's hypothesis h holds in its source but could not place, into
+ * *terms (owned by the translation; NULL when none) and *count.
+ * TFM_ERR_NULL, TFM_ERR_RANGE. */
+TFM_API tfm_status tfm_translation_unplaced(const tfm_translation *translation, int64_t i,
+                                            int32_t h, const int32_t **terms, int32_t *count);
 /** Frees a result of tfm_translate(); NULL is a no-op (a request's result
  * is the request's: tfm_request_free()). */
 TFM_API void tfm_translation_free(tfm_translation *translation);

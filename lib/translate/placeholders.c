@@ -405,14 +405,27 @@ void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v)
 }
 
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
-                            const tfm__placeholder_vocab *v, tfm__masked **out)
+                            const tfm__placeholder_vocab *v, const tfm__glossary *g,
+                            tfm__masked **out)
 {
-    tfm__masked *m = *out = calloc(1, sizeof *m);
+    *out = NULL;
+    int32_t terms = 0, room = TFM__MAX_PHRASES - TFM_PLACEHOLDERS; /* the first terms found */
+    for (int32_t i = 0; g && i < g->n && terms < room; i++)
+        terms += tfm__glossary_in(g, i, text);
+    if (!v && !terms)
+        return TFM_OK;
+    tfm__masked *m = calloc(1, sizeof *m);
     tfm__span *spans = NULL;
     int64_t count = 0;
     if (!m)
         return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-    tfm_status st = tfm__placeholders_find(op, text, length, NULL, 0, &spans, &count);
+    m->placeholders = v ? TFM_PLACEHOLDERS : 0;
+    tfm_status st = TFM_OK;
+    if (!(m->phrases = calloc((size_t)(m->placeholders + terms), sizeof *m->phrases)) ||
+        !(m->term = calloc((size_t)(terms ? terms : 1), sizeof *m->term)))
+        st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    if (st == TFM_OK && v)
+        st = tfm__placeholders_find(op, text, length, NULL, 0, &spans, &count);
     if (count > TFM_PLACEHOLDERS)
         count = 0;
     int64_t bytes = 0;
@@ -443,29 +456,36 @@ tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
         else
             percents += text[at] == '%';
     }
-    if (!percents) {
+    if (v && !percents) {
         m->constraints.banned = v->percent;
         m->constraints.n_banned = v->n_percent;
     }
-    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
+    for (int32_t i = 0; st == TFM_OK && i < m->placeholders; i++) {
         m->source_ids[i] = v->source_ids[i];
         m->target_ids[i] = v->target_ids[i];
         m->phrases[i] = (tfm__phrase){&m->target_ids[i], 1, 0, 0};
     }
+    for (int32_t i = 0; st == TFM_OK && g && i < g->n && m->n_terms < terms; i++)
+        if (tfm__glossary_in(g, i, text)) {
+            m->term[m->n_terms] = i;
+            m->phrases[m->placeholders + m->n_terms++] = (tfm__phrase){
+                g->ids + g->offsets[i], g->offsets[i + 1] - g->offsets[i], 1, INT32_MAX};
+        }
     m->constraints.phrases = m->phrases;
-    m->constraints.n = TFM_PLACEHOLDERS;
+    m->constraints.n = m->placeholders + m->n_terms;
     m->constraints.order = m->order;
     free(spans);
     if (st != TFM_OK) {
         tfm__masked_free(m);
-        *out = NULL;
+        return st;
     }
-    return st;
+    *out = m;
+    return TFM_OK;
 }
 
 void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n)
 {
-    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++) {
+    for (int32_t i = 0; i < m->placeholders; i++) {
         int32_t count = 0;
         for (int64_t k = 0; k < n; k++)
             count += ids[k] == m->source_ids[i];
@@ -477,6 +497,18 @@ void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n)
         if (m->phrases[m->order[k]].min > 0)
             m->order[kept++] = m->order[k];
     m->constraints.n_order = kept;
+}
+
+int32_t tfm__masked_unplaced(const tfm__masked *m, const int32_t *g, int64_t n,
+                             int32_t *terms)
+{
+    tfm__constraint_state s;
+    tfm__constraints_read(&m->constraints, g, n, &s);
+    int32_t count = 0;
+    for (int32_t k = 0; k < m->n_terms; k++)
+        if (s.count[m->placeholders + k] < 1)
+            terms[count++] = m->term[k];
+    return count;
 }
 
 tfm_status tfm__masked_restore(const char *op, const tfm__masked *m, char **text,
@@ -518,5 +550,7 @@ void tfm__masked_free(tfm__masked *m)
         return;
     free(m->text);
     free(m->spans);
+    free(m->phrases);
+    free(m->term);
     free(m);
 }

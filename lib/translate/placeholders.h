@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "decode/constraints.h"
+#include "translate/glossary.h"
 #include "tfm/text.h"
 #include "tfm/translate.h"
 
@@ -41,18 +42,23 @@ tfm_status tfm__placeholders_find(const char *op, const char *text, int64_t leng
  * (unnumbered printf directives: the arguments come in their order). */
 int tfm__span_ordered(const tfm__span *span);
 
-/* A source with its spans as placeholders, for a model whose tokenizers
- * hold the placeholder pieces: what to encode, what each placeholder
- * stands for, and the constraints that make the decoding write each
- * exactly as often as the encoded source holds it (the unnumbered printf
- * directives in their order; the placeholders the source lacks never). */
+/* A source with its spans as placeholders (a model whose tokenizers hold
+ * the placeholder pieces) and its glossary's terms: what to encode, what
+ * each placeholder stands for, and the constraints that make the
+ * decoding write each placeholder exactly as often as the encoded source
+ * holds it (the unnumbered printf directives in their order; those the
+ * source lacks never) and each term found in the source at least once. */
 typedef struct tfm__masked {
     char *text;   /* the source to encode; NULL: the text as it is (no spans) */
     char *spans;  /* the spans' texts, each NUL-terminated */
     const char *span[TFM_PLACEHOLDERS];
     int32_t n;    /* placeholders used, at most TFM_PLACEHOLDERS */
+    int32_t placeholders; /* the phrases of the placeholders: TFM_PLACEHOLDERS or 0 */
     int32_t source_ids[TFM_PLACEHOLDERS], target_ids[TFM_PLACEHOLDERS];
-    tfm__phrase phrases[TFM_PLACEHOLDERS];
+    /* the placeholders', then the terms'; term[k]: phrase
+     * placeholders + k's glossary term */
+    tfm__phrase *phrases;
+    int32_t *term, n_terms;
     int32_t order[TFM_PLACEHOLDERS];
     tfm__constraints constraints;
 } tfm__masked;
@@ -74,12 +80,19 @@ tfm_status tfm__placeholder_vocab_make(const char *op, const tfm_tokenizer *sour
                                        tfm__placeholder_vocab **out);
 void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v);
 
-/* text[0, length) masked for vocabulary v into *out (malloc'd; free with
- * tfm__masked_free). A text with more spans than TFM_PLACEHOLDERS is
- * kept whole (no spans). Unless the text holds a '%' outside its spans,
- * the target ids that write one are banned. TFM_ERR_NOMEM. */
+/* text[0, length) masked for vocabulary v (NULL: no placeholders) with
+ * the terms of glossary g (NULL: none) it holds, into *out (malloc'd;
+ * free with tfm__masked_free; NULL when neither applies). A text with
+ * more spans than TFM_PLACEHOLDERS is kept whole (no spans). Unless the
+ * text holds a '%' outside its spans, the target ids that write one are
+ * banned. TFM_ERR_NOMEM. */
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
-                            const tfm__placeholder_vocab *v, tfm__masked **out);
+                            const tfm__placeholder_vocab *v, const tfm__glossary *g,
+                            tfm__masked **out);
+/* The glossary terms a hypothesis' generated tokens g[0, n) lack, into
+ * terms (room for m->n_terms), their count. */
+int32_t tfm__masked_unplaced(const tfm__masked *m, const int32_t *g, int64_t n,
+                             int32_t *terms);
 /* Each placeholder's count as the encoded source ids[0, n) hold it (a
  * source cut short may lose some) becomes its phrase's min and max. */
 void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n);

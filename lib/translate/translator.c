@@ -287,6 +287,8 @@ void tfm__settings_free(tfm__settings *s)
 {
     free(s->arrays);
     s->arrays = NULL;
+    tfm__glossary_free(s->glossary);
+    s->glossary = NULL;
 }
 
 /* The arrays s->decode points to, copied into s->arrays and pointed to
@@ -390,7 +392,10 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
     }
     s->decode.callback = NULL;
     s->decode.callback_user = NULL;
-    tfm_status st = own_arrays(op, s);
+    tfm_status st = tfm__glossary_make(op, tfm_model_tokenizer(t->model, 1), o.glossary,
+                                       o.n_glossary, &s->glossary);
+    if (st == TFM_OK)
+        st = own_arrays(op, s);
     if (st != TFM_OK) {
         free(*prefix);
         *prefix = NULL;
@@ -465,6 +470,7 @@ void tfm_translation_free(tfm_translation *r)
         free(r->hypotheses[i].text);
         free(r->hypotheses[i].ids);
         free(r->hypotheses[i].alignment);
+        free(r->hypotheses[i].unplaced);
     }
     free(r->hypotheses);
     free(r->tokens);
@@ -525,6 +531,20 @@ float tfm_translation_score(const tfm_translation *r, int64_t i, int32_t h)
     return x ? x->score : NAN;
 }
 
+tfm_status tfm_translation_unplaced(const tfm_translation *r, int64_t i, int32_t h,
+                                    const int32_t **terms, int32_t *count)
+{
+    const tfm__hypothesis *x = hypothesis("tfm_translation_unplaced", r, i, h);
+    if (!x)
+        return tfm_last_status();
+    if (!terms || !count)
+        return tfm__fail(TFM_ERR_NULL, "tfm_translation_unplaced: %s is NULL",
+                         terms ? "count" : "terms");
+    *terms = x->n_unplaced ? x->unplaced : NULL;
+    *count = x->n_unplaced;
+    return TFM_OK;
+}
+
 tfm_status tfm_translation_source_tokens(const tfm_translation *r, int64_t i, int64_t *tokens,
                                          int32_t *truncated)
 {
@@ -574,12 +594,10 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
         job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
         return TFM_OK;
     }
-    tfm_status st = TFM_OK;
-    if (t->placeholders) {
-        st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholders, &job->masked);
-        if (st == TFM_OK && job->masked->text)
-            text = job->masked->text;
-    }
+    tfm_status st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholders,
+                                     s->glossary, &job->masked);
+    if (st == TFM_OK && job->masked && job->masked->text)
+        text = job->masked->text;
     if (st == TFM_OK)
         st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
                               t->model->options.max_src_len, &job->ids, &job->n_ids,
@@ -642,6 +660,7 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
     }
     slot->translator = t;
     slot->settings = *s;
+    slot->settings.glossary = NULL; /* the translation's, not the slot's */
     uint64_t mark = tfm__error_mark();
     if (own_arrays(op, &slot->settings) == TFM_OK) {
         tfm_decode_options o = slot->settings.decode;
@@ -708,8 +727,14 @@ static tfm_status keep_results(const char *op, const tfm_translator *t, tfm__slo
             int64_t bytes = 0;
             tfm_status st = tfm__text_decode(op, t->model, &s->text, x->ids, length, &x->text,
                                              &bytes);
-            if (st == TFM_OK && rows[r]->masked)
-                st = tfm__masked_restore(op, rows[r]->masked, &x->text, &bytes);
+            const tfm__masked *masked = rows[r]->masked;
+            if (st == TFM_OK && masked)
+                st = tfm__masked_restore(op, masked, &x->text, &bytes);
+            if (st == TFM_OK && masked && masked->n_terms && length > 0) {
+                if (!(x->unplaced = malloc((size_t)masked->n_terms * sizeof *x->unplaced)))
+                    return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+                x->n_unplaced = tfm__masked_unplaced(masked, x->ids + 1, length - 1, x->unplaced);
+            }
             if (st != TFM_OK)
                 return st;
             if (!s->decode.return_attention || length == 0)
@@ -757,9 +782,12 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
             tfm_tensor_data_i32(prefix)[r * prefix_width + k] =
                 k < rows[r]->n_prefix ? rows[r]->prefix[k] : -1;
     }
-    /* the rows' placeholders, for a model that has them */
+    /* the rows' placeholders and glossary terms */
     const tfm__constraints **constraints = NULL;
-    if (st == TFM_OK && t->placeholders && !(constraints = malloc((size_t)n * sizeof *constraints)))
+    int constrained = 0;
+    for (int64_t r = 0; r < n; r++)
+        constrained |= rows[r]->masked != NULL;
+    if (st == TFM_OK && constrained && !(constraints = malloc((size_t)n * sizeof *constraints)))
         st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
     for (int64_t r = 0; constraints && r < n; r++)
         constraints[r] = rows[r]->masked ? &rows[r]->masked->constraints : NULL;

@@ -22,6 +22,9 @@ typedef struct tfm__settings {
     int32_t *arrays; /* suppress_ids, eos_ids, bad_words, bad_word_lengths */
     tfm__text_template text;
     int32_t prefixed;
+    /* the translation's glossary (NULL: none), owned; not compared: it
+     * constrains each job, not the batch */
+    struct tfm__glossary *glossary;
 } tfm__settings;
 
 /* One hypothesis of a result. */
@@ -32,6 +35,8 @@ typedef struct tfm__hypothesis {
     float score;
     float *alignment; /* [rows, columns], or NULL */
     int64_t rows, columns;
+    int32_t *unplaced; /* the glossary terms it lacks, or NULL */
+    int32_t n_unplaced;
 } tfm__hypothesis;
 
 struct tfm_translation {
