@@ -730,10 +730,11 @@ static tfm_status keep_results(const char *op, const tfm_translator *t, tfm__slo
             const tfm__masked *masked = rows[r]->masked;
             if (st == TFM_OK && masked)
                 st = tfm__masked_restore(op, masked, &x->text, &bytes);
-            if (st == TFM_OK && masked && masked->n_terms && length > 0) {
+            if (st == TFM_OK && masked && masked->n_terms) { /* a hypothesis not found: none */
                 if (!(x->unplaced = malloc((size_t)masked->n_terms * sizeof *x->unplaced)))
                     return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
-                x->n_unplaced = tfm__masked_unplaced(masked, x->ids + 1, length - 1, x->unplaced);
+                x->n_unplaced = tfm__masked_unplaced(masked, length > 0 ? x->ids + 1 : NULL,
+                                                     length > 0 ? length - 1 : 0, x->unplaced);
             }
             if (st != TFM_OK)
                 return st;

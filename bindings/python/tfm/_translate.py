@@ -24,14 +24,15 @@ tokens]: the last decoder layer's cross-attention weights, averaged over
 its heads, that chose each token), else None."""
 
 Translation = collections.namedtuple(
-    'Translation', 'text score ids alignment hypotheses source_tokens truncated')
+    'Translation', 'text score ids alignment hypotheses source_tokens truncated unplaced')
 Translation.__doc__ = """One text's translation, with return_scores, return_alignments
 or n_best: the best hypothesis' text, score, ids and alignment (see
 tfm.Hypothesis); hypotheses, the n_best hypotheses best first
 (hypotheses[0] is the best; CTranslate2's result.hypotheses and
 result.scores); source_tokens, the ids decoded (those around the text
 included: at most the model's longest source); truncated, whether the
-text was cut to fit them (transformers' truncation). _asdict() gives a dict."""
+text was cut to fit them (transformers' truncation); unplaced, the
+glossary's terms (their indices) the best hypothesis could not place. _asdict() gives a dict."""
 
 # The decoding options translate and submit take by keyword, beside their
 # own arguments: tfm_decode_options' fields, except what the translator
@@ -69,7 +70,8 @@ class _Call:
     is given."""
 
     def __init__(self, translator, beam_size, max_length, n_best, return_alignments,
-                 source_language, target_language, target_prefix, decode_options):
+                 source_language, target_language, target_prefix, decode_options,
+                 glossary=None):
         """translator: the tfm_translator's pointer."""
         unknown = sorted(set(decode_options) - set(_KEYWORDS))
         if unknown:
@@ -95,6 +97,14 @@ class _Call:
         self.options.source_language = _c_text(source_language, self._kept)
         self.options.target_language = _c_text(target_language, self._kept)
         self.options.target_prefix = _c_text(target_prefix, self._kept)
+        if glossary:
+            pairs = list(glossary.items() if hasattr(glossary, 'items') else glossary)
+            terms = [_c_text(term, self._kept) for pair in pairs for term in pair]
+            if len(terms) != 2 * len(pairs):
+                raise TypeError('glossary: (source term, target term) pairs, or a dict')
+            self._kept.append(ffi.new('const char *[]', terms))
+            self.options.glossary = self._kept[-1]
+            self.options.n_glossary = len(pairs)
 
 
 def _hypothesis(result, i, h):
@@ -128,7 +138,10 @@ def _translations(result, rich):
     for i in range(count):
         hypotheses = [_hypothesis(result, i, h) for h in range(n_best)]
         check(lib.tfm_translation_source_tokens(result, i, tokens, truncated))
-        out.append(Translation(*hypotheses[0], hypotheses, int(tokens[0]), bool(truncated[0])))
+        terms, count = ffi.new('const int32_t **'), ffi.new('int32_t *')
+        check(lib.tfm_translation_unplaced(result, i, 0, terms, count))
+        out.append(Translation(*hypotheses[0], hypotheses, int(tokens[0]), bool(truncated[0]),
+                               [terms[0][k] for k in range(count[0])]))
     return out
 
 
@@ -314,7 +327,8 @@ class Translator(Handle):
 
     def translate(self, texts, beam_size=None, max_length=None, n_best=None,
                   return_scores=False, return_alignments=False, source_language=None,
-                  target_language=None, target_prefix=None, **decode_options):
+                  target_language=None, target_prefix=None, glossary=None,
+                  **decode_options):
         """Translates a str (giving a str) or a list of str (giving a list,
         in the input order), on the calling thread without the GIL; sources
         longer than the model's are cut (Translation.truncated), a blank
@@ -327,7 +341,10 @@ class Translator(Handle):
         (text, score, ids, alignment, hypotheses, source_tokens, truncated)
         instead of its str. source_language, target_language: a
         multilingual model's, for this call. target_prefix: text every
-        translation starts with (forced). decode_options:
+        translation starts with (forced). glossary: {source term: target
+        term} (or a list of pairs): where a text holds a source term (a
+        whole word, any ASCII case), its translation holds the target term
+        (Translation.unplaced names those that did not fit). decode_options:
         tfm_decode_options' fields by keyword (strategy 'greedy', 'sample'
         or 'beam', temperature, top_k, top_p, seed, length_penalty,
         patience, min_length, repetition_penalty, no_repeat_ngram_size,
@@ -342,7 +359,8 @@ class Translator(Handle):
         pointer = self._enter()
         try:
             call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
-                         source_language, target_language, target_prefix, decode_options)
+                         source_language, target_language, target_prefix, decode_options,
+                         glossary)
             check(lib.tfm_translate(pointer, array, len(kept),
                                     call.options, out))
         finally:
@@ -356,7 +374,8 @@ class Translator(Handle):
 
     def submit(self, text, beam_size=None, max_length=None, n_best=None, return_scores=False,
                return_alignments=False, source_language=None, target_language=None,
-               target_prefix=None, deadline_ms=None, on_token=None, **decode_options):
+               target_prefix=None, deadline_ms=None, on_token=None, glossary=None,
+               **decode_options):
         """Queues one text (str) with its own options (translate's) for the
         translator's scheduler, which batches the pending requests of every
         caller by tokens, and returns at once with a tfm.Request (result(),
@@ -374,7 +393,8 @@ class Translator(Handle):
         translator, stream = self._enter(), None
         try:
             call = _Call(translator, beam_size, max_length, n_best, return_alignments,
-                         source_language, target_language, target_prefix, decode_options)
+                         source_language, target_language, target_prefix, decode_options,
+                         glossary)
             if deadline_ms is not None:
                 call.options.deadline_ms = deadline_ms
             if on_token is not None:
