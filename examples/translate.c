@@ -7,6 +7,7 @@
  *   tfm-translate --train --minutes 10            # runs/translation/model.safetensors
  *   echo "Cannot open file" | tfm-translate --model runs/translation/model.safetensors
  *   tfm-translate --score hyp.fr --reference test.fr
+ *   tfm-translate --po messages.pot --language fr --out fr.po   # catalog.c
  *
  * Training: a joint BPE vocabulary (byte fallback, so no text is
  * untokenisable), a pre-norm encoder-decoder with one embedding table for
@@ -27,6 +28,9 @@
 
 #include <tfm/tfm.h>
 
+#ifdef TFM_TRANSLATE_CATALOGS
+#include "catalog.h"
+#endif
 #include "cli.h"
 #include "ranks.h"
 
@@ -42,6 +46,8 @@ typedef struct config {
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
     int64_t beam, max_length, batch, evaluate, int8, timing, no_placeholders;
     const char *source_language, *target_language;
+    const char *po, *language;
+    int64_t all;
 } config;
 
 /* --- text files --------------------------------------------------------------------- */
@@ -483,66 +489,90 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
-/* A glossary file's terms: one "source<TAB>target" a line (blank lines
- * skipped), as tfm_translate_options.glossary takes them, into *terms
- * (pointing into lines, which holds the file). 0, or -1 after a message. */
-static int glossary_read(const char *path, text_lines *lines, const char ***terms, int32_t *n)
+/* A --glossary file: its lines, and its terms as
+ * tfm_translate_options.glossary takes them (pointing into the lines). */
+typedef struct glossary_file {
+    text_lines lines;
+    const char **terms;
+    int32_t n;
+} glossary_file;
+
+static void glossary_free(glossary_file *g)
 {
-    *terms = NULL;
-    *n = 0;
-    if (text_lines_read(path, lines) < 0)
+    text_lines_free(&g->lines);
+    free(g->terms);
+    *g = (glossary_file){0};
+}
+
+/* The terms of path: one "source<TAB>target" a line (blank lines
+ * skipped). 0, or -1 after a message (g freed). */
+static int glossary_read(const char *path, glossary_file *g)
+{
+    *g = (glossary_file){0};
+    if (text_lines_read(path, &g->lines) < 0)
         return -1;
-    if (!(*terms = malloc((size_t)(2 * lines->count + 1) * sizeof **terms))) {
+    if (!(g->terms = malloc((size_t)(2 * g->lines.count + 1) * sizeof *g->terms))) {
         fprintf(stderr, "%s: out of memory for the glossary\n", program);
+        glossary_free(g);
         return -1;
     }
-    for (int64_t i = 0; i < lines->count; i++) {
-        char *line = lines->line[i], *tab = strchr(line, '\t');
+    for (int64_t i = 0; i < g->lines.count; i++) {
+        char *line = g->lines.line[i], *tab = strchr(line, '\t');
         if (!line[strspn(line, " \t\r")])
             continue;
         if (!tab || tab == line || !tab[1] || strchr(tab + 1, '\t')) {
             fprintf(stderr, "%s: %s:%lld: a glossary line is a source term, a tab and its "
                     "target term\n", program, path, (long long)i + 1);
+            glossary_free(g);
             return -1;
         }
         *tab = '\0';
-        (*terms)[2 * *n] = line;
-        (*terms)[2 * *n + 1] = tab + 1;
-        ++*n;
+        g->terms[2 * g->n] = line;
+        g->terms[2 * g->n + 1] = tab + 1;
+        g->n++;
     }
     return 0;
 }
 
-static int translate_stream(const config *c)
+/* The translator of --model, with --int8, the languages and placeholders
+ * (--no-placeholders), and its translations' options (decode: their
+ * decoding; --glossary's terms, held in g until the caller frees it);
+ * NULL after a message. */
+static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
+                                       tfm_translate_options *o, glossary_file *g)
 {
-    double start = cli_seconds();
     tfm_translator_options to;
     tfm_translator_options_init(&to);
     to.int8 = c->int8 != 0;
     to.keep_placeholders = c->no_placeholders == 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
-    text_lines glossary_lines = {0};
-    const char **glossary = NULL;
-    int32_t n_glossary = 0;
-    if (c->glossary && glossary_read(c->glossary, &glossary_lines, &glossary, &n_glossary) < 0) {
-        text_lines_free(&glossary_lines);
-        free(glossary);
-        return EXIT_FAILURE;
-    }
+    *g = (glossary_file){0};
+    if (c->glossary && glossary_read(c->glossary, g) < 0)
+        return NULL;
     tfm_translator *t = tfm_translator_open(c->model, &to);
     if (!t) {
-        text_lines_free(&glossary_lines);
-        free(glossary);
-        return cli_fail(program, "loading the model");
+        cli_fail(program, "loading the model");
+        glossary_free(g);
+        return NULL;
     }
+    decode_options(t, c, decode);
+    tfm_translate_options_init(o);
+    o->decode = decode;
+    o->glossary = g->terms;
+    o->n_glossary = g->n;
+    return t;
+}
+
+static int translate_stream(const config *c)
+{
+    double start = cli_seconds();
     tfm_decode_options decode;
-    decode_options(t, c, &decode);
     tfm_translate_options o;
-    tfm_translate_options_init(&o);
-    o.decode = &decode;
-    o.glossary = glossary;
-    o.n_glossary = n_glossary;
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
+    if (!t)
+        return EXIT_FAILURE;
     double loaded = cli_seconds(), first_line = 0.0;
     int64_t translated = 0;
     line_reader reader = {.fd = STDIN_FILENO};
@@ -597,9 +627,38 @@ done:
     free(out);
     free(reader.buffer);
     tfm_translator_free(t);
-    text_lines_free(&glossary_lines);
-    free(glossary);
+    glossary_free(&glossary);
     return status;
+}
+
+/* --po: the catalog's entries translated into --out (catalog.c). */
+static int translate_catalog(const config *c)
+{
+#ifdef TFM_TRANSLATE_CATALOGS
+    tfm_decode_options decode;
+    tfm_translate_options o;
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
+    if (!t)
+        return EXIT_FAILURE;
+    /* placeholders (the translator's) and the glossary apply to every
+     * entry; catalog.c still leaves untranslated an entry whose
+     * translation msgfmt would refuse, saying so */
+    catalog_job job = {
+        .in = c->po, .out = c->out, .language = c->language,
+        .target_language = c->target_language, .all = c->all != 0,
+        .overwrite = c->overwrite != 0, .program = program,
+    };
+    int status = catalog_translate(&job, t, &o);
+    tfm_translator_free(t);
+    glossary_free(&glossary);
+    return status;
+#else
+    (void)c;
+    fprintf(stderr, "%s: --po: this tfm-translate is built without gettext catalog support "
+            "(install libgettextpo-dev and configure again)\n", program);
+    return EXIT_FAILURE;
+#endif
 }
 
 static int score_files(const config *c)
@@ -1059,10 +1118,16 @@ int main(int argc, char **argv)
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
         {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
         {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
-        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer); "
-         "an existing file is refused unless --overwrite"},
-        {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "--train: replace the model at --out "
-         "(at the run's first validation)"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer), or "
+         "--po's translated catalog; an existing file is refused unless --overwrite"},
+        {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "replace the file at --out (--train: "
+         "at the run's first validation)"},
+        {"po", CLI_STRING, &c.po, 0, 0, "translate this gettext catalog (.pot or .po) with "
+         "--model into --out: its untranslated entries, marked fuzzy"},
+        {"language", CLI_STRING, &c.language, 0, 0, "--po: the catalog's language (fr, "
+         "pt_BR; default: --target-language's, else the catalog's header's)"},
+        {"all", CLI_SWITCH, &c.all, 0, 0, "--po: translate every entry, the translated "
+         "ones too"},
         {"vocab", CLI_STRING, &c.vocab, 0, 0, "a SentencePiece model to use instead of "
          "training one (<pad> at id 3)"},
         {"vocab-size", CLI_INT, &c.vocab_size, 300, 1 << 20, "pieces of the trained vocabulary"},
@@ -1112,18 +1177,26 @@ int main(int argc, char **argv)
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
          "mpirun, one rank a process"},
     };
-    const int n_flags = (int)(sizeof flags / sizeof flags[0]);
+    enum { N_FLAGS = (int)(sizeof flags / sizeof flags[0]) };
+    unsigned char given[N_FLAGS] = {0};
     int parsed = cli_parse(argc, argv,
                            "Trains a translation model on text, translates standard input "
-                           "with one, or scores translations.",
-                           flags, n_flags, NULL);
+                           "or a gettext catalog with one, or scores translations.",
+                           flags, N_FLAGS, given);
     if (parsed != CLI_CONTINUE)
         return parsed;
+    int out_given = 0;
+    for (int i = 0; i < N_FLAGS; i++)
+        out_given |= given[i] && flags[i].value == &c.out;
+    if (c.po && !c.model && !c.train && !c.score)
+        c.model = "runs/translation/model.safetensors";
     int modes = (c.train != 0) + (c.model != NULL) + (c.score != NULL);
     if (modes != 1 || (c.score != NULL) != (c.reference != NULL) ||
-        (c.distributed && !c.train)) {
-        fprintf(stderr, "%s: give one of --train, --model FILE or --score FILE --reference "
-                "FILE (--distributed with --train)\n", program);
+        (c.distributed && !c.train) || (c.po && (!c.model || !out_given)) ||
+        ((c.language || c.all) && !c.po)) {
+        fprintf(stderr, "%s: give one of --train, --model FILE (--po CATALOG --out FILE) "
+                "or --score FILE --reference FILE (--distributed with --train, --language "
+                "and --all with --po)\n", program);
         return cli_usage_error(program);
     }
     if (c.train && (c.minutes <= 0) == (c.steps <= 0)) {
@@ -1138,6 +1211,8 @@ int main(int argc, char **argv)
         return cli_usage_error(program);
     if (tfm_set_num_threads((int32_t)c.threads) != TFM_OK)
         return cli_fail(program, "setting up");
+    if (c.po)
+        return translate_catalog(&c);
     if (c.model)
         return translate_stream(&c);
     ranks r;

@@ -13,8 +13,8 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-tfm_install_deps cmake abigail-tools doxygen libtfm-dev libmicrohttpd-dev \
-    python3-cffi python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin gettext || exit 1
+tfm_install_deps cmake abigail-tools doxygen libtfm-dev libmicrohttpd-dev libgettextpo-dev gettext \
+    python3-cffi python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin || exit 1
 
 passed=0
 failed=0

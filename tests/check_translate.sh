@@ -5,11 +5,14 @@
 # --score gives chrF and BLEU worked out by hand, and bad input is refused
 # with the examples' exit statuses (examples/cli.h: 2 for usage, 1 else).
 # Then each published-model fixture folder (tests/marian ...) translates
-# its cases' sources as its twin did, greedy and beam.
-#   usage: check_translate.sh TFM_TRANSLATE TESTS_DIR
+# its cases' sources as its twin did, greedy and beam; and --po translates
+# gettext catalogs (tests/fixtures/po) into ones msgfmt accepts.
+#   usage: check_translate.sh TFM_TRANSLATE TESTS_DIR [CATALOGS]
+# CATALOGS: 1 when tfm-translate is built with --po (libgettextpo), 0 when not.
 set -u
 translate=$1
 tests=$2
+catalogs=${3:-1}
 scratch=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"' EXIT
@@ -317,5 +320,110 @@ done
     2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q '"xx_XX"' "$scratch/err.txt"
 step "--source-language a multilingual model lacks exits 1, naming it" $?
+
+# --po: gettext catalogs in and out, on the tiny model and on tests/marian
+# (their translations break most format directives: those entries are left
+# untranslated, each with a comment saying why). msgfmt checks fuzzy
+# entries only when told to use them (--use-fuzzy).
+po=$tests/fixtures/po
+french="nplurals=2; plural=(n > 1);"
+if [ "$catalogs" = 0 ]; then
+    "$translate" --model "$model" --po "$po/messages.pot" --out "$scratch/x.po" \
+        2>"$scratch/err.txt"
+    [ $? -eq 1 ] && grep -q "built without gettext catalog support" "$scratch/err.txt" &&
+        [ ! -e "$scratch/x.po" ]
+    step "--po without libgettextpo: exit 1, saying it is not built with catalogs" $?
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+fi
+# po_round_trip NAME MODEL IN LANGUAGE PLURAL_FORMS [FLAGS]: translated,
+# msgfmt -c clean, and check_po.py's comparison with the input
+po_round_trip() {
+    name=$1 model_path=$2 in=$3 language=$4 forms=$5
+    shift 5
+    out=$scratch/$name.po
+    "$translate" --model "$model_path" --po "$in" --language "$language" --out "$out" "$@" \
+        2>"$scratch/$name.err"
+    status=$?
+    [ $status -eq 0 ] && msgfmt -c --use-fuzzy -o /dev/null "$out" 2>"$scratch/$name.msgfmt"
+    step "--po $name: exit 0, and msgfmt -c --use-fuzzy accepts what it wrote" $?
+    [ $status -eq 0 ] || cat "$scratch/$name.err"
+    python3 "$tests/check_po.py" "$in" "$out" "$language" "$forms" "$@" >"$scratch/$name.check" &&
+        translated=$(awk '{ print $1 }' "$scratch/$name.check") &&
+        left=$(awk '{ print $3 }' "$scratch/$name.check") &&
+        [ "$translated" -gt 0 ] &&
+        grep -q ": $translated entries machine-translated.*: $left whose translation failed" \
+            "$scratch/$name.err"
+    step "--po $name: entries, order, comments and header kept; $(cat "$scratch/$name.check") as it says" $?
+}
+po_round_trip pot-tiny "$model" "$po/messages.pot" fr "$french"
+po_round_trip pot-marian "$tests/marian" "$po/messages.pot" fr "$french"
+po_round_trip po-marian "$tests/marian" "$po/messages.fr.po" fr "$french"
+po_round_trip po-marian-all "$tests/marian" "$po/messages.fr.po" fr "$french" --all
+po_round_trip pot-russian "$model" "$po/messages.pot" ru \
+    "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);"
+po_round_trip pot-japanese "$model" "$po/messages.pot" ja "nplurals=1; plural=0;"
+# the language from a multilingual model's code (fr_XX) when --language is not given
+"$translate" --model "$model" --po "$po/messages.pot" --target-language fr_XX \
+    --out "$scratch/code.po" 2>/dev/null
+[ $? -eq 1 ] && [ ! -e "$scratch/code.po" ]
+step "--po --target-language on a model without languages: refused, nothing written" $?
+# a second run on its own output changes nothing it translated, and notes
+# each entry it leaves once
+"$translate" --model "$model" --po "$scratch/pot-tiny.po" --out "$scratch/again.po" 2>/dev/null &&
+    python3 "$tests/check_po.py" "$scratch/pot-tiny.po" "$scratch/again.po" fr "$french" \
+        >/dev/null && [ "$(grep -c "^# tfm-translate:" "$scratch/again.po")" -eq \
+        "$(grep -c "^# tfm-translate:" "$scratch/pot-tiny.po")" ]
+step "--po on its own output: the language from the header, one note an entry" $?
+
+# refusals: nothing written, a file there kept byte for byte
+cp "$po/messages.fr.po" "$scratch/kept.po"
+"$translate" --model "$model" --po "$po/messages.pot" --language fr --out "$scratch/kept.po" \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists: give --overwrite" "$scratch/err.txt" &&
+    cmp -s "$po/messages.fr.po" "$scratch/kept.po"
+step "--po refuses a file at --out without --overwrite, which stays as it was" $?
+"$translate" --model "$model" --po "$scratch/kept.po" --out "$scratch/kept.po" --overwrite \
+    2>/dev/null && msgfmt -c --use-fuzzy -o /dev/null "$scratch/kept.po" &&
+    ! cmp -s "$po/messages.fr.po" "$scratch/kept.po"
+step "--po --overwrite updates a catalog in place" $?
+"$translate" --model "$model" --po "$po/messages.pot" --language fr --out /dev/full \
+    --overwrite 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "not a regular file" "$scratch/err.txt" && [ -c /dev/full ]
+step "--po --out /dev/full: exit 1, the device left alone" $?
+mkdir "$scratch/full"
+cp "$po/messages.fr.po" "$scratch/full/fr.po"
+# a write that fails midway (the file size limit: EFBIG)
+(trap '' XFSZ; ulimit -f 1; exec "$translate" --model "$model" --po "$po/messages.pot" \
+    --language fr --out "$scratch/full/fr.po" --overwrite) 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "nothing written to" "$scratch/err.txt" &&
+    cmp -s "$po/messages.fr.po" "$scratch/full/fr.po" && [ "$(ls -A "$scratch/full")" = fr.po ]
+step "--po whose write fails: exit 1, the catalog there as it was, no file left beside it" $?
+"$translate" --model "$model" --po "$po/messages.pot" --language fr \
+    --out "$scratch/nowhere/fr.po" 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "cannot create a file beside" "$scratch/err.txt"
+step "--po --out in a missing folder: exit 1, saying so" $?
+"$translate" --model "$model" --po "$po/messages.fr.po" --language de --out "$scratch/de.po" \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "is a catalog for 'fr', not 'de'" "$scratch/err.txt" &&
+    [ ! -e "$scratch/de.po" ]
+step "--po --language de on a French catalog: refused, nothing written" $?
+"$translate" --model "$model" --po "$po/messages.pot" --out "$scratch/unsaid.po" \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "say which language" "$scratch/err.txt" && [ ! -e "$scratch/unsaid.po" ]
+step "--po without a language anywhere: refused, asking for --language" $?
+printf 'msgid "a"\nmsgstr "b"\nmsgid\n' >"$scratch/broken.po"
+"$translate" --model "$model" --po "$scratch/broken.po" --language fr --out "$scratch/b.po" \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "cannot read the catalog" "$scratch/err.txt" && [ ! -e "$scratch/b.po" ]
+step "--po on a broken catalog: exit 1, saying where, nothing written" $?
+iconv -f UTF-8 -t ISO-8859-1 "$po/messages.fr.po" | sed 's/charset=UTF-8/charset=ISO-8859-1/' \
+    >"$scratch/latin1.po"
+"$translate" --model "$model" --po "$scratch/latin1.po" --out "$scratch/l.po" 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "msgconv" "$scratch/err.txt" && [ ! -e "$scratch/l.po" ]
+step "--po on an ISO-8859-1 catalog: refused, naming msgconv" $?
+usage "--po without --out" --model "$model" --po "$po/messages.pot"
+usage "--language without --po" --model "$model" --language fr
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

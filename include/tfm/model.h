@@ -471,6 +471,35 @@ TFM_API tfm_tensor *tfm_model_forward(
  * model's vocabulary), TFM_ERR_SIZE or TFM_ERR_NOMEM. */
 TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
 
+/** Saves a model tfm_model_from_pretrained() loaded (and perhaps trained
+ * since) back in its family's layout, as transformers' save_pretrained()
+ * writes it, so transformers, PEFT, CTranslate2's converters and the hub
+ * read it unchanged: config.json and generation_config.json as they were
+ * read (the architecture and decoding defaults do not change after
+ * loading), the parameters under their published names in
+ * model.safetensors (tied copies such as lm_head left out, as
+ * transformers leaves them; a published file's computed sinusoidal
+ * tables are computed again by every reader), and the tokenizer files as
+ * loaded. Past max_shard_bytes of tensors (0: transformers' 5 GB) the
+ * tensors go in shards model-0000N-of-0000M.safetensors named by
+ * model.safetensors.index.json. Loading the folder again gives the same
+ * model bit for bit.
+ *
+ * Each file is saved atomically. A new folder appears whole or not at
+ * all (written beside it, then renamed); in an existing folder config.json
+ * is removed first and written last, so a failed save leaves a folder
+ * that tfm_model_from_pretrained() refuses rather than a mixture, and the
+ * other layout's tensor files (a single file where shards now go, or old
+ * shards) are removed. TFM_ERR_NULL, TFM_ERR_ARG (max_shard_bytes < 0, an
+ * empty or too long path), TFM_ERR_STATE (a model not loaded from a
+ * published folder, a quantized one, tokenizers replaced since loading, an
+ * m2m_100 model whose generator bias is no longer zero: none of them can
+ * be written in the family's layout), TFM_ERR_IO, TFM_ERR_NOMEM. Saved
+ * with tfm_model_save() and loaded again, a model no longer knows its
+ * family. */
+TFM_API tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,
+                                             int64_t max_shard_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -181,6 +181,10 @@ typedef struct tfm_translate_options {
      * with user; NULL (default): none (wait with tfm_request_wait). */
     tfm_request_done_fn on_done;
     void *user; /**< passed to on_token and on_done as it is */
+    /** The model's adapter (adapters.h) this translation applies, by name;
+     * NULL (default): options.decode's, else none. Requests with
+     * different adapters are decoded apart, over the one model. */
+    const char *adapter;
     /** A glossary: n_glossary terms, glossary[2 i] a source term and
      * glossary[2 i + 1] the target text its translation must hold
      * (UTF-8, not empty; read during the call, copied by submit). Where a

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "tfm/adapters.h"
 #include "core/error.h"
 #include "decode/decode.h"
 #include "translate/text.h"
@@ -364,6 +365,18 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
         s->text.target_language = id;
         s->decode.forced_bos_id = id;
     }
+    if (o.adapter)
+        s->decode.adapter = o.adapter;
+    /* the model's own copy of the name: the settings outlive the caller's */
+    if (s->decode.adapter) {
+        int32_t i = 0, n = tfm_model_adapter_count(t->model);
+        while (i < n && strcmp(tfm_model_adapter_name(t->model, i), s->decode.adapter) != 0)
+            i++;
+        if (i == n)
+            return tfm__fail(TFM_ERR_ARG, "%s: the model has no adapter named \"%s\"", op,
+                             s->decode.adapter);
+        s->decode.adapter = tfm_model_adapter_name(t->model, i);
+    }
     /* checked now: the results, the stream and the prefix are sized by them */
     tfm_status checked = tfm__decode_options_check(op, t->model, &s->decode);
     if (checked != TFM_OK)
@@ -434,6 +447,8 @@ int tfm__settings_equal(const tfm__settings *x, const tfm__settings *y)
            a->beam_rules == b->beam_rules && a->early_stopping == b->early_stopping &&
            a->renormalize_logits == b->renormalize_logits &&
            a->cache_precision == b->cache_precision &&
+           (a->adapter == b->adapter ||
+            (a->adapter && b->adapter && strcmp(a->adapter, b->adapter) == 0)) &&
            memcmp(&x->text, &y->text, sizeof x->text) == 0 && x->prefixed == y->prefixed;
 }
 

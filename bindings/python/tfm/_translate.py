@@ -39,7 +39,7 @@ glossary's terms (their indices) the best hypothesis could not place. _asdict() 
 # owns (the callback: on_token; return_attention: return_alignments; the
 # arrays' counts: given as lists).
 _NOT_KEYWORDS = ('struct_size', 'callback', 'callback_user', 'return_attention',
-                 'n_suppress_ids', 'n_eos_ids', 'n_bad_words', 'bad_word_lengths')
+                 'n_suppress_ids', 'n_eos_ids', 'n_bad_words', 'bad_word_lengths', 'adapter')
 _KEYWORDS = tuple(name for name, _ in ffi.typeof('tfm_decode_options').fields
                   if name not in _NOT_KEYWORDS)
 _CHOICES = {'beam_rules': _BEAM_RULES, 'early_stopping': _EARLY_STOPPING,
@@ -71,7 +71,7 @@ class _Call:
 
     def __init__(self, translator, beam_size, max_length, n_best, return_alignments,
                  source_language, target_language, target_prefix, decode_options,
-                 glossary=None):
+                 adapter=None, glossary=None):
         """translator: the tfm_translator's pointer."""
         unknown = sorted(set(decode_options) - set(_KEYWORDS))
         if unknown:
@@ -97,6 +97,7 @@ class _Call:
         self.options.source_language = _c_text(source_language, self._kept)
         self.options.target_language = _c_text(target_language, self._kept)
         self.options.target_prefix = _c_text(target_prefix, self._kept)
+        self.options.adapter = _c_text(adapter, self._kept)
         if glossary:
             pairs = list(glossary.items() if hasattr(glossary, 'items') else glossary)
             terms = [_c_text(term, self._kept) for pair in pairs for term in pair]
@@ -316,7 +317,7 @@ class Translator(Handle):
             found['bad_words'] = [flat[sum(lengths[:i]):sum(lengths[:i + 1])]
                                   for i in range(len(lengths))]
             for name in ('bad_word_lengths', 'n_bad_words', 'callback', 'callback_user',
-                         'return_attention'):
+                         'return_attention', 'adapter'):  # adapter: translate's own
                 del found[name]
             for name, choices in _CHOICES.items():
                 names = {getattr(lib, constant): key for key, constant in choices.items()}
@@ -327,7 +328,7 @@ class Translator(Handle):
 
     def translate(self, texts, beam_size=None, max_length=None, n_best=None,
                   return_scores=False, return_alignments=False, source_language=None,
-                  target_language=None, target_prefix=None, glossary=None,
+                  target_language=None, target_prefix=None, adapter=None, glossary=None,
                   **decode_options):
         """Translates a str (giving a str) or a list of str (giving a list,
         in the input order), on the calling thread without the GIL; sources
@@ -341,10 +342,12 @@ class Translator(Handle):
         (text, score, ids, alignment, hypotheses, source_tokens, truncated)
         instead of its str. source_language, target_language: a
         multilingual model's, for this call. target_prefix: text every
-        translation starts with (forced). glossary: {source term: target
-        term} (or a list of pairs): where a text holds a source term (a
-        whole word, any ASCII case), its translation holds the target term
-        (Translation.unplaced names those that did not fit). decode_options:
+        translation starts with (forced). adapter: the model's adapter
+        (Model.add_adapter, load_adapter) this call applies, by name; None:
+        none. glossary: {source term: target term} (or a list of pairs):
+        where a text holds a source term (a whole word, any ASCII case), its
+        translation holds the target term (Translation.unplaced names those
+        that did not fit). decode_options:
         tfm_decode_options' fields by keyword (strategy 'greedy', 'sample'
         or 'beam', temperature, top_k, top_p, seed, length_penalty,
         patience, min_length, repetition_penalty, no_repeat_ngram_size,
@@ -360,7 +363,7 @@ class Translator(Handle):
         try:
             call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options,
-                         glossary)
+                         adapter, glossary)
             check(lib.tfm_translate(pointer, array, len(kept),
                                     call.options, out))
         finally:
@@ -374,8 +377,8 @@ class Translator(Handle):
 
     def submit(self, text, beam_size=None, max_length=None, n_best=None, return_scores=False,
                return_alignments=False, source_language=None, target_language=None,
-               target_prefix=None, deadline_ms=None, on_token=None, glossary=None,
-               **decode_options):
+               target_prefix=None, deadline_ms=None, on_token=None, adapter=None,
+               glossary=None, **decode_options):
         """Queues one text (str) with its own options (translate's) for the
         translator's scheduler, which batches the pending requests of every
         caller by tokens, and returns at once with a tfm.Request (result(),
@@ -394,7 +397,7 @@ class Translator(Handle):
         try:
             call = _Call(translator, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options,
-                         glossary)
+                         adapter, glossary)
             if deadline_ms is not None:
                 call.options.deadline_ms = deadline_ms
             if on_token is not None:
