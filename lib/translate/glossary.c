@@ -38,6 +38,7 @@ tfm_status tfm__glossary_make(const char *op, const tfm_tokenizer *target,
     tfm__glossary *g = calloc(1, sizeof *g);
     int64_t total = 0;
     tfm_status st = TFM_OK;
+    uint64_t mark = tfm__error_mark(); /* the tokenizer's errors, under op */
     if (!g || !(g->source = calloc((size_t)n, sizeof *g->source)) ||
         !(g->offsets = calloc((size_t)n + 1, sizeof *g->offsets)))
         st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the glossary", op);
@@ -66,6 +67,7 @@ tfm_status tfm__glossary_make(const char *op, const tfm_tokenizer *target,
                                   g->offsets[i + 1] - g->offsets[i], &count);
     }
     if (st != TFM_OK) {
+        tfm__fail_within(op, mark);
         tfm__glossary_free(g);
         return st;
     }
