@@ -918,6 +918,49 @@ START_TEST(placeholders_are_kept_in_every_decoding)
 }
 END_TEST
 
+/* The caller's literals pass through as the rules' spans do, in every
+ * strategy; bad ones are refused. */
+START_TEST(caller_literals_are_kept)
+{
+    tfm_tokenizer *tok = NULL;
+    tfm_model *model = placeholder_model(&tok);
+    tfm_translator *t = tfm_translator_create(model, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    const char *const literals[] = {"GNOME", "@@V@@"};
+    const char *one[] = {"Welcome to GNOME @@V@@ with %s"};
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    o.literals = literals;
+    o.n_literals = 2;
+    for (int path = 0; path < 3; path++) {
+        d.strategy = path == 0 ? TFM_DECODE_GREEDY
+                     : path == 1 ? TFM_DECODE_BEAM : TFM_DECODE_SAMPLE;
+        tfm_translation *r = NULL;
+        ck_assert_msg(tfm_translate(t, one, 1, &o, &r) == TFM_OK, "%s", tfm_last_error());
+        const char *text = tfm_translation_text(r, 0, 0);
+        const char *at = strstr(text, "GNOME");
+        ck_assert_msg(at && !strstr(at + 1, "GNOME") && strstr(text, "@@V@@") &&
+                          strstr(text, "%s"),
+                      "path %d: \"%s\"", path, text);
+        tfm_translation_free(r);
+    }
+    const char *const empty[] = {""};
+    o.literals = empty;
+    o.n_literals = 1;
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_ARG);
+    o.literals = NULL;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_NULL);
+    tfm_translator_free(t);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
 /* A training pair's spans become the same placeholders on both sides when
  * they match, and the pair stays as it is when they do not. */
 START_TEST(training_pairs_get_placeholders)
@@ -1179,6 +1222,7 @@ static Suite *translate_suite(void)
     tcase_add_test(c, placeholders_are_kept_in_every_decoding);
     tcase_add_test(c, training_pairs_get_placeholders);
     tcase_add_test(c, glossary_terms_are_placed);
+    tcase_add_test(c, caller_literals_are_kept);
     tcase_add_test(c, errors_are_named);
     tcase_add_test(c, bad_decode_options_are_refused_with_the_decodings_message);
     suite_add_tcase(s, c);

@@ -199,6 +199,13 @@ typedef struct tfm_translate_options {
      * tfm_translation_unplaced(). NULL with 0 (default): none. */
     const char *const *glossary;
     int32_t n_glossary; /**< the count of glossary's terms (pairs) */
+    /** More spans that pass through a translation unchanged, beside the
+     * placeholder rules' (see tfm_translator_options.keep_placeholders;
+     * no effect without): n_literals strings (not empty), found where a
+     * text spells them exactly, the longest first, before the rules (read
+     * during the call, copied by submit). NULL with 0 (default): none. */
+    const char *const *literals;
+    int32_t n_literals; /**< the count of literals */
 } tfm_translate_options;
 
 /** The defaults above. */

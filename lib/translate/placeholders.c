@@ -405,8 +405,8 @@ void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v)
 }
 
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
-                            const tfm__placeholder_vocab *v, const tfm__glossary *g,
-                            tfm__masked **out)
+                            const tfm__placeholder_vocab *v, const char *const *literals,
+                            int64_t n_literals, const tfm__glossary *g, tfm__masked **out)
 {
     *out = NULL;
     int32_t terms = 0, room = TFM__MAX_PHRASES - TFM_PLACEHOLDERS; /* the first terms found */
@@ -425,7 +425,7 @@ tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
         !(m->term = calloc((size_t)(terms ? terms : 1), sizeof *m->term)))
         st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
     if (st == TFM_OK && v)
-        st = tfm__placeholders_find(op, text, length, NULL, 0, &spans, &count);
+        st = tfm__placeholders_find(op, text, length, literals, n_literals, &spans, &count);
     if (count > TFM_PLACEHOLDERS)
         count = 0;
     int64_t bytes = 0;

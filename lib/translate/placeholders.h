@@ -80,15 +80,16 @@ tfm_status tfm__placeholder_vocab_make(const char *op, const tfm_tokenizer *sour
                                        tfm__placeholder_vocab **out);
 void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v);
 
-/* text[0, length) masked for vocabulary v (NULL: no placeholders) with
- * the terms of glossary g (NULL: none) it holds, into *out (malloc'd;
+/* text[0, length) masked for vocabulary v (NULL: no placeholders; the
+ * caller's literals[0, n_literals) beside the rules) with the terms of
+ * glossary g (NULL: none) it holds, into *out (malloc'd;
  * free with tfm__masked_free; NULL when neither applies). A text with
  * more spans than TFM_PLACEHOLDERS is kept whole (no spans). Unless the
  * text holds a '%' outside its spans, the target ids that write one are
  * banned. TFM_ERR_NOMEM. */
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
-                            const tfm__placeholder_vocab *v, const tfm__glossary *g,
-                            tfm__masked **out);
+                            const tfm__placeholder_vocab *v, const char *const *literals,
+                            int64_t n_literals, const tfm__glossary *g, tfm__masked **out);
 /* The glossary terms a hypothesis' generated tokens g[0, n) lack, into
  * terms (room for m->n_terms), their count. */
 int32_t tfm__masked_unplaced(const tfm__masked *m, const int32_t *g, int64_t n,

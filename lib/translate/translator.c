@@ -290,6 +290,33 @@ void tfm__settings_free(tfm__settings *s)
     s->arrays = NULL;
     tfm__glossary_free(s->glossary);
     s->glossary = NULL;
+    for (int32_t i = 0; s->literals && i < s->n_literals; i++)
+        free(s->literals[i]);
+    free(s->literals);
+    s->literals = NULL;
+    s->n_literals = 0;
+}
+
+/* The options' literal spans copied into s. */
+static tfm_status own_literals(const char *op, const tfm_translate_options *o, tfm__settings *s)
+{
+    if (o->n_literals < 0 || (o->n_literals > 0 && !o->literals))
+        return tfm__fail(o->n_literals < 0 ? TFM_ERR_ARG : TFM_ERR_NULL,
+                         "%s: options.literals is %s with n_literals %d", op,
+                         o->literals ? "given" : "NULL", (int)o->n_literals);
+    for (int32_t i = 0; i < o->n_literals; i++)
+        if (!o->literals[i] || !o->literals[i][0])
+            return tfm__fail(o->literals[i] ? TFM_ERR_ARG : TFM_ERR_NULL,
+                             "%s: options.literals[%d] is %s", op, (int)i,
+                             o->literals[i] ? "empty" : "NULL");
+    if (o->n_literals == 0)
+        return TFM_OK;
+    if (!(s->literals = calloc((size_t)o->n_literals, sizeof *s->literals)))
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the literals", op);
+    for (; s->n_literals < o->n_literals; s->n_literals++)
+        if (!(s->literals[s->n_literals] = strdup(o->literals[s->n_literals])))
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the literals", op);
+    return TFM_OK;
 }
 
 /* The arrays s->decode points to, copied into s->arrays and pointed to
@@ -407,6 +434,8 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
     s->decode.callback_user = NULL;
     tfm_status st = tfm__glossary_make(op, tfm_model_tokenizer(t->model, 1), o.glossary,
                                        o.n_glossary, &s->glossary);
+    if (st == TFM_OK)
+        st = own_literals(op, &o, s);
     if (st == TFM_OK)
         st = own_arrays(op, s);
     if (st != TFM_OK) {
@@ -610,6 +639,7 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
         return TFM_OK;
     }
     tfm_status st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholders,
+                                     (const char *const *)s->literals, s->n_literals,
                                      s->glossary, &job->masked);
     if (st == TFM_OK && job->masked && job->masked->text)
         text = job->masked->text;
@@ -676,6 +706,8 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
     slot->translator = t;
     slot->settings = *s;
     slot->settings.glossary = NULL; /* the translation's, not the slot's */
+    slot->settings.literals = NULL;
+    slot->settings.n_literals = 0;
     uint64_t mark = tfm__error_mark();
     if (own_arrays(op, &slot->settings) == TFM_OK) {
         tfm_decode_options o = slot->settings.decode;

@@ -25,6 +25,9 @@ typedef struct tfm__settings {
     /* the translation's glossary (NULL: none), owned; not compared: it
      * constrains each job, not the batch */
     struct tfm__glossary *glossary;
+    /* the translation's literal spans (NULL: none), owned like glossary */
+    char **literals;
+    int32_t n_literals;
 } tfm__settings;
 
 /* One hypothesis of a result. */

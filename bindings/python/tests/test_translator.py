@@ -412,3 +412,11 @@ def test_keep_placeholders_is_an_option():
     by C (0 or 1 only: Python passes a bool)."""
     with tfm.Translator(FOLDER, keep_placeholders=False) as plain:
         assert plain.translate(SOURCES[0]) == tfm.Translator(FOLDER).translate(SOURCES[0])
+
+
+def test_literals_are_options(translator):
+    """literals= reaches C (a model without placeholder pieces ignores
+    them; an empty one is refused)."""
+    assert translator.translate('the file', literals=['file']) == translator.translate('the file')
+    with pytest.raises(tfm.ArgumentError):
+        translator.translate('the file', literals=[''])

@@ -71,7 +71,7 @@ class _Call:
 
     def __init__(self, translator, beam_size, max_length, n_best, return_alignments,
                  source_language, target_language, target_prefix, decode_options,
-                 adapter=None, glossary=None):
+                 adapter=None, glossary=None, literals=None):
         """translator: the tfm_translator's pointer."""
         unknown = sorted(set(decode_options) - set(_KEYWORDS))
         if unknown:
@@ -106,6 +106,11 @@ class _Call:
             self._kept.append(ffi.new('const char *[]', terms))
             self.options.glossary = self._kept[-1]
             self.options.n_glossary = len(pairs)
+        if literals:
+            spans = [_c_text(literal, self._kept) for literal in literals]
+            self._kept.append(ffi.new('const char *[]', spans))
+            self.options.literals = self._kept[-1]
+            self.options.n_literals = len(spans)
 
 
 def _hypothesis(result, i, h):
@@ -329,7 +334,7 @@ class Translator(Handle):
     def translate(self, texts, beam_size=None, max_length=None, n_best=None,
                   return_scores=False, return_alignments=False, source_language=None,
                   target_language=None, target_prefix=None, adapter=None, glossary=None,
-                  **decode_options):
+                  literals=None, **decode_options):
         """Translates a str (giving a str) or a list of str (giving a list,
         in the input order), on the calling thread without the GIL; sources
         longer than the model's are cut (Translation.truncated), a blank
@@ -347,7 +352,9 @@ class Translator(Handle):
         none. glossary: {source term: target term} (or a list of pairs):
         where a text holds a source term (a whole word, any ASCII case), its
         translation holds the target term (Translation.unplaced names those
-        that did not fit). decode_options:
+        that did not fit). literals: strings that pass through unchanged
+        like printf directives do (a model with placeholders: see
+        keep_placeholders). decode_options:
         tfm_decode_options' fields by keyword (strategy 'greedy', 'sample'
         or 'beam', temperature, top_k, top_p, seed, length_penalty,
         patience, min_length, repetition_penalty, no_repeat_ngram_size,
@@ -363,7 +370,7 @@ class Translator(Handle):
         try:
             call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options,
-                         adapter, glossary)
+                         adapter, glossary, literals)
             check(lib.tfm_translate(pointer, array, len(kept),
                                     call.options, out))
         finally:
@@ -378,7 +385,7 @@ class Translator(Handle):
     def submit(self, text, beam_size=None, max_length=None, n_best=None, return_scores=False,
                return_alignments=False, source_language=None, target_language=None,
                target_prefix=None, deadline_ms=None, on_token=None, adapter=None,
-               glossary=None, **decode_options):
+               glossary=None, literals=None, **decode_options):
         """Queues one text (str) with its own options (translate's) for the
         translator's scheduler, which batches the pending requests of every
         caller by tokens, and returns at once with a tfm.Request (result(),
@@ -397,7 +404,7 @@ class Translator(Handle):
         try:
             call = _Call(translator, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options,
-                         adapter, glossary)
+                         adapter, glossary, literals)
             if deadline_ms is not None:
                 call.options.deadline_ms = deadline_ms
             if on_token is not None:
