@@ -40,13 +40,13 @@ static const char *program = "tfm-translate";
 
 typedef struct config {
     int64_t train, distributed, overwrite;
-    const char *model, *score, *reference;
+    const char *model, *score, *reference, *glossary;
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes, cooldown;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
-    int64_t beam, max_length, batch, evaluate, int8, timing;
+    int64_t beam, max_length, batch, evaluate, int8, timing, no_placeholders;
     const char *source_language, *target_language, *freeze;
     const char *po, *language;
     int64_t all;
@@ -253,10 +253,35 @@ static int pairs_make(const encoding *e, const text_lines *source, const text_li
         !p->target_lengths || !p->line)
         goto nomem;
     p->source.offsets[0] = p->target.offsets[0] = 0;
+    /* with the vocabularies' placeholder pieces, a pair's spans that must
+     * pass unchanged become them (tfm_placeholders_pair) */
+    const tfm_tokenizer *sides[2] = {tfm_model_tokenizer(e->model, 0), e->target};
+    int placeholders = 1;
+    for (int k = 0; k < 2; k++)
+        placeholders = placeholders && sides[k] &&
+                       tfm_tokenizer_piece_to_id(sides[k], tfm_placeholder(0),
+                                                 (int64_t)strlen(tfm_placeholder(0))) >= 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t kept_source = p->source.ids_count;
-        int64_t a = corpus_add(&p->source, e, 0, source->line[i], e->source_limit);
-        int64_t b = a > 0 ? corpus_add(&p->target, e, 1, target->line[i], e->target_limit) : 0;
+        char *masked[2] = {NULL, NULL};
+        const char *side[2] = {source->line[i], target->line[i]};
+        if (placeholders) {
+            masked[0] = malloc(4 * strlen(side[0]) + 1);
+            masked[1] = malloc(4 * strlen(side[1]) + 1);
+            int32_t count = 0;
+            if (!masked[0] || !masked[1] ||
+                tfm_placeholders_pair(side[0], side[1], masked[0], masked[1], &count) != TFM_OK) {
+                free(masked[0]);
+                free(masked[1]);
+                goto nomem;
+            }
+            side[0] = masked[0];
+            side[1] = masked[1];
+        }
+        int64_t a = corpus_add(&p->source, e, 0, side[0], e->source_limit);
+        int64_t b = a > 0 ? corpus_add(&p->target, e, 1, side[1], e->target_limit) : 0;
+        free(masked[0]);
+        free(masked[1]);
         if (a == -2 || b == -2)
             goto nomem;
         if (a <= 0 || b <= 0) {
@@ -309,6 +334,11 @@ static tfm_tokenizer *train_vocabulary(const config *c, const text_lines *source
     options.vocab_size = (int32_t)c->vocab_size;
     options.byte_fallback = 1;
     options.pad_piece = 1;
+    const char *placeholders[TFM_PLACEHOLDERS];
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        placeholders[i] = tfm_placeholder(i);
+    options.user_symbols = placeholders;
+    options.n_user_symbols = TFM_PLACEHOLDERS;
     tfm_tokenizer *tok = NULL;
     tfm_tokenizer_train_bpe(lines, NULL, n, &options, &tok);
     free(lines);
@@ -521,24 +551,78 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
-/* The translator of --model, with --int8 and the languages, and its
- * translations' options (decode: their decoding); NULL after a message. */
+/* A --glossary file: its lines, and its terms as
+ * tfm_translate_options.glossary takes them (pointing into the lines). */
+typedef struct glossary_file {
+    text_lines lines;
+    const char **terms;
+    int32_t n;
+} glossary_file;
+
+static void glossary_free(glossary_file *g)
+{
+    text_lines_free(&g->lines);
+    free(g->terms);
+    *g = (glossary_file){0};
+}
+
+/* The terms of path: one "source<TAB>target" a line (blank lines
+ * skipped). 0, or -1 after a message (g freed). */
+static int glossary_read(const char *path, glossary_file *g)
+{
+    *g = (glossary_file){0};
+    if (text_lines_read(path, &g->lines) < 0)
+        return -1;
+    if (!(g->terms = malloc((size_t)(2 * g->lines.count + 1) * sizeof *g->terms))) {
+        fprintf(stderr, "%s: out of memory for the glossary\n", program);
+        glossary_free(g);
+        return -1;
+    }
+    for (int64_t i = 0; i < g->lines.count; i++) {
+        char *line = g->lines.line[i], *tab = strchr(line, '\t');
+        if (!line[strspn(line, " \t\r")])
+            continue;
+        if (!tab || tab == line || !tab[1] || strchr(tab + 1, '\t')) {
+            fprintf(stderr, "%s: %s:%lld: a glossary line is a source term, a tab and its "
+                    "target term\n", program, path, (long long)i + 1);
+            glossary_free(g);
+            return -1;
+        }
+        *tab = '\0';
+        g->terms[2 * g->n] = line;
+        g->terms[2 * g->n + 1] = tab + 1;
+        g->n++;
+    }
+    return 0;
+}
+
+/* The translator of --model, with --int8, the languages and placeholders
+ * (--no-placeholders), and its translations' options (decode: their
+ * decoding; --glossary's terms, held in g until the caller frees it);
+ * NULL after a message. */
 static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
-                                       tfm_translate_options *o)
+                                       tfm_translate_options *o, glossary_file *g)
 {
     tfm_translator_options to;
     tfm_translator_options_init(&to);
     to.int8 = c->int8 != 0;
+    to.keep_placeholders = c->no_placeholders == 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
+    *g = (glossary_file){0};
+    if (c->glossary && glossary_read(c->glossary, g) < 0)
+        return NULL;
     tfm_translator *t = tfm_translator_open(c->model, &to);
     if (!t) {
         cli_fail(program, "loading the model");
+        glossary_free(g);
         return NULL;
     }
     decode_options(t, c, decode);
     tfm_translate_options_init(o);
     o->decode = decode;
+    o->glossary = g->terms;
+    o->n_glossary = g->n;
     return t;
 }
 
@@ -547,7 +631,8 @@ static int translate_stream(const config *c)
     double start = cli_seconds();
     tfm_decode_options decode;
     tfm_translate_options o;
-    tfm_translator *t = open_translator(c, &decode, &o);
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
     if (!t)
         return EXIT_FAILURE;
     double loaded = cli_seconds(), first_line = 0.0;
@@ -604,6 +689,7 @@ done:
     free(out);
     free(reader.buffer);
     tfm_translator_free(t);
+    glossary_free(&glossary);
     return status;
 }
 
@@ -613,13 +699,13 @@ static int translate_catalog(const config *c)
 #ifdef TFM_TRANSLATE_CATALOGS
     tfm_decode_options decode;
     tfm_translate_options o;
-    tfm_translator *t = open_translator(c, &decode, &o);
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
     if (!t)
         return EXIT_FAILURE;
-    /* ISSUE 43 (branch ph): the options that keep placeholders by
-     * construction and apply glossaries are set here once they land;
-     * until then catalog.c leaves untranslated each entry whose
-     * translation breaks its format directives, saying so. */
+    /* placeholders (the translator's) and the glossary apply to every
+     * entry; catalog.c still leaves untranslated an entry whose
+     * translation msgfmt would refuse, saying so */
     catalog_job job = {
         .in = c->po, .out = c->out, .language = c->language,
         .target_language = c->target_language, .all = c->all != 0,
@@ -627,6 +713,7 @@ static int translate_catalog(const config *c)
     };
     int status = catalog_translate(&job, t, &o);
     tfm_translator_free(t);
+    glossary_free(&glossary);
     return status;
 #else
     (void)c;
@@ -1223,6 +1310,11 @@ int main(int argc, char **argv)
          "terminal, else 32)"},
         {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model to int8 first, "
          "its layers and output projection (tfm_model_quantize)"},
+        {"glossary", CLI_STRING, &c.glossary, 0, 0, "--model: a TSV file of terms (source, "
+         "tab, target): where a line holds a source term, its translation holds the target "
+         "term"},
+        {"no-placeholders", CLI_SWITCH, &c.no_placeholders, 0, 0, "--model: translate the "
+         "spans placeholders keep (printf directives, tags, ...) as text, unconstrained"},
         {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "
          "loading and translating took"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
