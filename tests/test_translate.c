@@ -4,6 +4,7 @@
  * any others, in one call or through the scheduler from many threads; the
  * requests' cancel, deadline, busy queue and streaming; the errors. */
 #include <check.h>
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -918,6 +919,54 @@ START_TEST(placeholders_are_kept_in_every_decoding)
 }
 END_TEST
 
+/* Accelerator marks outside spans and at the start of a word. */
+static int accelerators(const char *text, char mark)
+{
+    int n = 0;
+    for (const char *c = text; *c; c++)
+        n += *c == mark && isalnum((unsigned char)c[1]) &&
+             (c == text || !isalnum((unsigned char)c[-1]));
+    return n;
+}
+
+/* A source's one accelerator mark (GTK's '_', Qt's '&') is one in its
+ * translation, as msgfmt --check-accelerators requires, in every
+ * strategy; "core_pattern" holds none, so nothing is added. */
+START_TEST(accelerator_marks_are_kept)
+{
+    tfm_tokenizer *tok = NULL;
+    tfm_model *model = placeholder_model(&tok);
+    tfm_translator *t = tfm_translator_create(model, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    const char *texts[] = {"_Save the file", "&Open %s", "click _save and wait",
+                           "core_pattern is owned by"};
+    const char marks[] = {'_', '&', '_', '_'};
+    const int wanted[] = {1, 1, 1, 0};
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    for (int path = 0; path < 3; path++) {
+        d.strategy = path == 0 ? TFM_DECODE_GREEDY
+                     : path == 1 ? TFM_DECODE_BEAM : TFM_DECODE_SAMPLE;
+        tfm_translation *r = NULL;
+        ck_assert_msg(tfm_translate(t, texts, 4, &o, &r) == TFM_OK, "%s", tfm_last_error());
+        for (int i = 0; i < 4; i++) {
+            const char *text = tfm_translation_text(r, i, 0);
+            ck_assert_msg(wanted[i] ? accelerators(text, marks[i]) == 1 : !strchr(text, '_') ||
+                                                                             accelerators(text, '_') <= 1,
+                          "path %d: \"%s\" -> \"%s\"", path, texts[i], text);
+        }
+        tfm_translation_free(r);
+    }
+    tfm_translator_free(t);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
 /* The caller's literals pass through as the rules' spans do, in every
  * strategy; bad ones are refused. */
 START_TEST(caller_literals_are_kept)
@@ -1221,6 +1270,7 @@ static Suite *translate_suite(void)
     tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
     tcase_add_test(c, placeholders_are_kept_in_every_decoding);
     tcase_add_test(c, training_pairs_get_placeholders);
+    tcase_add_test(c, accelerator_marks_are_kept);
     tcase_add_test(c, glossary_terms_are_placed);
     tcase_add_test(c, caller_literals_are_kept);
     tcase_add_test(c, errors_are_named);

@@ -404,6 +404,34 @@ void tfm__placeholder_vocab_free(tfm__placeholder_vocab *v)
     free(v);
 }
 
+/* Whether text[at] is an accelerator mark: '_' or '&' before an ASCII
+ * letter or digit, at the start or after a character that is neither (so
+ * "core_pattern" holds none). */
+static int accelerator_at(const char *text, int64_t at, int64_t length)
+{
+    char c = text[at];
+    return (c == '_' || c == '&') && at + 1 < length && isalnum((unsigned char)text[at + 1]) &&
+           (at == 0 || !isalnum((unsigned char)text[at - 1]));
+}
+
+/* The source's accelerator mark outside its spans when it has exactly one. */
+static void find_accelerator(tfm__masked *m, const char *text, int64_t length,
+                             const tfm__span *spans, int64_t count)
+{
+    int found = 0;
+    for (int64_t at = 0, k = 0; at < length; at++) {
+        if (k < count && at == spans[k].start) {
+            at += spans[k++].length - 1;
+        } else if (accelerator_at(text, at, length)) {
+            found++;
+            m->accelerator = text[at];
+            m->accelerated = text[at + 1];
+        }
+    }
+    if (found != 1)
+        m->accelerator = m->accelerated = 0;
+}
+
 tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
                             const tfm__placeholder_vocab *v, const char *const *literals,
                             int64_t n_literals, const tfm__glossary *g, tfm__masked **out)
@@ -449,6 +477,8 @@ tfm_status tfm__masked_make(const char *op, const char *text, int64_t length,
         put_masked(text, length, spans, count, number, m->text);
         m->n = (int32_t)count;
     }
+    if (st == TFM_OK && v)
+        find_accelerator(m, text, length, spans, count);
     int64_t percents = 0; /* the text's '%' outside its spans */
     for (int64_t at = 0, k = 0; at < length; at++) {
         if (k < count && at == spans[k].start)
@@ -511,11 +541,58 @@ int32_t tfm__masked_unplaced(const tfm__masked *m, const int32_t *g, int64_t n,
     return count;
 }
 
+/* The restored text with as many accelerator marks as the source's one
+ * (see placeholders.h); in place, which the text's bytes + 1 hold. */
+static void keep_accelerator(const tfm__masked *m, char *text, int64_t *length)
+{
+    int64_t first = -1, n = *length, to = 0;
+    for (int64_t at = 0; at < n; at++) {
+        int mark = text[at] == m->accelerator && accelerator_at(text, at, n);
+        if (mark && first >= 0)
+            continue; /* a second mark */
+        if (mark)
+            first = to;
+        text[to++] = text[at];
+    }
+    n = to;
+    if (first < 0) {
+        int64_t place = -1;
+        for (int64_t at = 0; at < n && place < 0; at++)
+            if (tolower((unsigned char)text[at]) == tolower((unsigned char)m->accelerated) &&
+                (at == 0 || !isalnum((unsigned char)text[at - 1])))
+                place = at;
+        for (int64_t at = 0; at < n && place < 0; at++)
+            if (isalnum((unsigned char)text[at]))
+                place = at;
+        if (place >= 0) {
+            memmove(text + place + 1, text + place, (size_t)(n - place));
+            text[place] = m->accelerator;
+            n++;
+        }
+    }
+    text[n] = '\0';
+    *length = n;
+}
+
+/* keep_accelerator on a copy with room for one mark more. */
+static tfm_status restore_accelerator(const char *op, const tfm__masked *m, char **text,
+                                      int64_t *length)
+{
+    if (!m->accelerator)
+        return TFM_OK;
+    char *grown = realloc(*text, (size_t)*length + 2);
+    if (!grown)
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    *text = grown;
+    keep_accelerator(m, grown, length);
+    return TFM_OK;
+}
+
 tfm_status tfm__masked_restore(const char *op, const tfm__masked *m, char **text,
                                int64_t *length)
 {
     if (m->n == 0)
-        return TFM_OK;
+        return restore_accelerator(op, m, text, length);
     size_t size = (size_t)*length + 1;
     for (const char *from = *text; *from; from++)
         for (int32_t i = 0; i < m->n; i++)
@@ -541,7 +618,7 @@ tfm_status tfm__masked_restore(const char *op, const tfm__masked *m, char **text
     free(*text);
     *text = out;
     *length = to - out;
-    return TFM_OK;
+    return restore_accelerator(op, m, text, length);
 }
 
 void tfm__masked_free(tfm__masked *m)

@@ -61,6 +61,9 @@ typedef struct tfm__masked {
     int32_t *term, n_terms;
     int32_t order[TFM_PLACEHOLDERS];
     tfm__constraints constraints;
+    /* the source's one accelerator mark ('_' of GTK's "_File", '&' of
+     * Qt's "&File"; 0: none, or more than one) and the character it marks */
+    char accelerator, accelerated;
 } tfm__masked;
 
 /* What placeholders need of a model's tokenizers: the pieces' ids on
@@ -98,7 +101,10 @@ int32_t tfm__masked_unplaced(const tfm__masked *m, const int32_t *g, int64_t n,
  * source cut short may lose some) becomes its phrase's min and max. */
 void tfm__masked_count(tfm__masked *m, const int32_t *ids, int64_t n);
 /* *text (malloc'd, *length bytes) with each placeholder's text replaced
- * by its span, in place of the old (freed). TFM_ERR_NOMEM. */
+ * by its span, in place of the old (freed), and as many accelerator marks
+ * as the source had (msgfmt --check-accelerators): a missing one goes
+ * before the first letter the source's marked (any case), else before the
+ * first letter; marks past the first are dropped. TFM_ERR_NOMEM. */
 tfm_status tfm__masked_restore(const char *op, const tfm__masked *m, char **text,
                                int64_t *length);
 void tfm__masked_free(tfm__masked *m);
