@@ -6,7 +6,8 @@ environment with the issue's targets, met or missed.
   /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
       [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
       [--checkpoint FILE] [--decode-only | --train-only]
-  /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
+  /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run; FILE,FILE...:
+      several runs' rounds together)
   /usr/bin/python3 bench/run.py --versus DIR [--build DIR] ...
       (libtfm against libtfm from another build, e.g. -Dnative=true)
   /usr/bin/python3 bench/run.py --decode-only --anchors onnxruntime
@@ -507,11 +508,13 @@ def ort_ratio(records, env, config, what):
 
 
 def ort_checks(records):
-    """A line per configuration whose ONNX Runtime tokens were checked."""
-    return [f"{r['config']} ONNX Runtime float32 tokens against libtfm's: " +
+    """A line per configuration whose ONNX Runtime tokens were checked
+    (its last check, where logs of several runs are read together)."""
+    checks = {r['config']: r for r in records if r.get('impl') == ORT and r.get('what') == 'check'}
+    return [f"{config} ONNX Runtime float32 tokens against libtfm's: " +
             (f"failed: {r['error']}" if 'error' in r else
              ', '.join(f'{k} {v}' for k, v in r['check'].items()))
-            for r in records if r.get('impl') == ORT and r.get('what') == 'check']
+            for config, r in checks.items()]
 
 
 def targets(bests, records, env):
@@ -677,8 +680,11 @@ def main():
                    help='re-print the tables of a logged run, without running')
     a = p.parse_args()
     if a.from_file:
-        with open(a.from_file) as f:
-            report([json.loads(x) for x in f if x.strip()])
+        records = []
+        for name in a.from_file.split(','):
+            with open(name) as f:
+                records += [json.loads(x) for x in f if x.strip()]
+        report(records)
         return
     a.bf16 = a.bf16 == 'yes' or (a.bf16 == 'auto' and cpu_has_bf16())
     a.configs = a.configs.split(',')
