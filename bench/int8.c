@@ -1,9 +1,12 @@
 /* tfm-bench-int8: a linear layer's product y = x W^T + b on decoding's
- * shapes, three ways, interleaved: float32 as libtfm makes it now
+ * shapes, interleaved: float32 as libtfm's forward makes it
  * (tfm__sgemm_bias: cblas_sgemm, split among libtfm's threads from 48
- * rows), the bfloat16 kernel (tfm__sgemm_bf16, called directly: the
- * library sends it only products with every side >= 32) and the int8
- * kernel (tfm__int8_linear, x quantized in the call); at one row also
+ * rows), decoding's packed float32 and bfloat16 kernels
+ * (tfm__packed_product: weights packed as lib/decode/weights.c packs
+ * them), the bfloat16 BLAS-like kernel (tfm__sgemm_bf16, called
+ * directly: the library sends it only products with every side >= 32)
+ * and the int8 kernel (tfm__int8_linear, x quantized in the call, on as
+ * many threads as decoding gives it); at one row also
  * cblas_sgemv, float32's fastest there (OpenBLAS 0.3.21's sgemm packs W
  * on every call, ~10x sgemv's time at one row). Per shape and row count:
  * microseconds per call, the best of --repeats, and int8's speed as a
@@ -26,6 +29,7 @@
 #include "core/gemm.h"
 #include "core/gemm_bf16.h"
 #include "core/gemm_int8.h"
+#include "core/gemm_packed.h"
 #include "tfm/tfm.h"
 
 static double now_s(void)
@@ -59,7 +63,7 @@ static void cpu_model(char *name, size_t size)
         fclose(f);
 }
 
-enum { FLOAT32, GEMV, BFLOAT16, INT8, KINDS };
+enum { FLOAT32, GEMV, PACKED, PACKED_BF16, BFLOAT16, INT8, KINDS };
 
 /* A column of the table: the value, or "-" where the kind did not run. */
 static void cell(double value, const char *format)
@@ -74,6 +78,7 @@ typedef struct layer {
     int64_t m, out, in;
     const float *x, *w, *bias;
     const tfm__int8_weight *q;
+    const tfm__packed *packed, *packed_bf16;
     tfm__int8_path path;
     float *y;
     int threads;
@@ -93,11 +98,18 @@ static int multiply(const layer *l, int kind)
                     l->x, 1, 1.0f, l->y, 1);
         return 0;
     }
+    if (kind == PACKED || kind == PACKED_BF16)
+        return tfm__packed_product(kind == PACKED ? l->packed : l->packed_bf16, l->x, l->m,
+                                   l->y, l->out);
     if (kind == BFLOAT16)
         return tfm__sgemm_bf16(0, 1, l->m, l->out, l->in, 1.0f, l->x, l->in, l->w, l->in, 0.0f,
                                l->bias, l->y, l->out, l->threads);
+    /* on as many threads as decoding's products take (tfm__int8_tensor_product:
+     * one per 2^21 multiply-adds), at most --threads' */
+    int64_t workers = l->m * l->out * l->in >> 21;
+    workers = workers < 1 ? 1 : workers > l->threads ? l->threads : workers;
     return tfm__int8_linear_on(l->path, "tfm-bench-int8", l->q, l->m, l->x, l->y, l->q->out,
-                               l->threads) ==
+                               (int)workers) ==
                    TFM_OK
                ? 0
                : -1;
@@ -135,30 +147,47 @@ int main(int argc, char **argv)
                 "this CPU runs)\n", argv[0]);
         return 2;
     }
-    /* out, in: tutorial 003's size (d 256-ish), 002's (d 512, d_ff 2048),
-     * a 32k vocabulary's projection */
+    /* out, in: a decoder layer's products (queries, keys and values; an
+     * output; the feed-forward's two) and the generator at tutorial 003's
+     * size (d 64, d_ff 128, 30 tokens), the translation model's (d 256,
+     * d_ff 1024, 8,000 pieces) and 002's (d 512, d_ff 2048, 5,000) */
     static const struct { const char *what; int64_t out, in; } shapes[] = {
-        {"d 256 projection", 256, 256},   {"d 256 FFN up", 1024, 256},
-        {"002 d 512 projection", 512, 512}, {"002 FFN up", 2048, 512},
-        {"002 FFN down", 512, 2048},      {"32k vocabulary", 32000, 512},
+        {"003 qkv", 192, 64},          {"003 projection", 64, 64},
+        {"003 FFN up", 128, 64},       {"003 FFN down", 64, 128},
+        {"003 generator", 30, 64},     {"d 256 qkv", 768, 256},
+        {"d 256 projection", 256, 256}, {"d 256 FFN up", 1024, 256},
+        {"d 256 FFN down", 256, 1024}, {"8k vocabulary", 8000, 256},
+        {"002 projection", 512, 512},  {"002 FFN up", 2048, 512},
+        {"002 FFN down", 512, 2048},   {"5k vocabulary", 5000, 512},
     };
-    static const int64_t rows[] = {1, 4, 16, 64};
+    static const int64_t rows[] = {1, 4, 16, 64, 256};
     int bf16 = tfm__cpu_has_bf16();
     char model[128];
     cpu_model(model, sizeof model);
     printf("CPU: %s; int8 path %s; bfloat16 kernel %s; best of %ld\n", model,
            tfm__int8_path_name((tfm__int8_path)path), bf16 ? "runs" : "does not run here",
            repeats);
-    printf("%-22s %4s %7s %9s %9s %9s %9s %9s %9s %9s\n", "product", "rows", "threads", "f32 us",
-           "gemv us", "bf16 us", "int8 us", "int8/f32", "int8/gemv", "int8/bf16");
+    printf("%-18s %4s %7s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "product", "rows",
+           "threads", "f32 us", "gemv us", "packed us", "pk-bf16", "bf16 us", "int8 us",
+           "int8/f32", "int8/gemv", "int8/pack", "int8/pkbf", "int8/bf16", "pack/pkbf");
     tfm_rng *rng = tfm_rng_create(1);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int64_t out = shapes[s].out, in = shapes[s].in;
         float *w = random_floats(out * in, 1.0f / sqrtf((float)in), rng);
         float *bias = random_floats(out, 0.1f, rng);
-        float *x = random_floats(64 * in, 1.0f, rng), *y = malloc(sizeof(float) * 64 * out);
+        float *x = random_floats(256 * in, 1.0f, rng), *y = malloc(sizeof(float) * 256 * out);
+        /* the packed copies as decoding packs them (lib/decode/weights.c) */
+        tfm__packed packed[2];
+        float *floats[2];
+        for (int b = 0; b < 2; b++) {
+            floats[b] = malloc(sizeof(float) * (size_t)tfm__packed_floats(out, in, b));
+            if (floats[b] && (!b || bf16)) {
+                tfm__packed_init(&packed[b], out, in, b, floats[b]);
+                tfm__pack_columns(&packed[b], 0, w, out, bias);
+            }
+        }
         tfm__int8_weight *q = NULL;
-        if (!w || !bias || !x || !y ||
+        if (!w || !bias || !x || !y || !floats[0] || !floats[1] ||
             tfm__int8_quantize("tfm-bench-int8", out, in, w, bias, &q) != TFM_OK) {
             fprintf(stderr, "%s: %s\n", argv[0], tfm_last_error());
             return 1;
@@ -166,9 +195,10 @@ int main(int argc, char **argv)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
             for (int threads = 1; threads <= most_threads; threads++) {
                 tfm_set_num_threads(threads);
-                layer l = {rows[r], out, in, x, w, bias, q, (tfm__int8_path)path, y, threads};
-                double best[KINDS] = {1e30, 1e30, 1e30, 1e30};
-                int runs[KINDS] = {1, rows[r] == 1, bf16, 1};
+                layer l = {rows[r], out, in, x, w, bias, q, &packed[0], &packed[1],
+                           (tfm__int8_path)path, y, threads};
+                double best[KINDS] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
+                int runs[KINDS] = {1, rows[r] == 1, 1, bf16, bf16, 1};
                 for (long rep = 0; rep < repeats; rep++)
                     for (int kind = 0; kind < KINDS; kind++) {
                         if (!runs[kind])
@@ -180,15 +210,18 @@ int main(int argc, char **argv)
                         }
                         best[kind] = t < best[kind] ? t : best[kind];
                     }
-                printf("%-22s %4lld %7d", shapes[s].what, (long long)rows[r], threads);
+                printf("%-18s %4lld %7d", shapes[s].what, (long long)rows[r], threads);
                 for (int kind = 0; kind < KINDS; kind++)
                     cell(runs[kind] ? best[kind] * 1e6 : NAN, " %9.2f");
                 for (int kind = 0; kind < INT8; kind++)
                     cell(runs[kind] ? best[kind] / best[INT8] : NAN, " %8.2fx");
+                cell(bf16 ? best[PACKED] / best[PACKED_BF16] : NAN, " %8.2fx");
                 printf("\n");
                 fflush(stdout);
             }
         tfm__int8_free(q);
+        free(floats[0]);
+        free(floats[1]);
         free(w);
         free(bias);
         free(x);

@@ -4,23 +4,28 @@ so the highest ratio against PyTorch it could reach.
 
 A decoding run does two kinds of work that cannot hide behind each other
 on a core: products (the encoder's, the cross-attention's keys and values,
-each step's layers and output projection), bound by the BLAS's float32
-rate, and attention over the key/value caches, bound by how fast memory
-streams them (a step reads every source's cross-attention tiles and every
-row's self-attention tiles once; a source's beam hypotheses share all but
-their last). The bound is their sum:
+each step's layers and output projection), bound by the rate of the
+precision's own kernel, and attention over the key/value caches, bound by
+how fast memory streams them (a step reads every source's cross-attention
+tiles and every row's self-attention tiles once; a source's beam
+hypotheses share all but their last). The bound is their sum:
 
-    bound_s = product_flop / rate + cache_bytes / bandwidth
+    bound_s = product_flop / rate[precision] + cache_bytes / bandwidth
 
 where the caches count only if a decoding call's (its sources' tiles at
 the middle step) outgrow the last-level cache (--llc); 003's stay in it.
+An int8 model's caches hold bfloat16 (tfm_decode_options' cache_precision
+AUTO), a float32 model's float32, whatever its products' precision.
 
-Give the machine's own figures: --rate from `OPENBLAS_NUM_THREADS=1
-build/bench/tfm-bench-matmul --threads 2` (its float32 column), --bandwidth
-from a two-thread read of a large buffer. With --log (a bench/run.py
---decode-only log), each job's libtfm and fastest-PyTorch times are read
-from it, and the line gives the ratio measured, the ratio at the bound, and
-libtfm's time over the bound.
+Give the machine's own figures: --rate, --rate-bf16 and --rate-int8 from
+`OPENBLAS_NUM_THREADS=1 build/bench/tfm-bench-int8` (the packed float32
+kernel's, the packed bfloat16 kernel's and the int8 kernel's rate at 256
+rows on 2 threads, decoding's own products), --bandwidth from a two-thread
+read of a large buffer. With --log (a bench/run.py --decode-only log, or
+tfm-bench lines with --precision float32, bfloat16 or int8), each job's
+fastest libtfm and PyTorch times are read from it, and the line gives
+libtfm's time over the bound, the ratio measured and the ratio at the
+bound. A precision without a rate is left out.
 
     /usr/bin/python3 bench/roofline.py --rate 195 --bandwidth 25 \\
         --log docs/runs/bench_decode_2026-11-28_zen4_prefetch.jsonl
@@ -63,43 +68,64 @@ def work(c, sources, beam, llc, cache_bytes=4):
     return flop, (cross + sources * self_tiles * tile) if call > llc else 0
 
 
+# a job's products and what its caches hold, per precision of the products
+CACHE_BYTES = {'float32': 4, 'bfloat16': 4, 'int8': 2}
+# bench/run.py's PyTorch anchor of each precision (bfloat16 has none)
+ANCHORS = {'pytorch-fast': 'float32', 'pytorch-int8': 'int8'}
+
+
 def read_log(path):
+    """The fastest time of each (config, beam, precision, 'libtfm' or 'pytorch')."""
     times = {}
     with open(path) as f:
         for line in f:
             r = json.loads(line)
-            if r.get('impl') in ('libtfm', 'pytorch-fast', 'pytorch-int8'):
-                key = (r['config'], r['what'], 'libtfm' if r['impl'] == 'libtfm' else 'pytorch')
-                times[key] = min(times.get(key, math.inf), r['median_ms'] / 1000)
+            r = r.get('out', r) if isinstance(r.get('out'), dict) else r  # a wrapped line
+            impl = r.get('impl')
+            if impl != 'libtfm' and impl not in ANCHORS or r.get('what') == 'train':
+                continue
+            precision = r.get('precision') or ANCHORS.get(impl, 'float32')
+            key = (r['config'], r['beam'], precision, 'libtfm' if impl == 'libtfm' else 'pytorch')
+            times[key] = min(times.get(key, math.inf), r['median_ms'] / 1000)
     return times
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--rate', type=float, required=True, help='float32 GFLOP/s of the products')
+    p.add_argument('--rate-bf16', type=float, help='GFLOP/s of the bfloat16 products')
+    p.add_argument('--rate-int8', type=float, help='GFLOP/s (2 per multiply-add) of the int8 ones')
     p.add_argument('--bandwidth', type=float, required=True, help='GB/s read from memory')
     p.add_argument('--llc', type=float, default=32, help="the last-level cache's MB (32)")
-    p.add_argument('--log', help='a bench/run.py --decode-only log')
+    p.add_argument('--log', help='a bench/run.py --decode-only log, or tfm-bench lines')
     a = p.parse_args()
+    rates = {'float32': a.rate, 'bfloat16': a.rate_bf16, 'int8': a.rate_int8}
     times = read_log(a.log) if a.log else {}
-    print(f'float32 products at {a.rate:g} GFLOP/s, caches read at {a.bandwidth:g} GB/s')
+    print('products at ' + ', '.join(f'{rate:g} GFLOP/s in {precision}'
+                                      for precision, rate in rates.items() if rate) +
+          f'; caches read at {a.bandwidth:g} GB/s')
+    beams = sorted({beam for beam, _ in DECODE_JOBS.values()})
     for config, c in CONFIGS.items():
-        for what, (beam, precision) in DECODE_JOBS.items():
-            if precision != 'float32':
-                continue
-            flop, cache = work(c, DECODE_SOURCES[config], beam, a.llc * 2**20)
-            compute, memory = flop / (a.rate * 1e9), cache / (a.bandwidth * 1e9)
-            bound = compute + memory
-            caches = (f'{cache / 1e9:.1f} GB of caches ({memory:.2f} s)' if cache
-                      else 'caches within the last-level cache')
-            line = (f'{config} {"greedy" if beam == 1 else f"beam {beam}"}: {flop / 1e9:.0f} GFLOP '
-                    f'({compute:.2f} s) + {caches} = {bound:.2f} s')
-            tfm, torch = times.get((config, what, 'libtfm')), times.get((config, what, 'pytorch'))
-            if tfm and torch:
-                line += (f'; libtfm {tfm:.2f} s ({tfm / bound:.2f}x the bound), PyTorch '
-                         f'{torch:.2f} s: ratio {torch / tfm:.2f}x, at the bound '
-                         f'{torch / bound:.2f}x')
-            print(line)
+        for beam in beams:
+            for precision, rate in rates.items():
+                if not rate:
+                    continue
+                flop, cache = work(c, DECODE_SOURCES[config], beam, a.llc * 2**20,
+                                   CACHE_BYTES[precision])
+                compute, memory = flop / (rate * 1e9), cache / (a.bandwidth * 1e9)
+                bound = compute + memory
+                caches = (f'{cache / 1e9:.1f} GB of caches ({memory:.2f} s)' if cache
+                          else 'caches within the last-level cache')
+                line = (f'{config} {"greedy" if beam == 1 else f"beam {beam}"} {precision}: '
+                        f'{flop / 1e9:.0f} GFLOP ({compute:.2f} s) + {caches} = {bound:.3f} s')
+                tfm = times.get((config, beam, precision, 'libtfm'))
+                torch = times.get((config, beam, precision, 'pytorch'))
+                if tfm:
+                    line += f'; libtfm {tfm:.3f} s ({tfm / bound:.2f}x the bound)'
+                if tfm and torch:
+                    line += (f', PyTorch {torch:.2f} s: ratio {torch / tfm:.2f}x, at the bound '
+                             f'{torch / bound:.2f}x')
+                print(line)
 
 
 if __name__ == '__main__':

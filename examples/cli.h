@@ -227,7 +227,8 @@ static inline int cli_check_heads(const char *program, int64_t d_model, int64_t 
 
 /* The help of every program's --precision flag. */
 #define CLI_PRECISION_HELP \
-    "matrix products: float32, or bfloat16 (mixed precision, on CPUs with AVX512_BF16)"
+    "matrix products, training's and decoding's: float32, or bfloat16 (on CPUs with " \
+    "AVX512_BF16; mixed precision)"
 
 /* Applies --precision (tfm_set_matmul_precision): 0, or -1 after saying
  * why not. */

@@ -1,7 +1,7 @@
 # Sourced by the other scripts: installs the Debian packages libtfm builds
 # and tests with, when any is missing (apt-get needs root), showing each
 # package as it is set up.
-TFM_DEBIAN_PACKAGES="gcc meson ninja-build pkg-config libopenblas-dev libutf8proc-dev check python3 libmicrohttpd-dev"
+TFM_DEBIAN_PACKAGES="gcc meson ninja-build pkg-config libopenblas-dev libutf8proc-dev check python3 libmicrohttpd-dev libgettextpo-dev gettext"
 
 tfm_install_deps() {
     missing=""

@@ -13,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-tfm_install_deps cmake abigail-tools doxygen libtfm-dev libmicrohttpd-dev \
+tfm_install_deps cmake abigail-tools doxygen libtfm-dev libmicrohttpd-dev libgettextpo-dev gettext \
     python3-cffi python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin || exit 1
 
 passed=0

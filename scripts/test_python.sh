@@ -64,5 +64,17 @@ losses <"$scratch/taylor_c.txt" >"$scratch/c_losses"
     grep -q "^Accuracy: " "$scratch/taylor_python.txt"
 step "examples/taylor.py trains with the C example's very losses, then translates" $?
 
+# Each published fixture folder saved back by libtfm (one file, shards) and
+# read by its PyTorch twin, written from transformers' modeling code: the
+# twin's results bit for bit those of the original folder. Needs
+# python3-torch, which the suite does not install (a developer's check).
+if "$python" -c 'import torch' 2>/dev/null; then
+    "$python" "$source/tests/pretrained/check_twins.py" --saved >"$scratch/twins_saved.log" 2>&1
+    step "the twins read libtfm's save_pretrained folders as the originals" $?
+    tail -n 16 "$scratch/twins_saved.log"
+else
+    echo "skipped: the twins on save_pretrained folders (no python3-torch)"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

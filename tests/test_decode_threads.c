@@ -1,9 +1,10 @@
 /* One model decoded by 8 program threads at once, each with its own
  * decodings: greedy (with and without caches, bfloat16 caches), beam
  * search with n-best and alignments, sampling with seeds, forced
- * prefixes; float32 and int8 models, decodings that pack their own
- * weights and decodings over one shared packing (decode/decode.h's
- * tfm__decode_weights). Every result is the single-threaded run's, bit
+ * prefixes; float32 and int8 models, float32 ones with bfloat16 products
+ * too (TFM_MATMUL_BFLOAT16, where the CPU has them), decodings that pack
+ * their own weights and decodings over one shared packing
+ * (decode/decode.h's tfm__decode_weights). Every result is the single-threaded run's, bit
  * for bit, and the model is as it was (its layers still training, so a
  * run that switched them off for itself would let another thread's run
  * drop out). Meant for ThreadSanitizer too (scripts/test.sh). */
@@ -226,10 +227,12 @@ static int32_t layers_training(const tfm_model *m)
            m->encoder->children[0]->children[TFM__BLK_DROP1]->training;
 }
 
-/* _i: model kind (bit 0), int8 (bit 1). */
+/* _i: model kind (bit 0), int8 (bit 1), bfloat16 products (bit 2). */
 START_TEST(eight_threads_decode_one_model_as_one_thread_does)
 {
-    int kind = _i & 1, int8 = (_i >> 1) & 1;
+    int kind = _i & 1, int8 = (_i >> 1) & 1, bf16 = _i >> 2;
+    if (bf16 && tfm_set_matmul_precision(TFM_MATMUL_BFLOAT16) != TFM_OK)
+        return; /* no AVX512_BF16 here: refused (test_int8_model.c) */
     ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK); /* a pool the threads contend for */
     tfm_model *m = make_model(kind, int8);
     tfm_tensor *src = sources(), *prefix = prefixes();
@@ -245,6 +248,7 @@ START_TEST(eight_threads_decode_one_model_as_one_thread_does)
     tfm__decode_weights *shared = tfm__decode_weights_pack(m);
     ck_assert_msg(shared != NULL, "%s", tfm_last_error());
     ck_assert_uint_gt(tfm__decode_weights_bytes(shared), 0);
+    ck_assert_int_eq(shared->bf16, bf16);
     worker workers[THREADS];
     pthread_t threads[THREADS];
     for (int t = 0; t < THREADS; t++) {
@@ -266,6 +270,7 @@ START_TEST(eight_threads_decode_one_model_as_one_thread_does)
     tfm_tensor_free(prefix);
     tfm_model_free(m);
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    ck_assert_int_eq(tfm_set_matmul_precision(TFM_MATMUL_FLOAT32), TFM_OK);
 }
 END_TEST
 
@@ -312,7 +317,7 @@ static Suite *decode_threads_suite(void)
     Suite *s = suite_create("decode_threads");
     TCase *tc = tcase_create("threads");
     tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, eight_threads_decode_one_model_as_one_thread_does, 0, 4);
+    tcase_add_loop_test(tc, eight_threads_decode_one_model_as_one_thread_does, 0, 6);
     tcase_add_test(tc, shared_weights_are_their_models);
     suite_add_tcase(s, tc);
     return s;

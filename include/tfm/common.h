@@ -119,10 +119,15 @@ typedef enum tfm_matmul_precision {
      * Parameters, gradients, optimizer state and every other op stay
      * float32 (mixed precision). Results differ from float32's by about
      * 2^-8 of each product's terms, and do not depend on the thread count;
-     * a product with a side under 32 (a decoding step's few rows, say)
-     * runs in float32. Each thread that runs products keeps a buffer for
-     * the packed operands, as large as the largest product's right-hand
-     * side in bfloat16 (6.5 MB at tutorial 002), until it ends. */
+     * a product with a side under 32 runs in float32, except decoding's:
+     * a decoding (tfm_decoding_run) or a translator (tfm_translator_create)
+     * that packs a float32 model's weights while this precision is set
+     * packs them in bfloat16 (half the bytes; when each run starts, and
+     * when the translator is made), and multiplies each step's rows by
+     * them in bfloat16 whatever their number; int8 weights
+     * (tfm_model_quantize) stay int8. Each thread that runs products keeps
+     * a buffer for the packed operands, as large as the largest product's
+     * right-hand side in bfloat16 (6.5 MB at tutorial 002), until it ends. */
     TFM_MATMUL_BFLOAT16 = 1
 } tfm_matmul_precision;
 

@@ -233,6 +233,10 @@ typedef struct tfm_decode_options {
      * so a group of sources decoded on one thread holds twice as many.
      * The recomputed path (use_cache 0) has no caches and ignores it. */
     tfm_cache_precision cache_precision;
+    /** The model's adapter (adapters.h) the decoding applies, by name;
+     * NULL (default): none, whichever the model's forwards use. Looked up
+     * at every run: TFM_ERR_ARG when the model has none by that name. */
+    const char *adapter;
 } tfm_decode_options;
 
 /** Greedy, max_length 100, bos 1, eos 2, no source padding, temperature 1,

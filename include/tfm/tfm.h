@@ -61,5 +61,6 @@
 #include "batch.h"
 #include "text.h"
 #include "translate.h"
+#include "adapters.h"
 
 #endif

@@ -27,8 +27,11 @@
 extern "C" {
 #endif
 
-/** optimizer must be over tfm_model_params(model). rngs: rng_count streams
- * of the caller's (may be 0 and NULL), restored in the same order. The
+/** optimizer must be over tfm_model_params(model), or over the adapter
+ * in use (adapters.h: tfm_model_adapter_params of
+ * tfm_model_adapter_in_use), whose parameters the file then also holds
+ * (the base, frozen, is written but not read back; the model may be
+ * quantized). rngs: rng_count streams of the caller's (may be 0 and NULL), restored in the same order. The
  * metadata pairs are the caller's (keys starting with "tfm." are
  * libtfm's: TFM_ERR_ARG). Written atomically (io.h). */
 TFM_API tfm_status tfm_training_save(const char *path, const tfm_model *model,

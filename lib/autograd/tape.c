@@ -49,6 +49,12 @@ void tfm__tape_set_packed(tfm_tape *tape, const struct tfm__packed_linear *packe
     tape->n_packed = packed ? n : 0;
 }
 
+void tfm__tape_set_adapter(tfm_tape *tape, const struct tfm__adapter_set *adapter)
+{
+    tape->adapter = adapter;
+    tape->adapter_chosen = 1;
+}
+
 int32_t tfm_tape_is_recording(const tfm_tape *tape)
 {
     return tfm__check_tape("tfm_tape_is_recording", tape) < 0 ? 0 : tape->recording;

@@ -70,6 +70,11 @@ struct tfm_tape {
      * for; NULL when none */
     const struct tfm__packed_linear *packed;
     int64_t n_packed;
+    /* the low-rank adapter the linear ops on this tape apply (ops/adapter.h),
+     * or NULL; chosen: set by the tape's owner (a decoding), so the model's
+     * forwards keep it rather than apply the model's own */
+    const struct tfm__adapter_set *adapter;
+    int32_t adapter_chosen;
     /* values a backward recomputes (TFM_RECOMPUTE_*): per kind one block,
      * shared by every such tensor, grown to the largest and kept across
      * resets; holder: the tensor whose values it holds now */
@@ -135,6 +140,9 @@ static inline int tfm__tape_evaluating(const tfm_tape *tape)
  * the caller keeps them alive while the tape is used. */
 void tfm__tape_set_packed(tfm_tape *tape, const struct tfm__packed_linear *packed, int64_t n);
 
+/* The adapter the linear ops on this tape apply (NULL: none), chosen by
+ * the tape's owner; the caller keeps it alive while the tape is used. */
+void tfm__tape_set_adapter(tfm_tape *tape, const struct tfm__adapter_set *adapter);
 /* Checks the tape argument of an op; 0 or -1 with the error set. */
 int tfm__check_tape(const char *op, const tfm_tape *tape);
 

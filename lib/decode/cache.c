@@ -17,19 +17,20 @@
 
 /* Layer l's cross-attention keys and values of n rows of memory, side by
  * side in d->kv [n, 2 inner]: packed at the run's start (float32), else
- * int8 products. */
+ * int8 products; then the decoding's adapter's terms. */
 static void cross_projections(tfm_decoding *d, int32_t l, const float *memory, int64_t n)
 {
     int64_t I = d->inner;
     const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
-    if (tfm__decode_packed_product(&d->weights_packed->products[l][DECODE_CROSS_KV], memory, n, d->kv, 2 * I))
-        return;
-    if (att->fused) {
+    int packed = tfm__decode_packed_product(&d->weights_packed->products[l][DECODE_CROSS_KV],
+                                            memory, n, d->kv, 2 * I);
+    if (!packed && att->fused) {
         tfm__decode_product(att->weight, att->bias, I, 2 * I, memory, n, d->kv, 2 * I);
-    } else {
+    } else if (!packed) {
         tfm__decode_linear(att->children[TFM__ATT_K], memory, n, d->kv, 2 * I);
         tfm__decode_linear(att->children[TFM__ATT_V], memory, n, d->kv + I, 2 * I);
     }
+    tfm__decode_adapt_projections(d, att, 1, 2, memory, n, d->kv, I);
 }
 
 /* Each decoder layer's cross-attention keys and values of the memory

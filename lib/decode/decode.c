@@ -275,6 +275,8 @@ static int read_options(const char *op, const tfm_model *m, const tfm_decode_opt
                   (int)o->beam_size, (double)o->length_penalty, (int)o->n_best);
         return -1;
     }
+    if (o->adapter && !tfm__model_adapter(op, m, o->adapter))
+        return -1;
     if (o->cache_precision < TFM_CACHE_AUTO || o->cache_precision > TFM_CACHE_BFLOAT16) {
         tfm__fail(TFM_ERR_ARG, "%s: cache_precision %d must be TFM_CACHE_AUTO, _FLOAT32 or "
                   "_BFLOAT16", op, (int)o->cache_precision);
@@ -369,6 +371,10 @@ static tfm_decoding *create(const char *op, tfm_model *model, const tfm_decode_o
     const tfm_block_options *b = &model->block;
     d->model = model;
     d->o = o;
+    if (o.adapter) {
+        snprintf(d->adapter_name, sizeof d->adapter_name, "%s", o.adapter);
+        d->o.adapter = d->adapter_name;
+    }
     d->max_batch = max_batch;
     d->max_src_len = max_src_len;
     d->max_len = o.max_length;
@@ -851,7 +857,12 @@ static void per_source(tfm_decoding *d, const tfm_tensor *src, const tfm_tensor 
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++)
             d->forced[b * T + t] = t < P ? tfm__i32(prefix)[b * P + t] : -1;
-    d->processing = tfm__decode_processing(d) || prefix;
+    d->processing = tfm__decode_processing(d) || prefix || d->constraints;
+}
+
+void tfm__decoding_constrain(tfm_decoding *d, const tfm__constraints *const *per_source)
+{
+    d->constraints = per_source;
 }
 
 /* The packed weights as the model's are now (a decoding's own), or the
@@ -891,6 +902,11 @@ static tfm_status run_call(const char *op, tfm_decoding *d, const tfm_tensor *sr
                            "its own callback); use another decoding", op);
     if (status != TFM_OK)
         return status;
+    /* the adapter by name: it may have been removed or replaced since */
+    d->adapter = d->o.adapter ? tfm__model_adapter(op, d->model, d->o.adapter) : NULL;
+    if (d->o.adapter && !d->adapter)
+        return tfm_last_status();
+    tfm__tape_set_adapter(d->tape, d->adapter);
     d->running = op;
     d->result_count = 0;
     per_source(d, src, prefix);

@@ -7,6 +7,7 @@
  *   weights.c           the float32 weights packed for the products, which
  *                       several decodings may share
  *   logits.c            what a step's logits go through before a token is chosen
+ *   constraints.c       phrases a decoding must write (placeholders, glossaries)
  *   greedy.c            greedy decoding and sampling: a row per source
  *   sample.c            sampling's draw (temperature, top-k, top-p)
  *   beam.c              beam search
@@ -22,6 +23,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "core/vectors.h"
+#include "decode/constraints.h"
 #include "ops/linear.h"
 #include "tfm/decode.h"
 
@@ -50,6 +52,7 @@ typedef struct tfm__decode_weights tfm__decode_weights;
 struct tfm__decode_weights {
     const tfm_model *model;
     uint32_t quantized;    /* the model's quantized flags when packed */
+    int bf16;              /* packed in bfloat16: the matmul precision when packed */
     /* each decoder layer's products and the generator's; products NULL
      * when not packed (a decoding's own without caches). An unpacked
      * one's panels are NULL (int8, or no linear_up) */
@@ -101,6 +104,10 @@ struct tfm_decoding {
     int bf16_cache;        /* the caches hold bfloat16 (options' cache_precision) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
+    /* the options' adapter by name (o.adapter points here), looked up at
+     * each run into adapter (NULL: none) */
+    char adapter_name[64];
+    const struct tfm__adapter_set *adapter;
     tfm_rng *rng;
     struct tfm_rng rng_seeded; /* the rng as seeded, restored at each run */
     const char *running;   /* the public call running it, for messages; NULL when idle:
@@ -169,6 +176,9 @@ struct tfm_decoding {
     uint8_t *is_end;
     int processing;
     float *processed;
+    /* per source of the next runs, its constraints (constraints.h; NULL:
+     * none), as tfm__decoding_constrain set them */
+    const tfm__constraints *const *constraints;
 
     /* alignments (return_attention; NULL without): a step's cross-attention
      * weights of the last decoder layer per row and head [rows][heads]
@@ -212,6 +222,12 @@ static inline const float *values(const tfm_tensor *t)
 {
     return t ? tfm__f32(t) : NULL;
 }
+
+/* The runs of d from now on constrain source b of their batch by
+ * per_source[b] (NULL: not), until called again (per_source NULL: no
+ * constraints). per_source must hold an entry for each source of a run
+ * and outlive it. */
+void tfm__decoding_constrain(tfm_decoding *d, const tfm__constraints *const *per_source);
 
 /* --- the caches' layout (cache.c has the rest) ---------------------------------- */
 
@@ -313,9 +329,20 @@ tfm__decode_weights *tfm__decode_weights_make(const tfm_model *model, int decode
 tfm_status tfm__decode_weights_repack(tfm__decode_weights *w, const char *op);
 /* step.c and cache.c: out (row stride ldc) = in [n, p->in] times p's
  * weights and bias, when the run packed them (weights.c); 0 when it did
- * not (int8 weights) */
+ * not (int8 weights), or when a bfloat16 product's buffer cannot grow:
+ * the caller multiplies by the layer's own weights */
 int tfm__decode_packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
                                int64_t ldc);
+
+/* The decoding's adapter's terms (none without one) added to a product
+ * already in out (row stride ldc): an attention's projections first ..
+ * first + count - 1 (0 queries, 1 keys, 2 values, side by side, each I
+ * wide) of in's n rows, or a linear's. */
+void tfm__decode_adapt_projections(const tfm_decoding *d, const tfm_layer *att, int first,
+                                   int count, const float *in, int64_t n, float *out,
+                                   int64_t I);
+void tfm__decode_adapt_linear(const tfm_decoding *d, const tfm_layer *linear, const float *in,
+                              int64_t n, float *out, int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the
  * memory [n, S, D] of sources first..first + n - 1; a free tile of source
  * b's; source b's new hypotheses' tile tables from their parents' (beam.c's

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "nn/layer.h"
 #include "ops/activation.h"
+#include "ops/adapter.h"
 #include "nn/relative_bias.h"
 #include "ops/layer_norm.h"
 
@@ -46,10 +47,35 @@ void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, flo
 int tfm__decode_packed_product(const tfm__packed *p, const float *in, int64_t n, float *out,
                                int64_t ldc)
 {
-    if (!p->panels)
-        return 0;
-    tfm__packed_product(p, in, n, out, ldc);
-    return 1;
+    return p->panels && tfm__packed_product(p, in, n, out, ldc) == 0;
+}
+
+static void adapt(const tfm_decoding *d, const tfm_tensor *w, int64_t first, int64_t count,
+                  const float *in, int64_t n, float *out, int64_t ldc)
+{
+    int64_t in_f = w->shape[1];
+    tfm__adapter_add_rows(d->adapter, tfm__f32(w) + first * in_f, count, in_f, in, n, out, ldc);
+}
+
+void tfm__decode_adapt_projections(const tfm_decoding *d, const tfm_layer *att, int first,
+                                   int count, const float *in, int64_t n, float *out,
+                                   int64_t I)
+{
+    if (!d->adapter)
+        return;
+    if (att->fused)
+        adapt(d, att->weight, first * I, count * I, in, n, out, count * I);
+    else
+        for (int i = 0; i < count; i++)
+            adapt(d, att->children[TFM__ATT_Q + first + i]->weight, 0, I, in, n, out + i * I,
+                  count * I);
+}
+
+void tfm__decode_adapt_linear(const tfm_decoding *d, const tfm_layer *linear, const float *in,
+                              int64_t n, float *out, int64_t ldc)
+{
+    if (d->adapter)
+        adapt(d, linear->weight, 0, linear->weight->shape[0], in, n, out, ldc);
 }
 
 /* An int8 attention's first `count` projections (queries, keys, values)
@@ -87,9 +113,11 @@ static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm
     const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_SELF_QKV], in, n, g->qkv, 3 * I))
         int8_projections(att, 3, in, n, g->qkv, I);
+    tfm__decode_adapt_projections(d, att, 0, 3, in, n, g->qkv, I);
     tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
     if (!tfm__decode_packed_product(&products[DECODE_SELF_OUT], g->ctx, n, out, d->d))
         tfm__decode_linear(c[TFM__ATT_OUT], g->ctx, n, out, d->d);
+    tfm__decode_adapt_linear(d, c[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
 static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *att,
@@ -99,9 +127,11 @@ static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tf
     const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_CROSS_Q], in, n, g->qkv, I))
         int8_projections(att, 1, in, n, g->qkv, I);
+    tfm__decode_adapt_projections(d, att, 0, 1, in, n, g->qkv, I);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
     if (!tfm__decode_packed_product(&products[DECODE_CROSS_OUT], g->ctx, n, out, d->d))
         tfm__decode_linear(att->children[TFM__ATT_OUT], g->ctx, n, out, d->d);
+    tfm__decode_adapt_linear(d, att->children[TFM__ATT_OUT], g->ctx, n, out, d->d);
 }
 
 static void feed_forward(tfm_decoding *d, const group *g, int32_t l, const tfm_layer *ff,
@@ -111,6 +141,7 @@ static void feed_forward(tfm_decoding *d, const group *g, int32_t l, const tfm_l
     const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_FF_IN], in, n, g->ff, width))
         tfm__decode_linear(ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
+    tfm__decode_adapt_linear(d, ff->children[TFM__FF_LINEAR1], in, n, g->ff, width);
     float *hv = g->ff;
     tfm__activation_rows(ff->activation, hv, n * width, hv);
     const tfm_layer *up = ff->children[TFM__FF_LINEAR_UP];
@@ -123,6 +154,7 @@ static void feed_forward(tfm_decoding *d, const group *g, int32_t l, const tfm_l
     }
     if (!tfm__decode_packed_product(&products[DECODE_FF_OUT], hv, n, out, d->d))
         tfm__decode_linear(ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
+    tfm__decode_adapt_linear(d, ff->children[TFM__FF_LINEAR2], hv, n, out, d->d);
 }
 
 static void add_into(float *x, const float *y, int64_t count)

@@ -13,7 +13,10 @@
  * small part of a run's steps, which read them at every step. Decodings
  * made over shared weights (tfm__decoding_create_shared) read them as
  * they were packed. A product whose weight is int8 (tfm_model_quantize)
- * is left unpacked: its int8 weight was packed once when quantized. */
+ * is left unpacked: its int8 weight was packed once when quantized.
+ * Packed while tfm_matmul_precision is TFM_MATMUL_BFLOAT16, the float32
+ * weights are packed in bfloat16 (core/gemm_packed.h), and every product
+ * of a decoding that reads them rounds its rows to bfloat16 too. */
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -98,15 +101,16 @@ static int64_t columns_of(const part *parts, int n)
     return out;
 }
 
-/* Lays out p over *floats (NULL: only counts them) and packs it there. */
-static int64_t pack(tfm__packed *p, const part *parts, int n, float *floats)
+/* Lays out p over *floats (NULL: only counts them) and packs it there,
+ * in bfloat16 with bf16. */
+static int64_t pack(tfm__packed *p, const part *parts, int n, int bf16, float *floats)
 {
     int64_t out = columns_of(parts, n), in = n ? parts[0].w->shape[1] : 0;
     *p = (tfm__packed){0};
     if (out == 0)
         return 0;
     if (floats) {
-        tfm__packed_init(p, out, in, floats);
+        tfm__packed_init(p, out, in, bf16, floats);
         int64_t first = 0;
         for (int i = 0; i < n; first += parts[i++].count) {
             const float *b = values(parts[i].b);
@@ -114,7 +118,7 @@ static int64_t pack(tfm__packed *p, const part *parts, int n, float *floats)
                               parts[i].count, b ? b + parts[i].first : NULL);
         }
     }
-    return tfm__packed_floats(out, in);
+    return tfm__packed_floats(out, in, bf16);
 }
 
 /* An encoder layer's linear layers, as its forward multiplies by them
@@ -152,7 +156,7 @@ static int64_t pack_all(tfm__decode_weights *w, float *floats)
         for (int i = 0; i < n; i++) {
             tfm__packed_linear *p = &w->encoder[listed];
             parts[0] = whole(linears[i]);
-            used += pack(&p->product, parts, 1, floats ? floats + used : NULL);
+            used += pack(&p->product, parts, 1, w->bf16, floats ? floats + used : NULL);
             p->weight = linears[i]->weight;
             p->bias = values(linears[i]->bias);
             listed += p->product.panels != NULL; /* an int8 one (or a count) is not listed */
@@ -164,10 +168,11 @@ static int64_t pack_all(tfm__decode_weights *w, float *floats)
     for (int32_t l = 0; l < m->options.decoder_layers; l++)
         for (int product = 0; product < DECODE_PRODUCTS; product++) {
             int n = parts_of(m->decoder->children[l], product, parts);
-            used += pack(&w->products[l][product], parts, n, floats ? floats + used : NULL);
+            used += pack(&w->products[l][product], parts, n, w->bf16,
+                         floats ? floats + used : NULL);
         }
     parts[0] = whole(m->generator);
-    return used + pack(&w->generator, parts, 1, floats ? floats + used : NULL);
+    return used + pack(&w->generator, parts, 1, w->bf16, floats ? floats + used : NULL);
 }
 
 tfm__decode_weights *tfm__decode_weights_make(const tfm_model *model, int decoder,
@@ -193,6 +198,8 @@ tfm__decode_weights *tfm__decode_weights_make(const tfm_model *model, int decode
 
 tfm_status tfm__decode_weights_repack(tfm__decode_weights *w, const char *op)
 {
+    /* set only where the CPU runs the kernel (tfm_set_matmul_precision) */
+    w->bf16 = tfm_get_matmul_precision() == TFM_MATMUL_BFLOAT16;
     int64_t floats = pack_all(w, NULL);
     if (floats > w->n_floats) {
         float *grown = realloc(w->floats, (size_t)floats * sizeof(float));

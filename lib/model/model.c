@@ -9,6 +9,7 @@
 #include "core/options.h"
 #include "core/params.h"
 #include "core/tensor.h"
+#include "model/families.h"
 #include "model/model.h"
 #include "translate/generation.h"
 #include "model/model_file.h"
@@ -246,9 +247,11 @@ void tfm_model_free(tfm_model *m)
     tfm_layer_free(m->decoder);
     tfm_layer_free(m->generator);
     tfm__model_free_int8(m);
+    tfm__model_free_adapters(m);
     tfm_params_free(m->params);
     tfm_rng_free(m->rng);
     tfm__generation_free(m->generation);
+    tfm__published_free(m->published);
     tfm_tokenizer_free(m->tokenizers[0]);
     tfm_tokenizer_free(m->tokenizers[1]);
     free(m);
@@ -274,7 +277,9 @@ tfm_status tfm_model_set_training(tfm_model *m, int32_t training)
 {
     if (!m)
         return tfm__fail(TFM_ERR_NULL, "tfm_model_set_training: model is NULL");
-    if (training && tfm__model_refuse_quantized("tfm_model_set_training", m) != TFM_OK)
+    /* a quantized model trains an adapter only: its weights stay */
+    if (training && !m->in_use &&
+        tfm__model_refuse_quantized("tfm_model_set_training", m) != TFM_OK)
         return tfm_last_status();
     tfm_layer *layers[] = {m->src_embedding,      m->tgt_embedding,      m->src_positions,
                            m->tgt_positions,      m->src_embedding_norm, m->tgt_embedding_norm,
@@ -372,8 +377,8 @@ float tfm__generator_rescale(const tfm_model *m)
     return (float)pow((double)m->options.d_model, -0.5);
 }
 
-static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *src,
-                          const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
+static tfm_tensor *encode_run(tfm_tape *tape, tfm_model *m, const char *op,
+                              const tfm_tensor *src, const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
 {
     uint64_t mark = tfm__error_mark();
     if (!m) {
@@ -388,7 +393,7 @@ static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tf
     return tfm__result_within(op, mark, tfm__encoder_run(tape, op, m->encoder, x, &masks));
 }
 
-static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
+static tfm_tensor *decode_run(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
                           const tfm_tensor *memory, const tfm_tensor *tgt_mask,
                           const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
                           const tfm_tensor *memory_key_padding_mask, tfm_tensor **cross_weights)
@@ -410,6 +415,40 @@ static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tf
     if (y && m->options.generator_rescale)
         y = tfm_scale(tape, y, tfm__generator_rescale(m));
     return tfm__result_within(op, mark, tfm_linear_forward(tape, m->generator, y));
+}
+
+/* The model's adapter in use on the tape for one forward, unless the
+ * tape's owner chose one (a decoding's). */
+static const struct tfm__adapter_set *adapter_on(tfm_tape *tape, const tfm_model *m)
+{
+    if (!tape || tape->adapter_chosen || !m)
+        return tape ? tape->adapter : NULL;
+    const struct tfm__adapter_set *before = tape->adapter;
+    tape->adapter = tfm__model_adapter_in_use(m);
+    return before;
+}
+
+static tfm_tensor *encode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *src,
+                          const tfm_tensor *src_mask, const tfm_tensor *src_key_padding_mask)
+{
+    const struct tfm__adapter_set *before = adapter_on(tape, m);
+    tfm_tensor *memory = encode_run(tape, m, op, src, src_mask, src_key_padding_mask);
+    if (tape)
+        tape->adapter = before;
+    return memory;
+}
+
+static tfm_tensor *decode(tfm_tape *tape, tfm_model *m, const char *op, const tfm_tensor *tgt,
+                          const tfm_tensor *memory, const tfm_tensor *tgt_mask,
+                          const tfm_tensor *memory_mask, const tfm_tensor *tgt_key_padding_mask,
+                          const tfm_tensor *memory_key_padding_mask, tfm_tensor **cross_weights)
+{
+    const struct tfm__adapter_set *before = adapter_on(tape, m);
+    tfm_tensor *logits = decode_run(tape, m, op, tgt, memory, tgt_mask, memory_mask,
+                                    tgt_key_padding_mask, memory_key_padding_mask, cross_weights);
+    if (tape)
+        tape->adapter = before;
+    return logits;
 }
 
 tfm_tensor *tfm_model_encode(tfm_tape *tape, tfm_model *m, const tfm_tensor *src,

@@ -38,6 +38,9 @@ struct tfm_model {
     /* relative_attention_buckets' tables [buckets, heads] (store-owned), or NULL */
     tfm_tensor *src_relative_bias, *tgt_relative_bias;
     struct tfm__generation *generation; /* NULL unless published; not saved */
+    /* a published folder's family and files, for tfm_model_save_pretrained
+     * (model/families.h); NULL unless published; not saved */
+    struct tfm__published *published;
     tfm_tokenizer *tokenizers[2];   /* source, target (NULL: the source's); saved with it */
     tfm__text_template text;        /* around the tokenizers' ids; saved with them */
     /* tfm_model_quantize: what it turned to int8 (TFM_QUANTIZE_*, 0 for
@@ -45,6 +48,11 @@ struct tfm_model {
     uint32_t quantized;
     struct tfm__int8_weight **int8;
     int64_t n_int8;
+    /* low-rank adapters over the weights (adapters.c), and the one the
+     * model's forwards apply (NULL: none) */
+    struct tfm__adapter **adapters;
+    int32_t n_adapters;
+    struct tfm__adapter *in_use;
 };
 
 /* A linear weight tfm_model_quantize turns to int8: the weight, its bias
@@ -118,4 +126,19 @@ tfm_tensor *tfm__model_decode_attending(tfm_tape *tape, tfm_model *model, const 
                                         const tfm_tensor *memory_mask,
                                         tfm_tensor **cross_weights);
 
+/* The adapter set named name (adapters.c), NULL with TFM_ERR_ARG naming op
+ * when the model has none by that name. */
+struct tfm__adapter_set;
+const struct tfm__adapter_set *tfm__model_adapter(const char *op, const tfm_model *m,
+                                                 const char *name);
+/* The adapter the model's forwards apply, NULL for none. */
+const struct tfm__adapter_set *tfm__model_adapter_in_use(const tfm_model *m);
+void tfm__model_free_adapters(tfm_model *m);
+/* The parameters of the adapter in use, or NULL. */
+tfm_params *tfm__model_adapter_params_in_use(const tfm_model *m);
+/* The module path of a published model's linear, named ours in libtfm
+ * ("decoder.layers.0.multihead_attn.q_proj"), in its family's
+ * transformers class ("model.decoder.layers.0.encoder_attn.q_proj"), into
+ * out; -1 when the model is not published or has no such module. */
+int tfm__published_module(const tfm_model *m, const char *ours, char *out, size_t size);
 #endif

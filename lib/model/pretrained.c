@@ -16,6 +16,7 @@
 #include "io/json.h"
 #include "io/json_doc.h"
 #include "io/safetensors.h"
+#include "model/families.h"
 #include "model/model.h"
 #include "translate/generation.h"
 #include "text/text.h"
@@ -24,58 +25,15 @@
 #define INDEX_MAX_BYTES ((size_t)64 << 20)
 #define MAX_SHARDS 1024
 #define PATH_MAX_BYTES 4096
-
-/* The defaults of a family's Config class (configuration_*.py) for the
- * keys a config.json may leave out, as transformers takes them: sizes,
- * special ids (-1: the class has none) and forced_eos_token_id, which
- * generate() takes from config.json when there is no
- * generation_config.json. A missing decoder_start_token_id where the
- * class has none (MBartConfig, T5Config) is bos_token_id, as generate()
- * falls back to it. T5Config's heads are num_heads of d_kv, its layers
- * num_layers, its feed-forward d_ff. */
-typedef struct config_defaults {
-    int64_t vocab, d_model, layers, heads, d_ff, pad, bos, eos, start, forced_eos;
-} config_defaults;
-
-/* The families and how each one builds its layers (modeling_*.py), with
- * their Config classes' defaults: scale_embedding and activation_function
- * differ between families (T5Config has neither). */
-typedef enum { MARIAN, BART, MBART, M2M100, T5 } family;
-static const struct family_info {
-    const char *model_type;
-    int32_t norm_first, final_norm, embedding_norm;
-    tfm_positions positions;
-    int32_t scale_embedding;
-    const char *activation;
-    config_defaults defaults;
-} families[] = {
-    /* post-norm, Marian's sinusoids, no norms around the stacks */
-    [MARIAN] = {"marian", 0, 0, 0, TFM_POSITIONS_SINUSOIDAL_HALVES, 0, "gelu",
-                {58101, 1024, 12, 16, 4096, 58100, -1, 0, 58100, 0}},
-    /* post-norm, learned positions from row 2, layernorm_embedding */
-    [BART] = {"bart", 0, 0, 1, TFM_POSITIONS_LEARNED, 0, "gelu",
-              {50265, 1024, 12, 16, 4096, 1, 0, 2, 2, 2}},
-    /* pre-norm with layernorm_embedding and the stacks' layer_norm */
-    [MBART] = {"mbart", 1, 1, 1, TFM_POSITIONS_LEARNED, 0, "gelu",
-               {50265, 1024, 12, 16, 4096, 1, 0, 2, -1, 2}},
-    /* pre-norm, fairseq's sinusoids past the padding id, layer_norm */
-    [M2M100] = {"m2m_100", 1, 1, 0, TFM_POSITIONS_SINUSOIDAL_FAIRSEQ, 1, "relu",
-                {128112, 1024, 12, 16, 4096, 1, 0, 2, 2, -1}},
-    /* pre-norm RMS norms, final_layer_norm, relative positions only */
-    [T5] = {"t5", 1, 1, 0, TFM_POSITIONS_NONE, 0, NULL, {32128, 512, 6, 8, 2048, 0, -1, 1, -1, -1}},
-};
-/* T5Config's d_kv */
-#define T5_D_KV 64
-enum { FAMILIES = sizeof families / sizeof families[0] };
-
-/* BART's learned tables keep two rows before position 0. */
-#define BART_POSITION_OFFSET 2
+/* NLLB's tokenizer.json is 17 MB */
+#define TOKENIZER_FILE_MAX_BYTES ((size_t)256 << 20)
 
 typedef struct loader {
     const char *op;
     char ctx[PATH_MAX_BYTES + 64]; /* "op: \"folder\"" for messages */
     const char *folder;
     char *config_text, *generation_text, *settings_text;
+    char *config_as_read, *generation_as_read; /* as the files hold them, to save them back */
     tfm__json config, generation, settings; /* settings: tokenizer_config.json */
     int has_config, has_generation, has_settings;
     const tfm__json *doc;          /* the document the config_ helpers read */
@@ -83,7 +41,7 @@ typedef struct loader {
     tfm_safetensors *files[MAX_SHARDS];
     int32_t n_files;
     uint8_t **used;                /* per file, per tensor: mapped onto a parameter */
-    family family;
+    tfm__family family;
     int32_t shared;                /* one embedding table for both sides */
     const char *prefix;            /* "model." (ForConditionalGeneration) or "" */
     const char *tokenizer_class;   /* a fairseq-numbered tokenizer's, once read */
@@ -181,7 +139,7 @@ static int same_sides(loader *l, const char *encoder_key, const char *decoder_ke
 
 /* pad_token_id, eos_token_id and decoder_start_token_id (else the
  * class's, else bos_token_id) with the family's defaults. */
-static int special_ids(loader *l, const config_defaults *d, int64_t *pad, int64_t *eos,
+static int special_ids(loader *l, const tfm__config_defaults *d, int64_t *pad, int64_t *eos,
                        int64_t *start)
 {
     int64_t bos;
@@ -202,16 +160,16 @@ static int special_ids(loader *l, const config_defaults *d, int64_t *pad, int64_
 /* T5Config: its own keys, with T5Config's defaults where older folders
  * (t5-small) leave them out. feed_forward_proj is "ACT" or "gated-ACT",
  * "gated-gelu" meaning the tanh GELU. */
-static int read_t5_config(loader *l, const struct family_info *f, tfm_model_options *o)
+static int read_t5_config(loader *l, const tfm__family_info *f, tfm_model_options *o)
 {
     int64_t vocab, d_model, d_kv, heads, layers, decoder_layers, d_ff, buckets, distance, pad,
         eos, start, max_len;
     int32_t tie;
     float eps;
-    const config_defaults *d = &f->defaults;
+    const tfm__config_defaults *d = &f->defaults;
     if (config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
         config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
-        config_int(l, "d_kv", T5_D_KV, 1, INT32_MAX, &d_kv) < 0 ||
+        config_int(l, "d_kv", TFM__T5_D_KV, 1, INT32_MAX, &d_kv) < 0 ||
         config_int(l, "num_heads", d->heads, 1, INT32_MAX, &heads) < 0 ||
         config_int(l, "num_layers", d->layers, 0, 4096, &layers) < 0 ||
         config_int(l, "num_decoder_layers", layers, 0, 4096, &decoder_layers) < 0 ||
@@ -271,9 +229,12 @@ static int has_file(loader *l, const char *name, char *path)
 }
 
 /* The folder's JSON object file name into *text (the caller's to free,
- * also on failure) and *doc (the caller's when read): 1 when read, 0 when
- * absent and not required, -1 with the error set. */
-static int read_object(loader *l, const char *name, int required, char **text, tfm__json *doc)
+ * also on failure), *doc (the caller's when read) and, unless NULL,
+ * *as_read (the text before parsing, which parsing changes; the caller's
+ * too): 1 when read, 0 when absent and not required, -1 with the error
+ * set. */
+static int read_object(loader *l, const char *name, int required, char **text, tfm__json *doc,
+                       char **as_read)
 {
     char path[PATH_MAX_BYTES], context[sizeof l->ctx + 64];
     size_t size;
@@ -282,8 +243,13 @@ static int read_object(loader *l, const char *name, int required, char **text, t
     if (!required && !tfm__path_taken(path))
         return 0;
     snprintf(context, sizeof context, "%s: %s", l->ctx, name);
-    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK ||
-        tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
+    if (tfm__read_whole_file(l->op, path, CONFIG_MAX_BYTES, text, &size) != TFM_OK)
+        return -1;
+    if (as_read && !(*as_read = strdup(*text))) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
+        return -1;
+    }
+    if (tfm__json_parse(context, *text, size, (int64_t)(size / 2 + 1), doc) != TFM_OK)
         return -1;
     if (doc->nodes[0].type != TFM__JSON_OBJECT) {
         tfm__fail(TFM_ERR_FORMAT, "%s: %s is not a JSON object", l->ctx, name);
@@ -295,16 +261,16 @@ static int read_object(loader *l, const char *name, int required, char **text, t
 
 static int read_config(loader *l, tfm_model_options *o)
 {
-    if (read_object(l, "config.json", 1, &l->config_text, &l->config) < 0)
+    if (read_object(l, "config.json", 1, &l->config_text, &l->config, &l->config_as_read) < 0)
         return -1;
     l->has_config = 1;
     l->doc = &l->config;
     l->doc_name = "config.json";
     const char *type = config_string(l, "model_type");
     int found = 0;
-    for (int f = 0; type && f < FAMILIES; f++)
-        if (strcmp(type, families[f].model_type) == 0) {
-            l->family = (family)f;
+    for (int f = 0; type && f < TFM__FAMILIES; f++)
+        if (strcmp(type, tfm__families[f].model_type) == 0) {
+            l->family = (tfm__family)f;
             found = 1;
         }
     if (!found) {
@@ -313,14 +279,14 @@ static int read_config(loader *l, tfm_model_options *o)
                   type ? type : "(missing)", type ? "\"" : "");
         return -1;
     }
-    const struct family_info *f = &families[l->family];
+    const tfm__family_info *f = &tfm__families[l->family];
     tfm_model_options_init(o);
-    if (l->family == T5)
+    if (l->family == TFM__T5)
         return read_t5_config(l, f, o);
     int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
     int32_t scale, tie, share;
     const char *activation = config_name(l, "activation_function", f->activation);
-    const config_defaults *d = &f->defaults;
+    const tfm__config_defaults *d = &f->defaults;
     if (config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
         config_int(l, "decoder_vocab_size", vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
         config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
@@ -341,8 +307,8 @@ static int read_config(loader *l, tfm_model_options *o)
     o->decoder_layers = (int32_t)layers;
     o->src_vocab = vocab;
     /* Marian's decoder_vocab_size is the only way the two may differ */
-    o->tgt_vocab = l->family == MARIAN ? tgt_vocab : vocab;
-    o->share_embeddings = o->src_vocab == o->tgt_vocab && (l->family != MARIAN || share);
+    o->tgt_vocab = l->family == TFM__MARIAN ? tgt_vocab : vocab;
+    o->share_embeddings = o->src_vocab == o->tgt_vocab && (l->family != TFM__MARIAN || share);
     l->shared = o->share_embeddings;
     o->tie_generator = tie;
     o->d_model = d_model;
@@ -353,8 +319,8 @@ static int read_config(loader *l, tfm_model_options *o)
     o->final_norm = f->final_norm;
     o->embedding_norm = f->embedding_norm;
     o->positions = f->positions;
-    o->position_offset = l->family == M2M100 ? pad + 1
-                         : o->positions == TFM_POSITIONS_LEARNED ? BART_POSITION_OFFSET
+    o->position_offset = l->family == TFM__M2M100 ? pad + 1
+                         : o->positions == TFM_POSITIONS_LEARNED ? TFM__BART_POSITION_OFFSET
                                                                  : 0;
     o->embedding_scale = scale ? TFM_EMBEDDING_SCALE_SQRT_D : TFM_EMBEDDING_SCALE_NONE;
     o->fused_qkv = 0;
@@ -376,7 +342,7 @@ static int read_config(loader *l, tfm_model_options *o)
 static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 {
     int read = read_object(l, "generation_config.json", 0, &l->generation_text,
-                           &l->generation);
+                           &l->generation, &l->generation_as_read);
     if (read < 0)
         return -1;
     if (read) {
@@ -385,7 +351,7 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         l->doc_name = "generation_config.json";
     }
     tfm__json_doc doc = doc_of(l);
-    return tfm__generation_read(&doc, l->has_generation, families[l->family].defaults.forced_eos,
+    return tfm__generation_read(&doc, l->has_generation, tfm__families[l->family].defaults.forced_eos,
                                 o, g) == TFM_OK
                ? 0
                : -1;
@@ -397,7 +363,7 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
  * when read or absent. */
 static int read_settings(loader *l)
 {
-    int read = read_object(l, "tokenizer_config.json", 0, &l->settings_text, &l->settings);
+    int read = read_object(l, "tokenizer_config.json", 0, &l->settings_text, &l->settings, NULL);
     l->has_settings = read == 1;
     return read < 0 ? -1 : 0;
 }
@@ -467,7 +433,7 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
         reading_settings(l);
         name = config_string(l, "tokenizer_class") ? config_string(l, "tokenizer_class") : name;
     }
-    name = name ? name : l->family == MBART ? "MBartTokenizer" : "M2M100Tokenizer";
+    name = name ? name : l->family == TFM__MBART ? "MBartTokenizer" : "M2M100Tokenizer";
     l->tokenizer_class = name;
     size_t length = strlen(name);
     length -= length > 4 && strcmp(name + length - 4, "Fast") == 0 ? 4 : 0;
@@ -479,7 +445,7 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
     if (k == n) {
         tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_class \"%s\" is not one libtfm reads for a %s "
                   "model (MBartTokenizer, MBart50Tokenizer, NllbTokenizer, M2M100Tokenizer)",
-                  l->ctx, name, families[l->family].model_type);
+                  l->ctx, name, tfm__families[l->family].model_type);
     } else if (!fairseq_classes[k].codes) {
         status = m2m100_tokenizer(l, model_path, out);
     } else {
@@ -563,13 +529,13 @@ static int token_of(loader *l, const tfm__json_node *n, const char *where, const
 static const struct {
     const char *key, *by_family[5];
 } attributes[] = {
-    {"bos_token", {[BART] = "<s>", [MBART] = "<s>", [M2M100] = "<s>"}},
+    {"bos_token", {[TFM__BART] = "<s>", [TFM__MBART] = "<s>", [TFM__M2M100] = "<s>"}},
     {"eos_token", {"</s>", "</s>", "</s>", "</s>", "</s>"}},
     {"unk_token", {"<unk>", "<unk>", "<unk>", "<unk>", "<unk>"}},
-    {"sep_token", {[BART] = "</s>", [MBART] = "</s>", [M2M100] = "</s>"}},
+    {"sep_token", {[TFM__BART] = "</s>", [TFM__MBART] = "</s>", [TFM__M2M100] = "</s>"}},
     {"pad_token", {"<pad>", "<pad>", "<pad>", "<pad>", "<pad>"}},
-    {"cls_token", {[BART] = "<s>", [MBART] = "<s>"}},
-    {"mask_token", {[BART] = "<mask>", [MBART] = "<mask>"}},
+    {"cls_token", {[TFM__BART] = "<s>", [TFM__MBART] = "<s>"}},
+    {"mask_token", {[TFM__BART] = "<mask>", [TFM__MBART] = "<mask>"}},
 };
 
 /* Builds tok's added tokens as transformers' slow tokenizer of the folder
@@ -588,7 +554,7 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
     const tfm__json *doc = &l->settings;
     const tfm__json_node *top = l->has_settings ? &doc->nodes[0] : NULL;
-    int mask_lstrip = l->family == BART || l->mask_lstrip;
+    int mask_lstrip = l->family == TFM__BART || l->mask_lstrip;
     for (size_t k = 0; k < sizeof attributes / sizeof attributes[0] && !failed; k++) {
         const char *key = attributes[k].key, *content = attributes[k].by_family[l->family];
         const tfm__json_node *n = top ? tfm__json_member(doc, top, key) : NULL;
@@ -609,7 +575,7 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
         copy = id >= 0 ? tok->pieces[id].text : NULL;
         failed = copy && add_token(l, &a, copy, id, none, IF_NEW);
     }
-    if (l->family == T5 && l->extra_ids > 0 && !failed) {
+    if (l->family == TFM__T5 && l->extra_ids > 0 && !failed) {
         failed = !(sentinels = malloc((size_t)l->extra_ids * sizeof *sentinels));
         if (failed)
             tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld sentinels", l->ctx,
@@ -679,18 +645,18 @@ static int attach_tokenizers(loader *l, tfm_model *m)
     tfm_tokenizer *source = NULL, *target = NULL;
     uint64_t mark = tfm__error_mark();
     int failed;
-    if (l->family == MARIAN) {
+    if (l->family == TFM__MARIAN) {
         if (!has_file(l, "source.spm", a) || !has_file(l, "vocab.json", b))
             return 0;
         const char *target_vocab = has_file(l, "target_vocab.json", c) ? c : b;
         failed = !(source = tfm_tokenizer_load_sentencepiece_with_vocab(a, b));
         if (!failed && has_file(l, "target.spm", a))
             failed = !(target = tfm_tokenizer_load_sentencepiece_with_vocab(a, target_vocab));
-    } else if (l->family == BART) {
+    } else if (l->family == TFM__BART) {
         if (!has_file(l, "vocab.json", a) || !has_file(l, "merges.txt", b))
             return 0;
         failed = !(source = tfm_tokenizer_load_byte_bpe(a, b));
-    } else if (l->family == T5) {
+    } else if (l->family == TFM__T5) {
         if (!has_file(l, "spiece.model", a))
             return 0;
         l->extra_ids = 100;
@@ -742,27 +708,27 @@ static int read_text_template(loader *l, tfm_model *m)
     const char *class = l->tokenizer_class ? l->tokenizer_class : "";
     int nllb = strncmp(class, "NllbTokenizer", 13) == 0;
     int code_last = (nllb && legacy) ||
-                    (l->family == MBART && strncmp(class, "MBart50Tokenizer", 16) != 0);
+                    (l->family == TFM__MBART && strncmp(class, "MBart50Tokenizer", 16) != 0);
     int32_t bos = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS),
             eos = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
-    if (eos < 0 || (l->family == BART && bos < 0)) {
+    if (eos < 0 || (l->family == TFM__BART && bos < 0)) {
         tfm__fail(TFM_ERR_FORMAT, "%s: the tokenizer has no %s to put around sources", l->ctx,
                   eos < 0 ? "</s>" : "<s>");
         return -1;
     }
     tfm__text_template *t = &m->text;
-    if (l->family == BART) {
+    if (l->family == TFM__BART) {
         *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up, 0};
-    } else if (l->family == MARIAN || l->family == T5) {
-        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, l->family == MARIAN};
+    } else if (l->family == TFM__MARIAN || l->family == TFM__T5) {
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, l->family == TFM__MARIAN};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
         *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up, 0}
                        : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up, 0};
         if (!source)
-            source = l->family == MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
+            source = l->family == TFM__MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
     }
-    int multilingual = l->family == MBART || l->family == M2M100;
+    int multilingual = l->family == TFM__MBART || l->family == TFM__M2M100;
     uint64_t mark = tfm__error_mark();
     /* a one-language family's src_lang, if any, is no code it carries */
     if (multilingual && tfm_model_set_languages(m, source, target) != TFM_OK) {
@@ -847,121 +813,6 @@ static int open_files(loader *l)
     return status;
 }
 
-/* modeling_t5.py's name of a libtfm parameter: blocks of numbered
- * layers (self-attention, the decoder's EncDecAttention, DenseReluDense),
- * each with its layer_norm; the stacks' first block holds the relative
- * bias table. A gated feed-forward's linear1 is wi_0. */
-static int t5_name(const char *ours, int gated, char *out, size_t size)
-{
-    static const struct {
-        const char *ours, *theirs;
-    } top[] = {{"src_embedding.weight", "shared.weight"},
-               {"encoder.norm.weight", "encoder.final_layer_norm.weight"},
-               {"decoder.norm.weight", "decoder.final_layer_norm.weight"},
-               {"encoder.relative_attention_bias.weight",
-                "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"},
-               {"decoder.relative_attention_bias.weight",
-                "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"}};
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-        if (strcmp(ours, top[i].ours) == 0) {
-            snprintf(out, size, "%s", top[i].theirs);
-            return 0;
-        }
-    int decoder = strncmp(ours, "decoder.", 8) == 0;
-    int layer;
-    char sub[64];
-    if (sscanf(ours + 8, "layers.%d.%63s", &layer, sub) != 2)
-        return -1;
-    /* the feed-forward is layer 1 of an encoder block, 2 of a decoder's */
-    static const struct {
-        const char *ours;
-        int encoder, decoder; /* the sublayer's number, -1: none */
-        const char *theirs;
-    } sublayers[] = {{"self_attn.q_proj.weight", 0, 0, "SelfAttention.q.weight"},
-                     {"self_attn.k_proj.weight", 0, 0, "SelfAttention.k.weight"},
-                     {"self_attn.v_proj.weight", 0, 0, "SelfAttention.v.weight"},
-                     {"self_attn.out_proj.weight", 0, 0, "SelfAttention.o.weight"},
-                     {"multihead_attn.q_proj.weight", -1, 1, "EncDecAttention.q.weight"},
-                     {"multihead_attn.k_proj.weight", -1, 1, "EncDecAttention.k.weight"},
-                     {"multihead_attn.v_proj.weight", -1, 1, "EncDecAttention.v.weight"},
-                     {"multihead_attn.out_proj.weight", -1, 1, "EncDecAttention.o.weight"},
-                     {"norm1.weight", 0, 0, "layer_norm.weight"},
-                     {"norm2.weight", 1, 1, "layer_norm.weight"},
-                     {"norm3.weight", -1, 2, "layer_norm.weight"},
-                     {"linear1.weight", 1, 2, "DenseReluDense.wi.weight"},
-                     {"linear_up.weight", 1, 2, "DenseReluDense.wi_1.weight"},
-                     {"linear2.weight", 1, 2, "DenseReluDense.wo.weight"}};
-    for (size_t i = 0; i < sizeof sublayers / sizeof sublayers[0]; i++) {
-        int number = decoder ? sublayers[i].decoder : sublayers[i].encoder;
-        if (number >= 0 && strcmp(sub, sublayers[i].ours) == 0) {
-            const char *theirs = gated && strcmp(sub, "linear1.weight") == 0
-                                     ? "DenseReluDense.wi_0.weight"
-                                     : sublayers[i].theirs;
-            snprintf(out, size, "%s.block.%d.layer.%d.%s", decoder ? "decoder" : "encoder", layer,
-                     number, theirs);
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* The published name of a libtfm parameter, after the prefix. */
-static int published_name(loader *l, const tfm_model *m, const char *ours, char *out,
-                          size_t size)
-{
-    if (l->family == T5)
-        return t5_name(ours, m->options.gated_feed_forward, out, size);
-    static const struct {
-        const char *ours, *theirs;
-    } top[] = {{"src_embedding.weight", "shared.weight"},
-               {"tgt_embedding.weight", "decoder.embed_tokens.weight"},
-               {"src_positions.weight", "encoder.embed_positions.weight"},
-               {"tgt_positions.weight", "decoder.embed_positions.weight"},
-               {"src_embedding_norm.weight", "encoder.layernorm_embedding.weight"},
-               {"src_embedding_norm.bias", "encoder.layernorm_embedding.bias"},
-               {"tgt_embedding_norm.weight", "decoder.layernorm_embedding.weight"},
-               {"tgt_embedding_norm.bias", "decoder.layernorm_embedding.bias"},
-               {"encoder.norm.weight", "encoder.layer_norm.weight"},
-               {"encoder.norm.bias", "encoder.layer_norm.bias"},
-               {"decoder.norm.weight", "decoder.layer_norm.weight"},
-               {"decoder.norm.bias", "decoder.layer_norm.bias"}};
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-        if (strcmp(ours, top[i].ours) == 0) {
-            const char *theirs = top[i].theirs;
-            /* separate source embeddings are the encoder's own */
-            if (strcmp(ours, "src_embedding.weight") == 0 && !l->shared)
-                theirs = "encoder.embed_tokens.weight";
-            snprintf(out, size, "%s%s", l->prefix, theirs);
-            return 0;
-        }
-    /* encoder.layers.N.<sublayer>.<rest> and decoder.layers.N.… */
-    int decoder = strncmp(ours, "decoder.", 8) == 0;
-    const char *after = strstr(ours, ".layers.");
-    const char *sub = after ? strchr(after + 8, '.') : NULL;
-    if (!sub)
-        return -1;
-    sub++;
-    static const struct {
-        const char *ours, *encoder, *decoder;
-    } sublayers[] = {{"self_attn.", "self_attn.", "self_attn."},
-                     {"multihead_attn.", NULL, "encoder_attn."},
-                     {"linear1.", "fc1.", "fc1."},
-                     {"linear2.", "fc2.", "fc2."},
-                     {"norm1.", "self_attn_layer_norm.", "self_attn_layer_norm."},
-                     {"norm2.", "final_layer_norm.", "encoder_attn_layer_norm."},
-                     {"norm3.", NULL, "final_layer_norm."}};
-    for (size_t i = 0; i < sizeof sublayers / sizeof sublayers[0]; i++) {
-        size_t n = strlen(sublayers[i].ours);
-        const char *theirs = decoder ? sublayers[i].decoder : sublayers[i].encoder;
-        if (theirs && strncmp(sub, sublayers[i].ours, n) == 0) {
-            snprintf(out, size, "%s%.*s%s%s", l->prefix, (int)(sub - ours), ours, theirs,
-                     sub + n);
-            return 0;
-        }
-    }
-    return -1;
-}
-
 /* The file and index of a published tensor, or -1. */
 static int find_tensor(const loader *l, const char *name, int64_t *index)
 {
@@ -1042,15 +893,12 @@ static int load_tensors(loader *l, tfm_model *m)
                         find_tensor(l, "model.encoder.embed_tokens.weight", &index) >= 0
                     ? "model."
                     : "";
+    tfm__family_layout layout = {l->family, l->shared, l->prefix};
     for (int64_t i = 0; i < tfm_params_count(m->params); i++) {
         const char *ours = tfm_params_name(m->params, i);
         char theirs[256];
         int32_t f = -1;
-        if (strcmp(ours, "generator.weight") == 0)
-            snprintf(theirs, sizeof theirs, "lm_head.weight");
-        else if (strcmp(ours, "generator.bias") == 0)
-            snprintf(theirs, sizeof theirs, "final_logits_bias");
-        else if (published_name(l, m, ours, theirs, sizeof theirs) < 0) {
+        if (tfm__published_name(&layout, m, ours, theirs, sizeof theirs) < 0) {
             tfm__fail(TFM_ERR_FORMAT, "%s: libtfm's parameter %s has no published name", l->ctx,
                       ours);
             return -1;
@@ -1085,7 +933,7 @@ static int load_tensors(loader *l, tfm_model *m)
             if (!l->used[f][t] && !derived(l, m, name)) {
                 tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s is not one libtfm reads for a %s model "
                           "(an option it does not support?)", l->ctx, name,
-                          families[l->family].model_type);
+                          tfm__families[l->family].model_type);
                 return -1;
             }
         }
@@ -1108,6 +956,41 @@ static int64_t float_values(const loader *l)
     return total;
 }
 
+/* What saving the model back in the folder's layout needs
+ * (families.h): the JSON texts as read (taken from the loader) and the
+ * tokenizer files' bytes. 0, or -1 with the error set. */
+static int keep_published(loader *l, tfm_model *m)
+{
+    tfm__published *p = calloc(1, sizeof *p);
+    if (!p) {
+        tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
+        return -1;
+    }
+    p->family = l->family;
+    p->shared = l->shared;
+    p->config = l->config_as_read;
+    p->generation = l->generation_as_read;
+    l->config_as_read = l->generation_as_read = NULL;
+    m->published = p;
+    if (!tfm_model_tokenizer(m, 0))
+        return 0;
+    for (int32_t i = 0; i < TFM__TOKENIZER_FILES; i++) {
+        char path[PATH_MAX_BYTES];
+        if (!has_file(l, tfm__tokenizer_files[i], path))
+            continue;
+        int32_t n = p->n_files;
+        if (tfm__read_whole_file(l->op, path, TOKENIZER_FILE_MAX_BYTES, &p->file_bytes[n],
+                                 &p->file_sizes[n]) != TFM_OK)
+            return -1;
+        p->n_files++;
+        if (!(p->file_names[n] = strdup(tfm__tokenizer_files[i]))) {
+            tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void loader_free(loader *l)
 {
     for (int32_t f = 0; f < l->n_files; f++) {
@@ -1125,6 +1008,8 @@ static void loader_free(loader *l)
     free(l->config_text);
     free(l->generation_text);
     free(l->settings_text);
+    free(l->config_as_read);
+    free(l->generation_as_read);
 }
 
 tfm_model *tfm_model_from_pretrained(const char *folder)
@@ -1160,7 +1045,7 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
         tfm__fail_because(TFM_ERR_FORMAT, "%s: config.json describes no model libtfm can make "
                           "from these files", l->ctx);
     if (m && (load_tensors(l, m) < 0 || read_settings(l) < 0 || attach_tokenizers(l, m) < 0 ||
-              read_text_template(l, m) < 0)) {
+              read_text_template(l, m) < 0 || keep_published(l, m) < 0)) {
         tfm_model_free(m);
         m = NULL;
     }

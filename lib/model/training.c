@@ -14,27 +14,41 @@
 #include "optim/optimizer.h"
 
 #define OPTIMIZER_PREFIX TFM__RESERVED_TENSOR_PREFIX "optimizer."
+#define ADAPTER_PREFIX TFM__RESERVED_TENSOR_PREFIX "adapter."
 #define RNG_COUNT_KEY TFM__MODEL_KEY_PREFIX "rng_count"
 #define MODEL_RNG_KEY TFM__MODEL_KEY_PREFIX "rng.model"
 /* The caller's streams are tfm.rng.0, tfm.rng.1, …; more than this many
  * would not fit libtfm's metadata. */
 #define MAX_RNGS 32
 
+static tfm_status check_rngs(const char *op, int32_t rng_count, const void *rngs)
+{
+    if (rng_count < 0 || rng_count > MAX_RNGS)
+        return tfm__fail(TFM_ERR_ARG, "%s: rng_count %d is outside [0, %d]", op,
+                         (int)rng_count, MAX_RNGS);
+    if (rng_count > 0 && !rngs)
+        return tfm__fail(TFM_ERR_NULL, "%s: rngs is NULL", op);
+    return TFM_OK;
+}
+
+/* An optimizer over the model's parameters (not quantized), or over the
+ * adapter in use (adapters.h), whose parameters the state then holds as
+ * ADAPTER_PREFIX + their names. */
 static tfm_status check_pair(const char *op, const tfm_model *model,
                              const tfm_optimizer *optimizer, int32_t rng_count,
                              const void *rngs)
 {
     if (!model || !optimizer)
         return tfm__fail(TFM_ERR_NULL, "%s: %s is NULL", op, model ? "optimizer" : "model");
+    const tfm_params *adapter = tfm__model_adapter_params_in_use(model);
+    if (adapter && tfm__optimizer_params(optimizer) == adapter)
+        return check_rngs(op, rng_count, rngs); /* the adapter's training, over a frozen base */
     if (tfm__optimizer_params(optimizer) != model->params)
         return tfm__fail(TFM_ERR_ARG, "%s: the optimizer is not over the model's parameters "
-                         "(create it with tfm_model_params(model))", op);
-    if (rng_count < 0 || rng_count > MAX_RNGS)
-        return tfm__fail(TFM_ERR_ARG, "%s: rng_count %d is outside [0, %d]", op,
-                         (int)rng_count, MAX_RNGS);
-    if (rng_count > 0 && !rngs)
-        return tfm__fail(TFM_ERR_NULL, "%s: rngs is NULL", op);
-    return tfm__model_refuse_quantized(op, model);
+                         "(create it with tfm_model_params(model)) nor over the adapter in use "
+                         "(tfm_model_adapter_params)", op);
+    tfm_status s = check_rngs(op, rng_count, rngs);
+    return s != TFM_OK ? s : tfm__model_refuse_quantized(op, model);
 }
 
 tfm_status tfm_training_save(const char *path, const tfm_model *model,
@@ -62,8 +76,36 @@ tfm_status tfm_training_save(const char *path, const tfm_model *model,
     }
     tfm__optimizer_record record;
     tfm__optimizer_describe(optimizer, OPTIMIZER_PREFIX, &record);
-    return tfm__model_write(op, model, path, record.count, record.names, record.tensors, &md,
-                            metadata_count, keys, values);
+    tfm_params *adapter = tfm__optimizer_params(optimizer) == model->params
+                              ? NULL
+                              : tfm__optimizer_params(optimizer);
+    if (!adapter)
+        return tfm__model_write(op, model, path, record.count, record.names, record.tensors,
+                                &md, metadata_count, keys, values);
+    /* the optimizer's tensors, then the adapter's under their prefixed names */
+    int64_t n = tfm_params_count(adapter), total = record.count + n;
+    const char **names = malloc((size_t)total * sizeof *names);
+    const tfm_tensor **tensors = malloc((size_t)total * sizeof *tensors);
+    char *prefixed = malloc((size_t)n * 320);
+    if (!names || !tensors || !prefixed) {
+        s = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    } else {
+        for (int64_t i = 0; i < record.count; i++) {
+            names[i] = record.names[i];
+            tensors[i] = record.tensors[i];
+        }
+        for (int64_t i = 0; i < n; i++) {
+            snprintf(prefixed + i * 320, 320, ADAPTER_PREFIX "%s", tfm_params_name(adapter, i));
+            names[record.count + i] = prefixed + i * 320;
+            tensors[record.count + i] = tfm_params_at(adapter, i);
+        }
+        s = tfm__model_write(op, model, path, total, names, tensors, &md, metadata_count, keys,
+                             values);
+    }
+    free(names);
+    free(tensors);
+    free(prefixed);
+    return s;
 }
 
 /* A stream's state from key, into *rng. */
@@ -139,14 +181,25 @@ tfm_status tfm_training_load(const char *path, tfm_model *model, tfm_optimizer *
     s = read_streams(ctx, file, model, rng_count, streams);
     if (s == TFM_OK)
         s = tfm__optimizer_read(ctx, optimizer, file, OPTIMIZER_PREFIX, &loaded);
+    /* an adapter's state: its parameters alone (the base is frozen, and a
+     * quantized one's int8 weights would not follow new values) */
+    tfm_params *params = tfm__optimizer_params(optimizer) == model->params
+                             ? model->params
+                             : tfm__optimizer_params(optimizer);
+    tfm_load_options adapter;
+    tfm_load_options_init(&adapter);
+    adapter.strip_prefix = ADAPTER_PREFIX;
+    adapter.allow_unexpected = 1;
     if (s == TFM_OK) {
-        s = tfm__load_match_params(op, path, model->params, file, NULL,
-                                   TFM__RESERVED_TENSOR_PREFIX, &match);
+        s = params == model->params
+                ? tfm__load_match_params(op, path, params, file, NULL,
+                                         TFM__RESERVED_TENSOR_PREFIX, &match)
+                : tfm__load_match_params(op, path, params, file, &adapter, NULL, &match);
         if (s != TFM_OK)
             tfm__optimizer_loaded_free(&loaded);
     }
     if (s == TFM_OK) {
-        tfm__load_apply(model->params, file, &match, NULL);
+        tfm__load_apply(params, file, &match, NULL);
         tfm__optimizer_restore(optimizer, &loaded);
         for (int32_t i = 0; i < rng_count; i++)
             *rngs[i] = streams[i];

@@ -10,6 +10,8 @@
  * Each keeps one tape tensor where the ops apart would keep up to four. */
 #include "ops/linear.h"
 
+#include "ops/adapter.h"
+
 #include <limits.h>
 #include <string.h>
 
@@ -117,17 +119,20 @@ static const tfm__packed_linear *packed_of(const tfm_tape *tape, const tfm_tenso
 
 /* j->y [rows, j->out] = the op's output for x [rows, in], weight w: its
  * packed copy (NULL: none), its int8 parts when the model was quantized
- * (tfm_model_quantize), else (or when the int8 kernel's buffer cannot be
- * had) its float32 values. */
+ * (tfm_model_quantize), else (or when the bfloat16 or int8 kernel's buffer
+ * cannot be had) its float32 values; the adapter's terms (NULL: none) added
+ * before the activation or residual. */
 static void compute_output(const elementwise_job *j, const float *x, const tfm_tensor *w,
-                           const tfm__packed_linear *packed, int64_t rows, int64_t in)
+                           const tfm__packed_linear *packed, const tfm__adapter_run *adapter,
+                           int64_t rows, int64_t in)
 {
     int64_t n = rows * j->out;
-    if (packed)
-        tfm__packed_product(&packed->product, x, rows, j->y, j->out);
-    else if (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0)
+    int done = packed && tfm__packed_product(&packed->product, x, rows, j->y, j->out) == 0;
+    if (!done && (!w->int8 || tfm__int8_tensor_product(w, 0, j->out, rows, x, j->y, j->out) < 0))
         tfm__sgemm_bias(0, 1, rows, j->out, in, 1.0f, x, in, tfm__f32(w), in, j->bias, j->y,
                         j->out);
+    if (adapter)
+        tfm__adapter_forward(adapter, x, j->y, rows, in, j->out);
     if (j->mode != PLAIN)
         tfm__parallel_for(n, tfm__workers_for(n), finish_output, (void *)j);
 }
@@ -142,12 +147,13 @@ static void recompute_output(tfm_node *hidden)
         .mask = {(uint64_t)hidden->ints[4], (uint32_t)hidden->ints[5]},
         .y = tfm__f32(hidden->out), .bias = b ? tfm__f32(b) : NULL, .out = hidden->ints[2],
     };
-    compute_output(&j, tfm__f32(hidden->in[0]), hidden->in[1], NULL, hidden->ints[0],
+    compute_output(&j, tfm__f32(hidden->in[0]), hidden->in[1], NULL, NULL, hidden->ints[0],
                    hidden->ints[1]);
 }
 
-/* node->in: x, weight, bias, residual. ints: rows, in, out, mode, the
- * dropout mask's key and first counter; floats: p, 1 / (1 - p). */
+/* node->in: x, weight, bias, residual, then each adapter entry's A and B.
+ * ints: rows, in, out, mode, the dropout mask's key and first counter;
+ * floats: p, 1 / (1 - p); saved[0]: the adapter's run, or NULL. */
 static void linear_backward(tfm_node *node)
 {
     const tfm_tensor *x = node->in[0], *w = node->in[1], *b = node->in[2];
@@ -164,6 +170,8 @@ static void linear_backward(tfm_node *node)
         tfm__parallel_for(n, tfm__workers_for(n), gradient_of_product, &j);
     const float *g = j.g;
     float *gx = tfm__grad_of(x), *gw = tfm__grad_of(w), *gb = b ? tfm__grad_of(b) : NULL;
+    if (node->saved[0])
+        tfm__adapter_backward(node->saved[0], tfm__f32(x), g, gx, rows, in, out);
     if (gx)
         tfm__sgemm(0, 0, rows, in, out, 1.0f, g, out, tfm__f32(w), in, 1.0f, gx, in);
     if (gw)
@@ -220,7 +228,19 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
                   tfm__shape_str(residual, xs, sizeof xs));
         return NULL;
     }
-    const tfm_tensor *inputs[4] = {x, w, b, mode == RESIDUAL ? residual : NULL};
+    tfm__adapter_run *adapter = NULL;
+    if (tape->adapter && tfm__adapter_begin(tape, op, tfm__f32(w), out_features, tfm__f32(x),
+                                            rows, in, &adapter) < 0)
+        return NULL;
+    const tfm_tensor *inputs[4 + 2 * TFM__ADAPTED_PER_PRODUCT] = {
+        x, w, b, mode == RESIDUAL ? residual : NULL};
+    int32_t n_in = 4;
+    for (int k = 0; adapter && k < adapter->count; k++) {
+        inputs[n_in++] = adapter->entries[k]->a;
+        inputs[n_in++] = adapter->entries[k]->b;
+    }
+    if (adapter) /* its terms precede the activation: the hidden layer is kept */
+        recomputed = 0;
     tfm_tensor *y =
         recomputed ? tfm__new_recomputed(tape, op, TFM__RECOMPUTED_HIDDEN, 4, inputs, x->ndim, shape)
                    : tfm__new_output(tape, op, TFM_F32, x->ndim, shape);
@@ -233,11 +253,12 @@ static tfm_tensor *linear(const char *op, tfm_tape *tape, const tfm_tensor *x,
         .y = tfm__f32(y), .bias = b ? tfm__f32(b) : NULL,
         .out = out_features, .residual = residual ? tfm__f32(residual) : NULL,
     };
-    compute_output(&j, tfm__f32(x), w, packed_of(tape, w, j.bias), rows, in);
+    compute_output(&j, tfm__f32(x), w, packed_of(tape, w, j.bias), adapter, rows, in);
     tfm_node *node;
-    if (tfm__record(tape, op, y, linear_backward, 4, inputs, &node) < 0)
+    if (tfm__record(tape, op, y, linear_backward, n_in, inputs, &node) < 0)
         return NULL;
     if (node) {
+        node->saved[0] = adapter;
         const int64_t ints[6] = {rows, in, out_features, mode, (int64_t)j.mask.key,
                                  j.mask.first};
         for (int i = 0; i < 6; i++)

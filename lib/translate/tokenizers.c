@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/base64.h"
 #include "io/safetensors.h"
+#include "model/families.h"
 #include "model/model.h"
 #include "translate/text.h"
 #include "translate/tokenizers.h"
@@ -58,6 +59,9 @@ static void replace(tfm_model *m, tfm_tokenizer *source, tfm_tokenizer *target)
     tfm_tokenizer_free(m->tokenizers[1]);
     m->tokenizers[0] = source;
     m->tokenizers[1] = target;
+    /* the folder's tokenizer files no longer describe them */
+    if (m->published)
+        m->published->tokenizers_replaced = 1;
 }
 
 tfm_status tfm_model_set_tokenizers(tfm_model *m, const tfm_tokenizer *source,

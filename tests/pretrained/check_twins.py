@@ -10,9 +10,19 @@ expected.safetensors (within 1e-6); its greedy and beam outputs, texts,
 scores and margins equal expected.json; and a second twin read from the
 same folder gives bit-identical logits and outputs. Exits 1 on the first
 folder that differs, naming what differs.
+
+    /usr/bin/python3 tests/pretrained/check_twins.py --saved
+
+reads each folder as libtfm saves it back
+(tfm.Model.from_pretrained(folder).save_pretrained(...), in one file and
+in shards) with the twins, which read transformers' layout as its
+modeling code does, and requires bit-identical results to the twin of the
+original folder (tokens, texts, scores, logits). Needs the tfm package
+importable (PYTHONPATH).
 """
 import os
 import sys
+import tempfile
 import unicodedata
 
 import torch
@@ -79,20 +89,51 @@ def identical(name, first, second):
     return problems
 
 
+def check(name, folder, twin_module, expected, logits):
+    """The twin read from folder against the fixture's expected results."""
+    first = run(twin_module.load(folder), expected)
+    second = run(twin_module.load(folder), expected)
+    problems = compare(name, expected, logits, first) + roundtrip(name, twin_module.load(folder), expected) + \
+        identical(name, first, second)
+    for problem in problems:
+        print(problem)
+    return problems
+
+
+def saved_copies(folder, scratch):
+    """The folder as libtfm saves it back: in one file, and in shards."""
+    import tfm
+    model = tfm.Model.from_pretrained(folder)
+    os.makedirs(scratch)
+    whole, sharded = os.path.join(scratch, "whole"), os.path.join(scratch, "sharded")
+    model.save_pretrained(whole)
+    size = os.path.getsize(os.path.join(whole, "model.safetensors"))
+    model.save_pretrained(sharded, max_shard_bytes=size // 3)
+    return [whole, sharded]
+
+
 def main():
     failed = False
+    saved = "--saved" in sys.argv[1:]
+    scratch = tempfile.TemporaryDirectory() if saved else None
     for name, _, twin_module, _ in FAMILIES:
-        folder = os.path.join(TESTS, name)
-        expected = read_json(folder, "expected.json")
-        logits = load_safetensors(os.path.join(folder, "expected.safetensors"))
-        first = run(twin_module.load(folder), expected)
-        second = run(twin_module.load(folder), expected)
-        problems = compare(name, expected, logits, first) + roundtrip(name, twin_module.load(folder), expected) + \
-            identical(name, first, second)
-        for problem in problems:
-            print(problem)
-        failed = failed or bool(problems)
-        print("%s: %s (%d cases)" % (name, "differs" if problems else "ok", len(expected["cases"])))
+        source = os.path.join(TESTS, name)
+        expected = read_json(source, "expected.json")
+        logits = load_safetensors(os.path.join(source, "expected.safetensors"))
+        folders = saved_copies(source, os.path.join(scratch.name, name.replace("/", "_"))) \
+            if saved else [source]
+        reference = run(twin_module.load(source), expected) if saved else None
+        for folder in folders:
+            if saved:
+                problems = identical("%s saved %s" % (name, os.path.basename(folder)), reference,
+                                     run(twin_module.load(folder), expected))
+                for problem in problems:
+                    print(problem)
+            else:
+                problems = check(name, folder, twin_module, expected, logits)
+            failed = failed or bool(problems)
+            print("%s%s: %s (%d cases)" % (name, " saved " + os.path.basename(folder) if saved else "",
+                                           "differs" if problems else "ok", len(expected["cases"])))
     return 1 if failed else 0
 
 

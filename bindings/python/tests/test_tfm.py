@@ -1063,3 +1063,21 @@ def test_greedy_decodes_greedily_a_model_whose_default_is_beam_search(tmp_path):
     decoded = model.greedy(np.array([[1, 2]], np.int32), max_length=3, eos_id=-1,
                            return_logits=True)
     np.testing.assert_array_equal(decoded.tokens[0, 1:], decoded.logits[0].argmax(axis=1))
+
+
+def test_save_pretrained_round_trip(tmp_path):
+    """A published folder saved back in its layout loads as the same
+    model; a model created here has no family's layout to be saved in."""
+    folder = os.path.join(FIXTURES, '..', 'marian')
+    model = tfm.Model.from_pretrained(folder)
+    saved = tmp_path / 'saved'
+    model.save_pretrained(saved)
+    again = tfm.Model.from_pretrained(saved)
+    ours, theirs = model.state_dict(), again.state_dict()
+    assert ours.keys() == theirs.keys()
+    assert all(np.array_equal(ours[k], theirs[k]) for k in ours)
+    assert again.encode_text('Hello') == model.encode_text('Hello')
+    with pytest.raises(tfm.StateError, match='not loaded from a published folder'):
+        tfm.Model(src_vocab=8, tgt_vocab=8, max_src_len=8, max_tgt_len=8, d_model=8, heads=2, d_ff=8,
+                  encoder_layers=1, decoder_layers=1).save_pretrained(tmp_path / 'own')
+    assert not (tmp_path / 'own').exists()

@@ -53,7 +53,9 @@ _PRECISIONS = {'float32': 0, 'bfloat16': 1}  # tfm_matmul_precision
 def set_matmul_precision(precision):
     """'float32' (the default) or 'bfloat16': libtfm's matrix products on
     bfloat16 inputs with float32 sums, on CPUs with AVX512_BF16 (StateError
-    elsewhere, and nothing changes)."""
+    elsewhere, and nothing changes): training's, and decoding's when a
+    float32 model's weights are packed (at each Decoding run, when a
+    Translator is made); an int8 model's products stay int8."""
     if precision not in _PRECISIONS:
         raise ArgumentError(f"precision is 'float32' or 'bfloat16', not {precision!r}")
     check(lib.tfm_set_matmul_precision(_PRECISIONS[precision]))

@@ -18,7 +18,7 @@ from ._locate import SONAME, pkg_config
 # tokenizer, as its own #include says).
 HEADERS = ['common.h', 'tensor.h', 'tape.h', 'ops.h', 'params.h', 'nn.h', 'text.h',
            'model.h', 'optim.h', 'io.h', 'training.h', 'decode.h', 'score.h', 'batch.h',
-           'translate.h']
+           'translate.h', 'adapters.h']
 
 
 def _recorded(name):

@@ -512,12 +512,110 @@ class Model(Handle):
         model._training = False  # tfm_model_from_pretrained leaves it in evaluation mode
         return model
 
+    def save_pretrained(self, folder, max_shard_bytes=0):
+        """Writes a model from_pretrained() loaded (trained since or not)
+        back in its family's layout, as transformers' save_pretrained()
+        does: config.json, generation_config.json, model.safetensors with
+        the published names (shards and their index past max_shard_bytes;
+        0: 5 GB) and the tokenizer files. A new folder appears whole or not
+        at all; tfm.Error for a model that has no family's layout (not
+        from_pretrained, quantized, tokenizers replaced)."""
+        check(lib.tfm_model_save_pretrained(self._ptr(), c_path(folder), max_shard_bytes))
+
     def save(self, path, metadata=None):
         """Writes options and parameters as one safetensors file, with the
         caller's metadata (str -> str; read back with tfm.metadata)."""
         count, keys, values, _kept = _strings(metadata or {})
         check(lib.tfm_model_save_with_metadata(self._ptr(), c_path(path), count, keys,
                                                values))
+
+    # adapters.h's TFM_ADAPT_* bits by name ('q' ... 'o': both attentions')
+    _ADAPTER_TARGETS = {'self_q': 1, 'self_k': 2, 'self_v': 4, 'self_o': 8, 'cross_q': 16,
+                        'cross_k': 32, 'cross_v': 64, 'cross_o': 128, 'ff_in': 256,
+                        'ff_out': 512, 'q': 17, 'k': 34, 'v': 68, 'o': 136}
+
+    def add_adapter(self, name, rank=8, alpha=8.0, dropout=0.0, targets=('q', 'v'),
+                    layers=None):
+        """Adds a low-rank adapter (LoRA, tfm_model_add_adapter) named name
+        on the linears targets names: 'q', 'k', 'v', 'o' (both attentions'),
+        'self_q' ... 'cross_o', 'ff_in', 'ff_out'; layers: the layer
+        indices adapted (None: all). A from the model's random stream as
+        PEFT, B zeros. Returns the model."""
+        bits = 0
+        for target in targets:
+            if target not in self._ADAPTER_TARGETS:
+                raise ValueError('targets: %r is not one of %s' % (
+                    target, ', '.join(self._ADAPTER_TARGETS)))
+            bits |= self._ADAPTER_TARGETS[target]
+        fields = {'rank': rank, 'alpha': alpha, 'dropout': dropout, 'targets': bits}
+        kept = None
+        if layers is not None:
+            kept = ffi.new('int32_t[]', [int(v) for v in layers])
+            fields['layers'], fields['n_layers'] = kept, len(layers)
+        o = options('tfm_adapter_options', lib.tfm_adapter_options_init_sized, fields)
+        check(lib.tfm_model_add_adapter(self._ptr(), c_string(name), o))
+        del kept  # copied
+        return self
+
+    @property
+    def adapters(self):
+        """The names of the model's adapters, in the order added."""
+        return [ffi.string(check_pointer(lib.tfm_model_adapter_name(self._ptr(), i))).decode()
+                for i in range(lib.tfm_model_adapter_count(self._ptr()))]
+
+    def adapter_params(self, name):
+        """The adapter's parameters (tfm.Params, the model's): what an
+        optimizer over the adapter alone is made over. Valid until the
+        adapter is removed or merged."""
+        store = Params(check_pointer(lib.tfm_model_adapter_params(self._ptr(),
+                                                                   c_string(name))), owner=self)
+        self.__dict__.setdefault('_adapter_stores', {}).setdefault(name, []).append(store)
+        return store
+
+    def _forget_adapter(self, name):
+        for store in self.__dict__.get('_adapter_stores', {}).pop(name, []):
+            store.close()
+
+    def use_adapter(self, name):
+        """The adapter the model's forward calls apply (None: none);
+        returns the model. With one, a quantized model may train (its
+        adapter only)."""
+        check(lib.tfm_model_use_adapter(self._ptr(), ffi.NULL if name is None else
+                                        c_string(name)))
+        return self
+
+    @property
+    def adapter_in_use(self):
+        """The name of the adapter the forward calls apply, or None."""
+        name = lib.tfm_model_adapter_in_use(self._ptr())
+        return None if name == ffi.NULL else ffi.string(name).decode()
+
+    def remove_adapter(self, name):
+        """Removes the adapter (its parameters go with it)."""
+        check(lib.tfm_model_remove_adapter(self._ptr(), c_string(name)))
+        self._forget_adapter(name)
+
+    def merge_adapter(self, name):
+        """Adds the adapter into the weights (W += alpha / rank B A, PEFT's
+        merge_and_unload) and removes it; StateError for a quantized
+        model."""
+        check(lib.tfm_model_merge_adapter(self._ptr(), c_string(name)))
+        self._forget_adapter(name)
+
+    def save_adapter(self, name, folder, base_model_name_or_path=None):
+        """Writes the adapter as PEFT's save_pretrained does:
+        folder/adapter_config.json and folder/adapter_model.safetensors
+        (PEFT's tensor names), each atomically."""
+        check(lib.tfm_model_save_adapter(
+            self._ptr(), c_string(name), c_path(folder),
+            ffi.NULL if base_model_name_or_path is None else c_string(base_model_name_or_path)))
+
+    def load_adapter(self, name, folder):
+        """Adds an adapter named name from a PEFT LoRA folder
+        (adapter_config.json, adapter_model.safetensors) for this model;
+        returns the model. FormatError naming what does not fit."""
+        check(lib.tfm_model_load_adapter(self._ptr(), c_string(name), c_path(folder)))
+        return self
 
     def _tokenizer(self, target):
         pointer = lib.tfm_model_tokenizer(self._ptr(), target)
@@ -655,6 +753,27 @@ class Model(Handle):
         check(lib.tfm_model_set_recompute(self._ptr(), what))
         self._recompute = what
         return self
+
+    def freeze(self, *parts):
+        """Keeps exactly the parts named out of training (tfm_model_freeze):
+        'embeddings' (a tied output projection's weight too), 'encoder',
+        'decoder', 'output'; none named: the whole model trains. Their
+        parameters get no gradient and an optimizer's step leaves them as
+        they are, weight decay included. Not saved with the model. Returns
+        the model."""
+        chosen = ffi.new('tfm_model_parts *')
+        check(lib.tfm_model_parts_parse(c_string(','.join(parts)), chosen))
+        check(lib.tfm_model_freeze(self._ptr(), chosen[0]))
+        return self
+
+    @property
+    def frozen(self):
+        """The parts freeze() froze, as a tuple of their names."""
+        what = lib.tfm_model_frozen(self._ptr())
+        return tuple(name for name, flag in (
+            ('embeddings', lib.TFM_MODEL_PART_EMBEDDINGS), ('encoder', lib.TFM_MODEL_PART_ENCODER),
+            ('decoder', lib.TFM_MODEL_PART_DECODER), ('output', lib.TFM_MODEL_PART_OUTPUT))
+            if what & flag)
 
     def state_dict(self):
         """name -> a numpy copy of each parameter's values."""
@@ -994,6 +1113,9 @@ class Decoding(Handle):
             lib.tfm_decode_options_init_sized(o, size)
             check(lib.tfm_decode_options_from_model(model._ptr(), o))
         kept = _token_lists(fields)
+        if fields.get('adapter') is not None:  # the model's adapter by name
+            kept.append(ffi.new('char[]', c_string(fields['adapter'])))
+            fields['adapter'] = kept[-1]
         self._streaming = None  # kept alive as long as the C side may call it
         if fields.get('callback') is not None:
             self._streaming = _Streaming(fields['callback'])

@@ -38,6 +38,18 @@ SAFETENSORS_DTYPES = {"F32": (np.float32, torch.float32), "I32": (np.int32, torc
                       "I64": (np.int64, torch.int64)}
 
 
+def load_weights(folder):
+    """A folder's tensors as transformers finds them: model.safetensors, or
+    the shards model.safetensors.index.json's weight_map names."""
+    single = os.path.join(folder, "model.safetensors")
+    if os.path.exists(single):
+        return load_safetensors(single)
+    weights = {}
+    for shard in sorted(set(read_json(folder, "model.safetensors.index.json")["weight_map"].values())):
+        weights.update(load_safetensors(os.path.join(folder, shard)))
+    return weights
+
+
 def load_safetensors(path):
     """{name: tensor} of a safetensors file: 8-byte little-endian header size,
     a JSON header (name -> dtype, shape, data_offsets), then the data."""

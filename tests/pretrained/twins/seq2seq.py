@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from common import (ACTIVATIONS, causal_mask, layer_norm, linear, load_safetensors, merge_heads, padding_mask,
+from common import (ACTIVATIONS, causal_mask, layer_norm, linear, load_weights, merge_heads, padding_mask,
                     read_json, split_heads)
 
 
@@ -187,4 +187,4 @@ class EncoderDecoder:
 def load_model(folder, layout, model_class=EncoderDecoder):
     """The folder's config.json and model.safetensors as a family's model."""
     config = read_json(folder, "config.json")
-    return model_class(config, load_safetensors(os.path.join(folder, "model.safetensors")), layout)
+    return model_class(config, load_weights(folder), layout)

@@ -20,7 +20,7 @@ import re
 
 import torch
 
-from common import (ACTIVATIONS, Twin, causal_mask, load_safetensors, load_sentencepiece, merge_heads,
+from common import (ACTIVATIONS, Twin, causal_mask, load_sentencepiece, load_weights, merge_heads,
                     padding_mask, read_json, split_heads)
 
 
@@ -192,5 +192,5 @@ class T5Tokenizer:
 
 def load(folder):
     config = read_json(folder, "config.json")
-    model = T5Model(config, load_safetensors(os.path.join(folder, "model.safetensors")))
+    model = T5Model(config, load_weights(folder))
     return Twin(folder, model, T5Tokenizer(folder))

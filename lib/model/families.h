@@ -1,0 +1,85 @@
+/* The published families (one entry each): what loading
+ * (pretrained.c) and saving (pretrained_save.c) a folder in transformers'
+ * layout both read, so the two cannot drift apart. */
+#ifndef TFM_MODEL_FAMILIES_H
+#define TFM_MODEL_FAMILIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfm/model.h"
+
+/* The defaults of a family's Config class (configuration_*.py) for the
+ * keys a config.json may leave out, as transformers takes them: sizes,
+ * special ids (-1: the class has none) and forced_eos_token_id, which
+ * generate() takes from config.json when there is no
+ * generation_config.json. A missing decoder_start_token_id where the
+ * class has none (MBartConfig, T5Config) is bos_token_id, as generate()
+ * falls back to it. T5Config's heads are num_heads of d_kv, its layers
+ * num_layers, its feed-forward d_ff. */
+typedef struct tfm__config_defaults {
+    int64_t vocab, d_model, layers, heads, d_ff, pad, bos, eos, start, forced_eos;
+} tfm__config_defaults;
+
+/* The families and how each one builds its layers (modeling_*.py), with
+ * their Config classes' defaults: scale_embedding and activation_function
+ * differ between families (T5Config has neither). */
+typedef enum { TFM__MARIAN, TFM__BART, TFM__MBART, TFM__M2M100, TFM__T5 } tfm__family;
+typedef struct tfm__family_info {
+    const char *model_type;
+    int32_t norm_first, final_norm, embedding_norm;
+    tfm_positions positions;
+    int32_t scale_embedding;
+    const char *activation;
+    tfm__config_defaults defaults;
+    int32_t logits_bias; /* final_logits_bias (M2M100's and T5's lm_head have no bias) */
+} tfm__family_info;
+
+extern const tfm__family_info tfm__families[];
+enum { TFM__FAMILIES = 5 };
+/* T5Config's d_kv */
+#define TFM__T5_D_KV 64
+/* BART's learned tables keep two rows before position 0. */
+#define TFM__BART_POSITION_OFFSET 2
+
+/* Where a family's tensors are in a folder's files. */
+typedef struct tfm__family_layout {
+    tfm__family family;
+    int32_t shared;     /* one embedding table for both sides (model.shared) */
+    const char *prefix; /* "model." (...ForConditionalGeneration) or "" */
+} tfm__family_layout;
+
+/* The published name of libtfm's parameter `ours` (prefix included; the
+ * generator is lm_head.weight and final_logits_bias): 0, or -1 when the
+ * family has no name for it. */
+int tfm__published_name(const tfm__family_layout *layout, const tfm_model *m, const char *ours,
+                        char *out, size_t size);
+
+/* The tokenizer files transformers' tokenizers of these families read
+ * and write (each family has some of them). */
+extern const char *const tfm__tokenizer_files[];
+enum { TFM__TOKENIZER_FILES = 11 };
+
+/* What a model loaded from a published folder keeps to be saved in the
+ * same layout (tfm_model_save_pretrained): its family, the folder's
+ * config.json and generation_config.json as read (the architecture and
+ * decoding defaults do not change after loading), and its tokenizer
+ * files' bytes. */
+typedef struct tfm__published {
+    tfm__family family;
+    int32_t shared;
+    char *config, *generation;        /* NUL-terminated; generation NULL if none */
+    int32_t n_files;
+    char *file_names[TFM__TOKENIZER_FILES];
+    char *file_bytes[TFM__TOKENIZER_FILES];
+    size_t file_sizes[TFM__TOKENIZER_FILES];
+    int32_t tokenizers_replaced;      /* tfm_model_set_tokenizers since loading */
+} tfm__published;
+
+/* Where a published model's tensors go: under "model." (the
+ * ...ForConditionalGeneration class), T5's directly. */
+tfm__family_layout tfm__published_layout(const tfm__published *p);
+
+void tfm__published_free(tfm__published *p);
+
+#endif
