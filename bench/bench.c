@@ -44,9 +44,9 @@ typedef struct bench_config {
 
 /* Lengths are the decoder's input (the target minus its last token). */
 static const bench_config configs[] = {
-    {"003", 37, 30, 22, 84, 32, 64, 8, 2, 128, 0.1f, 2e-4f, 0.999f, 1e-8f, 1, 0, 0, 0},
-    {"avg", 13, 13, 91, 9, 32, 256, 4, 3, 128, 0.1f, 1e-3f, 0.999f, 1e-8f, 0, 1, 1, -1},
-    {"002", 5000, 5000, 100, 99, 64, 512, 8, 6, 2048, 0.1f, 1e-4f, 0.98f, 1e-9f, 0, 0, 0, 0},
+    {"003", 37, 30, 22, 84, 32, 64, 8, 2, 128, 0.1f, 2e-4f, 0.999f, 1e-8f, 1, 0, 0, 0, 0},
+    {"avg", 13, 13, 91, 9, 32, 256, 4, 3, 128, 0.1f, 1e-3f, 0.999f, 1e-8f, 0, 1, 1, -1, 0},
+    {"002", 5000, 5000, 100, 99, 64, 512, 8, 6, 2048, 0.1f, 1e-4f, 0.98f, 1e-9f, 0, 0, 0, 0, 0},
     /* the README's translation model's shape (8,000 pieces, d 256, 3 + 3
      * layers); sentences of 32 pieces translated into 48 */
     {"translation", 8000, 8000, 32, 48, 64, 256, 4, 3, 1024, 0.1f, 7e-4f, 0.98f, 1e-9f, 0, 1, 1, -1, 1},
