@@ -18,9 +18,11 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"' EXIT
 . "$(dirname "$0")/../scripts/steps.sh"
 
-# pairs FIRST COUNT FILE: sentences of 2 to 4 words, FILE.en and FILE.fr
+# pairs FIRST COUNT FILE [reversed]: sentences of 2 to 4 words, FILE.en
+# and FILE.fr (with "reversed", the French words in the other order: a
+# domain the model trained on the others never saw)
 pairs() {
-    awk -v first="$1" -v n="$2" -v out="$3" 'BEGIN {
+    awk -v first="$1" -v n="$2" -v out="$3" -v reversed="${4:-}" 'BEGIN {
         split("alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima " \
               "mike november oscar papa quebec romeo sierra tango", word, " ")
         for (i = first; i < first + n; i++) {
@@ -31,7 +33,7 @@ pairs() {
                 for (c = length(w); c >= 1; c--)
                     back = back substr(w, c, 1)
                 en = en (j ? " " : "") w
-                fr = fr (j ? " " : "") back
+                fr = reversed ? back (j ? " " : "") fr : fr (j ? " " : "") back
             }
             print en >(out ".en")
             print fr >(out ".fr")
@@ -49,24 +51,67 @@ printf '\n flog letoh\n' >>"$data/train.fr"
 
 model=$scratch/model.safetensors
 "$translate" --train --data "$data" --out "$model" --steps 300 --validate-every 100 \
-    --vocab-size 300 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
+    --vocab-size 316 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
     --max-tokens 400 --warmup 50 --lr 3e-3 --dropout 0 --beam 1 >"$scratch/train.txt" 2>&1
 status=$?
 [ $status -eq 0 ] && [ -s "$model" ] && grep -q "^Test (20 pairs, greedy): chrF" "$scratch/train.txt"
 step "--train --steps writes a model and scores the test pairs" $?
 grep -q "^train: skipped 2 of 302 pairs: 2 with a side that holds no text" "$scratch/train.txt"
 step "empty and whitespace-only pairs are reported as skipped" $?
+# val_falls LOG COUNT: LOG has COUNT validations, the last lower than the first
+val_falls() {
+    awk -v count="$2" '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
+        END { exit !(n == count && val[n] < val[1]) }' "$1"
+}
 # the validation loss at step 100, then at 300: it falls
-awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
-     END { exit !(n == 3 && val[3] < val[1]) }' "$scratch/train.txt"
+val_falls "$scratch/train.txt" 3
 step "the validation loss falls" $?
 [ $status -eq 0 ] || cat "$scratch/train.txt"
 grep -qx "Best model: $model, a new file" "$scratch/train.txt"
 step "--train says its --out is a new file" $?
 
+# Its vocabulary holds the placeholder pieces (16 of its 316; it saw no
+# directive): each
+# translation keeps the message's directives, in order, and a catalog of
+# them passes gettext's msgfmt --check-format (a test-only dependency).
+printf '%s\n' 'alpha %s bravo' 'File "%s" was renamed to "%s".' '%d of %d (%-10.3lf%%)' \
+    'golf <b>%zu</b> hotel &amp; $HOME' '%2$s kilo %1$s' >"$scratch/formats.en"
+"$translate" --model "$model" --beam 1 <"$scratch/formats.en" >"$scratch/formats.fr" &&
+    "$translate" --model "$model" --beam 4 <"$scratch/formats.en" >"$scratch/formats4.fr"
+step "messages with directives translate" $?
+if command -v msgfmt >/dev/null; then
+    for out in formats.fr formats4.fr; do
+        [ -s "$scratch/$out" ] && awk 'BEGIN { print "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n" }
+             NR == FNR { en[FNR] = $0; next }
+             { gsub(/"/, "\\\"", en[FNR]); gsub(/"/, "\\\"")
+               print "#, c-format\nmsgid \"" en[FNR] "\"\nmsgstr \"" $0 "\"\n" }' \
+            "$scratch/formats.en" "$scratch/$out" >"$scratch/$out.po" &&
+            msgfmt --check-format -o /dev/null "$scratch/$out.po" 2>"$scratch/msgfmt.txt" ||
+            { cat "$scratch/$out.po" "$scratch/msgfmt.txt"; false; }
+        step "msgfmt --check-format accepts the translations ($out)" $?
+    done
+else
+    echo "SKIP msgfmt --check-format: gettext's msgfmt is not installed"
+fi
+[ "$(grep -o '%s' "$scratch/formats.fr" | wc -l)" -eq 3 ] && ! grep -q "$(printf '\357\275\237')" \
+    "$scratch/formats.fr"
+step "the directives come back as text, no placeholder left" $?
+# a glossary (TSV): the target term where the line holds the source term
+printf 'ALPHA\tsierratango\n\nkilo\tlima\n' >"$scratch/glossary.tsv"
+printf 'alpha bravo\nbravo charlie\n' |
+    "$translate" --model "$model" --glossary "$scratch/glossary.tsv" >"$scratch/glossary.fr" &&
+    [ "$(grep -c sierratango "$scratch/glossary.fr")" -eq 1 ] &&
+    sed -n 1p "$scratch/glossary.fr" | grep -q sierratango
+step "--glossary puts the target term where the source term is" $?
+printf 'alpha\n' >"$scratch/bad.tsv"
+echo alpha | "$translate" --model "$model" --glossary "$scratch/bad.tsv" >/dev/null \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "bad.tsv:1: a glossary line is a source term, a tab" "$scratch/err.txt"
+step "a glossary line without its tab is refused, naming the line" $?
+
 # A run never replaces the model at --out unless told to (--overwrite):
 # its best starts at infinity, so its first validation would.
-tiny="--data $data --vocab-size 300 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
+tiny="--data $data --vocab-size 316 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
       --max-tokens 400 --steps 1 --validate-every 1 --evaluate 0"
 cp "$model" "$scratch/kept.safetensors"
 # shellcheck disable=SC2086
@@ -94,6 +139,88 @@ step "--save-vocab that fails leaves the vocabulary there as it was" $?
 printf 'hotel quebec\nalpha bravo charlie\n' | "$translate" --model "$model" >"$scratch/two.txt" &&
     [ "$(wc -l <"$scratch/two.txt")" -eq 2 ]
 step "--model: two lines in, two lines out" $?
+
+# Fine-tuning (--train --model): from the libtfm file, with the embeddings
+# and the encoder frozen, on pairs it never saw; the saved model's frozen
+# tensors are the start's, bit for bit, and the decoder's moved.
+mkdir "$scratch/domain"
+pairs 1000 200 "$scratch/domain/train" reversed
+pairs 1200 20 "$scratch/domain/validation" reversed
+pairs 1220 20 "$scratch/domain/test" reversed
+tune="--data $scratch/domain --steps 40 --validate-every 20 --lr 1e-3 --warmup 10 --average 0"
+# fine_tune WHAT START PARTS OUT: fine-tunes START (a file or a folder)
+# on those pairs with PARTS frozen into OUT (its log OUT.txt): it says so,
+# and its validation loss falls
+fine_tune() {
+    # shellcheck disable=SC2086
+    "$translate" --train --model "$2" $tune --freeze "$3" --out "$4" >"$4.txt" 2>&1 &&
+        grep -q "^Model: $2, .* of them trained, frozen: $3" "$4.txt"
+    local status=$?
+    step "--train --model $1 --freeze $3 fine-tunes it into --out" $status
+    [ $status -eq 0 ] || cat "$4.txt"
+    val_falls "$4.txt" 2
+    step "fine-tuning $1: the validation loss falls" $?
+}
+fine_tune FILE "$model" embeddings,encoder "$scratch/tuned.safetensors"
+grep -q "^Test (20 pairs, beam): chrF" "$scratch/tuned.safetensors.txt"
+step "fine-tuning scores the test pairs with the best model" $?
+# frozen START TUNED MAP [CHANGED]: in TUNED, each tensor under a prefix
+# of MAP ("tuned.=start.,...") holds the bytes of START's tensor of the
+# name with START's prefix, and each matrix under CHANGED differs from
+# START's of the same name
+frozen() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+def tensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {k: data[v["data_offsets"][0]:v["data_offsets"][1]]
+            for k, v in header.items() if k != "__metadata__"}
+start, tuned = tensors(sys.argv[1]), tensors(sys.argv[2])
+pairs = [(t, start[s + t[len(prefix):]]) for spec in sys.argv[3].split(",")
+         for prefix, s in [spec.split("=")] for t in tuned if t.startswith(prefix)]
+changed = [t for t in tuned if len(sys.argv) > 4 and t.startswith(sys.argv[4])
+           and t.endswith("weight")]
+sys.exit(not (pairs and all(tuned[t] == value for t, value in pairs)
+              and (len(sys.argv) == 4 or changed)
+              and all(tuned[t] != start[t] for t in changed)))
+PY
+}
+frozen "$model" "$scratch/tuned.safetensors" src_embedding.=src_embedding.,encoder.=encoder. decoder.
+step "fine-tuning: frozen tensors bit for bit the start's, the decoder's changed" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/tuned.safetensors" \
+    >"$scratch/tuned.txt" && [ "$(wc -l <"$scratch/tuned.txt")" -eq 2 ]
+step "the fine-tuned file translates" $?
+cp "$scratch/tuned.safetensors" "$scratch/tuned.before"
+# shellcheck disable=SC2086
+"$translate" --train --model "$scratch/tuned.safetensors" $tune \
+    --out "$scratch/tuned.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists.*--overwrite" "$scratch/err.txt" &&
+    cmp -s "$scratch/tuned.safetensors" "$scratch/tuned.before"
+step "fine-tuning refuses the model at --out (its own file) without --overwrite" $?
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --freeze embeddings,attention \
+    --out "$scratch/never.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "'attention' is not a part" "$scratch/err.txt" &&
+    [ ! -e "$scratch/never.safetensors" ]
+step "--freeze with a word that is not a part is refused by name" $?
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --save-vocab "$scratch/never.model" \
+    --out "$scratch/never.safetensors" >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$scratch/never.safetensors" ]
+step "--train --model keeps the model's vocabulary: --save-vocab is refused" $?
+# a published folder: its tokenizers, its ids around sources and its
+# decoder start; the saved model reloads and translates
+fine_tune FOLDER "$tests/marian" embeddings "$scratch/marian"
+[ -s "$scratch/marian/config.json" ] && [ -s "$scratch/marian/source.spm" ] &&
+    frozen "$tests/marian/model.safetensors" "$scratch/marian/model.safetensors" \
+        model.shared.=model.shared.,model.encoder.embed=model.encoder.embed model.decoder.layers.
+step "fine-tuning FOLDER saves the folder's layout, the frozen embeddings bit for bit" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian" \
+    --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
+step "the fine-tuned folder reloads and translates" $?
 
 # --int8: the model quantized (layers, output projection, bfloat16 caches)
 # translates the test pairs as float32 does on most lines
@@ -236,7 +363,8 @@ usage() { # name, then the flags
     step "$name exits with status 2" $([ $? -eq 2 ]; echo $?)
 }
 usage "no mode" --data "$data"
-usage "two modes" --train --steps 1 --model "$model"
+usage "two modes" --model "$model" --score "$model" --reference "$model"
+usage "--freeze without --train" --model "$model" --freeze encoder
 usage "--train without --minutes or --steps" --train --data "$data"
 usage "--train with both --minutes and --steps" --train --steps 1 --minutes 1
 usage "--score without --reference" --score "$scratch/hyp.txt"
