@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tfm/tfm.h>
@@ -442,6 +443,40 @@ START_TEST(save_and_load_round_trip)
     tfm_model_use_adapter(m, "l");
     logits_into(m, b, NLOGITS);
     ck_assert(memcmp(a, b, sizeof a) == 0);
+    remove_folder(folder);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Saving over an earlier adapter whose config cannot be replaced fails
+ * before its weights are touched: never a new adapter_model.safetensors
+ * beside an old adapter_config.json (another rank or scale). */
+START_TEST(a_failed_save_mixes_no_files)
+{
+    tfm_model *m = tiny(1, 2);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = 2;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "s", &o), TFM_OK);
+    fill_random(tfm_model_adapter_params(m, "s"), 8, 0.4f);
+    char *folder = temp_folder();
+    char weights[128], config[128], command[512];
+    snprintf(weights, sizeof weights, "%s/adapter_model.safetensors", folder);
+    snprintf(config, sizeof config, "%s/adapter_config.json", folder);
+    ck_assert_int_eq(tfm_model_save_adapter(m, "s", folder, NULL), TFM_OK);
+    snprintf(command, sizeof command, "cp '%s' '%s.before'", weights, weights);
+    ck_assert_int_eq(system(command), 0);
+    /* a folder where the config goes: neither removed nor replaced */
+    ck_assert_int_eq(unlink(config), 0);
+    ck_assert_int_eq(mkdir(config, 0755), 0);
+    snprintf(command, sizeof command, "touch '%s/x'", config);
+    ck_assert_int_eq(system(command), 0);
+    fill_random(tfm_model_adapter_params(m, "s"), 9, 0.4f);
+    ck_assert_int_eq(tfm_model_save_adapter(m, "s", folder, NULL), TFM_ERR_IO);
+    snprintf(command, sizeof command, "cmp -s '%s' '%s.before'", weights, weights);
+    ck_assert_msg(system(command) == 0, "the weights were replaced");
+    snprintf(command, sizeof command, "rm -rf '%s' '%s.before'", config, weights);
+    ck_assert_int_eq(system(command), 0);
     remove_folder(folder);
     tfm_model_free(m);
 }
@@ -938,6 +973,7 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, training_over_an_int8_base);
     tcase_add_test(tc, an_adapters_training_resumes_bit_for_bit);
     tcase_add_test(tc, save_and_load_round_trip);
+    tcase_add_test(tc, a_failed_save_mixes_no_files);
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
     tcase_add_test(tc, decoding_an_int8_base_with_an_adapter);
     tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);

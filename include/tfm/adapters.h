@@ -100,7 +100,9 @@ TFM_API tfm_params *tfm_model_adapter_params(tfm_model *model, const char *name)
 
 /** Writes folder/adapter_config.json and folder/adapter_model.safetensors
  * as PEFT's save_pretrained does (the folder is created if missing; each
- * file atomically). base_model_name_or_path is written as given (NULL:
+ * file atomically; over an earlier adapter the old config goes first and
+ * the new one comes last, so a failed save never leaves new weights beside
+ * an old config). base_model_name_or_path is written as given (NULL:
  * null). */
 TFM_API tfm_status tfm_model_save_adapter(const tfm_model *model, const char *name,
                                           const char *folder,

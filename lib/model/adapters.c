@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tfm/adapters.h"
 #include "core/error.h"
@@ -622,7 +623,15 @@ tfm_status tfm_model_save_adapter(const tfm_model *m, const char *name, const ch
             tensors[i] = tfm_params_at(a->params, i);
         }
         static const char *const keys[] = {"format"}, *const values[] = {"pt"};
-        status = tfm__safetensors_write(op, weights, n, names, tensors, 1, keys, values);
+        /* the old config goes first and the new one comes last: a save that
+         * fails between leaves no config beside other weights (which would
+         * load with the wrong rank or scale), and no reader takes the folder */
+        status = unlink(config) == 0 || errno == ENOENT
+                     ? TFM_OK
+                     : tfm__fail(TFM_ERR_IO, "%s: cannot remove the earlier %s: %s", op, config,
+                                 strerror(errno));
+        if (status == TFM_OK)
+            status = tfm__safetensors_write(op, weights, n, names, tensors, 1, keys, values);
         if (status == TFM_OK)
             status = write_config(op, m, a, config, base_model_name_or_path);
     }
