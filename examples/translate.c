@@ -7,11 +7,11 @@
  *   tfm-translate --train --minutes 10            # runs/translation/model.safetensors
  *   echo "Cannot open file" | tfm-translate --model runs/translation/model.safetensors
  *   tfm-translate --score hyp.fr --reference test.fr
+ *   tfm-translate --po messages.pot --language fr --out fr.po   # catalog.c
  *   tfm-translate --train --model FILE_OR_FOLDER --data DIR --out tuned.safetensors
  *                                                # fine-tunes a model, --freeze parts
  *   tfm-translate --train --model M --lora 8 --data DIR --out ADAPTER_FOLDER
  *   tfm-translate --model M --adapter ADAPTER_FOLDER # a LoRA adapter, PEFT's folder
- *   tfm-translate --po messages.pot --language fr --out fr.po   # catalog.c
  *
  * Training: a joint BPE vocabulary (byte fallback, so no text is
  * untokenisable), a pre-norm encoder-decoder with one embedding table for
@@ -42,13 +42,13 @@ static const char *program = "tfm-translate";
 
 typedef struct config {
     int64_t train, distributed, overwrite;
-    const char *model, *score, *reference;
+    const char *model, *score, *reference, *glossary;
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes, cooldown;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
-    int64_t beam, max_length, batch, evaluate, int8, timing;
+    int64_t beam, max_length, batch, evaluate, int8, timing, no_placeholders;
     const char *source_language, *target_language, *freeze;
     int64_t lora;                 /* --lora's rank; 0: fine-tune every parameter */
     double lora_alpha;
@@ -258,10 +258,35 @@ static int pairs_make(const encoding *e, const text_lines *source, const text_li
         !p->target_lengths || !p->line)
         goto nomem;
     p->source.offsets[0] = p->target.offsets[0] = 0;
+    /* with the vocabularies' placeholder pieces, a pair's spans that must
+     * pass unchanged become them (tfm_placeholders_pair) */
+    const tfm_tokenizer *sides[2] = {tfm_model_tokenizer(e->model, 0), e->target};
+    int placeholders = 1;
+    for (int k = 0; k < 2; k++)
+        placeholders = placeholders && sides[k] &&
+                       tfm_tokenizer_piece_to_id(sides[k], tfm_placeholder(0),
+                                                 (int64_t)strlen(tfm_placeholder(0))) >= 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t kept_source = p->source.ids_count;
-        int64_t a = corpus_add(&p->source, e, 0, source->line[i], e->source_limit);
-        int64_t b = a > 0 ? corpus_add(&p->target, e, 1, target->line[i], e->target_limit) : 0;
+        char *masked[2] = {NULL, NULL};
+        const char *side[2] = {source->line[i], target->line[i]};
+        if (placeholders) {
+            masked[0] = malloc(4 * strlen(side[0]) + 1);
+            masked[1] = malloc(4 * strlen(side[1]) + 1);
+            int32_t count = 0;
+            if (!masked[0] || !masked[1] ||
+                tfm_placeholders_pair(side[0], side[1], masked[0], masked[1], &count) != TFM_OK) {
+                free(masked[0]);
+                free(masked[1]);
+                goto nomem;
+            }
+            side[0] = masked[0];
+            side[1] = masked[1];
+        }
+        int64_t a = corpus_add(&p->source, e, 0, side[0], e->source_limit);
+        int64_t b = a > 0 ? corpus_add(&p->target, e, 1, side[1], e->target_limit) : 0;
+        free(masked[0]);
+        free(masked[1]);
         if (a == -2 || b == -2)
             goto nomem;
         if (a <= 0 || b <= 0) {
@@ -314,6 +339,11 @@ static tfm_tokenizer *train_vocabulary(const config *c, const text_lines *source
     options.vocab_size = (int32_t)c->vocab_size;
     options.byte_fallback = 1;
     options.pad_piece = 1;
+    const char *placeholders[TFM_PLACEHOLDERS];
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        placeholders[i] = tfm_placeholder(i);
+    options.user_symbols = placeholders;
+    options.n_user_symbols = TFM_PLACEHOLDERS;
     tfm_tokenizer *tok = NULL;
     tfm_tokenizer_train_bpe(lines, NULL, n, &options, &tok);
     free(lines);
@@ -535,9 +565,13 @@ static tfm_model *adapted;
 static tfm_model *load_model(const char *path);
 
 /* --model with --adapter loaded as ADAPTER, --int8 and the languages set on
- * the model, then a translator over it; NULL with the library's error. */
-static tfm_translator *open_adapted(const config *c)
+ * the model, then a translator over it with the rest of options; NULL with
+ * the library's error. */
+static tfm_translator *open_adapted(const config *c, const tfm_translator_options *options)
 {
+    tfm_translator_options over = *options;
+    over.int8 = 0;
+    over.source_language = over.target_language = NULL;
     tfm_translator *t = NULL;
     if ((adapted = load_model(c->model)) &&
         tfm_model_load_adapter(adapted, ADAPTER, c->adapter) == TFM_OK &&
@@ -545,7 +579,7 @@ static tfm_translator *open_adapted(const config *c)
          tfm_model_set_languages(adapted, c->source_language, c->target_language) == TFM_OK) &&
         (!c->int8 || tfm_model_quantize(adapted, TFM_QUANTIZE_LAYERS |
                                                      TFM_QUANTIZE_GENERATOR) == TFM_OK))
-        t = tfm_translator_create(adapted, NULL);
+        t = tfm_translator_create(adapted, &over);
     if (!t) {
         tfm_model_free(adapted);
         adapted = NULL;
@@ -560,25 +594,79 @@ static void close_translator(tfm_translator *t)
     adapted = NULL;
 }
 
-/* The translator of --model, with --int8 and the languages, and its
- * translations' options (decode: their decoding); NULL after a message. */
+/* A --glossary file: its lines, and its terms as
+ * tfm_translate_options.glossary takes them (pointing into the lines). */
+typedef struct glossary_file {
+    text_lines lines;
+    const char **terms;
+    int32_t n;
+} glossary_file;
+
+static void glossary_free(glossary_file *g)
+{
+    text_lines_free(&g->lines);
+    free(g->terms);
+    *g = (glossary_file){0};
+}
+
+/* The terms of path: one "source<TAB>target" a line (blank lines
+ * skipped). 0, or -1 after a message (g freed). */
+static int glossary_read(const char *path, glossary_file *g)
+{
+    *g = (glossary_file){0};
+    if (text_lines_read(path, &g->lines) < 0)
+        return -1;
+    if (!(g->terms = malloc((size_t)(2 * g->lines.count + 1) * sizeof *g->terms))) {
+        fprintf(stderr, "%s: out of memory for the glossary\n", program);
+        glossary_free(g);
+        return -1;
+    }
+    for (int64_t i = 0; i < g->lines.count; i++) {
+        char *line = g->lines.line[i], *tab = strchr(line, '\t');
+        if (!line[strspn(line, " \t\r")])
+            continue;
+        if (!tab || tab == line || !tab[1] || strchr(tab + 1, '\t')) {
+            fprintf(stderr, "%s: %s:%lld: a glossary line is a source term, a tab and its "
+                    "target term\n", program, path, (long long)i + 1);
+            glossary_free(g);
+            return -1;
+        }
+        *tab = '\0';
+        g->terms[2 * g->n] = line;
+        g->terms[2 * g->n + 1] = tab + 1;
+        g->n++;
+    }
+    return 0;
+}
+
+/* The translator of --model, with --int8, the languages and placeholders
+ * (--no-placeholders), and its translations' options (decode: their
+ * decoding; --glossary's terms, held in g until the caller frees it);
+ * NULL after a message. */
 static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
-                                       tfm_translate_options *o)
+                                       tfm_translate_options *o, glossary_file *g)
 {
     tfm_translator_options to;
     tfm_translator_options_init(&to);
     to.int8 = c->int8 != 0;
+    to.keep_placeholders = c->no_placeholders == 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
-    tfm_translator *t = c->adapter ? open_adapted(c) : tfm_translator_open(c->model, &to);
+    *g = (glossary_file){0};
+    if (c->glossary && glossary_read(c->glossary, g) < 0)
+        return NULL;
+    tfm_translator *t = c->adapter ? open_adapted(c, &to) : tfm_translator_open(c->model, &to);
     if (!t) {
         cli_fail(program, c->adapter ? "loading the model and its adapter" : "loading the model");
+        glossary_free(g);
         return NULL;
     }
     decode_options(t, c, decode);
     tfm_translate_options_init(o);
     o->decode = decode;
     o->adapter = c->adapter ? ADAPTER : NULL;
+    o->glossary = g->terms;
+    o->n_glossary = g->n;
     return t;
 }
 
@@ -587,7 +675,8 @@ static int translate_stream(const config *c)
     double start = cli_seconds();
     tfm_decode_options decode;
     tfm_translate_options o;
-    tfm_translator *t = open_translator(c, &decode, &o);
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
     if (!t)
         return EXIT_FAILURE;
     double loaded = cli_seconds(), first_line = 0.0;
@@ -644,6 +733,7 @@ done:
     free(out);
     free(reader.buffer);
     close_translator(t);
+    glossary_free(&glossary);
     return status;
 }
 
@@ -653,13 +743,13 @@ static int translate_catalog(const config *c)
 #ifdef TFM_TRANSLATE_CATALOGS
     tfm_decode_options decode;
     tfm_translate_options o;
-    tfm_translator *t = open_translator(c, &decode, &o);
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
     if (!t)
         return EXIT_FAILURE;
-    /* ISSUE 43 (branch ph): the options that keep placeholders by
-     * construction and apply glossaries are set here once they land;
-     * until then catalog.c leaves untranslated each entry whose
-     * translation breaks its format directives, saying so. */
+    /* placeholders (the translator's) and the glossary apply to every
+     * entry; catalog.c still leaves untranslated an entry whose
+     * translation msgfmt would refuse, saying so */
     catalog_job job = {
         .in = c->po, .out = c->out, .language = c->language,
         .target_language = c->target_language, .all = c->all != 0,
@@ -667,6 +757,7 @@ static int translate_catalog(const config *c)
     };
     int status = catalog_translate(&job, t, &o);
     close_translator(t);
+    glossary_free(&glossary);
     return status;
 #else
     (void)c;
@@ -983,13 +1074,17 @@ static tfm_model *new_model(const config *c, const ranks *r, const text_data *d)
     return model;
 }
 
+static int is_folder(const char *path)
+{
+    struct stat about;
+    return stat(path, &about) == 0 && S_ISDIR(about.st_mode);
+}
+
 /* A published model's folder, or a libtfm model file; NULL with the
  * library's error. */
 static tfm_model *load_model(const char *path)
 {
-    struct stat about;
-    return stat(path, &about) == 0 && S_ISDIR(about.st_mode) ? tfm_model_from_pretrained(path)
-                                                               : tfm_model_load(path);
+    return is_folder(path) ? tfm_model_from_pretrained(path) : tfm_model_load(path);
 }
 
 /* The model --train --model starts from (fine-tuning): its tokenizers,
@@ -1008,14 +1103,16 @@ static tfm_model *start_model(const config *c)
     return model;
 }
 
-/* Writes the best model: a libtfm file, the tokenizers inside. A
- * published folder's fine-tuning writes one too, until
- * tfm_model_save_pretrained (issue 42) writes the folder's own layout.
- * Under --lora, the adapter alone: PEFT's folder naming --model its base. */
+/* Writes the best model as it started: a published folder's fine-tuning
+ * as a folder of the same layout, anything else as a libtfm file (the
+ * tokenizers inside); under --lora, the adapter alone, PEFT's folder
+ * naming --model its base. */
 static tfm_status save_model(const config *c, const tfm_model *model)
 {
-    return c->lora ? tfm_model_save_adapter(model, ADAPTER, c->out, c->model)
-                   : tfm_model_save(model, c->out);
+    if (c->lora)
+        return tfm_model_save_adapter(model, ADAPTER, c->out, c->model);
+    return c->model && is_folder(c->model) ? tfm_model_save_pretrained(model, c->out, 0)
+                                           : tfm_model_save(model, c->out);
 }
 
 /* What save_model wrote, to evaluate: under --lora, --model with the adapter
@@ -1280,8 +1377,9 @@ int main(int argc, char **argv)
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
         {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
         {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
-        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer), or "
-         "--po's translated catalog; an existing file is refused unless --overwrite"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer; a "
+         "folder of its layout when fine-tuning a published one), or --po's translated "
+         "catalog; an existing one is refused unless --overwrite"},
         {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "replace the file at --out (--train: "
          "at the run's first validation)"},
         {"po", CLI_STRING, &c.po, 0, 0, "translate this gettext catalog (.pot or .po) with "
@@ -1329,6 +1427,11 @@ int main(int argc, char **argv)
          "terminal, else 32)"},
         {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model to int8 first, "
          "its layers and output projection (tfm_model_quantize)"},
+        {"glossary", CLI_STRING, &c.glossary, 0, 0, "--model: a TSV file of terms (source, "
+         "tab, target): where a line holds a source term, its translation holds the target "
+         "term"},
+        {"no-placeholders", CLI_SWITCH, &c.no_placeholders, 0, 0, "--model: translate the "
+         "spans placeholders keep (printf directives, tags, ...) as text, unconstrained"},
         {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "
          "loading and translating took"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
@@ -1351,7 +1454,7 @@ int main(int argc, char **argv)
     if (modes != 1 || (c.score != NULL) != (c.reference != NULL) ||
         ((c.distributed || c.freeze) && !c.train) ||
         (c.train && c.model && (c.vocab || c.save_vocab)) ||
-        (c.po && (c.train || !c.model || !out_given)) || ((c.language || c.all) && !c.po)) {
+        (c.po && (!c.model || c.train || !out_given)) || ((c.language || c.all) && !c.po)) {
         fprintf(stderr, "%s: give one of --train (--model to fine-tune one, with its own "
                 "vocabulary), --model FILE (--po CATALOG --out FILE) or --score FILE "
                 "--reference FILE (--distributed and --freeze with --train, --language and "

@@ -64,6 +64,16 @@ START_TEST(freeze_marks_the_parts)
     ck_assert_uint_eq(tfm_model_frozen(model), 0);
     ck_assert_int_eq(tfm_model_freeze(NULL, 0), TFM_ERR_NULL);
     ck_assert_uint_eq(tfm_model_frozen(NULL), 0);
+    /* an adapter trains over a base frozen whole: no part of it is chosen then */
+    tfm_adapter_options adapter;
+    tfm_adapter_options_init(&adapter);
+    ck_assert_int_eq(tfm_model_add_adapter(model, "a", &adapter), TFM_OK);
+    ck_assert_int_eq(tfm_model_use_adapter(model, "a"), TFM_OK);
+    ck_assert_int_eq(tfm_model_freeze(model, TFM_MODEL_PART_ENCODER), TFM_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "adapter is in use"));
+    ck_assert_int_eq(tfm_model_use_adapter(model, NULL), TFM_OK);
+    ck_assert_int_eq(tfm_model_freeze(model, TFM_MODEL_PART_ENCODER), TFM_OK);
+    ck_assert_uint_eq(tfm_model_frozen(model), TFM_MODEL_PART_ENCODER);
     ck_assert_int_eq(tfm_model_quantize(model, TFM_QUANTIZE_LAYERS), TFM_OK);
     ck_assert_int_eq(tfm_model_freeze(model, TFM_MODEL_PART_ENCODER), TFM_ERR_STATE);
     tfm_model_free(model);

@@ -2,7 +2,8 @@
  * (tests/marian, bart, mbart, m2m100, m2m100/nllb, t5, t5/original,
  * t5/narrow: a small random model in the published layout, made by
  * tests/pretrained/make_fixtures.py with twins written from transformers'
- * modeling files) loads with tfm_model_from_pretrained, its logits for
+ * modeling files) loads with tfm_model_from_pretrained (and from the folder
+ * tfm_model_save_pretrained writes of it), its logits for
  * every case of expected.json (input_ids, decoder_input_ids) match
  * expected.safetensors' logits.N within 2e-5 of (1 + |logit|) (T5 v1.1's:
  * 4e-5), and its greedy and beam outputs are the twin's, the beam scores
@@ -74,11 +75,39 @@ typedef struct fixture {
     const tfm__json_node *cases;
 } fixture;
 
+/* The test case "saved" reads each fixture's model from the folder
+ * tfm_model_save_pretrained writes of it (transformers' layout), against
+ * the same twins' results. */
+static int from_saved;
+
+static void read_from_saved(void)
+{
+    from_saved = 1;
+}
+
+static tfm_model *saved_copy(const char *folder)
+{
+    char scratch[64], saved[96], command[128];
+    snprintf(scratch, sizeof scratch, "/tmp/tfm_pretrained_saved_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+    snprintf(saved, sizeof saved, "%s/saved", scratch);
+    tfm_model *original = tfm_model_from_pretrained(folder);
+    ck_assert_msg(original != NULL, "%s", tfm_last_error());
+    ck_assert_msg(tfm_model_save_pretrained(original, saved, 0) == TFM_OK, "%s",
+                  tfm_last_error());
+    tfm_model_free(original);
+    tfm_model *m = tfm_model_from_pretrained(saved);
+    ck_assert_msg(m != NULL, "%s", tfm_last_error());
+    snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+    ck_assert_int_eq(system(command), 0);
+    return m;
+}
+
 static void fixture_open(fixture *f, const char *family)
 {
     char path[600];
     snprintf(f->folder, sizeof f->folder, "%s/%s", FIXTURES, family);
-    f->model = tfm_model_from_pretrained(f->folder);
+    f->model = from_saved ? saved_copy(f->folder) : tfm_model_from_pretrained(f->folder);
     ck_assert_msg(f->model != NULL, "%s", tfm_last_error());
     snprintf(path, sizeof path, "%s/expected.json", f->folder);
     FILE *file = fopen(path, "rb");
@@ -705,6 +734,11 @@ static Suite *pretrained_suite(void)
     tcase_add_loop_test(tc, added_tokens_match_transformers, 0,
                         (int)(sizeof added_cases / sizeof added_cases[0]));
     suite_add_tcase(s, tc);
+    TCase *saved = tcase_create("saved");
+    tcase_add_checked_fixture(saved, read_from_saved, NULL);
+    tcase_add_loop_test(saved, logits_match_the_twins, 0, FAMILIES);
+    tcase_add_loop_test(saved, tokens_match_the_twins, 0, FAMILIES);
+    suite_add_tcase(s, saved);
     return s;
 }
 

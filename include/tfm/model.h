@@ -312,8 +312,10 @@ enum {
  * for them (and none for what only they feed) and an optimizer's step
  * leaves them as they are, weight decay included; the other parameters
  * require grad again. A training choice, not saved with the model.
- * TFM_ERR_NULL; TFM_ERR_ARG for other flags; TFM_ERR_STATE for a
- * quantized model (it does not train); nothing changes on error. */
+ * Using an adapter (adapters.h) freezes the whole base, and stopping
+ * makes it all trainable again. TFM_ERR_NULL; TFM_ERR_ARG for other
+ * flags; TFM_ERR_STATE for a quantized model (it does not train) or one
+ * with an adapter in use; nothing changes on error. */
 TFM_API tfm_status tfm_model_freeze(tfm_model *model, tfm_model_parts parts);
 /** The parts tfm_model_freeze() froze (a part counts when every one of
  * its parameters is frozen); 0 for none or a NULL model (then with
@@ -523,11 +525,16 @@ TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
  * is removed first and written last, so a failed save leaves a folder
  * that tfm_model_from_pretrained() refuses rather than a mixture, and the
  * other layout's tensor files (a single file where shards now go, or old
- * shards) are removed. TFM_ERR_NULL, TFM_ERR_ARG (max_shard_bytes < 0, an
- * empty or too long path), TFM_ERR_STATE (a model not loaded from a
- * published folder, a quantized one, tokenizers replaced since loading, an
- * m2m_100 model whose generator bias is no longer zero: none of them can
- * be written in the family's layout), TFM_ERR_IO, TFM_ERR_NOMEM. Saved
+ * shards) are removed. Adapters (adapters.h) are not saved: the base
+ * weights are; tfm_model_save_adapter() writes an adapter's own folder,
+ * tfm_model_merge_adapter() puts it in the weights. TFM_ERR_NULL,
+ * TFM_ERR_ARG (max_shard_bytes < 0, an empty or too long path),
+ * TFM_ERR_STATE (a model not loaded from a published folder, one whose
+ * forwards apply an adapter (tfm_model_use_adapter: the folder would not
+ * compute what it computes), a quantized one, tokenizers replaced since
+ * loading, an m2m_100 model whose generator bias is no longer zero: none
+ * of them can be written in the family's layout), TFM_ERR_IO,
+ * TFM_ERR_NOMEM. Saved
  * with tfm_model_save() and loaded again, a model no longer knows its
  * family. */
 TFM_API tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,

@@ -46,6 +46,9 @@ tfm_status tfm_model_freeze(tfm_model *m, tfm_model_parts parts)
                          (unsigned)parts);
     if (tfm__model_refuse_quantized(op, m) != TFM_OK)
         return tfm_last_status();
+    if (m->in_use) /* the adapter trains over a base frozen whole */
+        return tfm__fail(TFM_ERR_STATE, "%s: an adapter is in use, over a base frozen whole; "
+                         "stop using it first (tfm_model_use_adapter(model, NULL))", op);
     int64_t count = tfm_params_count(m->params);
     for (int64_t i = 0; i < count; i++) {
         int frozen = (part_of(tfm_params_name(m->params, i)) & parts) != 0;

@@ -421,10 +421,10 @@ static int m2m100_tokenizer(loader *l, const char *model_path, tfm_tokenizer **o
     return *out ? 0 : -1;
 }
 
-/* mBART's and TFM__M2M100's tokenizer into *out: sentencepiece.bpe.model at
+/* mBART's and M2M100's tokenizer into *out: sentencepiece.bpe.model at
  * model_path numbered as tokenizer_config.json's tokenizer_class does
  * (else config.json's, else the family's transformers default); none for
- * an TFM__M2M100 folder without vocab.json. */
+ * an M2M100 folder without vocab.json. */
 static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **out)
 {
     reading_config(l);
@@ -635,9 +635,9 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
 
 /* The family's tokenizer files, when the folder has them, as the model's
  * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
- * (target_vocab.json for a separate target vocabulary), TFM__BART's byte-level
- * vocab.json and merges.txt, mBART's and TFM__M2M100's sentencepiece.bpe.model
- * numbered as fairseq does, TFM__T5's spiece.model with tokenizer_config.json's
+ * (target_vocab.json for a separate target vocabulary), BART's byte-level
+ * vocab.json and merges.txt, mBART's and M2M100's sentencepiece.bpe.model
+ * numbered as fairseq does, T5's spiece.model with tokenizer_config.json's
  * extra_ids sentinels (100 by default). 0 when attached or absent. */
 static int attach_tokenizers(loader *l, tfm_model *m)
 {
@@ -683,8 +683,8 @@ static int attach_tokenizers(loader *l, tfm_model *m)
 /* --- the ids around sources ------------------------------------------------------- */
 
 /* The ids the family's tokenizer in transformers puts around a source
- * (TFM__BART <s> X </s>; Marian, TFM__T5 X </s>, Marian's leading ">>xx<<" one token;
- * mBART-50, TFM__M2M100, NLLB [code] X </s>; mBART-cc25's MBartTokenizer and
+ * (BART <s> X </s>; Marian, T5 X </s>, Marian's leading ">>xx<<" one token;
+ * mBART-50, M2M100, NLLB [code] X </s>; mBART-cc25's MBartTokenizer and
  * NLLB's legacy X </s> [code]), tokenizer_config.json's src_lang
  * and tgt_lang (else the tokenizers' defaults: en_XX, eng_Latn, en), the
  * SentencePiece families' strip of decoded text and
@@ -914,7 +914,7 @@ static int load_tensors(loader *l, tfm_model *m)
             f = find_tensor(l, theirs, &index);
         }
         if (f < 0 && strcmp(ours, "generator.bias") == 0) {
-            /* TFM__M2M100's lm_head has no bias */
+            /* M2M100's lm_head has no bias */
             tfm_tensor *bias = tfm_params_at(m->params, i);
             memset(tfm__f32(bias), 0, (size_t)bias->numel * sizeof(float));
             continue;

@@ -421,3 +421,32 @@ def test_fine_tuning_with_frozen_parts():
     assert model.freeze().frozen == ()
     with pytest.raises(tfm.ArgumentError, match="'attention' is not a part"):
         model.freeze('attention')
+
+
+def test_glossary_terms_are_placed(translator):
+    """A glossary's target term where the text holds its source term, in
+    translate and submit; a term too long for max_length is unplaced."""
+    glossary = {'FILE': 'Datei', 'folder': 'Verzeichnis'}
+    assert 'Datei' in translator.translate('Cannot open the file', glossary=glossary)
+    assert 'Datei' in translator.submit('Cannot open the file', glossary=glossary).result()
+    found = translator.translate('the folder and the file', glossary=list(glossary.items()),
+                                 max_length=1, return_scores=True)
+    assert 1 in found.unplaced
+    assert translator.translate('the file', return_scores=True).unplaced == []
+    with pytest.raises(tfm.ArgumentError):
+        translator.translate('the file', glossary={'file': ''})
+
+
+def test_keep_placeholders_is_an_option():
+    """keep_placeholders=False opens the same model; a bad value is refused
+    by C (0 or 1 only: Python passes a bool)."""
+    with tfm.Translator(FOLDER, keep_placeholders=False) as plain:
+        assert plain.translate(SOURCES[0]) == tfm.Translator(FOLDER).translate(SOURCES[0])
+
+
+def test_literals_are_options(translator):
+    """literals= reaches C (a model without placeholder pieces ignores
+    them; an empty one is refused)."""
+    assert translator.translate('the file', literals=['file']) == translator.translate('the file')
+    with pytest.raises(tfm.ArgumentError):
+        translator.translate('the file', literals=[''])
