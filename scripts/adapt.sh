@@ -80,8 +80,9 @@ tune() { # name, data, extra options
          "$(stat -c %s "$model") | $trained |"
 }
 # LoRA: the adapter alone trains, with the threads (ranks do not average an
-# adapter's gradients); twice fine-tuning's rate, as its few parameters
-# start from a zero product and move the model only through alpha / rank.
+# adapter's gradients); a higher rate than fine-tuning's, 1e-3: its few
+# parameters start from a zero product and move the model only through
+# alpha / rank (3e-3 gained more on the domain: docs/results.md).
 lora() { # name, rank
     local name=$1 rank=$2 folder=$out/$1 start
     rm -rf "$folder"
