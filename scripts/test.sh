@@ -79,7 +79,7 @@ count_step "sanitizer build" $?
 # machine ran the slowest suites, int8_model 60 s and alloc_failures 42 s
 # at load 10, several times slower than an idle one)
 TFM_CPU=baseline ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     CK_FORK=no meson test -C build-asan --print-errorlogs --num-processes 2 \
     --timeout-multiplier 3 | tail -n 12
 meson_status=${PIPESTATUS[0]}

@@ -723,7 +723,10 @@ START_TEST(a_peft_adapter_over_marian_gives_the_twins_logits)
         tfm_tensor_free(tgt);
     }
     ck_assert_int_eq(index, 4);
-    ck_assert_msg(worst <= 2e-5, "a logit differs from the twin's by %g of (1 + |logit|)", worst);
+    /* test_pretrained's 2e-5 for the base; the adapter's terms add their
+     * own summation orders: 5.0e-5 under TFM_CPU=baseline (no FMA, as the
+     * sanitizer build runs), 1.4e-5 on x86-64-v4 */
+    ck_assert_msg(worst <= 1e-4, "a logit differs from the twin's by %g of (1 + |logit|)", worst);
     ck_assert_msg(change > 1e-2, "the adapter changes the logits by %g only", change);
     tfm_safetensors_close(expected);
     tfm__json_free(&doc);

@@ -1,4 +1,4 @@
-/* docs/guide.md, part 9: fine-tuning a published model's folder (or a
+/* docs/guide.md, part 10: fine-tuning a published model's folder (or a
  * model file) on your own pairs, its embeddings frozen, then saving it.
  *   usage: fine_tune FOLDER OUT.safetensors */
 #include <stdio.h>
@@ -7,9 +7,10 @@
 
 /* One pair as the model reads it: the source with what its family puts
  * around it, the decoder's inputs (its start id, then the target's ids)
- * and its labels (the target's ids, then </s>). */
+ * and its labels (the target's ids, then </s>), into io[3], which the tape
+ * reads until its backward pass: the caller frees them after it. */
 static tfm_tensor *loss_of(tfm_tape *tape, tfm_model *model, const char *source,
-                           const char *target)
+                           const char *target, tfm_tensor *io[3])
 {
     int32_t src[64], tgt[64], in[65], labels[65];
     int64_t n_src = 0, n_tgt = 0;
@@ -21,18 +22,14 @@ static tfm_tensor *loss_of(tfm_tape *tape, tfm_model *model, const char *source,
     for (int64_t i = 0; i < n_tgt; i++)
         in[i + 1] = labels[i] = tgt[i];
     labels[n_tgt] = tfm_model_eos_id(model);
-    tfm_tensor *s = tfm_tensor_from_i32(2, (int64_t[]){1, n_src}, src);
-    tfm_tensor *t = tfm_tensor_from_i32(2, (int64_t[]){1, n_tgt + 1}, in);
-    tfm_tensor *l = tfm_tensor_from_i32(1, (int64_t[]){n_tgt + 1}, labels);
-    tfm_tensor *logits = tfm_model_forward(tape, model, s, t, NULL,
+    io[0] = tfm_tensor_from_i32(2, (int64_t[]){1, n_src}, src);
+    io[1] = tfm_tensor_from_i32(2, (int64_t[]){1, n_tgt + 1}, in);
+    io[2] = tfm_tensor_from_i32(1, (int64_t[]){n_tgt + 1}, labels);
+    tfm_tensor *logits = tfm_model_forward(tape, model, io[0], io[1], NULL,
                                            tfm_mask_causal(tape, n_tgt + 1, TFM_I32), NULL,
                                            NULL, NULL, NULL);
-    tfm_tensor *loss = tfm_cross_entropy(
-        tape, tfm_reshape(tape, logits, 2, (int64_t[]){n_tgt + 1, -1}), l, -100, 0.1f);
-    tfm_tensor_free(s);
-    tfm_tensor_free(t);
-    tfm_tensor_free(l);
-    return loss;
+    return tfm_cross_entropy(
+        tape, tfm_reshape(tape, logits, 2, (int64_t[]){n_tgt + 1, -1}), io[2], -100, 0.1f);
 }
 
 int main(int argc, char **argv)
@@ -52,9 +49,13 @@ int main(int argc, char **argv)
     for (int step = 0; step < 10; step++) {
         tfm_optimizer_zero_grad(adam);
         float value = 0.0f;
-        tfm_tensor *loss = loss_of(tape, model, pairs[step % 2][0], pairs[step % 2][1]);
-        if (!loss || tfm_tape_backward(tape, loss) != TFM_OK ||
-            tfm_tensor_item(loss, &value) != TFM_OK || tfm_optimizer_step(adam) != TFM_OK)
+        tfm_tensor *io[3] = {NULL, NULL, NULL};
+        tfm_tensor *loss = loss_of(tape, model, pairs[step % 2][0], pairs[step % 2][1], io);
+        int failed = !loss || tfm_tape_backward(tape, loss) != TFM_OK ||
+                     tfm_tensor_item(loss, &value) != TFM_OK || tfm_optimizer_step(adam) != TFM_OK;
+        for (int i = 0; i < 3; i++)
+            tfm_tensor_free(io[i]);
+        if (failed)
             goto failed;
         printf("step %d: loss %.3f\n", step + 1, (double)value);
         tfm_tape_reset(tape);
