@@ -269,7 +269,7 @@ static int read_config(loader *l, tfm_model_options *o)
     const char *type = config_string(l, "model_type");
     int found = 0;
     for (int f = 0; type && f < TFM__FAMILIES; f++)
-        if (strcmp(type, tfm__families[f].model_type) == 0) {
+        if (strcmp(type, tfm__families[f]->model_type) == 0) {
             l->family = (tfm__family)f;
             found = 1;
         }
@@ -279,7 +279,7 @@ static int read_config(loader *l, tfm_model_options *o)
                   type ? type : "(missing)", type ? "\"" : "");
         return -1;
     }
-    const tfm__family_info *f = &tfm__families[l->family];
+    const tfm__family_info *f = tfm__families[l->family];
     tfm_model_options_init(o);
     if (l->family == TFM__T5)
         return read_t5_config(l, f, o);
@@ -306,9 +306,8 @@ static int read_config(loader *l, tfm_model_options *o)
         return -1;
     o->decoder_layers = (int32_t)layers;
     o->src_vocab = vocab;
-    /* Marian's decoder_vocab_size is the only way the two may differ */
-    o->tgt_vocab = l->family == TFM__MARIAN ? tgt_vocab : vocab;
-    o->share_embeddings = o->src_vocab == o->tgt_vocab && (l->family != TFM__MARIAN || share);
+    o->tgt_vocab = f->own_target_vocab ? tgt_vocab : vocab;
+    o->share_embeddings = o->src_vocab == o->tgt_vocab && (!f->own_target_vocab || share);
     l->shared = o->share_embeddings;
     o->tie_generator = tie;
     o->d_model = d_model;
@@ -319,9 +318,7 @@ static int read_config(loader *l, tfm_model_options *o)
     o->final_norm = f->final_norm;
     o->embedding_norm = f->embedding_norm;
     o->positions = f->positions;
-    o->position_offset = l->family == TFM__M2M100 ? pad + 1
-                         : o->positions == TFM_POSITIONS_LEARNED ? TFM__BART_POSITION_OFFSET
-                                                                 : 0;
+    o->position_offset = f->position_offset == TFM__POSITIONS_PAST_PAD ? pad + 1 : f->position_offset;
     o->embedding_scale = scale ? TFM_EMBEDDING_SCALE_SQRT_D : TFM_EMBEDDING_SCALE_NONE;
     o->fused_qkv = 0;
     o->bias = 1;
@@ -351,7 +348,7 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         l->doc_name = "generation_config.json";
     }
     tfm__json_doc doc = doc_of(l);
-    return tfm__generation_read(&doc, l->has_generation, tfm__families[l->family].defaults.forced_eos,
+    return tfm__generation_read(&doc, l->has_generation, tfm__families[l->family]->defaults.forced_eos,
                                 o, g) == TFM_OK
                ? 0
                : -1;
@@ -433,7 +430,7 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
         reading_settings(l);
         name = config_string(l, "tokenizer_class") ? config_string(l, "tokenizer_class") : name;
     }
-    name = name ? name : l->family == TFM__MBART ? "MBartTokenizer" : "M2M100Tokenizer";
+    name = name ? name : tfm__families[l->family]->tokenizer_class;
     l->tokenizer_class = name;
     size_t length = strlen(name);
     length -= length > 4 && strcmp(name + length - 4, "Fast") == 0 ? 4 : 0;
@@ -445,7 +442,7 @@ static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **
     if (k == n) {
         tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_class \"%s\" is not one libtfm reads for a %s "
                   "model (MBartTokenizer, MBart50Tokenizer, NllbTokenizer, M2M100Tokenizer)",
-                  l->ctx, name, tfm__families[l->family].model_type);
+                  l->ctx, name, tfm__families[l->family]->model_type);
     } else if (!fairseq_classes[k].codes) {
         status = m2m100_tokenizer(l, model_path, out);
     } else {
@@ -524,19 +521,13 @@ static int token_of(loader *l, const tfm__json_node *n, const char *where, const
     return 0;
 }
 
-/* The special-token attributes (SPECIAL_TOKENS_ATTRIBUTES), each family's
- * defaults (NULL: its tokenizer class has none) by family. */
-static const struct {
-    const char *key, *by_family[5];
-} attributes[] = {
-    {"bos_token", {[TFM__BART] = "<s>", [TFM__MBART] = "<s>", [TFM__M2M100] = "<s>"}},
-    {"eos_token", {"</s>", "</s>", "</s>", "</s>", "</s>"}},
-    {"unk_token", {"<unk>", "<unk>", "<unk>", "<unk>", "<unk>"}},
-    {"sep_token", {[TFM__BART] = "</s>", [TFM__MBART] = "</s>", [TFM__M2M100] = "</s>"}},
-    {"pad_token", {"<pad>", "<pad>", "<pad>", "<pad>", "<pad>"}},
-    {"cls_token", {[TFM__BART] = "<s>", [TFM__MBART] = "<s>"}},
-    {"mask_token", {[TFM__BART] = "<mask>", [TFM__MBART] = "<mask>"}},
-};
+/* The special-token attributes (SPECIAL_TOKENS_ATTRIBUTES), in the order
+ * of each family's defaults (tfm__family_info.special_tokens). */
+static const char *const attributes[TFM__SPECIAL_TOKENS] = {
+    [TFM__BOS_TOKEN] = "bos_token", [TFM__EOS_TOKEN] = "eos_token",
+    [TFM__UNK_TOKEN] = "unk_token", [TFM__SEP_TOKEN] = "sep_token",
+    [TFM__PAD_TOKEN] = "pad_token", [TFM__CLS_TOKEN] = "cls_token",
+    [TFM__MASK_TOKEN] = "mask_token"};
 
 /* Builds tok's added tokens as transformers' slow tokenizer of the folder
  * has them: the special tokens (tokenizer_config.json's, else the
@@ -554,11 +545,12 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
     const tfm__json *doc = &l->settings;
     const tfm__json_node *top = l->has_settings ? &doc->nodes[0] : NULL;
-    int mask_lstrip = l->family == TFM__BART || l->mask_lstrip;
-    for (size_t k = 0; k < sizeof attributes / sizeof attributes[0] && !failed; k++) {
-        const char *key = attributes[k].key, *content = attributes[k].by_family[l->family];
+    const tfm__family_info *f = tfm__families[l->family];
+    int mask_lstrip = f->mask_lstrip || l->mask_lstrip;
+    for (int k = 0; k < TFM__SPECIAL_TOKENS && !failed; k++) {
+        const char *key = attributes[k], *content = f->special_tokens[k];
         const tfm__json_node *n = top ? tfm__json_member(doc, top, key) : NULL;
-        int flags[3] = {strcmp(key, "mask_token") == 0 && mask_lstrip, 0, 0};
+        int flags[3] = {k == TFM__MASK_TOKEN && mask_lstrip, 0, 0};
         if (n && n->type != TFM__JSON_NULL) {
             failed = token_of(l, n, key, &content, flags) < 0 ||
                      add_token(l, &a, content, -1, flags, n->type == TFM__JSON_STRING ? IF_NEW : 0);
@@ -933,7 +925,7 @@ static int load_tensors(loader *l, tfm_model *m)
             if (!l->used[f][t] && !derived(l, m, name)) {
                 tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s is not one libtfm reads for a %s model "
                           "(an option it does not support?)", l->ctx, name,
-                          tfm__families[l->family].model_type);
+                          tfm__families[l->family]->model_type);
                 return -1;
             }
         }
