@@ -49,6 +49,13 @@ typedef struct tfm__family_info {
      * <mask> strips the space before it whatever the folder says */
     const char *special_tokens[TFM__SPECIAL_TOKENS];
     int32_t mask_lstrip;
+    /* The ids around a source (pretrained.c's read_text_template):
+     * <s> X </s> (BART's), a leading ">>xx<<" one token (Marian's); a
+     * multilingual family's default src_lang (NULL: one language), NLLB's
+     * own, and the tokenizer class that puts the language code first
+     * where the family's others put it last (mBART-50's, not mBART-cc25's). */
+    int32_t bos_first, leading_code;
+    const char *source_language, *nllb_source_language, *code_first_class;
     const char *prefix; /* of the tensor names: "model." (...ForConditionalGeneration) or "" */
     /* the published name of a parameter other than the generator's
      * (tfm__published_name) */

@@ -567,7 +567,7 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
         copy = id >= 0 ? tok->pieces[id].text : NULL;
         failed = copy && add_token(l, &a, copy, id, none, IF_NEW);
     }
-    if (l->family == TFM__T5 && l->extra_ids > 0 && !failed) {
+    if (l->extra_ids > 0 && !failed) {
         failed = !(sentinels = malloc((size_t)l->extra_ids * sizeof *sentinels));
         if (failed)
             tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld sentinels", l->ctx,
@@ -697,33 +697,35 @@ static int read_text_template(loader *l, tfm_model *m)
     const char *target = l->has_settings ? config_string(l, "tgt_lang") : NULL;
     /* fairseq_tokenizer's reading of the class: mBART-cc25's MBartTokenizer
      * and NLLB's legacy put the code after </s> */
+    const tfm__family_info *f = tfm__families[l->family];
     const char *class = l->tokenizer_class ? l->tokenizer_class : "";
     int nllb = strncmp(class, "NllbTokenizer", 13) == 0;
     int code_last = (nllb && legacy) ||
-                    (l->family == TFM__MBART && strncmp(class, "MBart50Tokenizer", 16) != 0);
+                    (f->code_first_class &&
+                     strncmp(class, f->code_first_class, strlen(f->code_first_class)) != 0);
     int32_t bos = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS),
             eos = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
-    if (eos < 0 || (l->family == TFM__BART && bos < 0)) {
+    if (eos < 0 || (f->bos_first && bos < 0)) {
         tfm__fail(TFM_ERR_FORMAT, "%s: the tokenizer has no %s to put around sources", l->ctx,
                   eos < 0 ? "</s>" : "<s>");
         return -1;
     }
     tfm__text_template *t = &m->text;
-    if (l->family == TFM__BART) {
+    if (f->bos_first) {
         *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up, 0};
-    } else if (l->family == TFM__MARIAN || l->family == TFM__T5) {
-        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, l->family == TFM__MARIAN};
+    } else if (!f->source_language) {
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, f->leading_code};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
         *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up, 0}
                        : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up, 0};
         if (!source)
-            source = l->family == TFM__MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
+            source = nllb && f->nllb_source_language ? f->nllb_source_language
+                                                     : f->source_language;
     }
-    int multilingual = l->family == TFM__MBART || l->family == TFM__M2M100;
     uint64_t mark = tfm__error_mark();
     /* a one-language family's src_lang, if any, is no code it carries */
-    if (multilingual && tfm_model_set_languages(m, source, target) != TFM_OK) {
+    if (f->source_language && tfm_model_set_languages(m, source, target) != TFM_OK) {
         tfm__fail_within(l->ctx, mark);
         return -1;
     }

@@ -14,6 +14,7 @@ const tfm__family_info tfm__bart = {
     .tokenizer_class = "BartTokenizer",
     .special_tokens = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>"},
     .mask_lstrip = 1,
+    .bos_first = 1,
     .prefix = "model.",
     .name = tfm__bart_name,
 };

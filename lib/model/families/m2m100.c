@@ -14,6 +14,8 @@ const tfm__family_info tfm__m2m100 = {
     .defaults = {128112, 1024, 12, 16, 4096, 1, 0, 2, 2, -1},
     .tokenizer_class = "M2M100Tokenizer",
     .special_tokens = {"<s>", "</s>", "<unk>", "</s>", "<pad>"},
+    .source_language = "en",
+    .nllb_source_language = "eng_Latn",
     .prefix = "model.",
     .name = tfm__bart_name,
 };

@@ -13,6 +13,7 @@ const tfm__family_info tfm__marian = {
     .tokenizer_class = "MarianTokenizer",
     .special_tokens = {[TFM__EOS_TOKEN] = "</s>", [TFM__UNK_TOKEN] = "<unk>",
                        [TFM__PAD_TOKEN] = "<pad>"},
+    .leading_code = 1,
     .prefix = "model.",
     .name = tfm__bart_name,
 };

@@ -15,6 +15,8 @@ const tfm__family_info tfm__mbart = {
     .logits_bias = 1,
     .tokenizer_class = "MBartTokenizer",
     .special_tokens = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>"},
+    .source_language = "en_XX",
+    .code_first_class = "MBart50Tokenizer",
     .prefix = "model.",
     .name = tfm__bart_name,
 };
