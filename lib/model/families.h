@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tfm/model.h"
+#include "tfm/text.h"
 
 /* The defaults of a family's Config class (configuration_*.py) for the
  * keys a config.json may leave out, as transformers takes them: sizes,
@@ -27,6 +28,7 @@ typedef struct tfm__config_defaults {
  * its own room, lib/model/families/NAME.c. */
 typedef enum { TFM__MARIAN, TFM__BART, TFM__MBART, TFM__M2M100, TFM__T5 } tfm__family;
 struct tfm__family_layout;
+struct tfm__loader; /* model/loader.h */
 /* The special-token attributes (SPECIAL_TOKENS_ATTRIBUTES) in this order. */
 enum { TFM__BOS_TOKEN, TFM__EOS_TOKEN, TFM__UNK_TOKEN, TFM__SEP_TOKEN, TFM__PAD_TOKEN,
        TFM__CLS_TOKEN, TFM__MASK_TOKEN, TFM__SPECIAL_TOKENS };
@@ -56,6 +58,15 @@ typedef struct tfm__family_info {
      * where the family's others put it last (mBART-50's, not mBART-cc25's). */
     int32_t bos_first, leading_code;
     const char *source_language, *nllb_source_language, *code_first_class;
+    /* config.json's keys into o (the loader reads config.json); the
+     * BART-like families share BartConfig's (tfm__bart_read_config) */
+    int (*read_config)(struct tfm__loader *l, const struct tfm__family_info *f,
+                       tfm_model_options *o);
+    /* the family's tokenizer files, when the folder has them: 1 with
+     * *source (NULL: none after all) and *target (NULL: the source's), 0
+     * when absent, -1 with the error set (what was loaded is the
+     * caller's to free either way) */
+    int (*load_tokenizers)(struct tfm__loader *l, tfm_tokenizer **source, tfm_tokenizer **target);
     const char *prefix; /* of the tensor names: "model." (...ForConditionalGeneration) or "" */
     /* the published name of a parameter other than the generator's
      * (tfm__published_name) */
@@ -76,6 +87,13 @@ typedef struct tfm__family_layout {
     int32_t shared;     /* one embedding table for both sides (model.shared) */
     const char *prefix; /* "model." (...ForConditionalGeneration) or "" */
 } tfm__family_layout;
+
+/* The BART-like families' readers (Marian, BART, mBART, M2M100): BartConfig's
+ * keys; mBART's and M2M100's sentencepiece.bpe.model numbered as fairseq does
+ * (families/fairseq.c). */
+int tfm__bart_read_config(struct tfm__loader *l, const tfm__family_info *f, tfm_model_options *o);
+int tfm__fairseq_load_tokenizers(struct tfm__loader *l, tfm_tokenizer **source,
+                                 tfm_tokenizer **target);
 
 /* The names of the BART-like families (Marian, BART, mBART, M2M100). */
 int tfm__bart_name(const tfm__family_layout *layout, const tfm_model *m, const char *ours,

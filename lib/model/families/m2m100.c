@@ -2,6 +2,8 @@
  * pre-norm, fairseq's sinusoids past the padding id, the stacks'
  * layer_norm, an lm_head without bias. */
 #include "model/families.h"
+#include "model/loader.h"
+
 
 const tfm__family_info tfm__m2m100 = {
     .model_type = "m2m_100",
@@ -16,6 +18,8 @@ const tfm__family_info tfm__m2m100 = {
     .special_tokens = {"<s>", "</s>", "<unk>", "</s>", "<pad>"},
     .source_language = "en",
     .nllb_source_language = "eng_Latn",
+    .read_config = tfm__bart_read_config,
+    .load_tokenizers = tfm__fairseq_load_tokenizers,
     .prefix = "model.",
     .name = tfm__bart_name,
 };

@@ -2,6 +2,8 @@
  * layernorm_embedding and the stacks' layer_norm, learned positions from
  * row 2. */
 #include "model/families.h"
+#include "model/loader.h"
+
 
 const tfm__family_info tfm__mbart = {
     .model_type = "mbart",
@@ -17,6 +19,8 @@ const tfm__family_info tfm__mbart = {
     .special_tokens = {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>"},
     .source_language = "en_XX",
     .code_first_class = "MBart50Tokenizer",
+    .read_config = tfm__bart_read_config,
+    .load_tokenizers = tfm__fairseq_load_tokenizers,
     .prefix = "model.",
     .name = tfm__bart_name,
 };

@@ -1,11 +1,97 @@
 /* T5 (modeling_t5.py, T5Config, T5Tokenizer): pre-norm RMS norms,
  * final_layer_norm, relative positions only, an lm_head without bias and
  * tensor names of its own. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "model/families.h"
+#include "model/loader.h"
 #include "model/model.h"
+#include "text/text.h"
+
+/* T5Config: its own keys, with T5Config's defaults where older folders
+ * (t5-small) leave them out. feed_forward_proj is "ACT" or "gated-ACT",
+ * "gated-gelu" meaning the tanh GELU. */
+static int read_config(tfm__loader *l, const tfm__family_info *f, tfm_model_options *o)
+{
+    int64_t vocab, d_model, d_kv, heads, layers, decoder_layers, d_ff, buckets, distance, pad,
+        eos, start, max_len;
+    int32_t tie;
+    float eps;
+    const tfm__config_defaults *d = &f->defaults;
+    if (tfm__config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
+        tfm__config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
+        tfm__config_int(l, "d_kv", TFM__T5_D_KV, 1, INT32_MAX, &d_kv) < 0 ||
+        tfm__config_int(l, "num_heads", d->heads, 1, INT32_MAX, &heads) < 0 ||
+        tfm__config_int(l, "num_layers", d->layers, 0, 4096, &layers) < 0 ||
+        tfm__config_int(l, "num_decoder_layers", layers, 0, 4096, &decoder_layers) < 0 ||
+        tfm__config_int(l, "d_ff", d->d_ff, 1, INT32_MAX, &d_ff) < 0 ||
+        tfm__config_int(l, "relative_attention_num_buckets", 32, 4, 65536, &buckets) < 0 ||
+        tfm__config_int(l, "relative_attention_max_distance", 128, buckets / 2 + 1, INT32_MAX,
+                   &distance) < 0 ||
+        tfm__special_ids(l, d, &pad, &eos, &start) < 0 ||
+        tfm__config_int(l, "n_positions", 512, 1, INT32_MAX, &max_len) < 0 ||
+        tfm__config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
+        tfm__config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
+        return -1;
+    const char *projection = tfm__config_name(l, "feed_forward_proj", "relu");
+    if (!projection)
+        return tfm__activation_of(l, "feed_forward_proj", NULL, &o->activation);
+    int gated = strncmp(projection, "gated-", 6) == 0;
+    const char *activation = strcmp(projection, "gated-gelu") == 0 ? "gelu_new"
+                             : gated                              ? projection + 6
+                                                                  : projection;
+    if (tfm__activation_of(l, "feed_forward_proj", activation, &o->activation) < 0)
+        return -1;
+    o->src_vocab = o->tgt_vocab = vocab;
+    o->share_embeddings = l->shared = 1; /* shared.weight */
+    o->tie_generator = o->generator_rescale = tie;
+    o->d_model = d_model;
+    o->heads = (int32_t)heads;
+    /* 0 where the heads split d_model, as the options of a model made
+     * with the same sizes say */
+    o->head_dim = d_kv * heads == d_model ? 0 : d_kv;
+    o->d_ff = d_ff;
+    o->encoder_layers = (int32_t)layers;
+    o->decoder_layers = (int32_t)decoder_layers;
+    o->max_src_len = o->max_tgt_len = max_len;
+    o->norm_first = f->norm_first;
+    o->final_norm = f->final_norm;
+    o->positions = f->positions;
+    o->rms_norm = 1;
+    o->layer_norm_eps = eps;
+    o->bias = o->feed_forward_bias = 0;
+    o->fused_qkv = 0;
+    o->gated_feed_forward = gated;
+    o->unscaled_attention = 1;
+    o->relative_attention_buckets = (int32_t)buckets;
+    o->relative_attention_max_distance = (int32_t)distance;
+    o->dropout = o->embedding_dropout = 0.0f;
+    o->bos_id = (int32_t)start;
+    o->eos_id = (int32_t)eos;
+    o->pad_id = (int32_t)pad;
+    return 0;
+}
+
+/* spiece.model with tokenizer_config.json's extra_ids sentinels (100 by
+ * default) */
+static int load_tokenizers(tfm__loader *l, tfm_tokenizer **source, tfm_tokenizer **target)
+{
+    char a[PATH_MAX_BYTES];
+    (void)target;
+    if (!tfm__has_file(l, "spiece.model", a))
+        return 0;
+    l->extra_ids = 100;
+    if (l->has_settings)
+        tfm__reading_settings(l);
+    int failed = (l->has_settings &&
+                  tfm__config_int(l, "extra_ids", 100, 0, 1 << 20, &l->extra_ids) < 0) ||
+                 !(*source = tfm__t5_load(l->ctx, a, (int32_t)l->extra_ids));
+    tfm__reading_config(l);
+    return failed ? -1 : 1;
+}
 
 const tfm__family_info tfm__t5 = {
     .model_type = "t5",
@@ -16,6 +102,8 @@ const tfm__family_info tfm__t5 = {
     .tokenizer_class = "T5Tokenizer",
     .special_tokens = {[TFM__EOS_TOKEN] = "</s>", [TFM__UNK_TOKEN] = "<unk>",
                        [TFM__PAD_TOKEN] = "<pad>"},
+    .read_config = read_config,
+    .load_tokenizers = load_tokenizers,
     .prefix = "",
     .name = tfm__t5_name,
 };
