@@ -6,9 +6,12 @@ environment with the issue's targets, met or missed.
   /usr/bin/python3 bench/run.py [--build DIR] [--configs 003,avg,002]
       [--rounds R] [--envs found,unset,haswell] [--quick] [--log FILE]
       [--checkpoint FILE] [--decode-only | --train-only]
-  /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run)
+  /usr/bin/python3 bench/run.py --from FILE     (re-print a logged run; FILE,FILE...:
+      several runs' rounds together)
   /usr/bin/python3 bench/run.py --versus DIR [--build DIR] ...
       (libtfm against libtfm from another build, e.g. -Dnative=true)
+  /usr/bin/python3 bench/run.py --decode-only --anchors onnxruntime
+      [--configs avg,002,translation] ...   (libtfm against ONNX Runtime)
 
 Jobs: a training step of each config on 2 threads; each config's decoding
 on 2 threads, greedy and beam 4, in float32 and int8; and libtfm's steps on
@@ -31,6 +34,21 @@ training), each in its own process; each keeps its best (lowest) median
 over the rounds, and ratios are taken against the fastest anchor. 002 and
 the tutorial's translation loop run one round (a PyTorch step takes ~12 s
 or more, the loop minutes).
+
+--anchors onnxruntime (or pytorch,onnxruntime) holds the decoding jobs
+against ONNX Runtime too (issue 44): bench/ort/decode.js, onnxruntime-node
+from npm (cd bench/ort && npm ci --ignore-scripts), running the graphs
+bench/ort/export.py makes from a twin of the configuration's libtfm model
+(Optimum's layout, float32 and int8), greedy and beam 4, 2 threads; its
+configurations are avg, 002 and translation (the README's translation
+model's shape: d 256, 3 + 3 layers, 8,000 pieces, 32 source pieces, 48
+generated; ONNX Runtime's graphs carry runs/translation's trained weights
+when they exist). Before the rounds the graphs are made where missing
+(runs/ort/CONFIG) and their float32 greedy and beam 4 tokens are checked
+equal to libtfm's on the same sources; a "decode ratio against ONNX
+Runtime" line per configuration, strategy and precision follows, with the
+load averages the rounds ran under (each record holds /proc/loadavg's
+1-minute figure from just before it ran).
 """
 import argparse
 import json
@@ -46,6 +64,12 @@ TWIN = os.path.join(ROOT, 'bench', 'torch', 'bench.py')
 DECODER = os.path.join(ROOT, 'bench', 'torch', 'decode.py')  # PyTorch's fastest decoding
 PYTHON = '/usr/bin/python3'  # Debian's python3-torch
 CONFIGS = ['003', 'avg', '002']
+# ONNX Runtime's anchor (bench/ort): its configurations, and the translation
+# model's shape, which tfm-bench decodes but no PyTorch twin does
+ORT = 'onnxruntime'
+ORT_DIR = os.path.join(ROOT, 'bench', 'ort')
+ORT_CONFIGS = ['avg', '002', 'translation']
+ORT_RATIO = 3.0  # issue 44: libtfm's tokens/s over ONNX Runtime's, at least
 ENVS = ['found', 'unset', 'haswell']
 
 # Issue 14's targets: the fastest PyTorch anchor's time / libtfm's, at least.
@@ -77,7 +101,8 @@ BF16_ANCHOR = 'pytorch-fast-bf16'
 DECODE_JOBS = {'decode': (1, 'float32'), f'beam{BEAM}': (BEAM, 'float32'),
                'decode-int8': (1, 'int8'), f'beam{BEAM}-int8': (BEAM, 'int8')}
 INT8_ANCHOR = 'pytorch-int8'
-DECODE_SOURCES = {'003': 750, 'avg': 750, '002': 64}  # 002: ~100x 003's work per token
+DECODE_SOURCES = {'003': 750, 'avg': 750, '002': 64,  # 002: ~100x 003's work per token
+                  'translation': 250}
 # Issue 31's target: libtfm's tokens per second over the fastest PyTorch
 # decode's, at least, float32 against float32 and int8 against int8.
 DECODE_ANCHOR_RATIO = 3.0
@@ -104,14 +129,17 @@ TEST_SET = 'test-'
 
 
 def jobs(configs, decode=True, bf16=False, checkpoint=None, train=True):
-    """(config, what, threads, with PyTorch) in run order."""
+    """(config, what, threads, with PyTorch) in run order; the translation
+    shape decodes only."""
+    decoded = configs
+    configs = [c for c in configs if c in CONFIGS]
     out = [(c, 'train', 2, True) for c in configs] if train else []
     if bf16 and train:
         out += [(c, BF16, 2, True) for c in configs]
     if '002' in configs and train:  # libtfm's 002 step recomputing what it may (its memory)
         out.append(('002', RECOMPUTED, 2, False))
     if decode:
-        out += [(c, what, 2, True) for c in configs for what in DECODE_JOBS]
+        out += [(c, what, 2, True) for c in decoded for what in DECODE_JOBS]
         if '003' in configs and checkpoint:
             out += [('003', TEST_SET + what, 2, False) for what in ('greedy', f'beam{BEAM}')]
     # libtfm alone on 1 thread: its 2-thread scaling (the target is 002's)
@@ -120,15 +148,21 @@ def jobs(configs, decode=True, bf16=False, checkpoint=None, train=True):
     return out
 
 
-def decode_impls(config, what, first_round):
-    """Who runs a decoding job: libtfm, then its PyTorch anchors; the
-    tutorial's loop (minutes) in the first round only."""
+def decode_impls(config, what, first_round, anchors=('pytorch',)):
+    """Who runs a decoding job: libtfm, then its PyTorch anchors (the
+    tutorial's loop, minutes, in the first round only) and ONNX Runtime,
+    as anchors asks and where they have the configuration."""
     beam, precision = DECODE_JOBS[what]
     impls = ['libtfm']
-    if precision == 'int8':
-        return impls + [INT8_ANCHOR]
-    loop = config == '003' and beam == 1 and first_round
-    return impls + (['pytorch'] if loop else []) + ['pytorch-fast']
+    if 'pytorch' in anchors and config in CONFIGS:
+        if precision == 'int8':
+            impls.append(INT8_ANCHOR)
+        else:
+            loop = config == '003' and beam == 1 and first_round
+            impls += (['pytorch'] if loop else []) + ['pytorch-fast']
+    if ORT in anchors and config in ORT_CONFIGS:
+        impls.append(ORT)
+    return impls
 
 
 def base_env(name):
@@ -152,6 +186,10 @@ def decode_command(impl, config, what, threads, sources, build):
                 '--beam', str(beam)] + (['--precision', precision] if precision != 'float32'
                                         else [])
         return argv, extra
+    if impl == ORT:  # its own pool: intraOpNumThreads threads
+        return ['node', os.path.join(ORT_DIR, 'decode.js'), '--graphs', ort_graphs(config),
+                '--threads', str(threads), '--sources', str(sources), '--beam', str(beam),
+                '--precision', precision], {}
     extra = {'OMP_NUM_THREADS': threads, 'OMP_WAIT_POLICY': 'passive'}
     if impl == 'pytorch':  # the tutorial's loop
         return [PYTHON, TWIN, '--threads', str(threads), '--config', config, '--what', 'decode',
@@ -203,6 +241,42 @@ def command(impl, env_name, config, what, threads, counts, build, sgemm=True, ch
     return argv, env, line
 
 
+def ort_graphs(config):
+    return os.path.join(ROOT, 'runs', 'ort', config)
+
+
+def ort_prepare(config, build, log):
+    """Makes the configuration's graphs if missing, then checks ONNX
+    Runtime's float32 tokens against libtfm's; a record either way."""
+    rec = {'impl': ORT, 'config': config, 'what': 'check'}
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, 'bindings', 'python'),
+               TFM_LIBRARY=os.path.join(build, 'lib', 'libtfm.so.0'))
+    steps = [] if os.path.exists(os.path.join(ort_graphs(config), 'config.json')) else \
+        [[PYTHON, os.path.join(ORT_DIR, 'export.py'), config]]
+    steps.append(['node', os.path.join(ORT_DIR, 'decode.js'), '--graphs', ort_graphs(config),
+                  '--check'])
+    for argv in steps:
+        p = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if p.returncode:
+            rec['error'] = f'{shlex.join(argv)}: exit {p.returncode}: {p.stderr.strip()[-300:]}' \
+                + (p.stdout.strip()[-300:] if 'decode.js' in argv[1] else '')
+            break
+    else:
+        rec.update(json.loads(p.stdout.splitlines()[-1]))
+    log.write(json.dumps(rec) + '\n')
+    log.flush()
+    print(f"[{config}] ONNX Runtime graphs: {rec.get('error') or rec['check']}", file=sys.stderr)
+    return rec
+
+
+def load_average():
+    try:
+        with open('/proc/loadavg') as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def counts_for(a, config):
     """Steps, warm-up steps and sources: the defaults unless given."""
     default = lambda value, d: d if value is None else value  # noqa: E731
@@ -248,6 +322,8 @@ def run_all(a, log):
         print(f"'found' is the same as '{same}': skipped", file=sys.stderr)
         envs = [e for e in envs if e != 'found']
     records = []
+    if ORT in a.anchors and not a.train_only:
+        records += [ort_prepare(c, a.build, log) for c in a.configs if c in ORT_CONFIGS]
     for env_name in envs:
         for r in range(a.rounds):
             for config, what, threads, with_torch in jobs(a.configs, not a.train_only,
@@ -257,7 +333,8 @@ def run_all(a, log):
                     # both builds' training steps only; every round, 002's too
                     if what != 'train' or threads != 2:
                         continue
-                elif (config == '002' or what == RECOMPUTED) and r > 0:
+                elif ((config == '002' and (what not in DECODE_JOBS or 'pytorch' in a.anchors))
+                      or what == RECOMPUTED) and r > 0:
                     continue
                 counts = counts_for(a, config)
                 anchors = anchors_in(a.build) if what == 'train' else \
@@ -265,19 +342,19 @@ def run_all(a, log):
                 impls = ['versus', 'libtfm'] if a.versus else \
                     ['libtfm'] + anchors if with_torch else ['libtfm']
                 if what in DECODE_JOBS:
-                    impls = decode_impls(config, what, r == 0)
+                    impls = decode_impls(config, what, r == 0, a.anchors)
                 for impl in impls:
                     build = a.versus if impl == 'versus' else a.build
                     # the BLAS alone is the same for both builds
                     argv, env, line = command(impl, env_name, config, what, threads, counts,
                                               build, sgemm=not a.versus,
                                               checkpoint=a.checkpoint)
-                    start = time.time()
+                    start, load = time.time(), load_average()
                     out = run_one(argv, env)
                     rec = {'env': env_name, 'found_coretype': found, 'build': build,
                            'coretype': env.get('OPENBLAS_CORETYPE'),
                            'round': r + 1, 'threads': threads, 'impl': impl,
-                           'config': config, 'what': what, 'cmd': line}
+                           'config': config, 'what': what, 'cmd': line, 'load': load}
                     rec.update(out)
                     # the program's own line says 'libtfm' for both builds, 'decode' for beams
                     rec.update(impl=impl, what=what)
@@ -392,7 +469,9 @@ def decode_ratio(records, env, config, what):
     anchors = [best(records, env, impl, config, what, 2)
                for impl in ('pytorch', 'pytorch-fast', INT8_ANCHOR)]
     p = max((r for r in anchors if tokens_per_s(r)), key=tokens_per_s, default=None)
-    if not t and not p:
+    ran = any(r.get('env') == env and r.get('config') == config and r.get('what') == what and
+              r.get('impl') in ('pytorch', 'pytorch-fast', INT8_ANCHOR) for r in records)
+    if not ran:  # --anchors without pytorch
         return None
     name = (f"{config} {'greedy' if beam == 1 else f'beam {beam}'} {precision} decode ratio "
             'against the fastest PyTorch decode')
@@ -404,6 +483,38 @@ def decode_ratio(records, env, config, what):
     line = verdict(name, ratio(tokens_per_s(t), tokens_per_s(p)), DECODE_ANCHOR_RATIO, True)
     return line + ''.join(f'; {figures(r, who)}' for r, who in
                           ((t, 'libtfm'), (p, p and p['impl'])) if r)
+
+
+def ort_ratio(records, env, config, what):
+    """The line of a decoding job against ONNX Runtime (float32 against
+    float32, int8 against int8), with the load averages its runs started
+    under, or None if neither ran."""
+    beam, precision = DECODE_JOBS[what]
+    t, o = best(records, env, 'libtfm', config, what, 2), best(records, env, ORT, config, what, 2)
+    if not o:
+        return None
+    name = (f"{config} {'greedy' if beam == 1 else f'beam {beam}'} {precision} decode ratio "
+            'against ONNX Runtime (2 threads each)')
+    loads = [r['load'] for r in records if r.get('env') == env and r.get('config') == config
+             and r.get('what') == what and r.get('impl') in ('libtfm', ORT)
+             and r.get('load') is not None]
+    line = verdict(name, ratio(tokens_per_s(t), tokens_per_s(o)), ORT_RATIO, True)
+    line += ''.join(f"; {who} {fmt(tokens_per_s(r), ',.0f')} tokens/s, "
+                    f"{fmt(r.get('peak_rss_mb'), '.0f')} MB" for r, who in
+                    ((t, 'libtfm'), (o, ORT)) if r)
+    if loads:
+        line += f'; load {min(loads):.2f}-{max(loads):.2f}'
+    return line
+
+
+def ort_checks(records):
+    """A line per configuration whose ONNX Runtime tokens were checked
+    (its last check, where logs of several runs are read together)."""
+    checks = {r['config']: r for r in records if r.get('impl') == ORT and r.get('what') == 'check'}
+    return [f"{config} ONNX Runtime float32 tokens against libtfm's: " +
+            (f"failed: {r['error']}" if 'error' in r else
+             ', '.join(f'{k} {v}' for k, v in r['check'].items()))
+            for config, r in checks.items()]
 
 
 def targets(bests, records, env):
@@ -427,11 +538,13 @@ def targets(bests, records, env):
         lines.append(verdict("003 decode ratio against tutorial 003's loop (2 threads)",
                              ratio(loop and loop['median_ms'], t and t['median_ms']),
                              DECODE_RATIO, True))
-    for config in CONFIGS:
+    lines += ort_checks(records)
+    for config in CONFIGS + [c for c in ORT_CONFIGS if c not in CONFIGS]:
         for what in DECODE_JOBS:
-            line = decode_ratio(records, env, config, what)
-            if line:
-                lines.append(line)
+            for line in (decode_ratio(records, env, config, what),
+                         ort_ratio(records, env, config, what)):
+                if line:
+                    lines.append(line)
         for f32, int8 in (('decode', 'decode-int8'), (f'beam{BEAM}', f'beam{BEAM}-int8')):
             t, q = get(config, f32, 2)[0], get(config, int8, 2)[0]
             if t and q:
@@ -520,12 +633,12 @@ def report(records):
     if any(r.get('impl') == 'versus' for r in records):
         versus_table(records)
         return
-    found = {r.get('found_coretype', '?') for r in records}
+    found = {r.get('found_coretype', '?') for r in records if r.get('what') != 'check'}
     print('OPENBLAS_CORETYPE as found: ' +
           ', '.join('(unset)' if f is None else str(f) for f in found))
     envs = []
     for r in records:
-        if r.get('env') not in envs:
+        if r.get('env') not in envs and r.get('what') != 'check':  # checks precede the runs
             envs.append(r.get('env'))
     for env in envs:
         bests = table(records, env)
@@ -540,7 +653,11 @@ def main():
                    help='meson build directory holding bench/tfm-bench (default: build)')
     p.add_argument('--versus', metavar='DIR',
                    help='time libtfm from this build too (e.g. -Dnative=true), not PyTorch')
-    p.add_argument('--configs', default=','.join(CONFIGS))
+    p.add_argument('--configs', default=','.join(CONFIGS),
+                   help=f'among {CONFIGS + ["translation"]} (translation: decoding only)')
+    p.add_argument('--anchors', default='pytorch',
+                   help='the decoding jobs\' anchors: pytorch, onnxruntime or both, comma-'
+                        'separated (default pytorch)')
     only = p.add_mutually_exclusive_group()
     only.add_argument('--train-only', action='store_true', help='no decoding job')
     only.add_argument('--decode-only', action='store_true', help='the decoding jobs alone')
@@ -563,14 +680,21 @@ def main():
                    help='re-print the tables of a logged run, without running')
     a = p.parse_args()
     if a.from_file:
-        with open(a.from_file) as f:
-            report([json.loads(x) for x in f if x.strip()])
+        records = []
+        for name in a.from_file.split(','):
+            with open(name) as f:
+                records += [json.loads(x) for x in f if x.strip()]
+        report(records)
         return
     a.bf16 = a.bf16 == 'yes' or (a.bf16 == 'auto' and cpu_has_bf16())
     a.configs = a.configs.split(',')
     a.envs = a.envs.split(',')
-    if set(a.configs) - set(CONFIGS) or set(a.envs) - set(ENVS) or a.rounds < 1:
-        p.error(f'configs among {CONFIGS}, envs among {ENVS}, rounds >= 1')
+    a.anchors = a.anchors.split(',')
+    if set(a.configs) - set(CONFIGS + ORT_CONFIGS) or set(a.envs) - set(ENVS) or a.rounds < 1 \
+            or set(a.anchors) - {'pytorch', ORT} or \
+            ('translation' in a.configs and not a.decode_only):
+        p.error(f'configs among {CONFIGS + ["translation"]} (translation with --decode-only), '
+                f'envs among {ENVS}, anchors among pytorch, {ORT}, rounds >= 1')
     if a.quick:
         a.rounds = 1
         a.steps = 2 if a.steps is None else a.steps

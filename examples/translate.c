@@ -8,6 +8,10 @@
  *   echo "Cannot open file" | tfm-translate --model runs/translation/model.safetensors
  *   tfm-translate --score hyp.fr --reference test.fr
  *   tfm-translate --po messages.pot --language fr --out fr.po   # catalog.c
+ *   tfm-translate --train --model FILE_OR_FOLDER --data DIR --out tuned.safetensors
+ *                                                # fine-tunes a model, --freeze parts
+ *   tfm-translate --train --model M --lora 8 --data DIR --out ADAPTER_FOLDER
+ *   tfm-translate --model M --adapter ADAPTER_FOLDER # a LoRA adapter, PEFT's folder
  *
  * Training: a joint BPE vocabulary (byte fallback, so no text is
  * untokenisable), a pre-norm encoder-decoder with one embedding table for
@@ -38,14 +42,17 @@ static const char *program = "tfm-translate";
 
 typedef struct config {
     int64_t train, distributed, overwrite;
-    const char *model, *score, *reference;
+    const char *model, *score, *reference, *glossary;
     const char *data, *source_ext, *target_ext, *out, *vocab, *save_vocab, *precision;
     int64_t vocab_size, max_len;
     int64_t d_model, heads, layers, d_ff;
     double dropout, label_smoothing, lr, weight_decay, clip, minutes, cooldown;
     int64_t warmup, max_tokens, steps, validate_every, average, seed, threads;
-    int64_t beam, max_length, batch, evaluate, int8, timing;
-    const char *source_language, *target_language;
+    int64_t beam, max_length, batch, evaluate, int8, timing, no_placeholders;
+    const char *source_language, *target_language, *freeze;
+    int64_t lora;                 /* --lora's rank; 0: fine-tune every parameter */
+    double lora_alpha;
+    const char *lora_targets, *adapter;
     const char *po, *language;
     int64_t all;
 } config;
@@ -131,6 +138,7 @@ typedef struct corpus {
 
 typedef struct pairs {
     corpus source, target;
+    int32_t bos, eos, pad;                    /* the model's */
     int64_t *source_lengths, *target_lengths; /* as the tensors hold them: target + 1 */
     int64_t *line;                            /* each pair's line in the files */
     int64_t empty, too_long;                  /* pairs skipped */
@@ -148,10 +156,55 @@ static void pairs_free(pairs *p)
     *p = (pairs){0};
 }
 
-/* Appends text's ids to c, at most limit of them; the count, -1 past the
- * limit (nothing kept; the text encoded only as far as limit + 1 ids
- * need), or -2 on error. */
-static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text, int64_t limit)
+/* How a pair's sides become the model's ids: a source as the model
+ * encodes one (its family's ids around the text), a target as decoding
+ * makes one (its forced first token, a language code, then the target
+ * tokenizer's ids), each at most its limit long. */
+typedef struct encoding {
+    const tfm_model *model;
+    const tfm_tokenizer *target;
+    int32_t forced;       /* the target's first id, or -1 */
+    int64_t around;       /* ids the model puts around every source */
+    int64_t source_limit, target_limit;
+} encoding;
+
+/* The model's encoding, for sources of at most max_len ids and targets
+ * of max_len decoder inputs; 0, or -1 after a message. */
+static int encoding_make(const tfm_model *model, int64_t max_len, encoding *e)
+{
+    tfm_decode_options o;
+    tfm_decode_options_init(&o);
+    int32_t around[8]; /* a family puts at most 4 ids around a source */
+    *e = (encoding){.model = model, .target = tfm_model_tokenizer(model, 1)};
+    int64_t tgt_len = tfm_model_max_tgt_len(model);
+    e->source_limit = tfm_model_max_src_len(model) < max_len ? tfm_model_max_src_len(model)
+                                                             : max_len;
+    e->target_limit = (tgt_len < max_len ? tgt_len : max_len) - 1; /* then <s> before */
+    if (!e->target) {
+        fprintf(stderr, "%s: the model has no tokenizer to encode the pairs with\n", program);
+        return -1;
+    }
+    if (tfm_model_bos_id(model) < 0 || tfm_model_eos_id(model) < 0 ||
+        tfm_model_pad_id(model) < 0) {
+        fprintf(stderr, "%s: the model lacks a decoder start, end or padding id (options "
+                "bos_id, eos_id, pad_id) to train with\n", program);
+        return -1;
+    }
+    if (tfm_decode_options_from_model(model, &o) != TFM_OK ||
+        tfm_model_encode_text(model, "", 0, around, 8, &e->around) != TFM_OK) {
+        cli_fail(program, "reading the model's encoding");
+        return -1;
+    }
+    e->forced = o.forced_bos_id;
+    return 0;
+}
+
+/* Appends the ids of one side of a pair to c, at most limit of them; the
+ * count, 0 for text that gives no ids of its own, -1 past the limit
+ * (nothing kept; the text encoded only as far as limit + 1 ids need), or
+ * -2 on error. */
+static int64_t corpus_add(corpus *c, const encoding *e, int target, const char *text,
+                          int64_t limit)
 {
     if (c->ids_capacity - c->ids_count < limit) {
         int64_t capacity = c->ids_capacity ? c->ids_capacity * 2 : 1 << 16;
@@ -163,13 +216,21 @@ static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text,
         c->ids = grown;
         c->ids_capacity = capacity;
     }
-    int64_t count = 0;
-    int32_t cut = 0;
-    if (tfm_tokenizer_encode_truncated(tok, text, (int64_t)strlen(text), c->ids + c->ids_count,
-                                       limit, &count, &cut) != TFM_OK)
+    int32_t *ids = c->ids + c->ids_count, cut = 0;
+    int64_t count = 0, length = (int64_t)strlen(text), forced = target && e->forced >= 0;
+    if (forced && limit > 0)
+        ids[0] = e->forced;
+    tfm_status s = target ? tfm_tokenizer_encode_truncated(e->target, text, length, ids + forced,
+                                                            limit - forced, &count, &cut)
+                          : tfm_model_encode_text_truncated(e->model, text, length, ids, limit,
+                                                            &count, &cut);
+    if (s != TFM_OK)
         return -2;
     if (cut)
         return -1;
+    if (target ? count == 0 : count == e->around)
+        return 0;
+    count += target ? forced : 0;
     c->ids_count += count;
     return count;
 }
@@ -177,10 +238,11 @@ static int64_t corpus_add(corpus *c, const tfm_tokenizer *tok, const char *text,
 /* The pairs of source and target lines tokenized: a pair with a side that
  * gives no ids (empty, or spaces only) or more than max_len ids is
  * counted and skipped, never trained on. 0, or -1 after a message. */
-static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
-                      const text_lines *target, int64_t max_len, const char *name, pairs *p)
+static int pairs_make(const encoding *e, const text_lines *source, const text_lines *target,
+                      const char *name, pairs *p)
 {
-    *p = (pairs){0};
+    *p = (pairs){.bos = tfm_model_bos_id(e->model), .eos = tfm_model_eos_id(e->model),
+                 .pad = tfm_model_pad_id(e->model)};
     if (source->count != target->count) {
         fprintf(stderr, "%s: the %s files are not aligned: %lld source lines, %lld target "
                 "lines\n", program, name, (long long)source->count, (long long)target->count);
@@ -196,10 +258,35 @@ static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
         !p->target_lengths || !p->line)
         goto nomem;
     p->source.offsets[0] = p->target.offsets[0] = 0;
+    /* with the vocabularies' placeholder pieces, a pair's spans that must
+     * pass unchanged become them (tfm_placeholders_pair) */
+    const tfm_tokenizer *sides[2] = {tfm_model_tokenizer(e->model, 0), e->target};
+    int placeholders = 1;
+    for (int k = 0; k < 2; k++)
+        placeholders = placeholders && sides[k] &&
+                       tfm_tokenizer_piece_to_id(sides[k], tfm_placeholder(0),
+                                                 (int64_t)strlen(tfm_placeholder(0))) >= 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t kept_source = p->source.ids_count;
-        int64_t a = corpus_add(&p->source, tok, source->line[i], max_len);
-        int64_t b = a > 0 ? corpus_add(&p->target, tok, target->line[i], max_len - 1) : 0;
+        char *masked[2] = {NULL, NULL};
+        const char *side[2] = {source->line[i], target->line[i]};
+        if (placeholders) {
+            masked[0] = malloc(4 * strlen(side[0]) + 1);
+            masked[1] = malloc(4 * strlen(side[1]) + 1);
+            int32_t count = 0;
+            if (!masked[0] || !masked[1] ||
+                tfm_placeholders_pair(side[0], side[1], masked[0], masked[1], &count) != TFM_OK) {
+                free(masked[0]);
+                free(masked[1]);
+                goto nomem;
+            }
+            side[0] = masked[0];
+            side[1] = masked[1];
+        }
+        int64_t a = corpus_add(&p->source, e, 0, side[0], e->source_limit);
+        int64_t b = a > 0 ? corpus_add(&p->target, e, 1, side[1], e->target_limit) : 0;
+        free(masked[0]);
+        free(masked[1]);
         if (a == -2 || b == -2)
             goto nomem;
         if (a <= 0 || b <= 0) {
@@ -220,7 +307,8 @@ static int pairs_make(const tfm_tokenizer *tok, const text_lines *source,
     if (p->empty || p->too_long)
         printf("%s: skipped %lld of %lld pairs: %lld with a side that holds no text, %lld "
                "longer than %lld tokens\n", name, (long long)(p->empty + p->too_long),
-               (long long)n, (long long)p->empty, (long long)p->too_long, (long long)max_len);
+               (long long)n, (long long)p->empty, (long long)p->too_long,
+               (long long)e->source_limit);
     if (p->source.count == 0) {
         fprintf(stderr, "%s: no %s pair to use\n", program, name);
         return -1;
@@ -251,6 +339,11 @@ static tfm_tokenizer *train_vocabulary(const config *c, const text_lines *source
     options.vocab_size = (int32_t)c->vocab_size;
     options.byte_fallback = 1;
     options.pad_piece = 1;
+    const char *placeholders[TFM_PLACEHOLDERS];
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        placeholders[i] = tfm_placeholder(i);
+    options.user_symbols = placeholders;
+    options.n_user_symbols = TFM_PLACEHOLDERS;
     tfm_tokenizer *tok = NULL;
     tfm_tokenizer_train_bpe(lines, NULL, n, &options, &tok);
     free(lines);
@@ -291,11 +384,11 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
 {
     int64_t n = p->source.count;
     tfm_tensor *src = tfm_batch_pad(tape, p->source.ids, p->source.ids_count,
-                                    p->source.offsets, n, indices, rows, PAD_ID);
+                                    p->source.offsets, n, indices, rows, p->pad);
     tfm_tensor *decoder_input = NULL, *labels = NULL;
     if (!src || tfm_batch_shift_targets(tape, p->target.ids, p->target.ids_count,
-                                        p->target.offsets, n, indices, rows, BOS_ID, EOS_ID,
-                                        PAD_ID, &decoder_input, &labels) != TFM_OK)
+                                        p->target.offsets, n, indices, rows, p->bos, p->eos,
+                                        p->pad, &decoder_input, &labels) != TFM_OK)
         return NULL;
     int64_t lengths[4096];
     int64_t *source_lengths = rows <= 4096 ? lengths : malloc((size_t)rows * sizeof *lengths);
@@ -312,7 +405,7 @@ static tfm_tensor *batch_loss(tfm_tape *tape, tfm_model *model, const pairs *p,
     tfm_tensor *causal = tfm_mask_causal(tape, tfm_tensor_dim(decoder_input, 1), TFM_I32);
     tfm_tensor *logits = tfm_model_forward(tape, model, src, decoder_input, NULL, causal, NULL,
                                            padding, NULL, padding);
-    return tfm_cross_entropy_reduced(tape, logits, labels, PAD_ID, label_smoothing, reduction,
+    return tfm_cross_entropy_reduced(tape, logits, labels, p->pad, label_smoothing, reduction,
                                      counted);
 }
 
@@ -463,24 +556,117 @@ static char *next_line(line_reader *r, int wait, int *ended)
     }
 }
 
-/* The translator of --model, with --int8 and the languages, and its
- * translations' options (decode: their decoding); NULL after a message. */
+/* The name --lora trains and --adapter loads the adapter under. */
+#define ADAPTER "adapter"
+
+/* The model under --adapter's translator, freed after it (close_translator). */
+static tfm_model *adapted;
+
+static tfm_model *load_model(const char *path);
+
+/* --model with --adapter loaded as ADAPTER, --int8 and the languages set on
+ * the model, then a translator over it with the rest of options; NULL with
+ * the library's error. */
+static tfm_translator *open_adapted(const config *c, const tfm_translator_options *options)
+{
+    tfm_translator_options over = *options;
+    over.int8 = 0;
+    over.source_language = over.target_language = NULL;
+    tfm_translator *t = NULL;
+    if ((adapted = load_model(c->model)) &&
+        tfm_model_load_adapter(adapted, ADAPTER, c->adapter) == TFM_OK &&
+        (!(c->source_language || c->target_language) ||
+         tfm_model_set_languages(adapted, c->source_language, c->target_language) == TFM_OK) &&
+        (!c->int8 || tfm_model_quantize(adapted, TFM_QUANTIZE_LAYERS |
+                                                     TFM_QUANTIZE_GENERATOR) == TFM_OK))
+        t = tfm_translator_create(adapted, &over);
+    if (!t) {
+        tfm_model_free(adapted);
+        adapted = NULL;
+    }
+    return t;
+}
+
+static void close_translator(tfm_translator *t)
+{
+    tfm_translator_free(t);
+    tfm_model_free(adapted);
+    adapted = NULL;
+}
+
+/* A --glossary file: its lines, and its terms as
+ * tfm_translate_options.glossary takes them (pointing into the lines). */
+typedef struct glossary_file {
+    text_lines lines;
+    const char **terms;
+    int32_t n;
+} glossary_file;
+
+static void glossary_free(glossary_file *g)
+{
+    text_lines_free(&g->lines);
+    free(g->terms);
+    *g = (glossary_file){0};
+}
+
+/* The terms of path: one "source<TAB>target" a line (blank lines
+ * skipped). 0, or -1 after a message (g freed). */
+static int glossary_read(const char *path, glossary_file *g)
+{
+    *g = (glossary_file){0};
+    if (text_lines_read(path, &g->lines) < 0)
+        return -1;
+    if (!(g->terms = malloc((size_t)(2 * g->lines.count + 1) * sizeof *g->terms))) {
+        fprintf(stderr, "%s: out of memory for the glossary\n", program);
+        glossary_free(g);
+        return -1;
+    }
+    for (int64_t i = 0; i < g->lines.count; i++) {
+        char *line = g->lines.line[i], *tab = strchr(line, '\t');
+        if (!line[strspn(line, " \t\r")])
+            continue;
+        if (!tab || tab == line || !tab[1] || strchr(tab + 1, '\t')) {
+            fprintf(stderr, "%s: %s:%lld: a glossary line is a source term, a tab and its "
+                    "target term\n", program, path, (long long)i + 1);
+            glossary_free(g);
+            return -1;
+        }
+        *tab = '\0';
+        g->terms[2 * g->n] = line;
+        g->terms[2 * g->n + 1] = tab + 1;
+        g->n++;
+    }
+    return 0;
+}
+
+/* The translator of --model, with --int8, the languages and placeholders
+ * (--no-placeholders), and its translations' options (decode: their
+ * decoding; --glossary's terms, held in g until the caller frees it);
+ * NULL after a message. */
 static tfm_translator *open_translator(const config *c, tfm_decode_options *decode,
-                                       tfm_translate_options *o)
+                                       tfm_translate_options *o, glossary_file *g)
 {
     tfm_translator_options to;
     tfm_translator_options_init(&to);
     to.int8 = c->int8 != 0;
+    to.keep_placeholders = c->no_placeholders == 0;
     to.source_language = c->source_language;
     to.target_language = c->target_language;
-    tfm_translator *t = tfm_translator_open(c->model, &to);
+    *g = (glossary_file){0};
+    if (c->glossary && glossary_read(c->glossary, g) < 0)
+        return NULL;
+    tfm_translator *t = c->adapter ? open_adapted(c, &to) : tfm_translator_open(c->model, &to);
     if (!t) {
-        cli_fail(program, "loading the model");
+        cli_fail(program, c->adapter ? "loading the model and its adapter" : "loading the model");
+        glossary_free(g);
         return NULL;
     }
     decode_options(t, c, decode);
     tfm_translate_options_init(o);
     o->decode = decode;
+    o->adapter = c->adapter ? ADAPTER : NULL;
+    o->glossary = g->terms;
+    o->n_glossary = g->n;
     return t;
 }
 
@@ -489,7 +675,8 @@ static int translate_stream(const config *c)
     double start = cli_seconds();
     tfm_decode_options decode;
     tfm_translate_options o;
-    tfm_translator *t = open_translator(c, &decode, &o);
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
     if (!t)
         return EXIT_FAILURE;
     double loaded = cli_seconds(), first_line = 0.0;
@@ -545,7 +732,8 @@ done:
     free(lines);
     free(out);
     free(reader.buffer);
-    tfm_translator_free(t);
+    close_translator(t);
+    glossary_free(&glossary);
     return status;
 }
 
@@ -555,20 +743,21 @@ static int translate_catalog(const config *c)
 #ifdef TFM_TRANSLATE_CATALOGS
     tfm_decode_options decode;
     tfm_translate_options o;
-    tfm_translator *t = open_translator(c, &decode, &o);
+    glossary_file glossary;
+    tfm_translator *t = open_translator(c, &decode, &o, &glossary);
     if (!t)
         return EXIT_FAILURE;
-    /* ISSUE 43 (branch ph): the options that keep placeholders by
-     * construction and apply glossaries are set here once they land;
-     * until then catalog.c leaves untranslated each entry whose
-     * translation breaks its format directives, saying so. */
+    /* placeholders (the translator's) and the glossary apply to every
+     * entry; catalog.c still leaves untranslated an entry whose
+     * translation msgfmt would refuse, saying so */
     catalog_job job = {
         .in = c->po, .out = c->out, .language = c->language,
         .target_language = c->target_language, .all = c->all != 0,
         .overwrite = c->overwrite != 0, .program = program,
     };
     int status = catalog_translate(&job, t, &o);
-    tfm_translator_free(t);
+    close_translator(t);
+    glossary_free(&glossary);
     return status;
 #else
     (void)c;
@@ -686,6 +875,71 @@ static int evaluate(const config *c, tfm_model *model, const text_data *d, doubl
     return status;
 }
 
+/* --freeze: the parts of the model that do not train; 0, or -1 with the
+ * library's error. */
+static int set_frozen(const config *c, tfm_model *model)
+{
+    tfm_model_parts parts = 0;
+    return c->freeze && (tfm_model_parts_parse(c->freeze, &parts) != TFM_OK ||
+                         tfm_model_freeze(model, parts) != TFM_OK)
+               ? -1
+               : 0;
+}
+
+/* --lora-targets: q, k, v, o (both attentions'), fc1, fc2; 0 for a name
+ * it does not know. */
+static tfm_adapter_targets parse_targets(const char *list)
+{
+    static const struct { const char *name; tfm_adapter_targets targets; } known[] = {
+        {"q", TFM_ADAPT_Q}, {"k", TFM_ADAPT_K}, {"v", TFM_ADAPT_V}, {"o", TFM_ADAPT_O},
+        {"fc1", TFM_ADAPT_FF_IN}, {"fc2", TFM_ADAPT_FF_OUT},
+    };
+    tfm_adapter_targets targets = 0;
+    for (const char *at = list; *at;) {
+        size_t length = strcspn(at, ","), k = 0;
+        while (k < sizeof known / sizeof known[0] &&
+               (strlen(known[k].name) != length || strncmp(known[k].name, at, length) != 0))
+            k++;
+        if (k == sizeof known / sizeof known[0])
+            return 0;
+        targets |= known[k].targets;
+        at += length + (at[length] == ',');
+    }
+    return targets;
+}
+
+/* --lora: a new adapter over the model, the one its forward calls apply;
+ * 0, or -1 with the library's error. */
+static int add_adapter(const config *c, tfm_model *model)
+{
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = (int32_t)c->lora;
+    o.alpha = c->lora_alpha > 0 ? (float)c->lora_alpha : (float)c->lora;
+    o.targets = parse_targets(c->lora_targets);
+    return tfm_model_add_adapter(model, ADAPTER, &o) == TFM_OK &&
+                   tfm_model_use_adapter(model, ADAPTER) == TFM_OK
+               ? 0
+               : -1;
+}
+
+/* What the run trains: the adapter's parameters under --lora, else the model's. */
+static tfm_params *trained_params(const config *c, tfm_model *model)
+{
+    return c->lora ? tfm_model_adapter_params(model, ADAPTER) : tfm_model_params(model);
+}
+
+/* The parameters an optimizer step changes. */
+static int64_t trained_count(const config *c, tfm_model *model)
+{
+    tfm_params *params = trained_params(c, model);
+    int64_t count = 0;
+    for (int64_t i = 0; i < tfm_params_count(params); i++)
+        if (tfm_tensor_requires_grad(tfm_params_at(params, i)))
+            count += tfm_tensor_numel(tfm_params_at(params, i));
+    return count;
+}
+
 static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
 {
     tfm_optimizer_options o;
@@ -697,7 +951,7 @@ static tfm_optimizer *make_optimizer(const config *c, tfm_model *model)
     o.clip_norm = (float)c->clip;
     o.schedule = TFM_SCHEDULE_WARMUP_INVSQRT;
     o.warmup_steps = c->warmup;
-    tfm_optimizer *adam = tfm_optimizer_create(tfm_model_params(model), &o);
+    tfm_optimizer *adam = tfm_optimizer_create(trained_params(c, model), &o);
     if (adam && tfm_optimizer_no_decay_for_vectors(adam) != TFM_OK) {
         tfm_optimizer_free(adam);
         return NULL;
@@ -779,13 +1033,112 @@ static void snapshots_mean(const snapshots *s, float *out)
     }
 }
 
+/* A new model with a vocabulary trained on the training text (or
+ * --vocab), the tokenizer inside; NULL after a message. */
+static tfm_model *new_model(const config *c, const ranks *r, const text_data *d)
+{
+    tfm_tokenizer *tok;
+    if (c->vocab) {
+        tok = tfm_tokenizer_load_sentencepiece(c->vocab);
+    } else {
+        if (r->rank == 0)
+            printf("Training a BPE vocabulary of %lld pieces on %lld + %lld lines...\n",
+                   (long long)c->vocab_size, (long long)d->source[0].count,
+                   (long long)d->target[0].count);
+        fflush(stdout);
+        tok = train_vocabulary(c, &d->source[0], &d->target[0]);
+    }
+    if (!tok) {
+        cli_fail(program, "the vocabulary");
+        return NULL;
+    }
+    tfm_model *model = NULL;
+    if (tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD) != PAD_ID ||
+        tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS) != EOS_ID ||
+        tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS) != BOS_ID) {
+        fprintf(stderr, "%s: the vocabulary must have <s>, </s> and <pad> at ids 1, 2 and 3 "
+                "(spm_train --pad_id=3)\n", program);
+    } else if (c->save_vocab && r->rank == 0 && cli_make_parent_folders(c->save_vocab) != 0) {
+        fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program, c->save_vocab,
+                strerror(errno));
+    } else if (c->save_vocab && r->rank == 0 && tfm_tokenizer_save(tok, c->save_vocab) != TFM_OK) {
+        cli_fail(program, "writing the vocabulary");
+    } else if (!(model = build_model(c, tfm_tokenizer_vocab_size(tok))) ||
+               tfm_model_set_tokenizers(model, tok, NULL) != TFM_OK ||
+               set_frozen(c, model) < 0) {
+        cli_fail(program, "making the model");
+        tfm_model_free(model);
+        model = NULL;
+    }
+    tfm_tokenizer_free(tok);
+    return model;
+}
+
+static int is_folder(const char *path)
+{
+    struct stat about;
+    return stat(path, &about) == 0 && S_ISDIR(about.st_mode);
+}
+
+/* A published model's folder, or a libtfm model file; NULL with the
+ * library's error. */
+static tfm_model *load_model(const char *path)
+{
+    return is_folder(path) ? tfm_model_from_pretrained(path) : tfm_model_load(path);
+}
+
+/* The model --train --model starts from (fine-tuning): its tokenizers,
+ * architecture, languages and options; NULL after a message. */
+static tfm_model *start_model(const config *c)
+{
+    tfm_model *model = load_model(c->model);
+    if (!model ||
+        ((c->source_language || c->target_language) &&
+         tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) ||
+        set_frozen(c, model) < 0 || (c->lora && add_adapter(c, model) < 0)) {
+        cli_fail(program, "loading the model to fine-tune");
+        tfm_model_free(model);
+        return NULL;
+    }
+    return model;
+}
+
+/* Writes the best model as it started: a published folder's fine-tuning
+ * as a folder of the same layout, anything else as a libtfm file (the
+ * tokenizers inside); under --lora, the adapter alone, PEFT's folder
+ * naming --model its base. */
+static tfm_status save_model(const config *c, const tfm_model *model)
+{
+    if (c->lora)
+        return tfm_model_save_adapter(model, ADAPTER, c->out, c->model);
+    return c->model && is_folder(c->model) ? tfm_model_save_pretrained(model, c->out, 0)
+                                           : tfm_model_save(model, c->out);
+}
+
+/* What save_model wrote, to evaluate: under --lora, --model with the adapter
+ * in use. NULL with the library's error. */
+static tfm_model *load_saved(const config *c)
+{
+    if (!c->lora)
+        return load_model(c->out);
+    tfm_model *model = load_model(c->model);
+    if (model && (((c->source_language || c->target_language) &&
+                   tfm_model_set_languages(model, c->source_language, c->target_language) !=
+                       TFM_OK) ||
+                  tfm_model_load_adapter(model, ADAPTER, c->out) != TFM_OK ||
+                  tfm_model_use_adapter(model, ADAPTER) != TFM_OK)) {
+        tfm_model_free(model);
+        return NULL;
+    }
+    return model;
+}
+
 static int train(const config *c, ranks *r)
 {
     double start = cli_seconds();
     int status = EXIT_FAILURE;
     text_data d;
     pairs train_pairs = {0}, val_pairs = {0};
-    tfm_tokenizer *tok = NULL;
     tfm_model *model = NULL;
     tfm_optimizer *adam = NULL;
     tfm_tape *tape = NULL;
@@ -804,49 +1157,19 @@ static int train(const config *c, ranks *r)
                 c->out);
     if (ranks_decide(r, replacing && !c->overwrite))
         goto done;
-    if (c->vocab) {
-        tok = tfm_tokenizer_load_sentencepiece(c->vocab);
-    } else {
-        if (r->rank == 0)
-            printf("Training a BPE vocabulary of %lld pieces on %lld + %lld lines...\n",
-                   (long long)c->vocab_size, (long long)d.source[0].count,
-                   (long long)d.target[0].count);
-        fflush(stdout);
-        tok = train_vocabulary(c, &d.source[0], &d.target[0]);
-    }
-    if (!tok) {
-        cli_fail(program, "the vocabulary");
-        goto done;
-    }
-    if (tfm_tokenizer_special_id(tok, TFM_TOKEN_PAD) != PAD_ID ||
-        tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS) != EOS_ID ||
-        tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS) != BOS_ID) {
-        fprintf(stderr, "%s: the vocabulary must have <s>, </s> and <pad> at ids 1, 2 and 3 "
-                "(spm_train --pad_id=3)\n", program);
-        goto done;
-    }
-    if (c->save_vocab && r->rank == 0) {
-        if (cli_make_parent_folders(c->save_vocab) != 0) {
-            fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", program,
-                    c->save_vocab, strerror(errno));
-            goto done;
-        }
-        if (tfm_tokenizer_save(tok, c->save_vocab) != TFM_OK) {
-            cli_fail(program, "writing the vocabulary");
-            goto done;
-        }
-    }
-    if (pairs_make(tok, &d.source[0], &d.target[0], c->max_len, "train", &train_pairs) < 0 ||
-        pairs_make(tok, &d.source[1], &d.target[1], c->max_len, "validation", &val_pairs) < 0)
-        goto done;
-    model = build_model(c, tfm_tokenizer_vocab_size(tok));
+    encoding e;
+    model = c->model ? start_model(c) : new_model(c, r, &d);
     tape = tfm_tape_create();
     rng = tfm_rng_create((uint64_t)c->seed + 1);
-    if (!model || !tape || !rng || tfm_model_set_tokenizers(model, tok, NULL) != TFM_OK ||
-        ranks_share_model(r, model) != TFM_OK || !(adam = make_optimizer(c, model)) ||
+    if (!model || encoding_make(model, c->max_len, &e) < 0 ||
+        pairs_make(&e, &d.source[0], &d.target[0], "train", &train_pairs) < 0 ||
+        pairs_make(&e, &d.source[1], &d.target[1], "validation", &val_pairs) < 0)
+        goto done;
+    if (!tape || !rng || ranks_share_model(r, model) != TFM_OK ||
+        !(adam = make_optimizer(c, model)) ||
         plan_make(&val_plan, &val_pairs, c->max_tokens, NULL) < 0 ||
         snapshots_make(&kept, r->rank == 0 ? c->average : 0,
-                       tfm_params_numel(tfm_model_params(model))) < 0) {
+                       tfm_params_numel(trained_params(c, model))) < 0) {
         cli_fail(program, "setting up training");
         goto done;
     }
@@ -862,16 +1185,24 @@ static int train(const config *c, ranks *r)
         printf("Data: %lld training pairs (%lld target tokens), %lld validation pairs; "
                "vocabulary %d pieces (%.2f source and %.2f target tokens a line)\n",
                (long long)train_pairs.source.count, (long long)tokens_per_epoch,
-               (long long)val_pairs.source.count, (int)tfm_tokenizer_vocab_size(tok),
+               (long long)val_pairs.source.count, (int)tfm_tokenizer_vocab_size(e.target),
                (double)train_pairs.source.ids_count / (double)train_pairs.source.count,
                (double)train_pairs.target.ids_count / (double)train_pairs.target.count);
-        printf("Model: d %lld, %lld heads, %lld+%lld pre-norm layers, d_ff %lld, tied "
-               "embeddings and output, %lld parameters; %s products, %lld thread%s x %d "
-               "rank%s\n", (long long)c->d_model, (long long)c->heads, (long long)c->layers,
-               (long long)c->layers, (long long)c->d_ff,
-               (long long)tfm_model_parameter_count(model), c->precision,
-               (long long)c->threads, c->threads > 1 ? "s" : "", r->size,
-               r->size > 1 ? "s" : "");
+        if (c->model)
+            printf("Model: %s, %lld parameters, %lld of them trained%s%s; %s products, "
+                   "%lld thread%s x %d rank%s\n", c->model,
+                   (long long)tfm_model_parameter_count(model),
+                   (long long)trained_count(c, model), c->freeze ? ", frozen: " : "",
+                   c->freeze ? c->freeze : c->lora ? " (LoRA adapter)" : "", c->precision, (long long)c->threads,
+                   c->threads > 1 ? "s" : "", r->size, r->size > 1 ? "s" : "");
+        else
+            printf("Model: d %lld, %lld heads, %lld+%lld pre-norm layers, d_ff %lld, tied "
+                   "embeddings and output, %lld parameters; %s products, %lld thread%s x "
+                   "%d rank%s\n", (long long)c->d_model, (long long)c->heads,
+                   (long long)c->layers, (long long)c->layers, (long long)c->d_ff,
+                   (long long)tfm_model_parameter_count(model), c->precision,
+                   (long long)c->threads, c->threads > 1 ? "s" : "", r->size,
+                   r->size > 1 ? "s" : "");
         printf("Training: AdamW lr %g (warm-up %lld steps, then 1/sqrt, the last %g of the "
                "run down to 0), weight decay %g, clip %g, label smoothing %g, dropout %g, "
                "batches of %lld tokens, %s\n",
@@ -939,11 +1270,11 @@ static int train(const config *c, ranks *r)
                 cli_fail(program, "the validation loss");
                 goto done;
             }
-            snapshots_take(&kept, tfm_params_values(tfm_model_params(model)));
+            snapshots_take(&kept, tfm_params_values(trained_params(c, model)));
             int improved = val < best;
             if (improved) {
                 best = val;
-                if (tfm_model_save(model, c->out) != TFM_OK) {
+                if (save_model(c, model) != TFM_OK) {
                     cli_fail(program, "saving the best model");
                     goto done;
                 }
@@ -961,7 +1292,7 @@ static int train(const config *c, ranks *r)
         window_start = cli_seconds(); /* validation is not training time */
     }
     if (r->rank == 0 && kept.kept >= 2) {
-        snapshots_mean(&kept, tfm_params_values(tfm_model_params(model)));
+        snapshots_mean(&kept, tfm_params_values(trained_params(c, model)));
         double val = validation_loss(tape, model, &val_pairs, val_plan.order, val_plan.starts,
                                      val_plan.batches);
         int better = val < best;
@@ -969,7 +1300,7 @@ static int train(const config *c, ranks *r)
                (long long)kept.kept, val, better ? "  *best, kept" : ", not kept");
         if (better) {
             best = val;
-            if (tfm_model_save(model, c->out) != TFM_OK) {
+            if (save_model(c, model) != TFM_OK) {
                 cli_fail(program, "saving the averaged model");
                 goto done;
             }
@@ -978,11 +1309,11 @@ static int train(const config *c, ranks *r)
     if (r->rank == 0) {
         double trained = cli_seconds() - trained_at;
         printf("Trained %lld steps (%lld epochs) in %.1f minutes; best validation loss %.3f, "
-               "model and tokenizer in %s\n", (long long)steps, (long long)epochs,
-               trained / 60.0, best, c->out);
+               "%s in %s\n", (long long)steps, (long long)epochs, trained / 60.0, best,
+               c->lora ? "the adapter" : "model and tokenizer", c->out);
         fflush(stdout);
         if (c->evaluate) {
-            tfm_model *best_model = tfm_model_load(c->out);
+            tfm_model *best_model = load_saved(c);
             if (!best_model) {
                 cli_fail(program, "loading the best model");
                 goto done;
@@ -1005,7 +1336,6 @@ done:
     tfm_tape_free(tape);
     tfm_rng_free(rng);
     tfm_model_free(model);
-    tfm_tokenizer_free(tok);
     return status;
 }
 
@@ -1021,11 +1351,23 @@ int main(int argc, char **argv)
         .d_ff = 1024, .dropout = 0.1, .label_smoothing = 0.1, .lr = 2e-3,
         .weight_decay = 0.01, .clip = 1.0, .warmup = 500, .cooldown = 0.3, .max_tokens = 4000,
         .validate_every = 100, .average = 5, .seed = 0, .threads = 1, .evaluate = 1,
+        .lora_targets = "q,k,v,o",
     };
     const cli_flag flags[] = {
         {"train", CLI_SWITCH, &c.train, 0, 0, "train a model on --data, keep the best in --out"},
         {"model", CLI_STRING, &c.model, 0, 0, "translate standard input with this model file, "
-         "or a published model's folder (Marian, BART, mBART, M2M100, NLLB, T5)"},
+         "or a published model's folder (Marian, BART, mBART, M2M100, NLLB, T5); with "
+         "--train, fine-tune it (its tokenizers and architecture) into --out"},
+        {"freeze", CLI_STRING, &c.freeze, 0, 0, "--train: parts that do not train, "
+         "comma-separated: embeddings, encoder, decoder, output"},
+        {"lora", CLI_INT, &c.lora, 1, 512, "--train --model: train a LoRA adapter of this "
+         "rank over the frozen model instead, saved into --out as PEFT's folder"},
+        {"lora-alpha", CLI_FLOAT, &c.lora_alpha, 0, 1e6, "--lora: the adapter's terms are "
+         "scaled by alpha / rank (0: alpha = rank)"},
+        {"lora-targets", CLI_STRING, &c.lora_targets, 0, 0, "--lora: the linears adapted, "
+         "comma-separated: q, k, v, o (self- and cross-attention's), fc1, fc2"},
+        {"adapter", CLI_STRING, &c.adapter, 0, 0, "--model: translate with this LoRA "
+         "adapter (PEFT's folder, as --lora saves)"},
         {"source-language", CLI_STRING, &c.source_language, 0, 0, "--model: a multilingual "
          "model's source language code (en_XX, en, eng_Latn)"},
         {"target-language", CLI_STRING, &c.target_language, 0, 0, "--model: its target "
@@ -1035,8 +1377,9 @@ int main(int argc, char **argv)
         {"data", CLI_STRING, &c.data, 0, 0, "folder of {train,validation,test}.{en,fr}"},
         {"source", CLI_STRING, &c.source_ext, 0, 0, "the source files' extension"},
         {"target", CLI_STRING, &c.target_ext, 0, 0, "the target files' extension"},
-        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer), or "
-         "--po's translated catalog; an existing file is refused unless --overwrite"},
+        {"out", CLI_STRING, &c.out, 0, 0, "the best model's file (with its tokenizer; a "
+         "folder of its layout when fine-tuning a published one), or --po's translated "
+         "catalog; an existing one is refused unless --overwrite"},
         {"overwrite", CLI_SWITCH, &c.overwrite, 0, 0, "replace the file at --out (--train: "
          "at the run's first validation)"},
         {"po", CLI_STRING, &c.po, 0, 0, "translate this gettext catalog (.pot or .po) with "
@@ -1084,6 +1427,11 @@ int main(int argc, char **argv)
          "terminal, else 32)"},
         {"int8", CLI_SWITCH, &c.int8, 0, 0, "--model: quantize the model to int8 first, "
          "its layers and output projection (tfm_model_quantize)"},
+        {"glossary", CLI_STRING, &c.glossary, 0, 0, "--model: a TSV file of terms (source, "
+         "tab, target): where a line holds a source term, its translation holds the target "
+         "term"},
+        {"no-placeholders", CLI_SWITCH, &c.no_placeholders, 0, 0, "--model: translate the "
+         "spans placeholders keep (printf directives, tags, ...) as text, unconstrained"},
         {"timing", CLI_SWITCH, &c.timing, 0, 0, "--model: say on standard error how long "
          "loading and translating took"},
         {"distributed", CLI_SWITCH, &c.distributed, 0, 0, "data-parallel training under "
@@ -1102,13 +1450,31 @@ int main(int argc, char **argv)
         out_given |= given[i] && flags[i].value == &c.out;
     if (c.po && !c.model && !c.train && !c.score)
         c.model = "runs/translation/model.safetensors";
-    int modes = (c.train != 0) + (c.model != NULL) + (c.score != NULL);
+    int modes = (c.train != 0) + (c.model != NULL && !c.train) + (c.score != NULL);
     if (modes != 1 || (c.score != NULL) != (c.reference != NULL) ||
-        (c.distributed && !c.train) || (c.po && (!c.model || !out_given)) ||
-        ((c.language || c.all) && !c.po)) {
-        fprintf(stderr, "%s: give one of --train, --model FILE (--po CATALOG --out FILE) "
-                "or --score FILE --reference FILE (--distributed with --train, --language "
-                "and --all with --po)\n", program);
+        ((c.distributed || c.freeze) && !c.train) ||
+        (c.train && c.model && (c.vocab || c.save_vocab)) ||
+        (c.po && (!c.model || c.train || !out_given)) || ((c.language || c.all) && !c.po)) {
+        fprintf(stderr, "%s: give one of --train (--model to fine-tune one, with its own "
+                "vocabulary), --model FILE (--po CATALOG --out FILE) or --score FILE "
+                "--reference FILE (--distributed and --freeze with --train, --language and "
+                "--all with --po)\n", program);
+        return cli_usage_error(program);
+    }
+    int lora_given = 0;
+    for (int i = 0; i < N_FLAGS; i++)
+        lora_given |= given[i] && (flags[i].value == &c.lora_alpha ||
+                                   flags[i].value == &c.lora_targets);
+    if ((c.lora && (!c.train || !c.model || c.distributed || c.freeze)) ||
+        (lora_given && !c.lora) || (c.adapter && (c.train || !c.model))) {
+        fprintf(stderr, "%s: --lora trains an adapter with --train --model (neither "
+                "--distributed nor --freeze), --lora-alpha and --lora-targets need it; "
+                "--adapter translates with --model\n", program);
+        return cli_usage_error(program);
+    }
+    if (c.lora && !parse_targets(c.lora_targets)) {
+        fprintf(stderr, "%s: --lora-targets '%s': give some of q, k, v, o, fc1, fc2, "
+                "comma-separated\n", program, c.lora_targets);
         return cli_usage_error(program);
     }
     if (c.train && (c.minutes <= 0) == (c.steps <= 0)) {
@@ -1125,7 +1491,7 @@ int main(int argc, char **argv)
         return cli_fail(program, "setting up");
     if (c.po)
         return translate_catalog(&c);
-    if (c.model)
+    if (c.model && !c.train)
         return translate_stream(&c);
     ranks r;
     if (ranks_start(&r, (int)c.distributed, &argc, &argv, program) < 0)

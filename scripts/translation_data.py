@@ -2,6 +2,7 @@
 """English -> French pairs from the gettext catalogs of named Debian packages.
 
     python3 scripts/translation_data.py [OUT] [--no-install] [--seed N]
+    python3 scripts/translation_data.py --domain compilers [OUT] [--replay N]
 
 Installs PACKAGES with apt-get (as root; --no-install only checks that they
 are installed), reads every share/locale/fr/LC_MESSAGES/*.mo that dpkg lists
@@ -38,6 +39,20 @@ the next 500 the validation set, the rest training. Every translation of a
 source lands in one set: when a set's last place falls inside a source's
 translations, the rest of them is dropped rather than put in the next set,
 so no test or validation source is seen in training.
+
+--domain NAME makes a corpus of a domain the general one never saw, for
+adapting a model trained on it (default OUT runs/domain/data): the
+catalogs of DOMAINS[NAME]'s packages, none of them among PACKAGES, under
+the same rules, split the same way into 1,000 test, 500 validation and at
+most DOMAINS[NAME]'s "train" training pairs (a few thousand, as a user
+adapting a model has; the rest is left out). A pair whose English is in
+the general corpus's test set (made here from PACKAGES with the same
+seed, so those must be installed too) is dropped first, so the general
+test set stays unseen by an adapted model; the README counts the domain's
+pairs whose English the general training set holds. --replay N adds the
+first N pairs of the general training set (in its split's order) to the
+domain's training files, so that fine-tuning rehearses what the model
+knew (test and validation stay the domain's alone).
 """
 
 import argparse
@@ -65,6 +80,12 @@ PACKAGES = [
     "procps", "psmisc", "sed", "shared-mime-info", "systemd", "tar", "wget",
     "xkb-data", "xz-utils",
 ]
+# Domains outside PACKAGES: their packages and their training pairs at most.
+DOMAINS = {
+    # compilers and parser generators: GCC's diagnostics and options, cpplib,
+    # bison, flex, gawk (15,792 pairs in November 2026)
+    "compilers": {"packages": ["gcc-12-locales", "bison", "flex", "gawk"], "train": 5000},
+}
 CATALOG = re.compile(r"/share/locale/fr/LC_MESSAGES/[^/]+\.mo$")
 # printf's conversions ("%s", "%-10.3lf", "%2$s", "%%") and Python's "%(name)s"
 FORMAT_DIRECTIVE = re.compile(r"%(\d+\$)?[-+ #0']*(\*|\d+)?(\.(\*|\d+))?(hh|ll|[hlLqjzt])?"
@@ -191,7 +212,8 @@ def digest(*parts):
 
 def split(pairs, seed, sizes=(TEST_SIZE, VALIDATION_SIZE)):
     """test, validation, train (whole sources, in seeded hash order) and the
-    number of pairs dropped at the sets' boundaries."""
+    number of pairs dropped at the sets' boundaries; with a third size, the
+    training set is cut there and what follows is left out."""
     ordered = sorted(pairs, key=lambda p: (digest(seed, p[0]), digest(seed, p[0], p[1])))
     sets, start, dropped = [], 0, 0
     for size in sizes:
@@ -202,24 +224,16 @@ def split(pairs, seed, sizes=(TEST_SIZE, VALIDATION_SIZE)):
             end += 1
             dropped += 1
         start = end
-    sets.append(ordered[start:])
+    if len(sizes) == 2:
+        sets.append(ordered[start:])
     return sets, dropped
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out", nargs="?", default="runs/translation/data")
-    parser.add_argument("--no-install", action="store_true",
-                        help="only check that the packages are installed")
-    parser.add_argument("--seed", default="1", help="the split's seed (a string)")
-    args = parser.parse_args()
-
-    if not args.no_install:
-        install(PACKAGES)
-    found = versions(PACKAGES)
-    counts = {"entries": 0, "untranslated": 0, "undecodable": 0, "filtered": 0}
+def gather(packages, counts):
+    """The unique accepted pairs of the packages' French catalogs, and each
+    package's (catalogs, pairs)."""
     pairs, per_package = set(), {}
-    for package in PACKAGES:
+    for package in packages:
         files = catalogs(package)
         if not files:
             sys.exit("%s has no French catalog under share/locale (is /usr/share/locale "
@@ -229,10 +243,65 @@ def main():
             mine.update(catalog_pairs(path, counts))
         per_package[package] = (len(files), len(mine))
         pairs |= mine
-    sets, dropped = split(pairs, args.seed)
+    return pairs, per_package
+
+
+def new_counts():
+    return {"entries": 0, "untranslated": 0, "undecodable": 0, "filtered": 0}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", nargs="?",
+                        help="default runs/translation/data, or runs/domain/data with --domain")
+    parser.add_argument("--no-install", action="store_true",
+                        help="only check that the packages are installed")
+    parser.add_argument("--seed", default="1", help="the split's seed (a string)")
+    parser.add_argument("--domain", choices=sorted(DOMAINS),
+                        help="a domain's corpus, outside the general one's packages")
+    parser.add_argument("--replay", type=int, default=0, metavar="N",
+                        help="--domain: add N general training pairs to its training set")
+    args = parser.parse_args()
+    if args.replay and not args.domain:
+        parser.error("--replay goes with --domain")
+    domain = DOMAINS[args.domain] if args.domain else None
+    packages = domain["packages"] if domain else PACKAGES
+    args.out = args.out or ("runs/domain/data" if domain else "runs/translation/data")
+
+    if not args.no_install:
+        install(packages + (PACKAGES if domain else []))
+    found = versions(packages)
+    counts = new_counts()
+    pairs, per_package = gather(packages, counts)
+    notes = []
+    if domain:
+        versions(PACKAGES)
+        (general_test, _, general_train), _ = split(gather(PACKAGES, new_counts())[0], args.seed)
+        general_test = {english for english, _ in general_test}
+        seen = {english for english, _ in general_train}
+        held_out = {p for p in pairs if p[0] in general_test}
+        pairs -= held_out
+        sets, dropped = split(pairs, args.seed,
+                              (TEST_SIZE, VALIDATION_SIZE, domain["train"]))
+        sets = sets[:3] + [general_train[:args.replay]]
+        notes = ["- domain `%s`; pairs whose English is in the general corpus's test set, "
+                 "dropped: %d" % (args.domain, len(held_out)),
+                 "- English also in the general training set (seed %s): test %d, "
+                 "validation %d, train %d; exact pairs there too: test %d, validation %d, "
+                 "train %d" % ((args.seed,)
+                               + tuple(sum(p[0] in seen for p in s) for s in sets[:3])
+                               + tuple(len(set(s) & set(general_train)) for s in sets[:3])),
+                 "- training pairs kept at most: %d (the rest, %d, left out)"
+                 % (domain["train"], len(pairs) - sum(len(s) for s in sets[:3])),
+                 "- general training pairs added to the training files (--replay): %d"
+                 % len(sets[3])]
+    else:
+        sets, dropped = split(pairs, args.seed)
 
     os.makedirs(os.path.join(args.out, "LICENSES"), exist_ok=True)
     corpus = hashlib.sha256()
+    if domain:  # the replayed general pairs after the domain's own
+        sets = sets[:2] + [sets[2] + sets[3]]
     for name, chosen in zip(("test", "validation", "train"), sets):
         for side in (0, 1):
             path = os.path.join(args.out, "%s.%s" % (name, ("en", "fr")[side]))
@@ -240,19 +309,19 @@ def main():
             corpus.update(text)
             with open(path, "wb") as f:
                 f.write(text)
-    for package in PACKAGES:
+    for package in packages:
         shutil.copyfile("/usr/share/doc/%s/copyright" % package,
                         os.path.join(args.out, "LICENSES", package + ".copyright"))
 
     sizes = "train %d, validation %d, test %d" % tuple(len(s) for s in sets[::-1])
     lines = ["# English -> French pairs from Debian's gettext catalogs", "",
-             "Made by `scripts/translation_data.py` (seed %s); its docstring gives the "
-             "rules." % args.seed, "",
+             "Made by `scripts/translation_data.py`%s (seed %s); its docstring gives the "
+             "rules." % (" --domain " + args.domain if domain else "", args.seed), "",
              "- catalog entries read: %d; untranslated %d, undecodable %d, filtered out %d"
              % (counts["entries"], counts["untranslated"], counts["undecodable"],
                 counts["filtered"]),
              "- unique pairs: %d; %s; %d dropped at the sets' boundaries"
-             % (len(pairs), sizes, dropped),
+             % (len(pairs), sizes, dropped)] + notes + [
              "- SHA-256 of the six files (test, validation, train; en then fr): "
              + corpus.hexdigest(), "",
              "Each package's copyright file is in LICENSES/PACKAGE.copyright; the "
@@ -261,11 +330,11 @@ def main():
              "| --- | --- | --- | --- | --- |"]
     lines += ["| %s | %s | %d | %d | %s |" % (p, found[p], per_package[p][0],
                                               per_package[p][1], licences(p))
-              for p in PACKAGES]
+              for p in packages]
     with open(os.path.join(args.out, "README.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     print("%d packages, %d catalog entries, %d unique pairs: %s (%d dropped at "
-          "boundaries)" % (len(PACKAGES), counts["entries"], len(pairs), sizes, dropped))
+          "boundaries)" % (len(packages), counts["entries"], len(pairs), sizes, dropped))
     print("corpus sha256 %s, written to %s" % (corpus.hexdigest(), args.out))
 
 if __name__ == "__main__":

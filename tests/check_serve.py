@@ -109,7 +109,7 @@ for part, first, count in (('train', 0, 200), ('validation', 200, 20), ('test', 
             fr.write(' '.join(w[::-1] for w in line) + '\n')
 model_file = os.path.join(scratch, 'model.safetensors')
 subprocess.run([translate, '--train', '--data', data, '--out', model_file, '--steps', '20',
-                '--validate-every', '20', '--vocab-size', '300', '--max-len', '32',
+                '--validate-every', '20', '--vocab-size', '316', '--max-len', '32',
                 '--d-model', '32', '--heads', '2', '--layers', '1', '--d-ff', '64',
                 '--max-tokens', '400', '--warmup', '5', '--evaluate', '0'],
                check=True, capture_output=True)

@@ -18,9 +18,11 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"' EXIT
 . "$(dirname "$0")/../scripts/steps.sh"
 
-# pairs FIRST COUNT FILE: sentences of 2 to 4 words, FILE.en and FILE.fr
+# pairs FIRST COUNT FILE [reversed]: sentences of 2 to 4 words, FILE.en
+# and FILE.fr (with "reversed", the French words in the other order: a
+# domain the model trained on the others never saw)
 pairs() {
-    awk -v first="$1" -v n="$2" -v out="$3" 'BEGIN {
+    awk -v first="$1" -v n="$2" -v out="$3" -v reversed="${4:-}" 'BEGIN {
         split("alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima " \
               "mike november oscar papa quebec romeo sierra tango", word, " ")
         for (i = first; i < first + n; i++) {
@@ -31,7 +33,7 @@ pairs() {
                 for (c = length(w); c >= 1; c--)
                     back = back substr(w, c, 1)
                 en = en (j ? " " : "") w
-                fr = fr (j ? " " : "") back
+                fr = reversed ? back (j ? " " : "") fr : fr (j ? " " : "") back
             }
             print en >(out ".en")
             print fr >(out ".fr")
@@ -49,24 +51,67 @@ printf '\n flog letoh\n' >>"$data/train.fr"
 
 model=$scratch/model.safetensors
 "$translate" --train --data "$data" --out "$model" --steps 300 --validate-every 100 \
-    --vocab-size 300 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
+    --vocab-size 316 --max-len 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 \
     --max-tokens 400 --warmup 50 --lr 3e-3 --dropout 0 --beam 1 >"$scratch/train.txt" 2>&1
 status=$?
 [ $status -eq 0 ] && [ -s "$model" ] && grep -q "^Test (20 pairs, greedy): chrF" "$scratch/train.txt"
 step "--train --steps writes a model and scores the test pairs" $?
 grep -q "^train: skipped 2 of 302 pairs: 2 with a side that holds no text" "$scratch/train.txt"
 step "empty and whitespace-only pairs are reported as skipped" $?
+# val_falls LOG COUNT: LOG has COUNT validations, the last lower than the first
+val_falls() {
+    awk -v count="$2" '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
+        END { exit !(n == count && val[n] < val[1]) }' "$1"
+}
 # the validation loss at step 100, then at 300: it falls
-awk '$2 == "epoch" && $6 == "val" { val[++n] = $7 }
-     END { exit !(n == 3 && val[3] < val[1]) }' "$scratch/train.txt"
+val_falls "$scratch/train.txt" 3
 step "the validation loss falls" $?
 [ $status -eq 0 ] || cat "$scratch/train.txt"
 grep -qx "Best model: $model, a new file" "$scratch/train.txt"
 step "--train says its --out is a new file" $?
 
+# Its vocabulary holds the placeholder pieces (16 of its 316; it saw no
+# directive): each
+# translation keeps the message's directives, in order, and a catalog of
+# them passes gettext's msgfmt --check-format (a test-only dependency).
+printf '%s\n' 'alpha %s bravo' 'File "%s" was renamed to "%s".' '%d of %d (%-10.3lf%%)' \
+    'golf <b>%zu</b> hotel &amp; $HOME' '%2$s kilo %1$s' >"$scratch/formats.en"
+"$translate" --model "$model" --beam 1 <"$scratch/formats.en" >"$scratch/formats.fr" &&
+    "$translate" --model "$model" --beam 4 <"$scratch/formats.en" >"$scratch/formats4.fr"
+step "messages with directives translate" $?
+if command -v msgfmt >/dev/null; then
+    for out in formats.fr formats4.fr; do
+        [ -s "$scratch/$out" ] && awk 'BEGIN { print "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n" }
+             NR == FNR { en[FNR] = $0; next }
+             { gsub(/"/, "\\\"", en[FNR]); gsub(/"/, "\\\"")
+               print "#, c-format\nmsgid \"" en[FNR] "\"\nmsgstr \"" $0 "\"\n" }' \
+            "$scratch/formats.en" "$scratch/$out" >"$scratch/$out.po" &&
+            msgfmt --check-format -o /dev/null "$scratch/$out.po" 2>"$scratch/msgfmt.txt" ||
+            { cat "$scratch/$out.po" "$scratch/msgfmt.txt"; false; }
+        step "msgfmt --check-format accepts the translations ($out)" $?
+    done
+else
+    echo "SKIP msgfmt --check-format: gettext's msgfmt is not installed"
+fi
+[ "$(grep -o '%s' "$scratch/formats.fr" | wc -l)" -eq 3 ] && ! grep -q "$(printf '\357\275\237')" \
+    "$scratch/formats.fr"
+step "the directives come back as text, no placeholder left" $?
+# a glossary (TSV): the target term where the line holds the source term
+printf 'ALPHA\tsierratango\n\nkilo\tlima\n' >"$scratch/glossary.tsv"
+printf 'alpha bravo\nbravo charlie\n' |
+    "$translate" --model "$model" --glossary "$scratch/glossary.tsv" >"$scratch/glossary.fr" &&
+    [ "$(grep -c sierratango "$scratch/glossary.fr")" -eq 1 ] &&
+    sed -n 1p "$scratch/glossary.fr" | grep -q sierratango
+step "--glossary puts the target term where the source term is" $?
+printf 'alpha\n' >"$scratch/bad.tsv"
+echo alpha | "$translate" --model "$model" --glossary "$scratch/bad.tsv" >/dev/null \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "bad.tsv:1: a glossary line is a source term, a tab" "$scratch/err.txt"
+step "a glossary line without its tab is refused, naming the line" $?
+
 # A run never replaces the model at --out unless told to (--overwrite):
 # its best starts at infinity, so its first validation would.
-tiny="--data $data --vocab-size 300 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
+tiny="--data $data --vocab-size 316 --max-len 32 --d-model 16 --heads 2 --layers 1 --d-ff 16
       --max-tokens 400 --steps 1 --validate-every 1 --evaluate 0"
 cp "$model" "$scratch/kept.safetensors"
 # shellcheck disable=SC2086
@@ -94,6 +139,144 @@ step "--save-vocab that fails leaves the vocabulary there as it was" $?
 printf 'hotel quebec\nalpha bravo charlie\n' | "$translate" --model "$model" >"$scratch/two.txt" &&
     [ "$(wc -l <"$scratch/two.txt")" -eq 2 ]
 step "--model: two lines in, two lines out" $?
+
+# Fine-tuning (--train --model): from the libtfm file, with the embeddings
+# and the encoder frozen, on pairs it never saw; the saved model's frozen
+# tensors are the start's, bit for bit, and the decoder's moved.
+mkdir "$scratch/domain"
+pairs 1000 200 "$scratch/domain/train" reversed
+pairs 1200 20 "$scratch/domain/validation" reversed
+pairs 1220 20 "$scratch/domain/test" reversed
+tune="--data $scratch/domain --steps 40 --validate-every 20 --lr 1e-3 --warmup 10 --average 0"
+# fine_tune WHAT START PARTS OUT: fine-tunes START (a file or a folder)
+# on those pairs with PARTS frozen into OUT (its log OUT.txt): it says so,
+# and its validation loss falls
+fine_tune() {
+    # shellcheck disable=SC2086
+    "$translate" --train --model "$2" $tune --freeze "$3" --out "$4" >"$4.txt" 2>&1 &&
+        grep -q "^Model: $2, .* of them trained, frozen: $3" "$4.txt"
+    local status=$?
+    step "--train --model $1 --freeze $3 fine-tunes it into --out" $status
+    [ $status -eq 0 ] || cat "$4.txt"
+    val_falls "$4.txt" 2
+    step "fine-tuning $1: the validation loss falls" $?
+}
+fine_tune FILE "$model" embeddings,encoder "$scratch/tuned.safetensors"
+grep -q "^Test (20 pairs, beam): chrF" "$scratch/tuned.safetensors.txt"
+step "fine-tuning scores the test pairs with the best model" $?
+# frozen START TUNED MAP [CHANGED]: in TUNED, each tensor under a prefix
+# of MAP ("tuned.=start.,...") holds the bytes of START's tensor of the
+# name with START's prefix, and each matrix under CHANGED differs from
+# START's of the same name
+frozen() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+def tensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {k: data[v["data_offsets"][0]:v["data_offsets"][1]]
+            for k, v in header.items() if k != "__metadata__"}
+start, tuned = tensors(sys.argv[1]), tensors(sys.argv[2])
+pairs = [(t, start[s + t[len(prefix):]]) for spec in sys.argv[3].split(",")
+         for prefix, s in [spec.split("=")] for t in tuned if t.startswith(prefix)]
+changed = [t for t in tuned if len(sys.argv) > 4 and t.startswith(sys.argv[4])
+           and t.endswith("weight")]
+sys.exit(not (pairs and all(tuned[t] == value for t, value in pairs)
+              and (len(sys.argv) == 4 or changed)
+              and all(tuned[t] != start[t] for t in changed)))
+PY
+}
+frozen "$model" "$scratch/tuned.safetensors" src_embedding.=src_embedding.,encoder.=encoder. decoder.
+step "fine-tuning: frozen tensors bit for bit the start's, the decoder's changed" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/tuned.safetensors" \
+    >"$scratch/tuned.txt" && [ "$(wc -l <"$scratch/tuned.txt")" -eq 2 ]
+step "the fine-tuned file translates" $?
+cp "$scratch/tuned.safetensors" "$scratch/tuned.before"
+# shellcheck disable=SC2086
+"$translate" --train --model "$scratch/tuned.safetensors" $tune \
+    --out "$scratch/tuned.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists.*--overwrite" "$scratch/err.txt" &&
+    cmp -s "$scratch/tuned.safetensors" "$scratch/tuned.before"
+step "fine-tuning refuses the model at --out (its own file) without --overwrite" $?
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --freeze embeddings,attention \
+    --out "$scratch/never.safetensors" >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "'attention' is not a part" "$scratch/err.txt" &&
+    [ ! -e "$scratch/never.safetensors" ]
+step "--freeze with a word that is not a part is refused by name" $?
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --save-vocab "$scratch/never.model" \
+    --out "$scratch/never.safetensors" >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$scratch/never.safetensors" ]
+step "--train --model keeps the model's vocabulary: --save-vocab is refused" $?
+# a published folder: its tokenizers, its ids around sources and its
+# decoder start; the saved model reloads and translates
+fine_tune FOLDER "$tests/marian" embeddings "$scratch/marian"
+[ -s "$scratch/marian/config.json" ] && [ -s "$scratch/marian/source.spm" ] &&
+    frozen "$tests/marian/model.safetensors" "$scratch/marian/model.safetensors" \
+        model.shared.=model.shared.,model.encoder.embed=model.encoder.embed model.decoder.layers.
+step "fine-tuning FOLDER saves the folder's layout, the frozen embeddings bit for bit" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$scratch/marian" \
+    --max-length 8 >"$scratch/marian-out.txt" && [ "$(wc -l <"$scratch/marian-out.txt")" -eq 2 ]
+step "the fine-tuned folder reloads and translates" $?
+
+# LoRA (--lora): an adapter over the frozen model trains on the same
+# pairs, is saved as PEFT's folder and translated with (--adapter); the
+# model's file stays as it was, bit for bit.
+# lora WHAT START OUT [OPTIONS]: trains a rank-4 adapter over START into OUT
+# (its log OUT.txt): it says so, its validation loss falls, PEFT's files
+lora() {
+    what=$1 start=$2 out=$3
+    shift 3
+    rm -rf "$scratch/start.before"
+    cp -r "$start" "$scratch/start.before"
+    # shellcheck disable=SC2086
+    "$translate" --train --model "$start" $tune --lr 1e-2 --lora 4 "$@" --out "$out" \
+        >"$out.txt" 2>&1 && grep -q "^Model: $start, .* of them trained (LoRA adapter)" \
+        "$out.txt" && [ -s "$out/adapter_config.json" ] && [ -s "$out/adapter_model.safetensors" ]
+    status=$?
+    step "--train --model $what --lora 4 saves PEFT's adapter folder" $status
+    [ $status -eq 0 ] || cat "$out.txt"
+    val_falls "$out.txt" 2
+    step "LoRA over $what: the validation loss falls" $?
+}
+lora FILE "$model" "$scratch/adapter"
+cmp -s "$model" "$scratch/start.before"
+step "LoRA over FILE: the model's file unchanged bit for bit" $?
+grep -q "^Test (20 pairs, beam): chrF" "$scratch/adapter.txt"
+step "LoRA scores the test pairs with the model and its best adapter" $?
+"$translate" --model "$model" --beam 1 <"$scratch/domain/test.en" >"$scratch/plain.txt" &&
+    "$translate" --model "$model" --beam 1 --adapter "$scratch/adapter" \
+        <"$scratch/domain/test.en" >"$scratch/adapted.txt" &&
+    "$translate" --model "$model" --beam 1 --adapter "$scratch/adapter" --batch 1 \
+        <"$scratch/domain/test.en" >"$scratch/adapted-again.txt" &&
+    [ "$(wc -l <"$scratch/adapted.txt")" -eq 20 ] &&
+    ! cmp -s "$scratch/plain.txt" "$scratch/adapted.txt" &&
+    cmp -s "$scratch/adapted.txt" "$scratch/adapted-again.txt"
+step "--adapter translates otherwise than the model alone, alike in any batches" $?
+cp -r "$scratch/adapter" "$scratch/adapter.before"
+# shellcheck disable=SC2086
+"$translate" --train --model "$model" $tune --lora 4 --out "$scratch/adapter" \
+    >/dev/null 2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "already exists.*--overwrite" "$scratch/err.txt" &&
+    diff -r "$scratch/adapter" "$scratch/adapter.before" >/dev/null
+step "--lora refuses the adapter folder at --out without --overwrite, unchanged" $?
+lora FOLDER "$tests/marian" "$scratch/marian-adapter" --lora-targets q,v,fc1 --lora-alpha 8
+diff -r "$tests/marian" "$scratch/start.before" >/dev/null
+step "LoRA over FOLDER: the folder unchanged bit for bit" $?
+grep -q '"r": 4' "$scratch/marian-adapter/adapter_config.json" &&
+    grep -q '"fc1"' "$scratch/marian-adapter/adapter_config.json"
+step "LoRA over FOLDER: PEFT's config with the rank and targets asked" $?
+printf 'hotel quebec\nalpha bravo\n' | "$translate" --model "$tests/marian" \
+    --adapter "$scratch/marian-adapter" --max-length 8 >"$scratch/marian-lora.txt" &&
+    [ "$(wc -l <"$scratch/marian-lora.txt")" -eq 2 ]
+step "--adapter over the published folder translates" $?
+"$translate" --model "$tests/marian" --adapter "$scratch/adapter" </dev/null >/dev/null \
+    2>"$scratch/err.txt"
+[ $? -eq 1 ] && grep -q "adapter" "$scratch/err.txt"
+step "--adapter on a model it does not fit is refused" $?
 
 # --int8: the model quantized (layers, output projection, bfloat16 caches)
 # translates the test pairs as float32 does on most lines
@@ -236,11 +419,19 @@ usage() { # name, then the flags
     step "$name exits with status 2" $([ $? -eq 2 ]; echo $?)
 }
 usage "no mode" --data "$data"
-usage "two modes" --train --steps 1 --model "$model"
+usage "two modes" --model "$model" --score "$model" --reference "$model"
+usage "--freeze without --train" --model "$model" --freeze encoder
 usage "--train without --minutes or --steps" --train --data "$data"
 usage "--train with both --minutes and --steps" --train --steps 1 --minutes 1
 usage "--score without --reference" --score "$scratch/hyp.txt"
 usage "an unknown flag" --no-such-flag
+usage "--lora without --model" --train --steps 1 --data "$data" --lora 4
+usage "--lora 0" --train --steps 1 --model "$model" --data "$data" --lora 0
+usage "--lora with --freeze" --train --steps 1 --model "$model" --lora 4 --freeze encoder
+usage "--lora-targets without --lora" --train --steps 1 --model "$model" --lora-targets q
+usage "--lora-targets naming no linear" --train --steps 1 --model "$model" --lora 4 \
+    --lora-targets q,attention
+usage "--adapter with --train" --train --steps 1 --model "$model" --adapter "$data"
 "$translate" --train --steps 1 --data "$scratch/nowhere" --out "$scratch/x.safetensors" \
     >/dev/null 2>"$scratch/err.txt"
 [ $? -eq 1 ] && grep -q "scripts/translation_data.py" "$scratch/err.txt"
@@ -321,6 +512,11 @@ po_round_trip() {
 po_round_trip pot-tiny "$model" "$po/messages.pot" fr "$french"
 po_round_trip pot-marian "$tests/marian" "$po/messages.pot" fr "$french"
 po_round_trip po-marian "$tests/marian" "$po/messages.fr.po" fr "$french"
+"$translate" --model "$tests/marian" --adapter "$scratch/marian-adapter" --po "$po/messages.pot" \
+    --language fr --out "$scratch/adapted.po" 2>/dev/null &&
+    msgfmt -c --use-fuzzy -o /dev/null "$scratch/adapted.po" &&
+    ! cmp -s "$scratch/adapted.po" "$scratch/pot-marian.po"
+step "--po --adapter: msgfmt -c accepts what it wrote, translated otherwise than without" $?
 po_round_trip po-marian-all "$tests/marian" "$po/messages.fr.po" fr "$french" --all
 po_round_trip pot-russian "$model" "$po/messages.pot" ru \
     "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tfm/tfm.h>
@@ -447,6 +448,40 @@ START_TEST(save_and_load_round_trip)
 }
 END_TEST
 
+/* Saving over an earlier adapter whose config cannot be replaced fails
+ * before its weights are touched: never a new adapter_model.safetensors
+ * beside an old adapter_config.json (another rank or scale). */
+START_TEST(a_failed_save_mixes_no_files)
+{
+    tfm_model *m = tiny(1, 2);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = 2;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "s", &o), TFM_OK);
+    fill_random(tfm_model_adapter_params(m, "s"), 8, 0.4f);
+    char *folder = temp_folder();
+    char weights[128], config[128], command[512];
+    snprintf(weights, sizeof weights, "%s/adapter_model.safetensors", folder);
+    snprintf(config, sizeof config, "%s/adapter_config.json", folder);
+    ck_assert_int_eq(tfm_model_save_adapter(m, "s", folder, NULL), TFM_OK);
+    snprintf(command, sizeof command, "cp '%s' '%s.before'", weights, weights);
+    ck_assert_int_eq(system(command), 0);
+    /* a folder where the config goes: neither removed nor replaced */
+    ck_assert_int_eq(unlink(config), 0);
+    ck_assert_int_eq(mkdir(config, 0755), 0);
+    snprintf(command, sizeof command, "touch '%s/x'", config);
+    ck_assert_int_eq(system(command), 0);
+    fill_random(tfm_model_adapter_params(m, "s"), 9, 0.4f);
+    ck_assert_int_eq(tfm_model_save_adapter(m, "s", folder, NULL), TFM_ERR_IO);
+    snprintf(command, sizeof command, "cmp -s '%s' '%s.before'", weights, weights);
+    ck_assert_msg(system(command) == 0, "the weights were replaced");
+    snprintf(command, sizeof command, "rm -rf '%s' '%s.before'", config, weights);
+    ck_assert_int_eq(system(command), 0);
+    remove_folder(folder);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* --- decoding and translating ---------------------------------------------------------- */
 
 static void greedy(tfm_model *m, const char *adapter, int use_cache, int32_t *tokens)
@@ -861,6 +896,9 @@ START_TEST(bad_files)
         {"\"use_dora\": false", "\"use_dora\": true", "use_dora"},
         {"\"peft_type\": \"LORA\"", "\"peft_type\": \"IA3\"", "IA3"},
         {"\"fan_in_fan_out\": false", "\"fan_in_fan_out\": true", "fan_in_fan_out"},
+        /* PEFT's regex form: the list becomes another key's value */
+        {"\"target_modules\": ", "\"target_modules\": \".*\\\\.q_proj\", \"x\": ",
+         "regular expression"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         const char *at = strstr(good, edits[i].from);
@@ -889,6 +927,40 @@ START_TEST(bad_files)
 }
 END_TEST
 
+/* An adapter removed while the translator holds an idle decoding that
+ * named it: the translator's settings keep their own copy of the name, so
+ * a later request for another adapter (whose memory may be the removed
+ * one's) decodes with its own adapter. */
+START_TEST(an_adapter_removed_under_the_translator)
+{
+    tfm_tokenizer *tok;
+    tfm_model *m = translating_model(&tok);
+    tfm_translator *t = tfm_translator_create(m, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    char a[4][256], b[4][256], c[4][256];
+    translate(t, "a", a);
+    translate(t, "b", b);
+    ck_assert_int_eq(tfm_model_remove_adapter(m, "a"), TFM_OK);
+    tfm_adapter_options o;
+    tfm_adapter_options_init(&o);
+    o.rank = 4;
+    o.alpha = 8.0f;
+    o.targets = TFM_ADAPT_O | TFM_ADAPT_FF_IN | TFM_ADAPT_K;
+    ck_assert_int_eq(tfm_model_add_adapter(m, "c", &o), TFM_OK);
+    fill_random(tfm_model_adapter_params(m, "c"), 32, 1.5f);
+    translate(t, "c", c); /* "b"'s weights under another name */
+    ck_assert(memcmp(b, c, sizeof b) == 0);
+    tfm_translate_options to;
+    tfm_translate_options_init(&to);
+    to.adapter = "a";
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, lines, 1, &to, &r), TFM_ERR_ARG);
+    tfm_translator_free(t);
+    tfm_model_free(m);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
 static Suite *adapters_suite(void)
 {
     Suite *s = suite_create("adapters");
@@ -901,9 +973,11 @@ static Suite *adapters_suite(void)
     tcase_add_test(tc, training_over_an_int8_base);
     tcase_add_test(tc, an_adapters_training_resumes_bit_for_bit);
     tcase_add_test(tc, save_and_load_round_trip);
+    tcase_add_test(tc, a_failed_save_mixes_no_files);
     tcase_add_test(tc, decoding_with_an_adapter_is_decoding_the_merged_model);
     tcase_add_test(tc, decoding_an_int8_base_with_an_adapter);
     tcase_add_test(tc, the_translator_chooses_an_adapter_per_request);
+    tcase_add_test(tc, an_adapter_removed_under_the_translator);
     tcase_add_test(tc, a_peft_adapter_over_marian_gives_the_twins_logits);
     tcase_add_test(tc, bad_calls);
     tcase_add_test(tc, bad_files);

@@ -311,7 +311,7 @@ typedef struct translated {
     int64_t streamed[TRANSLATED]; /* the tokens each request streamed */
 } translated;
 
-static const char *const sentences[] = {"the cat sat on the mat", "le chat est sur le tapis",
+static const char *const sentences[] = {"the cat sat on the mat %s", "le chat est sur le tapis",
                                         "a dog is in the garden", "un chien est dans le jardin"};
 
 static void keep_translation(const tfm_translation *r, int64_t i, translated *out, int k)
@@ -331,7 +331,8 @@ static int stream_token(void *user, int32_t token, const char *text, int64_t len
 }
 
 /* tfm_translate of the sentences (the defaults: beam 4), then each
- * submitted greedily with streaming, waited for. */
+ * submitted greedily with streaming, waited for; with a placeholder and a
+ * glossary term. */
 static tfm_status translator_workload(tfm_translator *t, translated *out, const char **call,
                                       char *message, size_t size)
 {
@@ -339,7 +340,12 @@ static tfm_status translator_workload(tfm_translator *t, translated *out, const 
     tfm_clear_error();
     tfm_translation *r = NULL;
     *call = "tfm_translate";
-    tfm_status s = tfm_translate(t, sentences, TRANSLATED, NULL, &r);
+    static const char *const glossary[] = {"cat", "chat"};
+    tfm_translate_options defaults;
+    tfm_translate_options_init(&defaults);
+    defaults.glossary = glossary;
+    defaults.n_glossary = 1;
+    tfm_status s = tfm_translate(t, sentences, TRANSLATED, &defaults, &r);
     snprintf(message, size, "%s", tfm_last_error());
     if (s != TFM_OK)
         return s;
@@ -354,6 +360,8 @@ static tfm_status translator_workload(tfm_translator *t, translated *out, const 
     tfm_translate_options_init(&o);
     o.decode = &d;
     o.on_token = stream_token;
+    o.glossary = glossary;
+    o.n_glossary = 1;
     *call = "tfm_translator_submit";
     for (int i = 0; i < TRANSLATED; i++) {
         o.user = &out->streamed[i];
@@ -379,12 +387,17 @@ START_TEST(every_allocation_of_a_translation_may_fail)
     tfm_set_num_threads(1); /* the allocations in one order */
     tfm_bpe_train_options bo;
     tfm_bpe_train_options_init(&bo);
-    bo.vocab_size = 40;
+    bo.vocab_size = 58;
     bo.pad_piece = 1;
+    const char *symbols[TFM_PLACEHOLDERS];
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        symbols[i] = tfm_placeholder(i);
+    bo.user_symbols = symbols;
+    bo.n_user_symbols = TFM_PLACEHOLDERS;
     tfm_tokenizer *tok = NULL;
     ck_assert_int_eq(tfm_tokenizer_train_bpe(sentences, NULL, TRANSLATED, &bo, &tok), TFM_OK);
     tfm_model_options mo = model_options();
-    mo.src_vocab = mo.tgt_vocab = 48;
+    mo.src_vocab = mo.tgt_vocab = 64;
     mo.max_src_len = mo.max_tgt_len = MAX_IDS;
     mo.dropout = 0.0f;
     mo.bos_id = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS);

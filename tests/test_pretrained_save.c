@@ -204,6 +204,25 @@ START_TEST(trained_values_saved)
 }
 END_TEST
 
+/* A path with a trailing slash, as a shell completes it, names the
+ * folder: a new one is made, an existing one saved over. */
+START_TEST(trailing_slash)
+{
+    tfm_model *m = tfm_model_from_pretrained(fixture_path("marian", NULL));
+    ck_assert_ptr_nonnull(m);
+    char slashed[160];
+    snprintf(slashed, sizeof slashed, "%s//", saved);
+    for (int again = 0; again < 2; again++) {
+        ck_assert_msg(tfm_model_save_pretrained(m, slashed, 0) == TFM_OK, "%s",
+                      tfm_last_error());
+        tfm_model *loaded = tfm_model_from_pretrained(saved);
+        ck_assert_msg(loaded != NULL, "%s", tfm_last_error());
+        tfm_model_free(loaded);
+    }
+    tfm_model_free(m);
+}
+END_TEST
+
 START_TEST(refused)
 {
     tfm_model *m = tfm_model_from_pretrained(fixture_path("marian", NULL));
@@ -251,6 +270,19 @@ START_TEST(refused)
     ck_assert_int_eq(tfm_model_save_pretrained(other, saved, 0), TFM_ERR_STATE);
     tfm_model_free(other);
 
+    /* an adapter in use: its terms are in no weight the folder holds */
+    ck_assert_int_eq(tfm_model_add_adapter(m, "a", NULL), TFM_OK);
+    ck_assert_int_eq(tfm_model_use_adapter(m, "a"), TFM_OK);
+    ck_assert_int_eq(tfm_model_save_pretrained(m, saved, 0), TFM_ERR_STATE);
+    ck_assert(strstr(tfm_last_error(), "adapter \"a\"") != NULL);
+    ck_assert(!exists(saved));
+    ck_assert_int_eq(tfm_model_use_adapter(m, NULL), TFM_OK);
+    ck_assert_int_eq(tfm_model_save_pretrained(m, saved, 0), TFM_OK);
+    char command[256];
+    snprintf(command, sizeof command, "rm -rf '%s'", saved);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(tfm_model_remove_adapter(m, "a"), TFM_OK);
+
     /* int8 */
     ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
     ck_assert_int_eq(tfm_model_save_pretrained(m, saved, 0), TFM_ERR_STATE);
@@ -277,6 +309,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, round_trip, 0, FIXTURES);
     tcase_add_test(tc, trained_values_saved);
+    tcase_add_test(tc, trailing_slash);
     tcase_add_test(tc, refused);
     suite_add_tcase(s, tc);
     return s;

@@ -854,6 +854,53 @@ START_TEST(bpe_training_with_a_pad_piece)
 }
 END_TEST
 
+/* user_symbols: pieces right after the meta ones that stand whole in the
+ * text, and decode back to their text; bad lists refused. */
+START_TEST(bpe_training_with_user_symbols)
+{
+    const char *lines[2] = {"abc abd", "abc"};
+    const char *const symbols[2] = {"\xef\xbd\x9f" "1" "\xef\xbd\xa0", "<b>"};
+    tfm_bpe_train_options options;
+    tfm_bpe_train_options_init(&options);
+    options.character_coverage = 1.0;
+    options.vocab_size = 12;
+    options.pad_piece = 1;
+    options.user_symbols = symbols;
+    options.n_user_symbols = 2;
+    tfm_tokenizer *tok = NULL;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_OK);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, symbols[0], (int64_t)strlen(symbols[0])), 4);
+    ck_assert_int_eq(tfm_tokenizer_piece_to_id(tok, "<b>", 3), 5);
+    const char *text = "abc\xef\xbd\x9f" "1" "\xef\xbd\xa0 <b>abd";
+    int32_t ids[16];
+    int64_t n = encode(tok, text, (int64_t)strlen(text), ids, 16);
+    int seen[2] = {0, 0};
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] == 4 || ids[i] == 5)
+            seen[ids[i] - 4]++;
+    ck_assert_int_eq(seen[0], 1);
+    ck_assert_int_eq(seen[1], 1);
+    char back[64];
+    int64_t length = 0;
+    ck_assert_int_eq(tfm_tokenizer_decode(tok, ids, n, back, sizeof back, &length), TFM_OK);
+    ck_assert_str_eq(back, text);
+    tfm_tokenizer_free(tok);
+    const char *const twice[2] = {"<b>", "<b>"};
+    const char *const meta[1] = {"</s>"};
+    const char *const empty[1] = {""};
+    const char *const *bad[3] = {twice, meta, empty};
+    for (int i = 0; i < 3; i++) {
+        options.user_symbols = bad[i];
+        options.n_user_symbols = i ? 1 : 2;
+        tok = NULL;
+        ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_ARG);
+        ck_assert_ptr_null(tok);
+    }
+    options.user_symbols = NULL;
+    ck_assert_int_eq(tfm_tokenizer_train_bpe(lines, NULL, 2, &options, &tok), TFM_ERR_NULL);
+}
+END_TEST
+
 START_TEST(bpe_training_refuses_bad_requests)
 {
     const char *lines[2] = {"abc abd", "abc"};
@@ -1489,6 +1536,7 @@ Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_training_with_byte_fallback);
     tcase_add_test(tc, bpe_training_refuses_bad_requests);
     tcase_add_test(tc, bpe_training_with_a_pad_piece);
+    tcase_add_test(tc, bpe_training_with_user_symbols);
     tcase_add_test(tc, bpe_training_gives_the_pinned_vocabulary);
     tcase_add_test(tc, bpe_training_matches_the_obvious_algorithm);
     tcase_add_test(tc, tokenizers_travel_in_the_model_file);

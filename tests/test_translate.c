@@ -4,6 +4,7 @@
  * any others, in one call or through the scheduler from many threads; the
  * requests' cancel, deadline, busy queue and streaming; the errors. */
 #include <check.h>
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -734,6 +735,407 @@ START_TEST(a_model_made_here_decodes_with_beam_4_and_no_non_text)
 }
 END_TEST
 
+/* --- placeholders ----------------------------------------------------------------------- */
+
+/* Messages and the spans each must keep: printf directives in their
+ * order, the others as many times each. */
+static const char *const messages[][5] = {
+    {"Computing size for %s", "%s"},
+    {"File \"%s\" was renamed to \"%s\".", "%s", "%s"},
+    {"%d of %d files copied (%-10.3lf%%)", "%d", "%d", "%-10.3lf", "%%"},
+    {"Deleted %(count)d files from {dir} in $HOME", "%(count)d", "{dir}", "$HOME"},
+    {"Click <b>Save</b> &amp; wait %zu seconds", "<b>", "</b>", "&amp;", "%zu"},
+    {"%2$s is owned by %1$s", "%2$s", "%1$s"},
+};
+enum { N_MESSAGES = sizeof messages / sizeof *messages };
+
+/* The spans of text among want[0, n) as text holds them, left to right
+ * (the longest first at a position), into got. */
+static int64_t spans_in(const char *text, const char *const *want, int64_t n, const char **got)
+{
+    int64_t count = 0;
+    for (const char *at = text; *at;) {
+        const char *best = NULL;
+        for (int64_t k = 0; k < n; k++)
+            if (strncmp(at, want[k], strlen(want[k])) == 0 &&
+                (!best || strlen(want[k]) > strlen(best)))
+                best = want[k];
+        if (best && count < 16)
+            got[count++] = best;
+        at += best ? strlen(best) : 1;
+    }
+    return count;
+}
+
+/* text keeps message m's spans: each as often, the unnumbered printf
+ * directives in order, no placeholder left. */
+static void assert_spans_kept(int64_t m, const char *text, const char *what)
+{
+    const char *const *want = messages[m] + 1;
+    int64_t n = 0;
+    while (n < 4 && want[n])
+        n++;
+    const char *got[16];
+    int64_t count = spans_in(text, want, n, got);
+    ck_assert_msg(!strstr(text, "\xef\xbd\x9f"), "%s: a placeholder left in \"%s\"", what, text);
+    ck_assert_msg(count == n, "%s: \"%s\" has %lld spans of \"%s\"'s %lld", what, text,
+                  (long long)count, messages[m][0], (long long)n);
+    int64_t percents[2] = {0, 0};
+    for (int side = 0; side < 2; side++)
+        for (const char *c = side ? text : messages[m][0]; *c; c++)
+            percents[side] += *c == '%';
+    ck_assert_msg(percents[0] == percents[1], "%s: \"%s\" has %lld '%%' of \"%s\"'s %lld",
+                  what, text, (long long)percents[1], messages[m][0], (long long)percents[0]);
+    int ordered = m != 3 && m != 5;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t times = 0, wanted = 0;
+        for (int64_t j = 0; j < n; j++) {
+            times += got[j] == want[k] || strcmp(got[j], want[k]) == 0;
+            wanted += strcmp(want[j], want[k]) == 0;
+        }
+        ck_assert_msg(times == wanted, "%s: \"%s\" has \"%s\" %lld times", what, text, want[k],
+                      (long long)times);
+    }
+    /* the unnumbered directives ("%%" is a percent sign, free to move) */
+    const char *seq_got[16], *seq_want[16];
+    int64_t g = 0, w = 0;
+    for (int64_t k = 0; ordered && k < n; k++) {
+        if (got[k][0] == '%' && strcmp(got[k], "%%") != 0)
+            seq_got[g++] = got[k];
+        if (want[k][0] == '%' && strcmp(want[k], "%%") != 0)
+            seq_want[w++] = want[k];
+    }
+    for (int64_t k = 0; k < w; k++)
+        ck_assert_msg(g == w && strcmp(seq_got[k], seq_want[k]) == 0,
+                      "%s: \"%s\" reorders \"%s\"", what, text, messages[m][0]);
+}
+
+/* A model whose vocabulary holds the placeholder pieces, its text none of
+ * the spans' characters but '%': any span in a translation is a
+ * placeholder the decoding placed, and a '%' of its own is banned. */
+static tfm_model *placeholder_model(tfm_tokenizer **tok)
+{
+    const char *lines[] = {"the file was 50% renamed and copied", "le fichier a ete renomme",
+                           "computing size for files in seconds", "calcul de la taille",
+                           "click save and wait is owned by", "cliquez enregistrer attendez"};
+    const char *symbols[TFM_PLACEHOLDERS];
+    for (int32_t i = 0; i < TFM_PLACEHOLDERS; i++)
+        symbols[i] = tfm_placeholder(i);
+    ck_assert_ptr_null(tfm_placeholder(TFM_PLACEHOLDERS));
+    tfm_bpe_train_options bo;
+    tfm_bpe_train_options_init(&bo);
+    bo.vocab_size = 90;
+    bo.pad_piece = 1;
+    bo.character_coverage = 1.0;
+    bo.user_symbols = symbols;
+    bo.n_user_symbols = TFM_PLACEHOLDERS;
+    ck_assert_msg(tfm_tokenizer_train_bpe(lines, NULL, 6, &bo, tok) == TFM_OK, "%s",
+                  tfm_last_error());
+    tfm_model_options mo;
+    tfm_model_options_init(&mo);
+    mo.src_vocab = mo.tgt_vocab = tfm_tokenizer_vocab_size(*tok);
+    mo.max_src_len = mo.max_tgt_len = 64;
+    mo.d_model = 16, mo.heads = 2, mo.d_ff = 32, mo.encoder_layers = mo.decoder_layers = 1;
+    mo.share_embeddings = 1;
+    mo.bos_id = tfm_tokenizer_special_id(*tok, TFM_TOKEN_BOS);
+    mo.eos_id = tfm_tokenizer_special_id(*tok, TFM_TOKEN_EOS);
+    mo.pad_id = tfm_tokenizer_special_id(*tok, TFM_TOKEN_PAD);
+    tfm_model *model = tfm_model_create(&mo);
+    ck_assert_msg(model != NULL, "%s", tfm_last_error());
+    ck_assert_int_eq(tfm_model_set_tokenizers(model, *tok, NULL), TFM_OK);
+    tfm_model_set_training(model, 0);
+    return model;
+}
+
+static int no_placeholder_streamed(void *user, int32_t token, const char *text, int64_t length)
+{
+    (void)token;
+    ck_assert_int_eq((int64_t)strlen(text), length);
+    ck_assert_msg(!strstr(text, "\xef\xbd\x9f"), "streamed a placeholder: \"%s\"", text);
+    ++*(int *)user;
+    return 0;
+}
+
+START_TEST(placeholders_are_kept_in_every_decoding)
+{
+    tfm_tokenizer *tok = NULL;
+    tfm_model *model = placeholder_model(&tok);
+    const char *texts_in[N_MESSAGES];
+    for (int64_t m = 0; m < N_MESSAGES; m++)
+        texts_in[m] = messages[m][0];
+    for (int int8 = 0; int8 < 2; int8++) {
+        if (int8)
+            ck_assert_int_eq(tfm_model_quantize(model, TFM_QUANTIZE_LAYERS |
+                                                           TFM_QUANTIZE_GENERATOR),
+                             TFM_OK);
+        tfm_translator *t = tfm_translator_create(model, NULL);
+        ck_assert_msg(t != NULL, "%s", tfm_last_error());
+        for (int path = 0; path < 6; path++) {
+            tfm_decode_options d;
+            tfm_decode_options_init(&d);
+            ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+            d.strategy = path < 2 ? TFM_DECODE_GREEDY
+                         : path < 5 ? TFM_DECODE_SAMPLE : TFM_DECODE_BEAM;
+            d.use_cache = path != 1;
+            d.temperature = 1.5f;
+            d.top_k = path == 3 ? 10 : 0;
+            d.top_p = path == 4 ? 0.8f : 1.0f;
+            d.seed = 11;
+            tfm_translate_options o;
+            tfm_translate_options_init(&o);
+            o.decode = &d;
+            tfm_translation *r = NULL;
+            ck_assert_msg(tfm_translate(t, texts_in, N_MESSAGES, &o, &r) == TFM_OK, "%s",
+                          tfm_last_error());
+            for (int64_t m = 0; m < N_MESSAGES; m++) {
+                char what[64];
+                snprintf(what, sizeof what, "%s, path %d", int8 ? "int8" : "float32", path);
+                for (int32_t h = 0; h < tfm_translation_n_best(r); h++)
+                    assert_spans_kept(m, tfm_translation_text(r, m, h), what);
+                /* through the scheduler, streamed */
+                int streamed = 0;
+                o.on_token = no_placeholder_streamed;
+                o.user = &streamed;
+                tfm_request *q = tfm_translator_submit(t, texts_in[m], &o);
+                o.on_token = NULL;
+                o.user = NULL;
+                ck_assert_msg(q != NULL, "%s", tfm_last_error());
+                ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+                const tfm_translation *one = NULL;
+                ck_assert_int_eq(tfm_request_result(q, &one), TFM_OK);
+                assert_spans_kept(m, tfm_translation_text(one, 0, 0), what);
+                ck_assert_int_gt(streamed, 0);
+                if (d.strategy != TFM_DECODE_SAMPLE)
+                    ck_assert_str_eq(tfm_translation_text(one, 0, 0),
+                                     tfm_translation_text(r, m, 0));
+                tfm_request_free(q);
+            }
+            tfm_translation_free(r);
+        }
+        tfm_translator_free(t);
+    }
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* Accelerator marks outside spans and at the start of a word. */
+static int accelerators(const char *text, char mark)
+{
+    int n = 0;
+    for (const char *c = text; *c; c++)
+        n += *c == mark && isalnum((unsigned char)c[1]) &&
+             (c == text || !isalnum((unsigned char)c[-1]));
+    return n;
+}
+
+/* A source's one accelerator mark (GTK's '_', Qt's '&') is one in its
+ * translation, as msgfmt --check-accelerators requires, in every
+ * strategy; "core_pattern" holds none, so nothing is added. */
+START_TEST(accelerator_marks_are_kept)
+{
+    tfm_tokenizer *tok = NULL;
+    tfm_model *model = placeholder_model(&tok);
+    tfm_translator *t = tfm_translator_create(model, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    const char *texts[] = {"_Save the file", "&Open %s", "click _save and wait",
+                           "core_pattern is owned by"};
+    const char marks[] = {'_', '&', '_', '_'};
+    const int wanted[] = {1, 1, 1, 0};
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    for (int path = 0; path < 3; path++) {
+        d.strategy = path == 0 ? TFM_DECODE_GREEDY
+                     : path == 1 ? TFM_DECODE_BEAM : TFM_DECODE_SAMPLE;
+        tfm_translation *r = NULL;
+        ck_assert_msg(tfm_translate(t, texts, 4, &o, &r) == TFM_OK, "%s", tfm_last_error());
+        for (int i = 0; i < 4; i++) {
+            const char *text = tfm_translation_text(r, i, 0);
+            ck_assert_msg(wanted[i] ? accelerators(text, marks[i]) == 1 : !strchr(text, '_') ||
+                                                                             accelerators(text, '_') <= 1,
+                          "path %d: \"%s\" -> \"%s\"", path, texts[i], text);
+        }
+        tfm_translation_free(r);
+    }
+    tfm_translator_free(t);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* The caller's literals pass through as the rules' spans do, in every
+ * strategy; bad ones are refused. */
+START_TEST(caller_literals_are_kept)
+{
+    tfm_tokenizer *tok = NULL;
+    tfm_model *model = placeholder_model(&tok);
+    tfm_translator *t = tfm_translator_create(model, NULL);
+    ck_assert_msg(t != NULL, "%s", tfm_last_error());
+    const char *const literals[] = {"GNOME", "@@V@@"};
+    const char *one[] = {"Welcome to GNOME @@V@@ with %s"};
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    o.literals = literals;
+    o.n_literals = 2;
+    for (int path = 0; path < 3; path++) {
+        d.strategy = path == 0 ? TFM_DECODE_GREEDY
+                     : path == 1 ? TFM_DECODE_BEAM : TFM_DECODE_SAMPLE;
+        tfm_translation *r = NULL;
+        ck_assert_msg(tfm_translate(t, one, 1, &o, &r) == TFM_OK, "%s", tfm_last_error());
+        const char *text = tfm_translation_text(r, 0, 0);
+        const char *at = strstr(text, "GNOME");
+        ck_assert_msg(at && !strstr(at + 1, "GNOME") && strstr(text, "@@V@@") &&
+                          strstr(text, "%s"),
+                      "path %d: \"%s\"", path, text);
+        tfm_translation_free(r);
+    }
+    const char *const empty[] = {""};
+    o.literals = empty;
+    o.n_literals = 1;
+    tfm_translation *r = NULL;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_ARG);
+    o.literals = NULL;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_NULL);
+    tfm_translator_free(t);
+    tfm_model_free(model);
+    tfm_tokenizer_free(tok);
+}
+END_TEST
+
+/* A training pair's spans become the same placeholders on both sides when
+ * they match, and the pair stays as it is when they do not. */
+START_TEST(training_pairs_get_placeholders)
+{
+    char a[256], b[256];
+    int32_t count = -1;
+    ck_assert_int_eq(tfm_placeholders_pair("File \"%s\" was renamed to \"%s\".",
+                                           "Le fichier \xc2\xab %s \xc2\xbb renomm\xc3\xa9 en "
+                                           "\xc2\xab %s \xc2\xbb.",
+                                           a, b, &count),
+                     TFM_OK);
+    ck_assert_int_eq(count, 2);
+    ck_assert_str_eq(a, "File \"\xef\xbd\x9f" "1\xef\xbd\xa0\" was renamed to \"\xef\xbd\x9f"
+                        "2\xef\xbd\xa0\".");
+    ck_assert_ptr_nonnull(strstr(b, "\xc2\xab \xef\xbd\x9f" "1\xef\xbd\xa0 \xc2\xbb"));
+    ck_assert_ptr_nonnull(strstr(b, "\xc2\xab \xef\xbd\x9f" "2\xef\xbd\xa0 \xc2\xbb."));
+    /* numbered directives move: the target's keep their source's numbers */
+    ck_assert_int_eq(tfm_placeholders_pair("<b>%1$s</b> owns %2$s", "%2$s : <b>%1$s</b>", a, b,
+                                           &count),
+                     TFM_OK);
+    ck_assert_int_eq(count, 4);
+    ck_assert_str_eq(b, "\xef\xbd\x9f" "4\xef\xbd\xa0 : \xef\xbd\x9f" "1\xef\xbd\xa0\xef\xbd\x9f"
+                        "2\xef\xbd\xa0\xef\xbd\x9f" "3\xef\xbd\xa0");
+    /* a span missing on one side: the pair as it is */
+    ck_assert_int_eq(tfm_placeholders_pair("Computing size for %s", "Calcul de la taille",
+                                           a, b, &count),
+                     TFM_OK);
+    ck_assert_int_eq(count, 0);
+    ck_assert_str_eq(a, "Computing size for %s");
+    ck_assert_str_eq(b, "Calcul de la taille");
+    ck_assert_int_eq(tfm_placeholders_pair(NULL, "x", a, b, &count), TFM_ERR_NULL);
+}
+END_TEST
+
+/* A glossary's target term is in the translation when its source term is
+ * in the text (any case, a whole word), in every decoding path and
+ * through submit; a term too long for max_length is reported; a term
+ * the text lacks changes nothing; bad terms are refused. */
+START_TEST(glossary_terms_are_placed)
+{
+    tfm_translator *t = open_or_fail(MARIAN, NULL);
+    const char *const glossary[] = {"FILE", "Datei", "folder", "Verzeichnis"};
+    const char *one[] = {"Cannot open the file"};
+    tfm_decode_options d;
+    tfm_decode_options_init(&d);
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    tfm_translate_options o;
+    tfm_translate_options_init(&o);
+    o.decode = &d;
+    o.glossary = glossary;
+    o.n_glossary = 2;
+    for (int path = 0; path < 4; path++) {
+        d.strategy = path == 0 ? TFM_DECODE_GREEDY
+                     : path == 1 ? TFM_DECODE_BEAM : TFM_DECODE_SAMPLE;
+        d.use_cache = path != 3;
+        d.beam_size = 4;
+        d.seed = 5;
+        tfm_translation *r = NULL;
+        ck_assert_msg(tfm_translate(t, one, 1, &o, &r) == TFM_OK, "%s", tfm_last_error());
+        const char *text = tfm_translation_text(r, 0, 0);
+        ck_assert_msg(strstr(text, "Datei") != NULL, "path %d: \"%s\"", path, text);
+        ck_assert_msg(strstr(text, "Verzeichnis") == NULL, "path %d: \"%s\"", path, text);
+        const int32_t *terms = NULL;
+        int32_t count = -1;
+        ck_assert_int_eq(tfm_translation_unplaced(r, 0, 0, &terms, &count), TFM_OK);
+        ck_assert_int_eq(count, 0);
+        ck_assert_ptr_null(terms);
+        tfm_translation_free(r);
+    }
+    /* through the scheduler, the glossary copied at submit */
+    char *term = strdup("Datei"), *word = strdup("file");
+    const char *mine[] = {word, term};
+    o.glossary = mine;
+    o.n_glossary = 1;
+    d.strategy = TFM_DECODE_GREEDY;
+    tfm_request *q = tfm_translator_submit(t, one[0], &o);
+    ck_assert_msg(q != NULL, "%s", tfm_last_error());
+    free(term);
+    free(word);
+    ck_assert_int_eq(tfm_request_wait(q), TFM_OK);
+    const tfm_translation *got = NULL;
+    ck_assert_int_eq(tfm_request_result(q, &got), TFM_OK);
+    ck_assert_ptr_nonnull(strstr(tfm_translation_text(got, 0, 0), "Datei"));
+    tfm_request_free(q);
+    /* too long for max_length 1: reported */
+    o.glossary = glossary;
+    o.n_glossary = 2;
+    const char *both[] = {"the folder and the file"};
+    d.max_length = 1;
+    tfm_translation *r = NULL;
+    ck_assert_msg(tfm_translate(t, both, 1, &o, &r) == TFM_OK, "%s", tfm_last_error());
+    const int32_t *terms = NULL;
+    int32_t count = 0;
+    ck_assert_int_eq(tfm_translation_unplaced(r, 0, 0, &terms, &count), TFM_OK);
+    ck_assert_int_ge(count, 1);
+    ck_assert_int_eq(terms[count - 1], 1); /* Verzeichnis: more than one token */
+    ck_assert_int_eq(tfm_translation_unplaced(r, 1, 0, &terms, &count), TFM_ERR_RANGE);
+    ck_assert_int_eq(tfm_translation_unplaced(r, 0, 0, NULL, &count), TFM_ERR_NULL);
+    tfm_translation_free(r);
+    /* a term the text lacks, or a word that only holds it: as without */
+    ck_assert_int_eq(tfm_translator_decode_options(t, &d), TFM_OK);
+    const char *other[] = {"the files are profiled"};
+    hypothesis a, b;
+    o.glossary = NULL;
+    o.n_glossary = 0;
+    ck_assert_int_eq(tfm_translate(t, other, 1, &o, &r), TFM_OK);
+    keep(r, 0, 0, &a);
+    tfm_translation_free(r);
+    o.glossary = glossary;
+    o.n_glossary = 2;
+    ck_assert_int_eq(tfm_translate(t, other, 1, &o, &r), TFM_OK);
+    keep(r, 0, 0, &b);
+    tfm_translation_free(r);
+    assert_same(&a, &b, "a glossary that does not apply");
+    /* refused */
+    const char *const empty[] = {"file", ""};
+    o.glossary = empty;
+    o.n_glossary = 1;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(tfm_last_error(), "glossary"));
+    o.glossary = NULL;
+    ck_assert_int_eq(tfm_translate(t, one, 1, &o, &r), TFM_ERR_NULL);
+    tfm_translator_free(t);
+}
+END_TEST
+
 /* --- errors ------------------------------------------------------------------------------ */
 
 START_TEST(errors_are_named)
@@ -866,6 +1268,11 @@ static Suite *translate_suite(void)
     tcase_add_test(c, a_full_queue_is_busy);
     tcase_add_test(c, on_done_may_wait_for_its_request);
     tcase_add_test(c, a_model_made_here_decodes_with_beam_4_and_no_non_text);
+    tcase_add_test(c, placeholders_are_kept_in_every_decoding);
+    tcase_add_test(c, training_pairs_get_placeholders);
+    tcase_add_test(c, accelerator_marks_are_kept);
+    tcase_add_test(c, glossary_terms_are_placed);
+    tcase_add_test(c, caller_literals_are_kept);
     tcase_add_test(c, errors_are_named);
     tcase_add_test(c, bad_decode_options_are_refused_with_the_decodings_message);
     suite_add_tcase(s, c);

@@ -1,6 +1,7 @@
 """scripts/translation_data.py's parts on catalogs written here: the .mo
 reader (both byte orders, contexts, plurals, charsets, corrupt files), the
-filters, and the split (sizes, whole sources, seeds, input order).
+filters, the split (sizes, whole sources, seeds, input order, a capped
+training set) and the domains (outside the general packages).
 
   test_translation_data.py SCRIPT"""
 import importlib.util
@@ -108,6 +109,19 @@ class Split(unittest.TestCase):
         first = data.split(sorted(self.pairs), "1", (10, 5))
         self.assertEqual(first, data.split(sorted(self.pairs, reverse=True), "1", (10, 5)))
         self.assertNotEqual(first, data.split(self.pairs, "2", (10, 5)))
+
+    def test_a_third_size_caps_the_training_set(self):
+        (test, validation, train), dropped = data.split(self.pairs, "1", (10, 5, 20))
+        self.assertEqual((len(test), len(validation), len(train)), (10, 5, 20))
+        full, _ = data.split(self.pairs, "1", (10, 5))
+        self.assertEqual(train, full[2][:20])  # the first of the same order
+
+
+class Domains(unittest.TestCase):
+    def test_outside_the_general_packages(self):
+        for name, domain in data.DOMAINS.items():
+            self.assertFalse(set(domain["packages"]) & set(data.PACKAGES), name)
+            self.assertGreater(domain["train"], 0)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@
  *
  * Files are PEFT's: a folder with adapter_config.json and
  * adapter_model.safetensors, whose tensors are named
- * base_model.model.<module>.lora_A.weight / .lora_B.weight after the
+ * base_model.model.\<module\>.lora_A.weight / .lora_B.weight after the
  * module paths of the published family's transformers class (a model from
  * tfm_model_from_pretrained), or after libtfm's own parameter names.
  *
@@ -38,16 +38,19 @@ typedef uint32_t tfm_adapter_targets;
 #define TFM_ADAPT_SELF_V ((tfm_adapter_targets)1u << 2)    /**< values */
 #define TFM_ADAPT_SELF_O ((tfm_adapter_targets)1u << 3)    /**< output projection */
 #define TFM_ADAPT_CROSS_Q ((tfm_adapter_targets)1u << 4)   /**< cross-attention's (decoder) */
-#define TFM_ADAPT_CROSS_K ((tfm_adapter_targets)1u << 5)
-#define TFM_ADAPT_CROSS_V ((tfm_adapter_targets)1u << 6)
-#define TFM_ADAPT_CROSS_O ((tfm_adapter_targets)1u << 7)
+#define TFM_ADAPT_CROSS_K ((tfm_adapter_targets)1u << 5)   /**< cross-attention's keys */
+#define TFM_ADAPT_CROSS_V ((tfm_adapter_targets)1u << 6)   /**< cross-attention's values */
+#define TFM_ADAPT_CROSS_O ((tfm_adapter_targets)1u << 7)   /**< cross-attention's output */
 #define TFM_ADAPT_FF_IN ((tfm_adapter_targets)1u << 8)     /**< linear1 (fc1, wi, wi_0) */
 #define TFM_ADAPT_FF_OUT ((tfm_adapter_targets)1u << 9)    /**< linear2 (fc2, wo) */
 #define TFM_ADAPT_Q (TFM_ADAPT_SELF_Q | TFM_ADAPT_CROSS_Q) /**< both attentions' */
-#define TFM_ADAPT_K (TFM_ADAPT_SELF_K | TFM_ADAPT_CROSS_K)
-#define TFM_ADAPT_V (TFM_ADAPT_SELF_V | TFM_ADAPT_CROSS_V)
-#define TFM_ADAPT_O (TFM_ADAPT_SELF_O | TFM_ADAPT_CROSS_O)
+#define TFM_ADAPT_K (TFM_ADAPT_SELF_K | TFM_ADAPT_CROSS_K) /**< both attentions' keys */
+#define TFM_ADAPT_V (TFM_ADAPT_SELF_V | TFM_ADAPT_CROSS_V) /**< both attentions' values */
+#define TFM_ADAPT_O (TFM_ADAPT_SELF_O | TFM_ADAPT_CROSS_O) /**< both attentions' outputs */
 
+/** An adapter's shape: fill with tfm_adapter_options_init(), then set
+ * what differs (the struct may grow at its end; struct_size says which
+ * fields a caller knows). */
 typedef struct tfm_adapter_options {
     uint32_t struct_size;       /**< set by tfm_adapter_options_init */
     int32_t rank;               /**< r, 1 to 512; default 8 */
@@ -58,12 +61,13 @@ typedef struct tfm_adapter_options {
      * encoder layer l and decoder layer l), n_layers of them; 0 and NULL
      * (default): every layer. Copied. */
     int32_t n_layers;
-    const int32_t *layers;
+    const int32_t *layers; /**< the n_layers layer indices, or NULL */
 } tfm_adapter_options;
 
 /** Writes the defaults into options; use the macro. */
 TFM_API void tfm_adapter_options_init_sized(tfm_adapter_options *options,
                                             uint32_t struct_size);
+/** tfm_adapter_options_init_sized() with the caller's struct size. */
 #define tfm_adapter_options_init(options)                                     \
     tfm_adapter_options_init_sized((options), (uint32_t)sizeof *(options))
 
@@ -78,9 +82,10 @@ TFM_API tfm_status tfm_model_add_adapter(tfm_model *model, const char *name,
 /** Removes the adapter (and stops using it). TFM_ERR_ARG when the model
  * has none by that name. */
 TFM_API tfm_status tfm_model_remove_adapter(tfm_model *model, const char *name);
-/** The model's adapters, 0 to count - 1, in the order added; names owned
- * by the model until the adapter is removed. */
+/** How many adapters the model holds (0, with TFM_ERR_NULL, for a NULL model). */
 TFM_API int32_t tfm_model_adapter_count(const tfm_model *model);
+/** The index-th adapter's name (0 to count - 1, in the order added), owned
+ * by the model until the adapter is removed; NULL with TFM_ERR_RANGE outside. */
 TFM_API const char *tfm_model_adapter_name(const tfm_model *model, int32_t index);
 /** The adapter's options (rank, alpha, dropout, targets, layers as given;
  * layers points into the model). */
@@ -100,7 +105,9 @@ TFM_API tfm_params *tfm_model_adapter_params(tfm_model *model, const char *name)
 
 /** Writes folder/adapter_config.json and folder/adapter_model.safetensors
  * as PEFT's save_pretrained does (the folder is created if missing; each
- * file atomically). base_model_name_or_path is written as given (NULL:
+ * file atomically; over an earlier adapter the old config goes first and
+ * the new one comes last, so a failed save never leaves new weights beside
+ * an old config). base_model_name_or_path is written as given (NULL:
  * null). */
 TFM_API tfm_status tfm_model_save_adapter(const tfm_model *model, const char *name,
                                           const char *folder,
@@ -108,7 +115,7 @@ TFM_API tfm_status tfm_model_save_adapter(const tfm_model *model, const char *na
 /** Adds an adapter named name from a PEFT LoRA folder for this model: its
  * config's r, lora_alpha (use_rslora: alpha / sqrt(r)), lora_dropout,
  * target_modules (a list of module names or suffixes, as PEFT matches
- * them) and layers_to_transform; every tensor of the file must be one of
+ * them; PEFT's string form, a regular expression, is refused) and layers_to_transform; every tensor of the file must be one of
  * the adapter's, of its shape. TFM_ERR_FORMAT naming the key or tensor
  * for what libtfm cannot apply as PEFT would (bias other than "none",
  * fan_in_fan_out, DoRA, rank or alpha patterns, modules_to_save, a

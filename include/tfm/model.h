@@ -291,6 +291,41 @@ TFM_API tfm_status tfm_model_quantize(tfm_model *model, tfm_quantize what);
  * with TFM_ERR_NULL). */
 TFM_API tfm_quantize tfm_model_quantized(const tfm_model *model);
 
+/* --- fine-tuning: parts left as they are ------------------------------------ */
+/** Parts of a model that tfm_model_freeze() keeps out of training:
+ * TFM_MODEL_PART_ flags. */
+typedef uint32_t tfm_model_parts;
+/** The parts, by their parameters' names (every parameter is in one). */
+enum {
+    /** The token embeddings (src_embedding, tgt_embedding: a tied output
+     * projection's weight too), learned positions, embedding scales and
+     * norms. */
+    TFM_MODEL_PART_EMBEDDINGS = 1,
+    TFM_MODEL_PART_ENCODER = 2, /**< the encoder's layers, final norm and position bias */
+    TFM_MODEL_PART_DECODER = 4, /**< the decoder's, as the encoder's */
+    /** The output projection ("generator"): its bias, and its weight when
+     * not tied to the target embedding. */
+    TFM_MODEL_PART_OUTPUT = 8
+};
+/** Freezes exactly the parts named (0: none, the whole model trains):
+ * their parameters stop requiring grad, so the tape computes no gradient
+ * for them (and none for what only they feed) and an optimizer's step
+ * leaves them as they are, weight decay included; the other parameters
+ * require grad again. A training choice, not saved with the model.
+ * Using an adapter (adapters.h) freezes the whole base, and stopping
+ * makes it all trainable again. TFM_ERR_NULL; TFM_ERR_ARG for other
+ * flags; TFM_ERR_STATE for a quantized model (it does not train) or one
+ * with an adapter in use; nothing changes on error. */
+TFM_API tfm_status tfm_model_freeze(tfm_model *model, tfm_model_parts parts);
+/** The parts tfm_model_freeze() froze (a part counts when every one of
+ * its parameters is frozen); 0 for none or a NULL model (then with
+ * TFM_ERR_NULL). */
+TFM_API tfm_model_parts tfm_model_frozen(const tfm_model *model);
+/** Reads parts named in text, comma-separated ("embeddings,encoder";
+ * "embeddings", "encoder", "decoder", "output"; "" for none) into *parts.
+ * TFM_ERR_NULL; TFM_ERR_ARG naming a word that is not a part. */
+TFM_API tfm_status tfm_model_parts_parse(const char *text, tfm_model_parts *parts);
+
 /* --- files that carry their model --------------------------------------------- */
 /** Writes the parameters (by name, as tfm_params_save()) and the options
  * as safetensors "__metadata__": string values under "tfm." keys
@@ -490,11 +525,16 @@ TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
  * is removed first and written last, so a failed save leaves a folder
  * that tfm_model_from_pretrained() refuses rather than a mixture, and the
  * other layout's tensor files (a single file where shards now go, or old
- * shards) are removed. TFM_ERR_NULL, TFM_ERR_ARG (max_shard_bytes < 0, an
- * empty or too long path), TFM_ERR_STATE (a model not loaded from a
- * published folder, a quantized one, tokenizers replaced since loading, an
- * m2m_100 model whose generator bias is no longer zero: none of them can
- * be written in the family's layout), TFM_ERR_IO, TFM_ERR_NOMEM. Saved
+ * shards) are removed. Adapters (adapters.h) are not saved: the base
+ * weights are; tfm_model_save_adapter() writes an adapter's own folder,
+ * tfm_model_merge_adapter() puts it in the weights. TFM_ERR_NULL,
+ * TFM_ERR_ARG (max_shard_bytes < 0, an empty or too long path),
+ * TFM_ERR_STATE (a model not loaded from a published folder, one whose
+ * forwards apply an adapter (tfm_model_use_adapter: the folder would not
+ * compute what it computes), a quantized one, tokenizers replaced since
+ * loading, an m2m_100 model whose generator bias is no longer zero: none
+ * of them can be written in the family's layout), TFM_ERR_IO,
+ * TFM_ERR_NOMEM. Saved
  * with tfm_model_save() and loaded again, a model no longer knows its
  * family. */
 TFM_API tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,

@@ -187,6 +187,13 @@ typedef struct tfm_bpe_train_options {
      * spm_train's `--pad_id=3` makes (default 0: none). Models padding
      * their batches need an id that is never text. */
     int32_t pad_piece;
+    /** n_user_symbols strings (UTF-8, NUL-terminated, not empty, distinct)
+     * that become user-defined pieces right after the meta pieces, as
+     * spm_train's `--user_defined_symbols`: each stands whole wherever the
+     * text spells it (placeholders, tags). They count in vocab_size.
+     * NULL with 0 (default): none. */
+    const char *const *user_symbols;
+    int32_t n_user_symbols; /**< the count of user_symbols */
 } tfm_bpe_train_options;
 
 /** Writes the defaults; use the tfm_bpe_train_options_init macro. */

@@ -79,6 +79,15 @@ typedef struct tfm_translator_options {
      * tfm_translator_submit() fails with TFM_ERR_BUSY. 1 to 2^20,
      * default 1,024. */
     int32_t queue_capacity;
+    /** 1 (default): on a model whose tokenizers hold the placeholder
+     * pieces (tfm_placeholder; tfm-translate --train makes them), each
+     * text's spans that must pass unchanged (printf directives, Python and
+     * shell fields, tags, entities) become placeholders, the decoding writes
+     * each exactly as often as the source holds it (unnumbered printf
+     * directives in their order; every decoding path), and the
+     * translation's text (and a request's stream) has the spans back. 0:
+     * the text as it is, unconstrained. Without the pieces: no effect. */
+    int32_t keep_placeholders;
 } tfm_translator_options;
 
 /** The defaults above. */
@@ -176,6 +185,27 @@ typedef struct tfm_translate_options {
      * NULL (default): options.decode's, else none. Requests with
      * different adapters are decoded apart, over the one model. */
     const char *adapter;
+    /** A glossary: n_glossary terms, glossary[2 i] a source term and
+     * glossary[2 i + 1] the target text its translation must hold
+     * (UTF-8, not empty; read during the call, copied by submit). Where a
+     * text holds a source term (its bytes, ASCII letters in either case,
+     * not inside a word: no letter, digit or non-ASCII character just
+     * before or after it), the decoding writes the target term's tokens
+     * (as the target tokenizer encodes it alone: a word of its own) at
+     * least once: once it starts them it is forced through, and the end
+     * waits for them, forced in when the remaining length needs it (every
+     * decoding path). The first 240 terms a text holds count. A term the
+     * decoding could not place (too long for max_length) is named by
+     * tfm_translation_unplaced(). NULL with 0 (default): none. */
+    const char *const *glossary;
+    int32_t n_glossary; /**< the count of glossary's terms (pairs) */
+    /** More spans that pass through a translation unchanged, beside the
+     * placeholder rules' (see tfm_translator_options.keep_placeholders;
+     * no effect without): n_literals strings (not empty), found where a
+     * text spells them exactly, the longest first, before the rules (read
+     * during the call, copied by submit). NULL with 0 (default): none. */
+    const char *const *literals;
+    int32_t n_literals; /**< the count of literals */
 } tfm_translate_options;
 
 /** The defaults above. */
@@ -229,6 +259,12 @@ TFM_API tfm_status tfm_translation_source_tokens(const tfm_translation *translat
 TFM_API const float *tfm_translation_alignment(const tfm_translation *translation, int64_t i,
                                                int32_t h, int64_t *target_length,
                                                int64_t *source_length);
+/** The glossary terms (their indices in tfm_translate_options.glossary)
+ * text i's hypothesis h holds in its source but could not place, into
+ * *terms (owned by the translation; NULL when none) and *count.
+ * TFM_ERR_NULL, TFM_ERR_RANGE. */
+TFM_API tfm_status tfm_translation_unplaced(const tfm_translation *translation, int64_t i,
+                                            int32_t h, const int32_t **terms, int32_t *count);
 /** Frees a result of tfm_translate(); NULL is a no-op (a request's result
  * is the request's: tfm_request_free()). */
 TFM_API void tfm_translation_free(tfm_translation *translation);
@@ -261,6 +297,29 @@ TFM_API void tfm_request_cancel(tfm_request *request);
  * released by the scheduler once it has (its on_done still called).
  * NULL is a no-op. */
 TFM_API void tfm_request_free(tfm_request *request);
+
+/** Placeholders: the spans of a message that must pass through a
+ * translation unchanged (printf directives as gettext's c-format reads
+ * them, Python's %(name)s and {name} fields, shell $VAR and ${VAR},
+ * XML/HTML tags and entities) become placeholder pieces, "\uFF5F1\uFF60"
+ * to "\uFF5F16\uFF60" in the order the spans come, which a model trained
+ * with them (tfm-translate --train) learns to place. */
+#define TFM_PLACEHOLDERS 16
+
+/** Placeholder index's text (index 0 to TFM_PLACEHOLDERS - 1), static;
+ * NULL outside. */
+TFM_API const char *tfm_placeholder(int32_t index);
+
+/** A training pair with its placeholders: when source and target hold
+ * the same spans (as many of each text, at most TFM_PLACEHOLDERS, at
+ * least one), source's spans become placeholders 1, 2, ... in their order
+ * and target's the number of the source span it matches (the k-th span
+ * of a text the k-th of that text in source), into source_out and
+ * target_out, and *count their number; else the pair's text unchanged
+ * and *count 0. Each out holds at least 4 * strlen(its text) + 1 bytes.
+ * TFM_ERR_NULL, TFM_ERR_NOMEM. */
+TFM_API tfm_status tfm_placeholders_pair(const char *source, const char *target,
+                                         char *source_out, char *target_out, int32_t *count);
 
 #ifdef __cplusplus
 }

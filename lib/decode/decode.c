@@ -857,7 +857,12 @@ static void per_source(tfm_decoding *d, const tfm_tensor *src, const tfm_tensor 
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++)
             d->forced[b * T + t] = t < P ? tfm__i32(prefix)[b * P + t] : -1;
-    d->processing = tfm__decode_processing(d) || prefix;
+    d->processing = tfm__decode_processing(d) || prefix || d->constraints;
+}
+
+void tfm__decoding_constrain(tfm_decoding *d, const tfm__constraints *const *per_source)
+{
+    d->constraints = per_source;
 }
 
 /* The packed weights as the model's are now (a decoding's own), or the

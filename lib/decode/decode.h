@@ -7,6 +7,7 @@
  *   weights.c           the float32 weights packed for the products, which
  *                       several decodings may share
  *   logits.c            what a step's logits go through before a token is chosen
+ *   constraints.c       phrases a decoding must write (placeholders, glossaries)
  *   greedy.c            greedy decoding and sampling: a row per source
  *   sample.c            sampling's draw (temperature, top-k, top-p)
  *   beam.c              beam search
@@ -22,6 +23,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "core/vectors.h"
+#include "decode/constraints.h"
 #include "ops/linear.h"
 #include "tfm/decode.h"
 
@@ -174,6 +176,9 @@ struct tfm_decoding {
     uint8_t *is_end;
     int processing;
     float *processed;
+    /* per source of the next runs, its constraints (constraints.h; NULL:
+     * none), as tfm__decoding_constrain set them */
+    const tfm__constraints *const *constraints;
 
     /* alignments (return_attention; NULL without): a step's cross-attention
      * weights of the last decoder layer per row and head [rows][heads]
@@ -217,6 +222,12 @@ static inline const float *values(const tfm_tensor *t)
 {
     return t ? tfm__f32(t) : NULL;
 }
+
+/* The runs of d from now on constrain source b of their batch by
+ * per_source[b] (NULL: not), until called again (per_source NULL: no
+ * constraints). per_source must hold an entry for each source of a run
+ * and outlive it. */
+void tfm__decoding_constrain(tfm_decoding *d, const tfm__constraints *const *per_source);
 
 /* --- the caches' layout (cache.c has the rest) ---------------------------------- */
 

@@ -2,7 +2,8 @@
  * logits processors, one function each, in the order of Hugging Face's
  * generate (its _get_logits_processor): repetition penalty, no repeated
  * n-grams, bad words, the minimum length, the forced first token, the forced
- * last token, suppressed tokens, the forced prefix (ForceTokensLogitsProcessor,
+ * last token, suppressed tokens, the caller's constraints (constraints.c),
+ * the forced prefix (ForceTokensLogitsProcessor,
  * after those as there), then in beam search the renormalisation
  * (LogitNormalization, last as there). Greedy and sampling
  * process the logits, beam search the log probabilities, as generate does;
@@ -111,6 +112,11 @@ void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so
     if (d->o.forced_eos_id >= 0 && generated == d->limit[source] - 1)
         force(scores, d->vocab, d->o.forced_eos_id);
     suppress_tokens(d, scores);
+    const tfm__constraints *c = d->constraints ? d->constraints[source] : NULL;
+    if (c) /* a forced end token takes the last place */
+        tfm__constraints_mask(c, scores, d->vocab, so_far + 1, generated,
+                              d->limit[source] - generated - (d->o.forced_eos_id >= 0),
+                              d->ends, d->n_ends);
     int32_t prefix = d->forced[source * d->max_len + generated];
     if (prefix >= 0)
         force(scores, d->vocab, prefix);

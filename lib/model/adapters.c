@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tfm/adapters.h"
 #include "core/error.h"
@@ -622,7 +623,15 @@ tfm_status tfm_model_save_adapter(const tfm_model *m, const char *name, const ch
             tensors[i] = tfm_params_at(a->params, i);
         }
         static const char *const keys[] = {"format"}, *const values[] = {"pt"};
-        status = tfm__safetensors_write(op, weights, n, names, tensors, 1, keys, values);
+        /* the old config goes first and the new one comes last: a save that
+         * fails between leaves no config beside other weights (which would
+         * load with the wrong rank or scale), and no reader takes the folder */
+        status = unlink(config) == 0 || errno == ENOENT
+                     ? TFM_OK
+                     : tfm__fail(TFM_ERR_IO, "%s: cannot remove the earlier %s: %s", op, config,
+                                 strerror(errno));
+        if (status == TFM_OK)
+            status = tfm__safetensors_write(op, weights, n, names, tensors, 1, keys, values);
         if (status == TFM_OK)
             status = write_config(op, m, a, config, base_model_name_or_path);
     }
@@ -697,6 +706,11 @@ static int read_config(const tfm__json_doc *d, const tfm_model *m, tfm_adapter_o
     o->dropout = dropout;
     o->targets = 0;
     const tfm__json_node *modules = tfm__doc_member(d, "target_modules");
+    if (modules && modules->type == TFM__JSON_STRING)
+        return tfm__fail(TFM_ERR_FORMAT, "%s: %s's target_modules is the string \"%s\", which "
+                         "PEFT takes for a regular expression over whole module paths (or "
+                         "\"all-linear\") and libtfm does not apply: list the module names",
+                         d->ctx, d->name, tfm__json_string(d->json, modules)), -1;
     if (!modules || modules->type != TFM__JSON_ARRAY || modules->count == 0)
         return tfm__fail(TFM_ERR_FORMAT, "%s: %s's target_modules is not a list of module "
                          "names", d->ctx, d->name), -1;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tfm/adapters.h"
 #include "core/error.h"
 #include "core/params.h"
 #include "core/tensor.h"
@@ -320,6 +321,12 @@ static tfm_status refuse(saver *s, const tfm_model *m)
         return tfm__fail(TFM_ERR_STATE, "%s: the model is quantized to int8, which a %s "
                          "folder cannot hold (save the float32 model before "
                          "tfm_model_quantize())", s->ctx, tfm__families[p->family]->model_type);
+    if (m->in_use)
+        return tfm__fail(TFM_ERR_STATE, "%s: the model's forwards apply adapter \"%s\", whose "
+                         "terms are not in the weights a %s folder holds: merge it "
+                         "(tfm_model_merge_adapter), save it apart (tfm_model_save_adapter), "
+                         "or stop using it (tfm_model_use_adapter NULL) to save the base",
+                         s->ctx, tfm_model_adapter_in_use(m), tfm__families[p->family]->model_type);
     if (p->tokenizers_replaced)
         return tfm__fail(TFM_ERR_STATE, "%s: the model's tokenizers were replaced "
                          "(tfm_model_set_tokenizers) since loading, and libtfm writes a %s "
@@ -343,6 +350,14 @@ tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,
                          *folder ? "too long" : "empty");
     if (refuse(&s, model) != TFM_OK)
         return tfm_last_status();
+    /* "new/" names the folder "new": its temporary goes beside it, not in it */
+    char trimmed[PATH_BYTES - 63]; /* the length was checked */
+    size_t length = strlen(folder);
+    while (length > 1 && folder[length - 1] == '/')
+        length--;
+    memcpy(trimmed, folder, length);
+    trimmed[length] = 0;
+    folder = trimmed;
     struct stat st;
     int existing = stat(folder, &st) == 0;
     if (existing && !S_ISDIR(st.st_mode))

@@ -615,10 +615,11 @@ static const char byte_names[] = "0123456789ABCDEF";
 /* The vocabulary: meta pieces, byte pieces, merged pieces by merge order,
  * characters by frequency, scores falling from 0 as spm_train's. */
 static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t merge_count,
-                                  int32_t kept, int byte_fallback, int pad_piece)
+                                  int32_t kept, const tfm_bpe_train_options *o)
 {
+    int byte_fallback = o->byte_fallback, pad_piece = o->pad_piece;
     int32_t metas = pad_piece ? 4 : 3;
-    int32_t count = metas + (byte_fallback ? 256 : 0) + merge_count + kept;
+    int32_t count = metas + o->n_user_symbols + (byte_fallback ? 256 : 0) + merge_count + kept;
     tfm__piece *pieces = malloc((size_t)count * sizeof *pieces);
     char *bytes = malloc(256 * 6);
     tfm__bytes file = {0};
@@ -631,6 +632,9 @@ static tfm_tokenizer *write_model(trainer *t, const int32_t *merges, int32_t mer
     for (int i = 0; i < metas; i++)
         pieces[n++] = (tfm__piece){meta_pieces[i], (uint32_t)strlen(meta_pieces[i]), 0.0f,
                                    i ? TFM__PIECE_CONTROL : TFM__PIECE_UNKNOWN, -1};
+    for (int32_t i = 0; i < o->n_user_symbols; i++)
+        pieces[n++] = (tfm__piece){o->user_symbols[i], (uint32_t)strlen(o->user_symbols[i]),
+                                   0.0f, TFM__PIECE_USER_DEFINED, -1};
     for (int b = 0; byte_fallback && b < 256; b++) {
         char *name = bytes + 6 * b;
         memcpy(name, "<0x", 3);
@@ -656,6 +660,32 @@ done:
     return tok;
 }
 
+/* The options' user symbols: a count in range, each a distinct non-empty
+ * string that is not a meta piece; -1 with the error set. */
+static int check_user_symbols(const char *op, const tfm_bpe_train_options *o)
+{
+    if (o->n_user_symbols < 0 || o->n_user_symbols > (1 << 20) ||
+        (!o->user_symbols && o->n_user_symbols))
+        return tfm__fail(o->n_user_symbols > 0 ? TFM_ERR_NULL : TFM_ERR_ARG,
+                         "%s: user_symbols %s with n_user_symbols %d", op,
+                         o->user_symbols ? "given" : "NULL", (int)o->n_user_symbols), -1;
+    for (int32_t i = 0; i < o->n_user_symbols; i++) {
+        const char *u = o->user_symbols[i];
+        if (!u || !*u)
+            return tfm__fail(u ? TFM_ERR_ARG : TFM_ERR_NULL, "%s: user symbol %d is %s", op,
+                             (int)i, u ? "empty" : "NULL"), -1;
+        for (int m = 0; m < 4; m++)
+            if (strcmp(u, meta_pieces[m]) == 0)
+                return tfm__fail(TFM_ERR_ARG, "%s: user symbol %d is the meta piece %s", op,
+                                 (int)i, u), -1;
+        for (int32_t j = 0; j < i; j++)
+            if (strcmp(u, o->user_symbols[j]) == 0)
+                return tfm__fail(TFM_ERR_ARG, "%s: user symbols %d and %d are both \"%s\"",
+                                 op, (int)j, (int)i, u), -1;
+    }
+    return 0;
+}
+
 tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *lengths,
                                    int64_t count, const tfm_bpe_train_options *options,
                                    tfm_tokenizer **tokenizer)
@@ -670,6 +700,8 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
         return tfm_last_status();
     if (!lines && count)
         return tfm__fail(TFM_ERR_NULL, "%s: lines is NULL", op);
+    if (check_user_symbols(op, &o))
+        return tfm_last_status();
     if (count < 0)
         return tfm__fail(TFM_ERR_ARG, "%s: count %lld is negative", op, (long long)count);
     if (!(o.character_coverage > 0.0 && o.character_coverage <= 1.0) ||
@@ -698,7 +730,7 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
     int32_t kept = 0;
     if (!(characters = keep_characters(&t, o.character_coverage, &kept)) || spell_words(&t))
         goto fail;
-    int32_t fixed = 3 + o.pad_piece + (o.byte_fallback ? 256 : 0) + kept;
+    int32_t fixed = 3 + o.pad_piece + o.n_user_symbols + (o.byte_fallback ? 256 : 0) + kept;
     int32_t wanted = o.vocab_size - fixed;
     if (wanted < 1) {
         tfm__fail(TFM_ERR_ARG, "%s: vocab_size %d leaves no room for merges beside %d "
@@ -728,7 +760,7 @@ tfm_status tfm_tokenizer_train_bpe(const char *const *lines, const int64_t *leng
                   "(%d at most)", op, (int)made, (int)o.vocab_size, (int)(fixed + made));
         goto fail;
     }
-    *tokenizer = write_model(&t, merges, made, kept, o.byte_fallback, o.pad_piece);
+    *tokenizer = write_model(&t, merges, made, kept, &o);
 fail:
     free(normalized.data);
     free(merges);

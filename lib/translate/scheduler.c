@@ -41,6 +41,7 @@ struct tfm_request {
 static void request_destroy(tfm_request *q)
 {
     free(q->job.ids);
+    tfm__masked_free(q->job.masked);
     free(q->job.prefix);
     free(q->stream);
     tfm_translation_free(q->result);
@@ -103,6 +104,8 @@ int tfm__request_token(tfm__job *job, const tfm_translator *t, const tfm__settin
      * skips one */
     tfm_status st = tfm__text_decode("tfm_translator_submit", t->model, &s->text, q->stream,
                                      position + 1, &text, &length);
+    if (st == TFM_OK && job->masked)
+        st = tfm__masked_restore("tfm_translator_submit", job->masked, &text, &length);
     if (st != TFM_OK) {
         job->stopped = TFM__STOP_FAILED;
         q->status = st;

@@ -3,6 +3,7 @@
  * tokens, each text's result the same whatever it is batched with. */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,7 +34,7 @@ void tfm_translator_options_init_sized(tfm_translator_options *o, uint32_t struc
         return;
     tfm_translator_options d = {
         .struct_size = struct_size, .max_batch_tokens = 4096, .max_batch = 64,
-        .workers = 0, .max_wait_ms = 5, .queue_capacity = 1024};
+        .workers = 0, .max_wait_ms = 5, .queue_capacity = 1024, .keep_placeholders = 1};
     memcpy(o, &d, struct_size < sizeof d ? struct_size : sizeof d);
     o->struct_size = struct_size;
 }
@@ -67,11 +68,12 @@ static tfm_status translator_options(const char *op, const tfm_translator_option
                       : o->workers < 0 || o->workers > 64                        ? "workers"
                       : o->max_wait_ms < 0 || o->max_wait_ms > 60000             ? "max_wait_ms"
                       : o->queue_capacity < 1 || o->queue_capacity > 1 << 20     ? "queue_capacity"
+                      : o->keep_placeholders != 0 && o->keep_placeholders != 1   ? "keep_placeholders"
                                                                                  : NULL;
     if (bad)
         return tfm__fail(TFM_ERR_ARG, "%s: options.%s is out of range (int8 0 or 1, "
                          "max_batch_tokens 1..2^24, max_batch 1..4096, workers 0..64, "
-                         "max_wait_ms 0..60000, queue_capacity 1..2^20)", op, bad);
+                         "max_wait_ms 0..60000, queue_capacity 1..2^20, keep_placeholders 0 or 1)", op, bad);
     return TFM_OK;
 }
 
@@ -155,7 +157,12 @@ static tfm_translator *translator_make(const char *op, tfm_model *model, int own
         tfm__fail(TFM_ERR_STATE, "%s: the model holds no tokenizer: it was not saved with its "
                   "tokenizers (tfm_model_set_tokenizers, tfm-translate), or its folder lacks "
                   "the tokenizer files", op);
-    } else if (make_defaults(op, t) == TFM_OK && (t->weights = tfm__decode_weights_pack(model))) {
+    } else if (make_defaults(op, t) == TFM_OK &&
+               (!o->keep_placeholders ||
+                tfm__placeholder_vocab_make(op, tfm_model_tokenizer(model, 0),
+                                            tfm_model_tokenizer(model, 1),
+                                            &t->placeholders) == TFM_OK) &&
+               (t->weights = tfm__decode_weights_pack(model))) {
         return t;
     }
     t->owns_model = 0; /* the caller frees what it gave */
@@ -265,6 +272,7 @@ void tfm_translator_free(tfm_translator *t)
     if (t->owns_model)
         tfm_model_free(t->model);
     free(t->never);
+    tfm__placeholder_vocab_free(t->placeholders);
     free(t);
 }
 
@@ -281,14 +289,48 @@ void tfm__settings_free(tfm__settings *s)
 {
     free(s->arrays);
     s->arrays = NULL;
+    tfm__glossary_free(s->glossary);
+    s->glossary = NULL;
+    for (int32_t i = 0; s->literals && i < s->n_literals; i++)
+        free(s->literals[i]);
+    free(s->literals);
+    s->literals = NULL;
+    s->n_literals = 0;
+}
+
+/* The options' literal spans copied into s. */
+static tfm_status own_literals(const char *op, const tfm_translate_options *o, tfm__settings *s)
+{
+    if (o->n_literals < 0 || (o->n_literals > 0 && !o->literals))
+        return tfm__fail(o->n_literals < 0 ? TFM_ERR_ARG : TFM_ERR_NULL,
+                         "%s: options.literals is %s with n_literals %d", op,
+                         o->literals ? "given" : "NULL", (int)o->n_literals);
+    for (int32_t i = 0; i < o->n_literals; i++)
+        if (!o->literals[i] || !o->literals[i][0])
+            return tfm__fail(o->literals[i] ? TFM_ERR_ARG : TFM_ERR_NULL,
+                             "%s: options.literals[%d] is %s", op, (int)i,
+                             o->literals[i] ? "empty" : "NULL");
+    if (o->n_literals == 0)
+        return TFM_OK;
+    if (!(s->literals = calloc((size_t)o->n_literals, sizeof *s->literals)))
+        return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the literals", op);
+    for (; s->n_literals < o->n_literals; s->n_literals++)
+        if (!(s->literals[s->n_literals] = strdup(o->literals[s->n_literals])))
+            return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for the literals", op);
+    return TFM_OK;
 }
 
 /* The arrays s->decode points to, copied into s->arrays and pointed to
- * there, so the settings outlive the caller's options. */
+ * there, and the adapter's name into s->adapter, so the settings outlive
+ * the caller's options and an idle decoding's the adapter's removal. */
 static tfm_status own_arrays(const char *op, tfm__settings *s)
 {
     tfm_decode_options *d = &s->decode;
     s->arrays = NULL;
+    if (d->adapter) {
+        snprintf(s->adapter, sizeof s->adapter, "%s", d->adapter);
+        d->adapter = s->adapter;
+    }
     /* counts out of range are the decoding's to name; nothing is kept */
     if (d->n_suppress_ids < 0 || d->n_eos_ids < 0 || d->n_bad_words < 0) {
         d->suppress_ids = d->eos_ids = d->bad_words = d->bad_word_lengths = NULL;
@@ -358,7 +400,7 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
     }
     if (o.adapter)
         s->decode.adapter = o.adapter;
-    /* the model's own copy of the name: the settings outlive the caller's */
+    /* one of the model's (own_arrays copies the name) */
     if (s->decode.adapter) {
         int32_t i = 0, n = tfm_model_adapter_count(t->model);
         while (i < n && strcmp(tfm_model_adapter_name(t->model, i), s->decode.adapter) != 0)
@@ -366,7 +408,6 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
         if (i == n)
             return tfm__fail(TFM_ERR_ARG, "%s: the model has no adapter named \"%s\"", op,
                              s->decode.adapter);
-        s->decode.adapter = tfm_model_adapter_name(t->model, i);
     }
     /* checked now: the results, the stream and the prefix are sized by them */
     tfm_status checked = tfm__decode_options_check(op, t->model, &s->decode);
@@ -396,7 +437,12 @@ tfm_status tfm__settings_resolve(const char *op, const tfm_translator *t,
     }
     s->decode.callback = NULL;
     s->decode.callback_user = NULL;
-    tfm_status st = own_arrays(op, s);
+    tfm_status st = tfm__glossary_make(op, tfm_model_tokenizer(t->model, 1), o.glossary,
+                                       o.n_glossary, &s->glossary);
+    if (st == TFM_OK)
+        st = own_literals(op, &o, s);
+    if (st == TFM_OK)
+        st = own_arrays(op, s);
     if (st != TFM_OK) {
         free(*prefix);
         *prefix = NULL;
@@ -473,6 +519,7 @@ void tfm_translation_free(tfm_translation *r)
         free(r->hypotheses[i].text);
         free(r->hypotheses[i].ids);
         free(r->hypotheses[i].alignment);
+        free(r->hypotheses[i].unplaced);
     }
     free(r->hypotheses);
     free(r->tokens);
@@ -533,6 +580,20 @@ float tfm_translation_score(const tfm_translation *r, int64_t i, int32_t h)
     return x ? x->score : NAN;
 }
 
+tfm_status tfm_translation_unplaced(const tfm_translation *r, int64_t i, int32_t h,
+                                    const int32_t **terms, int32_t *count)
+{
+    const tfm__hypothesis *x = hypothesis("tfm_translation_unplaced", r, i, h);
+    if (!x)
+        return tfm_last_status();
+    if (!terms || !count)
+        return tfm__fail(TFM_ERR_NULL, "tfm_translation_unplaced: %s is NULL",
+                         terms ? "count" : "terms");
+    *terms = x->n_unplaced ? x->unplaced : NULL;
+    *count = x->n_unplaced;
+    return TFM_OK;
+}
+
 tfm_status tfm_translation_source_tokens(const tfm_translation *r, int64_t i, int64_t *tokens,
                                          int32_t *truncated)
 {
@@ -577,13 +638,22 @@ tfm_status tfm__job_encode(const char *op, const tfm_translator *t, const tfm__s
 {
     job->ids = NULL;
     job->n_ids = 0;
+    job->masked = NULL;
     if (blank(text)) { /* its translation is empty, as sure as can be */
         job->out->hypotheses[job->index * job->out->n_best].score = 0.0f;
         return TFM_OK;
     }
-    tfm_status st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
-                                     t->model->options.max_src_len, &job->ids, &job->n_ids,
-                                     &job->out->truncated[job->index]);
+    tfm_status st = tfm__masked_make(op, text, (int64_t)strlen(text), t->placeholders,
+                                     (const char *const *)s->literals, s->n_literals,
+                                     s->glossary, &job->masked);
+    if (st == TFM_OK && job->masked && job->masked->text)
+        text = job->masked->text;
+    if (st == TFM_OK)
+        st = tfm__text_encode(op, t->model, &s->text, text, (int64_t)strlen(text),
+                              t->model->options.max_src_len, &job->ids, &job->n_ids,
+                              &job->out->truncated[job->index]);
+    if (st == TFM_OK && job->masked)
+        tfm__masked_count(job->masked, job->ids, job->n_ids);
     if (st == TFM_OK && job->n_ids <= s->text.n_ids) {
         /* only the template's ids: whitespace the tokenizer reads as nothing */
         free(job->ids);
@@ -640,6 +710,9 @@ static tfm__slot *take_slot(const char *op, tfm_translator *t, const tfm__settin
     }
     slot->translator = t;
     slot->settings = *s;
+    slot->settings.glossary = NULL; /* the translation's, not the slot's */
+    slot->settings.literals = NULL;
+    slot->settings.n_literals = 0;
     uint64_t mark = tfm__error_mark();
     if (own_arrays(op, &slot->settings) == TFM_OK) {
         tfm_decode_options o = slot->settings.decode;
@@ -703,8 +776,18 @@ static tfm_status keep_results(const char *op, const tfm_translator *t, tfm__slo
                 return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
             if (length > 0)
                 memcpy(x->ids, b->tokens + k * T1, (size_t)length * sizeof *x->ids);
+            int64_t bytes = 0;
             tfm_status st = tfm__text_decode(op, t->model, &s->text, x->ids, length, &x->text,
-                                             &(int64_t){0});
+                                             &bytes);
+            const tfm__masked *masked = rows[r]->masked;
+            if (st == TFM_OK && masked)
+                st = tfm__masked_restore(op, masked, &x->text, &bytes);
+            if (st == TFM_OK && masked && masked->n_terms) { /* a hypothesis not found: none */
+                if (!(x->unplaced = malloc((size_t)masked->n_terms * sizeof *x->unplaced)))
+                    return tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+                x->n_unplaced = tfm__masked_unplaced(masked, length > 0 ? x->ids + 1 : NULL,
+                                                     length > 0 ? length - 1 : 0, x->unplaced);
+            }
             if (st != TFM_OK)
                 return st;
             if (!s->decode.return_attention || length == 0)
@@ -752,12 +835,24 @@ static tfm_status run_rows(const char *op, tfm_translator *t, tfm__slot *slot,
             tfm_tensor_data_i32(prefix)[r * prefix_width + k] =
                 k < rows[r]->n_prefix ? rows[r]->prefix[k] : -1;
     }
+    /* the rows' placeholders and glossary terms */
+    const tfm__constraints **constraints = NULL;
+    int constrained = 0;
+    for (int64_t r = 0; r < n; r++)
+        constrained |= rows[r]->masked != NULL;
+    if (st == TFM_OK && constrained && !(constraints = malloc((size_t)n * sizeof *constraints)))
+        st = tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
+    for (int64_t r = 0; constraints && r < n; r++)
+        constraints[r] = rows[r]->masked ? &rows[r]->masked->constraints : NULL;
     if (st == TFM_OK) {
         slot->rows = rows;
+        tfm__decoding_constrain(slot->decoding, constraints);
         st = tfm_decoding_run_with_prefix(slot->decoding, src, prefix, b->tokens, b->tokens_count,
                                           b->lengths, b->lengths_count, b->scores,
                                           b->lengths_count, NULL, 0, NULL, 0);
+        tfm__decoding_constrain(slot->decoding, NULL);
     }
+    free(constraints);
     tfm_tensor_free(src);
     tfm_tensor_free(prefix);
     if (st != TFM_OK)
@@ -844,8 +939,10 @@ tfm_status tfm_translate(tfm_translator *t, const char *const *texts, int64_t n,
         tfm__jobs_sort(order, m);
         st = tfm__translator_run(op, t, &s, order, m);
     }
-    for (int64_t i = 0; jobs && i < n; i++)
+    for (int64_t i = 0; jobs && i < n; i++) {
         free(jobs[i].ids);
+        tfm__masked_free(jobs[i].masked);
+    }
     free(jobs);
     free(order);
     free(prefix);

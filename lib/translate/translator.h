@@ -11,6 +11,7 @@
 
 #include "model/model.h"
 #include "tfm/translate.h"
+#include "translate/placeholders.h"
 
 /* What decodes together: a translation's decoding options, complete (the
  * arrays they point to owned here), and its source template (its source
@@ -19,8 +20,15 @@
 typedef struct tfm__settings {
     tfm_decode_options decode;
     int32_t *arrays; /* suppress_ids, eos_ids, bad_words, bad_word_lengths */
+    char adapter[64]; /* decode.adapter's name: the model's copy goes with its adapter */
     tfm__text_template text;
     int32_t prefixed;
+    /* the translation's glossary (NULL: none), owned; not compared: it
+     * constrains each job, not the batch */
+    struct tfm__glossary *glossary;
+    /* the translation's literal spans (NULL: none), owned like glossary */
+    char **literals;
+    int32_t n_literals;
 } tfm__settings;
 
 /* One hypothesis of a result. */
@@ -31,6 +39,8 @@ typedef struct tfm__hypothesis {
     float score;
     float *alignment; /* [rows, columns], or NULL */
     int64_t rows, columns;
+    int32_t *unplaced; /* the glossary terms it lacks, or NULL */
+    int32_t n_unplaced;
 } tfm__hypothesis;
 
 struct tfm_translation {
@@ -57,6 +67,9 @@ typedef struct tfm__job {
     int64_t index;
     struct tfm_request *request; /* NULL on tfm_translate's way */
     int32_t stopped;             /* TFM__STOP_ */
+    /* its placeholders (a model with their pieces; NULL without), which
+     * constrain its decoding and are restored in its text */
+    struct tfm__masked *masked;
 } tfm__job;
 
 /* A decoding for one set of settings, reused between runs. Its callback's
@@ -77,6 +90,9 @@ struct tfm_translator {
     tfm_decode_options defaults;
     int32_t *never; /* the ids that are never text, which the defaults suppress */
     tfm__text_template text;
+    /* what placeholders need of the tokenizers, when both hold the pieces
+     * (and options.keep_placeholders); NULL: no placeholders */
+    tfm__placeholder_vocab *placeholders;
     pthread_mutex_t lock; /* the idle slots, the queue and the workers */
     tfm__slot *idle;
     int32_t n_idle;

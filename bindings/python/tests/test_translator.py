@@ -391,3 +391,62 @@ def test_the_models_decoders_take_encode_texts_ragged_ids():
     assert (tokens[1] == alone[0]).all() and scores[1] == alone_scores[0]
     assert model.greedy(ragged).shape[0] == 2
     model.close()
+
+
+def test_fine_tuning_with_frozen_parts():
+    """A published folder fine-tuned a few steps, its embeddings and encoder
+    frozen: those stay bit for bit, the decoder moves, the loss falls."""
+    model = tfm.Model.from_pretrained(FOLDER).freeze('embeddings', 'encoder').train()
+    assert model.frozen == ('embeddings', 'encoder')
+    before = model.state_dict()
+    src = np.array([model.encode_text('Hello world')], np.int32)
+    target = model.target_tokenizer.encode('Bonjour le monde')
+    tgt_in = np.array([[model.options['bos_id']] + target], np.int32)
+    labels = np.array([target + [model.options['eos_id']]], np.int32)
+    adam, tape = tfm.AdamW(model, lr=1e-2), tfm.Tape()
+    causal = tfm.causal_mask(tgt_in.shape[1])
+    losses = []
+    for _ in range(20):
+        with tape:
+            loss = tfm.cross_entropy(model.forward(src, tgt_in, tgt_mask=causal), labels)
+            adam.zero_grad(); loss.backward(); adam.step()
+            losses.append(float(loss.numpy()))
+    assert losses[-1] < 0.5 * losses[0]
+    after = model.state_dict()
+    for name, values in before.items():
+        if name.startswith('encoder.') or 'embedding' in name:
+            assert np.array_equal(values, after[name]), name
+        elif name.startswith('decoder.') and values.ndim == 2:
+            assert not np.array_equal(values, after[name]), name
+    assert model.freeze().frozen == ()
+    with pytest.raises(tfm.ArgumentError, match="'attention' is not a part"):
+        model.freeze('attention')
+
+
+def test_glossary_terms_are_placed(translator):
+    """A glossary's target term where the text holds its source term, in
+    translate and submit; a term too long for max_length is unplaced."""
+    glossary = {'FILE': 'Datei', 'folder': 'Verzeichnis'}
+    assert 'Datei' in translator.translate('Cannot open the file', glossary=glossary)
+    assert 'Datei' in translator.submit('Cannot open the file', glossary=glossary).result()
+    found = translator.translate('the folder and the file', glossary=list(glossary.items()),
+                                 max_length=1, return_scores=True)
+    assert 1 in found.unplaced
+    assert translator.translate('the file', return_scores=True).unplaced == []
+    with pytest.raises(tfm.ArgumentError):
+        translator.translate('the file', glossary={'file': ''})
+
+
+def test_keep_placeholders_is_an_option():
+    """keep_placeholders=False opens the same model; a bad value is refused
+    by C (0 or 1 only: Python passes a bool)."""
+    with tfm.Translator(FOLDER, keep_placeholders=False) as plain:
+        assert plain.translate(SOURCES[0]) == tfm.Translator(FOLDER).translate(SOURCES[0])
+
+
+def test_literals_are_options(translator):
+    """literals= reaches C (a model without placeholder pieces ignores
+    them; an empty one is refused)."""
+    assert translator.translate('the file', literals=['file']) == translator.translate('the file')
+    with pytest.raises(tfm.ArgumentError):
+        translator.translate('the file', literals=[''])

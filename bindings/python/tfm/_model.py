@@ -754,6 +754,27 @@ class Model(Handle):
         self._recompute = what
         return self
 
+    def freeze(self, *parts):
+        """Keeps exactly the parts named out of training (tfm_model_freeze):
+        'embeddings' (a tied output projection's weight too), 'encoder',
+        'decoder', 'output'; none named: the whole model trains. Their
+        parameters get no gradient and an optimizer's step leaves them as
+        they are, weight decay included. Not saved with the model. Returns
+        the model."""
+        chosen = ffi.new('tfm_model_parts *')
+        check(lib.tfm_model_parts_parse(c_string(','.join(parts)), chosen))
+        check(lib.tfm_model_freeze(self._ptr(), chosen[0]))
+        return self
+
+    @property
+    def frozen(self):
+        """The parts freeze() froze, as a tuple of their names."""
+        what = lib.tfm_model_frozen(self._ptr())
+        return tuple(name for name, flag in (
+            ('embeddings', lib.TFM_MODEL_PART_EMBEDDINGS), ('encoder', lib.TFM_MODEL_PART_ENCODER),
+            ('decoder', lib.TFM_MODEL_PART_DECODER), ('output', lib.TFM_MODEL_PART_OUTPUT))
+            if what & flag)
+
     def state_dict(self):
         """name -> a numpy copy of each parameter's values."""
         return self.params.state_dict()

@@ -24,14 +24,15 @@ tokens]: the last decoder layer's cross-attention weights, averaged over
 its heads, that chose each token), else None."""
 
 Translation = collections.namedtuple(
-    'Translation', 'text score ids alignment hypotheses source_tokens truncated')
+    'Translation', 'text score ids alignment hypotheses source_tokens truncated unplaced')
 Translation.__doc__ = """One text's translation, with return_scores, return_alignments
 or n_best: the best hypothesis' text, score, ids and alignment (see
 tfm.Hypothesis); hypotheses, the n_best hypotheses best first
 (hypotheses[0] is the best; CTranslate2's result.hypotheses and
 result.scores); source_tokens, the ids decoded (those around the text
 included: at most the model's longest source); truncated, whether the
-text was cut to fit them (transformers' truncation). _asdict() gives a dict."""
+text was cut to fit them (transformers' truncation); unplaced, the
+glossary's terms (their indices) the best hypothesis could not place. _asdict() gives a dict."""
 
 # The decoding options translate and submit take by keyword, beside their
 # own arguments: tfm_decode_options' fields, except what the translator
@@ -70,7 +71,7 @@ class _Call:
 
     def __init__(self, translator, beam_size, max_length, n_best, return_alignments,
                  source_language, target_language, target_prefix, decode_options,
-                 adapter=None):
+                 adapter=None, glossary=None, literals=None):
         """translator: the tfm_translator's pointer."""
         unknown = sorted(set(decode_options) - set(_KEYWORDS))
         if unknown:
@@ -97,6 +98,19 @@ class _Call:
         self.options.target_language = _c_text(target_language, self._kept)
         self.options.target_prefix = _c_text(target_prefix, self._kept)
         self.options.adapter = _c_text(adapter, self._kept)
+        if glossary:
+            pairs = list(glossary.items() if hasattr(glossary, 'items') else glossary)
+            terms = [_c_text(term, self._kept) for pair in pairs for term in pair]
+            if len(terms) != 2 * len(pairs):
+                raise TypeError('glossary: (source term, target term) pairs, or a dict')
+            self._kept.append(ffi.new('const char *[]', terms))
+            self.options.glossary = self._kept[-1]
+            self.options.n_glossary = len(pairs)
+        if literals:
+            spans = [_c_text(literal, self._kept) for literal in literals]
+            self._kept.append(ffi.new('const char *[]', spans))
+            self.options.literals = self._kept[-1]
+            self.options.n_literals = len(spans)
 
 
 def _hypothesis(result, i, h):
@@ -130,7 +144,10 @@ def _translations(result, rich):
     for i in range(count):
         hypotheses = [_hypothesis(result, i, h) for h in range(n_best)]
         check(lib.tfm_translation_source_tokens(result, i, tokens, truncated))
-        out.append(Translation(*hypotheses[0], hypotheses, int(tokens[0]), bool(truncated[0])))
+        terms, count = ffi.new('const int32_t **'), ffi.new('int32_t *')
+        check(lib.tfm_translation_unplaced(result, i, 0, terms, count))
+        out.append(Translation(*hypotheses[0], hypotheses, int(tokens[0]), bool(truncated[0]),
+                               [terms[0][k] for k in range(count[0])]))
     return out
 
 
@@ -215,7 +232,12 @@ class Translator(Handle):
     run, padding included; default 4096), max_batch (sources in one run;
     64), workers (submit's scheduler threads; 0: one per libtfm thread), max_wait_ms (how long
     the scheduler waits for a batch to fill; 5) and queue_capacity
-    (requests waiting, at most; 1024): None keeps the default. translate
+    (requests waiting, at most; 1024): None keeps the default.
+    keep_placeholders (default True): on a model trained with placeholder
+    pieces (tfm-translate --train), printf directives, Python and shell
+    fields, tags and entities pass through unchanged, each exactly as
+    often as the source holds it (unnumbered printf directives in order);
+    False translates them as text. translate
     and submit may be called from any number of Python threads at once
     (libtfm runs them without the GIL, over one copy of the weights); a
     translation never depends on what it was batched with."""
@@ -224,12 +246,13 @@ class Translator(Handle):
 
     def __init__(self, path, int8=False, source_language=None, target_language=None,
                  max_batch_tokens=None, max_batch=None, workers=None, max_wait_ms=None,
-                 queue_capacity=None):
+                 queue_capacity=None, keep_placeholders=True):
         kept = []
         o = _translator_options(kept, int8, source_language, target_language,
                                 max_batch_tokens=max_batch_tokens, max_batch=max_batch,
                                 workers=workers, max_wait_ms=max_wait_ms,
-                                queue_capacity=queue_capacity)
+                                queue_capacity=queue_capacity,
+                                keep_placeholders=int(bool(keep_placeholders)))
         self._made(lib.tfm_translator_open(c_path(path), o))
 
     def _made(self, pointer, model=None):
@@ -251,7 +274,7 @@ class Translator(Handle):
 
     @classmethod
     def from_model(cls, model, max_batch_tokens=None, max_batch=None, workers=None,
-                   max_wait_ms=None, queue_capacity=None):
+                   max_wait_ms=None, queue_capacity=None, keep_placeholders=True):
         """A translator over a tfm.Model that holds its tokenizers (a
         published folder's, or set_tokenizers'), quantized and with its
         languages chosen beforehand if at all. The translator keeps the
@@ -261,7 +284,8 @@ class Translator(Handle):
             raise TypeError('from_model takes a tfm.Model, not %s' % type(model).__name__)
         o = _translator_options([], max_batch_tokens=max_batch_tokens, max_batch=max_batch,
                                 workers=workers, max_wait_ms=max_wait_ms,
-                                queue_capacity=queue_capacity)
+                                queue_capacity=queue_capacity,
+                                keep_placeholders=int(bool(keep_placeholders)))
         translator = cls.__new__(cls)
         translator._made(lib.tfm_translator_create(model._ptr(), o), model)
         return translator
@@ -309,7 +333,8 @@ class Translator(Handle):
 
     def translate(self, texts, beam_size=None, max_length=None, n_best=None,
                   return_scores=False, return_alignments=False, source_language=None,
-                  target_language=None, target_prefix=None, adapter=None, **decode_options):
+                  target_language=None, target_prefix=None, adapter=None, glossary=None,
+                  literals=None, **decode_options):
         """Translates a str (giving a str) or a list of str (giving a list,
         in the input order), on the calling thread without the GIL; sources
         longer than the model's are cut (Translation.truncated), a blank
@@ -324,7 +349,12 @@ class Translator(Handle):
         multilingual model's, for this call. target_prefix: text every
         translation starts with (forced). adapter: the model's adapter
         (Model.add_adapter, load_adapter) this call applies, by name; None:
-        none. decode_options:
+        none. glossary: {source term: target term} (or a list of pairs):
+        where a text holds a source term (a whole word, any ASCII case), its
+        translation holds the target term (Translation.unplaced names those
+        that did not fit). literals: strings that pass through unchanged
+        like printf directives do (a model with placeholders: see
+        keep_placeholders). decode_options:
         tfm_decode_options' fields by keyword (strategy 'greedy', 'sample'
         or 'beam', temperature, top_k, top_p, seed, length_penalty,
         patience, min_length, repetition_penalty, no_repeat_ngram_size,
@@ -340,7 +370,7 @@ class Translator(Handle):
         try:
             call = _Call(pointer, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options,
-                         adapter)
+                         adapter, glossary, literals)
             check(lib.tfm_translate(pointer, array, len(kept),
                                     call.options, out))
         finally:
@@ -355,7 +385,7 @@ class Translator(Handle):
     def submit(self, text, beam_size=None, max_length=None, n_best=None, return_scores=False,
                return_alignments=False, source_language=None, target_language=None,
                target_prefix=None, deadline_ms=None, on_token=None, adapter=None,
-               **decode_options):
+               glossary=None, literals=None, **decode_options):
         """Queues one text (str) with its own options (translate's) for the
         translator's scheduler, which batches the pending requests of every
         caller by tokens, and returns at once with a tfm.Request (result(),
@@ -374,7 +404,7 @@ class Translator(Handle):
         try:
             call = _Call(translator, beam_size, max_length, n_best, return_alignments,
                          source_language, target_language, target_prefix, decode_options,
-                         adapter)
+                         adapter, glossary, literals)
             if deadline_ms is not None:
                 call.options.deadline_ms = deadline_ms
             if on_token is not None:
