@@ -17,42 +17,17 @@
 #include "io/json_doc.h"
 #include "io/safetensors.h"
 #include "model/families.h"
+#include "model/loader.h"
 #include "model/model.h"
 #include "translate/generation.h"
 #include "text/text.h"
 
 #define CONFIG_MAX_BYTES ((size_t)1 << 20)
 #define INDEX_MAX_BYTES ((size_t)64 << 20)
-#define MAX_SHARDS 1024
-#define PATH_MAX_BYTES 4096
 /* NLLB's tokenizer.json is 17 MB */
 #define TOKENIZER_FILE_MAX_BYTES ((size_t)256 << 20)
 
-typedef struct loader {
-    const char *op;
-    char ctx[PATH_MAX_BYTES + 64]; /* "op: \"folder\"" for messages */
-    const char *folder;
-    char *config_text, *generation_text, *settings_text;
-    char *config_as_read, *generation_as_read; /* as the files hold them, to save them back */
-    tfm__json config, generation, settings; /* settings: tokenizer_config.json */
-    int has_config, has_generation, has_settings;
-    const tfm__json *doc;          /* the document the config_ helpers read */
-    const char *doc_name;          /* its file's name, for messages */
-    tfm_safetensors *files[MAX_SHARDS];
-    int32_t n_files;
-    uint8_t **used;                /* per file, per tensor: mapped onto a parameter */
-    tfm__family family;
-    int32_t shared;                /* one embedding table for both sides */
-    const char *prefix;            /* "model." (ForConditionalGeneration) or "" */
-    const char *tokenizer_class;   /* a fairseq-numbered tokenizer's, once read */
-    const char *const *codes;      /* its language codes, each affix + code + affix */
-    int32_t n_codes;
-    const char *code_affix;
-    int mask_lstrip;               /* a tokenizer class whose <mask> takes the space before it */
-    int64_t extra_ids;             /* T5's sentinels */
-} loader;
-
-static int in_folder(loader *l, const char *name, char *out)
+static int in_folder(tfm__loader *l, const char *name, char *out)
 {
     if ((size_t)snprintf(out, PATH_MAX_BYTES, "%s/%s", l->folder, name) >= PATH_MAX_BYTES) {
         tfm__fail(TFM_ERR_ARG, "%s: the path of %s is longer than %d bytes", l->ctx, name,
@@ -64,42 +39,7 @@ static int in_folder(loader *l, const char *name, char *out)
 
 /* --- config.json ------------------------------------------------------------------ */
 
-/* The loader's current document, read as io/json_doc.h reads one. */
-static tfm__json_doc doc_of(const loader *l)
-{
-    return (tfm__json_doc){l->ctx, l->doc, l->doc_name};
-}
-
-static int config_int(loader *l, const char *key, int64_t fallback, int64_t min, int64_t max,
-                      int64_t *out)
-{
-    return tfm__doc_int((tfm__json_doc[]){doc_of(l)}, key, fallback, min, max, out);
-}
-
-static int config_bool(loader *l, const char *key, int fallback, int32_t *out)
-{
-    return tfm__doc_bool((tfm__json_doc[]){doc_of(l)}, key, fallback, out);
-}
-
-static const char *config_string(loader *l, const char *key)
-{
-    return tfm__doc_string((tfm__json_doc[]){doc_of(l)}, key);
-}
-
-static const char *config_name(loader *l, const char *key, const char *fallback)
-{
-    return tfm__doc_name((tfm__json_doc[]){doc_of(l)}, key, fallback);
-}
-
-static int config_float(loader *l, const char *key, float fallback, double min, double max,
-                        float *out)
-{
-    return tfm__doc_float((tfm__json_doc[]){doc_of(l)}, key, fallback, min, max, out);
-}
-
-/* transformers' ACT2FN names of the activations libtfm has; key is the
- * config member that gave name, for the message. */
-static int activation_of(loader *l, const char *key, const char *name, tfm_activation *out)
+int tfm__activation_of(tfm__loader *l, const char *key, const char *name, tfm_activation *out)
 {
     static const struct {
         const char *name;
@@ -119,34 +59,14 @@ static int activation_of(loader *l, const char *key, const char *name, tfm_activ
     return -1;
 }
 
-/* Two members that libtfm's one block description needs equal, each
- * fallback when absent. */
-static int same_sides(loader *l, const char *encoder_key, const char *decoder_key,
-                      int64_t fallback, int64_t *out)
-{
-    int64_t decoder;
-    if (config_int(l, encoder_key, fallback, 1, INT32_MAX, out) < 0 ||
-        config_int(l, decoder_key, fallback, 1, INT32_MAX, &decoder) < 0)
-        return -1;
-    if (*out != decoder) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: config.json's %s %lld and %s %lld differ, which libtfm "
-                  "does not support (one layer description serves both stacks)", l->ctx,
-                  encoder_key, (long long)*out, decoder_key, (long long)decoder);
-        return -1;
-    }
-    return 0;
-}
-
-/* pad_token_id, eos_token_id and decoder_start_token_id (else the
- * class's, else bos_token_id) with the family's defaults. */
-static int special_ids(loader *l, const tfm__config_defaults *d, int64_t *pad, int64_t *eos,
+int tfm__special_ids(tfm__loader *l, const tfm__config_defaults *d, int64_t *pad, int64_t *eos,
                        int64_t *start)
 {
     int64_t bos;
-    if (config_int(l, "pad_token_id", d->pad, 0, INT32_MAX, pad) < 0 ||
-        config_int(l, "eos_token_id", d->eos, 0, INT32_MAX, eos) < 0 ||
-        config_int(l, "bos_token_id", d->bos, 0, INT32_MAX, &bos) < 0 ||
-        config_int(l, "decoder_start_token_id", d->start >= 0 ? d->start : bos, 0, INT32_MAX,
+    if (tfm__config_int(l, "pad_token_id", d->pad, 0, INT32_MAX, pad) < 0 ||
+        tfm__config_int(l, "eos_token_id", d->eos, 0, INT32_MAX, eos) < 0 ||
+        tfm__config_int(l, "bos_token_id", d->bos, 0, INT32_MAX, &bos) < 0 ||
+        tfm__config_int(l, "decoder_start_token_id", d->start >= 0 ? d->start : bos, 0, INT32_MAX,
                    start) < 0)
         return -1;
     if (*start < 0) {
@@ -157,73 +77,7 @@ static int special_ids(loader *l, const tfm__config_defaults *d, int64_t *pad, i
     return 0;
 }
 
-/* T5Config: its own keys, with T5Config's defaults where older folders
- * (t5-small) leave them out. feed_forward_proj is "ACT" or "gated-ACT",
- * "gated-gelu" meaning the tanh GELU. */
-static int read_t5_config(loader *l, const tfm__family_info *f, tfm_model_options *o)
-{
-    int64_t vocab, d_model, d_kv, heads, layers, decoder_layers, d_ff, buckets, distance, pad,
-        eos, start, max_len;
-    int32_t tie;
-    float eps;
-    const tfm__config_defaults *d = &f->defaults;
-    if (config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
-        config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
-        config_int(l, "d_kv", TFM__T5_D_KV, 1, INT32_MAX, &d_kv) < 0 ||
-        config_int(l, "num_heads", d->heads, 1, INT32_MAX, &heads) < 0 ||
-        config_int(l, "num_layers", d->layers, 0, 4096, &layers) < 0 ||
-        config_int(l, "num_decoder_layers", layers, 0, 4096, &decoder_layers) < 0 ||
-        config_int(l, "d_ff", d->d_ff, 1, INT32_MAX, &d_ff) < 0 ||
-        config_int(l, "relative_attention_num_buckets", 32, 4, 65536, &buckets) < 0 ||
-        config_int(l, "relative_attention_max_distance", 128, buckets / 2 + 1, INT32_MAX,
-                   &distance) < 0 ||
-        special_ids(l, d, &pad, &eos, &start) < 0 ||
-        config_int(l, "n_positions", 512, 1, INT32_MAX, &max_len) < 0 ||
-        config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
-        config_float(l, "layer_norm_epsilon", 1e-6f, 0.0, 1.0, &eps) < 0)
-        return -1;
-    const char *projection = config_name(l, "feed_forward_proj", "relu");
-    if (!projection)
-        return activation_of(l, "feed_forward_proj", NULL, &o->activation);
-    int gated = strncmp(projection, "gated-", 6) == 0;
-    const char *activation = strcmp(projection, "gated-gelu") == 0 ? "gelu_new"
-                             : gated                              ? projection + 6
-                                                                  : projection;
-    if (activation_of(l, "feed_forward_proj", activation, &o->activation) < 0)
-        return -1;
-    o->src_vocab = o->tgt_vocab = vocab;
-    o->share_embeddings = l->shared = 1; /* shared.weight */
-    o->tie_generator = o->generator_rescale = tie;
-    o->d_model = d_model;
-    o->heads = (int32_t)heads;
-    /* 0 where the heads split d_model, as the options of a model made
-     * with the same sizes say */
-    o->head_dim = d_kv * heads == d_model ? 0 : d_kv;
-    o->d_ff = d_ff;
-    o->encoder_layers = (int32_t)layers;
-    o->decoder_layers = (int32_t)decoder_layers;
-    o->max_src_len = o->max_tgt_len = max_len;
-    o->norm_first = f->norm_first;
-    o->final_norm = f->final_norm;
-    o->positions = f->positions;
-    o->rms_norm = 1;
-    o->layer_norm_eps = eps;
-    o->bias = o->feed_forward_bias = 0;
-    o->fused_qkv = 0;
-    o->gated_feed_forward = gated;
-    o->unscaled_attention = 1;
-    o->relative_attention_buckets = (int32_t)buckets;
-    o->relative_attention_max_distance = (int32_t)distance;
-    o->dropout = o->embedding_dropout = 0.0f;
-    o->bos_id = (int32_t)start;
-    o->eos_id = (int32_t)eos;
-    o->pad_id = (int32_t)pad;
-    return 0;
-}
-
-/* Whether the folder has the file (its path into path): anything by that
- * name, for its reader to refuse if it is no regular file. */
-static int has_file(loader *l, const char *name, char *path)
+int tfm__has_file(tfm__loader *l, const char *name, char *path)
 {
     return in_folder(l, name, path) == 0 && tfm__path_taken(path);
 }
@@ -233,7 +87,7 @@ static int has_file(loader *l, const char *name, char *path)
  * *as_read (the text before parsing, which parsing changes; the caller's
  * too): 1 when read, 0 when absent and not required, -1 with the error
  * set. */
-static int read_object(loader *l, const char *name, int required, char **text, tfm__json *doc,
+static int read_object(tfm__loader *l, const char *name, int required, char **text, tfm__json *doc,
                        char **as_read)
 {
     char path[PATH_MAX_BYTES], context[sizeof l->ctx + 64];
@@ -259,17 +113,17 @@ static int read_object(loader *l, const char *name, int required, char **text, t
     return 1;
 }
 
-static int read_config(loader *l, tfm_model_options *o)
+static int read_config(tfm__loader *l, tfm_model_options *o)
 {
     if (read_object(l, "config.json", 1, &l->config_text, &l->config, &l->config_as_read) < 0)
         return -1;
     l->has_config = 1;
     l->doc = &l->config;
     l->doc_name = "config.json";
-    const char *type = config_string(l, "model_type");
+    const char *type = tfm__config_string(l, "model_type");
     int found = 0;
     for (int f = 0; type && f < TFM__FAMILIES; f++)
-        if (strcmp(type, tfm__families[f].model_type) == 0) {
+        if (strcmp(type, tfm__families[f]->model_type) == 0) {
             l->family = (tfm__family)f;
             found = 1;
         }
@@ -279,67 +133,16 @@ static int read_config(loader *l, tfm_model_options *o)
                   type ? type : "(missing)", type ? "\"" : "");
         return -1;
     }
-    const tfm__family_info *f = &tfm__families[l->family];
+    const tfm__family_info *f = tfm__families[l->family];
     tfm_model_options_init(o);
-    if (l->family == TFM__T5)
-        return read_t5_config(l, f, o);
-    int64_t vocab, tgt_vocab, d_model, layers, heads, d_ff, max_len, pad, eos, start;
-    int32_t scale, tie, share;
-    const char *activation = config_name(l, "activation_function", f->activation);
-    const tfm__config_defaults *d = &f->defaults;
-    if (config_int(l, "vocab_size", d->vocab, 1, INT32_MAX, &vocab) < 0 ||
-        config_int(l, "decoder_vocab_size", vocab, 1, INT32_MAX, &tgt_vocab) < 0 ||
-        config_int(l, "d_model", d->d_model, 1, INT32_MAX, &d_model) < 0 ||
-        config_int(l, "encoder_layers", d->layers, 0, 4096, &layers) < 0 ||
-        (o->encoder_layers = (int32_t)layers,
-         config_int(l, "decoder_layers", d->layers, 0, 4096, &layers)) < 0 ||
-        same_sides(l, "encoder_attention_heads", "decoder_attention_heads", d->heads,
-                   &heads) < 0 ||
-        same_sides(l, "encoder_ffn_dim", "decoder_ffn_dim", d->d_ff, &d_ff) < 0 ||
-        /* every family's Config: 1024 */
-        config_int(l, "max_position_embeddings", 1024, 1, INT32_MAX, &max_len) < 0 ||
-        special_ids(l, d, &pad, &eos, &start) < 0 ||
-        config_bool(l, "scale_embedding", f->scale_embedding, &scale) < 0 ||
-        config_bool(l, "tie_word_embeddings", 1, &tie) < 0 ||
-        config_bool(l, "share_encoder_decoder_embeddings", 1, &share) < 0 ||
-        activation_of(l, "activation_function", activation, &o->activation) < 0)
-        return -1;
-    o->decoder_layers = (int32_t)layers;
-    o->src_vocab = vocab;
-    /* Marian's decoder_vocab_size is the only way the two may differ */
-    o->tgt_vocab = l->family == TFM__MARIAN ? tgt_vocab : vocab;
-    o->share_embeddings = o->src_vocab == o->tgt_vocab && (l->family != TFM__MARIAN || share);
-    l->shared = o->share_embeddings;
-    o->tie_generator = tie;
-    o->d_model = d_model;
-    o->heads = (int32_t)heads;
-    o->d_ff = d_ff;
-    o->max_src_len = o->max_tgt_len = max_len;
-    o->norm_first = f->norm_first;
-    o->final_norm = f->final_norm;
-    o->embedding_norm = f->embedding_norm;
-    o->positions = f->positions;
-    o->position_offset = l->family == TFM__M2M100 ? pad + 1
-                         : o->positions == TFM_POSITIONS_LEARNED ? TFM__BART_POSITION_OFFSET
-                                                                 : 0;
-    o->embedding_scale = scale ? TFM_EMBEDDING_SCALE_SQRT_D : TFM_EMBEDDING_SCALE_NONE;
-    o->fused_qkv = 0;
-    o->bias = 1;
-    o->dropout = 0.0f; /* published for inference; fine-tuning sets its own */
-    o->embedding_dropout = 0.0f;
-    o->layer_norm_eps = 1e-5f; /* nn.LayerNorm's, which every family uses */
-    /* generation starts from decoder_start_token_id */
-    o->bos_id = (int32_t)start;
-    o->eos_id = (int32_t)eos;
-    o->pad_id = (int32_t)pad;
-    return 0;
+    return f->read_config(l, f, o);
 }
 
 /* --- generation_config.json ------------------------------------------------------------- */
 
 /* The decoding defaults (translate/generation.h), from generation_config.json,
  * or from config.json where older folders keep them. */
-static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
+static int read_generation(tfm__loader *l, tfm_model_options *o, tfm__generation *g)
 {
     int read = read_object(l, "generation_config.json", 0, &l->generation_text,
                            &l->generation, &l->generation_as_read);
@@ -350,8 +153,9 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
         l->doc = &l->generation;
         l->doc_name = "generation_config.json";
     }
-    tfm__json_doc doc = doc_of(l);
-    return tfm__generation_read(&doc, l->has_generation, tfm__families[l->family].defaults.forced_eos,
+    tfm__json_doc doc = tfm__doc_of(l);
+    return tfm__generation_read(&doc, l->has_generation,
+                                tfm__families[l->family]->defaults.forced_eos,
                                 o, g) == TFM_OK
                ? 0
                : -1;
@@ -361,103 +165,23 @@ static int read_generation(loader *l, tfm_model_options *o, tfm__generation *g)
 
 /* tokenizer_config.json into l->settings, when the folder has one; 0
  * when read or absent. */
-static int read_settings(loader *l)
+static int read_settings(tfm__loader *l)
 {
     int read = read_object(l, "tokenizer_config.json", 0, &l->settings_text, &l->settings, NULL);
     l->has_settings = read == 1;
     return read < 0 ? -1 : 0;
 }
 
-/* The config_ helpers read tokenizer_config.json (which must be there). */
-static void reading_settings(loader *l)
+void tfm__reading_settings(tfm__loader *l)
 {
     l->doc = &l->settings;
     l->doc_name = "tokenizer_config.json";
 }
 
-/* And config.json again. */
-static void reading_config(loader *l)
+void tfm__reading_config(tfm__loader *l)
 {
     l->doc = &l->config;
     l->doc_name = "config.json";
-}
-
-/* transformers' tokenizer classes that number sentencepiece.bpe.model as
- * fairseq does (a "...Fast" class as its slow one), with their table of
- * language codes (language_codes.c); M2M100Tokenizer's is
- * tokenizer_config.json's language_codes and its pieces vocab.json's. */
-static const struct {
-    const char *name, *codes;
-} fairseq_classes[] = {{"MBartTokenizer", "mbart"},
-                       {"MBart50Tokenizer", "mbart50"},
-                       {"NllbTokenizer", "nllb"},
-                       {"M2M100Tokenizer", NULL}};
-
-/* M2M100Tokenizer into *out: vocab.json numbers the pieces (none when it
- * is not there), the loader's document says language_codes and
- * num_madeup_words. */
-static int m2m100_tokenizer(loader *l, const char *model_path, tfm_tokenizer **out)
-{
-    char vocab_path[PATH_MAX_BYTES];
-    int64_t madeup;
-    int32_t n_codes;
-    if (!has_file(l, "vocab.json", vocab_path))
-        return 0;
-    if (config_int(l, "num_madeup_words", 8, 0, 1 << 20, &madeup) < 0)
-        return -1;
-    const char *table = config_string(l, "language_codes");
-    table = table ? table : "m2m100";
-    if (strcmp(table, "m2m100") != 0 && strcmp(table, "wmt21") != 0) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: %s's language_codes \"%s\" is not a table libtfm knows "
-                  "(m2m100, wmt21)", l->ctx, l->doc_name, table);
-        return -1;
-    }
-    const char *const *codes = tfm__language_codes(table, &n_codes);
-    l->codes = codes;
-    l->n_codes = n_codes;
-    l->code_affix = "__";
-    *out = tfm__fairseq_vocab_load(l->ctx, model_path, vocab_path, codes, n_codes,
-                                   (int32_t)madeup);
-    return *out ? 0 : -1;
-}
-
-/* mBART's and M2M100's tokenizer into *out: sentencepiece.bpe.model at
- * model_path numbered as tokenizer_config.json's tokenizer_class does
- * (else config.json's, else the family's transformers default); none for
- * an M2M100 folder without vocab.json. */
-static int fairseq_tokenizer(loader *l, const char *model_path, tfm_tokenizer **out)
-{
-    reading_config(l);
-    const char *name = config_string(l, "tokenizer_class");
-    if (l->has_settings) {
-        reading_settings(l);
-        name = config_string(l, "tokenizer_class") ? config_string(l, "tokenizer_class") : name;
-    }
-    name = name ? name : l->family == TFM__MBART ? "MBartTokenizer" : "M2M100Tokenizer";
-    l->tokenizer_class = name;
-    size_t length = strlen(name);
-    length -= length > 4 && strcmp(name + length - 4, "Fast") == 0 ? 4 : 0;
-    size_t k = 0, n = sizeof fairseq_classes / sizeof fairseq_classes[0];
-    while (k < n && !(strlen(fairseq_classes[k].name) == length &&
-                      strncmp(fairseq_classes[k].name, name, length) == 0))
-        k++;
-    int32_t n_codes, status = -1;
-    if (k == n) {
-        tfm__fail(TFM_ERR_FORMAT, "%s: tokenizer_class \"%s\" is not one libtfm reads for a %s "
-                  "model (MBartTokenizer, MBart50Tokenizer, NllbTokenizer, M2M100Tokenizer)",
-                  l->ctx, name, tfm__families[l->family].model_type);
-    } else if (!fairseq_classes[k].codes) {
-        status = m2m100_tokenizer(l, model_path, out);
-    } else {
-        const char *const *codes = tfm__language_codes(fairseq_classes[k].codes, &n_codes);
-        l->codes = codes;
-        l->n_codes = n_codes;
-        l->code_affix = "";
-        l->mask_lstrip = 1;
-        status = (*out = tfm__fairseq_aligned_load(l->ctx, model_path, codes, n_codes)) ? 0 : -1;
-    }
-    reading_config(l);
-    return status;
 }
 
 /* --- added tokens ------------------------------------------------------------------ */
@@ -478,7 +202,7 @@ enum { OPTIONAL = 1, IF_NEW = 2 };
  * and the id it must have (-1: any). OPTIONAL: not when the tokenizer
  * lacks it (a family default); IF_NEW: not when listed already (a plain
  * string, which transformers' _add_tokens skips then). */
-static int add_token(loader *l, added_list *a, const char *content, int32_t id,
+static int add_token(tfm__loader *l, added_list *a, const char *content, int32_t id,
                      const int flags[3], int how)
 {
     int32_t piece = tfm_tokenizer_piece_to_id(a->tok, content, (int64_t)strlen(content));
@@ -496,7 +220,8 @@ static int add_token(loader *l, added_list *a, const char *content, int32_t id,
 /* n as a token: a string (its content, flags kept), or an AddedToken's
  * object {"content": ..., "lstrip": ..., "rstrip": ..., "single_word":
  * ...} (its flags, false when absent); where names it for the refusal. */
-static int token_of(loader *l, const tfm__json_node *n, const char *where, const char **content,
+static int token_of(tfm__loader *l, const tfm__json_node *n, const char *where,
+                    const char **content,
                     int flags[3])
 {
     const tfm__json *doc = &l->settings;
@@ -524,19 +249,13 @@ static int token_of(loader *l, const tfm__json_node *n, const char *where, const
     return 0;
 }
 
-/* The special-token attributes (SPECIAL_TOKENS_ATTRIBUTES), each family's
- * defaults (NULL: its tokenizer class has none) by family. */
-static const struct {
-    const char *key, *by_family[5];
-} attributes[] = {
-    {"bos_token", {[TFM__BART] = "<s>", [TFM__MBART] = "<s>", [TFM__M2M100] = "<s>"}},
-    {"eos_token", {"</s>", "</s>", "</s>", "</s>", "</s>"}},
-    {"unk_token", {"<unk>", "<unk>", "<unk>", "<unk>", "<unk>"}},
-    {"sep_token", {[TFM__BART] = "</s>", [TFM__MBART] = "</s>", [TFM__M2M100] = "</s>"}},
-    {"pad_token", {"<pad>", "<pad>", "<pad>", "<pad>", "<pad>"}},
-    {"cls_token", {[TFM__BART] = "<s>", [TFM__MBART] = "<s>"}},
-    {"mask_token", {[TFM__BART] = "<mask>", [TFM__MBART] = "<mask>"}},
-};
+/* The special-token attributes (SPECIAL_TOKENS_ATTRIBUTES), in the order
+ * of each family's defaults (tfm__family_info.special_tokens). */
+static const char *const attributes[TFM__SPECIAL_TOKENS] = {
+    [TFM__BOS_TOKEN] = "bos_token", [TFM__EOS_TOKEN] = "eos_token",
+    [TFM__UNK_TOKEN] = "unk_token", [TFM__SEP_TOKEN] = "sep_token",
+    [TFM__PAD_TOKEN] = "pad_token", [TFM__CLS_TOKEN] = "cls_token",
+    [TFM__MASK_TOKEN] = "mask_token"};
 
 /* Builds tok's added tokens as transformers' slow tokenizer of the folder
  * has them: the special tokens (tokenizer_config.json's, else the
@@ -544,7 +263,7 @@ static const struct {
  * NllbTokenizer), the language codes, T5's <extra_id_N> (lstrip and
  * rstrip, as T5Tokenizer sets them), additional_special_tokens, then
  * added_tokens_decoder over all of them. */
-static int added_tokens(loader *l, tfm_tokenizer *tok)
+static int added_tokens(tfm__loader *l, tfm_tokenizer *tok)
 {
     added_list a = {tok, NULL, 0, 0, calloc((size_t)tfm_tokenizer_vocab_size(tok), 1)};
     char (*sentinels)[24] = NULL;
@@ -554,11 +273,12 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", l->ctx);
     const tfm__json *doc = &l->settings;
     const tfm__json_node *top = l->has_settings ? &doc->nodes[0] : NULL;
-    int mask_lstrip = l->family == TFM__BART || l->mask_lstrip;
-    for (size_t k = 0; k < sizeof attributes / sizeof attributes[0] && !failed; k++) {
-        const char *key = attributes[k].key, *content = attributes[k].by_family[l->family];
+    const tfm__family_info *f = tfm__families[l->family];
+    int mask_lstrip = f->mask_lstrip || l->mask_lstrip;
+    for (int k = 0; k < TFM__SPECIAL_TOKENS && !failed; k++) {
+        const char *key = attributes[k], *content = f->special_tokens[k];
         const tfm__json_node *n = top ? tfm__json_member(doc, top, key) : NULL;
-        int flags[3] = {strcmp(key, "mask_token") == 0 && mask_lstrip, 0, 0};
+        int flags[3] = {k == TFM__MASK_TOKEN && mask_lstrip, 0, 0};
         if (n && n->type != TFM__JSON_NULL) {
             failed = token_of(l, n, key, &content, flags) < 0 ||
                      add_token(l, &a, content, -1, flags, n->type == TFM__JSON_STRING ? IF_NEW : 0);
@@ -575,7 +295,7 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
         copy = id >= 0 ? tok->pieces[id].text : NULL;
         failed = copy && add_token(l, &a, copy, id, none, IF_NEW);
     }
-    if (l->family == TFM__T5 && l->extra_ids > 0 && !failed) {
+    if (l->extra_ids > 0 && !failed) {
         failed = !(sentinels = malloc((size_t)l->extra_ids * sizeof *sentinels));
         if (failed)
             tfm__fail(TFM_ERR_NOMEM, "%s: out of memory for %lld sentinels", l->ctx,
@@ -633,46 +353,19 @@ static int added_tokens(loader *l, tfm_tokenizer *tok)
     return failed ? -1 : 0;
 }
 
-/* The family's tokenizer files, when the folder has them, as the model's
- * tokenizers: Marian's source.spm and target.spm numbered by vocab.json
- * (target_vocab.json for a separate target vocabulary), BART's byte-level
- * vocab.json and merges.txt, mBART's and M2M100's sentencepiece.bpe.model
- * numbered as fairseq does, T5's spiece.model with tokenizer_config.json's
- * extra_ids sentinels (100 by default). 0 when attached or absent. */
-static int attach_tokenizers(loader *l, tfm_model *m)
+/* The family's tokenizer files (its room's load_tokenizers), when the
+ * folder has them, as the model's tokenizers with their added tokens. 0
+ * when attached or absent. */
+static int attach_tokenizers(tfm__loader *l, tfm_model *m)
 {
-    char a[PATH_MAX_BYTES], b[PATH_MAX_BYTES], c[PATH_MAX_BYTES];
     tfm_tokenizer *source = NULL, *target = NULL;
     uint64_t mark = tfm__error_mark();
-    int failed;
-    if (l->family == TFM__MARIAN) {
-        if (!has_file(l, "source.spm", a) || !has_file(l, "vocab.json", b))
-            return 0;
-        const char *target_vocab = has_file(l, "target_vocab.json", c) ? c : b;
-        failed = !(source = tfm_tokenizer_load_sentencepiece_with_vocab(a, b));
-        if (!failed && has_file(l, "target.spm", a))
-            failed = !(target = tfm_tokenizer_load_sentencepiece_with_vocab(a, target_vocab));
-    } else if (l->family == TFM__BART) {
-        if (!has_file(l, "vocab.json", a) || !has_file(l, "merges.txt", b))
-            return 0;
-        failed = !(source = tfm_tokenizer_load_byte_bpe(a, b));
-    } else if (l->family == TFM__T5) {
-        if (!has_file(l, "spiece.model", a))
-            return 0;
-        l->extra_ids = 100;
-        if (l->has_settings)
-            reading_settings(l);
-        failed = (l->has_settings &&
-                  config_int(l, "extra_ids", 100, 0, 1 << 20, &l->extra_ids) < 0) ||
-                 !(source = tfm__t5_load(l->ctx, a, (int32_t)l->extra_ids));
-        reading_config(l);
-    } else {
-        if (!has_file(l, "sentencepiece.bpe.model", a))
-            return 0;
-        failed = fairseq_tokenizer(l, a, &source) < 0;
-    }
-    failed = failed || (source && added_tokens(l, source) < 0) || (target && added_tokens(l, target) < 0) ||
-             tfm_model_set_tokenizers(m, source, target) != TFM_OK;
+    int found = tfm__families[l->family]->load_tokenizers(l, &source, &target);
+    if (found == 0)
+        return 0;
+    int failed = found < 0 || (source && added_tokens(l, source) < 0) ||
+                 (target && added_tokens(l, target) < 0) ||
+                 tfm_model_set_tokenizers(m, source, target) != TFM_OK;
     tfm_tokenizer_free(source);
     tfm_tokenizer_free(target);
     if (failed)
@@ -690,48 +383,50 @@ static int attach_tokenizers(loader *l, tfm_model *m)
  * SentencePiece families' strip of decoded text and
  * clean_up_tokenization_spaces (default true), for a model with
  * tokenizers. */
-static int read_text_template(loader *l, tfm_model *m)
+static int read_text_template(tfm__loader *l, tfm_model *m)
 {
     const tfm_tokenizer *tok = tfm_model_tokenizer(m, 0);
     if (!tok)
         return 0;
     int32_t clean_up = 1, legacy = 0;
     if (l->has_settings)
-        reading_settings(l);
-    if (l->has_settings && (config_bool(l, "clean_up_tokenization_spaces", 1, &clean_up) < 0 ||
-                            config_bool(l, "legacy_behaviour", 0, &legacy) < 0))
+        tfm__reading_settings(l);
+    if (l->has_settings && (tfm__config_bool(l, "clean_up_tokenization_spaces", 1, &clean_up) < 0 ||
+                            tfm__config_bool(l, "legacy_behaviour", 0, &legacy) < 0))
         return -1;
-    const char *source = l->has_settings ? config_string(l, "src_lang") : NULL;
-    const char *target = l->has_settings ? config_string(l, "tgt_lang") : NULL;
+    const char *source = l->has_settings ? tfm__config_string(l, "src_lang") : NULL;
+    const char *target = l->has_settings ? tfm__config_string(l, "tgt_lang") : NULL;
     /* fairseq_tokenizer's reading of the class: mBART-cc25's MBartTokenizer
      * and NLLB's legacy put the code after </s> */
+    const tfm__family_info *f = tfm__families[l->family];
     const char *class = l->tokenizer_class ? l->tokenizer_class : "";
     int nllb = strncmp(class, "NllbTokenizer", 13) == 0;
     int code_last = (nllb && legacy) ||
-                    (l->family == TFM__MBART && strncmp(class, "MBart50Tokenizer", 16) != 0);
+                    (f->code_first_class &&
+                     strncmp(class, f->code_first_class, strlen(f->code_first_class)) != 0);
     int32_t bos = tfm_tokenizer_special_id(tok, TFM_TOKEN_BOS),
             eos = tfm_tokenizer_special_id(tok, TFM_TOKEN_EOS);
-    if (eos < 0 || (l->family == TFM__BART && bos < 0)) {
+    if (eos < 0 || (f->bos_first && bos < 0)) {
         tfm__fail(TFM_ERR_FORMAT, "%s: the tokenizer has no %s to put around sources", l->ctx,
                   eos < 0 ? "</s>" : "<s>");
         return -1;
     }
     tfm__text_template *t = &m->text;
-    if (l->family == TFM__BART) {
+    if (f->bos_first) {
         *t = (tfm__text_template){{bos, eos}, 1, 2, -1, -1, 0, clean_up, 0};
-    } else if (l->family == TFM__MARIAN || l->family == TFM__T5) {
-        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, l->family == TFM__MARIAN};
+    } else if (!f->source_language) {
+        *t = (tfm__text_template){{eos}, 0, 1, -1, -1, 1, clean_up, f->leading_code};
     } else {
         /* a place for the code, which tfm_model_set_languages fills */
         *t = code_last ? (tfm__text_template){{eos, eos}, 0, 2, 1, -1, 1, clean_up, 0}
                        : (tfm__text_template){{eos, eos}, 1, 2, 0, -1, 1, clean_up, 0};
         if (!source)
-            source = l->family == TFM__MBART ? "en_XX" : nllb ? "eng_Latn" : "en";
+            source = nllb && f->nllb_source_language ? f->nllb_source_language
+                                                     : f->source_language;
     }
-    int multilingual = l->family == TFM__MBART || l->family == TFM__M2M100;
     uint64_t mark = tfm__error_mark();
     /* a one-language family's src_lang, if any, is no code it carries */
-    if (multilingual && tfm_model_set_languages(m, source, target) != TFM_OK) {
+    if (f->source_language && tfm_model_set_languages(m, source, target) != TFM_OK) {
         tfm__fail_within(l->ctx, mark);
         return -1;
     }
@@ -741,7 +436,7 @@ static int read_text_template(loader *l, tfm_model *m)
 /* --- the tensors -------------------------------------------------------------------- */
 
 /* model.safetensors, or every shard model.safetensors.index.json names. */
-static int open_files(loader *l)
+static int open_files(tfm__loader *l)
 {
     char path[PATH_MAX_BYTES];
     if (in_folder(l, "model.safetensors", path) < 0)
@@ -814,7 +509,7 @@ static int open_files(loader *l)
 }
 
 /* The file and index of a published tensor, or -1. */
-static int find_tensor(const loader *l, const char *name, int64_t *index)
+static int find_tensor(const tfm__loader *l, const char *name, int64_t *index)
 {
     for (int32_t f = 0; f < l->n_files; f++)
         if ((*index = tfm__safetensors_find(l->files[f], name)) >= 0)
@@ -826,7 +521,7 @@ static int find_tensor(const loader *l, const char *name, int64_t *index)
  * must fill exactly (a [1, V] final_logits_bias fills a [V] bias); a
  * mismatch names both shapes and, for the vocabulary's tables, the
  * config's sizes. */
-static int load_tensor(loader *l, const tfm_model *m, const char *ours, const char *name,
+static int load_tensor(tfm__loader *l, const tfm_model *m, const char *ours, const char *name,
                        tfm_tensor *param, int32_t f, int64_t index)
 {
     tfm__tensor_info info;
@@ -859,7 +554,7 @@ static int load_tensor(loader *l, const tfm_model *m, const char *ours, const ch
 
 /* Tensors a published folder holds that libtfm computes or ties instead:
  * sinusoidal tables, and the copies of a tied embedding table. */
-static int derived(const loader *l, const tfm_model *m, const char *name)
+static int derived(const tfm__loader *l, const tfm_model *m, const char *name)
 {
     char buf[256];
     const char *copies[] = {"encoder.embed_positions.weight", "decoder.embed_positions.weight",
@@ -880,7 +575,7 @@ static int derived(const loader *l, const tfm_model *m, const char *name)
     return m->options.tie_generator && strcmp(name, "lm_head.weight") == 0;
 }
 
-static int load_tensors(loader *l, tfm_model *m)
+static int load_tensors(tfm__loader *l, tfm_model *m)
 {
     for (int32_t f = 0; f < l->n_files; f++)
         if (!(l->used[f] = calloc((size_t)tfm_safetensors_count(l->files[f]) + 1, 1))) {
@@ -933,7 +628,7 @@ static int load_tensors(loader *l, tfm_model *m)
             if (!l->used[f][t] && !derived(l, m, name)) {
                 tfm__fail(TFM_ERR_FORMAT, "%s: tensor %s is not one libtfm reads for a %s model "
                           "(an option it does not support?)", l->ctx, name,
-                          tfm__families[l->family].model_type);
+                          tfm__families[l->family]->model_type);
                 return -1;
             }
         }
@@ -944,7 +639,7 @@ static int load_tensors(loader *l, tfm_model *m)
  * for (as tfm_model_load does with its file): twice them, since a
  * generator's bias of its own ([V], zeros where a family publishes none)
  * is never larger than the embedding table [V, D] the files hold. */
-static int64_t float_values(const loader *l)
+static int64_t float_values(const tfm__loader *l)
 {
     int64_t total = 0;
     for (int32_t f = 0; f < l->n_files; f++)
@@ -959,7 +654,7 @@ static int64_t float_values(const loader *l)
 /* What saving the model back in the folder's layout needs
  * (families.h): the JSON texts as read (taken from the loader) and the
  * tokenizer files' bytes. 0, or -1 with the error set. */
-static int keep_published(loader *l, tfm_model *m)
+static int keep_published(tfm__loader *l, tfm_model *m)
 {
     tfm__published *p = calloc(1, sizeof *p);
     if (!p) {
@@ -976,7 +671,7 @@ static int keep_published(loader *l, tfm_model *m)
         return 0;
     for (int32_t i = 0; i < TFM__TOKENIZER_FILES; i++) {
         char path[PATH_MAX_BYTES];
-        if (!has_file(l, tfm__tokenizer_files[i], path))
+        if (!tfm__has_file(l, tfm__tokenizer_files[i], path))
             continue;
         int32_t n = p->n_files;
         if (tfm__read_whole_file(l->op, path, TOKENIZER_FILE_MAX_BYTES, &p->file_bytes[n],
@@ -991,7 +686,7 @@ static int keep_published(loader *l, tfm_model *m)
     return 0;
 }
 
-static void loader_free(loader *l)
+static void loader_free(tfm__loader *l)
 {
     for (int32_t f = 0; f < l->n_files; f++) {
         tfm_safetensors_close(l->files[f]);
@@ -1019,7 +714,7 @@ tfm_model *tfm_model_from_pretrained(const char *folder)
         tfm__fail(TFM_ERR_NULL, "%s: folder is NULL", op);
         return NULL;
     }
-    loader *l = calloc(1, sizeof *l);
+    tfm__loader *l = calloc(1, sizeof *l);
     if (!l) {
         tfm__fail(TFM_ERR_NOMEM, "%s: out of memory", op);
         return NULL;

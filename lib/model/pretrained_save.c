@@ -79,12 +79,12 @@ static int gather(saver *s, const tfm_model *m)
         if (strcmp(ours, "generator.weight") == 0 && m->options.tie_generator)
             continue;
         if (strcmp(ours, "generator.bias") == 0) {
-            if (!tfm__families[p->family].logits_bias) {
+            if (!tfm__families[p->family]->logits_bias) {
                 /* loading made it zeros */
                 if (!all_zero(t)) {
                     tfm__fail(TFM_ERR_STATE, "%s: generator.bias is not zero, but a %s "
                               "model's lm_head has no bias to hold it", s->ctx,
-                              tfm__families[p->family].model_type);
+                              tfm__families[p->family]->model_type);
                     return -1;
                 }
                 continue;
@@ -98,7 +98,7 @@ static int gather(saver *s, const tfm_model *m)
         }
         if (tfm__published_name(&layout, m, ours, s->names[s->count], NAME_BYTES) < 0) {
             tfm__fail(TFM_ERR_STATE, "%s: libtfm's parameter %s has no name in a %s model's "
-                      "files", s->ctx, ours, tfm__families[p->family].model_type);
+                      "files", s->ctx, ours, tfm__families[p->family]->model_type);
             return -1;
         }
         s->tensors[s->count++] = t;
@@ -320,18 +320,18 @@ static tfm_status refuse(saver *s, const tfm_model *m)
     if (m->quantized)
         return tfm__fail(TFM_ERR_STATE, "%s: the model is quantized to int8, which a %s "
                          "folder cannot hold (save the float32 model before "
-                         "tfm_model_quantize())", s->ctx, tfm__families[p->family].model_type);
+                         "tfm_model_quantize())", s->ctx, tfm__families[p->family]->model_type);
     if (m->in_use)
         return tfm__fail(TFM_ERR_STATE, "%s: the model's forwards apply adapter \"%s\", whose "
                          "terms are not in the weights a %s folder holds: merge it "
                          "(tfm_model_merge_adapter), save it apart (tfm_model_save_adapter), "
                          "or stop using it (tfm_model_use_adapter NULL) to save the base",
-                         s->ctx, tfm_model_adapter_in_use(m), tfm__families[p->family].model_type);
+                         s->ctx, tfm_model_adapter_in_use(m), tfm__families[p->family]->model_type);
     if (p->tokenizers_replaced)
         return tfm__fail(TFM_ERR_STATE, "%s: the model's tokenizers were replaced "
                          "(tfm_model_set_tokenizers) since loading, and libtfm writes a %s "
                          "folder's tokenizer files only as it read them", s->ctx,
-                         tfm__families[p->family].model_type);
+                         tfm__families[p->family]->model_type);
     return TFM_OK;
 }
 
