@@ -462,6 +462,17 @@ static int open_regular(const char *ctx, const char *path, off_t *size)
     return -1;
 }
 
+int tfm__in_folder(const char *ctx, const char *folder, const char *name, char *out,
+                   size_t size)
+{
+    if ((size_t)snprintf(out, size, "%s/%s", folder, name) >= size) {
+        tfm__fail(TFM_ERR_ARG, "%s: the path of %s in \"%s\" is longer than %zu bytes", ctx,
+                  name, folder, size - 1);
+        return -1;
+    }
+    return 0;
+}
+
 int tfm__path_taken(const char *path)
 {
     struct stat st;
@@ -961,10 +972,9 @@ static int create_temp(const char *op, const char *path, size_t dir_len, const c
     return -1;
 }
 
-/* Makes the rename durable; a file system that cannot sync folders says
- * EINVAL. Past the rename, a failure is TFM_ERR_SYNC: the new file is in
- * place, so the caller must not take it for a failed write. */
-static tfm_status sync_folder(const char *op, const char *path, const char *folder)
+/* Past the rename, a failure is TFM_ERR_SYNC: the new file is in place,
+ * so the caller must not take it for a failed write. */
+tfm_status tfm__sync_folder(const char *op, const char *path, const char *folder)
 {
     int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL)) {
@@ -1026,7 +1036,7 @@ tfm_status tfm__save_atomically(const char *op, const char *path, tfm__file_writ
     else
         s = write_temp(op, path, tmp, fd, writer, context);
     if (s == TFM_OK)
-        s = sync_folder(op, path, folder);
+        s = tfm__sync_folder(op, path, folder);
     free(tmp);
     free(folder);
     return s;

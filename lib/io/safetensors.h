@@ -44,6 +44,16 @@ tfm_status tfm__save_bytes_atomically(const char *op, const char *path, const vo
  * opened for reading, then refuse what is not a regular file. */
 int tfm__path_taken(const char *path);
 
+/* "folder/name" into out (size bytes): 0, or -1 with TFM_ERR_ARG naming
+ * ctx when it does not fit. */
+int tfm__in_folder(const char *ctx, const char *folder, const char *name, char *out,
+                   size_t size);
+
+/* fsync of folder, making a rename in it durable (EINVAL, a file system
+ * that cannot sync folders, is no error): TFM_OK, or TFM_ERR_SYNC saying
+ * path is written and in place. */
+tfm_status tfm__sync_folder(const char *op, const char *path, const char *folder);
+
 /* Writes tensors and "__metadata__" string pairs atomically; op names the
  * public call in messages. */
 tfm_status tfm__safetensors_write(const char *op, const char *path, int64_t count,

@@ -584,15 +584,6 @@ static tfm_status write_config(const char *op, const tfm_model *m, const tfm__ad
     return st;
 }
 
-/* folder/file into out; -1 with TFM_ERR_ARG when it does not fit. */
-static int in_folder(const char *op, const char *folder, const char *file, char *out,
-                     size_t size)
-{
-    if ((size_t)snprintf(out, size, "%s/%s", folder, file) >= size)
-        return tfm__fail(TFM_ERR_ARG, "%s: folder \"%s\" is too long", op, folder), -1;
-    return 0;
-}
-
 tfm_status tfm_model_save_adapter(const tfm_model *m, const char *name, const char *folder,
                                   const char *base_model_name_or_path)
 {
@@ -603,8 +594,8 @@ tfm_status tfm_model_save_adapter(const tfm_model *m, const char *name, const ch
     if (!folder)
         return tfm__fail(TFM_ERR_NULL, "%s: folder is NULL", op);
     char config[4096], weights[4096];
-    if (in_folder(op, folder, CONFIG_FILE, config, sizeof config) < 0 ||
-        in_folder(op, folder, WEIGHTS_FILE, weights, sizeof weights) < 0)
+    if (tfm__in_folder(op, folder, CONFIG_FILE, config, sizeof config) < 0 ||
+        tfm__in_folder(op, folder, WEIGHTS_FILE, weights, sizeof weights) < 0)
         return tfm_last_status();
     struct stat st;
     if (mkdir(folder, 0777) != 0 && !(errno == EEXIST && stat(folder, &st) == 0 &&
@@ -797,8 +788,8 @@ tfm_status tfm_model_load_adapter(tfm_model *m, const char *name, const char *fo
     if (!folder)
         return tfm__fail(TFM_ERR_NULL, "%s: folder is NULL", op);
     char config[4096], weights[4096], ctx[4200];
-    if (in_folder(op, folder, CONFIG_FILE, config, sizeof config) < 0 ||
-        in_folder(op, folder, WEIGHTS_FILE, weights, sizeof weights) < 0)
+    if (tfm__in_folder(op, folder, CONFIG_FILE, config, sizeof config) < 0 ||
+        tfm__in_folder(op, folder, WEIGHTS_FILE, weights, sizeof weights) < 0)
         return tfm_last_status();
     snprintf(ctx, sizeof ctx, "%s: \"%s\"", op, folder);
     char *bytes = NULL;

@@ -27,16 +27,6 @@
 /* NLLB's tokenizer.json is 17 MB */
 #define TOKENIZER_FILE_MAX_BYTES ((size_t)256 << 20)
 
-static int in_folder(tfm__loader *l, const char *name, char *out)
-{
-    if ((size_t)snprintf(out, PATH_MAX_BYTES, "%s/%s", l->folder, name) >= PATH_MAX_BYTES) {
-        tfm__fail(TFM_ERR_ARG, "%s: the path of %s is longer than %d bytes", l->ctx, name,
-                  PATH_MAX_BYTES);
-        return -1;
-    }
-    return 0;
-}
-
 /* --- config.json ------------------------------------------------------------------ */
 
 int tfm__activation_of(tfm__loader *l, const char *key, const char *name, tfm_activation *out)
@@ -79,7 +69,7 @@ int tfm__special_ids(tfm__loader *l, const tfm__config_defaults *d, int64_t *pad
 
 int tfm__has_file(tfm__loader *l, const char *name, char *path)
 {
-    return in_folder(l, name, path) == 0 && tfm__path_taken(path);
+    return tfm__in_folder(l->ctx, l->folder, name, path, PATH_MAX_BYTES) == 0 && tfm__path_taken(path);
 }
 
 /* The folder's JSON object file name into *text (the caller's to free,
@@ -92,7 +82,7 @@ static int read_object(tfm__loader *l, const char *name, int required, char **te
 {
     char path[PATH_MAX_BYTES], context[sizeof l->ctx + 64];
     size_t size;
-    if (in_folder(l, name, path) < 0)
+    if (tfm__in_folder(l->ctx, l->folder, name, path, PATH_MAX_BYTES) < 0)
         return -1;
     if (!required && !tfm__path_taken(path))
         return 0;
@@ -439,7 +429,7 @@ static int read_text_template(tfm__loader *l, tfm_model *m)
 static int open_files(tfm__loader *l)
 {
     char path[PATH_MAX_BYTES];
-    if (in_folder(l, "model.safetensors", path) < 0)
+    if (tfm__in_folder(l->ctx, l->folder, "model.safetensors", path, PATH_MAX_BYTES) < 0)
         return -1;
     if (tfm__path_taken(path))
         return (l->files[l->n_files] = tfm__safetensors_open(l->op, path)) ? (l->n_files++, 0)
@@ -447,7 +437,7 @@ static int open_files(tfm__loader *l)
     char *text = NULL;
     size_t size;
     tfm__json index;
-    if (in_folder(l, "model.safetensors.index.json", path) < 0)
+    if (tfm__in_folder(l->ctx, l->folder, "model.safetensors.index.json", path, PATH_MAX_BYTES) < 0)
         return -1;
     if (!tfm__path_taken(path)) {
         tfm__fail(TFM_ERR_IO, "%s: neither model.safetensors nor model.safetensors.index.json "
@@ -492,7 +482,7 @@ static int open_files(tfm__loader *l)
             tfm__fail(TFM_ERR_FORMAT, "%s: model.safetensors.index.json names more than %d "
                       "shards", l->ctx, MAX_SHARDS);
             status = -1;
-        } else if (in_folder(l, shard, path) < 0 ||
+        } else if (tfm__in_folder(l->ctx, l->folder, shard, path, PATH_MAX_BYTES) < 0 ||
                    !(l->files[l->n_files] = tfm__safetensors_open(l->op, path))) {
             status = -1;
         } else {

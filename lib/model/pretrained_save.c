@@ -7,7 +7,6 @@
  * the tokenizer files as loaded. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +37,6 @@ typedef struct saver {
     int32_t n_shards;
     tfm_tensor *logits_bias; /* final_logits_bias as [1, V] */
 } saver;
-
-static int path_in(saver *s, const char *folder, const char *name, char *out)
-{
-    if ((size_t)snprintf(out, PATH_BYTES, "%s/%s", folder, name) >= PATH_BYTES) {
-        tfm__fail(TFM_ERR_ARG, "%s: the path of %s is longer than %d bytes", s->ctx, name,
-                  PATH_BYTES - 1);
-        return -1;
-    }
-    return 0;
-}
 
 static int all_zero(const tfm_tensor *t)
 {
@@ -134,7 +123,7 @@ static void shard_name(const saver *s, int32_t shard, char *out, size_t size)
 static int write_text(saver *s, const char *name, const char *text, size_t size)
 {
     char path[PATH_BYTES];
-    return path_in(s, s->folder, name, path) < 0 ||
+    return tfm__in_folder(s->ctx, s->folder, name, path, sizeof path) < 0 ||
                    tfm__save_bytes_atomically(s->op, path, text, size) != TFM_OK
                ? -1
                : 0;
@@ -157,7 +146,7 @@ static int write_shards(saver *s)
             }
         char file[64], path[PATH_BYTES];
         shard_name(s, shard, file, sizeof file);
-        status = path_in(s, s->folder, file, path) < 0 ||
+        status = tfm__in_folder(s->ctx, s->folder, file, path, sizeof path) < 0 ||
                          tfm__safetensors_write(s->op, path, n, names, tensors, 1, keys,
                                                 values) != TFM_OK
                      ? -1
@@ -194,9 +183,7 @@ static int write_index(saver *s)
     size_t len = (size_t)snprintf(text, cap, "{\n  \"metadata\": {\n    \"total_size\": %lld\n  },\n"
                                   "  \"weight_map\": {\n", (long long)total);
     for (int64_t i = 0; i < s->count; i++) {
-        int64_t at = 0;
-        while (strcmp(s->names[at], sorted[i]) != 0)
-            at++;
+        int64_t at = (sorted[i] - s->names[0]) / NAME_BYTES; /* its tensor */
         char file[64];
         shard_name(s, s->shard[at], file, sizeof file);
         len += (size_t)snprintf(text + len, cap - len, "    \"%s\": \"%s\"%s\n", sorted[i], file,
@@ -214,7 +201,7 @@ done:
 static int remove_file(saver *s, const char *folder, const char *name)
 {
     char path[PATH_BYTES];
-    if (path_in(s, folder, name, path) < 0)
+    if (tfm__in_folder(s->ctx, folder, name, path, sizeof path) < 0)
         return -1;
     if (unlink(path) != 0 && errno != ENOENT) {
         tfm__fail(TFM_ERR_IO, "%s: cannot remove the earlier %s: %s", s->ctx, name,
@@ -295,19 +282,6 @@ static void remove_temporary(const char *folder)
         closedir(dir);
     }
     rmdir(folder);
-}
-
-static int sync_folder(saver *s, const char *folder)
-{
-    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        tfm__fail(TFM_ERR_IO, "%s: cannot sync %s: %s", s->ctx, folder, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return 0;
 }
 
 static tfm_status refuse(saver *s, const tfm_model *m)
@@ -400,7 +374,7 @@ tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,
             *slash = 0;
         else
             snprintf(parent, sizeof parent, ".");
-        status = sync_folder(&s, existing ? folder : parent);
+        status = tfm__sync_folder(s.op, folder, existing ? folder : parent) == TFM_OK ? 0 : -1;
     }
     free(s.names);
     free(s.tensors);
