@@ -534,9 +534,9 @@ TFM_API tfm_model *tfm_model_from_pretrained(const char *folder);
  * compute what it computes), a quantized one, tokenizers replaced since
  * loading, an m2m_100 model whose generator bias is no longer zero: none
  * of them can be written in the family's layout), TFM_ERR_IO,
- * TFM_ERR_NOMEM. Saved
- * with tfm_model_save() and loaded again, a model no longer knows its
- * family. */
+ * TFM_ERR_NOMEM, TFM_ERR_SYNC (the folder is written and in place, but
+ * syncing its parent failed). Saved with tfm_model_save() and loaded
+ * again, a model no longer knows its family. */
 TFM_API tfm_status tfm_model_save_pretrained(const tfm_model *model, const char *folder,
                                              int64_t max_shard_bytes);
 
