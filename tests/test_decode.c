@@ -394,6 +394,36 @@ START_TEST(groups_equal_recomputed)
 }
 END_TEST
 
+/* The cached path encodes a source per thread at a time: on two threads,
+ * float32 and int8 models decode 40 padded sources (an odd share per
+ * thread) bit for bit as on one. */
+START_TEST(sources_encoded_per_thread_decode_as_on_one)
+{
+    enum { SOURCES = 41, LEN = 9 };
+    tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
+    if (_i)
+        ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
+    int32_t ids[SOURCES * LEN];
+    for (int b = 0; b < SOURCES; b++)
+        for (int s = 0; s < LEN; s++)
+            ids[b * LEN + s] = s < 2 + b % 7 ? 3 + (b * 5 + s * 3) % 10 : PAD;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, LEN}, ids);
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    o.use_cache = 1;
+    result *one = new_result(), *two = new_result();
+    decode(m, &o, src, one);
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    decode(m, &o, src, two);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    ck_assert_mem_eq(one, two, sizeof *one);
+    free(one);
+    free(two);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* A batch too long to encode at once (48,000 tokens: two slices for this
  * model) decodes as its sources alone, cached and recomputed: every 37th,
  * and the last. */
@@ -1720,6 +1750,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
+    tcase_add_loop_test(c, sources_encoded_per_thread_decode_as_on_one, 0, 2);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
     tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
