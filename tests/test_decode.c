@@ -17,6 +17,7 @@
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
+#include "ops/softmax.h"
 #include <tfm/tfm.h>
 
 enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
@@ -391,6 +392,58 @@ START_TEST(groups_equal_recomputed)
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
     tfm_tensor_free(src);
     tfm_model_free(m);
+}
+END_TEST
+
+/* Greedy's token and every score's log-sum-exp find a row's largest in
+ * independent lanes: the first index of the largest as the one-compare-
+ * at-a-time loop finds it, on rows shorter than a lane's sweep, a sweep
+ * and a tail, with ties, zeros of both signs, -Inf, and NaN first (index
+ * 0, a NaN sum) or later (passed over by the index; the sum is NaN). */
+static int64_t argmax_one_at_a_time(const float *x, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t j = 1; j < n; j++)
+        if (x[j] > x[best])
+            best = j;
+    return best;
+}
+
+START_TEST(the_largest_found_in_lanes_is_the_loops)
+{
+    static const int64_t ns[] = {1, 2, 63, 64, 65, 128, 129, 200, 8000};
+    float *x = malloc(8000 * sizeof *x);
+    uint64_t seed = 12345;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (int kind = 0; kind < 6; kind++) {
+            int64_t n = ns[a];
+            for (int64_t j = 0; j < n; j++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                int v = (int)(seed >> 58); /* 0..63: many ties */
+                x[j] = kind == 1 ? (v & 1 ? 0.0f : -0.0f) : (float)(v - 40) * 0.25f;
+                if (kind == 2 && v % 3 == 0)
+                    x[j] = -INFINITY;
+            }
+            if (kind == 3)
+                x[n / 2] = 100.0f, x[n - 1] = 100.0f; /* the first of two */
+            if (kind == 4)
+                x[0] = NAN;
+            if (kind == 5 && n > 1)
+                x[n - 1 - n / 3] = NAN;
+            int64_t want = argmax_one_at_a_time(x, n);
+            ck_assert_msg(tfm__argmax(x, n) == want, "n %lld, kind %d: %lld, not %lld",
+                          (long long)n, kind, (long long)tfm__argmax(x, n), (long long)want);
+            double lse = tfm__log_sum_exp(x, n, NULL), sum = 0.0;
+            for (int64_t j = 0; j < n; j++)
+                sum += exp((double)x[j] - (double)x[want]);
+            if (kind == 4 || (kind == 5 && n > 1))
+                ck_assert_msg(isnan(lse), "n %lld: %g with a NaN", (long long)n, lse);
+            else
+                ck_assert_msg(fabs(lse - (x[want] + log(sum))) <= 1e-5 * (1 + fabs(lse)),
+                              "n %lld, kind %d: %.9g, not %.9g", (long long)n, kind, lse,
+                              x[want] + log(sum));
+        }
+    free(x);
 }
 END_TEST
 
@@ -1751,6 +1804,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, sources_encoded_per_thread_decode_as_on_one, 0, 2);
+    tcase_add_test(c, the_largest_found_in_lanes_is_the_loops);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
     tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
