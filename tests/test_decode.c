@@ -371,24 +371,33 @@ START_TEST(cached_equals_recomputed_past_a_tile)
 }
 END_TEST
 
+/* n sources of len ids, 3 to 8 of them before their padding. */
+static tfm_tensor *sources_padded_apart(int64_t n, int64_t len)
+{
+    int32_t *ids = malloc((size_t)(n * len) * sizeof *ids);
+    ck_assert_ptr_nonnull(ids);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t s = 0; s < len; s++)
+            ids[b * len + s] = s < 3 + b % 6 ? (int32_t)(3 + (b * 7 + s * 5) % 10) : PAD;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){n, len}, ids);
+    free(ids);
+    ck_assert_ptr_nonnull(src);
+    return src;
+}
+
 /* Enough sources to be decoded in groups (3 greedily, 10 with beams of 4,
  * for this small model), on two threads, some of them padded: the same as
  * the reference path. */
 START_TEST(groups_equal_recomputed)
 {
-    enum { SOURCES = 40, LEN = 8 };
     tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
     tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
-    int32_t ids[SOURCES * LEN];
-    for (int b = 0; b < SOURCES; b++)
-        for (int s = 0; s < LEN; s++)
-            ids[b * LEN + s] = s < 3 + b % 6 ? 3 + (b * 7 + s * 5) % 10 : PAD;
-    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, LEN}, ids);
+    tfm_tensor *src = sources_padded_apart(40, 8);
     tfm_decode_options o;
     options(&o, strategy, MAXT - 1);
     o.beam_size = o.n_best = 4;
     ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
-    cached_matches_recomputed(m, &o, src, SOURCES * (MAXT - 1) * 11);
+    cached_matches_recomputed(m, &o, src, 40 * (MAXT - 1) * 11);
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
     tfm_tensor_free(src);
     tfm_model_free(m);
@@ -448,19 +457,14 @@ START_TEST(the_largest_found_in_lanes_is_the_loops)
 END_TEST
 
 /* The cached path encodes a source per thread at a time: on two threads,
- * float32 and int8 models decode 40 padded sources (an odd share per
+ * float32 and int8 models decode 41 padded sources (an odd share per
  * thread) bit for bit as on one. */
 START_TEST(sources_encoded_per_thread_decode_as_on_one)
 {
-    enum { SOURCES = 41, LEN = 9 };
     tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
     if (_i)
         ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
-    int32_t ids[SOURCES * LEN];
-    for (int b = 0; b < SOURCES; b++)
-        for (int s = 0; s < LEN; s++)
-            ids[b * LEN + s] = s < 2 + b % 7 ? 3 + (b * 5 + s * 3) % 10 : PAD;
-    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, LEN}, ids);
+    tfm_tensor *src = sources_padded_apart(41, 9);
     tfm_decode_options o;
     options(&o, TFM_DECODE_GREEDY, MAXT - 1);
     o.use_cache = 1;
