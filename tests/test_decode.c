@@ -456,6 +456,45 @@ START_TEST(the_largest_found_in_lanes_is_the_loops)
 }
 END_TEST
 
+/* The cross caches' tiles put BLOCK positions at a time hold what
+ * put_position puts one by one: float32 and bfloat16 (ties, NaN, huge
+ * values rounding to infinity), whole tiles and a tail, d_k 8, 12, 64. */
+START_TEST(a_tile_put_at_once_is_its_positions_put_one_by_one)
+{
+    static const int64_t dks[] = {8, 12, 64}, counts[] = {BLOCK, 5, 1};
+    enum { STRIDE = 150 };
+    float *rows = malloc(BLOCK * STRIDE * sizeof *rows);
+    ck_assert_ptr_nonnull(rows);
+    for (int64_t i = 0; i < BLOCK * STRIDE; i++) {
+        uint32_t bits = (uint32_t)(i * 2654435761u) & 0xbfffffffu; /* finite, both signs */
+        bits = i % 7 == 0 ? (bits & 0xffff0000u) | 0x8000u : bits; /* a tie */
+        memcpy(rows + i, &bits, sizeof bits);
+    }
+    rows[3] = NAN, rows[STRIDE + 70] = 3.4e38f, rows[2 * STRIDE + 1] = -INFINITY;
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (size_t a = 0; a < 3; a++)
+            for (size_t c = 0; c < 3; c++) {
+                tfm_decoding d;
+                memset(&d, 0, sizeof d);
+                d.dk = dks[a];
+                d.bf16_cache = bf16;
+                size_t bytes = tile_bytes(&d);
+                char *want = malloc(bytes), *got = malloc(bytes);
+                ck_assert(want && got);
+                memset(want, 0x5a, bytes);
+                memset(got, 0x5a, bytes);
+                for (int64_t i = 0; i < counts[c]; i++)
+                    put_position(&d, want, i, rows + i * STRIDE, rows + i * STRIDE + 75);
+                tfm__decode_put_tile(&d, got, counts[c], rows, rows + 75, STRIDE);
+                ck_assert_msg(memcmp(want, got, bytes) == 0, "bf16 %d, d_k %lld, %lld positions",
+                              bf16, (long long)dks[a], (long long)counts[c]);
+                free(want);
+                free(got);
+            }
+    free(rows);
+}
+END_TEST
+
 /* The cached path encodes a source per thread at a time: on two threads,
  * float32 and int8 models decode 41 padded sources (an odd share per
  * thread) bit for bit as on one. */
@@ -1809,6 +1848,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, sources_encoded_per_thread_decode_as_on_one, 0, 2);
     tcase_add_test(c, the_largest_found_in_lanes_is_the_loops);
+    tcase_add_test(c, a_tile_put_at_once_is_its_positions_put_one_by_one);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
     tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);

@@ -354,6 +354,11 @@ void tfm__decode_adapt_linear(const tfm_decoding *d, const tfm_layer *linear, co
  * reorder) */
 void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
                               int64_t S, float *kv);
+/* cache.c: a tile's first `count` positions, whose keys and values are
+ * rows `stride` floats apart from key and value, as put_position puts
+ * them one by one. */
+void tfm__decode_put_tile(const tfm_decoding *d, void *tile, int64_t count, const float *key,
+                          const float *value, int64_t stride);
 int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b);
 void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b, int64_t live,
                                int64_t n_new, int64_t t);
