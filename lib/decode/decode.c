@@ -802,25 +802,29 @@ typedef struct encode_job {
     char message[512];
 } encode_job;
 
+/* Parts [begin, end) of the job: one a worker, unless the pool ran with
+ * fewer (tfm_set_num_threads from another thread meanwhile), when a
+ * worker takes several in turn. */
 static void encode_sources(void *ctx, int64_t begin, int64_t end, int worker)
 {
-    (void)end;
     (void)worker;
     encode_job *j = ctx;
     tfm_decoding *d = j->d;
-    int64_t i = begin, S = j->S;
-    tfm_tape *tape = i ? d->encode_tapes[i] : d->tape;
-    float *kv = d->kv + i * S * 2 * d->inner;
-    int32_t *slice_ids = d->slice_ids + i * S;
-    for (int64_t b = i; b < j->B && !__atomic_load_n(&j->failed, __ATOMIC_RELAXED);
-         b += j->threads) {
-        tfm_status status = encode_slice(d, tape, j->ids, b, 1, S, kv, slice_ids);
-        if (status != TFM_OK && !__atomic_exchange_n(&j->failed, 1, __ATOMIC_RELAXED)) {
-            j->status = status;
-            snprintf(j->message, sizeof j->message, "%s", tfm_last_error());
+    int64_t S = j->S;
+    for (int64_t i = begin; i < end; i++) {
+        tfm_tape *tape = i ? d->encode_tapes[i] : d->tape;
+        float *kv = d->kv + i * S * 2 * d->inner;
+        int32_t *slice_ids = d->slice_ids + i * S;
+        for (int64_t b = i; b < j->B && !__atomic_load_n(&j->failed, __ATOMIC_RELAXED);
+             b += j->threads) {
+            tfm_status status = encode_slice(d, tape, j->ids, b, 1, S, kv, slice_ids);
+            if (status != TFM_OK && !__atomic_exchange_n(&j->failed, 1, __ATOMIC_RELAXED)) {
+                j->status = status;
+                snprintf(j->message, sizeof j->message, "%s", tfm_last_error());
+            }
         }
+        tfm_tape_reset(tape);
     }
-    tfm_tape_reset(tape);
 }
 
 /* The threads the cached path encodes B sources of S tokens on: as many as

@@ -152,11 +152,6 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
 
 /* --- log_softmax ------------------------------------------------------------- */
 
-/* A row's log-sum-exp (and sum) at the CPU's best level: tfm__expf in
- * vectors, where libm's expf is a call an element (a vocabulary's worth a
- * token: an eighth of greedy decoding, a sixth of a translation model's
- * training step). Float sums of 1,024 terms, each exp at most 1, added in
- * double. */
 /* The value `max = x[j] > max ? x[j] : max` from max = x[0] ends at (a
  * NaN first stays, later ones are passed over), n >= 1, in independent
  * lanes: each compare had waited on the one before, 3/5 of a
@@ -182,6 +177,11 @@ TFM__INLINE float largest_of(const float *restrict x, int64_t n)
     return max;
 }
 
+/* A row's log-sum-exp (and sum) at the CPU's best level: tfm__expf in
+ * vectors, where libm's expf is a call an element (a vocabulary's worth a
+ * token: an eighth of greedy decoding, a sixth of a translation model's
+ * training step). Float sums of 1,024 terms, each exp at most 1, added in
+ * double. */
 static TFM__KERNEL(log_sum_exp_row,
                    (const float *restrict x, int64_t n, double *restrict lse,
                     double *restrict sum),
