@@ -42,6 +42,7 @@ CONFIGS = {
     '003': dict(d=64, heads=8, layers=2, d_ff=128, vocab=30, src_len=22, steps=84),
     'avg': dict(d=256, heads=4, layers=3, d_ff=128, vocab=13, src_len=91, steps=9),
     '002': dict(d=512, heads=8, layers=6, d_ff=2048, vocab=5000, src_len=100, steps=99),
+    'translation': dict(d=256, heads=4, layers=3, d_ff=1024, vocab=8000, src_len=32, steps=48),
 }
 CALL_SOURCES = 250  # tfm-bench's sources per decoding call (--decode-batch)
 BLOCK = 16  # positions per cache tile (lib/decode/decode.h)
@@ -70,22 +71,26 @@ def work(c, sources, beam, llc, cache_bytes=4):
 
 # a job's products and what its caches hold, per precision of the products
 CACHE_BYTES = {'float32': 4, 'bfloat16': 4, 'int8': 2}
-# bench/run.py's PyTorch anchor of each precision (bfloat16 has none)
-ANCHORS = {'pytorch-fast': 'float32', 'pytorch-int8': 'int8'}
+# bench/run.py's anchors: PyTorch's of each precision (bfloat16 has none),
+# and ONNX Runtime's, whose records name their precision
+ANCHORS = {'pytorch-fast': 'float32', 'pytorch-int8': 'int8', 'onnxruntime': None}
+ANCHOR_NAMES = {'pytorch': 'PyTorch', 'onnxruntime': 'ONNX Runtime'}
 
 
 def read_log(path):
-    """The fastest time of each (config, beam, precision, 'libtfm' or 'pytorch')."""
+    """The fastest time of each (config, beam, precision, 'libtfm', 'pytorch' or
+    'onnxruntime')."""
     times = {}
     with open(path) as f:
         for line in f:
             r = json.loads(line)
             r = r.get('out', r) if isinstance(r.get('out'), dict) else r  # a wrapped line
             impl = r.get('impl')
-            if impl != 'libtfm' and impl not in ANCHORS or r.get('what') == 'train':
+            if impl != 'libtfm' and impl not in ANCHORS or r.get('what') in ('train', 'check'):
                 continue
-            precision = r.get('precision') or ANCHORS.get(impl, 'float32')
-            key = (r['config'], r['beam'], precision, 'libtfm' if impl == 'libtfm' else 'pytorch')
+            precision = r.get('precision') or ANCHORS.get(impl) or 'float32'
+            side = impl if impl in ('libtfm', 'onnxruntime') else 'pytorch'
+            key = (r['config'], r['beam'], precision, side)
             times[key] = min(times.get(key, math.inf), r['median_ms'] / 1000)
     return times
 
@@ -119,12 +124,13 @@ def main():
                 line = (f'{config} {"greedy" if beam == 1 else f"beam {beam}"} {precision}: '
                         f'{flop / 1e9:.0f} GFLOP ({compute:.2f} s) + {caches} = {bound:.3f} s')
                 tfm = times.get((config, beam, precision, 'libtfm'))
-                torch = times.get((config, beam, precision, 'pytorch'))
                 if tfm:
                     line += f'; libtfm {tfm:.3f} s ({tfm / bound:.2f}x the bound)'
-                if tfm and torch:
-                    line += (f', PyTorch {torch:.2f} s: ratio {torch / tfm:.2f}x, at the bound '
-                             f'{torch / bound:.2f}x')
+                for anchor, name in ANCHOR_NAMES.items():
+                    other = times.get((config, beam, precision, anchor))
+                    if tfm and other:
+                        line += (f', {name} {other:.2f} s: ratio {other / tfm:.2f}x, at the '
+                                 f'bound {other / bound:.2f}x')
                 print(line)
 
 

@@ -563,6 +563,7 @@ static char *next_line(line_reader *r, int wait, int *ended)
 static tfm_model *adapted;
 
 static tfm_model *load_model(const char *path);
+static tfm_model *load_with_languages(const config *c);
 
 /* --model with --adapter loaded as ADAPTER, --int8 and the languages set on
  * the model, then a translator over it with the rest of options; NULL with
@@ -573,10 +574,8 @@ static tfm_translator *open_adapted(const config *c, const tfm_translator_option
     over.int8 = 0;
     over.source_language = over.target_language = NULL;
     tfm_translator *t = NULL;
-    if ((adapted = load_model(c->model)) &&
+    if ((adapted = load_with_languages(c)) &&
         tfm_model_load_adapter(adapted, ADAPTER, c->adapter) == TFM_OK &&
-        (!(c->source_language || c->target_language) ||
-         tfm_model_set_languages(adapted, c->source_language, c->target_language) == TFM_OK) &&
         (!c->int8 || tfm_model_quantize(adapted, TFM_QUANTIZE_LAYERS |
                                                      TFM_QUANTIZE_GENERATOR) == TFM_OK))
         t = tfm_translator_create(adapted, &over);
@@ -1087,15 +1086,25 @@ static tfm_model *load_model(const char *path)
     return is_folder(path) ? tfm_model_from_pretrained(path) : tfm_model_load(path);
 }
 
+/* --model with --source-language and --target-language set on it; NULL
+ * with the library's error. */
+static tfm_model *load_with_languages(const config *c)
+{
+    tfm_model *model = load_model(c->model);
+    if (model && (c->source_language || c->target_language) &&
+        tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) {
+        tfm_model_free(model);
+        return NULL;
+    }
+    return model;
+}
+
 /* The model --train --model starts from (fine-tuning): its tokenizers,
  * architecture, languages and options; NULL after a message. */
 static tfm_model *start_model(const config *c)
 {
-    tfm_model *model = load_model(c->model);
-    if (!model ||
-        ((c->source_language || c->target_language) &&
-         tfm_model_set_languages(model, c->source_language, c->target_language) != TFM_OK) ||
-        set_frozen(c, model) < 0 || (c->lora && add_adapter(c, model) < 0)) {
+    tfm_model *model = load_with_languages(c);
+    if (!model || set_frozen(c, model) < 0 || (c->lora && add_adapter(c, model) < 0)) {
         cli_fail(program, "loading the model to fine-tune");
         tfm_model_free(model);
         return NULL;
@@ -1121,11 +1130,8 @@ static tfm_model *load_saved(const config *c)
 {
     if (!c->lora)
         return load_model(c->out);
-    tfm_model *model = load_model(c->model);
-    if (model && (((c->source_language || c->target_language) &&
-                   tfm_model_set_languages(model, c->source_language, c->target_language) !=
-                       TFM_OK) ||
-                  tfm_model_load_adapter(model, ADAPTER, c->out) != TFM_OK ||
+    tfm_model *model = load_with_languages(c);
+    if (model && (tfm_model_load_adapter(model, ADAPTER, c->out) != TFM_OK ||
                   tfm_model_use_adapter(model, ADAPTER) != TFM_OK)) {
         tfm_model_free(model);
         return NULL;

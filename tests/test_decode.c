@@ -17,6 +17,7 @@
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
+#include "ops/softmax.h"
 #include <tfm/tfm.h>
 
 enum { PAD = 0, BOS = 1, EOS = 2, MAXT = 16, MAXS = 12, ROOM = 256 * MAXT };
@@ -370,25 +371,150 @@ START_TEST(cached_equals_recomputed_past_a_tile)
 }
 END_TEST
 
+/* n sources of len ids, 3 to 8 of them before their padding. */
+static tfm_tensor *sources_padded_apart(int64_t n, int64_t len)
+{
+    int32_t *ids = malloc((size_t)(n * len) * sizeof *ids);
+    ck_assert_ptr_nonnull(ids);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t s = 0; s < len; s++)
+            ids[b * len + s] = s < 3 + b % 6 ? (int32_t)(3 + (b * 7 + s * 5) % 10) : PAD;
+    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){n, len}, ids);
+    free(ids);
+    ck_assert_ptr_nonnull(src);
+    return src;
+}
+
 /* Enough sources to be decoded in groups (3 greedily, 10 with beams of 4,
  * for this small model), on two threads, some of them padded: the same as
  * the reference path. */
 START_TEST(groups_equal_recomputed)
 {
-    enum { SOURCES = 40, LEN = 8 };
     tfm_decode_strategy strategy = _i ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY;
     tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
-    int32_t ids[SOURCES * LEN];
-    for (int b = 0; b < SOURCES; b++)
-        for (int s = 0; s < LEN; s++)
-            ids[b * LEN + s] = s < 3 + b % 6 ? 3 + (b * 7 + s * 5) % 10 : PAD;
-    tfm_tensor *src = tfm_tensor_from_i32(2, (const int64_t[]){SOURCES, LEN}, ids);
+    tfm_tensor *src = sources_padded_apart(40, 8);
     tfm_decode_options o;
     options(&o, strategy, MAXT - 1);
     o.beam_size = o.n_best = 4;
     ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
-    cached_matches_recomputed(m, &o, src, SOURCES * (MAXT - 1) * 11);
+    cached_matches_recomputed(m, &o, src, 40 * (MAXT - 1) * 11);
     ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* Greedy's token and every score's log-sum-exp find a row's largest in
+ * independent lanes: the first index of the largest as the one-compare-
+ * at-a-time loop finds it, on rows shorter than a lane's sweep, a sweep
+ * and a tail, with ties, zeros of both signs, -Inf, and NaN first (index
+ * 0, a NaN sum) or later (passed over by the index; the sum is NaN). */
+static int64_t argmax_one_at_a_time(const float *x, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t j = 1; j < n; j++)
+        if (x[j] > x[best])
+            best = j;
+    return best;
+}
+
+START_TEST(the_largest_found_in_lanes_is_the_loops)
+{
+    static const int64_t ns[] = {1, 2, 63, 64, 65, 128, 129, 200, 8000};
+    float *x = malloc(8000 * sizeof *x);
+    uint64_t seed = 12345;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (int kind = 0; kind < 6; kind++) {
+            int64_t n = ns[a];
+            for (int64_t j = 0; j < n; j++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                int v = (int)(seed >> 58); /* 0..63: many ties */
+                x[j] = kind == 1 ? (v & 1 ? 0.0f : -0.0f) : (float)(v - 40) * 0.25f;
+                if (kind == 2 && v % 3 == 0)
+                    x[j] = -INFINITY;
+            }
+            if (kind == 3)
+                x[n / 2] = 100.0f, x[n - 1] = 100.0f; /* the first of two */
+            if (kind == 4)
+                x[0] = NAN;
+            if (kind == 5 && n > 1)
+                x[n - 1 - n / 3] = NAN;
+            int64_t want = argmax_one_at_a_time(x, n);
+            ck_assert_msg(tfm__argmax(x, n) == want, "n %lld, kind %d: %lld, not %lld",
+                          (long long)n, kind, (long long)tfm__argmax(x, n), (long long)want);
+            double lse = tfm__log_sum_exp(x, n, NULL), sum = 0.0;
+            for (int64_t j = 0; j < n; j++)
+                sum += exp((double)x[j] - (double)x[want]);
+            if (kind == 4 || (kind == 5 && n > 1))
+                ck_assert_msg(isnan(lse), "n %lld: %g with a NaN", (long long)n, lse);
+            else
+                ck_assert_msg(fabs(lse - (x[want] + log(sum))) <= 1e-5 * (1 + fabs(lse)),
+                              "n %lld, kind %d: %.9g, not %.9g", (long long)n, kind, lse,
+                              x[want] + log(sum));
+        }
+    free(x);
+}
+END_TEST
+
+/* The cross caches' tiles put BLOCK positions at a time hold what
+ * put_position puts one by one: float32 and bfloat16 (ties, NaN, huge
+ * values rounding to infinity), whole tiles and a tail, d_k 8, 12, 64. */
+START_TEST(a_tile_put_at_once_is_its_positions_put_one_by_one)
+{
+    static const int64_t dks[] = {8, 12, 64}, counts[] = {BLOCK, 5, 1};
+    enum { STRIDE = 150 };
+    float *rows = malloc(BLOCK * STRIDE * sizeof *rows);
+    ck_assert_ptr_nonnull(rows);
+    for (int64_t i = 0; i < BLOCK * STRIDE; i++) {
+        uint32_t bits = (uint32_t)(i * 2654435761u) & 0xbfffffffu; /* finite, both signs */
+        bits = i % 7 == 0 ? (bits & 0xffff0000u) | 0x8000u : bits; /* a tie */
+        memcpy(rows + i, &bits, sizeof bits);
+    }
+    rows[3] = NAN, rows[STRIDE + 70] = 3.4e38f, rows[2 * STRIDE + 1] = -INFINITY;
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (size_t a = 0; a < 3; a++)
+            for (size_t c = 0; c < 3; c++) {
+                tfm_decoding d;
+                memset(&d, 0, sizeof d);
+                d.dk = dks[a];
+                d.bf16_cache = bf16;
+                size_t bytes = tile_bytes(&d);
+                char *want = malloc(bytes), *got = malloc(bytes);
+                ck_assert(want && got);
+                memset(want, 0x5a, bytes);
+                memset(got, 0x5a, bytes);
+                for (int64_t i = 0; i < counts[c]; i++)
+                    put_position(&d, want, i, rows + i * STRIDE, rows + i * STRIDE + 75);
+                tfm__decode_put_tile(&d, got, counts[c], rows, rows + 75, STRIDE);
+                ck_assert_msg(memcmp(want, got, bytes) == 0, "bf16 %d, d_k %lld, %lld positions",
+                              bf16, (long long)dks[a], (long long)counts[c]);
+                free(want);
+                free(got);
+            }
+    free(rows);
+}
+END_TEST
+
+/* The cached path encodes a source per thread at a time: on two threads,
+ * float32 and int8 models decode 41 padded sources (an odd share per
+ * thread) bit for bit as on one. */
+START_TEST(sources_encoded_per_thread_decode_as_on_one)
+{
+    tfm_model *m = make_model(TUTORIAL_003, 11, MAXT);
+    if (_i)
+        ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
+    tfm_tensor *src = sources_padded_apart(41, 9);
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, MAXT - 1);
+    o.use_cache = 1;
+    result *one = new_result(), *two = new_result();
+    decode(m, &o, src, one);
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    decode(m, &o, src, two);
+    ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+    ck_assert_mem_eq(one, two, sizeof *one);
+    free(one);
+    free(two);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
@@ -1726,6 +1852,9 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, cached_equals_recomputed, 0, 3 * KINDS);
     tcase_add_loop_test(c, cached_equals_recomputed_past_a_tile, 0, 2);
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
+    tcase_add_loop_test(c, sources_encoded_per_thread_decode_as_on_one, 0, 2);
+    tcase_add_test(c, the_largest_found_in_lanes_is_the_loops);
+    tcase_add_test(c, a_tile_put_at_once_is_its_positions_put_one_by_one);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2 * 7);
     tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);

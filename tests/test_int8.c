@@ -235,6 +235,26 @@ START_TEST(every_path_gives_the_reference_bits)
 }
 END_TEST
 
+/* Threads split the rows of a product whose weight fits a thread's cache
+ * (each quantizing its own rows) and the channels of a larger one: both
+ * give the reference's bits, with a tail of rows and of channels. */
+START_TEST(rows_and_channels_split_give_the_reference_bits)
+{
+    static const struct { int64_t m, in, out; } shapes[] = {
+        {8, 64, 40},     /* two tiles of rows per thread, exactly */
+        {91, 256, 130},  /* an encoder's source: 22 tiles and a row */
+        {9, 300, 1040},  /* W above 256 KB: the channels split */
+        {45, 1100, 300}, /* likewise, through the input's tail */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        problem p = problem_of(shapes[i].m, shapes[i].in, shapes[i].out, 0.05, 500 + i);
+        check_against_reference(p.w, p.bias, shapes[i].out, shapes[i].in, p.x, shapes[i].m,
+                                "split");
+        free_problem(&p);
+    }
+}
+END_TEST
+
 /* Rows of y ldy apart (a part of a wider output, as a fused attention's q,
  * k and v): each path writes the product's columns, bit for bit the
  * contiguous product's, and leaves the columns between alone. */
@@ -592,6 +612,7 @@ static Suite *int8_suite(void)
     TCase *tc = tcase_create("products");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, every_path_gives_the_reference_bits);
+    tcase_add_test(tc, rows_and_channels_split_give_the_reference_bits);
     tcase_add_test(tc, a_row_stride_writes_its_columns_only);
     tcase_add_test(tc, zero_rows_and_columns);
     tcase_add_test(tc, huge_and_tiny_magnitudes);

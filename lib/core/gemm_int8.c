@@ -122,9 +122,10 @@ struct product {
     const tfm__int8_weight *w;
     const path_kernels *path;
     int64_t m, groups, panel_bytes;
-    const uint8_t *x; /* the quantized rows, x_stride bytes apart */
+    const float *rows;   /* x */
+    uint8_t *x;          /* its quantized rows, x_stride bytes apart */
     int64_t x_stride;
-    const float *x_scales;
+    float *x_scales;
     float *y;
     int64_t ldy; /* y's row stride */
 };
@@ -417,21 +418,62 @@ static const path_kernels kernels[TFM__INT8_PATHS] = {
 #endif
 };
 
+/* Rows [first, last) of x quantized. */
+static void quantize_rows(const product *p, int64_t first, int64_t last)
+{
+    for (int64_t i = first; i < last; i++)
+        p->path->quantize_row(p->rows + i * p->w->in, p->w->in, p->x + i * p->x_stride,
+                              p->groups * GROUP, p->x_scales + i);
+}
+
+/* Tiles of the rows [first, last), panels [panel, panel + panels). */
+static void multiply_tiles(const product *p, int64_t first, int64_t last, int64_t panel,
+                           int panels)
+{
+    const path_kernels *k = p->path;
+    for (int64_t row = first; row < last; row += k->tile_rows)
+        k->tile(p, row, (int)(last - row < k->tile_rows ? last - row : k->tile_rows), panel,
+                panels);
+}
+
+/* A tile's width of channels from `panel`: tile_panels or the rest. */
+static int width_from(const product *p, int64_t panel)
+{
+    int64_t panels = panels_of(p->w->out), most = p->path->tile_panels;
+    return (int)(panels - panel < most ? panels - panel : most);
+}
+
 /* Blocks [begin, end) of a tile's width of channels, all rows. */
 static void multiply_blocks(void *ctx, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
     const product *p = ctx;
-    const path_kernels *k = p->path;
-    int64_t panels = panels_of(p->w->out);
     for (int64_t b = begin; b < end; b++) {
-        int64_t panel = b * k->tile_panels;
-        int width = (int)(panels - panel < k->tile_panels ? panels - panel : k->tile_panels);
-        for (int64_t row = 0; row < p->m; row += k->tile_rows)
-            k->tile(p, row, (int)(p->m - row < k->tile_rows ? p->m - row : k->tile_rows), panel,
-                    width);
+        int64_t panel = b * p->path->tile_panels;
+        multiply_tiles(p, 0, p->m, panel, width_from(p, panel));
     }
 }
+
+/* Blocks [begin, end) of a tile's height of rows, all channels: each
+ * worker quantizes its own rows, so no thread waits on another's. */
+static void multiply_row_blocks(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    const product *p = ctx;
+    int64_t first = begin * p->path->tile_rows, last = end * p->path->tile_rows;
+    last = last < p->m ? last : p->m;
+    quantize_rows(p, first, last);
+    for (int64_t panel = 0; panel < panels_of(p->w->out); panel += p->path->tile_panels)
+        multiply_tiles(p, first, last, panel, width_from(p, panel));
+}
+
+/* Threads split the rows where every thread can keep W in its own L2
+ * cache (a quarter of a Zen 4's) and each gets at least two tiles of rows:
+ * the encoder's and the cross-attention caches' products, whose rows'
+ * quantization would otherwise run on the calling thread alone while the
+ * others wait. Otherwise they split the channels, each streaming its part
+ * of W once per tile of rows. */
+#define ROW_SPLIT_BYTES (256 << 10)
 
 /* The product on the path; -1 when the buffer cannot grow (no error set). */
 static int multiply(tfm__int8_path path, const tfm__int8_weight *w, int64_t m, const float *x,
@@ -446,14 +488,19 @@ static int multiply(tfm__int8_path path, const tfm__int8_weight *w, int64_t m, c
     uint8_t *buffer = tfm__thread_buffer((size_t)(scales_bytes + m * stride));
     if (!buffer)
         return -1;
-    float *x_scales = (float *)buffer;
-    uint8_t *quantized = buffer + scales_bytes;
-    for (int64_t i = 0; i < m; i++)
-        k->quantize_row(x + i * w->in, w->in, quantized + i * stride, padded, x_scales + i);
-    product p = {w, k, m, groups, groups * GROUP_BYTES, quantized, stride, x_scales, y, ldy};
+    product p = {w, k, m, groups, groups * GROUP_BYTES, x, buffer + scales_bytes, stride,
+                 (float *)buffer, y, ldy};
+    workers = workers > 1 ? workers : 1;
+    int64_t row_blocks = (m + k->tile_rows - 1) / k->tile_rows;
+    if (workers > 1 && row_blocks >= 2 * workers &&
+        panels_of(w->out) * p.panel_bytes <= ROW_SPLIT_BYTES) {
+        tfm__parallel_for(row_blocks, workers, multiply_row_blocks, &p);
+        return 0;
+    }
+    quantize_rows(&p, 0, m);
     int64_t panels = panels_of(w->out);
-    tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers > 1 ? workers : 1,
-                      multiply_blocks, &p);
+    tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers, multiply_blocks,
+                      &p);
     return 0;
 }
 
@@ -478,8 +525,9 @@ int tfm__int8_tensor_product(const tfm_tensor *w, int64_t first, int64_t count, 
     int64_t rows = w->shape[0] / w->int8_parts;
     for (int64_t part = first / rows; part < (first + count) / rows; part++) {
         const tfm__int8_weight *q = w->int8[part];
-        /* as the float32 products: a worker for each 2^21 multiply-adds */
-        int64_t workers = m * q->out * q->in >> 21;
+        /* a worker for each 2^20 multiply-adds, some 5 us of a thread's
+         * time: the encoder's feed-forward products at d 256 are worth two */
+        int64_t workers = m * q->out * q->in >> 20;
         if (multiply(tfm__int8_path_chosen(), q, m, x, y + (part * rows - first), ldy,
                      workers > 1 ? (int)workers : 1) < 0)
             return -1;

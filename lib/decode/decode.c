@@ -79,8 +79,6 @@ static int64_t tokens_per_encoding(const tfm_decoding *d)
  * the reference, encodes slices of sources as the tape allows. */
 static int64_t sources_per_encoding(const tfm_decoding *d, int64_t S)
 {
-    if (d->o.use_cache)
-        return 1;
     int64_t n = tokens_per_encoding(d) / S;
     return n < 1 ? 1 : n < d->max_batch ? n : d->max_batch;
 }
@@ -522,6 +520,8 @@ void tfm_decoding_free(tfm_decoding *d)
     if (!d)
         return;
     tfm_tape_free(d->tape);
+    for (int i = 1; i < TFM__MAX_THREADS; i++)
+        tfm_tape_free(d->encode_tapes[i]);
     tfm_rng_free(d->rng);
     tfm__decode_weights_free(d->own_weights);
     void *buffers[] = {d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits, d->weights,
@@ -755,8 +755,8 @@ static tfm_status check_run(const char *op, const tfm_decoding *d, const tfm_ten
  * into slice_ids: trailing padding is masked, so the encoder's outputs at
  * the other positions are the same without it (sorted batches of short
  * lines padded to their longest take a fraction of the work). */
-static const int32_t *cut_slice(tfm_decoding *d, const int32_t *ids, int64_t first, int64_t n,
-                                int64_t S, int64_t *cut)
+static const int32_t *cut_slice(const tfm_decoding *d, int32_t *slice_ids, const int32_t *ids,
+                                int64_t first, int64_t n, int64_t S, int64_t *cut)
 {
     int64_t longest = 1;
     for (int64_t b = first; b < first + n; b++)
@@ -765,40 +765,124 @@ static const int32_t *cut_slice(tfm_decoding *d, const int32_t *ids, int64_t fir
     if (longest == S)
         return ids + first * S;
     for (int64_t b = 0; b < n; b++)
-        memcpy(d->slice_ids + b * longest, ids + (first + b) * S,
+        memcpy(slice_ids + b * longest, ids + (first + b) * S,
                (size_t)longest * sizeof *ids);
-    return d->slice_ids;
+    return slice_ids;
 }
 
-/* Encodes src's slices of sources on the tape, the encoder's weights
- * packed, and keeps what the steps read: the cross-attention keys and
- * values (cached) or the memory (recomputed). */
+/* Encodes sources [first, first + n) of ids [B, S] on tape and keeps what
+ * the steps read: the cross-attention keys and values (cached: through kv
+ * and slice_ids, the thread's parts of d->kv and d->slice_ids) or the
+ * memory (recomputed). */
+static tfm_status encode_slice(tfm_decoding *d, tfm_tape *tape, const int32_t *ids,
+                               int64_t first, int64_t n, int64_t S, float *kv,
+                               int32_t *slice_ids)
+{
+    int64_t cut = S;
+    const int32_t *slice_of = d->o.use_cache ? cut_slice(d, slice_ids, ids, first, n, S, &cut)
+                                             : ids + first * S;
+    tfm_tensor slice;
+    tensor_over(&slice, TFM_I32, 2, (const int64_t[]){n, cut}, (void *)slice_of);
+    tfm_tape_reset(tape);
+    tfm_tensor *mask = NULL;
+    if (d->o.src_pad_id >= 0 && !(mask = tfm_mask_padding(tape, &slice, d->o.src_pad_id, TFM_I32)))
+        return tfm_last_status();
+    tfm_tensor *memory = tfm_model_encode(tape, d->model, &slice, mask, NULL);
+    if (!memory)
+        return tfm_last_status();
+    if (d->o.use_cache)
+        tfm__decode_cache_memory(d, tfm__f32(memory), first, n, cut, kv);
+    else
+        memcpy(d->memory + first * S * d->d, tfm__f32(memory),
+               (size_t)memory->numel * sizeof(float));
+    return TFM_OK;
+}
+
+/* The cached path's sources encoded a source per thread at a time: each
+ * source's operations are too small to share among the threads (91
+ * tokens at d 256: most ran on one thread while the others waited), and
+ * every operation inside runs its shares in turn, as the threads would
+ * have, so nothing depends on the thread count. Thread i encodes sources
+ * i, i + threads, ... on its own tape, with its own part of d->kv and
+ * d->slice_ids. */
+typedef struct encode_job {
+    tfm_decoding *d;
+    const int32_t *ids;
+    int64_t B, S, threads;
+    int failed;         /* set by the first thread that fails, which fills these */
+    tfm_status status;
+    char message[512];
+} encode_job;
+
+static void encode_sources(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)end;
+    (void)worker;
+    encode_job *j = ctx;
+    tfm_decoding *d = j->d;
+    int64_t i = begin, S = j->S;
+    tfm_tape *tape = i ? d->encode_tapes[i] : d->tape;
+    float *kv = d->kv + i * S * 2 * d->inner;
+    int32_t *slice_ids = d->slice_ids + i * S;
+    for (int64_t b = i; b < j->B && !__atomic_load_n(&j->failed, __ATOMIC_RELAXED);
+         b += j->threads) {
+        tfm_status status = encode_slice(d, tape, j->ids, b, 1, S, kv, slice_ids);
+        if (status != TFM_OK && !__atomic_exchange_n(&j->failed, 1, __ATOMIC_RELAXED)) {
+            j->status = status;
+            snprintf(j->message, sizeof j->message, "%s", tfm_last_error());
+        }
+    }
+    tfm_tape_reset(tape);
+}
+
+/* The threads the cached path encodes B sources of S tokens on: as many as
+ * the run's, d->kv's parts and the sources allow, and whose tapes can be
+ * had (a tape that cannot leaves the encoding to fewer). */
+static int64_t encoding_threads(tfm_decoding *d, int64_t B, int64_t S)
+{
+    int64_t parts = (int64_t)(fmin(fmax((double)tokens_per_encoding(d), (double)d->max_src_len),
+                                   (double)d->max_batch * (double)d->max_src_len) / (double)S);
+    int64_t threads = tfm__threads();
+    threads = threads < parts ? threads : parts;
+    threads = threads < B ? threads : B;
+    for (int64_t i = 1; i < threads; i++) {
+        tfm_tape *tape = d->encode_tapes[i];
+        if (!tape) {
+            tape = tfm_tape_create();
+            if (!tape || tfm_tape_set_recording(tape, 0) != TFM_OK) {
+                tfm_tape_free(tape);
+                return i;
+            }
+            tfm__tape_set_evaluation(tape, 1);
+            d->encode_tapes[i] = tape;
+        }
+        tfm__tape_set_packed(tape, d->weights_packed->encoder, d->weights_packed->n_encoder);
+        tfm__tape_set_adapter(tape, d->adapter);
+    }
+    return threads > 1 ? threads : 1;
+}
+
+/* Encodes src's sources, the encoder's weights packed: the cached path a
+ * source per thread at a time, the reference path slices of them as the
+ * tape allows. */
 static tfm_status encode_slices(tfm_decoding *d, const tfm_tensor *src)
 {
-    int64_t B = src->shape[0], S = src->shape[1], per = sources_per_encoding(d, S);
-    tfm_tape *tape = d->tape;
+    int64_t B = src->shape[0], S = src->shape[1];
     const int32_t *ids = tfm__i32(src);
-    for (int64_t first = 0; first < B; first += per) {
-        int64_t n = B - first < per ? B - first : per, cut = S;
-        const int32_t *slice_ids = d->o.use_cache ? cut_slice(d, ids, first, n, S, &cut)
-                                                  : ids + first * S;
-        tfm_tensor slice;
-        tensor_over(&slice, TFM_I32, 2, (const int64_t[]){n, cut}, (void *)slice_ids);
-        tfm_tape_reset(tape);
-        tfm_tensor *mask = NULL;
-        if (d->o.src_pad_id >= 0 &&
-            !(mask = tfm_mask_padding(tape, &slice, d->o.src_pad_id, TFM_I32)))
-            return tfm_last_status();
-        tfm_tensor *memory = tfm_model_encode(tape, d->model, &slice, mask, NULL);
-        if (!memory)
-            return tfm_last_status();
-        if (d->o.use_cache)
-            tfm__decode_cache_memory(d, tfm__f32(memory), first, n, cut);
-        else
-            memcpy(d->memory + first * S * d->d, tfm__f32(memory),
-                   (size_t)memory->numel * sizeof(float));
+    if (!d->o.use_cache) {
+        int64_t per = sources_per_encoding(d, S);
+        for (int64_t first = 0; first < B; first += per) {
+            tfm_status status = encode_slice(d, d->tape, ids, first,
+                                             B - first < per ? B - first : per, S, NULL, NULL);
+            if (status != TFM_OK)
+                return status;
+        }
+        return TFM_OK;
     }
-    return TFM_OK;
+    encode_job job = {d, ids, B, S, encoding_threads(d, B, S), 0, TFM_OK, ""};
+    tfm__parallel_for(job.threads, (int)job.threads, encode_sources, &job);
+    /* the message on the calling thread, whichever thread failed */
+    return job.failed ? tfm__fail(job.status, "%s", job.message) : TFM_OK;
 }
 
 /* Which source positions the cached steps attend to: each source's keys

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/gemm_packed.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "core/vectors.h"
@@ -104,6 +105,9 @@ struct tfm_decoding {
     int bf16_cache;        /* the caches hold bfloat16 (options' cache_precision) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
+    /* the cached path's other encoding threads' tapes, [0] unused (tape):
+     * made at the first run that encodes on that many threads */
+    tfm_tape *encode_tapes[TFM__MAX_THREADS];
     /* the options' adapter by name (o.adapter points here), looked up at
      * each run into adapter (NULL: none) */
     char adapter_name[64];
@@ -345,11 +349,17 @@ void tfm__decode_adapt_projections(const tfm_decoding *d, const tfm_layer *att, 
 void tfm__decode_adapt_linear(const tfm_decoding *d, const tfm_layer *linear, const float *in,
                               int64_t n, float *out, int64_t ldc);
 /* cache.c: each decoder layer's cross-attention keys and values of the
- * memory [n, S, D] of sources first..first + n - 1; a free tile of source
+ * memory [n, S, D] of sources first..first + n - 1 (through kv, [n * S, 2
+ * inner], a part of d->kv); a free tile of source
  * b's; source b's new hypotheses' tile tables from their parents' (beam.c's
  * reorder) */
 void tfm__decode_cache_memory(tfm_decoding *d, const float *memory, int64_t first, int64_t n,
-                              int64_t S);
+                              int64_t S, float *kv);
+/* cache.c: a tile's first `count` positions, whose keys and values are
+ * rows `stride` floats apart from key and value, as put_position puts
+ * them one by one. */
+void tfm__decode_put_tile(const tfm_decoding *d, void *tile, int64_t count, const float *key,
+                          const float *value, int64_t stride);
 int32_t tfm__decode_new_tile(tfm_decoding *d, int64_t b);
 void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b, int64_t live,
                                int64_t n_new, int64_t t);

@@ -7,15 +7,6 @@
 #include "decode/decode.h"
 #include "ops/softmax.h"
 
-static int32_t argmax(const float *l, int64_t V)
-{
-    int32_t best = 0;
-    for (int64_t v = 1; v < V; v++)
-        if (l[v] > l[best])
-            best = (int32_t)v;
-    return best;
-}
-
 /* The group's sources, one row each. */
 tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t *lengths,
                                   float *out_logits, float *out_probs)
@@ -64,7 +55,7 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
             if (d->o.strategy == TFM_DECODE_SAMPLE) {
                 token = tfm__decode_sample(d, s, p);
             } else {
-                token = argmax(s, V);
+                token = (int32_t)tfm__argmax(s, V);
                 if (out_probs)
                     for (int64_t v = 0; v < V; v++)
                         p[v] = (float)exp(s[v] - s_lse);

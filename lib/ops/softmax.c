@@ -157,14 +157,37 @@ tfm_tensor *tfm_softmax(tfm_tape *tape, const tfm_tensor *x, const tfm_tensor *m
  * token: an eighth of greedy decoding, a sixth of a translation model's
  * training step). Float sums of 1,024 terms, each exp at most 1, added in
  * double. */
+/* The value `max = x[j] > max ? x[j] : max` from max = x[0] ends at (a
+ * NaN first stays, later ones are passed over), n >= 1, in independent
+ * lanes: each compare had waited on the one before, 3/5 of a
+ * vocabulary's log-sum-exp. Lanes may find another of two equal zeros
+ * of the largest, the same value. */
+TFM__INLINE float largest_of(const float *restrict x, int64_t n)
+{
+    enum { LANES = 64 };
+    float lanes[LANES], max = x[0];
+    int64_t j = 1;
+    if (n > LANES) {
+        for (int l = 0; l < LANES; l++)
+            lanes[l] = x[0];
+        for (; j + LANES <= n; j += LANES)
+#pragma omp simd
+            for (int l = 0; l < LANES; l++)
+                lanes[l] = x[j + l] > lanes[l] ? x[j + l] : lanes[l];
+        for (int l = 0; l < LANES; l++)
+            max = lanes[l] > max ? lanes[l] : max;
+    }
+    for (; j < n; j++)
+        max = x[j] > max ? x[j] : max;
+    return max;
+}
+
 static TFM__KERNEL(log_sum_exp_row,
                    (const float *restrict x, int64_t n, double *restrict lse,
                     double *restrict sum),
                    (x, n, lse, sum))
 {
-    float max = x[0];
-    for (int64_t j = 1; j < n; j++)
-        max = x[j] > max ? x[j] : max;
+    float max = largest_of(x, n);
     enum { CHUNK = 1024 };
     double total = 0.0, plain = 0.0;
     for (int64_t start = 0; start < n; start += CHUNK) {
@@ -188,6 +211,23 @@ double tfm__log_sum_exp(const float *x, int64_t n, double *sum)
     double lse;
     log_sum_exp_row(x, n, &lse, sum);
     return lse;
+}
+
+static TFM__KERNEL(argmax_row, (const float *restrict x, int64_t n, int64_t *restrict best),
+                   (x, n, best))
+{
+    float max = largest_of(x, n);
+    int64_t j = 0;
+    while (j < n && !(x[j] == max))
+        j++;
+    *best = j < n ? j : 0; /* a NaN first: none equals it */
+}
+
+int64_t tfm__argmax(const float *x, int64_t n)
+{
+    int64_t best;
+    argmax_row(x, n, &best);
+    return best;
 }
 
 /* dx = g - softmax(x) * sum(g) per row, with softmax(x) = exp(y). */

@@ -29,5 +29,9 @@ void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, float *dx,
  * of x, which label smoothing needs beside it; NaN or infinite when x is
  * not usable. */
 double tfm__log_sum_exp(const float *x, int64_t n, double *sum);
+/* The first j of x[0, n) whose value is the largest, n >= 1, as the loop
+ * `if (x[j] > x[best]) best = j` finds it (0 when x[0] is NaN, later NaNs
+ * passed over). */
+int64_t tfm__argmax(const float *x, int64_t n);
 
 #endif

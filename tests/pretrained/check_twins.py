@@ -5,10 +5,13 @@ torch, so it is not in the meson suite):
     /usr/bin/python3 tests/pretrained/check_twins.py
 
 For every folder: the twin's tokenizer gives the recorded input ids and
-labels and decodes the labels back to the target text; its logits equal
-expected.safetensors (within 1e-6); its greedy and beam outputs, texts,
-scores and margins equal expected.json; and a second twin read from the
-same folder gives bit-identical logits and outputs. Exits 1 on the first
+labels and decodes the labels back to the target text; its logits are
+expected.safetensors' within test_pretrained.c's rule (2e-5 of 1 + |logit|,
+T5 v1.1's 4e-5: the fixtures were recorded on another CPU, and float32
+products sum in the order of the CPU's BLAS kernels); its greedy and beam
+outputs and texts equal expected.json, their scores and margins within
+the same rule; and a second twin read from the same folder gives
+bit-identical logits and outputs. Exits 1 on the first
 folder that differs, naming what differs.
 
     /usr/bin/python3 tests/pretrained/check_twins.py --saved
@@ -50,20 +53,31 @@ def run(twin, expected):
     return results
 
 
+# test_pretrained.c's tolerance(): of 1 + |value|
+T5_V1_1 = ("t5", "t5/narrow")
+
+
 def compare(name, expected, logits, results):
+    tolerance = 4e-5 if name in T5_V1_1 else 2e-5
     problems = []
     for number, (case, got) in enumerate(zip(expected["cases"], results)):
         where = "%s case %d" % (name, number)
         for field in ["input_ids", "labels"]:
             if got[field] != case[field]:
                 problems.append("%s: %s %s, expected %s" % (where, field, got[field], case[field]))
-        difference = (got["logits"] - logits["logits.%d" % number]).abs().max().item()
-        if difference > 1e-6:
-            problems.append("%s: logits differ by %g" % (where, difference))
+        recorded = logits["logits.%d" % number]
+        difference = ((got["logits"] - recorded).abs() / (1 + recorded.abs())).max().item()
+        if difference > tolerance:
+            problems.append("%s: logits differ by %g of 1 + |logit|" % (where, difference))
         for kind in ["greedy", "beam"]:
             for field, value in got[kind].items():
-                if value != case[kind][field]:
-                    problems.append("%s: %s %s %r, expected %r" % (where, kind, field, value, case[kind][field]))
+                wanted = case[kind][field]
+                if isinstance(value, float) and isinstance(wanted, float):
+                    close = abs(value - wanted) <= tolerance * (1 + abs(wanted))
+                else:
+                    close = value == wanted
+                if not close:
+                    problems.append("%s: %s %s %r, expected %r" % (where, kind, field, value, wanted))
     return problems
 
 
