@@ -627,13 +627,18 @@ START_TEST(a_run_needs_less_memory_than_the_batchs_encoding)
 }
 END_TEST
 
-/* Heads of 4, 10 and 9 columns (the kernel takes d_k eight at a time, then
- * one by one), the last of head_dim 9 in d_model 12 (an inner width of 18:
- * the fused projections' rows and the caches are not d_model's), past a
- * tile, with beams: the same as the reference path. */
+/* Heads of 4, 10 and 9 columns (the kernel's context takes d_k sixteen at
+ * a time, then eight, then one by one), the third of head_dim 9 in d_model
+ * 12 (an inner width of 18: the fused projections' rows and the caches are
+ * not d_model's); of 8 (two positions' values at a time), 16, 24 and 40;
+ * from one key to past two tiles, the cross-attention's keys masked past
+ * each source, greedy (each query its own tiles) and with beams (a
+ * source's hypotheses read the same tiles): the same as the reference
+ * path. */
 /* d_model, heads, head_dim (0: d_model / heads) of models whose heads
  * are of odd widths, or whose attention is wider than d_model */
-static const int32_t odd_widths[3][3] = {{12, 3, 0}, {20, 2, 0}, {12, 2, 9}};
+static const int32_t odd_widths[7][3] = {{12, 3, 0}, {20, 2, 0}, {12, 2, 9}, {16, 2, 0},
+                                         {32, 2, 0}, {24, 1, 0},  {20, 1, 40}};
 
 static tfm_model *odd_width_model(const int32_t *widths, int64_t max_tgt_len)
 {
@@ -656,13 +661,14 @@ static tfm_model *odd_width_model(const int32_t *widths, int64_t max_tgt_len)
 START_TEST(odd_head_widths_equal_recomputed)
 {
     enum { LONG = 40 };
-    tfm_model *m = odd_width_model(odd_widths[_i], LONG + 1);
+    tfm_model *m = odd_width_model(odd_widths[_i / 2], LONG + 1);
     tfm_tensor *src = padded_sources();
     tfm_decode_options o;
-    options(&o, TFM_DECODE_BEAM, LONG);
+    options(&o, _i % 2 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY, LONG);
     o.eos_id = -1; /* every hypothesis runs LONG steps */
     o.beam_size = o.n_best = 4;
-    ck_assert_int_eq(cached_matches_recomputed(m, &o, src, 0), LONG + 1);
+    ck_assert_int_eq(cached_matches_recomputed(m, &o, src, _i % 2 ? 0 : 3 * LONG * 11),
+                     LONG + 1);
     tfm_tensor_free(src);
     tfm_model_free(m);
 }
@@ -1849,7 +1855,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, sources_encoded_per_thread_decode_as_on_one, 0, 2);
     tcase_add_test(c, the_largest_found_in_lanes_is_the_loops);
     tcase_add_test(c, a_tile_put_at_once_is_its_positions_put_one_by_one);
-    tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 3);
+    tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2 * 7);
     tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);
     tcase_add_loop_test(c, a_batch_encoded_in_slices_decodes_as_its_sources, 0, 2);
     tcase_add_test(c, a_run_needs_less_memory_than_the_batchs_encoding);

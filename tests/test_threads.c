@@ -3,13 +3,17 @@
  * trainings one after the other. Sizes where layer norm, attention and
  * Adam split their loops. Meant for ThreadSanitizer too
  * (docs/reliability.md). */
-#define _GNU_SOURCE /* dladdr */
+#define _GNU_SOURCE /* dladdr, sched_setaffinity */
 #include <check.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "core/parallel.h"
 
 #include "check_main.h"
 #include "reliability.h"
@@ -272,6 +276,44 @@ START_TEST(the_blas_runs_on_one_thread_under_libtfms)
 }
 END_TEST
 
+static void count_share(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    ((int64_t *)ctx)[worker] += end - begin;
+}
+
+/* Two libtfm threads on one core, as on a host whose other cores are
+ * busy: a thread waiting for the other offers it the core after a short
+ * poll, so that a loop costs tens of microseconds of CPU time, where
+ * polling through its whole spin (about 1 ms a loop here) kept the other
+ * off its core all that while. */
+START_TEST(threads_sharing_a_core_hand_it_over)
+{
+    enum { LOOPS = 400 };
+    cpu_set_t set;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &set))
+        cpu++;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof set, &set), 0); /* the workers started next too */
+    ck_assert_int_eq(tfm_set_num_threads(2), TFM_OK);
+    int64_t done[2] = {0, 0};
+    tfm__parallel_for(2, 2, count_share, done);
+    struct timespec start, end;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+    for (int i = 0; i < LOOPS; i++)
+        tfm__parallel_for(2, 2, count_share, done);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &end);
+    double per_loop = ((double)(end.tv_sec - start.tv_sec) +
+                       1e-9 * (double)(end.tv_nsec - start.tv_nsec)) / LOOPS;
+    ck_assert_int_eq(done[0], LOOPS + 1);
+    ck_assert_int_eq(done[1], LOOPS + 1);
+    ck_assert_msg(per_loop < 250e-6, "a loop on one core took %.0f us of CPU time",
+                  per_loop * 1e6);
+}
+END_TEST
+
 static Suite *threads_suite(void)
 {
     Suite *s = suite_create("threads");
@@ -279,6 +321,7 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, two_trainings_at_once_match_one_after_the_other);
     tcase_add_test(tc, products_split_among_threads_agree);
     tcase_add_test(tc, the_blas_runs_on_one_thread_under_libtfms);
+    tcase_add_test(tc, threads_sharing_a_core_hand_it_over);
     tcase_add_loop_test(tc, decoding_on_two_threads_matches_one, 0, 2);
     tcase_add_loop_test(tc, decoding_reports_logits_not_finite_from_the_threads, 0, 2);
     tcase_set_timeout(tc, 600);

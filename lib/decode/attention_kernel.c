@@ -1,7 +1,8 @@
 /* Attention over the caches (cache.c's tiles). The kernel takes four query
  * heads at a time: a row's heads, or a source's beam hypotheses for one
  * head, which read the same tiles. A query's scores vectorise over the
- * positions and its context over d_k, both accumulating in registers. It
+ * positions and its context over d_k (sixteen at a time; at d_k 8, two
+ * positions' values at once), both accumulating in registers. It
  * reads float32 tiles, or bfloat16 ones widened to float32 as they load
  * (half the bytes from memory, the same float32 arithmetic). A step's rows
  * feed it, split among libtfm's threads when their group may. When a
@@ -109,6 +110,107 @@ TFM__INLINE void prefetch_lines(prefetcher *f, int lines)
     }
 }
 
+/* The queries' context e0 .. e0 + W - 1, W = 16 or 8 (vecW) of d_k: each
+ * element sums its weighted values over the even positions of each tile
+ * (a) and the odd ones (b), in order, so that a width gives every element
+ * the same sum (16 reads a value's cache line once; 8 its half). */
+#define CONTEXT_CHUNK(W)                                                                     \
+    do {                                                                                     \
+        vec##W a[QUERIES], b[QUERIES];                                                       \
+        _Pragma("GCC unroll 4") for (int i = 0; i < QUERIES; i++) a[i] = b[i] = (vec##W){0}; \
+        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {                                        \
+            const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;                           \
+            const void *v[QUERIES]; /* their values from element `at` */                     \
+            const int64_t at = BLOCK * dk + e0;                                              \
+            _Pragma("GCC unroll 4") for (int i = 0; i < QUERIES; i++) v[i] =                 \
+                tile_of(&queries[i], j0, size);                                              \
+            int64_t j = 0;                                                                   \
+            if (one_tile(v))                                                                 \
+                for (; j + 2 <= n; j += 2) {                                                 \
+                    const vec##W va = cached##W(v[0], at + j * dk, bf16),                    \
+                                 vb = cached##W(v[0], at + (j + 1) * dk, bf16);              \
+                    _Pragma("GCC unroll 4") for (int i = 0; i < QUERIES; i++)                \
+                    {                                                                        \
+                        const float *pj = p + i * stride + j0 + j;                           \
+                        a[i] += pj[0] * va;                                                  \
+                        b[i] += pj[1] * vb;                                                  \
+                    }                                                                        \
+                }                                                                            \
+            else                                                                             \
+                for (; j + 2 <= n; j += 2)                                                   \
+                    _Pragma("GCC unroll 4") for (int i = 0; i < QUERIES; i++)                \
+                    {                                                                        \
+                        const float *pj = p + i * stride + j0 + j;                           \
+                        a[i] += pj[0] * cached##W(v[i], at + j * dk, bf16);                  \
+                        b[i] += pj[1] * cached##W(v[i], at + (j + 1) * dk, bf16);            \
+                    }                                                                        \
+            if (j < n)                                                                       \
+                _Pragma("GCC unroll 4") for (int i = 0; i < QUERIES; i++) a[i] +=            \
+                    p[i * stride + j0 + j] * cached##W(v[i], at + j * dk, bf16);             \
+        }                                                                                    \
+        _Pragma("GCC unroll 4") for (int i = 0; i < QUERIES; i++)                            \
+            store##W(queries[i].context + e0, (a[i] + b[i]) * inv[i]);                       \
+    } while (0)
+
+/* Weights w of positions 2k, 2k + 1 over the lower and upper 8 lanes */
+#define PAIR_WEIGHTS(w, k)                                                                   \
+    __builtin_shufflevector(w, w, 2 * (k), 2 * (k), 2 * (k), 2 * (k), 2 * (k), 2 * (k),      \
+                            2 * (k), 2 * (k), 2 * (k) + 1, 2 * (k) + 1, 2 * (k) + 1,         \
+                            2 * (k) + 1, 2 * (k) + 1, 2 * (k) + 1, 2 * (k) + 1, 2 * (k) + 1)
+
+/* The context at d_k 8, where a tile's two positions' values are one
+ * vector of 16: its lower half sums the even positions and its upper the
+ * odd ones, as CONTEXT_CHUNK(8)'s a and b (the same sums, half the
+ * multiply-adds and loads). A whole tile's weights come from one vector. */
+TFM__INLINE void context_pairs(const query *restrict queries, int64_t len,
+                               const float *restrict p, int64_t stride, const float *inv,
+                               size_t size, const int bf16)
+{
+    vec16 ab[QUERIES];
+    for (int i = 0; i < QUERIES; i++)
+        ab[i] = (vec16){0};
+    for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+        const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK, at = BLOCK * 8;
+        const void *v[QUERIES];
+#pragma GCC unroll 4
+        for (int i = 0; i < QUERIES; i++)
+            v[i] = tile_of(&queries[i], j0, size);
+        if (n == BLOCK) {
+#pragma GCC unroll 4
+            for (int i = 0; i < QUERIES; i++) {
+                const vec16 w = load16(p + i * stride + j0);
+#define PAIR(k) ab[i] += PAIR_WEIGHTS(w, k) * cached16(v[i], at + 16 * (k), bf16)
+                PAIR(0); PAIR(1); PAIR(2); PAIR(3); PAIR(4); PAIR(5); PAIR(6); PAIR(7);
+#undef PAIR
+            }
+            continue;
+        }
+        int64_t j = 0;
+        for (; j + 2 <= n; j += 2)
+#pragma GCC unroll 4
+            for (int i = 0; i < QUERIES; i++) {
+                const float *pj = p + i * stride + j0 + j;
+                const vec8 lo = (vec8){0} + pj[0], hi = (vec8){0} + pj[1];
+                ab[i] += __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                 12, 13, 14, 15) *
+                         cached16(v[i], at + j * 8, bf16);
+            }
+        if (j < n) /* the last position, into the lower half alone */
+#pragma GCC unroll 4
+            for (int i = 0; i < QUERIES; i++) {
+                const vec8 value = cached8(v[i], at + j * 8, bf16), none = {0};
+                ab[i] += p[i * stride + j0 + j] *
+                         __builtin_shufflevector(value, none, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                 11, 12, 13, 14, 15);
+            }
+    }
+    for (int i = 0; i < QUERIES; i++) {
+        const vec8 lo = __builtin_shufflevector(ab[i], ab[i], 0, 1, 2, 3, 4, 5, 6, 7),
+                   hi = __builtin_shufflevector(ab[i], ab[i], 8, 9, 10, 11, 12, 13, 14, 15);
+        store8(queries[i].context, (lo + hi) * inv[i]);
+    }
+}
+
 /* QUERIES query heads over len positions each; p [QUERIES][len rounded up
  * to BLOCK] is scratch. The queries' independent sums keep the core's
  * multiply-adds busy, where one query's would wait on each other. Scores
@@ -119,13 +221,13 @@ TFM__INLINE void prefetch_lines(prefetcher *f, int lines)
  * hold bfloat16, a constant, so that each element type has its own loops. */
 TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_t dk,
                               const query *next, int64_t next_len, float *restrict p,
-                              const int bf16)
+                              const int bf16, const int ahead)
 {
     const size_t size = (size_t)(2 * BLOCK * dk) * (bf16 ? sizeof(uint16_t) : sizeof(float));
     const int64_t stride = (len + BLOCK - 1) / BLOCK * BLOCK;
     /* the next set's lines, spread over this one's score loop */
-    prefetcher ahead;
-    start_prefetch(&ahead, next, next_len, size);
+    prefetcher fetcher;
+    start_prefetch(&fetcher, ahead ? next : NULL, next_len, size);
     const int64_t tiles = stride / BLOCK, next_tiles = (next_len + BLOCK - 1) / BLOCK;
     const int64_t steps = tiles * dk; /* 0 for a source all padding */
     const int per_step =
@@ -145,7 +247,8 @@ TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_
         }
         if (one_tile(kt)) /* each key loaded once, for every query */
             for (int64_t e = 0; e < dk; e++) {
-                prefetch_lines(&ahead, per_step);
+                if (ahead)
+                    prefetch_lines(&fetcher, per_step);
                 const vec16 k = cached16(kt[0], e * BLOCK, bf16);
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
@@ -153,7 +256,8 @@ TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_
             }
         else
             for (int64_t e = 0; e < dk; e++) {
-                prefetch_lines(&ahead, per_step);
+                if (ahead)
+                    prefetch_lines(&fetcher, per_step);
 #pragma GCC unroll 4
                 for (int i = 0; i < QUERIES; i++)
                     acc[i] += queries[i].q[e] * cached16(kt[i], e * BLOCK, bf16);
@@ -199,48 +303,15 @@ TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_
             for (int64_t j = 0; j < len; j++)
                 queries[i].weights[j] = pi[j] * inv[i];
     }
-    int64_t e0 = 0;
-    for (; e0 + 8 <= dk; e0 += 8) {
-        vec8 a[QUERIES], b[QUERIES];
-#pragma GCC unroll 4
-        for (int i = 0; i < QUERIES; i++)
-            a[i] = b[i] = (vec8){0};
-        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
-            const int64_t n = len - j0 < BLOCK ? len - j0 : BLOCK;
-            const void *v[QUERIES]; /* their values from element `at` */
-            const int64_t at = BLOCK * dk + e0;
-#pragma GCC unroll 4
-            for (int i = 0; i < QUERIES; i++)
-                v[i] = tile_of(&queries[i], j0, size);
-            int64_t j = 0;
-            if (one_tile(v))
-                for (; j + 2 <= n; j += 2) {
-                    const vec8 va = cached8(v[0], at + j * dk, bf16),
-                               vb = cached8(v[0], at + (j + 1) * dk, bf16);
-#pragma GCC unroll 4
-                    for (int i = 0; i < QUERIES; i++) {
-                        const float *pj = p + i * stride + j0 + j;
-                        a[i] += pj[0] * va;
-                        b[i] += pj[1] * vb;
-                    }
-                }
-            else
-                for (; j + 2 <= n; j += 2)
-#pragma GCC unroll 4
-                    for (int i = 0; i < QUERIES; i++) {
-                        const float *pj = p + i * stride + j0 + j;
-                        a[i] += pj[0] * cached8(v[i], at + j * dk, bf16);
-                        b[i] += pj[1] * cached8(v[i], at + (j + 1) * dk, bf16);
-                    }
-            if (j < n)
-#pragma GCC unroll 4
-                for (int i = 0; i < QUERIES; i++)
-                    a[i] += p[i * stride + j0 + j] * cached8(v[i], at + j * dk, bf16);
-        }
-#pragma GCC unroll 4
-        for (int i = 0; i < QUERIES; i++)
-            store8(queries[i].context + e0, (a[i] + b[i]) * inv[i]);
+    if (dk == 8) {
+        context_pairs(queries, len, p, stride, inv, size, bf16);
+        return;
     }
+    int64_t e0 = 0;
+    for (; e0 + 16 <= dk; e0 += 16)
+        CONTEXT_CHUNK(16);
+    for (; e0 + 8 <= dk; e0 += 8)
+        CONTEXT_CHUNK(8);
     for (; e0 < dk; e0++) /* d_k not a multiple of 8 */
         for (int i = 0; i < QUERIES; i++) {
             float sum = 0.0f;
@@ -255,10 +326,16 @@ static TFM__KERNEL(attend, (const query *restrict queries, int64_t len, int64_t 
                             const query *next, int64_t next_len, int bf16, float *restrict p),
                    (queries, len, dk, next, next_len, bf16, p))
 {
-    if (bf16)
-        attend_tiles(queries, len, dk, next, next_len, p, 1);
+    /* a copy per element type, and without the prefetcher's state where
+     * nothing is fetched ahead (the registers the score loop needs) */
+    if (bf16 && next)
+        attend_tiles(queries, len, dk, next, next_len, p, 1, 1);
+    else if (bf16)
+        attend_tiles(queries, len, dk, NULL, 0, p, 1, 0);
+    else if (next)
+        attend_tiles(queries, len, dk, next, next_len, p, 0, 1);
     else
-        attend_tiles(queries, len, dk, next, next_len, p, 0);
+        attend_tiles(queries, len, dk, NULL, 0, p, 0, 0);
 }
 
 /* Collects query heads for attend, QUERIES at a time. Prefetching, it runs

@@ -327,6 +327,17 @@ static void *buffer(const char *op, double count, size_t elem)
     return p;
 }
 
+/* A cache of count elements zeroed in a calloc'd block (unused pages stay
+ * unmapped), starting on a cache line: a tile's rows of 16 floats are then
+ * whole lines, where calloc's 16-byte alignment split every 64-byte load
+ * of a key row in two. */
+static void *cache_buffer(const char *op, double count, size_t elem, void **block)
+{
+    if (!(*block = buffer(op, count + (double)(64 / elem), elem)))
+        return NULL;
+    return (void *)(((uintptr_t)*block + 63) & ~(uintptr_t)63);
+}
+
 #define BUFFER(field, count) ((d->field = buffer(op, (double)(count), sizeof *d->field)) != NULL)
 
 /* A decoding over the shared packed weights, or (shared NULL) its own,
@@ -438,8 +449,9 @@ static tfm_decoding *create(const char *op, tfm_model *model, const tfm_decode_o
     if (ok && o.strategy != TFM_DECODE_BEAM)
         ok = BUFFER(processed, V * TFM__MAX_THREADS);
     if (ok && o.use_cache)
-        ok = (d->self_cache = buffer(op, self_cache, cache_element(d))) != NULL &&
-             (d->cross_cache = buffer(op, cross_cache, cache_element(d))) != NULL &&
+        ok = (d->self_cache = cache_buffer(op, self_cache, cache_element(d), &d->self_block)) &&
+             (d->cross_cache = cache_buffer(op, cross_cache, cache_element(d),
+                                            &d->cross_block)) &&
              BUFFER(kv, 2 * encoded) && BUFFER(keep, (double)max_batch * Sp) &&
              BUFFER(source_len, max_batch) && BUFFER(slice_ids, encoded / I) &&
              BUFFER(tile_table, rows * Tp / BLOCK) && BUFFER(tile_refs, rows * Tp / BLOCK) &&
@@ -513,7 +525,7 @@ void tfm_decoding_free(tfm_decoding *d)
     tfm_rng_free(d->rng);
     tfm__decode_weights_free(d->own_weights);
     void *buffers[] = {d->x, d->h, d->y, d->qkv, d->ctx, d->ff, d->logits, d->weights,
-                       d->self_cache, d->cross_cache, d->kv, d->tile_table, d->tile_refs, d->keep,
+                       d->self_block, d->cross_block, d->kv, d->tile_table, d->tile_refs, d->keep,
                        d->source_len, d->slice_ids, d->memory, d->memory_rows, d->src, d->src_rows,
                        d->prefix, d->hist, d->active, d->order, d->sum, d->probs, d->live, d->done,
                        d->cand_parent, d->cand_token, d->fin_tokens, d->fin_length, d->rank,

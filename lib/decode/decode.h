@@ -135,6 +135,7 @@ struct tfm_decoding {
      * before their split into heads; each row's tiles [rows][self_tiled /
      * BLOCK] and each tile's count of rows using it */
     void *self_cache, *cross_cache;
+    void *self_block, *cross_block; /* their allocations, which they start 64-byte aligned in */
     float *kv;
     /* the packed weights the run reads (their decoder's with use_cache):
      * shared ones, or own_weights, packed again at each run */
