@@ -9,8 +9,9 @@
  * many threads as decoding gives it); at one row also
  * cblas_sgemv, float32's fastest there (OpenBLAS 0.3.21's sgemm packs W
  * on every call, ~10x sgemv's time at one row). Per shape and row count:
- * microseconds per call, the best of --repeats, and int8's speed as a
- * multiple of the others'. It links the library's objects, the
+ * microseconds per call, the best of --repeats, int8's speed as a
+ * multiple of the others', and the kernel an int8 model decodes the
+ * product with on the path (tfm__int8_pays_on: int8 or f32, packed). It links the library's objects, the
  * kernels being internal.
  *
  *   OPENBLAS_NUM_THREADS=1 tfm-bench-int8 [--threads N] [--repeats N] [--path P]
@@ -104,12 +105,10 @@ static int multiply(const layer *l, int kind)
     if (kind == BFLOAT16)
         return tfm__sgemm_bf16(0, 1, l->m, l->out, l->in, 1.0f, l->x, l->in, l->w, l->in, 0.0f,
                                l->bias, l->y, l->out, l->threads);
-    /* on as many threads as decoding's products take (tfm__int8_tensor_product:
-     * one per 2^21 multiply-adds), at most --threads' */
-    int64_t workers = l->m * l->out * l->in >> 21;
-    workers = workers < 1 ? 1 : workers > l->threads ? l->threads : workers;
+    /* on as many threads as decoding's products take, at most --threads' */
+    int workers = tfm__int8_workers(l->q, l->m);
     return tfm__int8_linear_on(l->path, "tfm-bench-int8", l->q, l->m, l->x, l->y, l->q->out,
-                               (int)workers) ==
+                               workers < l->threads ? workers : l->threads) ==
                    TFM_OK
                ? 0
                : -1;
@@ -167,9 +166,9 @@ int main(int argc, char **argv)
     printf("CPU: %s; int8 path %s; bfloat16 kernel %s; best of %ld\n", model,
            tfm__int8_path_name((tfm__int8_path)path), bf16 ? "runs" : "does not run here",
            repeats);
-    printf("%-18s %4s %7s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "product", "rows",
-           "threads", "f32 us", "gemv us", "packed us", "pk-bf16", "bf16 us", "int8 us",
-           "int8/f32", "int8/gemv", "int8/pack", "int8/pkbf", "int8/bf16", "pack/pkbf");
+    printf("%-18s %4s %7s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %5s\n", "product",
+           "rows", "threads", "f32 us", "gemv us", "packed us", "pk-bf16", "bf16 us", "int8 us",
+           "int8/f32", "int8/gemv", "int8/pack", "int8/pkbf", "int8/bf16", "pack/pkbf", "rule");
     tfm_rng *rng = tfm_rng_create(1);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int64_t out = shapes[s].out, in = shapes[s].in;
@@ -216,7 +215,8 @@ int main(int argc, char **argv)
                 for (int kind = 0; kind < INT8; kind++)
                     cell(runs[kind] ? best[kind] / best[INT8] : NAN, " %8.2fx");
                 cell(bf16 ? best[PACKED] / best[PACKED_BF16] : NAN, " %8.2fx");
-                printf("\n");
+                /* the kernel an int8 model's decoding takes on the path */
+                printf(" %5s\n", tfm__int8_pays_on((tfm__int8_path)path, out, in) ? "int8" : "f32");
                 fflush(stdout);
             }
         tfm__int8_free(q);

@@ -5,8 +5,11 @@
  * stated tolerance of float32's; bfloat16 caches against float32 ones, on
  * the float32 and the int8 model; saved, loaded and decoded again token for
  * token; a tied generator's int8 copy; decoding's products in bfloat16
- * (tfm_set_matmul_precision) against float32's; and the refusals: flags,
- * training, a second quantization, damaged files. */
+ * (tfm_set_matmul_precision) against float32's; the choice between the
+ * int8 and float32 kernels per product; and the refusals: flags,
+ * training, a second quantization, damaged files. It links the library's
+ * objects to set that choice (core/gemm_int8.h): every other test here
+ * makes every product int8, the kernel it checks, whatever the CPU. */
 #define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <math.h>
@@ -17,6 +20,8 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "core/gemm_int8.h"
+#include "core/tensor.h"
 #include <tfm/tfm.h>
 
 enum { BOS = 1, EOS = 2, FIRST = 3, VOCAB = 16, LEN = 6, BATCH = 16, MAXT = LEN + 2 };
@@ -752,12 +757,113 @@ START_TEST(bf16_products_decode_as_float32)
 }
 END_TEST
 
+/* The int8 model's weights that pay in int8 (tfm__int8_pays), of those
+ * quantized. */
+static int64_t weights_paying(tfm_model *m, int64_t *quantized)
+{
+    int64_t pays = 0;
+    *quantized = 0;
+    for (int64_t i = 0; i < tfm_params_count(tfm_model_params(m)); i++) {
+        const tfm_tensor *w = tfm_params_at(tfm_model_params(m), i);
+        *quantized += w->int8 != NULL;
+        pays += tfm__int8_tensor_pays(w);
+    }
+    return pays;
+}
+
+/* The products' kernels chosen per product (tfm__int8_pays), on the
+ * cached and recomputed paths, every strategy, float32 caches: with none
+ * int8, the quantized model decodes bit for bit as its float32 self
+ * (tokens, scores, logits); with every one, as the int8 kernels do, its
+ * logits not float32's; with some (the feed-forward's and a fused
+ * attention's in-projection), tokens agreeing with both on 95% of their
+ * positions and greedy's logits neither's, the cached and recomputed
+ * paths agreeing; with the rule this CPU gets, as its choices make it:
+ * the int8 kernels' bits where every weight pays in int8 (any CPU with
+ * VNNI), float32's where none does, else as with some. */
+START_TEST(int8_products_where_faster)
+{
+    int fused = _i % 2, wide = _i / 2;
+    tfm_model *f32 = copy_model(fused, wide), *int8 = copy_model_int8(fused, wide, 1);
+    tfm_rng *rng = tfm_rng_create(31);
+    tfm_tensor *src = sources(rng, 64);
+    int64_t quantized, pays = weights_paying(int8, &quantized), some;
+    tfm__int8_set_pays_from(32 * 64); /* d_model x d_ff: the smaller weights float32 */
+    some = weights_paying(int8, &quantized);
+    tfm__int8_set_pays_from(-1);
+    fprintf(stderr, "test_int8_model (%s%s): %lld of %lld int8 weights pay on the %s path\n",
+            fused ? "fused" : "separate", wide ? ", wide heads" : "", (long long)pays,
+            (long long)quantized, tfm__int8_path_name(tfm__int8_path_chosen()));
+    ck_assert(quantized > 0 && some > 0 && some < quantized);
+    static const tfm_decode_strategy strategies[] = {TFM_DECODE_GREEDY, TFM_DECODE_SAMPLE,
+                                                     TFM_DECODE_BEAM};
+    decoded *as_f32 = malloc(sizeof *as_f32), *none = malloc(sizeof *none),
+            *all = malloc(sizeof *all), *mixed[2] = {malloc(sizeof *all), malloc(sizeof *all)},
+            *chosen = malloc(sizeof *chosen);
+    for (int s = 0; s < 3; s++)
+        for (int cache = 0; cache <= 1; cache++) {
+            int greedy = strategies[s] == TFM_DECODE_GREEDY;
+            decode(f32, strategies[s], cache, TFM_CACHE_FLOAT32, src, as_f32);
+            tfm__int8_set_pays_from(INT64_MAX);
+            decode(int8, strategies[s], cache, TFM_CACHE_FLOAT32, src, none);
+            tfm__int8_set_pays_from(0);
+            decode(int8, strategies[s], cache, TFM_CACHE_FLOAT32, src, all);
+            tfm__int8_set_pays_from(32 * 64);
+            decode(int8, strategies[s], cache, TFM_CACHE_FLOAT32, src, mixed[cache]);
+            tfm__int8_set_pays_from(-1);
+            decode(int8, strategies[s], cache, TFM_CACHE_FLOAT32, src, chosen);
+            ck_assert_msg(memcmp(none, as_f32, sizeof *none) == 0, "strategy %d, cache %d: "
+                          "no int8 product, yet not float32's bits", (int)strategies[s], cache);
+            ck_assert_msg(!greedy || logits_distance(all, as_f32, 64) > 0.0,
+                          "cache %d: every product int8, yet float32's logits", cache);
+            ck_assert_msg(agreement(mixed[cache], all, 64) >= 0.95 &&
+                              agreement(mixed[cache], as_f32, 64) >= 0.95,
+                          "strategy %d, cache %d, some int8: %.3f, %.3f of the tokens agree",
+                          (int)strategies[s], cache, agreement(mixed[cache], all, 64),
+                          agreement(mixed[cache], as_f32, 64));
+            ck_assert_msg(!greedy || (logits_distance(mixed[cache], all, 64) > 0.0 &&
+                                      logits_distance(mixed[cache], as_f32, 64) > 0.0),
+                          "cache %d: some int8, yet all or none's logits", cache);
+            if (cache)
+                ck_assert_msg(agreement(mixed[0], mixed[1], 64) >= 0.99, "strategy %d: some "
+                              "int8, cached and recomputed part", (int)strategies[s]);
+            const decoded *expected = pays == quantized ? all : pays == 0 ? as_f32 : NULL;
+            if (expected)
+                ck_assert_msg(memcmp(chosen, expected, sizeof *chosen) == 0,
+                              "strategy %d, cache %d: not the bits of %s", (int)strategies[s],
+                              cache, pays ? "the int8 kernels" : "float32");
+            else
+                ck_assert_msg(agreement(chosen, all, 64) >= 0.95 &&
+                                  agreement(chosen, as_f32, 64) >= 0.95,
+                              "strategy %d, cache %d: %.3f, %.3f of the tokens agree",
+                              (int)strategies[s], cache, agreement(chosen, all, 64),
+                              agreement(chosen, as_f32, 64));
+        }
+    free(as_f32);
+    free(none);
+    free(all);
+    free(mixed[0]);
+    free(mixed[1]);
+    free(chosen);
+    tfm_tensor_free(src);
+    tfm_rng_free(rng);
+    tfm_model_free(f32);
+    tfm_model_free(int8);
+}
+END_TEST
+
+static void every_product_int8(void)
+{
+    tfm__int8_set_pays_from(0);
+}
+
 static Suite *int8_model_suite(void)
 {
     Suite *s = suite_create("int8_model");
     TCase *tc = tcase_create("int8 model");
     tcase_set_timeout(tc, 240);
     tcase_add_unchecked_fixture(tc, train_all, remove_all);
+    tcase_add_checked_fixture(tc, every_product_int8, NULL);
     tcase_add_loop_test(tc, int8_decodes_as_float32_does, 0, 4);
     tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 4);
     tcase_add_test(tc, tied_generator_quantized);
@@ -766,6 +872,13 @@ static Suite *int8_model_suite(void)
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, damaged_files_are_refused);
     suite_add_tcase(s, tc);
+    /* meson runs this case alone again at TFM_CPU=x86-64-v3, where an
+     * AVX-512 CPU without AVX-VNNI takes the AVX2 int8 path */
+    TCase *choice = tcase_create("per product");
+    tcase_set_timeout(choice, 240);
+    tcase_add_unchecked_fixture(choice, train_all, remove_all);
+    tcase_add_loop_test(choice, int8_products_where_faster, 0, 4);
+    suite_add_tcase(s, choice);
     return s;
 }
 

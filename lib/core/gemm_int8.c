@@ -519,17 +519,24 @@ tfm_status tfm__int8_linear(const char *op, const tfm__int8_weight *w, int64_t m
     return tfm__int8_linear_on(tfm__int8_path_chosen(), op, w, m, x, y, ldy, workers);
 }
 
+int tfm__int8_workers(const tfm__int8_weight *w, int64_t m)
+{
+    /* a worker for each 2^20 multiply-adds, some 5 us of a thread's time:
+     * the encoder's feed-forward products at d 256 are worth two */
+    int64_t workers = m * w->out * w->in >> 20;
+    return workers < 1 ? 1 : workers > TFM__MAX_THREADS ? TFM__MAX_THREADS : (int)workers;
+}
+
 int tfm__int8_tensor_product(const tfm_tensor *w, int64_t first, int64_t count, int64_t m,
                              const float *x, float *y, int64_t ldy)
 {
+    if (!tfm__int8_tensor_pays(w))
+        return -1;
     int64_t rows = w->shape[0] / w->int8_parts;
     for (int64_t part = first / rows; part < (first + count) / rows; part++) {
         const tfm__int8_weight *q = w->int8[part];
-        /* a worker for each 2^20 multiply-adds, some 5 us of a thread's
-         * time: the encoder's feed-forward products at d 256 are worth two */
-        int64_t workers = m * q->out * q->in >> 20;
         if (multiply(tfm__int8_path_chosen(), q, m, x, y + (part * rows - first), ldy,
-                     workers > 1 ? (int)workers : 1) < 0)
+                     tfm__int8_workers(q, m)) < 0)
             return -1;
     }
     return 0;
@@ -586,6 +593,64 @@ const char *tfm__int8_path_name(tfm__int8_path path)
 {
     static const char *const names[] = {"portable", "avx2", "avx-vnni", "avx512-vnni"};
     return names[path];
+}
+
+/* --- whether int8 pays ---------------------------------------------------- */
+
+/* The multiply-adds per row (out x in) from which the AVX2 int8 path
+ * beats the packed float32 kernel on AVX2 and on AVX-512 (measured:
+ * docs/performance.md, "int8 where it pays") */
+#define AVX2_PAYS_FROM (1 << 15)
+#define AVX2_PAYS_FROM_AVX512 (1 << 17)
+
+/* The level decoding's packed float32 kernel runs at (core/cpu.h). */
+static int float_kernel_level(void)
+{
+#if TFM__CPU_DISPATCH
+    return tfm__cpu_level();
+#elif defined(__AVX512F__)
+    return TFM__CPU_X86_64_V4;
+#elif defined(__AVX2__)
+    return TFM__CPU_X86_64_V3;
+#else
+    return TFM__CPU_BASELINE;
+#endif
+}
+
+static int64_t pays_from_set = -1; /* the rule below */
+
+void tfm__int8_set_pays_from(int64_t multiply_adds)
+{
+    __atomic_store_n(&pays_from_set, multiply_adds < 0 ? -1 : multiply_adds, __ATOMIC_RELAXED);
+}
+
+int tfm__int8_pays_on(tfm__int8_path path, int64_t out, int64_t in)
+{
+    /* VPDPBUSD wins at every shape; the AVX2 path from a size; the
+     * portable path nowhere (a fifth to a half of the float32 kernel's
+     * speed: its int32 sums do not vectorise as well as fused
+     * multiply-adds) */
+    switch (path) {
+    case TFM__INT8_AVX512_VNNI:
+    case TFM__INT8_AVX_VNNI:
+        return 1;
+    case TFM__INT8_AVX2:
+        return out * in >= (float_kernel_level() >= TFM__CPU_X86_64_V4 ? AVX2_PAYS_FROM_AVX512
+                                                                        : AVX2_PAYS_FROM);
+    default:
+        return 0;
+    }
+}
+
+int tfm__int8_pays(int64_t out, int64_t in)
+{
+    int64_t from = __atomic_load_n(&pays_from_set, __ATOMIC_RELAXED);
+    return from >= 0 ? out * in >= from : tfm__int8_pays_on(tfm__int8_path_chosen(), out, in);
+}
+
+int tfm__int8_tensor_pays(const tfm_tensor *w)
+{
+    return w->int8 && tfm__int8_pays(w->int8[0]->out, w->int8[0]->in);
 }
 
 /* --- weights -------------------------------------------------------------- */

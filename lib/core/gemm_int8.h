@@ -22,6 +22,8 @@
 
 #include "tfm/common.h"
 
+struct tfm_tensor;
+
 /* The most inputs a weight may have: any sum of that many products of two
  * values in [-127, 127] fits in int32 (127^2 x 2^17 < 2^31). */
 #define TFM__INT8_MAX_IN 131072
@@ -70,15 +72,36 @@ void tfm__int8_free(tfm__int8_weight *w);
 tfm_status tfm__int8_linear(const char *op, const tfm__int8_weight *w, int64_t m,
                             const float *x, float *y, int64_t ldy, int workers);
 
+/* The workers tfm__int8_tensor_product gives m rows of w: one per 2^20
+ * multiply-adds (the pool runs at most as many as it has). */
+int tfm__int8_workers(const tfm__int8_weight *w, int64_t m);
+
 /* y [m, count] (rows ldy apart) = x [m, in] W[first .. first + count)^T + b
  * for a weight tensor quantized in parts (core/tensor.h), first and count
  * whole parts, on the calling thread and as many of libtfm's as the
- * product is worth. 0, or -1 when the kernel's buffer cannot grow: then
+ * product is worth. 0, or -1 when int8 does not pay for the weight
+ * (tfm__int8_tensor_pays) or the kernel's buffer cannot grow: then
  * nothing is written and no error is set, and the caller multiplies by
  * the float32 weight instead. */
-struct tfm_tensor;
 int tfm__int8_tensor_product(const struct tfm_tensor *w, int64_t first, int64_t count, int64_t m,
                              const float *x, float *y, int64_t ldy);
+
+/* Whether this CPU multiplies a weight [out, in] faster on the int8 path
+ * chosen than on decoding's packed float32 kernel (core/gemm_packed.h) at
+ * the rows decoding gives it, by a rule measured per path: int8 models
+ * take the faster kernel product by product. A rule by W's shape alone,
+ * never by a product's rows, so that a row's values never depend on what
+ * else shares its product. */
+int tfm__int8_pays(int64_t out, int64_t in);
+
+/* tfm__int8_pays for a tensor's int8 parts; 0 for a float32 tensor. */
+int tfm__int8_tensor_pays(const struct tfm_tensor *w);
+
+/* For tests and benchmarks, process-wide: int8 pays from `multiply_adds`
+ * (out x in) per row on any path, 0 making every product int8 and
+ * INT64_MAX none; a negative value returns to the rule measured per path
+ * (the default). A decoding reads it when it packs its weights. */
+void tfm__int8_set_pays_from(int64_t multiply_adds);
 
 /* The code paths, worst first. */
 typedef enum tfm__int8_path {
@@ -98,6 +121,10 @@ tfm__int8_path tfm__int8_path_chosen(void);
 
 /* "portable", "avx2", "avx-vnni", "avx512-vnni". */
 const char *tfm__int8_path_name(tfm__int8_path path);
+
+/* The rule tfm__int8_pays applies on the path (which must run), against
+ * the float32 kernel at the level core/cpu.h chose. */
+int tfm__int8_pays_on(tfm__int8_path path, int64_t out, int64_t in);
 
 /* tfm__int8_linear on the given path, which must run (for tests and
  * benchmarks). */

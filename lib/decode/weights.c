@@ -13,13 +13,16 @@
  * small part of a run's steps, which read them at every step. Decodings
  * made over shared weights (tfm__decoding_create_shared) read them as
  * they were packed. A product whose weight is int8 (tfm_model_quantize)
- * is left unpacked: its int8 weight was packed once when quantized.
+ * is left unpacked, its int8 weight packed once when quantized, where
+ * int8 is the faster kernel on this CPU (tfm__int8_pays); elsewhere its
+ * float32 values are packed like a float32 model's.
  * Packed while tfm_matmul_precision is TFM_MATMUL_BFLOAT16, the float32
  * weights are packed in bfloat16 (core/gemm_packed.h), and every product
  * of a decoding that reads them rounds its rows to bfloat16 too. */
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/gemm_int8.h"
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -89,12 +92,12 @@ static int parts_of(const tfm_layer *block, int product, part *parts)
 }
 
 /* The product's output columns, or 0 when it is not packed: absent, or
- * an int8 part. */
+ * an int8 part that multiplies faster in int8 on this CPU. */
 static int64_t columns_of(const part *parts, int n)
 {
     int64_t out = 0;
     for (int i = 0; i < n; i++) {
-        if (parts[i].w->int8)
+        if (tfm__int8_tensor_pays(parts[i].w))
             return 0;
         out += parts[i].count;
     }
