@@ -774,7 +774,8 @@ static int64_t weights_paying(tfm_model *m, int64_t *quantized)
 /* The products' kernels chosen per product (tfm__int8_pays), on the
  * cached and recomputed paths, every strategy, float32 caches: with none
  * int8, the quantized model decodes bit for bit as its float32 self
- * (tokens, scores, logits); with every one, as the int8 kernels do, its
+ * (tokens, scores, logits), its caches float32 by default too; with every
+ * one, as the int8 kernels do, its
  * logits not float32's; with some (the feed-forward's and a fused
  * attention's in-projection), tokens agreeing with both on 95% of their
  * positions and greedy's logits neither's, the cached and recomputed
@@ -805,7 +806,7 @@ START_TEST(int8_products_where_faster)
             int greedy = strategies[s] == TFM_DECODE_GREEDY;
             decode(f32, strategies[s], cache, TFM_CACHE_FLOAT32, src, as_f32);
             tfm__int8_set_pays_from(INT64_MAX);
-            decode(int8, strategies[s], cache, TFM_CACHE_FLOAT32, src, none);
+            decode(int8, strategies[s], cache, TFM_CACHE_AUTO, src, none);
             tfm__int8_set_pays_from(0);
             decode(int8, strategies[s], cache, TFM_CACHE_FLOAT32, src, all);
             tfm__int8_set_pays_from(32 * 64);

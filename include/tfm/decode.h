@@ -80,7 +80,8 @@ typedef int32_t tfm_cache_precision;
 /** The caches' precisions. */
 enum {
     /** bfloat16 when the model is quantized (tfm_model_quantize; as
-     * tfm_decoding_create finds it), else float32 */
+     * tfm_decoding_create finds it) and its products run in int8 on this
+     * CPU, else float32 */
     TFM_CACHE_AUTO = 0,
     TFM_CACHE_FLOAT32 = 1, /**< float32: as the recomputed path computes them */
     /** bfloat16: each key and value rounded to nearest even (8
@@ -223,8 +224,9 @@ typedef struct tfm_decode_options {
     int32_t renormalize_logits;
     /** With use_cache: what the caches of the decoder's self- and
      * cross-attention keys and values hold (TFM_CACHE_; default AUTO:
-     * bfloat16 for a quantized model, whose products no longer hide the
-     * time the attention spends reading its caches, else float32;
+     * bfloat16 for a quantized model whose products run in int8 (on a
+     * CPU with AVX2, at its size), which no longer hide the time the
+     * attention spends reading its caches, else float32;
      * CTranslate2's int8_bfloat16 makes the same trade). With bfloat16
      * each key and value is rounded to nearest even as it is cached (8
      * significant bits, 7 stored: a relative error of at most 2^-9;

@@ -389,7 +389,8 @@ static tfm_decoding *create(const char *op, tfm_model *model, const tfm_decode_o
     d->max_len = o.max_length;
     d->beam = beam;
     d->bf16_cache = o.use_cache && (o.cache_precision == TFM_CACHE_BFLOAT16 ||
-                                    (o.cache_precision == TFM_CACHE_AUTO && model->quantized));
+                                    (o.cache_precision == TFM_CACHE_AUTO &&
+                                     tfm__model_int8_pays(model)));
     d->d = b->d_model;
     d->heads = b->heads;
     d->dk = tfm__head_dim(b->d_model, b->heads, b->head_dim);

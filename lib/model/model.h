@@ -104,6 +104,10 @@ tfm_status tfm__int8_read(const char *op, const char *ctx, tfm_model *m, uint32_
  * looks up (the file holds both, a load takes them as they are). */
 int tfm__int8_replaces_float(const tfm_model *m, const tfm_tensor *w);
 
+/* Whether any of the quantized model's int8 weights multiplies in int8 on
+ * this CPU (core/gemm_int8.h: tfm__int8_pays); 0 for a float32 model. */
+int tfm__model_int8_pays(const tfm_model *m);
+
 /* Frees the int8 weights (the model's tensors must not be used after). */
 void tfm__model_free_int8(tfm_model *m);
 

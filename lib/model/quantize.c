@@ -136,6 +136,14 @@ int tfm__int8_replaces_float(const tfm_model *m, const tfm_tensor *w)
     return w->int8 && !(m->options.tie_generator && w == m->generator->weight);
 }
 
+int tfm__model_int8_pays(const tfm_model *m)
+{
+    for (int64_t i = 0; i < m->n_int8; i++)
+        if (tfm__int8_pays(m->int8[i]->out, m->int8[i]->in))
+            return 1;
+    return 0;
+}
+
 tfm_status tfm_model_quantize(tfm_model *m, tfm_quantize what)
 {
     const char *op = "tfm_model_quantize";

@@ -896,8 +896,9 @@ class Model(Handle):
         callback(source, token, position) streams each token as it is
         chosen (possibly from libtfm's threads); a true result stops that
         source (see Decoding). cache_precision 'auto' (bfloat16 for a
-        quantized model, else float32), 'float32' or 'bfloat16': what the
-        caches of keys and values hold (bfloat16: each rounded to nearest
+        quantized model whose products run in int8 on this CPU, else
+        float32), 'float32' or 'bfloat16': what the caches of keys and
+        values hold (bfloat16: each rounded to nearest
         even, half the memory to read; tfm_decode_options'
         cache_precision)."""
         # strategy given: a published model's own may be beam search
