@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "core/gemm_int8.h"
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -1555,31 +1556,39 @@ START_TEST(bf16_beam_scores_are_their_tokens)
 END_TEST
 
 /* TFM_CACHE_AUTO is bfloat16 for a model quantized when the decoding is
- * made, else float32; only the cached path has caches; a group holds at
- * least twice the sources in bfloat16. */
+ * made whose products run in int8 (tfm__model_int8_pays: the CPU's rule,
+ * or every product and none as the int8 hook sets them), else float32;
+ * only the cached path has caches; a group holds at least twice the
+ * sources in bfloat16. */
 START_TEST(auto_caches_follow_quantization)
 {
     tfm_model *m = make_model(PLAIN, 11, MAXT);
     static const tfm_cache_precision precisions[3] = {TFM_CACHE_AUTO, TFM_CACHE_FLOAT32,
                                                       TFM_CACHE_BFLOAT16};
+    static const int64_t pays_from[3] = {-1, 0, INT64_MAX}; /* the rule, every, none */
     tfm_decode_options o;
     options(&o, TFM_DECODE_GREEDY, MAXT - 1);
     int64_t groups[3];
     for (int quantized = 0; quantized < 2; quantized++) {
-        for (int cache = 0; cache < 2; cache++)
-            for (int p = 0; p < 3; p++) {
-                o.use_cache = cache;
-                o.cache_precision = precisions[p];
-                tfm_decoding *d = tfm_decoding_create(m, &o, 4, MAXS);
-                ck_assert_msg(d != NULL, "%s", tfm_last_error());
-                int bf16 = cache && (precisions[p] == TFM_CACHE_BFLOAT16 ||
-                                     (precisions[p] == TFM_CACHE_AUTO && quantized));
-                ck_assert_msg(d->bf16_cache == bf16, "quantized %d, use_cache %d, precision %d",
-                              quantized, cache, (int)precisions[p]);
-                groups[p] = d->group_sources;
-                tfm_decoding_free(d);
-            }
-        ck_assert_int_ge(groups[2], 2 * groups[1]);
+        for (int rule = 0; rule < 3; rule++) {
+            tfm__int8_set_pays_from(pays_from[rule]);
+            int int8 = quantized && (rule == 1 || (rule == 0 && tfm__model_int8_pays(m)));
+            for (int cache = 0; cache < 2; cache++)
+                for (int p = 0; p < 3; p++) {
+                    o.use_cache = cache;
+                    o.cache_precision = precisions[p];
+                    tfm_decoding *d = tfm_decoding_create(m, &o, 4, MAXS);
+                    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+                    int bf16 = cache && (precisions[p] == TFM_CACHE_BFLOAT16 ||
+                                         (precisions[p] == TFM_CACHE_AUTO && int8));
+                    ck_assert_msg(d->bf16_cache == bf16, "quantized %d, rule %d, use_cache %d, "
+                                  "precision %d", quantized, rule, cache, (int)precisions[p]);
+                    groups[p] = d->group_sources;
+                    tfm_decoding_free(d);
+                }
+            ck_assert_int_ge(groups[2], 2 * groups[1]);
+        }
+        tfm__int8_set_pays_from(-1);
         if (!quantized)
             ck_assert_int_eq(tfm_model_quantize(m, TFM_QUANTIZE_LAYERS), TFM_OK);
     }
