@@ -355,10 +355,14 @@ END_TEST
 
 /* Saved and loaded: the same flags, the same logits bit for bit, the same
  * tokens in every strategy; the file about a quarter of the float32 one's
- * layers. */
+ * layers. With every product int8, and with none (a CPU where int8 does
+ * not pay: the weights' float32 values, which a load makes from the int8
+ * ones). */
 START_TEST(saved_and_loaded_decodes_the_same)
 {
-    int fused = _i % 2, wide = _i / 2;
+    int fused = _i % 2, wide = _i / 2 % 2;
+    if (_i >= 4)
+        tfm__int8_set_pays_from(INT64_MAX);
     tfm_model *m = copy_model(fused, wide);
     const char *f32_path = temp_path("f32.safetensors"), *path = temp_path("int8.safetensors");
     ck_assert_int_eq(tfm_model_save(m, f32_path), TFM_OK);
@@ -771,10 +775,26 @@ static int64_t weights_paying(tfm_model *m, int64_t *quantized)
     return pays;
 }
 
+/* copy_model's float32 model with the int8 model's float32 values: its
+ * quantized weights' int8 values times their scales. */
+static tfm_model *float32_twin(tfm_model *int8, int fused, int wide)
+{
+    tfm_model *m = copy_model(fused, wide);
+    tfm_params *to = tfm_model_params(m), *from = tfm_model_params(int8);
+    ck_assert_int_eq(tfm_params_count(to), tfm_params_count(from));
+    for (int64_t i = 0; i < tfm_params_count(to); i++) {
+        tfm_tensor *t = tfm_params_at(to, i);
+        memcpy(tfm_tensor_data_f32(t), tfm_tensor_data_f32(tfm_params_at(from, i)),
+               (size_t)tfm_tensor_numel(t) * sizeof(float));
+    }
+    return m;
+}
+
 /* The products' kernels chosen per product (tfm__int8_pays), on the
  * cached and recomputed paths, every strategy, float32 caches: with none
- * int8, the quantized model decodes bit for bit as its float32 self
- * (tokens, scores, logits), its caches float32 by default too; with every
+ * int8, the quantized model decodes bit for bit as float32 does with its
+ * weights (the int8 values times their scales: tokens, scores, logits),
+ * its caches float32 by default too; with every
  * one, as the int8 kernels do, its
  * logits not float32's; with some (the feed-forward's and a fused
  * attention's in-projection), tokens agreeing with both on 95% of their
@@ -785,7 +805,7 @@ static int64_t weights_paying(tfm_model *m, int64_t *quantized)
 START_TEST(int8_products_where_faster)
 {
     int fused = _i % 2, wide = _i / 2;
-    tfm_model *f32 = copy_model(fused, wide), *int8 = copy_model_int8(fused, wide, 1);
+    tfm_model *int8 = copy_model_int8(fused, wide, 1), *f32 = float32_twin(int8, fused, wide);
     tfm_rng *rng = tfm_rng_create(31);
     tfm_tensor *src = sources(rng, 64);
     int64_t quantized, pays = weights_paying(int8, &quantized), some;
@@ -873,7 +893,7 @@ static Suite *int8_model_suite(void)
     tcase_add_unchecked_fixture(tc, train_all, remove_all);
     tcase_add_checked_fixture(tc, every_product_int8, the_rule_measured);
     tcase_add_loop_test(tc, int8_decodes_as_float32_does, 0, 4);
-    tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 4);
+    tcase_add_loop_test(tc, saved_and_loaded_decodes_the_same, 0, 8);
     tcase_add_test(tc, tied_generator_quantized);
     tcase_add_loop_test(tc, bf16_caches_decode_as_float32_caches, 0, 2);
     tcase_add_loop_test(tc, bf16_products_decode_as_float32, 0, 8);

@@ -272,9 +272,10 @@ enum {
  * (decode.h) then run through the int8 products; tfm_model_save() writes
  * the int8 values and scales (about a quarter of the layers' bytes) and
  * tfm_model_load() gives the quantized model back. The parameter store
- * keeps float32 values (the originals here, the int8 values times their
- * scales after a load; a tied generator's table the originals always) for
- * tfm_params_* readers.
+ * keeps float32 values (each quantized weight's int8 values times their
+ * scales, here as after a load; a tied generator's table the originals)
+ * for tfm_params_* readers and for the products the CPU runs faster in
+ * float32 than in int8.
  *
  * The model goes to evaluation mode for good: tfm_model_set_training(m,
  * 1), tfm_training_save(), tfm_training_load() and tfm_params_load() into

@@ -113,13 +113,16 @@ tfm_status tfm__model_quantize(const char *op, tfm_model *m, uint32_t what,
         free(list);
         return s;
     }
-    /* nothing fails from here: the model changes */
+    /* nothing fails from here: the model changes. Its float32 values
+     * become the int8 ones times their scales, as a load makes them: the
+     * products int8 does not pay for (tfm__int8_pays) read them, and a
+     * quantized model must decode as its saved and loaded self does. */
     for (int64_t i = 0, k = 0; i < n; k += list[i].parts, i++) {
         tfm_tensor *w = list[i].weight;
         w->int8 = weights + k;
         w->int8_parts = list[i].parts;
         w->requires_grad = 0; /* never trained again */
-        if (values && tfm__int8_replaces_float(m, w))
+        if (tfm__int8_replaces_float(m, w))
             for (int32_t p = 0; p < list[i].parts; p++)
                 tfm__int8_dequantize(weights[k + p],
                                      tfm__f32(w) + p * (w->numel / list[i].parts));
