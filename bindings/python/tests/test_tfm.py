@@ -74,7 +74,9 @@ def test_quantized_model_decodes_saves_and_loads(tmp_path):
     with pytest.raises(tfm.StateError, match="quantized"):
         model.train()
     quantized = model.greedy(src, max_length=4, return_logits=True)
-    assert not np.array_equal(quantized.logits, logits)  # the int8 products ran
+    # the int8 products, or the int8 values times their scales where this
+    # CPU multiplies faster in float32
+    assert not np.array_equal(quantized.logits, logits)
     np.testing.assert_allclose(quantized.logits, logits, atol=0.1)
     path = tmp_path / 'int8.safetensors'
     model.save(path)
@@ -96,9 +98,13 @@ def test_tied_generator_quantizes_through_a_copy(tmp_path):
                          share_embeddings=True, tie_generator=True).eval().quantize()
     assert model.quantize(generator=True).quantized == 'layers,generator'
     np.testing.assert_array_equal(model.state_dict()['src_embedding.weight'], table)
+    # the generator's products move by int8's error where its int8 copy
+    # pays on this CPU (tests/test_int8_model.c forces it), else read the
+    # table itself
     quantized = model.greedy(src, max_length=4, return_logits=True)
-    assert not np.array_equal(quantized.logits,
-                              layers.greedy(src, max_length=4, return_logits=True).logits)
+    np.testing.assert_allclose(quantized.logits,
+                               layers.greedy(src, max_length=4, return_logits=True).logits,
+                               atol=0.1)
     path = tmp_path / 'tied.safetensors'
     model.save(path)
     again = tfm.Model.load(path)
@@ -111,9 +117,10 @@ def test_tied_generator_quantizes_through_a_copy(tmp_path):
 def test_caches_in_bfloat16_by_keyword():
     """cache_precision='bfloat16' rounds the cached keys and values (2^-9 of
     themselves at most: the logits move, by about as much, here within
-    1e-2 of 1 + their size); 'auto' is float32 for a float32 model and
-    bfloat16 once it is quantized; other values are a ValueError naming
-    the keyword."""
+    1e-2 of 1 + their size); 'auto' is float32 for a float32 model and,
+    once it is quantized, bfloat16 where its products run in int8 on this
+    CPU, else float32 (tests/test_decode.c sets that choice); other values
+    are a ValueError naming the keyword."""
     model = small_model().eval()
     src = np.array([[3, 7, 12, 5, 9, 1], [4, 11, 2, 1, 1, 1]])
 
@@ -130,8 +137,9 @@ def test_caches_in_bfloat16_by_keyword():
     assert tokens.shape == (2, 2, 5) and np.isfinite(scores).all()
     assert model.sample(src, max_length=4, seed=3, cache_precision='bfloat16').shape == (2, 5)
     model.quantize()
-    np.testing.assert_array_equal(greedy('auto').logits, greedy('bfloat16').logits)
-    assert not np.array_equal(greedy('auto').logits, greedy('float32').logits)
+    auto, bf16, f32 = greedy('auto').logits, greedy('bfloat16').logits, greedy('float32').logits
+    assert not np.array_equal(bf16, f32)
+    assert np.array_equal(auto, bf16) or np.array_equal(auto, f32)
     for wrong in ('float16', 2, True):
         with pytest.raises(ValueError, match='cache_precision'):
             model.greedy(src, cache_precision=wrong)
