@@ -781,12 +781,9 @@ static tfm_model *float32_twin(tfm_model *int8, int fused, int wide)
 {
     tfm_model *m = copy_model(fused, wide);
     tfm_params *to = tfm_model_params(m), *from = tfm_model_params(int8);
-    ck_assert_int_eq(tfm_params_count(to), tfm_params_count(from));
-    for (int64_t i = 0; i < tfm_params_count(to); i++) {
-        tfm_tensor *t = tfm_params_at(to, i);
-        memcpy(tfm_tensor_data_f32(t), tfm_tensor_data_f32(tfm_params_at(from, i)),
-               (size_t)tfm_tensor_numel(t) * sizeof(float));
-    }
+    ck_assert_int_eq(tfm_params_numel(to), tfm_params_numel(from));
+    memcpy(tfm_params_values(to), tfm_params_values(from),
+           (size_t)tfm_params_numel(to) * sizeof(float));
     return m;
 }
 
