@@ -269,7 +269,11 @@ enum {
  * (AVX512-VNNI, AVX-VNNI, AVX2 or portable C, chosen at run time: the
  * same bits on each). Embeddings, positions, norms, softmax and biases
  * stay float32. The forwards (in evaluation mode) and decoding
- * (decode.h) then run through the int8 products; tfm_model_save() writes
+ * (decode.h) then multiply each quantized weight in int8 where that is
+ * the faster on this CPU, else by its float32 values: every weight on a
+ * CPU with VNNI, on AVX2 alone the larger ones (from 2^15 multiply-adds
+ * per row, 2^17 beside AVX-512), and none without AVX2, where an int8
+ * model decodes as float32 does with those values; tfm_model_save() writes
  * the int8 values and scales (about a quarter of the layers' bytes) and
  * tfm_model_load() gives the quantized model back. The parameter store
  * keeps float32 values (each quantized weight's int8 values times their

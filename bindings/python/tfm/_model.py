@@ -487,10 +487,12 @@ class Model(Handle):
         """Quantizes the model to int8 for inference (tfm_model_quantize):
         every linear of its layers, and with generator=True its output
         projection too (a tied one through an int8 copy of the embedding
-        table, whose lookups stay float32). Each quantized weight's float32
-        values (state_dict) become its int8 values times their scales, which
-        the products this CPU runs faster in float32 read. It is then in evaluation mode for good (train()
-        raises StateError); save and load keep it int8. Returns the model."""
+        table, whose lookups stay float32). Each weight then multiplies in
+        int8 where that is the faster on this CPU, else by its float32
+        values (tfm_model_quantize says where), which become its int8
+        values times their scales (state_dict), as a load makes them. It
+        is then in evaluation mode for good (train() raises StateError);
+        save and load keep it int8. Returns the model."""
         check(lib.tfm_model_quantize(self._ptr(), lib.TFM_QUANTIZE_LAYERS |
                                      (lib.TFM_QUANTIZE_GENERATOR if generator else 0)))
         self._training = False
