@@ -11,8 +11,8 @@
  * on every call, ~10x sgemv's time at one row). Per shape and row count:
  * microseconds per call, the best of --repeats, int8's speed as a
  * multiple of the others', and the kernel an int8 model decodes the
- * product with on the path (tfm__int8_pays_on: int8 or f32, packed). It links the library's objects, the
- * kernels being internal.
+ * product with on the path (tfm__int8_pays_on: int8, or f32 packed). It
+ * links the library's objects, the kernels being internal.
  *
  *   OPENBLAS_NUM_THREADS=1 tfm-bench-int8 [--threads N] [--repeats N] [--path P]
  *
