@@ -36,20 +36,27 @@ TFM__VECTOR_LOAD_STORE(8)
 TFM__VECTOR_LOAD_STORE(16)
 
 /* bfloat16, a float32's upper half (its sign, exponent and 7 bits of
- * mantissa): loadN_bf16 widens N of them back to float32 exactly. */
+ * mantissa): loadN_bf16 widens N of them back to float32 exactly, each
+ * under a zero half by one interleave (GCC splits a converted 16 lanes'
+ * widening into four shuffles and a shift: 1.6x the time on Zen 4). */
 typedef uint16_t vec8h __attribute__((vector_size(16)));
 typedef uint16_t vec16h __attribute__((vector_size(32)));
-typedef uint32_t vec8u __attribute__((vector_size(32)));
-typedef uint32_t vec16u __attribute__((vector_size(64)));
-#define TFM__VECTOR_LOAD_BF16(n)                                                            \
-    TFM__INLINE vec##n load##n##_bf16(const uint16_t *p)                                    \
-    {                                                                                       \
-        vec##n##h h;                                                                        \
-        memcpy(&h, p, sizeof h);                                                            \
-        return (vec##n)(__builtin_convertvector(h, vec##n##u) << 16);                       \
-    }
-TFM__VECTOR_LOAD_BF16(8)
-TFM__VECTOR_LOAD_BF16(16)
+typedef uint16_t vec32h __attribute__((vector_size(64)));
+TFM__INLINE vec8 load8_bf16(const uint16_t *p)
+{
+    vec8h h, zero = {0};
+    memcpy(&h, p, sizeof h);
+    return (vec8)__builtin_shufflevector(zero, h, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14,
+                                         7, 15);
+}
+TFM__INLINE vec16 load16_bf16(const uint16_t *p)
+{
+    vec16h h, zero = {0};
+    memcpy(&h, p, sizeof h);
+    return (vec16)__builtin_shufflevector(zero, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6,
+                                          22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29,
+                                          14, 30, 15, 31);
+}
 
 /* x rounded to bfloat16, to nearest even (a finite x past bfloat16's
  * largest becomes an infinity, as IEEE rounding has it); a NaN stays a
