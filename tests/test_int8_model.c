@@ -671,8 +671,14 @@ START_TEST(tied_generator_quantized)
     decode(f32, TFM_DECODE_GREEDY, 1, TFM_CACHE_FLOAT32, src, x);
     decode(both, TFM_DECODE_GREEDY, 1, TFM_CACHE_FLOAT32, src, y);
     ck_assert_msg(agreement(x, y, 64) >= 0.95, "%.3f of the tokens agree", agreement(x, y, 64));
-    ck_assert_msg(distance(y, c, src) < 0.01 * distance(y, b, src),
-                  "decoding's logits are not the int8 generator's");
+    /* decoding with the float32 generator would put its logits as far
+     * from c as from b (a ratio near 1); the cached path's own rounding
+     * leaves 5e-10 of b's distance at x86-64-v4 and 0.017 at the baseline
+     * and x86-64-v3 in a release build, where its activations' int8
+     * rounding flips where the forward's does not */
+    ck_assert_msg(distance(y, c, src) < 0.1 * distance(y, b, src),
+                  "decoding's logits are not the int8 generator's: %g, the float32 one's %g",
+                  distance(y, c, src), distance(y, b, src));
 
     const char *path = temp_path("tied.safetensors");
     ck_assert_int_eq(tfm_model_save(both, path), TFM_OK);
