@@ -1,11 +1,12 @@
 /* The int8 products (lib/core/gemm_int8.h), linked from the library's
  * objects: every path against a reference written from the header's
  * definition (the same bits, on odd shapes, with and without a bias, on 1
- * and 2 threads), zero rows and columns, huge and tiny magnitudes, NaN
- * and Inf, the values' round trip and refusals, TFM_CPU lowering the path,
- * no allocation once the thread's buffer has grown; and the error against
- * float32 on Gaussian data and, when TFM_INT8_CHECKPOINT names a file, on
- * a trained model's weights. */
+ * and 2 threads), a weight in parts against each part's product, zero
+ * rows and columns, huge and tiny magnitudes, NaN and Inf, the values'
+ * round trip and refusals, TFM_CPU lowering the path, no allocation once
+ * the thread's buffer has grown; and the error against float32 on
+ * Gaussian data and, when TFM_INT8_CHECKPOINT names a file, on a trained
+ * model's weights. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/gemm_int8.h"
+#include "core/tensor.h"
 #include "run_at_path.h"
 #include "tfm/tfm.h"
 
@@ -285,6 +287,85 @@ START_TEST(a_row_stride_writes_its_columns_only)
     free(want);
     free(got);
     free_problem(&p);
+}
+END_TEST
+
+/* A weight quantized in parts (a fused attention's queries, keys and
+ * values), multiplied whole or from its second part on (the cross
+ * attention's keys and values), and the parts as weights of their own:
+ * the rows of x are quantized once for all the parts, and each part's
+ * columns are that part's own product, bit for bit, on 1 and 2 threads,
+ * the rows split and the channels. */
+START_TEST(a_weight_in_parts_gives_each_parts_bits)
+{
+    static const struct { int64_t m, in, out; } shapes[] = {
+        {1, 64, 64},     /* a decoding step's row at 003's size */
+        {91, 256, 40},   /* an encoder's source: the threads split the rows */
+        {9, 300, 400},   /* W above 256 KB in all: the channels split */
+    };
+    tfm__int8_set_pays_from(0);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int64_t m = shapes[i].m, in = shapes[i].in, out = shapes[i].out, ldy = 3 * out;
+        problem p = problem_of(m, in, 3 * out, 0.05, 900 + i);
+        tfm__int8_weight *parts[3];
+        for (int k = 0; k < 3; k++)
+            parts[k] = quantized(p.w + k * out * in, out, in, p.bias + k * out);
+        struct tfm_tensor w = {.data = p.w, .shape = {3 * out, in}, .numel = 3 * out * in,
+                               .ndim = 2, .dtype = TFM_F32, .int8 = parts, .int8_parts = 3};
+        float *want = malloc((size_t)(m * ldy) * sizeof *want);
+        float *got = malloc((size_t)(m * ldy) * sizeof *got);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(tfm__int8_linear("test", parts[k], m, p.x, want + k * out, ldy, 1),
+                             TFM_OK);
+        for (int threads = 1; threads <= 2; threads++) {
+            ck_assert_int_eq(tfm_set_num_threads(threads), TFM_OK);
+            for (int first = 0; first < 2; first++) {
+                char label[96];
+                snprintf(label, sizeof label, "m %lld, in %lld, out %lld, from part %d, %d threads",
+                         (long long)m, (long long)in, (long long)out, first, threads);
+                for (int64_t k = 0; k < m * ldy; k++)
+                    got[k] = 12345.0f;
+                ck_assert_int_eq(tfm__int8_tensor_product(&w, first * out, (3 - first) * out, m,
+                                                          p.x, got + first * out, ldy),
+                                 0);
+                for (int64_t r = 0; r < m; r++) {
+                    same_bits(want + r * ldy + first * out, got + r * ldy + first * out,
+                              (3 - first) * out, label);
+                    for (int64_t j = 0; j < first * out; j++)
+                        ck_assert_msg(got[r * ldy + j] == 12345.0f, "%s: y[%lld][%lld] written",
+                                      label, (long long)r, (long long)j);
+                }
+            }
+        }
+        /* the same parts as three weights of their own (separate queries,
+         * keys and values) */
+        struct tfm_tensor separate[3];
+        const tfm_tensor *listed[3];
+        for (int k = 0; k < 3; k++) {
+            separate[k] = (struct tfm_tensor){.data = p.w + k * out * in, .shape = {out, in},
+                                              .numel = out * in, .ndim = 2, .dtype = TFM_F32,
+                                              .int8 = parts + k, .int8_parts = 1};
+            listed[k] = &separate[k];
+        }
+        for (int64_t k = 0; k < m * ldy; k++)
+            got[k] = 12345.0f;
+        ck_assert_int_eq(tfm__int8_tensors_product(listed, 3, m, p.x, got, ldy), 0);
+        same_bits(want, got, m * ldy, "three weights");
+        /* one of them in parts, or none: nothing written */
+        got[0] = 12345.0f;
+        ck_assert_int_eq(tfm__int8_tensors_product((const tfm_tensor *[]){&w}, 1, m, p.x, got,
+                                                   ldy),
+                         -1);
+        ck_assert_int_eq(tfm__int8_tensors_product(listed, 0, m, p.x, got, ldy), -1);
+        ck_assert(got[0] == 12345.0f);
+        ck_assert_int_eq(tfm_set_num_threads(1), TFM_OK);
+        for (int k = 0; k < 3; k++)
+            tfm__int8_free(parts[k]);
+        free(want);
+        free(got);
+        free_problem(&p);
+    }
+    tfm__int8_set_pays_from(-1);
 }
 END_TEST
 
@@ -614,6 +695,7 @@ static Suite *int8_suite(void)
     tcase_add_test(tc, every_path_gives_the_reference_bits);
     tcase_add_test(tc, rows_and_channels_split_give_the_reference_bits);
     tcase_add_test(tc, a_row_stride_writes_its_columns_only);
+    tcase_add_test(tc, a_weight_in_parts_gives_each_parts_bits);
     tcase_add_test(tc, zero_rows_and_columns);
     tcase_add_test(tc, huge_and_tiny_magnitudes);
     tcase_add_test(tc, non_finite_inputs);

@@ -454,17 +454,30 @@ static void multiply_blocks(void *ctx, int64_t begin, int64_t end, int worker)
     }
 }
 
-/* Blocks [begin, end) of a tile's height of rows, all channels: each
- * worker quantizes its own rows, so no thread waits on another's. */
+/* Products of one x by the consecutive parts of a weight (the fused
+ * queries, keys and values), their y columns side by side: x is quantized
+ * once for all of them. */
+#define MAX_PARTS 3
+typedef struct parts_product {
+    product part[MAX_PARTS];
+    int parts;
+} parts_product;
+
+/* Blocks [begin, end) of a tile's height of rows, every part's channels:
+ * each worker quantizes its own rows, so no thread waits on another's. */
 static void multiply_row_blocks(void *ctx, int64_t begin, int64_t end, int worker)
 {
     (void)worker;
-    const product *p = ctx;
-    int64_t first = begin * p->path->tile_rows, last = end * p->path->tile_rows;
-    last = last < p->m ? last : p->m;
-    quantize_rows(p, first, last);
-    for (int64_t panel = 0; panel < panels_of(p->w->out); panel += p->path->tile_panels)
-        multiply_tiles(p, first, last, panel, width_from(p, panel));
+    const parts_product *pp = ctx;
+    const product *first_part = &pp->part[0];
+    int64_t first = begin * first_part->path->tile_rows, last = end * first_part->path->tile_rows;
+    last = last < first_part->m ? last : first_part->m;
+    quantize_rows(first_part, first, last);
+    for (int i = 0; i < pp->parts; i++) {
+        const product *p = &pp->part[i];
+        for (int64_t panel = 0; panel < panels_of(p->w->out); panel += p->path->tile_panels)
+            multiply_tiles(p, first, last, panel, width_from(p, panel));
+    }
 }
 
 /* Threads split the rows where every thread can keep W in its own L2
@@ -475,33 +488,50 @@ static void multiply_row_blocks(void *ctx, int64_t begin, int64_t end, int worke
  * of W once per tile of rows. */
 #define ROW_SPLIT_BYTES (256 << 10)
 
-/* The product on the path; -1 when the buffer cannot grow (no error set). */
-static int multiply(tfm__int8_path path, const tfm__int8_weight *w, int64_t m, const float *x,
-                    float *y, int64_t ldy, int workers)
+/* The products of x by parts [0, parts) (each as wide as `in`), part i's
+ * y `columns[i]` floats from y's start, on the path; -1 when the buffer
+ * cannot grow (no error set). */
+static int multiply_parts(tfm__int8_path path, const tfm__int8_weight *const *w, int parts,
+                          const int64_t *columns, int64_t m, const float *x, float *y,
+                          int64_t ldy, int workers)
 {
     if (m == 0)
         return 0;
     const path_kernels *k = &kernels[path];
-    int64_t groups = groups_of(w->in), padded = groups * GROUP;
+    int64_t groups = groups_of(w[0]->in), padded = groups * GROUP;
     /* rows 64 bytes apart, after their scales */
     int64_t stride = (padded + 63) / 64 * 64, scales_bytes = (m * 4 + 63) / 64 * 64;
     uint8_t *buffer = tfm__thread_buffer((size_t)(scales_bytes + m * stride));
     if (!buffer)
         return -1;
-    product p = {w, k, m, groups, groups * GROUP_BYTES, x, buffer + scales_bytes, stride,
-                 (float *)buffer, y, ldy};
+    parts_product pp = {.parts = parts};
+    int64_t weight_bytes = 0;
+    for (int i = 0; i < parts; i++) {
+        pp.part[i] = (product){w[i], k, m, groups, groups * GROUP_BYTES, x,
+                               buffer + scales_bytes, stride, (float *)buffer, y + columns[i],
+                               ldy};
+        weight_bytes += panels_of(w[i]->out) * pp.part[i].panel_bytes;
+    }
     workers = workers > 1 ? workers : 1;
     int64_t row_blocks = (m + k->tile_rows - 1) / k->tile_rows;
-    if (workers > 1 && row_blocks >= 2 * workers &&
-        panels_of(w->out) * p.panel_bytes <= ROW_SPLIT_BYTES) {
-        tfm__parallel_for(row_blocks, workers, multiply_row_blocks, &p);
+    if (workers > 1 && row_blocks >= 2 * workers && weight_bytes <= ROW_SPLIT_BYTES) {
+        tfm__parallel_for(row_blocks, workers, multiply_row_blocks, &pp);
         return 0;
     }
-    quantize_rows(&p, 0, m);
-    int64_t panels = panels_of(w->out);
-    tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers, multiply_blocks,
-                      &p);
+    quantize_rows(&pp.part[0], 0, m);
+    for (int i = 0; i < parts; i++) {
+        int64_t panels = panels_of(w[i]->out);
+        tfm__parallel_for((panels + k->tile_panels - 1) / k->tile_panels, workers,
+                          multiply_blocks, &pp.part[i]);
+    }
     return 0;
+}
+
+static int multiply(tfm__int8_path path, const tfm__int8_weight *w, int64_t m, const float *x,
+                    float *y, int64_t ldy, int workers)
+{
+    const int64_t columns[1] = {0};
+    return multiply_parts(path, &w, 1, columns, m, x, y, ldy, workers);
 }
 
 tfm_status tfm__int8_linear_on(tfm__int8_path path, const char *op, const tfm__int8_weight *w,
@@ -532,14 +562,37 @@ int tfm__int8_tensor_product(const tfm_tensor *w, int64_t first, int64_t count, 
 {
     if (!tfm__int8_tensor_pays(w))
         return -1;
-    int64_t rows = w->shape[0] / w->int8_parts;
-    for (int64_t part = first / rows; part < (first + count) / rows; part++) {
-        const tfm__int8_weight *q = w->int8[part];
-        if (multiply(tfm__int8_path_chosen(), q, m, x, y + (part * rows - first), ldy,
-                     tfm__int8_workers(q, m)) < 0)
+    int64_t rows = w->shape[0] / w->int8_parts, columns[MAX_PARTS];
+    const tfm__int8_weight *const *parts = (const tfm__int8_weight *const *)w->int8;
+    for (int64_t part = first / rows, end = (first + count) / rows; part < end;) {
+        int n = end - part < MAX_PARTS ? (int)(end - part) : MAX_PARTS;
+        for (int i = 0; i < n; i++)
+            columns[i] = (part + i) * rows - first;
+        if (multiply_parts(tfm__int8_path_chosen(), parts + part, n, columns, m, x, y, ldy,
+                           tfm__int8_workers(parts[part], n * m)) < 0)
             return -1;
+        part += n;
     }
     return 0;
+}
+
+int tfm__int8_tensors_product(const tfm_tensor *const *w, int n, int64_t m, const float *x,
+                              float *y, int64_t ldy)
+{
+    const tfm__int8_weight *parts[MAX_PARTS];
+    int64_t columns[MAX_PARTS], out = 0;
+    if (n < 1 || n > MAX_PARTS)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (w[i]->int8_parts != 1 || w[i]->shape[1] != w[0]->shape[1] ||
+            !tfm__int8_tensor_pays(w[i]))
+            return -1;
+        parts[i] = w[i]->int8[0];
+        columns[i] = out;
+        out += w[i]->shape[0];
+    }
+    return multiply_parts(tfm__int8_path_chosen(), parts, n, columns, m, x, y, ldy,
+                          tfm__int8_workers(parts[0], n * m));
 }
 
 /* --- choosing a path ------------------------------------------------------ */

@@ -78,13 +78,21 @@ int tfm__int8_workers(const tfm__int8_weight *w, int64_t m);
 
 /* y [m, count] (rows ldy apart) = x [m, in] W[first .. first + count)^T + b
  * for a weight tensor quantized in parts (core/tensor.h), first and count
- * whole parts, on the calling thread and as many of libtfm's as the
- * product is worth. 0, or -1 when int8 does not pay for the weight
+ * whole parts, x quantized once for all of them, on the calling thread and
+ * as many of libtfm's as the product is worth. 0, or -1 when int8 does not pay for the weight
  * (tfm__int8_tensor_pays) or the kernel's buffer cannot grow: then
  * nothing is written and no error is set, and the caller multiplies by
  * the float32 weight instead. */
 int tfm__int8_tensor_product(const struct tfm_tensor *w, int64_t first, int64_t count, int64_t m,
                              const float *x, float *y, int64_t ldy);
+
+/* y [m, sum of their outs] (rows ldy apart) = x [m, in] times n <= 3
+ * weight tensors of one part each (separate queries, keys and values),
+ * their columns side by side, x quantized once for all of them. 0, or -1
+ * as tfm__int8_tensor_product when int8 does not pay for one of them,
+ * they differ in `in`, or one is in parts: nothing is written then. */
+int tfm__int8_tensors_product(const struct tfm_tensor *const *w, int n, int64_t m,
+                              const float *x, float *y, int64_t ldy);
 
 /* Whether this CPU multiplies a weight [out, in] faster on the int8 path
  * chosen than on decoding's packed float32 kernel (core/gemm_packed.h) at

@@ -84,11 +84,18 @@ void tfm__decode_adapt_linear(const tfm_decoding *d, const tfm_layer *linear, co
 static void int8_projections(const tfm_layer *att, int count, const float *in, int64_t n,
                              float *out, int64_t I)
 {
-    if (att->fused)
+    if (att->fused) {
         tfm__decode_product(att->weight, att->bias, 0, count * I, in, n, out, count * I);
-    else
-        for (int i = 0; i < count; i++)
-            tfm__decode_linear(att->children[TFM__ATT_Q + i], in, n, out + i * I, count * I);
+        return;
+    }
+    /* the rows quantized once for the layers' products */
+    const tfm_tensor *weights[3];
+    for (int i = 0; i < count; i++)
+        weights[i] = att->children[TFM__ATT_Q + i]->weight;
+    if (tfm__int8_tensors_product(weights, count, n, in, out, count * I) == 0)
+        return;
+    for (int i = 0; i < count; i++)
+        tfm__decode_linear(att->children[TFM__ATT_Q + i], in, n, out + i * I, count * I);
 }
 
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
