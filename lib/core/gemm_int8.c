@@ -469,10 +469,10 @@ static void multiply_row_blocks(void *ctx, int64_t begin, int64_t end, int worke
 {
     (void)worker;
     const parts_product *pp = ctx;
-    const product *first_part = &pp->part[0];
-    int64_t first = begin * first_part->path->tile_rows, last = end * first_part->path->tile_rows;
-    last = last < first_part->m ? last : first_part->m;
-    quantize_rows(first_part, first, last);
+    const product *shared = &pp->part[0]; /* the parts share x, its rows and their path */
+    int64_t first = begin * shared->path->tile_rows, last = end * shared->path->tile_rows;
+    last = last < shared->m ? last : shared->m;
+    quantize_rows(shared, first, last);
     for (int i = 0; i < pp->parts; i++) {
         const product *p = &pp->part[i];
         for (int64_t panel = 0; panel < panels_of(p->w->out); panel += p->path->tile_panels)
@@ -562,18 +562,19 @@ int tfm__int8_tensor_product(const tfm_tensor *w, int64_t first, int64_t count, 
 {
     if (!tfm__int8_tensor_pays(w))
         return -1;
-    int64_t rows = w->shape[0] / w->int8_parts, columns[MAX_PARTS];
-    const tfm__int8_weight *const *parts = (const tfm__int8_weight *const *)w->int8;
-    for (int64_t part = first / rows, end = (first + count) / rows; part < end;) {
-        int n = end - part < MAX_PARTS ? (int)(end - part) : MAX_PARTS;
-        for (int i = 0; i < n; i++)
-            columns[i] = (part + i) * rows - first;
-        if (multiply_parts(tfm__int8_path_chosen(), parts + part, n, columns, m, x, y, ldy,
-                           tfm__int8_workers(parts[part], n * m)) < 0)
-            return -1;
-        part += n;
-    }
-    return 0;
+    /* at most MAX_PARTS parts: a weight is quantized whole or as a fused
+     * attention's q, k and v (model/quantize.c) */
+    int64_t rows = w->shape[0] / w->int8_parts, part = first / rows, n = count / rows;
+    int64_t columns[MAX_PARTS];
+    if (n == 0)
+        return 0;
+    if (n > MAX_PARTS)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        columns[i] = i * rows;
+    const tfm__int8_weight *const *parts = (const tfm__int8_weight *const *)w->int8 + part;
+    return multiply_parts(tfm__int8_path_chosen(), parts, (int)n, columns, m, x, y, ldy,
+                          tfm__int8_workers(parts[0], n * m));
 }
 
 int tfm__int8_tensors_product(const tfm_tensor *const *w, int n, int64_t m, const float *x,

@@ -78,11 +78,11 @@ int tfm__int8_workers(const tfm__int8_weight *w, int64_t m);
 
 /* y [m, count] (rows ldy apart) = x [m, in] W[first .. first + count)^T + b
  * for a weight tensor quantized in parts (core/tensor.h), first and count
- * whole parts, x quantized once for all of them, on the calling thread and
- * as many of libtfm's as the product is worth. 0, or -1 when int8 does not pay for the weight
- * (tfm__int8_tensor_pays) or the kernel's buffer cannot grow: then
- * nothing is written and no error is set, and the caller multiplies by
- * the float32 weight instead. */
+ * whole parts, x quantized once for all of them, on the calling thread
+ * and as many of libtfm's as the product is worth. 0, or -1 when int8
+ * does not pay for the weight (tfm__int8_tensor_pays) or the kernel's
+ * buffer cannot grow: then nothing is written and no error is set, and
+ * the caller multiplies by the float32 weight instead. */
 int tfm__int8_tensor_product(const struct tfm_tensor *w, int64_t first, int64_t count, int64_t m,
                              const float *x, float *y, int64_t ldy);
 

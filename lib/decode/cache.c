@@ -12,7 +12,6 @@
 
 #include "core/cpu.h"
 #include "core/gemm.h"
-#include "core/gemm_int8.h"
 #include "decode/decode.h"
 #include "model/model.h"
 #include "nn/layer.h"
@@ -27,17 +26,8 @@ static void cross_projections(const tfm_decoding *d, int32_t l, const float *mem
     const tfm_layer *att = d->model->decoder->children[l]->children[TFM__BLK_CROSS_ATTN];
     int packed = tfm__decode_packed_product(&d->weights_packed->products[l][DECODE_CROSS_KV],
                                             memory, n, kv, 2 * I);
-    if (!packed && att->fused) {
-        tfm__decode_product(att->weight, att->bias, I, 2 * I, memory, n, kv, 2 * I);
-    } else if (!packed) {
-        /* int8: the rows quantized once for both */
-        const tfm_tensor *weights[2] = {att->children[TFM__ATT_K]->weight,
-                                        att->children[TFM__ATT_V]->weight};
-        if (tfm__int8_tensors_product(weights, 2, n, memory, kv, 2 * I) != 0) {
-            tfm__decode_linear(att->children[TFM__ATT_K], memory, n, kv, 2 * I);
-            tfm__decode_linear(att->children[TFM__ATT_V], memory, n, kv + I, 2 * I);
-        }
-    }
+    if (!packed)
+        tfm__decode_projections(att, 1, 2, memory, n, kv, I);
     tfm__decode_adapt_projections(d, att, 1, 2, memory, n, kv, I);
 }
 

@@ -325,6 +325,12 @@ void tfm__decode_product(const tfm_tensor *w, const tfm_tensor *b, int64_t first
                          int64_t count, const float *in, int64_t n, float *out, int64_t ldc);
 void tfm__decode_linear(const tfm_layer *linear, const float *in, int64_t n, float *out,
                         int64_t ldc);
+/* step.c, when the products are not packed (int8 weights): an attention's
+ * projections first .. first + count - 1 (0 queries, 1 keys, 2 values) of
+ * in's n rows, side by side in out [n, count * I] (I: the heads' inner
+ * width), from a fused weight's rows or its linear layers */
+void tfm__decode_projections(const tfm_layer *att, int first, int count, const float *in,
+                             int64_t n, float *out, int64_t I);
 /* weights.c: a decoding's own tables for the model's packed weights,
  * the decoder's too when `decoder` (NULL with the error set, op naming
  * the call); their weights packed as they are now (op names the run in

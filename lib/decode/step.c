@@ -78,24 +78,21 @@ void tfm__decode_adapt_linear(const tfm_decoding *d, const tfm_layer *linear, co
         adapt(d, linear->weight, 0, linear->weight->shape[0], in, n, out, ldc);
 }
 
-/* An int8 attention's first `count` projections (queries, keys, values)
- * of the n rows in, side by side in out [n, count * I] (I: the heads'
- * inner width): the rows of a fused weight, or its linear layers. */
-static void int8_projections(const tfm_layer *att, int count, const float *in, int64_t n,
-                             float *out, int64_t I)
+void tfm__decode_projections(const tfm_layer *att, int first, int count, const float *in,
+                             int64_t n, float *out, int64_t I)
 {
     if (att->fused) {
-        tfm__decode_product(att->weight, att->bias, 0, count * I, in, n, out, count * I);
+        tfm__decode_product(att->weight, att->bias, first * I, count * I, in, n, out, count * I);
         return;
     }
-    /* the rows quantized once for the layers' products */
-    const tfm_tensor *weights[3];
+    /* int8: the rows quantized once for the layers' products */
+    const tfm_tensor *weights[3] = {NULL, NULL, NULL};
     for (int i = 0; i < count; i++)
-        weights[i] = att->children[TFM__ATT_Q + i]->weight;
+        weights[i] = att->children[TFM__ATT_Q + first + i]->weight;
     if (tfm__int8_tensors_product(weights, count, n, in, out, count * I) == 0)
         return;
     for (int i = 0; i < count; i++)
-        tfm__decode_linear(att->children[TFM__ATT_Q + i], in, n, out + i * I, count * I);
+        tfm__decode_linear(att->children[TFM__ATT_Q + first + i], in, n, out + i * I, count * I);
 }
 
 static void layer_norm(const tfm_layer *norm, const float *x, int64_t n, int64_t dim, float *out)
@@ -119,7 +116,7 @@ static void self_attention(tfm_decoding *d, const group *g, int32_t l, const tfm
     tfm_layer *const *c = att->children;
     const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_SELF_QKV], in, n, g->qkv, 3 * I))
-        int8_projections(att, 3, in, n, g->qkv, I);
+        tfm__decode_projections(att, 0, 3, in, n, g->qkv, I);
     tfm__decode_adapt_projections(d, att, 0, 3, in, n, g->qkv, I);
     tfm__decode_self_attend(d, g, l, rows, n, t, query_factor(d, att));
     if (!tfm__decode_packed_product(&products[DECODE_SELF_OUT], g->ctx, n, out, d->d))
@@ -133,7 +130,7 @@ static void cross_attention(tfm_decoding *d, const group *g, int32_t l, const tf
     int64_t I = d->inner;
     const tfm__packed *products = d->weights_packed->products[l];
     if (!tfm__decode_packed_product(&products[DECODE_CROSS_Q], in, n, g->qkv, I))
-        int8_projections(att, 1, in, n, g->qkv, I);
+        tfm__decode_projections(att, 0, 1, in, n, g->qkv, I);
     tfm__decode_adapt_projections(d, att, 0, 1, in, n, g->qkv, I);
     tfm__decode_cross_attend(d, g, l, rows, n, S, query_factor(d, att));
     if (!tfm__decode_packed_product(&products[DECODE_CROSS_OUT], g->ctx, n, out, d->d))
