@@ -25,7 +25,8 @@ static void ref_softmax(const double *s, double *y, int n)
 static void check_rows(const float *got, const double *scores, int rows, int n, double tol)
 {
     for (int r = 0; r < rows; r++) {
-        double y[64];
+        double y[128];
+        ck_assert_int_le(n, 128);
         ref_softmax(scores + r * n, y, n);
         for (int j = 0; j < n; j++)
             ck_assert_msg(fabs(got[r * n + j] - y[j]) <= tol, "row %d col %d: %g vs %g", r, j,
@@ -80,6 +81,61 @@ START_TEST(huge_values_stay_finite)
         }
     }
     tfm_tape_free(tape);
+    tfm_tensor_free(x);
+}
+END_TEST
+
+/* Rows of every length to 100 (whole blocks of 16, a tail that overlaps
+ * the block before it, shorter than a block): softmax and log-softmax
+ * against double, with a keep-mask dropping every third key (a row with
+ * none kept: zeros); the largest far above the rest, last; a NaN in the
+ * first block, the last whole block or the tail making the whole row NaN. */
+START_TEST(rows_of_every_length)
+{
+    enum { LONGEST = 100 };
+    tfm_tensor *x = gc_random(1, (const int64_t[]){LONGEST}, 7);
+    const float *xv = tfm_tensor_data_f32(x);
+    float v[LONGEST];
+    int32_t keep[LONGEST];
+    double s[LONGEST], kept[LONGEST], ref[LONGEST];
+    for (int n = 1; n <= LONGEST; n++) {
+        for (int j = 0; j < n; j++) {
+            v[j] = 3.0f * xv[j];
+            s[j] = v[j];
+            keep[j] = n > 1 && j % 3 != 1;
+            kept[j] = keep[j] ? s[j] : -INFINITY;
+        }
+        tfm_tensor *row = tfm_tensor_from_f32(1, (const int64_t[]){n}, v);
+        tfm_tensor *mask = tfm_tensor_from_i32(1, (const int64_t[]){n}, keep);
+        tfm_tape *tape = tfm_tape_create();
+        check_rows(tfm_tensor_data_f32(tfm_softmax(tape, row, NULL)), s, 1, n, 1e-6);
+        check_rows(tfm_tensor_data_f32(tfm_softmax(tape, row, mask)), kept, 1, n, 1e-6);
+        const float *ly = tfm_tensor_data_f32(tfm_log_softmax(tape, row));
+        ref_softmax(s, ref, n);
+        for (int j = 0; j < n; j++)
+            ck_assert_msg(fabs(ly[j] - log(ref[j])) <= 1e-5, "n %d, %d: %g, not %g", n, j,
+                          (double)ly[j], log(ref[j]));
+        /* the largest far above the rest, where the maximum must find it */
+        float *data = tfm_tensor_data_f32(row);
+        data[n - 1] = 200.0f;
+        const float *top = tfm_tensor_data_f32(tfm_softmax(tape, row, NULL));
+        ck_assert_msg(fabsf(top[n - 1] - 1.0f) <= 1e-6f, "n %d: %g", n, (double)top[n - 1]);
+        data[n - 1] = v[n - 1];
+        const int at[3] = {0, n / 16 * 16 - 1, n - 1};
+        for (int a = 0; a < 3; a++) {
+            if (at[a] < 0)
+                continue;
+            data[at[a]] = NAN;
+            const float *y = tfm_tensor_data_f32(tfm_softmax(tape, row, NULL));
+            for (int j = 0; j < n; j++)
+                ck_assert_msg(isnan(y[j]), "n %d, NaN at %d: y[%d] = %g", n, at[a], j,
+                              (double)y[j]);
+            data[at[a]] = v[at[a]];
+        }
+        tfm_tape_free(tape);
+        tfm_tensor_free(row);
+        tfm_tensor_free(mask);
+    }
     tfm_tensor_free(x);
 }
 END_TEST
@@ -360,6 +416,7 @@ static Suite *softmax_suite(void)
     TCase *tc = tcase_create("softmax");
     tcase_add_test(tc, values_without_mask);
     tcase_add_test(tc, huge_values_stay_finite);
+    tcase_add_test(tc, rows_of_every_length);
     tcase_add_test(tc, keep_mask_values);
     tcase_add_test(tc, additive_mask_values);
     tcase_add_test(tc, forms_agree_on_a_row_with_nothing_kept);

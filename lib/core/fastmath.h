@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/cpu.h"
 
@@ -34,31 +35,47 @@ TFM__INLINE float tfm__expf(float x)
 }
 
 /* y[j] = exp(x[j] - shift) for a row, returning the sum of y. Whole blocks
- * of 16 run as vectors and the tail goes through a padded block, so short
- * rows (attention over 22 keys) do not fall back to scalar code. x may be y.
- * Inlined always: left out of line, it ran the baseline in every kernel. */
+ * of 16 run as vectors; the tail too, as the row's last 16 with the lanes
+ * before it left as they are (a row of 91 took as long as the 5 blocks
+ * before it, through scalar copies), and a row shorter than 16 as one
+ * block padded. x may be y. Inlined always: left out of line, it ran the
+ * baseline in every kernel. */
 TFM__INLINE float tfm__exp_row(const float *x, float shift, float *y, int64_t n)
 {
     enum { BLOCK = 16 };
-    float sum = 0.0f;
+    float sum = 0.0f, out[BLOCK];
     int64_t body = n - n % BLOCK;
 #pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < body; j++) {
         y[j] = tfm__expf(x[j] - shift);
         sum += y[j];
     }
-    if (body < n) {
-        float in[BLOCK], out[BLOCK];
+    if (body == n)
+        return sum;
+    if (n < BLOCK) {
+        float in[BLOCK];
         for (int j = 0; j < BLOCK; j++)
-            in[j] = body + j < n ? x[body + j] - shift : -INFINITY;
+            in[j] = j < n ? x[j] - shift : -INFINITY;
 #pragma omp simd reduction(+ : sum)
         for (int j = 0; j < BLOCK; j++) {
             out[j] = tfm__expf(in[j]);
             sum += out[j];
         }
-        for (int64_t j = body; j < n; j++)
-            y[j] = out[j - body];
+        memcpy(y, out, (size_t)n * sizeof *y);
+        return sum;
     }
+    /* the last block overlaps the body's, whose lanes (already y, when x
+     * is y) stay out of the sum */
+    const float *xt = x + n - BLOCK;
+    float *yt = y + n - BLOCK;
+    const int64_t first = BLOCK - (n - body);
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < BLOCK; j++) {
+        const float e = tfm__expf(j >= first ? xt[j] - shift : -INFINITY);
+        out[j] = j >= first ? e : yt[j];
+        sum += e;
+    }
+    memcpy(yt, out, sizeof out);
     return sum;
 }
 

@@ -1,6 +1,5 @@
 /* Softmax (with an optional keep-mask or additive mask) and log-softmax over
  * the last axis. Each forward is followed by its backward. */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -11,6 +10,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/fastmath.h"
+#include "core/vectors.h"
 
 int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *mask,
                         tfm_broadcast *bc)
@@ -27,23 +27,36 @@ int tfm__mask_broadcast(const char *op, const tfm_tensor *x, const tfm_tensor *m
     return 0;
 }
 
+/* The largest of s [n], 16 at a time (the tail as the last 16, which
+ * overlap the blocks before it). */
+TFM__INLINE float row_max(const float *s, int64_t n)
+{
+    if (n < 16) {
+        float max = s[0];
+        for (int64_t j = 1; j < n; j++)
+            max = s[j] > max ? s[j] : max;
+        return max;
+    }
+    vec16 max = load16(s);
+    for (int64_t j = 16; j + 16 <= n; j += 16)
+        max = max_lanes(max, load16(s + j));
+    return max16(n % 16 ? max_lanes(max, load16(s + n - 16)) : max);
+}
+
 /* A row with nothing left (all -inf) is zeros rather than NaN: a query
  * whose keys are all masked attends to nothing. */
 TFM__INLINE void softmax_row(const float *s, float *y, int64_t n)
 {
-    float max = s[0];
-#pragma omp simd reduction(max : max)
-    for (int64_t j = 1; j < n; j++)
-        max = s[j] > max ? s[j] : max;
-    /* clang starts a simd max reduction at -FLT_MAX, not -inf: a row of
-     * -inf reduces to that there */
-    if (max == -INFINITY || max == -FLT_MAX) {
+    float max = row_max(s, n);
+    if (max == -INFINITY) {
         memset(y, 0, (size_t)n * sizeof *y);
         return;
     }
     float inv = 1.0f / tfm__exp_row(s, max, y, n);
-#pragma omp simd
-    for (int64_t j = 0; j < n; j++)
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        store16(y + j, load16(y + j) * inv);
+    for (; j < n; j++)
         y[j] *= inv;
 }
 
