@@ -363,21 +363,23 @@ static void run_ready(query_batch *batch, const query_set *next)
 }
 
 /* The set being filled is complete (a set short of QUERIES repeats its
- * last query: the same context, written again): it runs now, or once the
- * next is complete too. */
+ * last query: the same context, written again): it runs now, in place,
+ * or once the next is complete too. */
 static void complete_set(query_batch *batch)
 {
     if (batch->count == 0)
         return;
     for (int i = batch->count; i < QUERIES; i++)
         batch->filling.queries[i] = batch->filling.queries[batch->count - 1];
-    if (batch->prefetching)
-        run_ready(batch, &batch->filling);
+    batch->count = 0;
+    if (!batch->prefetching) {
+        attend(batch->filling.queries, batch->filling.len, batch->dk, NULL, 0, batch->bf16,
+               batch->p);
+        return;
+    }
+    run_ready(batch, &batch->filling);
     batch->ready = batch->filling;
     batch->has_ready = 1;
-    batch->count = 0;
-    if (!batch->prefetching)
-        run_ready(batch, NULL);
 }
 
 static void add_query(query_batch *batch, query query)
