@@ -1506,6 +1506,95 @@ START_TEST(bf16_caches_round_the_float32_ones)
 }
 END_TEST
 
+/* With bfloat16 caches on a CPU with AVX512_BF16, attention multiplies in
+ * bfloat16 pairs, rounding the queries and the weights too: greedy
+ * decoding in pairs against the widened float32 sums over the same
+ * caches, the widened run's tokens forced, every kind of model (masks,
+ * relative position bias) and heads of 8 (four positions a vector), 16,
+ * 32 and 64 (sixteen elements a vector), sources of 3 to 12 positions
+ * (tiles part filled, odd counts) and up to 15 steps: logits within
+ * PAIRS_LOGITS and weights within PAIRS_WEIGHTS of the widened run's
+ * (measured at most 1.6e-3 and 6.4e-4 on Zen 4); without AVX512_BF16 (or
+ * at d_k 5, T5's here) the same bits. */
+#define PAIRS_LOGITS 5e-3
+#define PAIRS_WEIGHTS 2.5e-3
+static const int32_t pair_widths[3][3] = {{32, 2, 0}, {64, 2, 0}, {64, 1, 0}};
+START_TEST(bf16_pairs_round_the_widened_sums)
+{
+    int kind = _i < KINDS ? _i : PLAIN;
+    tfm_model *m = _i < KINDS ? make_model(kind, 11, MAXT)
+                              : odd_width_model(pair_widths[_i - KINDS], MAXT);
+    int64_t V = m->options.tgt_vocab, T = MAXT - 1, S = 8;
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, TFM_DECODE_GREEDY, (int32_t)T);
+    o.return_attention = kind != NO_DECODER_LAYERS;
+    o.cache_precision = TFM_CACHE_BFLOAT16;
+    tfm_decoding *probe = tfm_decoding_create(m, &o, 3, S);
+    ck_assert_msg(probe != NULL, "%s", tfm_last_error());
+    int in_pairs = probe->attend_in_pairs, capable = tfm__decode_attend_in_pairs(probe->dk);
+    ck_assert_int_eq(in_pairs, capable && kind != NO_DECODER_LAYERS ? 1 : in_pairs);
+    tfm_decoding_free(probe);
+    result *widened = new_result(), *pairs = new_result();
+    float(*aligned)[3 * (MAXT - 1) * 8] = calloc(2, sizeof *aligned);
+    ck_assert_ptr_nonnull(aligned);
+    tfm__decode_pairs_allowed = 0;
+    decode_forced(m, &o, src, NULL, widened, aligned[0]);
+    tfm__decode_pairs_allowed = 1;
+    decode_forced(m, &o, src, widened->tokens, pairs, aligned[1]);
+    ck_assert_mem_eq(pairs->tokens, widened->tokens, 3 * MAXT * sizeof(int32_t));
+    int differ, weights_differ;
+    double logits = deviation(pairs->logits, widened->logits, 3 * T * V, &differ);
+    double weights = deviation(aligned[1], aligned[0], 3 * T * S, &weights_differ);
+    if (!capable)
+        ck_assert_msg(!differ, "without pairs the runs differ");
+    else if (kind != NO_DECODER_LAYERS)
+        ck_assert_msg(differ, "%s, width %d: pairs change nothing", kind_name[kind], _i);
+    ck_assert_msg(logits <= PAIRS_LOGITS && weights <= PAIRS_WEIGHTS,
+                  "%s, width %d: logits %.3g, weights %.3g from the widened sums'",
+                  kind_name[kind], _i, logits, weights);
+    free(aligned);
+    free(widened);
+    free(pairs);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
+/* A tile's positions past a source's length or a row's step hold what
+ * earlier runs left there: NaN in every cache byte (bfloat16 and float32
+ * alike) before a run changes none of its logits, in pairs (d_k 8 and 32),
+ * widened and in float32, greedy and beam, sources of 3 to 12 positions. */
+START_TEST(stale_tiles_never_reach_the_context)
+{
+    static const tfm_cache_precision precisions[4] = {TFM_CACHE_BFLOAT16, TFM_CACHE_BFLOAT16,
+                                                      TFM_CACHE_FLOAT32, TFM_CACHE_BFLOAT16};
+    tfm_model *m = _i < 6 ? make_model(PLAIN, 11, MAXT) : odd_width_model(pair_widths[1], MAXT);
+    tfm_tensor *src = padded_sources();
+    tfm_decode_options o;
+    options(&o, _i % 2 ? TFM_DECODE_BEAM : TFM_DECODE_GREEDY, MAXT - 1);
+    o.beam_size = o.n_best = 3;
+    o.cache_precision = precisions[_i / 2];
+    tfm__decode_pairs_allowed = _i / 2 != 1;
+    result *fresh = new_result(), *stale = new_result();
+    tfm_decoding *d = tfm_decoding_create(m, &o, 3, 8);
+    ck_assert_msg(d != NULL, "%s", tfm_last_error());
+    run_into(d, src, fresh, o.strategy);
+    size_t tile = tile_bytes(d);
+    memset(d->self_cache, 0xff, (size_t)(d->layers * d->heads * d->tiles) * tile);
+    memset(d->cross_cache, 0xff,
+           (size_t)(d->layers * d->max_batch * d->heads * (d->cross_tiled / BLOCK)) * tile);
+    run_into(d, src, stale, o.strategy);
+    tfm__decode_pairs_allowed = 1;
+    assert_same_results(fresh, stale, 3 * (_i % 2 ? o.n_best : 1));
+    tfm_decoding_free(d);
+    free(fresh);
+    free(stale);
+    tfm_tensor_free(src);
+    tfm_model_free(m);
+}
+END_TEST
+
 /* Beam search with bfloat16 caches past two tiles (hypotheses share their
  * parents' tiles, copy the one they write into while a sibling shares it,
  * take new ones), padded sources: each hypothesis' score (length_penalty
@@ -1882,6 +1971,8 @@ static Suite *decode_suite(void)
     tcase_add_test(c, steady_state_and_mode);
     tcase_add_loop_test(c, a_run_reads_the_weights_as_they_are, 0, 2);
     tcase_add_loop_test(c, bf16_caches_round_the_float32_ones, 0, KINDS);
+    tcase_add_loop_test(c, bf16_pairs_round_the_widened_sums, 0, KINDS + 3);
+    tcase_add_loop_test(c, stale_tiles_never_reach_the_context, 0, 8);
     tcase_add_test(c, bf16_beam_scores_are_their_tokens);
     tcase_add_test(c, auto_caches_follow_quantization);
     tcase_add_test(c, bf16_rounding);

@@ -394,6 +394,7 @@ static tfm_decoding *create(const char *op, tfm_model *model, const tfm_decode_o
     d->d = b->d_model;
     d->heads = b->heads;
     d->dk = tfm__head_dim(b->d_model, b->heads, b->head_dim);
+    d->attend_in_pairs = d->bf16_cache && tfm__decode_attend_in_pairs(d->dk);
     d->inner = d->heads * d->dk;
     d->d_ff = b->d_ff;
     d->ff_row = b->gated_feed_forward ? 2 * b->d_ff : b->d_ff;

@@ -103,6 +103,8 @@ struct tfm_decoding {
     int64_t min_rows;      /* a group's fewest rows, as its weights want (decode.c) */
     int grouped;           /* 0: the batch is one group (sampling, the reference path) */
     int bf16_cache;        /* the caches hold bfloat16 (options' cache_precision) */
+    int attend_in_pairs;   /* and attention multiplies them in bfloat16 pairs
+                              (tfm__decode_attend_in_pairs) */
     int32_t layers;
     tfm_tape *tape;        /* encoding, and the reference path's steps */
     /* the cached path's other encoding threads' tapes, [0] unused (tape):
@@ -372,6 +374,13 @@ void tfm__decode_reorder_tiles(tfm_decoding *d, const int32_t *parent, int64_t b
 /* attention_kernel.c: layer l's self-attention of the step's n rows (after
  * their projections into g->qkv) over positions 0..t, or cross-attention
  * over the source's S positions; factor multiplies the queries */
+/* Whether attention over bfloat16 caches multiplies in bfloat16 pairs
+ * (VDPBF16PS: queries and weights rounded to bfloat16, float32 sums) at
+ * this d_k: on CPUs with AVX512_BF16 at x86-64-v4 (TFM_CPU lowers it), d_k
+ * 8 or a multiple of 16 up to 256. */
+int tfm__decode_attend_in_pairs(int64_t dk);
+/* 0: never in pairs (tests compare the two ways) */
+extern int tfm__decode_pairs_allowed;
 void tfm__decode_self_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
                              int64_t n, int64_t t, float factor);
 void tfm__decode_cross_attend(tfm_decoding *d, const group *g, int32_t l, const int32_t *rows,
