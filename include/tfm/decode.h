@@ -86,7 +86,9 @@ enum {
     TFM_CACHE_FLOAT32 = 1, /**< float32: as the recomputed path computes them */
     /** bfloat16: each key and value rounded to nearest even (8
      * significant bits, float32's range) as it is cached, half the bytes
-     * to read */
+     * to read; on CPUs with AVX512_BF16 the attention multiplies them in
+     * bfloat16 pairs, its queries and weights rounded too (see
+     * tfm_decode_options.cache_precision) */
     TFM_CACHE_BFLOAT16 = 2
 };
 
@@ -231,8 +233,13 @@ typedef struct tfm_decode_options {
      * each key and value is rounded to nearest even as it is cached (8
      * significant bits, 7 stored: a relative error of at most 2^-9;
      * infinities and NaNs stay non-finite); queries, scores, the softmax
-     * and the weighted sums stay float32. The caches take half the bytes,
-     * so a group of sources decoded on one thread holds twice as many.
+     * and the weighted sums stay float32, except on a CPU with
+     * AVX512_BF16 (at x86-64-v4) for heads of 8 or a multiple of 16
+     * columns, where the attention multiplies in bfloat16 pairs
+     * (VDPBF16PS, float32 sums) and so also rounds each query and each
+     * softmax weight to bfloat16 as it multiplies (the logits move by
+     * about 1e-3, relative). The caches take half the bytes, so a group
+     * of sources decoded on one thread holds twice as many.
      * The recomputed path (use_cache 0) has no caches and ignores it. */
     tfm_cache_precision cache_precision;
     /** The model's adapter (adapters.h) the decoding applies, by name;

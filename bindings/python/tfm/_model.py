@@ -903,8 +903,9 @@ class Model(Handle):
         quantized model whose products run in int8 on this CPU, else
         float32), 'float32' or 'bfloat16': what the caches of keys and
         values hold (bfloat16: each rounded to nearest
-        even, half the memory to read; tfm_decode_options'
-        cache_precision)."""
+        even, half the memory to read; on CPUs with AVX512_BF16 the
+        attention then multiplies in bfloat16 pairs, rounding queries and
+        weights too; tfm_decode_options' cache_precision)."""
         # strategy given: a published model's own may be beam search
         decoded = self._decode(src, return_logits, prefix, return_attention, strategy='greedy',
                                **_processors(processors), **_given(
