@@ -266,6 +266,41 @@ DOT_TARGET static inline void tile_scores__avx512_bf16(const void *const *kt,
         acc[i] = (vec16)a[i];
 }
 
+/* p [len] (whole tiles) as exp(p - shift), 0 past len, summed lane by lane
+ * into sums [16]. The weights are rounded to bfloat16 next, so exp need
+ * not be float32's to the last bit: 2^(x log2 e) as 2^n 2^f, |f| <= 1/2,
+ * 2^f by its Taylor polynomial of degree 5 (within 5e-6 of exp over
+ * [-87, 0], where tfm__expf is within 2 ulp), 2^n by VSCALEFPS; exactly 0
+ * below -87.3 (and for -inf, a masked key), NaN for NaN. */
+DOT_TARGET static inline void exp_weights__avx512_bf16(float *p, int64_t len, float shift,
+                                                       float *sums)
+{
+    const __m512 lowest = _mm512_set1_ps(-87.3f), index = _mm512_set_ps(
+                                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+                                                      3, 2, 1, 0);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+        const __m512 x = _mm512_sub_ps(_mm512_loadu_ps(p + j0), _mm512_set1_ps(shift));
+        /* max(lowest, x): x itself when it is NaN */
+        const __m512 t = _mm512_mul_ps(_mm512_max_ps(lowest, x), _mm512_set1_ps(1.44269504f));
+        const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 f = _mm512_sub_ps(t, n);
+        __m512 y = _mm512_set1_ps(1.3333558e-3f);
+        y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(9.6181291e-3f));
+        y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(5.5504109e-2f));
+        y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(2.4022651e-1f));
+        y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(6.9314718e-1f));
+        y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.0f));
+        const __mmask16 kept =
+            _mm512_cmp_ps_mask(index, _mm512_set1_ps((float)(len - j0)), _CMP_LT_OQ) &
+            ~_mm512_cmp_ps_mask(x, lowest, _CMP_LT_OQ);
+        y = _mm512_maskz_scalef_ps(kept, y, n);
+        _mm512_storeu_ps(p + j0, y);
+        sum = _mm512_add_ps(sum, y);
+    }
+    _mm512_storeu_ps(sums, sum);
+}
+
 /* A tile's 16 weights p as 8 bfloat16 pairs (p[2m], p[2m + 1]). */
 DOT_TARGET static inline __m256i weight_pairs__avx512_bf16(const float *p)
 {
@@ -459,15 +494,20 @@ TFM__INLINE void attend_tiles(const query *restrict queries, int64_t len, int64_
          * nothing, as tfm_softmax's masks: weights 0 rather than NaN */
         const float max = max16(load16(lane_max[i])), shift = max == -INFINITY ? 0.0f : max;
         float *pi = p + i * stride, sums[BLOCK] = {0.0f};
-        for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
-            const int64_t n = len - j0;
+#if TFM__CPU_DISPATCH
+        if (bf16 == 2)
+            exp_weights__avx512_bf16(pi, len, shift, sums);
+        else
+#endif
+            for (int64_t j0 = 0; j0 < len; j0 += BLOCK) {
+                const int64_t n = len - j0;
 #pragma omp simd
-            for (int j = 0; j < BLOCK; j++) {
-                const float y = j < n ? tfm__expf(pi[j0 + j] - shift) : 0.0f;
-                pi[j0 + j] = y;
-                sums[j] += y;
+                for (int j = 0; j < BLOCK; j++) {
+                    const float y = j < n ? tfm__expf(pi[j0 + j] - shift) : 0.0f;
+                    pi[j0 + j] = y;
+                    sums[j] += y;
+                }
             }
-        }
         inv[i] = max == -INFINITY ? 0.0f : 1.0f / sum16(load16(sums));
         if (queries[i].weights)
             for (int64_t j = 0; j < len; j++)
