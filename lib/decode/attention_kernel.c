@@ -331,7 +331,8 @@ DOT_TARGET static inline void context_pairs__avx512_bf16(const query *restrict q
 #pragma GCC unroll 4
         for (int i = 0; i < QUERIES; i++) {
             const uint16_t *v = (const uint16_t *)tile_of(&queries[i], j0, size) + BLOCK * 8;
-            const __m512i w = _mm512_castsi256_si512(weight_pairs__avx512_bf16(p + i * stride + j0));
+            const __m512i w =
+                _mm512_castsi256_si512(weight_pairs__avx512_bf16(p + i * stride + j0));
             for (int64_t b = 0; 4 * b < n; b++) {
                 const __mmask32 kept =
                     _mm512_cmplt_epi16_mask(position, _mm512_set1_epi16((short)(n - 4 * b)));
@@ -664,6 +665,12 @@ typedef struct attend_job {
     int prefetching; /* see streamed */
 } attend_job;
 
+/* query_batch's bf16 for d's tiles */
+static int tiles_kind(const tfm_decoding *d)
+{
+    return d->bf16_cache ? 1 + d->attend_in_pairs : 0;
+}
+
 /* The end of the rows from `first` (before end) of first's source. A
  * source's hypotheses attend one head at a time, the kernel's queries
  * reading the same tiles. */
@@ -691,7 +698,7 @@ static void self_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
             put_position(d, tile_at(d, self_tiles(d, j->l, h), table[t / BLOCK]), t,
                          row + I + h * dk, row + 2 * I + h * dk);
     }
-    query_batch batch = {.filling.len = t + 1, .dk = dk, .bf16 = d->bf16_cache ? 1 + d->attend_in_pairs : 0,
+    query_batch batch = {.filling.len = t + 1, .dk = dk, .bf16 = tiles_kind(d),
                          .prefetching = j->prefetching,
                          .p = j->g->weights + worker * d->weights_stride};
     const float *bias = j->g->position_bias;
@@ -714,7 +721,7 @@ static void cross_attend_rows(void *ctx, int64_t begin, int64_t end, int worker)
     int64_t I = d->inner, H = d->heads, dk = d->dk;
     for (int64_t e = 0; e < (end - begin) * I; e++)
         j->g->qkv[begin * I + e] *= j->factor;
-    query_batch batch = {.dk = dk, .bf16 = d->bf16_cache ? 1 + d->attend_in_pairs : 0, .prefetching = j->prefetching,
+    query_batch batch = {.dk = dk, .bf16 = tiles_kind(d), .prefetching = j->prefetching,
                          .p = j->g->weights + worker * d->weights_stride};
     for (int64_t first = begin, last; first < end; first = last) {
         last = next_source(j, first, end);
