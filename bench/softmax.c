@@ -24,10 +24,10 @@ int main(int argc, char **argv)
 {
     enum { ROWS = 4096 };
     static const int64_t lengths[] = {9, 22, 91, 100, 128};
-    long repeats = 50;
-    if (argc == 3 && !strcmp(argv[1], "--repeats"))
-        repeats = strtol(argv[2], NULL, 10);
-    if (repeats < 1 || (argc != 1 && argc != 3)) {
+    long repeats = argc == 3 && !strcmp(argv[1], "--repeats") ? strtol(argv[2], NULL, 10)
+                   : argc == 1                                  ? 50
+                                                                : 0;
+    if (repeats < 1) {
         fprintf(stderr, "usage: %s [--repeats N (1 or more)]\n", argv[0]);
         return 2;
     }

@@ -323,6 +323,8 @@ DOT_TARGET static inline void context_pairs__avx512_bf16(const query *restrict q
                                            2, 9, 1, 8, 0);
     const __m512i position = _mm512_set_epi16(3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 1,
                                               0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0);
+    /* lanes 0-7 take a block's first pair of weights, lanes 8-15 its second */
+    const __m512i pair_of_lane = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     __m512 ab[QUERIES];
     for (int i = 0; i < QUERIES; i++)
         ab[i] = _mm512_setzero_ps();
@@ -339,12 +341,7 @@ DOT_TARGET static inline void context_pairs__avx512_bf16(const query *restrict q
                 const __m512i values =
                     _mm512_maskz_permutexvar_epi16(kept, order, _mm512_loadu_si512(v + 32 * b));
                 const __m512i weights = _mm512_permutexvar_epi32(
-                    _mm512_set_epi32(2 * (int)b + 1, 2 * (int)b + 1, 2 * (int)b + 1,
-                                     2 * (int)b + 1, 2 * (int)b + 1, 2 * (int)b + 1,
-                                     2 * (int)b + 1, 2 * (int)b + 1, 2 * (int)b, 2 * (int)b,
-                                     2 * (int)b, 2 * (int)b, 2 * (int)b, 2 * (int)b, 2 * (int)b,
-                                     2 * (int)b),
-                    w);
+                    _mm512_add_epi32(pair_of_lane, _mm512_set1_epi32(2 * (int)b)), w);
                 ab[i] = _mm512_dpbf16_ps(ab[i], (__m512bh)values, (__m512bh)weights);
             }
         }
