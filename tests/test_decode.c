@@ -457,6 +457,49 @@ START_TEST(the_largest_found_in_lanes_is_the_loops)
 }
 END_TEST
 
+/* Beam search passes over the log probabilities that cannot beat its
+ * worst kept candidate, 64 at a time: none it passes over beats it (base +
+ * lp in double), and it stops within a float's rounding of the worst.
+ * Rows shorter and longer than a block, starts inside one, -Inf, and
+ * values a float step or two either side of the one the worst was made
+ * from, over bases with every bit of a double set. */
+START_TEST(rivals_are_never_skipped)
+{
+    float x[300];
+    uint64_t seed = 99;
+#define NEXT_RANDOM() (seed = seed * 6364136223846793005u + 1442695040888963407u, seed >> 11)
+    for (int trial = 0; trial < 20000; trial++) {
+        int64_t n = 1 + (int64_t)(NEXT_RANDOM() % 300), from = (int64_t)(NEXT_RANDOM() % (uint64_t)(n + 1));
+        double base = -(double)NEXT_RANDOM() / (double)(1ull << 53) * 40.0;
+        for (int64_t i = 0; i < n; i++)
+            x[i] = -(float)((double)NEXT_RANDOM() / (double)(1ull << 53) * 30.0);
+        int64_t k = (int64_t)(NEXT_RANDOM() % (uint64_t)n);
+        double worst = base + (double)x[k];
+        if (trial % 3 == 1)
+            worst = nextafter(worst, trial % 2 ? INFINITY : -INFINITY);
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t r = NEXT_RANDOM() % 16;
+            if (r < 5) /* float steps from x[k] */
+                x[i] = r == 0 ? x[k]
+                              : nextafterf(nextafterf(x[k], r % 2 ? INFINITY : -INFINITY),
+                                           r < 3 ? x[k] : r % 2 ? INFINITY : -INFINITY);
+            else if (r == 5)
+                x[i] = -INFINITY;
+        }
+        int64_t found = tfm__beam_next_rival(x, from, n, base, worst);
+        ck_assert(found >= from && found <= n);
+        for (int64_t i = from; i < found; i++)
+            ck_assert_msg(!(base + (double)x[i] > worst),
+                          "trial %d: %lld passed over, %.17g beats %.17g", trial, (long long)i,
+                          base + (double)x[i], worst);
+        if (found < n)
+            ck_assert_msg(base + (double)x[found] > worst - 2.4e-7 * fabs(worst - base) - 1e-300,
+                          "trial %d: %lld far below the worst", trial, (long long)found);
+    }
+#undef NEXT_RANDOM
+}
+END_TEST
+
 /* The cross caches' tiles put BLOCK positions at a time hold what
  * put_position puts one by one: float32 and bfloat16 (ties, NaN, huge
  * values rounding to infinity), whole tiles and a tail, d_k 8, 12, 64. */
@@ -1952,6 +1995,7 @@ static Suite *decode_suite(void)
     tcase_add_loop_test(c, groups_equal_recomputed, 0, 2);
     tcase_add_loop_test(c, sources_encoded_per_thread_decode_as_on_one, 0, 2);
     tcase_add_test(c, the_largest_found_in_lanes_is_the_loops);
+    tcase_add_test(c, rivals_are_never_skipped);
     tcase_add_test(c, a_tile_put_at_once_is_its_positions_put_one_by_one);
     tcase_add_loop_test(c, odd_head_widths_equal_recomputed, 0, 2 * 7);
     tcase_add_loop_test(c, a_tape_in_evaluation_runs_a_training_model_without_dropout, 0, 6);

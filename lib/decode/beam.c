@@ -9,9 +9,12 @@
  * refill the beam; the finish_count best finished are kept, and the search
  * stops as early_stopping says. Either way the n_best finished ones are
  * returned best first, their scores normalised by length ** length_penalty. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu.h"
+#include "core/vectors.h"
 #include "decode/decode.h"
 #include "ops/softmax.h"
 
@@ -121,16 +124,63 @@ static void consider(const candidates *c, int64_t *count, int64_t width, double 
     c->token[pos] = token;
 }
 
+/* The first i in [from, n) with x[i] > floor, or n: a block of 64 values
+ * at a time, in vectors, since almost every value of a vocabulary's row
+ * falls below the beam's worst. */
+static TFM__KERNEL(first_above,
+                   (const float *restrict x, int64_t from, int64_t n, float floor,
+                    int64_t *restrict found),
+                   (x, from, n, floor, found))
+{
+    enum { VALUES = 64 };
+    int64_t i = from;
+    for (; i + VALUES <= n; i += VALUES) {
+        int above = 0;
+#pragma omp simd reduction(| : above)
+        for (int l = 0; l < VALUES; l++)
+            above |= x[i + l] > floor;
+        if (above)
+            break;
+    }
+    while (i < n && !(x[i] > floor))
+        i++;
+    *found = i;
+}
+
+/* A float at or below every log probability lp whose score base + lp
+ * cannot beat worst: lp <= worst - base exactly makes the rounded sum <=
+ * worst. worst - base is rounded by at most half the spacing on its side,
+ * so the next double down is below the exact value, and so is that
+ * rounded down to a float. */
+int64_t tfm__beam_next_rival(const float *logp, int64_t from, int64_t n, double base,
+                             double worst)
+{
+    double below = nextafter(worst - base, -INFINITY);
+    float floor = (float)below;
+    if ((double)floor > below)
+        floor = nextafterf(floor, -INFINITY);
+    int64_t found;
+    first_above(logp, from, n, floor, &found);
+    return found;
+}
+
 /* Source b's best `width` continuations of its live rows, whose log
- * probabilities start at logp, into c; their count. */
+ * probabilities start at logp, into c; their count. Once `width` are
+ * kept, only rivals of the worst of them reach consider: the same
+ * candidates in the same order as considering every one. */
 static int64_t best_continuations(const tfm_decoding *d, const candidates *c, int64_t b,
                                   const float *logp, int64_t width)
 {
     int64_t K = d->beam, V = d->vocab, count = 0;
     for (int32_t j = 0; j < d->live[b]; j++) {
         double base = d->sum[b * K + j];
-        for (int64_t v = 0; v < V; v++)
-            consider(c, &count, width, base + logp[j * V + v], j, (int32_t)v);
+        const float *row = logp + j * V;
+        for (int64_t v = 0; v < V; v++) {
+            if (count == width &&
+                (v = tfm__beam_next_rival(row, v, V, base, c->score[width - 1])) == V)
+                break;
+            consider(c, &count, width, base + row[v], j, (int32_t)v);
+        }
     }
     return count;
 }
@@ -267,13 +317,10 @@ tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t
             return status;
         for (int64_t i = 0; i < n; i++) {
             float *l = g->logits + i * V;
-            double lse = tfm__log_sum_exp(l, V, NULL);
-            if (!isfinite(lse)) {
+            if (!isfinite(tfm__log_normalise(l, V))) {
                 g->bad_step = t;
                 return TFM_ERR_NUMERIC;
             }
-            for (int64_t v = 0; v < V; v++)
-                l[v] = (float)(l[v] - lse);
             tfm__decode_process(d, l, d->hist + g->active[i] * T1, t + 1, g->active[i] / K);
         }
         const float *logp = g->logits;

@@ -405,5 +405,9 @@ tfm_status tfm__decode_search_one(tfm_decoding *d, group *g, int64_t S, int32_t 
                                   float *out_logits, float *out_probs);
 tfm_status tfm__decode_search_beam(tfm_decoding *d, group *g, int64_t S, int32_t *tokens,
                                    int32_t *lengths, float *scores);
+/* beam.c: the first v in [from, n) whose score base + logp[v] (in
+ * double) might beat `worst`, or n; none before it does. */
+int64_t tfm__beam_next_rival(const float *logp, int64_t from, int64_t n, double base,
+                             double worst);
 
 #endif

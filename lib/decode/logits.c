@@ -84,19 +84,6 @@ static void suppress_tokens(const tfm_decoding *d, float *scores)
         scores[d->o.suppress_ids[i]] = -INFINITY;
 }
 
-/* LogitNormalization (renormalize_logits): log_softmax of the processed
- * log probabilities, so that the banned tokens' mass goes to the others.
- * A row banned whole has no sum (log_sum_exp's -inf - -inf is NaN): it
- * stays -inf, as the search drops it. */
-static void renormalize(float *scores, int64_t V)
-{
-    double lse = tfm__log_sum_exp(scores, V, NULL);
-    if (!(lse > -INFINITY))
-        return;
-    for (int64_t v = 0; v < V; v++)
-        scores[v] = (float)(scores[v] - lse);
-}
-
 void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so_far,
                          int64_t len, int64_t source)
 {
@@ -120,10 +107,13 @@ void tfm__decode_process(const tfm_decoding *d, float *scores, const int32_t *so
     int32_t prefix = d->forced[source * d->max_len + generated];
     if (prefix >= 0)
         force(scores, d->vocab, prefix);
-    /* beam search's only: greedy's argmax and sampling's softmax would
-     * not see the shift (decode.h) */
+    /* LogitNormalization (renormalize_logits): log_softmax of the
+     * processed log probabilities, so that the banned tokens' mass goes to
+     * the others; a row banned whole stays -inf, as the search drops it.
+     * Beam search's only: greedy's argmax and sampling's softmax would not
+     * see the shift (decode.h). */
     if (d->o.renormalize_logits && d->o.strategy == TFM_DECODE_BEAM)
-        renormalize(scores, d->vocab);
+        tfm__log_normalise(scores, d->vocab);
 }
 
 int tfm__decode_processing(const tfm_decoding *d)

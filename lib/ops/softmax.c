@@ -226,6 +226,21 @@ double tfm__log_sum_exp(const float *x, int64_t n, double *sum)
     return lse;
 }
 
+static TFM__KERNEL(subtract_row, (float *x, int64_t n, double value), (x, n, value))
+{
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++)
+        x[j] = (float)(x[j] - value);
+}
+
+double tfm__log_normalise(float *x, int64_t n)
+{
+    double lse = tfm__log_sum_exp(x, n, NULL);
+    if (isfinite(lse))
+        subtract_row(x, n, lse);
+    return lse;
+}
+
 static TFM__KERNEL(argmax_row, (const float *restrict x, int64_t n, int64_t *restrict best),
                    (x, n, best))
 {

@@ -29,6 +29,10 @@ void tfm__softmax_grad_row(const float *y, const float *g, int64_t n, float *dx,
  * of x, which label smoothing needs beside it; NaN or infinite when x is
  * not usable. */
 double tfm__log_sum_exp(const float *x, int64_t n, double *sum);
+/* x[0, n) as log probabilities, x - log_sum_exp(x) rounded from double,
+ * unless log_sum_exp(x) is not finite (x is then left as it is); that
+ * log_sum_exp is returned. */
+double tfm__log_normalise(float *x, int64_t n);
 /* The first j of x[0, n) whose value is the largest, n >= 1, as the loop
  * `if (x[j] > x[best]) best = j` finds it (0 when x[0] is NaN, later NaNs
  * passed over). */
