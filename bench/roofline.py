@@ -10,10 +10,16 @@ how fast memory streams them (a step reads every source's cross-attention
 tiles and every row's self-attention tiles once; a source's beam
 hypotheses share all but their last). The bound is their sum:
 
-    bound_s = product_flop / rate[precision] + cache_bytes / bandwidth
+    bound_s = product_flop / rate[precision]
+              + attention_flop / rate[the attention's precision]
+              + cache_bytes / bandwidth
 
-where the caches count only if a decoding call's (its sources' tiles at
-the middle step) outgrow the last-level cache (--llc); 003's stay in it.
+where the encoder's attention (its scores and contexts, products of two
+activations) runs at the matrix products' precision, not the weights':
+an int8 model's in float32 (counting them at the int8 rate made int8's
+bound up to 15% too low, at avg's 91-token sources), and the caches
+count only if a decoding call's (its sources' tiles at the middle step)
+outgrow the last-level cache (--llc); 003's stay in it.
 An int8 model's caches hold bfloat16 (tfm_decode_options' cache_precision
 AUTO), a float32 model's float32, whatever its products' precision.
 
@@ -53,20 +59,32 @@ def tiles(n):
 
 
 def work(c, sources, beam, llc, cache_bytes=4):
-    """Product FLOP and cache bytes read from memory of one decoding job."""
+    """Product FLOP of the weights, FLOP of the encoder's attention (scores
+    and contexts) and cache bytes read from memory of one decoding job."""
     d, L, S, T = c['d'], c['layers'], c['src_len'], c['steps']
     tokens = sources * S
-    encoder = tokens * L * (4 * d * d + 2 * d * c['d_ff'] + 2 * S * d)
+    encoder = tokens * L * (4 * d * d + 2 * d * c['d_ff'])
     cross_kv = tokens * L * 2 * d * d
     per_row_step = L * (6 * d * d + 2 * d * c['d_ff']) + d * c['vocab']
     decoder = sources * beam * T * per_row_step
     flop = 2 * (encoder + cross_kv + decoder)
+    attention_flop = 2 * tokens * L * 2 * S * d
     tile = 2 * BLOCK * (d // c['heads']) * cache_bytes * c['heads'] * L  # all heads and layers
     cross = sources * T * tiles(S) * tile
     # step t attends over t + 1 positions; hypotheses share all but the last tile
     self_tiles = sum(tiles(t + 1) - 1 + beam for t in range(T))
     call = min(sources, CALL_SOURCES) * (tiles(S) + tiles(T // 2) - 1 + beam) * tile
-    return flop, (cross + sources * self_tiles * tile) if call > llc else 0
+    return flop, attention_flop, (cross + sources * self_tiles * tile) if call > llc else 0
+
+
+def attention_precision(c, precision):
+    """The precision of the encoder's attention products in a job of the
+    weights' precision: an int8 model's quantized weights leave them to
+    the matrix products' precision, float32; bfloat16 products take heads
+    wider than 16 columns (tfm_matmul_precision)."""
+    if precision == 'bfloat16' and c['d'] // c['heads'] > 16:
+        return 'bfloat16'
+    return 'float32'
 
 
 # a job's products and what its caches hold, per precision of the products
@@ -115,14 +133,18 @@ def main():
             for precision, rate in rates.items():
                 if not rate:
                     continue
-                flop, cache = work(c, DECODE_SOURCES[config], beam, a.llc * 2**20,
-                                   CACHE_BYTES[precision])
-                compute, memory = flop / (rate * 1e9), cache / (a.bandwidth * 1e9)
+                flop, attention, cache = work(c, DECODE_SOURCES[config], beam,
+                                              a.llc * 2**20, CACHE_BYTES[precision])
+                attention_rate = rates[attention_precision(c, precision)]
+                compute = flop / (rate * 1e9) + attention / (attention_rate * 1e9)
+                memory = cache / (a.bandwidth * 1e9)
                 bound = compute + memory
                 caches = (f'{cache / 1e9:.1f} GB of caches ({memory:.2f} s)' if cache
                           else 'caches within the last-level cache')
                 line = (f'{config} {"greedy" if beam == 1 else f"beam {beam}"} {precision}: '
-                        f'{flop / 1e9:.0f} GFLOP ({compute:.2f} s) + {caches} = {bound:.3f} s')
+                        f'{flop / 1e9:.0f} GFLOP + {attention / 1e9:.0f} GFLOP of the '
+                        f'encoder\'s attention in {attention_precision(c, precision)} '
+                        f'({compute:.2f} s) + {caches} = {bound:.3f} s')
                 tfm = times.get((config, beam, precision, 'libtfm'))
                 if tfm:
                     line += f'; libtfm {tfm:.3f} s ({tfm / bound:.2f}x the bound)'
