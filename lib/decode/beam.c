@@ -9,12 +9,10 @@
  * refill the beam; the finish_count best finished are kept, and the search
  * stops as early_stopping says. Either way the n_best finished ones are
  * returned best first, their scores normalised by length ** length_penalty. */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "core/cpu.h"
-#include "core/vectors.h"
 #include "decode/decode.h"
 #include "ops/softmax.h"
 
