@@ -135,15 +135,15 @@ def main():
                     continue
                 flop, attention, cache = work(c, DECODE_SOURCES[config], beam,
                                               a.llc * 2**20, CACHE_BYTES[precision])
-                attention_rate = rates[attention_precision(c, precision)]
-                compute = flop / (rate * 1e9) + attention / (attention_rate * 1e9)
+                attention_in = attention_precision(c, precision)
+                compute = flop / (rate * 1e9) + attention / (rates[attention_in] * 1e9)
                 memory = cache / (a.bandwidth * 1e9)
                 bound = compute + memory
                 caches = (f'{cache / 1e9:.1f} GB of caches ({memory:.2f} s)' if cache
                           else 'caches within the last-level cache')
                 line = (f'{config} {"greedy" if beam == 1 else f"beam {beam}"} {precision}: '
                         f'{flop / 1e9:.0f} GFLOP + {attention / 1e9:.0f} GFLOP of the '
-                        f'encoder\'s attention in {attention_precision(c, precision)} '
+                        f'encoder\'s attention in {attention_in} '
                         f'({compute:.2f} s) + {caches} = {bound:.3f} s')
                 tfm = times.get((config, beam, precision, 'libtfm'))
                 if tfm:

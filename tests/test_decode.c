@@ -410,6 +410,13 @@ END_TEST
  * at-a-time loop finds it, on rows shorter than a lane's sweep, a sweep
  * and a tail, with ties, zeros of both signs, -Inf, and NaN first (index
  * 0, a NaN sum) or later (passed over by the index; the sum is NaN). */
+/* The next state of a 64-bit linear congruential generator (Knuth's
+ * MMIX constants), which these tests' random rows draw from. */
+static uint64_t next_random(uint64_t *state)
+{
+    return *state = *state * 6364136223846793005u + 1442695040888963407u;
+}
+
 static int64_t argmax_one_at_a_time(const float *x, int64_t n)
 {
     int64_t best = 0;
@@ -428,8 +435,7 @@ START_TEST(the_largest_found_in_lanes_is_the_loops)
         for (int kind = 0; kind < 6; kind++) {
             int64_t n = ns[a];
             for (int64_t j = 0; j < n; j++) {
-                seed = seed * 6364136223846793005u + 1442695040888963407u;
-                int v = (int)(seed >> 58); /* 0..63: many ties */
+                int v = (int)(next_random(&seed) >> 58); /* 0..63: many ties */
                 x[j] = kind == 1 ? (v & 1 ? 0.0f : -0.0f) : (float)(v - 40) * 0.25f;
                 if (kind == 2 && v % 3 == 0)
                     x[j] = -INFINITY;
@@ -467,18 +473,18 @@ START_TEST(rivals_are_never_skipped)
 {
     float x[300];
     uint64_t seed = 99;
-#define NEXT_RANDOM() (seed = seed * 6364136223846793005u + 1442695040888963407u, seed >> 11)
     for (int trial = 0; trial < 20000; trial++) {
-        int64_t n = 1 + (int64_t)(NEXT_RANDOM() % 300), from = (int64_t)(NEXT_RANDOM() % (uint64_t)(n + 1));
-        double base = -(double)NEXT_RANDOM() / (double)(1ull << 53) * 40.0;
+        int64_t n = 1 + (int64_t)((next_random(&seed) >> 11) % 300);
+        int64_t from = (int64_t)((next_random(&seed) >> 11) % (uint64_t)(n + 1));
+        double base = -(double)(next_random(&seed) >> 11) / (double)(1ull << 53) * 40.0;
         for (int64_t i = 0; i < n; i++)
-            x[i] = -(float)((double)NEXT_RANDOM() / (double)(1ull << 53) * 30.0);
-        int64_t k = (int64_t)(NEXT_RANDOM() % (uint64_t)n);
+            x[i] = -(float)((double)(next_random(&seed) >> 11) / (double)(1ull << 53) * 30.0);
+        int64_t k = (int64_t)((next_random(&seed) >> 11) % (uint64_t)n);
         double worst = base + (double)x[k];
         if (trial % 3 == 1)
             worst = nextafter(worst, trial % 2 ? INFINITY : -INFINITY);
         for (int64_t i = 0; i < n; i++) {
-            uint64_t r = NEXT_RANDOM() % 16;
+            uint64_t r = (next_random(&seed) >> 11) % 16;
             if (r < 5) /* float steps from x[k] */
                 x[i] = r == 0 ? x[k]
                               : nextafterf(nextafterf(x[k], r % 2 ? INFINITY : -INFINITY),
@@ -496,7 +502,6 @@ START_TEST(rivals_are_never_skipped)
             ck_assert_msg(base + (double)x[found] > worst - 2.4e-7 * fabs(worst - base) - 1e-300,
                           "trial %d: %lld far below the worst", trial, (long long)found);
     }
-#undef NEXT_RANDOM
 }
 END_TEST
 
